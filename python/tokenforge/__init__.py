@@ -1,0 +1,44 @@
+"""tokenforge: train, compare and use the tokenizers language models are trained on.
+
+Families: :class:`BPETokenizer` (byte-level BPE, nanochat/tiktoken compatible).
+Every family meets the :class:`Tokenizer` contract; :func:`load` reads any file
+tokenforge writes. Heavy optional dependencies (torch, dask, matplotlib) are
+imported only by the functions that need them.
+"""
+
+from . import errors
+from ._core import __version__
+from .base import Tokenizer, load
+from .bpe import BPETokenizer
+from .chat import SPECIAL_TOKENS
+from .errors import (
+    CorpusError,
+    FormatError,
+    Latin1Error,
+    PatternError,
+    SpecialTokenError,
+    SyncError,
+    TokenforgeError,
+    UnsafePickleError,
+    VersionError,
+    VocabSizeError,
+)
+
+__all__ = [
+    "__version__",
+    "BPETokenizer",
+    "Tokenizer",
+    "load",
+    "errors",
+    "SPECIAL_TOKENS",
+    "TokenforgeError",
+    "FormatError",
+    "VersionError",
+    "SpecialTokenError",
+    "VocabSizeError",
+    "CorpusError",
+    "PatternError",
+    "UnsafePickleError",
+    "Latin1Error",
+    "SyncError",
+]

@@ -1,0 +1,6 @@
+"""Importing this module registers every family's file readers with
+:func:`tokenforge.load` (once). Families add their ``_register`` here."""
+
+from . import bpe
+
+bpe._register()

@@ -1,0 +1,613 @@
+"""Streaming corpus readers: text, JSON lines and parquet, plain or compressed.
+
+:func:`iter_documents` turns a path, a directory, a list of paths or an
+iterable of str into a stream of str, reading files in bounded memory, so a
+corpus larger than RAM can feed a trainer. :func:`corpus_bytes` estimates the
+input size for a progress bar, and :func:`progress_bar` is the small progress
+helper long jobs share.
+
+Formats, chosen by file suffix (case-insensitive):
+
+``.txt``      blocks of at most ``block_bytes`` bytes, each ending at a line
+              boundary (only a single line longer than ``block_bytes`` is cut
+              mid-line, at a character boundary); or, with ``split_on``, the
+              documents between occurrences of a separator.
+``.jsonl``    one JSON object per line; its ``text_field`` string is a document.
+``.parquet``  the ``text_field`` column, one row group at a time (pyarrow).
+
+Each may end in ``.gz`` (gzip) or ``.zst`` (zstandard). pyarrow and zstandard
+are imported only when a file needs them (the ``io`` extra).
+
+Not handled: other encodings than UTF-8, JSON arrays (``.json``), CSV, and
+remote URLs.
+"""
+
+from __future__ import annotations
+
+import codecs
+import gzip
+import io
+import json
+import os
+import sys
+import time
+import zlib
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from ..errors import CorpusError
+
+__all__ = [
+    "iter_documents",
+    "corpus_bytes",
+    "corpus_files",
+    "Progress",
+    "progress_bar",
+    "FORMATS",
+    "COMPRESSIONS",
+]
+
+#: file formats iter_documents reads, by suffix
+FORMATS = (".txt", ".jsonl", ".parquet")
+#: compression suffixes that may follow a format suffix
+COMPRESSIONS = (".gz", ".zst")
+
+_EXTRA_HINT = "pip install 'tokenforge[io]'"
+
+
+# ---------------------------------------------------------------------------
+# errors
+# ---------------------------------------------------------------------------
+def _corpus_error(message: str, path, *, line: int | None = None, offset: int | None = None) -> CorpusError:
+    """A CorpusError whose text starts with the file, line and byte offset (as FormatError's does)."""
+    where = [str(path)]
+    if line is not None:
+        where.append(f"line {line}")
+    if offset is not None:
+        where.append(f"byte offset {offset}")
+    err = CorpusError(f"{', '.join(where)}: {message}")
+    err.path, err.line, err.offset = str(path), line, offset
+    return err
+
+
+def _decode(data: bytes, path, offset: int, errors: str, *, line: int | None = None, compressed: bool = False) -> str:
+    """Decode UTF-8; an error names the file and the absolute byte offset of the bad byte."""
+    try:
+        return data.decode("utf-8", errors)
+    except UnicodeDecodeError as e:
+        of = " of the decompressed data" if compressed else ""
+        raise _corpus_error(
+            f"invalid UTF-8 ({e.reason}, byte {data[e.start:e.start + 1]!r}){of}; "
+            "pass errors='replace' to read it with U+FFFD in place of bad bytes",
+            path,
+            line=line,
+            offset=offset + e.start,
+        ) from None
+
+
+# ---------------------------------------------------------------------------
+# which files
+# ---------------------------------------------------------------------------
+def _kind(path: Path) -> tuple[str, str] | None:
+    """``(format, compression)`` of a file from its suffixes, e.g. ``(".jsonl", ".gz")``; None if unknown."""
+    name = path.name.lower()
+    compression = ""
+    for c in COMPRESSIONS:
+        if name.endswith(c):
+            compression, name = c, name[: -len(c)]
+            break
+    for fmt in FORMATS:
+        if name.endswith(fmt):
+            return fmt, compression
+    return None
+
+
+def _supported() -> str:
+    return f"{', '.join(FORMATS)}, each optionally followed by {' or '.join(COMPRESSIONS)}"
+
+
+def _expand(path: Path, from_str: bool) -> list[Path]:
+    """A file as itself; a directory as its corpus files, recursively, in sorted order."""
+    if path.is_dir():
+        files = [
+            p
+            for p in sorted(path.rglob("*"))
+            if p.is_file()
+            and _kind(p) is not None
+            and not any(part.startswith(".") for part in p.relative_to(path).parts)
+        ]
+        if not files:
+            raise _corpus_error(f"directory holds no corpus files ({_supported()})", path)
+        return files
+    if not path.exists():
+        hint = "; a str source is read as a path (pass [text] to read a string itself)" if from_str else ""
+        raise FileNotFoundError(f"no such corpus file or directory: {path}{hint}")
+    if _kind(path) is None:
+        raise _corpus_error(f"unsupported corpus file suffix; expected {_supported()}", path)
+    return [path]
+
+
+def _paths_of(source) -> list[Path] | None:
+    """The corpus files a source names, or None when the source is an iterable of texts."""
+    if isinstance(source, (str, os.PathLike)):
+        return _expand(Path(source), from_str=isinstance(source, str))
+    if isinstance(source, (list, tuple)) and any(isinstance(s, os.PathLike) for s in source):
+        for i, s in enumerate(source):
+            if not isinstance(s, os.PathLike):
+                raise TypeError(
+                    f"iter_documents: item {i} is {type(s).__name__} in a list of paths; a list of paths must "
+                    "hold only pathlib.Path objects (a list of str is read as texts)"
+                )
+        return [f for s in source for f in _expand(Path(s), from_str=False)]
+    if isinstance(source, (bytes, bytearray)):
+        raise TypeError("iter_documents: source is bytes; pass a path, a list of paths or an iterable of str")
+    return None
+
+
+def corpus_files(source) -> list[Path]:
+    """The files :func:`iter_documents` would read, in order (empty for an iterable of str)."""
+    return _paths_of(source) or []
+
+
+def corpus_bytes(source) -> int | None:
+    """Estimated input size in bytes, for a progress bar's total.
+
+    Files count their size on disk (compressed size for ``.gz``/``.zst``, which
+    is also what :func:`iter_documents` reports progress in). A list or tuple of
+    str counts its UTF-8 bytes. Any other iterable gives None: it cannot be
+    measured without consuming it.
+    """
+    paths = _paths_of(source)
+    if paths is not None:
+        return sum(p.stat().st_size for p in paths)
+    if isinstance(source, (list, tuple)):
+        return sum(len(s.encode("utf-8")) for s in source if isinstance(s, str))
+    return None
+
+
+# ---------------------------------------------------------------------------
+# opening (decompression) and progress metering
+# ---------------------------------------------------------------------------
+def _import_zstandard(path):
+    try:
+        import zstandard
+    except ImportError:
+        raise _corpus_error(f"reading .zst files needs the zstandard package: {_EXTRA_HINT}", path) from None
+    return zstandard
+
+
+def _import_parquet(path):
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise _corpus_error(f"reading .parquet files needs the pyarrow package: {_EXTRA_HINT}", path) from None
+    return pq
+
+
+def _open_stream(stack: ExitStack, path: Path, compression: str):
+    """``(stream, raw)``: a binary stream of the decompressed bytes and the file on disk under it."""
+    raw = stack.enter_context(open(path, "rb"))
+    if compression == ".gz":
+        return stack.enter_context(gzip.GzipFile(fileobj=raw, mode="rb")), raw
+    if compression == ".zst":
+        zstandard = _import_zstandard(path)
+        reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=False)
+        return stack.enter_context(reader), raw
+    return raw, raw
+
+
+def _decompression_errors() -> tuple[type[BaseException], ...]:
+    errs: list[type[BaseException]] = [gzip.BadGzipFile, zlib.error, EOFError]
+    zstandard = sys.modules.get("zstandard")
+    if zstandard is not None:
+        errs.append(zstandard.ZstdError)
+    return tuple(errs)
+
+
+class _Meter:
+    """Reports how far into a file on disk reading has got, as progress deltas."""
+
+    def __init__(self, raw, progress):
+        self.raw, self.progress, self.done = raw, progress, 0
+
+    def tick(self) -> None:
+        if self.progress is None:
+            return
+        pos = self.raw.tell()
+        if pos > self.done:
+            self.progress.update(pos - self.done)
+            self.done = pos
+
+
+def _read_full(stream, n: int) -> bytes:
+    """Read up to ``n`` bytes, short only at end of stream (some decompressors return less)."""
+    parts, got = [], 0
+    while got < n:
+        chunk = stream.read(n - got)
+        if not chunk:
+            break
+        parts.append(chunk)
+        got += len(chunk)
+    return b"".join(parts)
+
+
+# ---------------------------------------------------------------------------
+# .txt
+# ---------------------------------------------------------------------------
+def _utf8_prefix_len(buf: bytearray) -> int:
+    """Length of the longest prefix of ``buf`` that does not end inside a UTF-8 character.
+
+    Looks at the last character only; bytes that are not UTF-8 at all are left
+    whole for the decoder to report.
+    """
+    n = len(buf)
+    k = n - 1
+    while k > 0 and n - k < 4 and (buf[k] & 0xC0) == 0x80:
+        k -= 1
+    lead = buf[k]
+    need = 2 if lead >> 5 == 0b110 else 3 if lead >> 4 == 0b1110 else 4 if lead >> 3 == 0b11110 else 1
+    return k if 0 < k and k + need > n else n
+
+
+def _txt_blocks(stream, path, meter: _Meter, block_bytes: int, errors: str, compressed: bool) -> Iterator[str]:
+    """Blocks of at most ``block_bytes`` bytes ending at a newline; memory stays under one block."""
+    buf = bytearray()
+    offset = 0  # position of buf[0] in the (decompressed) file
+    while True:
+        data = _read_full(stream, block_bytes - len(buf))
+        buf += data
+        meter.tick()
+        if not buf:
+            return
+        if not data:  # end of file: the rest, which is at most one block
+            cut = len(buf)
+        else:
+            cut = buf.rfind(b"\n") + 1 or _utf8_prefix_len(buf)
+        yield _decode(bytes(buf[:cut]), path, offset, errors, compressed=compressed)
+        del buf[:cut]
+        offset += cut
+
+
+def _txt_documents(
+    stream, path, meter: _Meter, sep: str, block_bytes: int, errors: str, compressed: bool
+) -> Iterator[str]:
+    """The non-empty documents between occurrences of ``sep``; memory holds one document plus one block."""
+    sep_b = sep.encode("utf-8")
+    buf = bytearray()
+    offset = 0  # position of buf[0] in the (decompressed) file
+    scanned = 0  # buf[:scanned] is known to hold no separator start
+    while True:
+        data = stream.read(block_bytes)
+        buf += data
+        meter.tick()
+        start = 0
+        while True:
+            i = buf.find(sep_b, max(start, scanned))
+            if i < 0:
+                break
+            if i > start:
+                yield _decode(bytes(buf[start:i]), path, offset + start, errors, compressed=compressed)
+            start = i + len(sep_b)
+        # Compact once per block, not once per document: deleting a prefix
+        # moves the rest of the buffer, and per-document moves would be
+        # quadratic in the number of small documents per block.
+        del buf[:start]
+        offset += start
+        scanned = max(0, len(buf) - len(sep_b) + 1)
+        if not data:
+            if buf:
+                yield _decode(bytes(buf), path, offset, errors, compressed=compressed)
+            return
+
+
+# ---------------------------------------------------------------------------
+# .jsonl
+# ---------------------------------------------------------------------------
+def _lines(stream, meter: _Meter, block_bytes: int) -> Iterator[bytes]:
+    """Lines (with their newline) of a binary stream that need only ``read``."""
+    pending: list[bytes] = []  # pieces of a line that spans blocks, joined once complete
+    while True:
+        data = stream.read(block_bytes)
+        meter.tick()
+        if not data:
+            if pending:
+                yield b"".join(pending)
+            return
+        lines = data.split(b"\n")
+        if len(lines) == 1:
+            pending.append(data)
+            continue
+        pending.append(lines[0])
+        yield b"".join(pending) + b"\n"
+        for line in lines[1:-1]:
+            yield line + b"\n"
+        pending = [lines[-1]] if lines[-1] else []
+
+
+def _jsonl_documents(
+    stream, path, meter: _Meter, text_field: str, block_bytes: int, errors: str, compressed: bool
+) -> Iterator[str]:
+    """The ``text_field`` string of each JSON line; blank lines and null values are skipped."""
+    offset = 0
+    for lineno, raw_line in enumerate(_lines(stream, meter, block_bytes), start=1):
+        line = _decode(raw_line, path, offset, errors, line=lineno, compressed=compressed)
+        offset += len(raw_line)
+        if lineno == 1:
+            line = line.lstrip("\ufeff")
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise _corpus_error(f"not valid JSON ({e.msg} at column {e.colno})", path, line=lineno) from None
+        if not isinstance(obj, dict):
+            raise _corpus_error(f"expected a JSON object, got {type(obj).__name__}", path, line=lineno)
+        if text_field not in obj:
+            fields = ", ".join(map(repr, obj)) or "none"
+            raise _corpus_error(
+                f"no {text_field!r} field (fields: {fields}); choose one with text_field=", path, line=lineno
+            )
+        text = obj[text_field]
+        if text is None:
+            continue
+        if not isinstance(text, str):
+            raise _corpus_error(f"field {text_field!r} is {type(text).__name__}, expected a string", path, line=lineno)
+        yield text
+
+
+# ---------------------------------------------------------------------------
+# .parquet
+# ---------------------------------------------------------------------------
+def _parquet_documents(path: Path, compression: str, text_field: str, progress) -> Iterator[str]:
+    """The ``text_field`` column, one row group in memory at a time; nulls are skipped.
+
+    A compressed parquet file (rare: parquet compresses its pages itself) is
+    decompressed into memory first, because pyarrow needs to seek in it.
+    """
+    pq = _import_parquet(path)
+    import pyarrow as pa
+
+    size = path.stat().st_size
+    try:
+        if compression:
+            with ExitStack() as stack:
+                stream, _ = _open_stream(stack, path, compression)
+                source = io.BytesIO(stream.read())
+        else:
+            source = str(path)
+        pf = pq.ParquetFile(source)
+    except (pa.ArrowException, OSError, *_decompression_errors()) as e:
+        raise _corpus_error(f"cannot read as parquet: {e}", path) from None
+    schema = pf.schema_arrow
+    if text_field not in schema.names:
+        raise _corpus_error(
+            f"no column {text_field!r} (columns: {', '.join(schema.names)}); choose one with text_field=", path
+        )
+    col_type = schema.field(text_field).type
+    if not (pa.types.is_string(col_type) or pa.types.is_large_string(col_type)):
+        raise _corpus_error(f"column {text_field!r} has type {col_type}, expected a string column", path)
+    groups = pf.num_row_groups
+    reported = 0
+    for g in range(groups):
+        try:
+            column = pf.read_row_group(g, columns=[text_field]).column(0)
+        except pa.ArrowException as e:
+            raise _corpus_error(f"row group {g}: {e}", path) from None
+        for text in column.to_pylist():
+            if text is not None:
+                yield text
+        if progress is not None:
+            # Row groups have no on-disk size that sums to the file's, so
+            # progress advances by an equal share of the file per group.
+            share = size * (g + 1) // groups
+            progress.update(share - reported)
+            reported = share
+
+
+# ---------------------------------------------------------------------------
+# the entry point
+# ---------------------------------------------------------------------------
+def _file_documents(path: Path, *, text_field, split_on, block_bytes, errors, progress) -> Iterator[str]:
+    fmt, compression = _kind(path)
+    if fmt == ".parquet":
+        yield from _parquet_documents(path, compression, text_field, progress)
+        return
+    with ExitStack() as stack:
+        stream, raw = _open_stream(stack, path, compression)
+        meter = _Meter(raw, progress)
+        compressed = bool(compression)
+        if fmt == ".jsonl":
+            docs = _jsonl_documents(stream, path, meter, text_field, block_bytes, errors, compressed)
+        elif split_on is not None:
+            docs = _txt_documents(stream, path, meter, split_on, block_bytes, errors, compressed)
+        else:
+            docs = _txt_blocks(stream, path, meter, block_bytes, errors, compressed)
+        try:
+            yield from docs
+        except _decompression_errors() as e:
+            raise _corpus_error(f"corrupt {compression} stream: {e}", path) from None
+
+
+def _text_documents(texts: Iterable, progress) -> Iterator[str]:
+    """An iterable of str passed through, checking each item's type."""
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"iter_documents: item {i} is {type(text).__name__}, expected str")
+        if progress is not None:
+            progress.update(len(text.encode("utf-8")))
+        yield text
+
+
+def iter_documents(
+    source,
+    *,
+    text_field: str = "text",
+    split_on: str | None = None,
+    block_bytes: int = 1 << 20,
+    progress=None,
+    errors: str = "strict",
+) -> Iterator[str]:
+    """Stream the documents of a corpus as str.
+
+    ``source`` is one of:
+
+    - a path (``str`` or ``pathlib.Path``) to a file, or to a directory read
+      recursively in sorted path order (hidden entries and files with other
+      suffixes are skipped);
+    - a list or tuple of ``pathlib.Path`` (a list of ``str`` is texts, below);
+    - any other iterable of str, passed through unchanged.
+
+    ``text_field`` names the JSON field / parquet column. ``split_on`` (e.g.
+    ``"<|endoftext|>"``) makes ``.txt`` files yield the non-empty documents
+    between separators (never the separator); without it ``.txt`` files yield
+    blocks of at most ``block_bytes`` bytes ending at line boundaries (a
+    longer line is cut at a character boundary). ``split_on`` does not apply
+    to JSON lines, parquet or str sources, whose items are documents already.
+    ``errors`` is the UTF-8 error handler: "strict" raises :class:`CorpusError`
+    naming the file and byte offset; "replace" substitutes U+FFFD.
+    ``progress`` is None/False (silent), True (a bar over :func:`corpus_bytes`)
+    or a :class:`Progress` to update with bytes read from disk.
+
+    The source is checked now (missing files, unknown suffixes, bad
+    arguments); files are opened and read lazily as the result is iterated.
+    """
+    if not isinstance(block_bytes, int) or block_bytes < 4:
+        raise ValueError(f"block_bytes must be an int >= 4, got {block_bytes!r}")
+    if split_on is not None and (not isinstance(split_on, str) or not split_on):
+        raise ValueError("split_on must be a non-empty str (or None)")
+    codecs.lookup_error(errors)  # an unknown handler would otherwise fail only at the first bad byte
+    paths = _paths_of(source)
+    if paths is None:
+        try:
+            iter(source)
+        except TypeError:
+            raise TypeError(
+                f"iter_documents: source must be a path, a list of paths or an iterable of str, "
+                f"not {type(source).__name__}"
+            ) from None
+    options = dict(text_field=text_field, split_on=split_on, block_bytes=block_bytes, errors=errors)
+    return _generate(source, paths, progress, options)
+
+
+def _generate(source, paths, progress, options) -> Iterator[str]:
+    """The lazy half of :func:`iter_documents`."""
+    own_bar = None
+    if progress is True:
+        own_bar = progress = progress_bar(total=corpus_bytes(source), desc="reading corpus", unit="B")
+    elif progress is False:
+        progress = None
+    try:
+        if paths is None:
+            yield from _text_documents(source, progress)
+            return
+        for path in paths:
+            yield from _file_documents(path, progress=progress, **options)
+    finally:
+        if own_bar is not None:
+            own_bar.close()
+
+
+# ---------------------------------------------------------------------------
+# progress
+# ---------------------------------------------------------------------------
+def _human(n: float, unit: str) -> str:
+    """``12.3 MB`` for bytes (decimal units), ``1,234 docs`` otherwise."""
+    if unit == "B":
+        for prefix in ("", "k", "M", "G", "T"):
+            if abs(n) < 1000 or prefix == "T":
+                return f"{n:.0f} B" if not prefix else f"{n:.1f} {prefix}B"
+            n /= 1000
+    return f"{n:,.0f} {unit}"
+
+
+class Progress:
+    """Progress of a long job: a tqdm bar, a quiet periodic line, or nothing.
+
+    ``mode`` is "auto" (tqdm when it is installed and ``file`` is a terminal,
+    else lines), "tqdm" (tqdm whenever installed), "lines" or "off". Line mode
+    writes at most one line per ``interval`` seconds, and a final line on
+    ``close`` only if it wrote any, so short jobs stay silent.
+    ``enabled=False`` is the same as ``mode="off"``.
+    """
+
+    def __init__(
+        self,
+        total: int | None = None,
+        desc: str = "",
+        unit: str = "B",
+        *,
+        enabled: bool = True,
+        mode: str = "auto",
+        file=None,
+        interval: float = 10.0,
+    ):
+        if mode not in ("auto", "tqdm", "lines", "off"):
+            raise ValueError(f"unknown progress mode {mode!r}; expected auto, tqdm, lines or off")
+        self.total, self.desc, self.unit, self.n = total, desc, unit, 0
+        self.interval = interval
+        self._file = file if file is not None else sys.stderr
+        self._start = self._last = time.monotonic()
+        self._lines_written = 0
+        self._bar = None
+        self._closed = False
+        self.mode = self._choose_mode(mode if enabled else "off")
+        if self.mode == "tqdm":
+            from tqdm import tqdm
+
+            self._bar = tqdm(
+                total=total, desc=desc or None, unit=unit, unit_scale=unit == "B", file=self._file, dynamic_ncols=True
+            )
+
+    def _choose_mode(self, mode: str) -> str:
+        if mode in ("lines", "off"):
+            return mode
+        try:
+            import tqdm  # noqa: F401
+        except ImportError:
+            return "lines"
+        if mode == "tqdm":
+            return "tqdm"
+        isatty = getattr(self._file, "isatty", None)
+        return "tqdm" if isatty is not None and isatty() else "lines"
+
+    def update(self, n: int = 1) -> None:
+        """Record ``n`` more units done."""
+        self.n += n
+        if self._bar is not None:
+            self._bar.update(n)
+        elif self.mode == "lines":
+            now = time.monotonic()
+            if now - self._last >= self.interval:
+                self._last = now
+                self._write_line(now)
+
+    def _write_line(self, now: float) -> None:
+        done = _human(self.n, self.unit)
+        if self.total:
+            done += f" / {_human(self.total, self.unit)} ({100 * self.n / self.total:.1f}%)"
+        rate = self.n / max(now - self._start, 1e-9)
+        prefix = f"{self.desc}: " if self.desc else ""
+        print(f"{prefix}{done}, {_human(rate, self.unit)}/s", file=self._file, flush=True)
+        self._lines_written += 1
+
+    def close(self) -> None:
+        """Finish: close the bar, or write the last line if lines were written."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._bar is not None:
+            self._bar.close()
+        elif self.mode == "lines" and self._lines_written:
+            self._write_line(time.monotonic())
+
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def progress_bar(total: int | None = None, desc: str = "", unit: str = "B", enabled: bool = True, **kwargs) -> Progress:
+    """A :class:`Progress`, to use as ``with progress_bar(...) as p: p.update(n)``."""
+    return Progress(total=total, desc=desc, unit=unit, enabled=enabled, **kwargs)

@@ -1,0 +1,398 @@
+"""Hugging Face ``tokenizer.json`` export and import, for byte-level BPE.
+
+Export (:func:`write_hf_json`) produces a file that ``tokenizers`` loads and
+that encodes to the same ids as tiktoken (:func:`..tiktoken_io.to_tiktoken`)
+built from the same vocabulary:
+
+* pre-tokenizer: ``Split(pattern, "isolated")`` then
+  ``ByteLevel(add_prefix_space=false, use_regex=false)`` (no Split when the
+  pattern is None); decoder: ``ByteLevel``; no normalizer, no post-processor;
+* model: ``BPE`` with GPT-2's byte-to-unicode strings as vocabulary keys and
+  ``ignore_merges: true`` (a piece that is itself a token is that token, as in
+  tiktoken);
+* special tokens: in ``added_tokens`` with ``special: true`` *and* in the model
+  vocabulary under their own text (``tokenizers`` ignores the id written in
+  ``added_tokens`` when the text is not in the model vocabulary).
+
+Which merges are exported: tiktoken merges the adjacent pair whose
+*concatenated bytes* has the lowest rank; Hugging Face merges the adjacent pair
+whose *(left, right) pair* comes first in ``merges``. They agree when, for every
+token, the merge list holds exactly the split tiktoken's loop builds that token
+from (its "effective split", see :func:`effective_split`), at the token's
+rank. A token X reachable by two splits (``"abc"`` = ``"ab"+"c"`` =
+``"a"+"bc"``) is always built by tiktoken from the same one of them, whatever
+surrounds it, so listing the other splits is never needed; and a token whose
+bytes never reduce to two parts is only ever produced as a whole piece, so it
+gets no merge at all (``ignore_merges`` finds it). For vocabularies trained
+by BPE the effective split is the recorded merge; for others (hand-made
+BPEData) exporting the recorded merges instead would give different ids, which
+the tests demonstrate.
+
+Import (:func:`read_hf_json`) accepts byte-level BPE files, ours and the ones
+Hugging Face writes for GPT-2-style vocabularies, and refuses anything else
+(another model type, a normalizer, a prefix space, ...) with a FormatError
+that says why.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+
+from ..errors import FormatError
+from ._jsonutil import JsonDoc, load_json_file
+from .atomic import atomic_write
+from .bpe_data import BPEData
+from .patterns import GPT2_PATTERN, pattern_name_for
+
+__all__ = [
+    "bytes_to_unicode",
+    "hf_json_dict",
+    "write_hf_json",
+    "read_hf_json",
+    "sniff_hf_json",
+]
+
+
+# ------------------------------------------------------------------ byte alphabet
+@lru_cache(maxsize=None)
+def bytes_to_unicode() -> tuple[str, ...]:
+    """GPT-2's byte -> character table: printable latin1 bytes stand for
+    themselves, the other 68 bytes get U+0100, U+0101, ... in byte order."""
+    printable = set(range(0x21, 0x7F)) | set(range(0xA1, 0xAD)) | set(range(0xAE, 0x100))
+    table, extra = [], 0
+    for b in range(256):
+        if b in printable:
+            table.append(chr(b))
+        else:
+            table.append(chr(0x100 + extra))
+            extra += 1
+    return tuple(table)
+
+
+@lru_cache(maxsize=None)
+def _unicode_to_byte() -> dict[str, int]:
+    return {ch: b for b, ch in enumerate(bytes_to_unicode())}
+
+
+def _to_key(b: bytes) -> str:
+    table = bytes_to_unicode()
+    return "".join(table[x] for x in b)
+
+
+def _from_key(key: str) -> bytes | None:
+    """The bytes a byte-level vocabulary key stands for (None if it is not one)."""
+    back = _unicode_to_byte()
+    try:
+        return bytes(back[ch] for ch in key)
+    except KeyError:
+        return None
+
+
+# ------------------------------------------------------------------ export
+def _ordinary_ranks(data: BPEData) -> dict[bytes, int]:
+    from .tiktoken_io import mergeable_ranks
+
+    return mergeable_ranks(data)
+
+
+def effective_split(token: bytes, ranks: dict[bytes, int]) -> tuple[bytes, bytes] | None:
+    """The two tokens tiktoken's merge loop can build ``token`` from, or None.
+
+    Run tiktoken's loop (lowest-rank concatenation first, leftmost on a tie)
+    on the token's own bytes with every token but itself available; if it
+    stops at exactly two parts, those are the effective split. Inside any
+    longer piece the bytes of ``token`` evolve the same way until the token
+    forms (merges outside its span cannot change the pairs inside it, and a
+    merge across its edge would mean it never forms), so the token is always
+    formed from this split and never from another; with no such split it is
+    only ever produced as a whole piece.
+    """
+    parts = [token[i : i + 1] for i in range(len(token))]
+    while len(parts) > 2:
+        best = None
+        for k in range(len(parts) - 1):
+            r = ranks.get(parts[k] + parts[k + 1])
+            if r is not None and (best is None or r < best[0]):
+                best = (r, k)
+        if best is None:
+            return None
+        k = best[1]
+        parts[k : k + 2] = [parts[k] + parts[k + 1]]
+    return (parts[0], parts[1]) if len(parts) == 2 else None
+
+
+def _merge_list(data: BPEData, ranks: dict[bytes, int]) -> list[str]:
+    """One merge per token, its effective split, in rank (= id) order.
+
+    Hugging Face picks the pair that comes first in this list, tiktoken the
+    pair whose concatenation has the lowest rank; with exactly the effective
+    split of each token at that token's place the two choose the same pair at
+    every step (see :func:`effective_split`). The recorded merge of ``data``
+    is the effective split for every vocabulary trained by BPE or recovered by
+    ``data_from_ranks``; where it is not, the effective split is what tiktoken
+    (and so tokenforge's encoder) actually does, so that is what is exported.
+    """
+    merges = []
+    for token, rank in sorted(ranks.items(), key=lambda kv: kv[1]):
+        if len(token) > 1:
+            split = effective_split(token, ranks)
+            if split is not None:
+                merges.append(f"{_to_key(split[0])} {_to_key(split[1])}")
+    return merges
+
+
+def _check_special(text: str, ordinary_keys: dict[str, int], path) -> None:
+    """Refuse a special token whose text would be confused with ordinary tokens."""
+    if text in ordinary_keys:
+        raise FormatError(
+            f"special token {text!r} has the same text as the byte-level key of ordinary token "
+            f"{ordinary_keys[text]}; tokenizer.json cannot tell them apart",
+            path=path,
+        )
+    raw = _from_key(text)
+    if raw is not None and raw != text.encode("utf-8", "surrogatepass"):
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return
+        raise FormatError(
+            f"special token {text!r} is spelled in the byte-level alphabet, so tokenizers would emit it "
+            f"for the ordinary text {raw.decode('utf-8')!r}; rename the special token",
+            path=path,
+        )
+
+
+def _pre_tokenizer(pattern: str | None) -> dict:
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}
+    if pattern is None:
+        return byte_level
+    split = {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": False}
+    return {"type": "Sequence", "pretokenizers": [split, byte_level]}
+
+
+def hf_json_dict(data: BPEData, path=None) -> dict:
+    """The ``tokenizer.json`` document (as a dict) for ``data``."""
+    ranks = _ordinary_ranks(data)
+    vocab = {_to_key(b): i for b, i in ranks.items()}
+    specials = sorted(data.special_tokens.items(), key=lambda kv: kv[1])
+    for text, i in specials:
+        _check_special(text, vocab, path)
+    merges = _merge_list(data, ranks)
+    vocab.update(specials)
+    vocab = dict(sorted(vocab.items(), key=lambda kv: kv[1]))
+    added = [
+        {"id": i, "content": text, "single_word": False, "lstrip": False, "rstrip": False,
+         "normalized": False, "special": True}
+        for text, i in specials
+    ]
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": added,
+        "normalizer": None,
+        "pre_tokenizer": _pre_tokenizer(data.pattern),
+        "post_processor": None,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "model": {
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": None,
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": False,
+            "byte_fallback": False,
+            "ignore_merges": True,
+            "vocab": vocab,
+            "merges": merges,
+        },
+    }
+
+
+def write_hf_json(path, data: BPEData) -> None:
+    """Write ``data`` as a Hugging Face ``tokenizer.json`` (atomically).
+
+    Needs unique bytes per id (as tiktoken does). The pattern travels in the
+    Split pre-tokenizer; ``pattern_name`` and ``training`` are not stored
+    (the reader derives the name from the pattern).
+    """
+    doc = hf_json_dict(data, path)
+    atomic_write(path, json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
+
+
+# ------------------------------------------------------------------ import
+_SNIFF_MODEL = re.compile(rb'"model"\s*:|"added_tokens"\s*:|"pre_tokenizer"\s*:')
+
+
+def sniff_hf_json(path, head: bytes) -> bool:
+    """True if ``head`` starts a JSON object with tokenizer.json's keys.
+
+    (A large vocabulary pushes "model" past the first 4 KiB, but
+    ``added_tokens``/``pre_tokenizer`` come first in files tokenizers writes.)
+    """
+    stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    return stripped.startswith(b"{") and b'"tokenforge-bpe"' not in head[:200] and bool(_SNIFF_MODEL.search(head))
+
+
+def _require(doc: JsonDoc, where, ok: bool, message: str) -> None:
+    if not ok:
+        raise doc.error(where, message)
+
+
+def _read_pattern(doc: JsonDoc) -> str | None:
+    """The split pattern the pre-tokenizer stands for; FormatError if it is not byte-level BPE's."""
+    pre = doc.value.get("pre_tokenizer")
+    steps, places = [pre], [["pre_tokenizer"]]
+    if isinstance(pre, dict) and pre.get("type") == "Sequence":
+        steps = pre.get("pretokenizers")
+        ok = isinstance(steps, list) and bool(steps)
+        _require(doc, ["pre_tokenizer"], ok, "a Sequence needs a list of pretokenizers")
+        places = [["pre_tokenizer", "pretokenizers", k] for k in range(len(steps))]
+    pattern = None
+    for k, (step, at) in enumerate(zip(steps, places)):
+        kind = step.get("type") if isinstance(step, dict) else None
+        last = k == len(steps) - 1
+        if kind == "Split" and not last and k == 0:
+            _require(doc, at, step.get("behavior") == "Isolated" and not step.get("invert", False),
+                     'only Split with behavior "Isolated" and invert false is supported (tiktoken-style splitting)')
+            pat = step.get("pattern")
+            _require(doc, at, isinstance(pat, dict) and isinstance(pat.get("Regex"), str),
+                     'expected the Split pattern {"Regex": "..."}; a literal String pattern is not supported')
+            pattern = pat["Regex"]
+        elif kind == "ByteLevel" and last:
+            _require(doc, at, not step.get("add_prefix_space", False),
+                     "ByteLevel with add_prefix_space=true is not supported (tokenforge never adds a prefix space)")
+            if step.get("use_regex", True):
+                _require(doc, at, pattern is None, "a Split followed by ByteLevel(use_regex=true) is not supported")
+                pattern = GPT2_PATTERN
+        else:
+            raise doc.error(
+                at, f"pre-tokenizer step {json.dumps(kind)} is not supported; byte-level BPE expects "
+                "[Split(Regex, Isolated)] followed by ByteLevel (not a byte-level BPE tokenizer?)"
+            )
+    return pattern
+
+
+def _check_pipeline(doc: JsonDoc) -> dict:
+    v = doc.value
+    model = v.get("model")
+    _require(doc, ["model"], isinstance(model, dict), "expected a model object")
+    kind = model.get("type", "BPE" if "merges" in model else None)
+    _require(doc, ["model", "type"], kind == "BPE",
+             f"model type {json.dumps(kind)} is not BPE; only byte-level BPE tokenizer.json files can be imported")
+    _require(doc, ["normalizer"], v.get("normalizer") is None,
+             "a normalizer is not supported (byte-level BPE encodes the text as it is)")
+    for key in ("continuing_subword_prefix", "end_of_word_suffix"):
+        _require(doc, ["model", key], not model.get(key), f"{key} is not supported in byte-level BPE")
+    _require(doc, ["model", "byte_fallback"], not model.get("byte_fallback"),
+             "byte_fallback models are not byte-level BPE (SentencePiece-style); not supported")
+    _require(doc, ["model", "dropout"], model.get("dropout") in (None, 0, 0.0), "BPE dropout is not supported")
+    _require(doc, ["model", "vocab"], isinstance(model.get("vocab"), dict), "expected an object key -> id")
+    _require(doc, ["model", "merges"], isinstance(model.get("merges"), list), "expected a list of merges")
+    return model
+
+
+def _read_specials(doc: JsonDoc, vocab: dict) -> dict[str, int]:
+    added = doc.value.get("added_tokens") or []
+    _require(doc, ["added_tokens"], isinstance(added, list), "expected a list")
+    specials: dict[str, int] = {}
+    for k, tok in enumerate(added):
+        ok = isinstance(tok, dict) and isinstance(tok.get("content"), str) and isinstance(tok.get("id"), int)
+        _require(doc, ["added_tokens", k], ok, "expected an object with an integer id and a string content")
+        text, i = tok["content"], tok["id"]
+        if tok.get("special", False):
+            specials[text] = i
+        else:
+            _require(doc, ["added_tokens", k], vocab.get(text) == i,
+                     f"non-special added token {text!r} is not in the model vocabulary; not supported")
+    return specials
+
+
+def _split_merge(doc: JsonDoc, k: int, merge) -> tuple[str, str]:
+    if isinstance(merge, str):
+        parts = merge.split(" ")
+    elif isinstance(merge, list):
+        parts = merge
+    else:
+        parts = None
+    ok = isinstance(parts, list) and len(parts) == 2 and all(isinstance(p, str) and p for p in parts)
+    _require(doc, ["model", "merges", k], ok, f'expected "left right" or [left, right], found {json.dumps(merge)}')
+    return parts[0], parts[1]
+
+
+def _read_merges(doc: JsonDoc, model: dict, vocab: dict, specials: dict) -> dict[int, tuple[int, int]]:
+    """new id -> (left id, right id) from the first merge producing each token.
+
+    Later merges of the same token (files converted from tiktoken sometimes
+    list every split) are checked and dropped: tokenforge ranks by id.
+    """
+    merges: dict[int, tuple[int, int]] = {}
+    last = -1
+    for k, merge in enumerate(model["merges"]):
+        left, right = _split_merge(doc, k, merge)
+        where = ["model", "merges", k]
+        for part in (left, right):
+            _require(doc, where, part in vocab and part not in specials, f"{part!r} is not an ordinary token")
+        new = vocab.get(left + right)
+        _require(doc, where, new is not None, f"{left + right!r} (the merged token) is not in the vocabulary")
+        if new in merges:
+            continue
+        _require(doc, where, new > last,
+                 f"merge creates id {new} after id {last}; tokenforge ranks tokens by id, so the first "
+                 "merge of each token must come in increasing id order")
+        last = new
+        merges[new] = (vocab[left], vocab[right])
+    return merges
+
+
+def _split_of_unmerged(doc: JsonDoc, key: str, vocab: dict) -> tuple[int, int]:
+    """The first split of ``key`` into two tokens of lower id (for a token whose
+    merge, if any, cannot be recorded in id order; its rank alone decides how
+    it encodes)."""
+    i = vocab[key]
+    for cut in range(1, len(key)):
+        left, right = vocab.get(key[:cut]), vocab.get(key[cut:])
+        if left is not None and right is not None and left < i and right < i:
+            return left, right
+    raise doc.error(["model", "vocab", key],
+                    f"token {key!r} (id {i}) has no merge and cannot be split into two tokens of lower id")
+
+
+def read_hf_json(path) -> BPEData:
+    """Read a byte-level BPE ``tokenizer.json`` (ours, or Hugging Face's GPT-2 style)."""
+    doc = load_json_file(path, "Hugging Face tokenizer.json")
+    model = _check_pipeline(doc)
+    pattern = _read_pattern(doc)
+    vocab = model["vocab"]
+    specials = _read_specials(doc, vocab)
+    owner: dict[int, str] = {}
+    for key, i in vocab.items():
+        _require(doc, ["model", "vocab", key], isinstance(i, int) and not isinstance(i, bool) and i >= 0,
+                 f"expected a non-negative integer id, found {json.dumps(i)}")
+        _require(doc, ["model", "vocab", key], i not in owner, f"id {i} is also the id of {owner.get(i)!r}")
+        owner[i] = key
+        if key in specials:
+            _require(doc, ["model", "vocab", key], specials[key] == i,
+                     f"special token {key!r} has id {specials[key]} in added_tokens but {i} here")
+        else:
+            _require(doc, ["model", "vocab", key], _from_key(key) is not None,
+                     f"{key!r} is not a byte-level token (a character outside GPT-2's byte alphabet)")
+    table = bytes_to_unicode()
+    missing = [b for b in range(256) if table[b] not in vocab]
+    _require(doc, ["model", "vocab"], not missing,
+             f"byte 0x{missing[0]:02x} ({table[missing[0]]!r}) is missing; not a byte-level vocabulary" if missing else "")
+    byte_ids = [vocab[table[b]] for b in range(256)]
+    merged = _read_merges(doc, model, vocab, specials)
+    reached = set(byte_ids) | set(merged) | set(specials.values())
+    for key, i in vocab.items():
+        # no merge, or a merge from a later token (an effective split may use one):
+        # record a split into earlier tokens; the encoding depends on ranks only
+        if i not in reached or (i in merged and max(merged[i]) >= i):
+            merged[i] = _split_of_unmerged(doc, key, vocab)
+    merges = [(a, b, new) for new, (a, b) in sorted(merged.items())]
+    data = BPEData(byte_ids, merges, specials, pattern, pattern_name_for(pattern), {})
+    data.validate(doc.path)
+    return data

@@ -1,0 +1,290 @@
+"""tokenforge's own BPE file: one self-describing JSON document (format version 1).
+
+The exact layout is specified in ``docs/formats.md`` ("tokenforge-bpe JSON").
+In short::
+
+    {
+      "format": "tokenforge-bpe",
+      "version": 1,
+      "pattern_name": "gpt4",
+      "pattern": "...",             (null: no pre-tokenization)
+      "byte_ids": [256 ints],       (the id of byte 0, 1, ..., 255)
+      "first_merge_id": 256,        (or "merge_ids": [...] when not contiguous)
+      "merges": [[left, right], ...],
+      "special_tokens": {"<|bos|>": 65536, ...},
+      "training": {...}
+    }
+
+:func:`write_tfjson` also writes a human-readable vocabulary view beside the
+JSON (``name.vocab.txt``); tokenforge never reads that file back.
+
+The reader is strict: unknown keys, wrong types, ids defined twice or used
+before they exist all raise :class:`FormatError` naming the file, the line and
+the JSON path; a newer version raises :class:`VersionError`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from ..errors import FormatError, VersionError
+from ._jsonutil import JsonDoc, load_json_file
+from .atomic import atomic_write
+from .bpe_data import BPEData
+
+__all__ = [
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "write_tfjson",
+    "read_tfjson",
+    "sniff_tfjson",
+    "vocab_view_path",
+    "render_bytes",
+]
+
+FORMAT_NAME = "tokenforge-bpe"
+FORMAT_VERSION = 1
+#: Ids are stored by the engine as unsigned 32-bit integers.
+MAX_ID = 2**32 - 1
+PATTERN_NAMES = ("gpt4", "gpt2", "custom", "none")
+
+_KEYS_REQUIRED = ("format", "version", "pattern_name", "pattern", "byte_ids", "merges", "special_tokens", "training")
+_KEYS_OPTIONAL = ("first_merge_id", "merge_ids")
+_SNIFF = re.compile(rb'^\s*\{\s*"format"\s*:\s*"tokenforge-bpe"')
+
+
+# --------------------------------------------------------------------- writing
+def _dumps(value) -> str:
+    return json.dumps(value, ensure_ascii=True, allow_nan=False, sort_keys=True, separators=(", ", ": "))
+
+
+def _merge_id_fields(data: BPEData) -> str:
+    """The "first_merge_id" line, or "merge_ids" when ids are not contiguous."""
+    ids = [new for _, _, new in data.merges]
+    first = ids[0] if ids else max(data.byte_ids) + 1
+    if ids == list(range(first, first + len(ids))):
+        return f'  "first_merge_id": {first},\n'
+    return f'  "merge_ids": {_dumps(ids)},\n'
+
+
+def tfjson_text(data: BPEData, path=None) -> str:
+    """The exact text :func:`write_tfjson` writes for ``data``."""
+    data.validate(path)
+    try:
+        training = _dumps(data.training)
+    except (TypeError, ValueError) as e:
+        raise FormatError(f"training settings are not JSON-serialisable: {e}", path=path) from None
+    merges = ",\n".join(f"    [{a}, {b}]" for a, b, _ in data.merges)
+    specials = ",\n".join(
+        f"    {_dumps(text)}: {i}" for text, i in sorted(data.special_tokens.items(), key=lambda kv: kv[1])
+    )
+    return (
+        "{\n"
+        f'  "format": "{FORMAT_NAME}",\n'
+        f'  "version": {FORMAT_VERSION},\n'
+        f'  "pattern_name": {_dumps(data.pattern_name)},\n'
+        f'  "pattern": {_dumps(data.pattern)},\n'
+        f'  "byte_ids": {_dumps(list(data.byte_ids))},\n'
+        + _merge_id_fields(data)
+        + (f'  "merges": [\n{merges}\n  ],\n' if merges else '  "merges": [],\n')
+        + (f'  "special_tokens": {{\n{specials}\n  }},\n' if specials else '  "special_tokens": {},\n')
+        + f'  "training": {training}\n'
+        "}\n"
+    )
+
+
+def vocab_view_path(path) -> Path:
+    """``tok.json`` -> ``tok.vocab.txt`` (any other name: ``name.vocab.txt``)."""
+    path = Path(path)
+    stem = path.name[: -len(".json")] if path.name.endswith(".json") else path.name
+    return path.with_name(stem + ".vocab.txt")
+
+
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def render_bytes(b: bytes) -> str:
+    """A one-line, printable rendering of ``b`` in double quotes.
+
+    Valid, printable UTF-8 is shown as text; backslash, quote, \\n, \\r, \\t
+    are escaped; every other byte is shown as ``\\xNN``.
+    """
+    out = []
+    for ch in b.decode("utf-8", errors="surrogateescape"):
+        code = ord(ch)
+        if 0xDC80 <= code <= 0xDCFF:  # a byte that is not valid UTF-8 here
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif ch.isprintable():
+            out.append(ch)
+        else:
+            out.extend(f"\\x{x:02x}" for x in ch.encode("utf-8"))
+    return '"' + "".join(out) + '"'
+
+
+def vocab_view_text(data: BPEData) -> str:
+    """One line per id: id, byte length, rendered bytes, origin (byte / merge L R / special)."""
+    token_bytes = data.token_bytes_list()
+    origin: dict[int, str] = {i: "byte" for i in data.byte_ids}
+    origin.update({new: f"merge {a} {b}" for a, b, new in data.merges})
+    lines = [
+        "# tokenforge-bpe vocabulary view, for people; tokenforge never reads this file.",
+        "# columns (tab-separated): id, byte length, bytes (escaped), origin",
+    ]
+    specials = {i: text for text, i in data.special_tokens.items()}
+    for i in sorted(set(origin) | set(specials)):
+        if i in specials:
+            text = specials[i]
+            lines.append(f"{i}\t0\t{render_bytes(text.encode('utf-8', 'surrogatepass'))}\tspecial")
+        else:
+            b = token_bytes[i]
+            lines.append(f"{i}\t{len(b)}\t{render_bytes(b)}\t{origin[i]}")
+    return "\n".join(lines) + "\n"
+
+
+def write_tfjson(path, data: BPEData) -> None:
+    """Write ``data`` to ``path`` (atomically) and the vocabulary view beside it.
+
+    The JSON is written first; the view (``vocab_view_path(path)``) second, so a
+    crash in between leaves a complete JSON with an older or missing view.
+    """
+    text = tfjson_text(data, path)
+    atomic_write(path, text)
+    atomic_write(vocab_view_path(path), vocab_view_text(data))
+
+
+# --------------------------------------------------------------------- reading
+def sniff_tfjson(path, head: bytes) -> bool:
+    """True if ``head`` (the file's first bytes) starts a tokenforge-bpe JSON document."""
+    if head.startswith(b"\xef\xbb\xbf"):
+        head = head[3:]
+    return bool(_SNIFF.match(head))
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _check_id(doc: JsonDoc, where, x) -> int:
+    if not _is_int(x) or not 0 <= x <= MAX_ID:
+        raise doc.error(where, f"expected an id (an integer 0..{MAX_ID}), found {json.dumps(x)}")
+    return x
+
+
+def _check_header(doc: JsonDoc) -> None:
+    v = doc.value
+    if v.get("format") != FORMAT_NAME:
+        raise doc.error(["format"], f'expected "format": "{FORMAT_NAME}", found {json.dumps(v.get("format"))}')
+    version = v.get("version")
+    if not _is_int(version):
+        raise doc.error(["version"], f"expected an integer format version, found {json.dumps(version)}")
+    if version != FORMAT_VERSION:
+        raise doc.error(
+            ["version"],
+            f"format version {version} is not supported (this tokenforge reads version {FORMAT_VERSION}); "
+            "upgrade tokenforge to read it",
+            cls=VersionError,
+        )
+    for key in _KEYS_REQUIRED:
+        if key not in v:
+            raise doc.error([key], "required key is missing")
+    for key in v:
+        if key not in _KEYS_REQUIRED and key not in _KEYS_OPTIONAL:
+            raise doc.error([key], f"unknown key {key!r} in a version {FORMAT_VERSION} file")
+    if ("first_merge_id" in v) == ("merge_ids" in v):
+        raise doc.error(["merges"], 'expected exactly one of "first_merge_id" and "merge_ids"')
+
+
+def _read_pattern(doc: JsonDoc) -> tuple[str | None, str]:
+    pattern, name = doc.value["pattern"], doc.value["pattern_name"]
+    if pattern is not None and (not isinstance(pattern, str) or not pattern):
+        raise doc.error(["pattern"], f"expected a non-empty regex string or null, found {json.dumps(pattern)}")
+    if name not in PATTERN_NAMES:
+        raise doc.error(["pattern_name"], f"expected one of {', '.join(PATTERN_NAMES)}, found {json.dumps(name)}")
+    if (pattern is None) != (name == "none"):
+        raise doc.error(["pattern_name"], 'pattern_name is "none" exactly when pattern is null')
+    return pattern, name
+
+
+def _read_byte_ids(doc: JsonDoc, defined: dict[int, str]) -> list[int]:
+    ids = doc.value["byte_ids"]
+    if not isinstance(ids, list) or len(ids) != 256:
+        n = len(ids) if isinstance(ids, list) else type(ids).__name__
+        raise doc.error(["byte_ids"], f"expected a list of 256 ids, found {n}")
+    for b, i in enumerate(ids):
+        _check_id(doc, ["byte_ids", b], i)
+        if i in defined:
+            raise doc.error(["byte_ids", b], f"id {i} of byte {b} is also the id of {defined[i]}")
+        defined[i] = f"byte {b}"
+    return ids
+
+
+def _read_merge_ids(doc: JsonDoc, n: int) -> list[int]:
+    v = doc.value
+    if "first_merge_id" in v:
+        first = _check_id(doc, ["first_merge_id"], v["first_merge_id"])
+        if first + n - 1 > MAX_ID:
+            raise doc.error(["first_merge_id"], f"ids of {n} merges from {first} exceed {MAX_ID}")
+        return list(range(first, first + n))
+    ids = v["merge_ids"]
+    if not isinstance(ids, list) or len(ids) != n:
+        found = len(ids) if isinstance(ids, list) else type(ids).__name__
+        raise doc.error(["merge_ids"], f"expected a list of {n} ids (one per merge), found {found}")
+    for k, i in enumerate(ids):
+        _check_id(doc, ["merge_ids", k], i)
+        if k and i <= ids[k - 1]:
+            raise doc.error(["merge_ids", k], f"merge ids must increase: {i} follows {ids[k - 1]}")
+    return ids
+
+
+def _read_merges(doc: JsonDoc, defined: dict[int, str]) -> list[tuple[int, int, int]]:
+    pairs = doc.value["merges"]
+    if not isinstance(pairs, list):
+        raise doc.error(["merges"], f"expected a list of [left, right] pairs, found {type(pairs).__name__}")
+    merges = []
+    for k, (pair, new) in enumerate(zip(pairs, _read_merge_ids(doc, len(pairs)))):
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise doc.error(["merges", k], f"expected a [left, right] pair of ids, found {json.dumps(pair)}")
+        for side, x in enumerate(pair):
+            _check_id(doc, ["merges", k, side], x)
+            if x not in defined:
+                raise doc.error(["merges", k, side], f"id {x} is not defined before merge {k}")
+        if new in defined:
+            raise doc.error(["merges", k], f"merge {k} would create id {new}, already the id of {defined[new]}")
+        defined[new] = f"merge {k}"
+        merges.append((pair[0], pair[1], new))
+    return merges
+
+
+def _read_specials(doc: JsonDoc, defined: dict[int, str]) -> dict[str, int]:
+    specials = doc.value["special_tokens"]
+    if not isinstance(specials, dict):
+        raise doc.error(["special_tokens"], f"expected an object text -> id, found {type(specials).__name__}")
+    for text, i in specials.items():
+        _check_id(doc, ["special_tokens", text], i)
+        if not text:
+            raise doc.error(["special_tokens", text], "a special token's text cannot be empty")
+        if i in defined:
+            raise doc.error(["special_tokens", text], f"id {i} of special {text!r} is also the id of {defined[i]}")
+        defined[i] = f"special {text!r}"
+    return dict(specials)
+
+
+def read_tfjson(path) -> BPEData:
+    """Read a tokenforge-bpe JSON file written by :func:`write_tfjson` (version 1)."""
+    doc = load_json_file(path, FORMAT_NAME)
+    _check_header(doc)
+    pattern, pattern_name = _read_pattern(doc)
+    defined: dict[int, str] = {}
+    byte_ids = _read_byte_ids(doc, defined)
+    merges = _read_merges(doc, defined)
+    specials = _read_specials(doc, defined)
+    training = doc.value["training"]
+    if not isinstance(training, dict):
+        raise doc.error(["training"], f"expected an object, found {type(training).__name__}")
+    data = BPEData(list(byte_ids), merges, specials, pattern, pattern_name, training)
+    data.validate(doc.path)  # a second, independent check; cannot fail after the ones above
+    return data

@@ -1,0 +1,456 @@
+//! Rank-based BPE encoding.
+//!
+//! A piece is split into bytes and the adjacent pair with the lowest rank is
+//! merged until no pair has a rank; the leftmost pair wins a tie. With
+//! [`MergeRule::Bytes`] a pair's rank is the rank of its concatenated bytes
+//! (tiktoken's rule) and a piece that is itself a token is emitted whole; with
+//! [`MergeRule::Pairs`] only learned merges apply (the growing vocabulary's
+//! rule). Both are answered by one table from a pair of ids to the merged id,
+//! and the merged id is the rank.
+//!
+//! Short pieces use a linear scan for the minimum (fast, cache-resident).
+//! Long pieces (`"a" * 1_000_000`, text without whitespace, whole documents)
+//! use a linked list and a min-heap, O(n log n), so no input is quadratic.
+
+use aho_corasick::{AhoCorasick, MatchKind};
+use rustc_hash::FxHashMap;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use super::train::pack;
+use crate::error::{Error, Result};
+use crate::pretok::Pretokenizer;
+
+/// Pieces at least this long use the heap merge.
+const LONG_PIECE: usize = 96;
+const NO_RANK: u32 = u32::MAX;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MergeRule {
+    /// tiktoken: the rank of the concatenated bytes; whole-piece lookup first.
+    Bytes,
+    /// Only the learned (left, right) merges, lowest merge id first.
+    Pairs,
+}
+
+#[derive(Clone)]
+pub struct BpeModel {
+    tokens: Vec<Vec<u8>>,
+    byte_to_id: [u32; 256],
+    pair_map: FxHashMap<u64, u32>,
+    piece_map: FxHashMap<Vec<u8>, u32>,
+    pretok: Pretokenizer,
+    specials: Vec<(String, u32)>,
+    special_ac: Option<AhoCorasick>,
+    special_text: FxHashMap<u32, Vec<u8>>,
+    vocab_size: usize,
+    rule: MergeRule,
+}
+
+impl BpeModel {
+    pub fn new(
+        byte_ids: &[u32; 256],
+        merges: &[(u32, u32, u32)],
+        specials: Vec<(String, u32)>,
+        pretok: Pretokenizer,
+        rule: MergeRule,
+    ) -> Result<Self> {
+        let mut max_id = 0u32;
+        let mut tokens: Vec<Vec<u8>> = Vec::new();
+        let put = |tokens: &mut Vec<Vec<u8>>, id: u32, b: Vec<u8>| -> Result<()> {
+            if tokens.len() <= id as usize {
+                tokens.resize(id as usize + 1, Vec::new());
+            }
+            if !tokens[id as usize].is_empty() {
+                return Err(Error::Invalid(format!("id {id} is defined twice")));
+            }
+            tokens[id as usize] = b;
+            Ok(())
+        };
+        for (b, &id) in byte_ids.iter().enumerate() {
+            put(&mut tokens, id, vec![b as u8])?;
+            max_id = max_id.max(id);
+        }
+        let mut pair_map = FxHashMap::default();
+        for (k, &(a, b, z)) in merges.iter().enumerate() {
+            let ta = tokens.get(a as usize).filter(|t| !t.is_empty()).cloned();
+            let tb = tokens.get(b as usize).filter(|t| !t.is_empty()).cloned();
+            let (Some(mut ta), Some(tb)) = (ta, tb) else {
+                return Err(Error::Invalid(format!("merge {k} ({a}, {b}) -> {z} uses an id not defined before it")));
+            };
+            ta.extend_from_slice(&tb);
+            put(&mut tokens, z, ta)?;
+            max_id = max_id.max(z);
+            if rule == MergeRule::Pairs {
+                pair_map.entry(pack(a, b)).or_insert(z);
+            }
+        }
+        let mut piece_map: FxHashMap<Vec<u8>, u32> = FxHashMap::default();
+        if rule == MergeRule::Bytes {
+            // the smallest id wins if two ids have the same bytes
+            for (id, t) in tokens.iter().enumerate() {
+                if !t.is_empty() {
+                    piece_map.entry(t.clone()).or_insert(id as u32);
+                }
+            }
+            for (t, &id) in piece_map.iter() {
+                for k in 1..t.len() {
+                    if let (Some(&l), Some(&r)) = (piece_map.get(&t[..k]), piece_map.get(&t[k..])) {
+                        pair_map.insert(pack(l, r), id);
+                    }
+                }
+            }
+        }
+        let mut special_text = FxHashMap::default();
+        for (s, id) in &specials {
+            if s.is_empty() {
+                return Err(Error::Invalid("a special token is the empty string".into()));
+            }
+            if (*id as usize) < tokens.len() && !tokens[*id as usize].is_empty() {
+                return Err(Error::Invalid(format!("special token {s:?} has id {id}, which a byte or merge already uses")));
+            }
+            if special_text.insert(*id, s.as_bytes().to_vec()).is_some() {
+                return Err(Error::Invalid(format!("special token id {id} is used twice")));
+            }
+            max_id = max_id.max(*id);
+        }
+        let special_ac = build_ac(specials.iter().map(|(s, _)| s.as_str()))?;
+        Ok(BpeModel {
+            tokens,
+            byte_to_id: *byte_ids,
+            pair_map,
+            piece_map,
+            pretok,
+            specials,
+            special_ac,
+            special_text,
+            vocab_size: max_id as usize + 1,
+            rule,
+        })
+    }
+
+    pub fn vocab_size(&self) -> usize {
+        self.vocab_size
+    }
+
+    pub fn rule(&self) -> MergeRule {
+        self.rule
+    }
+
+    pub fn pretokenizer(&self) -> &Pretokenizer {
+        &self.pretok
+    }
+
+    /// Bytes of an id (a special token's text), or None if the id is unused.
+    pub fn id_bytes(&self, id: u32) -> Option<&[u8]> {
+        if let Some(t) = self.tokens.get(id as usize) {
+            if !t.is_empty() {
+                return Some(t);
+            }
+        }
+        self.special_text.get(&id).map(|v| v.as_slice())
+    }
+
+    /// Raw byte length of every id; 0 for special and unused ids.
+    pub fn token_lengths(&self) -> Vec<i32> {
+        let mut v = vec![0i32; self.vocab_size];
+        for (i, t) in self.tokens.iter().enumerate() {
+            v[i] = t.len() as i32;
+        }
+        v
+    }
+
+    /// Encode one piece (already split) and append its ids.
+    #[inline]
+    pub fn encode_piece(&self, piece: &[u8], out: &mut Vec<u32>) {
+        match piece.len() {
+            0 => {}
+            1 => out.push(self.byte_to_id[piece[0] as usize]),
+            n => {
+                if self.rule == MergeRule::Bytes {
+                    if let Some(&id) = self.piece_map.get(piece) {
+                        out.push(id);
+                        return;
+                    }
+                }
+                if n < LONG_PIECE {
+                    self.merge_short(piece, out)
+                } else {
+                    self.merge_long(piece, out)
+                }
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn rank(&self, a: u32, b: u32) -> u32 {
+        *self.pair_map.get(&pack(a, b)).unwrap_or(&NO_RANK)
+    }
+
+    fn merge_short(&self, piece: &[u8], out: &mut Vec<u32>) {
+        let mut parts: [u32; LONG_PIECE] = [0; LONG_PIECE];
+        let mut ranks: [u32; LONG_PIECE] = [NO_RANK; LONG_PIECE];
+        let mut n = piece.len();
+        for (i, &b) in piece.iter().enumerate() {
+            parts[i] = self.byte_to_id[b as usize];
+        }
+        for i in 0..n - 1 {
+            ranks[i] = self.rank(parts[i], parts[i + 1]);
+        }
+        loop {
+            let mut best = NO_RANK;
+            let mut at = 0;
+            for (i, &r) in ranks[..n - 1].iter().enumerate() {
+                if r < best {
+                    best = r;
+                    at = i;
+                }
+            }
+            if best == NO_RANK {
+                break;
+            }
+            parts[at] = best;
+            parts.copy_within(at + 2..n, at + 1);
+            ranks.copy_within(at + 1..n - 1, at);
+            n -= 1;
+            if at + 1 < n {
+                ranks[at] = self.rank(parts[at], parts[at + 1]);
+            }
+            if at > 0 {
+                ranks[at - 1] = self.rank(parts[at - 1], parts[at]);
+            }
+            if n == 1 {
+                break;
+            }
+        }
+        out.extend_from_slice(&parts[..n]);
+    }
+
+    fn merge_long(&self, piece: &[u8], out: &mut Vec<u32>) {
+        const END: u32 = u32::MAX;
+        let n = piece.len();
+        let mut ids: Vec<u32> = piece.iter().map(|&b| self.byte_to_id[b as usize]).collect();
+        let mut next: Vec<u32> = (1..=n as u32).collect();
+        next[n - 1] = END;
+        let mut prev: Vec<u32> = (0..n as u32).map(|i| i.wrapping_sub(1)).collect();
+        prev[0] = END;
+        let mut heap: BinaryHeap<Reverse<u64>> = BinaryHeap::with_capacity(n);
+        for i in 0..n - 1 {
+            let r = self.rank(ids[i], ids[i + 1]);
+            if r != NO_RANK {
+                heap.push(Reverse(((r as u64) << 32) | i as u64));
+            }
+        }
+        while let Some(Reverse(e)) = heap.pop() {
+            let r = (e >> 32) as u32;
+            let i = (e & 0xffff_ffff) as usize;
+            let j = next[i];
+            if ids[i] == END || j == END {
+                continue;
+            }
+            let j = j as usize;
+            if self.rank(ids[i], ids[j]) != r {
+                continue;
+            }
+            ids[i] = r;
+            ids[j] = END;
+            let k = next[j];
+            next[i] = k;
+            if k != END {
+                prev[k as usize] = i as u32;
+                let r2 = self.rank(r, ids[k as usize]);
+                if r2 != NO_RANK {
+                    heap.push(Reverse(((r2 as u64) << 32) | i as u64));
+                }
+            }
+            let p = prev[i];
+            if p != END {
+                let r2 = self.rank(ids[p as usize], r);
+                if r2 != NO_RANK {
+                    heap.push(Reverse(((r2 as u64) << 32) | p as u64));
+                }
+            }
+        }
+        let mut i = 0u32;
+        while i != END {
+            out.push(ids[i as usize]);
+            i = next[i as usize];
+        }
+    }
+
+    /// Encode text; special-token text is ordinary text.
+    pub fn encode_ordinary_into(&self, text: &str, out: &mut Vec<u32>) -> Result<()> {
+        self.pretok.split(text, |p| self.encode_piece(p.as_bytes(), out))
+    }
+
+    pub fn encode_ordinary(&self, text: &str) -> Result<Vec<u32>> {
+        let mut out = Vec::with_capacity(text.len() / 3 + 1);
+        self.encode_ordinary_into(text, &mut out)?;
+        Ok(out)
+    }
+
+    /// Encode text, turning the text of the specials whose ids are in
+    /// `allowed` into their ids (all specials if `allowed` is None).
+    pub fn encode_with_specials(&self, text: &str, allowed: Option<&[u32]>) -> Result<Vec<u32>> {
+        let custom;
+        let ac = match allowed {
+            None => self.special_ac.as_ref(),
+            Some(ids) => {
+                let subset: Vec<&str> =
+                    self.specials.iter().filter(|(_, id)| ids.contains(id)).map(|(s, _)| s.as_str()).collect();
+                custom = build_ac(subset.iter().copied())?;
+                custom.as_ref()
+            }
+        };
+        let Some(ac) = ac else { return self.encode_ordinary(text) };
+        let mut out = Vec::with_capacity(text.len() / 3 + 1);
+        let mut last = 0;
+        for m in ac.find_iter(text) {
+            self.encode_ordinary_into(&text[last..m.start()], &mut out)?;
+            let s = &text[m.start()..m.end()];
+            let id = self.specials.iter().find(|(t, _)| t == s).map(|(_, id)| *id).expect("matched a special");
+            out.push(id);
+            last = m.end();
+        }
+        self.encode_ordinary_into(&text[last..], &mut out)?;
+        Ok(out)
+    }
+
+    /// The first special token whose text occurs in `text` (and where).
+    pub fn find_special(&self, text: &str) -> Option<(String, usize)> {
+        let ac = self.special_ac.as_ref()?;
+        ac.find(text).map(|m| (text[m.start()..m.end()].to_string(), m.start()))
+    }
+
+    pub fn decode_bytes(&self, ids: &[u32]) -> Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(ids.len() * 4);
+        for (i, &id) in ids.iter().enumerate() {
+            match self.id_bytes(id) {
+                Some(b) => out.extend_from_slice(b),
+                None => {
+                    return Err(Error::Invalid(format!(
+                        "token id {id} (at position {i}) is not in the vocabulary of {} ids",
+                        self.vocab_size
+                    )))
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn build_ac<'a>(pats: impl Iterator<Item = &'a str>) -> Result<Option<AhoCorasick>> {
+    let pats: Vec<&str> = pats.collect();
+    if pats.is_empty() {
+        return Ok(None);
+    }
+    AhoCorasick::builder()
+        .match_kind(MatchKind::LeftmostLongest)
+        .build(&pats)
+        .map(Some)
+        .map_err(|e| Error::Invalid(format!("special tokens: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bpe::train::{train_texts, TieBreak};
+    use crate::pretok::GPT4_PATTERN;
+    use proptest::prelude::*;
+
+    fn ident() -> [u32; 256] {
+        let mut b = [0u32; 256];
+        for (i, x) in b.iter_mut().enumerate() {
+            *x = i as u32;
+        }
+        b
+    }
+
+    /// tiktoken's rule, written the slow obvious way.
+    fn slow(model: &BpeModel, piece: &[u8]) -> Vec<u32> {
+        let mut parts: Vec<Vec<u8>> = piece.iter().map(|&b| vec![b]).collect();
+        if model.rule == MergeRule::Bytes {
+            if let Some(&id) = model.piece_map.get(piece) {
+                return vec![id];
+            }
+        }
+        let id_of = |b: &[u8]| model.piece_map.get(b).copied();
+        loop {
+            let mut best: Option<(u32, usize)> = None;
+            for i in 0..parts.len().saturating_sub(1) {
+                let mut c = parts[i].clone();
+                c.extend_from_slice(&parts[i + 1]);
+                if let Some(r) = id_of(&c) {
+                    if best.map_or(true, |(br, _)| r < br) {
+                        best = Some((r, i));
+                    }
+                }
+            }
+            let Some((_, i)) = best else { break };
+            let right = parts.remove(i + 1);
+            parts[i].extend_from_slice(&right);
+        }
+        parts.iter().map(|p| id_of(p).unwrap()).collect()
+    }
+
+    fn model(texts: &[&str], n: usize) -> BpeModel {
+        let m = train_texts(texts, Pretokenizer::Whole, &ident(), 256, n, TieBreak::PairIds, 1).unwrap();
+        BpeModel::new(&ident(), &m, vec![], Pretokenizer::new(Some(GPT4_PATTERN)).unwrap(), MergeRule::Bytes).unwrap()
+    }
+
+    #[test]
+    fn long_and_short_agree() {
+        let m = model(&["aaaaaaaaaaaaaaaa abababab hello hello world"], 30);
+        for len in [1usize, 2, 3, 7, 95, 96, 97, 500, 1001] {
+            let a = "a".repeat(len);
+            let mut s = vec![];
+            m.merge_short(&a.as_bytes()[..len.min(LONG_PIECE - 1)], &mut s);
+            let mut o = vec![];
+            m.encode_piece(a.as_bytes(), &mut o);
+            assert_eq!(o, slow(&m, a.as_bytes()), "len {len}");
+            assert_eq!(m.decode_bytes(&o).unwrap(), a.as_bytes());
+        }
+    }
+
+    #[test]
+    fn specials() {
+        let ms = train_texts(&["hello world"], Pretokenizer::Whole, &ident(), 256, 5, TieBreak::PairIds, 1).unwrap();
+        let m = BpeModel::new(
+            &ident(),
+            &ms,
+            vec![("<|bos|>".into(), 300), ("<|end|>".into(), 301)],
+            Pretokenizer::new(Some(GPT4_PATTERN)).unwrap(),
+            MergeRule::Bytes,
+        )
+        .unwrap();
+        let t = "hi<|bos|>there<|end|>";
+        let ord = m.encode_ordinary(t).unwrap();
+        assert!(!ord.contains(&300));
+        let sp = m.encode_with_specials(t, None).unwrap();
+        assert!(sp.contains(&300) && sp.contains(&301));
+        let only = m.encode_with_specials(t, Some(&[301])).unwrap();
+        assert!(!only.contains(&300) && only.contains(&301));
+        assert_eq!(m.decode_bytes(&sp).unwrap(), t.as_bytes());
+        assert_eq!(m.find_special(t), Some(("<|bos|>".into(), 2)));
+        assert_eq!(m.vocab_size(), 302);
+        assert!(m.decode_bytes(&[999]).is_err());
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+        #[test]
+        fn piece_matches_slow(train in "[abc ]{10,200}", piece in "[abcd]{1,300}") {
+            let m = model(&[&train], 40);
+            let mut o = vec![];
+            m.encode_piece(piece.as_bytes(), &mut o);
+            prop_assert_eq!(&o, &slow(&m, piece.as_bytes()));
+            prop_assert_eq!(m.decode_bytes(&o).unwrap(), piece.as_bytes().to_vec());
+        }
+        #[test]
+        fn roundtrip_any(s in "\\PC{0,200}") {
+            let m = model(&["the quick brown fox jumps over the lazy dog"], 30);
+            let ids = m.encode_ordinary(&s).unwrap();
+            prop_assert_eq!(m.decode_bytes(&ids).unwrap(), s.as_bytes().to_vec());
+        }
+    }
+}

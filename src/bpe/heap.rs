@@ -1,0 +1,110 @@
+//! A binary max-heap ordered by a caller-supplied comparison.
+//!
+//! `std::collections::BinaryHeap` needs `Ord` on the element, but the
+//! lexicographic tie-break compares the byte strings of the pair's tokens,
+//! which live outside the element; passing the comparison in keeps entries at
+//! 16 bytes.
+
+pub struct Heap<T> {
+    v: Vec<T>,
+}
+
+impl<T: Copy> Heap<T> {
+    pub fn with_capacity(n: usize) -> Self {
+        Heap { v: Vec::with_capacity(n) }
+    }
+
+    pub fn len(&self) -> usize {
+        self.v.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.v.is_empty()
+    }
+
+    /// `better(a, b)`: a must come out before b.
+    pub fn push(&mut self, x: T, better: &impl Fn(&T, &T) -> bool) {
+        self.v.push(x);
+        let mut i = self.v.len() - 1;
+        while i > 0 {
+            let p = (i - 1) / 2;
+            if better(&self.v[i], &self.v[p]) {
+                self.v.swap(i, p);
+                i = p;
+            } else {
+                break;
+            }
+        }
+    }
+
+    pub fn pop(&mut self, better: &impl Fn(&T, &T) -> bool) -> Option<T> {
+        let n = self.v.len();
+        if n == 0 {
+            return None;
+        }
+        self.v.swap(0, n - 1);
+        let top = self.v.pop();
+        let n = self.v.len();
+        let mut i = 0;
+        loop {
+            let l = 2 * i + 1;
+            if l >= n {
+                break;
+            }
+            let r = l + 1;
+            let c = if r < n && better(&self.v[r], &self.v[l]) { r } else { l };
+            if better(&self.v[c], &self.v[i]) {
+                self.v.swap(c, i);
+                i = c;
+            } else {
+                break;
+            }
+        }
+        top
+    }
+
+    /// Build from a vector in O(n).
+    pub fn from_vec(v: Vec<T>, better: &impl Fn(&T, &T) -> bool) -> Self {
+        let mut h = Heap { v };
+        let n = h.v.len();
+        for start in (0..n / 2).rev() {
+            let mut i = start;
+            loop {
+                let l = 2 * i + 1;
+                if l >= n {
+                    break;
+                }
+                let r = l + 1;
+                let c = if r < n && better(&h.v[r], &h.v[l]) { r } else { l };
+                if better(&h.v[c], &h.v[i]) {
+                    h.v.swap(c, i);
+                    i = c;
+                } else {
+                    break;
+                }
+            }
+        }
+        h
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sorts() {
+        let better = |a: &u32, b: &u32| a > b;
+        let data = vec![5u32, 1, 9, 3, 3, 7, 0, 12, 8];
+        let mut h = Heap::from_vec(data.clone(), &better);
+        h.push(4, &better);
+        let mut out = vec![];
+        while let Some(x) = h.pop(&better) {
+            out.push(x);
+        }
+        let mut want = data;
+        want.push(4);
+        want.sort_by(|a, b| b.cmp(a));
+        assert_eq!(out, want);
+    }
+}

@@ -1,0 +1,1 @@
+pub mod encode; pub mod train; pub mod heap;

@@ -1,0 +1,12 @@
+//! tokenforge's Rust core: pre-tokenization, BPE training and encoding, and
+//! the other tokenizer families. No Python type appears outside `py/`.
+
+pub mod bpe;
+pub mod error;
+pub mod pretok;
+pub mod unicode;
+
+#[cfg(feature = "python")]
+mod py;
+
+pub use error::{Error, Result};
