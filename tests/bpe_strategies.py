@@ -58,7 +58,8 @@ def bpe_data(draw, unique_bytes=True, max_merges=40, specials=SPECIAL_TEXT, patt
             special_ids[t] = next_id
             next_id += 1
     pattern = draw(st.sampled_from(patterns))
-    training = draw(st.dictionaries(st.text(max_size=5), st.integers() | st.text(max_size=5) | st.booleans(), max_size=3))
+    values = st.integers() | st.text(max_size=5) | st.booleans()
+    training = draw(st.dictionaries(st.text(max_size=5), values, max_size=3))
     return BPEData(byte_ids, merges, special_ids, pattern, pattern_name_for(pattern), training)
 
 

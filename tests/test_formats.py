@@ -31,7 +31,9 @@ from tokenforge.formats.tiktoken_io import (
     write_tiktoken_file,
 )
 
-SETTINGS = settings(max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(
+    max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 def small_data(**kw) -> BPEData:
@@ -405,7 +407,8 @@ def test_to_tiktoken_agrees_with_rank_reference(data, text):
             continue
         parts = [b[i : i + 1] for i in range(len(b))]
         while True:
-            cands = [(ranks[parts[k] + parts[k + 1]], k) for k in range(len(parts) - 1) if parts[k] + parts[k + 1] in ranks]
+            pairs = [(parts[k] + parts[k + 1], k) for k in range(len(parts) - 1)]
+            cands = [(ranks[joined], k) for joined, k in pairs if joined in ranks]
             if not cands:
                 break
             _, k = min(cands)

@@ -28,7 +28,9 @@ from tokenforge.formats.tiktoken_io import data_from_ranks, mergeable_ranks, to_
 tokenizers = pytest.importorskip("tokenizers")
 pytest.importorskip("tiktoken")
 
-SETTINGS = settings(max_examples=80, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(
+    max_examples=80, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 def hf_from(data: BPEData):

@@ -85,10 +85,26 @@ def _special_list(special_tokens) -> list[str]:
     return out
 
 
+_CORPUS_SUFFIXES = (".txt", ".jsonl", ".parquet", ".txt.gz", ".jsonl.gz", ".parquet.gz", ".txt.zst", ".jsonl.zst", ".parquet.zst")
+
+
+def _is_path(x) -> bool:
+    if isinstance(x, os.PathLike):
+        return True
+    # In a list, a str counts as a path only if it names an existing corpus
+    # file (.txt/.jsonl/.parquet, optionally .gz/.zst); anything else is text.
+    # Directories must be given as a single path or as pathlib.Path objects.
+    if not (isinstance(x, str) and 0 < len(x) < 4096 and x.endswith(_CORPUS_SUFFIXES) and "\n" not in x):
+        return False
+    try:
+        return Path(x).is_file()
+    except (OSError, ValueError):  # too long for a file name, NUL inside, ...
+        return False
+
+
 def _looks_like_paths(corpus) -> bool:
-    return isinstance(corpus, (list, tuple)) and len(corpus) > 0 and all(
-        isinstance(x, (str, os.PathLike)) and not (isinstance(x, str) and "\n" in x) and Path(x).exists() for x in corpus
-    )
+    """A list of Path objects, or of strings that all name existing corpus files."""
+    return isinstance(corpus, (list, tuple)) and len(corpus) > 0 and all(_is_path(x) for x in corpus)
 
 
 def _documents(corpus, text_field: str, split_on: str | None):

@@ -46,7 +46,8 @@ def load_json_file(path, what: str) -> JsonDoc:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        raise FormatError(f"not UTF-8 text ({e.reason}); expected a {what} JSON file", path=path, offset=e.start) from None
+        message = f"not UTF-8 text ({e.reason}); expected a {what} JSON file"
+        raise FormatError(message, path=path, offset=e.start) from None
     try:
         value = json.loads(text)
     except json.JSONDecodeError as e:

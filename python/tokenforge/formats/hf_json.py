@@ -46,6 +46,7 @@ from ._jsonutil import JsonDoc, load_json_file
 from .atomic import atomic_write
 from .bpe_data import BPEData
 from .patterns import GPT2_PATTERN, pattern_name_for
+from .tiktoken_io import mergeable_ranks
 
 __all__ = [
     "bytes_to_unicode",
@@ -92,12 +93,6 @@ def _from_key(key: str) -> bytes | None:
 
 
 # ------------------------------------------------------------------ export
-def _ordinary_ranks(data: BPEData) -> dict[bytes, int]:
-    from .tiktoken_io import mergeable_ranks
-
-    return mergeable_ranks(data)
-
-
 def effective_split(token: bytes, ranks: dict[bytes, int]) -> tuple[bytes, bytes] | None:
     """The two tokens tiktoken's merge loop can build ``token`` from, or None.
 
@@ -175,7 +170,7 @@ def _pre_tokenizer(pattern: str | None) -> dict:
 
 def hf_json_dict(data: BPEData, path=None) -> dict:
     """The ``tokenizer.json`` document (as a dict) for ``data``."""
-    ranks = _ordinary_ranks(data)
+    ranks = mergeable_ranks(data)  # refuses two ids with the same bytes
     vocab = {_to_key(b): i for b, i in ranks.items()}
     specials = sorted(data.special_tokens.items(), key=lambda kv: kv[1])
     for text, i in specials:
@@ -382,8 +377,9 @@ def read_hf_json(path) -> BPEData:
                      f"{key!r} is not a byte-level token (a character outside GPT-2's byte alphabet)")
     table = bytes_to_unicode()
     missing = [b for b in range(256) if table[b] not in vocab]
-    _require(doc, ["model", "vocab"], not missing,
-             f"byte 0x{missing[0]:02x} ({table[missing[0]]!r}) is missing; not a byte-level vocabulary" if missing else "")
+    if missing:
+        b = missing[0]
+        raise doc.error(["model", "vocab"], f"byte 0x{b:02x} ({table[b]!r}) is missing; not a byte-level vocabulary")
     byte_ids = [vocab[table[b]] for b in range(256)]
     merged = _read_merges(doc, model, vocab, specials)
     reached = set(byte_ids) | set(merged) | set(specials.values())

@@ -30,6 +30,7 @@ from ..errors import FormatError, TokenforgeError, UnsafePickleError
 from .atomic import atomic_write
 from .bpe_data import BPEData
 from .patterns import GPT2_PATTERN
+from .tiktoken_io import mergeable_ranks
 
 __all__ = [
     "VOCAB_FILE",
@@ -74,7 +75,9 @@ class _RefusingUnpickler(pickle.Unpickler):
         )
 
     def persistent_load(self, pid):
-        raise UnsafePickleError("refused: the pickle uses a persistent id; only plain data is accepted", path=self._path)
+        raise UnsafePickleError(
+            "refused: the pickle uses a persistent id; only plain data is accepted", path=self._path
+        )
 
 
 def _what_it_imports(op_name: str, arg, recent_strings: list) -> str:
@@ -278,8 +281,6 @@ def sniff_seed003(path, head: bytes) -> bool:
 
 # ------------------------------------------------------------------ writing
 def _check_writable(data: BPEData, allow_other_pattern: bool, directory: Path) -> None:
-    from .tiktoken_io import mergeable_ranks
-
     data.validate(directory)
     ranks = mergeable_ranks(data)  # refuses two ids with the same bytes
     if data.pattern != GPT2_PATTERN and not allow_other_pattern:

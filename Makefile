@@ -1,0 +1,54 @@
+# The README's commands. Each target installs what it needs by itself:
+# a virtualenv in .venv, the Rust extension (built by maturin), and the extras.
+#   make demo    train on the built-in corpus and show the result
+#   make test    cargo test + the whole pytest suite
+#   make bench   build the benchmark corpus if needed, then run bench/bpe.py
+#   make lint    cargo clippy + a syntax check of the Python
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+RUST_SRC := $(shell find src -name '*.rs') Cargo.toml Cargo.lock pyproject.toml
+BUILT := $(VENV)/.built
+DEV := $(VENV)/.dev
+
+.PHONY: demo test test-rust test-python bench lint clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+
+# The extension, built in release mode into python/tokenforge (editable install).
+$(BUILT): $(PY) $(RUST_SRC)
+	$(PIP) install -q "maturin>=1.5,<2"
+	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --release -q
+	touch $@
+
+# Test and benchmark peers (tiktoken, tokenizers, sentencepiece, rustbpe, ...).
+$(DEV): $(PY) pyproject.toml
+	$(PY) -c "import tomllib, subprocess, sys; deps = tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['dev']; subprocess.check_call([sys.executable, '-m', 'pip', 'install', '-q', *deps])"
+	touch $@
+
+demo: $(BUILT)
+	$(VENV)/bin/tokenforge demo || $(PY) -m tokenforge demo
+
+test-rust:
+	cargo test --lib
+
+test-python: $(BUILT) $(DEV)
+	$(PY) -m pytest -q
+
+test: test-rust test-python
+
+bench: $(BUILT) $(DEV)
+	$(PY) bench/build_corpus.py
+	$(PY) bench/bpe.py
+
+lint: $(BUILT)
+	cargo clippy --all-targets -q -- -D warnings
+	$(PY) -m compileall -q python tests bench scripts
+
+clean:
+	rm -rf $(VENV) target python/tokenforge/_core*.so
