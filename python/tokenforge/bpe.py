@@ -276,15 +276,13 @@ class BPETokenizer(Tokenizer):
         array per text, views into one buffer (uint16 when the vocabulary fits)."""
         _check_texts(texts)
         texts = list(texts)
-        flat, offsets = self._model.encode_batch(texts, num_threads)
-        if as_numpy:
-            dt = ids_dtype(self.vocab_size)
-            if dt != np.uint32:
-                flat = flat.astype(dt)
-            return np.split(flat, offsets[1:-1].astype(np.intp)) if len(texts) else []
-        ids = flat.tolist()
-        off = offsets.tolist()
-        return [ids[off[i] : off[i + 1]] for i in range(len(texts))]
+        if not as_numpy:
+            return self._model.encode_batch(texts, num_threads)
+        flat, offsets = self._model.encode_batch_numpy(texts, num_threads)
+        dt = ids_dtype(self.vocab_size)
+        if dt != np.uint32:
+            flat = flat.astype(dt)
+        return np.split(flat, offsets[1:-1].astype(np.intp)) if texts else []
 
     def decode_bytes(self, ids) -> bytes:
         return self._model.decode_bytes(ids)

@@ -226,6 +226,14 @@ impl BpeModel {
         out.extend_from_slice(&parts[..n]);
     }
 
+    /// Long pieces: pairs are kept in buckets by rank and the lowest rank is
+    /// processed left to right in one pass, which is what repeatedly merging
+    /// the leftmost lowest-rank pair does, because a merge never creates a pair
+    /// of the rank being processed (the merged pair is a longer byte string).
+    /// If a merge creates a pair of a *lower* rank (possible with arbitrary
+    /// tiktoken ranks), the pass stops there and resumes after that rank.
+    /// Work is O(n) bucket operations plus O(distinct ranks · log), with no
+    /// per-merge heap traffic: `"a" * 1_000_000` is a few sequential passes.
     fn merge_long(&self, piece: &[u8], out: &mut Vec<u32>) {
         const END: u32 = u32::MAX;
         let n = piece.len();
@@ -234,40 +242,66 @@ impl BpeModel {
         next[n - 1] = END;
         let mut prev: Vec<u32> = (0..n as u32).map(|i| i.wrapping_sub(1)).collect();
         prev[0] = END;
-        let mut heap: BinaryHeap<Reverse<u64>> = BinaryHeap::with_capacity(n);
+        let mut buckets: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
+        let mut pending: BinaryHeap<Reverse<u32>> = BinaryHeap::new();
         for i in 0..n - 1 {
             let r = self.rank(ids[i], ids[i + 1]);
             if r != NO_RANK {
-                heap.push(Reverse(((r as u64) << 32) | i as u64));
+                buckets.entry(r).or_default().push(i as u32);
             }
         }
-        while let Some(Reverse(e)) = heap.pop() {
-            let r = (e >> 32) as u32;
-            let i = (e & 0xffff_ffff) as usize;
-            let j = next[i];
-            if ids[i] == END || j == END {
-                continue;
-            }
-            let j = j as usize;
-            if self.rank(ids[i], ids[j]) != r {
-                continue;
-            }
-            ids[i] = r;
-            ids[j] = END;
-            let k = next[j];
-            next[i] = k;
-            if k != END {
-                prev[k as usize] = i as u32;
-                let r2 = self.rank(r, ids[k as usize]);
-                if r2 != NO_RANK {
-                    heap.push(Reverse(((r2 as u64) << 32) | i as u64));
+        pending.extend(buckets.keys().map(|&r| Reverse(r)));
+        let add = |buckets: &mut FxHashMap<u32, Vec<u32>>, pending: &mut BinaryHeap<Reverse<u32>>, r: u32, at: u32| {
+            match buckets.entry(r) {
+                std::collections::hash_map::Entry::Occupied(mut e) => e.get_mut().push(at),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(vec![at]);
+                    pending.push(Reverse(r));
                 }
             }
-            let p = prev[i];
-            if p != END {
-                let r2 = self.rank(ids[p as usize], r);
-                if r2 != NO_RANK {
-                    heap.push(Reverse(((r2 as u64) << 32) | p as u64));
+        };
+        while let Some(Reverse(r)) = pending.pop() {
+            let Some(mut list) = buckets.remove(&r) else { continue };
+            if !list.is_sorted() {
+                list.sort_unstable();
+            }
+            let mut k = 0;
+            while k < list.len() {
+                let i = list[k] as usize;
+                k += 1;
+                let j = next[i];
+                if ids[i] == END || j == END || self.rank(ids[i], ids[j as usize]) != r {
+                    continue;
+                }
+                let j = j as usize;
+                ids[i] = r;
+                ids[j] = END;
+                let nx = next[j];
+                next[i] = nx;
+                let mut lower = false;
+                if nx != END {
+                    prev[nx as usize] = i as u32;
+                    let r2 = self.rank(r, ids[nx as usize]);
+                    if r2 != NO_RANK {
+                        add(&mut buckets, &mut pending, r2, i as u32);
+                        lower |= r2 < r;
+                    }
+                }
+                let p = prev[i];
+                if p != END {
+                    let r2 = self.rank(ids[p as usize], r);
+                    if r2 != NO_RANK {
+                        add(&mut buckets, &mut pending, r2, p);
+                        lower |= r2 < r;
+                    }
+                }
+                if lower && k < list.len() {
+                    // a lower rank appeared: finish it first, then come back
+                    let rest = list.split_off(k);
+                    for at in rest {
+                        add(&mut buckets, &mut pending, r, at);
+                    }
+                    break;
                 }
             }
         }
@@ -436,8 +470,42 @@ mod tests {
         assert!(m.decode_bytes(&[999]).is_err());
     }
 
+    /// Arbitrary tiktoken-style ranks: merges whose ids do not follow the
+    /// order they were built in, so merging can create a pair of lower rank.
+    fn scrambled(ops: &[(usize, usize)], ranks: &[u32]) -> BpeModel {
+        let mut known: Vec<u32> = b"abc".iter().map(|&b| b as u32).collect();
+        let mut merges = vec![];
+        for (k, &(x, y)) in ops.iter().enumerate() {
+            let a = known[x % known.len()];
+            let b = known[y % known.len()];
+            let z = 1000 + ranks[k];
+            merges.push((a, b, z));
+            known.push(z);
+        }
+        BpeModel::new(&ident(), &merges, vec![], Pretokenizer::Whole, MergeRule::Bytes).unwrap()
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(300))]
+        #[test]
+        fn long_pieces_with_scrambled_ranks(
+            ops in prop::collection::vec((0usize..50, 0usize..50), 1..30),
+            seed in any::<u64>(),
+            piece in "[abc]{96,400}",
+        ) {
+            // a permutation of 0..ops.len() from the seed
+            let mut ranks: Vec<u32> = (0..ops.len() as u32).collect();
+            let mut x = seed | 1;
+            for i in (1..ranks.len()).rev() {
+                x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+                ranks.swap(i, (x % (i as u64 + 1)) as usize);
+            }
+            let m = scrambled(&ops, &ranks);
+            let mut o = vec![];
+            m.encode_piece(piece.as_bytes(), &mut o);
+            prop_assert_eq!(&o, &slow(&m, piece.as_bytes()));
+        }
+
         #[test]
         fn piece_matches_slow(train in "[abc ]{10,200}", piece in "[abcd]{1,300}") {
             let m = model(&[&train], 40);

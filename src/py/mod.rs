@@ -157,9 +157,23 @@ impl PyBpeModel {
         py.detach(|| self.inner.encode_with_specials(text, allowed.as_deref())).map_err(|e| to_py(py, e))
     }
 
-    /// Many texts in parallel: (flat uint32 ids, uint64 offsets of len(texts)+1).
+    /// Many texts in parallel, as lists of ids (one per text).
     #[pyo3(signature = (texts, num_threads=None, allowed=None, specials=false))]
-    fn encode_batch<'py>(
+    fn encode_batch(
+        &self,
+        py: Python<'_>,
+        texts: Vec<String>,
+        num_threads: Option<usize>,
+        allowed: Option<Vec<u32>>,
+        specials: bool,
+    ) -> PyResult<Vec<Vec<u32>>> {
+        self.batch(py, &texts, num_threads, allowed, specials)
+    }
+
+    /// Many texts in parallel: (flat uint32 ids, uint64 offsets of len(texts)+1),
+    /// handed to numpy without a copy.
+    #[pyo3(signature = (texts, num_threads=None, allowed=None, specials=false))]
+    fn encode_batch_numpy<'py>(
         &self,
         py: Python<'py>,
         texts: Vec<String>,
@@ -167,25 +181,7 @@ impl PyBpeModel {
         allowed: Option<Vec<u32>>,
         specials: bool,
     ) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u64>>)> {
-        use rayon::prelude::*;
-        let pool = pool(num_threads)?;
-        let model = self.inner.clone();
-        let res: Result<Vec<Vec<u32>>, Error> = py.detach(|| {
-            pool.install(|| {
-                texts
-                    .par_iter()
-                    .with_min_len(1)
-                    .map(|t| {
-                        if specials {
-                            model.encode_with_specials(t, allowed.as_deref())
-                        } else {
-                            model.encode_ordinary(t)
-                        }
-                    })
-                    .collect()
-            })
-        });
-        let parts = res.map_err(|e| to_py(py, e))?;
+        let parts = self.batch(py, &texts, num_threads, allowed, specials)?;
         let (flat, offsets) = py.detach(|| {
             let total: usize = parts.iter().map(|p| p.len()).sum();
             let mut flat = Vec::with_capacity(total);
@@ -223,6 +219,36 @@ impl PyBpeModel {
         let mut out = Vec::new();
         self.inner.encode_piece(piece, &mut out);
         out
+    }
+}
+
+impl PyBpeModel {
+    fn batch(
+        &self,
+        py: Python<'_>,
+        texts: &[String],
+        num_threads: Option<usize>,
+        allowed: Option<Vec<u32>>,
+        specials: bool,
+    ) -> PyResult<Vec<Vec<u32>>> {
+        use rayon::prelude::*;
+        let pool = pool(num_threads)?;
+        let model = self.inner.clone();
+        let res: Result<Vec<Vec<u32>>, Error> = py.detach(|| {
+            pool.install(|| {
+                texts
+                    .par_iter()
+                    .map(|t| {
+                        if specials {
+                            model.encode_with_specials(t, allowed.as_deref())
+                        } else {
+                            model.encode_ordinary(t)
+                        }
+                    })
+                    .collect()
+            })
+        });
+        res.map_err(|e| to_py(py, e))
     }
 }
 
