@@ -331,8 +331,31 @@ def check_ids(tag: str, ranks_file: str, mb: float) -> dict:
         first = min(len(a), len(b))
     docs = split_docs(text, 4096)
     batch_ok = [list(x) for x in tf.encode_batch(docs, num_threads=2)] == tk.encode_ordinary_batch(docs, num_threads=2)
-    return {"equal": first is None, "batch_equal": batch_ok, "tokens_tokenforge": len(a), "tokens_tiktoken": len(b),
-            "first_difference": first}
+    # the exported Hugging Face tokenizer.json, loaded by `tokenizers`, on the same text
+    import tempfile
+
+    from tokenizers import Tokenizer as HFTokenizer
+
+    with tempfile.TemporaryDirectory() as d:
+        tf.save_hf(f"{d}/tokenizer.json")
+        hf = HFTokenizer.from_file(f"{d}/tokenizer.json")
+    hf_ids = [i for e in hf.encode_batch(docs, add_special_tokens=False) for i in e.ids]
+    hf_equal = hf_ids == [i for x in tf.encode_batch(docs) for i in x]
+    return {"equal": first is None, "batch_equal": batch_ok, "hf_equal": hf_equal, "tokens_tokenforge": len(a),
+            "tokens_tiktoken": len(b), "first_difference": first}
+
+
+def check_lexicographic(mb: float, merges: int) -> dict:
+    """tie_break="lexicographic" merges == the slow pure-Python reference of seed 003's rule."""
+    import tokenforge
+    from tokenforge.reference import bpe as ref
+
+    text = load_text("train_50mb", mb)
+    counts = ref.count_words([text], ref.GPT2_PATTERN)
+    want = [tuple(m) for m in ref.train_reference(counts, merges, tie_break="lexicographic")]
+    got = tokenforge.BPETokenizer.train([text], 256 + merges, pattern="gpt2", tie_break="lexicographic",
+                                        special_tokens=None, progress=False).merges
+    return {"equal": got == want, "merges": len(got)}
 
 
 # --------------------------------------------------------------------------
@@ -554,8 +577,17 @@ def run_parity(a, tag: str, tf_ok: bool, encode_mb: float) -> list[tuple[str, st
         if not e.get("equal"):
             detail += f"; first difference at token {e.get('first_difference')} (tiktoken {e.get('tokens_tiktoken')} tokens)"
         out.append(("ids", "PASS" if ok else "FAIL", detail))
+        out.append(("hf-ids", "PASS" if e.get("hf_equal") else "FAIL",
+                    "exported tokenizer.json in HF tokenizers: ids " + ("identical" if e.get("hf_equal") else "DIFFERENT")))
     else:
         out.append(("ids", "FAIL", f"check failed: {(r.error or r.status()).strip().splitlines()[-1]}"))
+    mb, n = (0.5, 100) if a.quick else (2.0, 300)
+    r = run_function(check_lexicographic, mb, n, group="parity", tool="lexicographic", timeout=3600)
+    if r.ok:
+        out.append(("lexicographic", "PASS" if r.extra.get("equal") else "FAIL",
+                    f"{r.extra.get('merges')} merges on {mb} MB vs the slow reference of seed 003's rule"))
+    else:
+        out.append(("lexicographic", "FAIL", f"check failed: {(r.error or r.status()).strip().splitlines()[-1]}"))
     return out
 
 
