@@ -210,7 +210,7 @@ def parse_growing_json(text: str, origin) -> GrowingData:
     sources = v.get("sources_contributed", {})
     if not isinstance(sources, dict):
         raise doc.error(["sources_contributed"], f"expected an object {{source: merges}}, found {json.dumps(sources)[:60]}")
-    if sources.dups:
+    if getattr(sources, "dups", None):
         raise doc.error(["sources_contributed", sources.dups[0]], "source appears more than once")
     for name, count in sources.items():
         if not _is_int(count) or count < 0:
