@@ -706,10 +706,13 @@ def _fetch(source: str, timeout: float, max_bytes: int) -> bytes:
                 raise SyncError(f"{source}: remote file is {length} bytes, above the {max_bytes}-byte limit; nothing changed")
             chunks = []
             got = 0
+            # read1: at most one socket read per call, so a server that sends a
+            # byte at a time cannot keep us past the deadline
+            read = getattr(resp, "read1", resp.read)
             while True:
                 if time.monotonic() > deadline:
                     raise SyncError(f"{source}: timed out after {timeout:g} s while downloading; nothing changed")
-                chunk = resp.read(1 << 20)
+                chunk = read(1 << 20)
                 if not chunk:
                     break
                 chunks.append(chunk)
