@@ -217,10 +217,14 @@ def sample_next_token(
         raise TokenforgeError(f"temperature must be a number >= 0, not {temperature!r}")
     if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
         raise TokenforgeError(f"top_k must be a positive int or None, not {top_k!r}")
-    v = logits.shape[-1]
-    n = min(current_vocab_size, v) if isinstance(current_vocab_size, int) else current_vocab_size
-    # only the valid ids take part: slicing is the mask, and cheaper than -inf over the rest
-    masked = mask_logits(logits, current_vocab_size)[..., :n].float()
+    if not torch.is_tensor(logits):
+        raise TypeError(f"logits must be a torch.Tensor, not {type(logits).__name__}")
+    if isinstance(current_vocab_size, bool) or not isinstance(current_vocab_size, int) or current_vocab_size < 1:
+        raise TokenforgeError(f"current_vocab_size must be a positive int, not {current_vocab_size!r}")
+    n = min(current_vocab_size, logits.shape[-1])
+    # Only ids < current_vocab_size take part: slicing them out is the mask
+    # (the same distribution as -inf on the rest) without copying the unused tail.
+    masked = logits[..., :n].float()
     flat = masked.reshape(-1, n)
     if temperature == 0:
         ids = flat.argmax(dim=-1, keepdim=True)
