@@ -97,6 +97,7 @@ def test_save_writes_both_tables_and_reloads(tmp_path):
     assert (tmp_path / "tokenizer.json").read_bytes() == out.read_bytes()
     t.save()
     assert t.path == tmp_path / "tokenizer.json"
+    assert isinstance(tokenforge.load(tmp_path), GrowingBPETokenizer)  # a directory holding tokenizer.json
 
 
 def test_seed_file_with_merge_to_tokens_only(tmp_path):

@@ -747,5 +747,14 @@ def _fetch(source: str, timeout: float, max_bytes: int) -> bytes:
         raise
 
 
+def _sniff_dir(path: Path, head: bytes) -> bool:
+    f = path / _DEFAULT_FILE
+    if not (path.is_dir() and f.is_file()):
+        return False
+    with open(f, "rb") as fh:
+        return sniff_growing_json(f, fh.read(4096))
+
+
 def _register() -> None:
     register_format("growing-tokenizer.json", sniff_growing_json, GrowingBPETokenizer.load)
+    register_format("growing-tokenizer-dir", _sniff_dir, GrowingBPETokenizer.load)
