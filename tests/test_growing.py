@@ -283,6 +283,9 @@ def test_decode_rules():
         t.decode("285")
     with pytest.raises(TypeError):
         t.decode([285, 1.5])
+    with pytest.raises(TokenforgeError, match="out of range"):
+        t.decode([285, 2**70])
+    assert t.decode([285, -1]) == "He<unk>"
     with pytest.raises(TokenforgeError):
         t.id_to_bytes(5)
     with pytest.raises(TokenforgeError):

@@ -662,7 +662,11 @@ def _ids_array(ids) -> np.ndarray:
             raise TokenforgeError("token id out of range")
         return arr.astype(np.int64, copy=False)
     if arr.dtype.kind != "i":
-        bad = next((x for x in arr.tolist() if isinstance(x, bool) or not isinstance(x, int)), None)
+        items = arr.tolist()
+        bad = next((x for x in items if isinstance(x, bool) or not isinstance(x, (int, np.integer))), None)
+        if bad is None:  # Python ints too large for int64
+            big = next(x for x in items if not -(2**63) <= x < 2**63)
+            raise TokenforgeError(f"token id {big} is out of range (ids are 0..{MAX_ID})")
         raise TypeError(f"token ids must be ints, found {type(bad).__name__} {bad!r}")
     return arr.astype(np.int64, copy=False)
 
