@@ -10,6 +10,7 @@ from . import errors
 from ._core import __version__
 from .base import Tokenizer, load
 from .bpe import BPETokenizer
+from .growing import GrowingBPETokenizer, NeuroTokenizer
 from .chat import SPECIAL_TOKENS
 from .errors import (
     CorpusError,
@@ -27,6 +28,8 @@ from .errors import (
 __all__ = [
     "__version__",
     "BPETokenizer",
+    "GrowingBPETokenizer",
+    "NeuroTokenizer",
     "Tokenizer",
     "load",
     "errors",

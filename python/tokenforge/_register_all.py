@@ -4,3 +4,4 @@
 from . import bpe
 
 bpe._register()
+from . import growing; growing._register()  # noqa: E702
