@@ -1,7 +1,12 @@
 """Importing this module registers every family's file readers with
-:func:`tokenforge.load` (once). Families add their ``_register`` here."""
+:func:`tokenforge.load` (once). Families add their ``_register`` here.
 
-from . import bpe
+Order matters: sniffers are tried in registration order, so the most specific
+go first (the growing vocabulary's tokenizer.json has "next_merge_id" and may
+also contain a key named "model", which Hugging Face's sniffer looks for).
+"""
 
+from . import bpe, growing
+
+growing._register()
 bpe._register()
-from . import growing; growing._register()  # noqa: E702

@@ -46,7 +46,8 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 
 from . import _core
-from .base import Tokenizer, _check_texts, ids_dtype, register_format
+from .base import Tokenizer, _check_texts, register_format
+from .bpe import batch_ids
 from .data.corpus import progress_bar
 from .errors import FormatError, SyncError, TokenforgeError, VocabSizeError
 from .formats.growing_json import (
@@ -303,15 +304,7 @@ class GrowingBPETokenizer(Tokenizer):
         """Ids of many texts (no BOS/EOS), encoded in parallel with the GIL released."""
         _check_texts(texts)
         texts = [self.normalize(t) for t in texts]
-        flat, offsets = self._model.encode_batch(texts, num_threads)
-        if as_numpy:
-            dt = ids_dtype(self.current_vocab_size)
-            if dt != np.uint32:
-                flat = flat.astype(dt)
-            return np.split(flat, offsets[1:-1].astype(np.intp)) if texts else []
-        ids = flat.tolist()
-        off = offsets.tolist()
-        return [ids[off[i] : off[i + 1]] for i in range(len(texts))]
+        return batch_ids(self._model, texts, num_threads, as_numpy, self.current_vocab_size)
 
     def encode(
         self,
