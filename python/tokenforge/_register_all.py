@@ -4,3 +4,7 @@
 from . import bpe
 
 bpe._register()
+
+from . import mixedgram  # noqa: E402
+
+mixedgram._register()
