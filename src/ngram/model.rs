@@ -36,7 +36,7 @@ pub enum Parse {
 }
 
 impl Parse {
-    pub fn parse(s: &str) -> Result<Parse> {
+    pub fn from_name(s: &str) -> Result<Parse> {
         match s {
             "greedy" => Ok(Parse::Greedy),
             "optimal" => Ok(Parse::Optimal),

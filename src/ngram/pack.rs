@@ -73,7 +73,7 @@ pub fn pack_stream(ids: &[u16]) -> Result<Vec<u8>> {
 /// A stream's length must be whole triples. `base` is the offset of the
 /// stream in its file, for the message.
 pub fn check_length(len: usize, base: usize) -> Result<()> {
-    if len % 3 != 0 {
+    if !len.is_multiple_of(3) {
         let whole = len - len % 3;
         return Err(NgramError::format(
             base + whole,

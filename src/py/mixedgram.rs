@@ -32,7 +32,7 @@ fn err(py: Python<'_>, e: NgramError) -> PyErr {
 }
 
 fn parse_of(py: Python<'_>, s: &str) -> PyResult<Parse> {
-    Parse::parse(s).map_err(|e| err(py, e))
+    Parse::from_name(s).map_err(|e| err(py, e))
 }
 
 /// Ids from Python, each checked to fit 12 bits.
@@ -47,6 +47,9 @@ fn ids12(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Vec<u16>> {
     }
     Ok(out)
 }
+
+/// (flat ids, offsets of each text's ids).
+type FlatIds<'py> = (Bound<'py, PyArray1<u16>>, Bound<'py, PyArray1<u64>>);
 
 #[pyclass(module = "tokenforge._core", name = "MixedgramModel", frozen)]
 pub struct PyMixedgramModel {
@@ -128,7 +131,7 @@ impl PyMixedgramModel {
         texts: Vec<Vec<u8>>,
         parse: &str,
         num_threads: Option<usize>,
-    ) -> PyResult<(Bound<'py, PyArray1<u16>>, Bound<'py, PyArray1<u64>>)> {
+    ) -> PyResult<FlatIds<'py>> {
         use rayon::prelude::*;
         let parse = parse_of(py, parse)?;
         let pool = pool(num_threads)?;
