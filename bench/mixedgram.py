@@ -154,7 +154,6 @@ def timed_cpu(f, repeat: int = 1):
 
 
 def measure(path: Path, threads: int, repeat: int) -> dict:
-    import numpy as np
     import zstandard
 
     from tokenforge import Mixedgram, _core
@@ -187,7 +186,6 @@ def measure(path: Path, threads: int, repeat: int) -> dict:
     row["mx_optimal"] = len(model.compress(data, "optimal")[0])
     row["gzip6"], row["gzip_s"] = (lambda r: (len(r[0]), r[1]))(timed(lambda: gzip.compress(data, compresslevel=6, mtime=0)))
     row["zstd3"], row["zstd_s"] = (lambda r: (len(r[0]), r[1]))(timed(lambda: zstandard.ZstdCompressor(level=3).compress(data)))
-    del np
     return row
 
 
