@@ -5,7 +5,8 @@
     tokenforge mixedgram inspect FILE          # a .mxgram or a saved vocabulary
 
 The top-level command calls :func:`add_parser` with its subparsers; every
-leaf parser sets ``func``, and ``args.func(args)`` returns the exit status.
+leaf parser sets ``func``, and ``args.func(args)`` returns the exit status
+(0, or 2 after printing ``tokenforge mixedgram: error: ...`` for a bad input).
 ``python -m tokenforge.cli.mixedgram compress IN OUT`` works on its own too.
 Progress goes to stderr (a bar on a terminal, a line every 10 s otherwise);
 ``--quiet`` turns it off.
@@ -28,8 +29,9 @@ def _mb(n: int) -> str:
 
 
 def _fail(e: Exception) -> int:
+    """Report a user error the way the top-level command does (exit status 2)."""
     print(f"{_PROG}: error: {e}", file=sys.stderr)
-    return 1
+    return 2
 
 
 def _compress(args) -> int:
