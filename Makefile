@@ -47,6 +47,8 @@ test: test-rust test-python
 bench: $(BUILT) $(DEV)
 	$(PY) bench/build_corpus.py
 	$(PY) bench/bpe.py
+	$(PY) bench/mixedgram.py
+	$(PY) bench/growing.py
 
 lint: $(BUILT)
 	cargo clippy --all-targets -q -- -D warnings

@@ -3,6 +3,7 @@
 
 pub mod bpe;
 pub mod error;
+pub mod ngram;
 pub mod pretok;
 pub mod unicode;
 

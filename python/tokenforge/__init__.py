@@ -11,6 +11,7 @@ from ._core import __version__
 from .base import Tokenizer, load
 from .bpe import BPETokenizer
 from .growing import GrowingBPETokenizer, NeuroTokenizer
+from .mixedgram import Mixedgram
 from .chat import SPECIAL_TOKENS
 from .errors import (
     CorpusError,
@@ -30,6 +31,7 @@ __all__ = [
     "BPETokenizer",
     "GrowingBPETokenizer",
     "NeuroTokenizer",
+    "Mixedgram",
     "Tokenizer",
     "load",
     "errors",

@@ -3,10 +3,12 @@
 
 Order matters: sniffers are tried in registration order, so the most specific
 go first (the growing vocabulary's tokenizer.json has "next_merge_id" and may
-also contain a key named "model", which Hugging Face's sniffer looks for).
+also contain a key named "model", which Hugging Face's sniffer looks for;
+mixedgram's sniffers look for its own markers).
 """
 
-from . import bpe, growing
+from . import bpe, growing, mixedgram
 
 growing._register()
+mixedgram._register()
 bpe._register()
