@@ -3,6 +3,7 @@
 
 pub mod bpe;
 pub mod error;
+pub mod lz78;
 pub mod pretok;
 pub mod unicode;
 
