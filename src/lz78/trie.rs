@@ -164,6 +164,125 @@ pub struct ByteTrie {
     states: usize,
 }
 
+/// Free slots of the double array under construction, as a doubly linked
+/// list in slot order (`NONE`-terminated), growing on demand.
+struct FreeList {
+    next: Vec<u32>,
+    prev: Vec<u32>,
+    free: Vec<bool>,
+    /// still in the search list (a free slot that failed too many searches
+    /// is dropped from it and stays a hole, as double-array builders do;
+    /// without this, fragmented holes make the build quadratic)
+    linked: Vec<bool>,
+    fails: Vec<u8>,
+    head: u32,
+    tail: u32,
+}
+
+impl FreeList {
+    fn new(n: usize) -> Self {
+        let mut f = FreeList {
+            next: Vec::new(),
+            prev: Vec::new(),
+            free: Vec::new(),
+            linked: Vec::new(),
+            fails: Vec::new(),
+            head: NONE,
+            tail: NONE,
+        };
+        f.ensure(n);
+        f
+    }
+
+    fn len(&self) -> usize {
+        self.free.len()
+    }
+
+    /// Grow so that slots `0..n` exist (new slots are free).
+    fn ensure(&mut self, n: usize) {
+        while self.free.len() < n {
+            let i = self.free.len() as u32;
+            self.free.push(true);
+            self.linked.push(true);
+            self.fails.push(0);
+            self.next.push(NONE);
+            self.prev.push(self.tail);
+            if self.tail == NONE {
+                self.head = i;
+            } else {
+                self.next[self.tail as usize] = i;
+            }
+            self.tail = i;
+        }
+    }
+
+    fn is_free(&self, i: usize) -> bool {
+        self.free[i]
+    }
+
+    fn first(&mut self) -> usize {
+        if self.head == NONE {
+            self.ensure(self.free.len() + 256);
+        }
+        self.head as usize
+    }
+
+    /// The next free slot after `i` (growing if needed).
+    fn next(&mut self, i: usize) -> usize {
+        let mut j = if self.linked[i] { self.next[i] } else { NONE };
+        if j == NONE {
+            j = self.next_free_from(i + 1) as u32;
+        }
+        j as usize
+    }
+
+    /// The first free slot at or after `i` (growing if needed).
+    fn next_free_from(&mut self, i: usize) -> usize {
+        self.ensure(i + 1);
+        let mut j = i;
+        while j < self.free.len() && !self.free[j] {
+            j += 1;
+        }
+        if j == self.free.len() {
+            self.ensure(j + 256);
+        }
+        j
+    }
+
+    fn take(&mut self, i: usize) {
+        self.ensure(i + 1);
+        debug_assert!(self.free[i]);
+        self.free[i] = false;
+        self.unlink(i);
+    }
+
+    /// A search starting at free slot `i` failed.
+    fn failed(&mut self, i: usize) {
+        self.fails[i] = self.fails[i].saturating_add(1);
+        if self.fails[i] >= 16 && self.linked[i] && self.next[i] != NONE {
+            self.unlink(i);
+        }
+    }
+
+    fn unlink(&mut self, i: usize) {
+        if !self.linked[i] {
+            return;
+        }
+        self.linked[i] = false;
+        let (p, n) = (self.prev[i], self.next[i]);
+        if p == NONE {
+            self.head = n;
+        } else {
+            self.next[p as usize] = n;
+        }
+        if n == NONE {
+            self.tail = p;
+        } else {
+            self.prev[n as usize] = p;
+        }
+    }
+}
+
 /// A plain pointer trie used only while building the double array.
 struct Build {
     children: Vec<Vec<(u8, u32)>>,
@@ -209,15 +328,16 @@ impl ByteTrie {
         }
         let mut state_of = vec![NONE; (max_id + 1) as usize];
         // Place states breadth first so that the states of short prefixes,
-        // which every walk visits, are packed together near the start.
+        // which every walk visits, are packed together near the start. Free
+        // slots form a linked list, so finding a base skips used slots
+        // instead of scanning them (without it the build is quadratic).
         let n = b.out.len();
         let mut slots: Vec<Slot> = vec![FREE; n + 256];
-        let mut used: Vec<bool> = vec![false; n + 256];
-        used[0] = true;
+        let mut fl = FreeList::new(n + 256);
+        fl.take(0);
         slots[0].out = b.out[0];
         let mut queue: std::collections::VecDeque<(u32, u32)> = std::collections::VecDeque::new();
         queue.push_back((0, 0));
-        let mut first_free = 1usize;
         let mut states = 1usize;
         while let Some((pn, s)) = queue.pop_front() {
             let mut labels = std::mem::take(&mut b.children[pn as usize]);
@@ -226,32 +346,34 @@ impl ByteTrie {
             }
             labels.sort_unstable_by_key(|x| x.0);
             let lo = labels[0].0 as usize;
-            while first_free < used.len() && used[first_free] {
-                first_free += 1;
-            }
-            let mut p = first_free.max(lo + 1);
+            let hi = labels[labels.len() - 1].0 as usize;
+            let mut p = fl.first();
             let base = loop {
-                if p >= used.len() {
-                    used.resize(p + 257, false);
-                    slots.resize(p + 257, FREE);
+                if p < lo + 1 {
+                    // too low for this node's smallest label (base + lo would be
+                    // below p's own position); count it as a failure so that
+                    // low holes leave the search list
+                    let q = fl.next(p);
+                    fl.failed(p);
+                    p = q;
+                    continue;
                 }
-                if !used[p] {
-                    let base = p - lo;
-                    let top = base + labels[labels.len() - 1].0 as usize;
-                    if top >= used.len() {
-                        used.resize(top + 257, false);
-                        slots.resize(top + 257, FREE);
-                    }
-                    if labels.iter().all(|&(l, _)| !used[base + l as usize]) {
-                        break base;
-                    }
+                let base = p - lo;
+                fl.ensure(base + hi + 1);
+                if labels.iter().all(|&(l, _)| fl.is_free(base + l as usize)) {
+                    break base;
                 }
-                p += 1;
+                let q = fl.next(p);
+                fl.failed(p);
+                p = q;
             };
+            if slots.len() < fl.len() {
+                slots.resize(fl.len(), FREE);
+            }
             slots[s as usize].base = base as u32;
             for &(l, child) in &labels {
                 let t = base + l as usize;
-                used[t] = true;
+                fl.take(t);
                 slots[t].check = s;
                 slots[t].out = b.out[child as usize];
                 if b.out[child as usize] != NONE {
@@ -261,6 +383,10 @@ impl ByteTrie {
                 queue.push_back((child, t as u32));
             }
         }
+        if slots.len() < fl.len() {
+            slots.resize(fl.len(), FREE);
+        }
+        let used: Vec<bool> = (0..slots.len()).map(|i| !fl.is_free(i)).collect();
         // trim trailing free slots (keep 256 so `base + byte` of a leaf stays in range checks cheap)
         let last_used = used.iter().rposition(|&u| u).unwrap_or(0);
         slots.truncate(last_used + 1);
@@ -445,5 +571,35 @@ mod tests {
             t.encode_into(s.as_bytes(), 1000, &mut out);
             prop_assert_eq!(out, naive(&pats, s.as_bytes()));
         }
+    }
+}
+
+#[cfg(test)]
+mod build_speed {
+    use super::*;
+
+    /// A large prefix-closed dictionary builds in well under a second
+    /// (the double-array placement must not be quadratic).
+    #[test]
+    fn large_build_is_fast() {
+        let mut pats: Vec<String> = Vec::new();
+        let mut x: u64 = 12345;
+        let mut set = std::collections::HashSet::new();
+        while pats.len() < 150_000 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let len = 1 + (x >> 60) as usize % 8;
+            let s: String = (0..len).map(|k| (b'a' + ((x >> (k * 5)) % 26) as u8) as char).collect();
+            for k in 1..=s.len() {
+                if set.insert(s[..k].to_string()) {
+                    pats.push(s[..k].to_string());
+                }
+            }
+        }
+        let t = std::time::Instant::now();
+        let trie = ByteTrie::build(pats.iter().enumerate().map(|(i, p)| (p.as_bytes(), i as u32 + 1))).unwrap();
+        let dt = t.elapsed();
+        assert!(trie.slots() < trie.states() * 2, "{} slots for {} states", trie.slots(), trie.states());
+        assert!(dt.as_secs_f64() < 5.0, "build took {dt:?}");
+        eprintln!("built {} states in {dt:?}, {} slots", trie.states(), trie.slots());
     }
 }
