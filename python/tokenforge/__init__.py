@@ -10,6 +10,7 @@ from . import errors
 from ._core import __version__
 from .base import Tokenizer, load
 from .bpe import BPETokenizer
+from .lz78 import LZ78Tokenizer
 from .chat import SPECIAL_TOKENS
 from .errors import (
     CorpusError,
@@ -27,6 +28,7 @@ from .errors import (
 __all__ = [
     "__version__",
     "BPETokenizer",
+    "LZ78Tokenizer",
     "Tokenizer",
     "load",
     "errors",
