@@ -188,11 +188,13 @@ class LZ78Tokenizer(Tokenizer):
         docs = _documents(corpus, text_field, split_on)
         batch: list[str] = []
         size = 0
+        # standard stops once full (usually within the first MB): small batches let it stop reading early
+        limit = (1 << 20) if strategy == "standard" else _BATCH_CHARS
         with progress_bar(total=None, desc=f"lz78 {strategy}", unit="B", enabled=progress is not False) as bar:
             for doc in docs:
                 batch.append(doc)
                 size += len(doc)
-                if size >= _BATCH_CHARS:
+                if size >= limit:
                     trainer.feed(batch, num_threads)
                     bar.update(size)
                     batch, size = [], 0
