@@ -47,8 +47,8 @@ DEFAULT_PARAMS: dict[str, dict] = {
     "frequency_gated": {"evict_interval": 0, "evict_fraction": 0.1, "evict_threshold": 0, "decay": 1.0},
     "multi_round": {"pool": "frequency_gated", "pool_factor": 4.0, "rounds": 3},
     "cost_adjusted": {"pool": "frequency_gated", "pool_factor": 4.0, "rounds": 3},
-    "smart_prune": {"pool": "frequency_gated", "pool_factor": 4.0, "rounds": 3},
-    "flat_prune": {"pool_factor": 4.0, "max_chars": 16, "drop_fraction": 0.1},
+    "smart_prune": {"pool": "frequency_gated", "pool_factor": 8.0, "rounds": 6},
+    "flat_prune": {"pool_factor": 8.0, "max_chars": 16, "drop_fraction": 0.1},
     "compressed": {"pool": "frequency_gated", "pool_factor": 2.0, "rounds": 3},
 }
 #: parameters each strategy accepts

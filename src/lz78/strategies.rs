@@ -114,9 +114,10 @@ impl Params {
             pool: Strategy::FrequencyGated,
             pool_factor: match s {
                 Strategy::Compressed => 2.0,
+                Strategy::SmartPrune | Strategy::FlatPrune => 8.0,
                 _ => 4.0,
             },
-            rounds: 3,
+            rounds: if s == Strategy::SmartPrune { 6 } else { 3 },
             evict_interval: 0,
             evict_fraction: 0.1,
             evict_threshold: 0,

@@ -227,7 +227,7 @@ def cost_adjusted(pool, counts: Counter, n: int, rounds: int = 3):
     return _prune_tree(pool, counts, n, rounds, cost=True)
 
 
-def smart_prune(pool, counts: Counter, n: int, rounds: int = 3):
+def smart_prune(pool, counts: Counter, n: int, rounds: int = 6):
     P = len(pool)
     output = set(range(1, P + 1))
     if P > n:
@@ -254,7 +254,7 @@ def _total_tokens(strings: list[bytes], counts: Counter) -> int:
     return sum(len(greedy(table, c.encode())) * w for c, w in counts.items())
 
 
-def flat_prune(counts: Counter, n: int, pool_factor: float = 4.0, max_chars: int = 16, drop_fraction: float = 0.1):
+def flat_prune(counts: Counter, n: int, pool_factor: float = 8.0, max_chars: int = 16, drop_fraction: float = 0.1):
     score: Counter = Counter()
     for chunk, w in counts.items():
         for i in range(len(chunk)):
@@ -291,11 +291,12 @@ def train(texts, strategy: str, n: int, chunking: bool = True, **params):
     if strategy == "flat_prune":
         fkw = {k: params[k] for k in ("pool_factor", "max_chars", "drop_fraction") if k in params}
         return flat_prune(counts, n, **fkw)
-    factor = params.get("pool_factor", 2.0 if strategy == "compressed" else 4.0)
+    default_factor = {"compressed": 2.0, "smart_prune": 8.0}.get(strategy, 4.0)
+    factor = params.get("pool_factor", default_factor)
     cap = max(n, int(math.floor(n * factor)))
     gated = params.get("pool", "frequency_gated") == "frequency_gated"
     pool = online(chunks, cap, gated, **okw)
-    rounds = params.get("rounds", 3)
+    rounds = params.get("rounds", 6 if strategy == "smart_prune" else 3)
     fn = {"multi_round": multi_round, "cost_adjusted": cost_adjusted, "smart_prune": smart_prune, "compressed": compressed}[strategy]
     return fn(pool, counts, n, rounds)
 
