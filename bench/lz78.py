@@ -105,6 +105,7 @@ def main(argv=None) -> int:
           f"{os.cpu_count()} cpus, {platform.python_version()}", flush=True)
 
     rows = []  # dicts
+    mismatch = []  # (strategy, trained chunking, bytes/token encoded the other way, same way)
     # ---- BPE and tiktoken ---------------------------------------------------------
     bpe = {}
     for V in vocabs:
@@ -116,7 +117,7 @@ def main(argv=None) -> int:
     for V in vocabs:
         r[f"bpt_{V}"] = bpe[V]["bpt"]
     r["enc1"] = enc_speed(tb.encode_ordinary, held_text, hbytes)
-    r["encN"] = enc_speed(lambda t: tb.encode_batch(held, num_threads=args.threads), held_text, hbytes)
+    r["encN"] = enc_speed(lambda t: tb._model.encode_batch(held, args.threads), held_text, hbytes)
     r["roundtrip"] = tb.decode(tb.encode_ordinary(held_text)) == held_text
     rows.append(r)
     tiktoken_mbs = None
@@ -127,7 +128,8 @@ def main(argv=None) -> int:
                      "encN": enc_speed(lambda t: enc.encode_ordinary_batch(held, num_threads=os.cpu_count() or 1), held_text, hbytes)})
     except Exception as e:  # pragma: no cover - tiktoken missing
         print(f"tiktoken: skipped ({e})", flush=True)
-    print(f"BPE: {', '.join(f'{V}: {bpe[V]['bpt']:.3f} B/tok' for V in vocabs)}; tiktoken {tiktoken_mbs or 0:.1f} MB/s", flush=True)
+    bpe_summary = ", ".join("%d: %.3f B/tok" % (V, bpe[V]["bpt"]) for V in vocabs)
+    print(f"BPE: {bpe_summary}; tiktoken {tiktoken_mbs or 0:.1f} MB/s", flush=True)
 
     # ---- LZ78: every strategy x chunking x vocab ------------------------------------
     for strategy in args.strategies:
@@ -148,7 +150,7 @@ def main(argv=None) -> int:
                     r["entries"] = len(tok.data.nodes)
                     if chunking:
                         r["enc1"] = enc_speed(tok.encode_ordinary, held_text, hbytes)
-                        r["encN"] = enc_speed(lambda t: tok.encode_batch(held, num_threads=args.threads), held_text, hbytes)
+                        r["encN"] = enc_speed(lambda t: tok.encode_batch_flat(held, num_threads=args.threads), held_text, hbytes)
                         r["roundtrip"] = r["roundtrip"] and tok.decode(tok.encode_ordinary("".join(train))) == "".join(train)
                     if tok.structure != "flat":
                         items, k = [], 0
@@ -164,6 +166,15 @@ def main(argv=None) -> int:
                         from tokenforge.lz78 import lz78_inspect
 
                         r["node_ratio"] = lz78_inspect(tok)["node_compression_ratio"]
+                    if strategy in ("frequency_gated", "smart_prune", "flat_prune"):
+                        # chunking mismatch: encode with the other setting
+                        import warnings
+
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore")
+                            tok.set_chunking(not chunking)
+                        flat, _ = tok.encode_batch_flat(held, num_threads=args.threads)
+                        mismatch.append((strategy, chunking, hbytes / len(flat), r[f"bpt_{V}"]))
             r["vs_bpe"] = r[f"bpt_{big}"] / bpe[big]["bpt"]
             rows.append(r)
             print(f"  {r['name']:<26} {r['chunk']:<5} " + " ".join(f"{V}: {r[f'bpt_{V}']:.3f}" for V in vocabs)
@@ -197,6 +208,11 @@ def main(argv=None) -> int:
     print("-|-".join("-" * w for w in widths))
     for l in lines:
         print(" | ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(l, widths))))
+    if mismatch:
+        print("chunking mismatch at %d (bytes/token: same setting -> other setting at encoding):" % big)
+        for strategy, chunking, other, same in mismatch:
+            print(f"  {strategy:<16} trained {'gpt4' if chunking else 'none'}: {same:.3f} -> {other:.3f} ({100 * (other / same - 1):+.1f}%)")
+
     for s, v in speed.items():
         print(f"training speed, {s}: {v['mb_read']:.1f} MB read in {v['seconds']:.2f} s = {v['mbs']:.1f} MB/s")
 
