@@ -321,3 +321,13 @@ def test_import_does_not_pull_heavy_modules():
     code = "import sys, tokenforge; tokenforge.LZ78Tokenizer; print(any(m in sys.modules for m in ('torch','dask','matplotlib')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "False"
+
+
+def test_outputs_are_renumbered_first():
+    from tokenforge.formats.lz78_tsv import LZ78Data
+
+    # prefix-only "h" first: the output "he" must still be id 1
+    tok = LZ78Tokenizer(LZ78Data("tree", [(0, "h", "h", False), (1, "e", "he", True)], {}))
+    assert tok.data.nodes == [(2, "e", "he", True), (0, "h", "h", False)]
+    assert tok.encode("he") == [1]
+    assert tok.embedding_metadata("structured")["parent"][1] == 2

@@ -107,8 +107,10 @@ class LZ78Tokenizer(Tokenizer):
     def __init__(self, data: LZ78Data, *, chunking: bool | None = None, special_tokens=None):
         if not isinstance(data, LZ78Data):
             raise TypeError("LZ78Tokenizer(data) takes an LZ78Data; use LZ78Tokenizer.train, from_tsv or from_directory")
+        if data.structure not in ("tree", "flat", "compressed"):
+            raise TokenforgeError(f"unknown dictionary structure {data.structure!r}; expected tree, flat or compressed")
         extras = _extra_specials(special_tokens if special_tokens is not None else data.settings.get("specials"))
-        self._data = data
+        self._data = _outputs_first(data)
         self._extras = extras
         if chunking is None:
             chunking = data.settings.get("chunking", True)
@@ -286,15 +288,13 @@ class LZ78Tokenizer(Tokenizer):
         """Encode many texts in parallel (GIL released); ``as_numpy`` gives one array per text."""
         _check_texts(texts)
         texts = list(texts)
+        if not as_numpy:
+            return self._model.encode_batch_lists(texts, num_threads)
         flat, offsets = self._model.encode_batch(texts, num_threads)
-        if as_numpy:
-            dt = ids_dtype(self.vocab_size)
-            if dt != np.uint32:
-                flat = flat.astype(dt)
-            return np.split(flat, offsets[1:-1].astype(np.intp)) if len(texts) else []
-        ids = flat.tolist()
-        off = offsets.tolist()
-        return [ids[off[i] : off[i + 1]] for i in range(len(texts))]
+        dt = ids_dtype(self.vocab_size)
+        if dt != np.uint32:
+            flat = flat.astype(dt)
+        return np.split(flat, offsets[1:-1].astype(np.intp)) if len(texts) else []
 
     def encode_batch_flat(self, texts: Sequence[str], num_threads: int | None = None):
         """(flat uint32 ids, uint64 offsets) of many texts, without per-text lists."""
@@ -358,7 +358,7 @@ class LZ78Tokenizer(Tokenizer):
             self._data = LZ78Data("flat", nodes, dict(d.settings))
         else:
             # outputs occupy codes 1..N in order; output k is node k
-            flags = [n[3] and used[k] if k < self._n else False for k, n in enumerate(d.nodes)]
+            flags = [bool(n[3] and used[k]) if k < self._n else False for k, n in enumerate(d.nodes)]
             order = [k for k in range(len(d.nodes)) if flags[k]] + [k for k in range(len(d.nodes)) if not flags[k]]
             code = {k: i + 1 for i, k in enumerate(order)}
             nodes = []
@@ -508,6 +508,22 @@ class LZ78Tokenizer(Tokenizer):
             f"LZ78Tokenizer(vocab_size={self.vocab_size}, N={self._n}, structure={self.structure!r}, "
             f"strategy={self.strategy!r}, chunking={self._chunking})"
         )
+
+
+def _outputs_first(data: LZ78Data) -> LZ78Data:
+    """The same dictionary with output entries at codes 1..N (parents remapped), as ids need."""
+    if data.structure == "compressed":
+        return data
+    nodes = data.nodes
+    k = 0
+    while k < len(nodes) and nodes[k][3]:
+        k += 1
+    if all(not n[3] for n in nodes[k:]):
+        return data
+    order = [i for i, n in enumerate(nodes) if n[3]] + [i for i, n in enumerate(nodes) if not n[3]]
+    code = {i + 1: j + 1 for j, i in enumerate(order)}
+    new = [(code.get(nodes[i][0], 0), nodes[i][1], nodes[i][2], nodes[i][3]) for i in order]
+    return LZ78Data(data.structure, new, data.settings)
 
 
 def _to_compressed(entries, settings: dict) -> LZ78Data:

@@ -66,9 +66,8 @@ impl Trainer {
 
     /// Feed texts in corpus order; uses the current rayon pool.
     pub fn feed<S: AsRef<str> + Sync>(&mut self, texts: &[S]) -> Result<()> {
-        self.texts += texts.len() as u64;
-        self.bytes += texts.iter().map(|t| t.as_ref().len() as u64).sum::<u64>();
         let pretok = &self.pretok;
+        let all_bytes = texts.iter().map(|t| t.as_ref().len() as u64).sum::<u64>();
         match (&mut self.builder, &mut self.counter) {
             (Some(b), Some(c)) => {
                 let (r1, r2) = rayon::join(
@@ -84,17 +83,23 @@ impl Trainer {
                 r2
             }
             (Some(b), None) => {
+                // standard stops once full: count only the texts it read
                 for t in texts {
                     if b.done() {
                         break;
                     }
                     b.feed_text(t.as_ref(), pretok)?;
+                    self.texts += 1;
+                    self.bytes += t.as_ref().len() as u64;
                 }
-                Ok(())
+                return Ok(());
             }
             (None, Some(c)) => c.add_texts(texts),
             (None, None) => Ok(()),
-        }
+        }?;
+        self.texts += texts.len() as u64;
+        self.bytes += all_bytes;
+        Ok(())
     }
 
     /// Build the final dictionary.

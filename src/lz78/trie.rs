@@ -387,9 +387,13 @@ impl ByteTrie {
             slots.resize(fl.len(), FREE);
         }
         let used: Vec<bool> = (0..slots.len()).map(|i| !fl.is_free(i)).collect();
-        // trim trailing free slots (keep 256 so `base + byte` of a leaf stays in range checks cheap)
+        // Trim trailing free slots, then pad so that `base + byte` is in
+        // bounds for every state (a leaf's base is 0): the walk can then index
+        // without a bounds check (see `encode_into`).
         let last_used = used.iter().rposition(|&u| u).unwrap_or(0);
         slots.truncate(last_used + 1);
+        let max_base = slots.iter().map(|x| x.base as usize).max().unwrap_or(0);
+        slots.resize(slots.len().max(max_base + 256), FREE);
         slots.shrink_to_fit();
         Ok(ByteTrie { slots, state_of, states })
     }
@@ -453,17 +457,23 @@ impl ByteTrie {
             let mut best_end = i;
             let mut j = i;
             while j < n {
-                let t = slots[state as usize].base.wrapping_add(s[j] as u32) as usize;
-                match slots.get(t) {
-                    Some(x) if x.check == state => {
-                        state = t as u32;
-                        j += 1;
-                        if x.out != NONE {
-                            best = x.out;
-                            best_end = j;
-                        }
+                // SAFETY: `state` is a state index (< slots.len()), and build()
+                // pads `slots` to at least max(base) + 256 entries, so
+                // `base + byte` is always in bounds.
+                let x = unsafe {
+                    let t = slots.get_unchecked(state as usize).base as usize + s[j] as usize;
+                    debug_assert!(t < slots.len());
+                    let x = slots.get_unchecked(t);
+                    if x.check != state {
+                        break;
                     }
-                    _ => break,
+                    state = t as u32;
+                    x
+                };
+                j += 1;
+                if x.out != NONE {
+                    best = x.out;
+                    best_end = j;
                 }
             }
             if best == NONE {
@@ -598,7 +608,7 @@ mod build_speed {
         let t = std::time::Instant::now();
         let trie = ByteTrie::build(pats.iter().enumerate().map(|(i, p)| (p.as_bytes(), i as u32 + 1))).unwrap();
         let dt = t.elapsed();
-        assert!(trie.slots() < trie.states() * 2, "{} slots for {} states", trie.slots(), trie.states());
+        assert!(trie.slots() < trie.states() * 2 + 256, "{} slots for {} states", trie.slots(), trie.states());
         assert!(dt.as_secs_f64() < 5.0, "build took {dt:?}");
         eprintln!("built {} states in {dt:?}, {} slots", trie.states(), trie.slots());
     }

@@ -3,7 +3,7 @@
 use numpy::PyArray1;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyBytes, PyDict, PyList};
 use std::sync::Arc;
 
 use super::{ids_from, pool, to_py};
@@ -19,6 +19,26 @@ fn pretok(py: Python<'_>, pattern: Option<&str>) -> PyResult<Pretokenizer> {
 #[pyclass(module = "tokenforge._core", name = "Lz78Model", frozen)]
 pub struct PyLz78Model {
     inner: Arc<Lz78Model>,
+    /// One Python int per id, made once. Building the list of ids from these
+    /// (a reference-count increment each) instead of allocating a fresh int
+    /// per token halves the cost of `encode` on long texts, where creating
+    /// the Python list took as long as the matching itself.
+    ints: Arc<Vec<Py<PyAny>>>,
+}
+
+fn int_table(py: Python<'_>, n: usize) -> PyResult<Arc<Vec<Py<PyAny>>>> {
+    let mut v = Vec::with_capacity(n);
+    for i in 0..n {
+        v.push((i as u64).into_pyobject(py)?.into_any().unbind());
+    }
+    Ok(Arc::new(v))
+}
+
+impl PyLz78Model {
+    fn list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
+        let t = &self.ints;
+        PyList::new(py, ids.iter().map(|&i| t[i as usize].bind(py).clone()))
+    }
 }
 
 #[pymethods]
@@ -29,13 +49,14 @@ impl PyLz78Model {
     fn new(py: Python<'_>, outputs: Vec<String>, specials: Vec<(String, u32)>, pattern: Option<&str>) -> PyResult<Self> {
         let pt = pretok(py, pattern)?;
         let m = py.detach(|| Lz78Model::new(&outputs, specials, pt)).map_err(|e| to_py(py, e))?;
-        Ok(PyLz78Model { inner: Arc::new(m) })
+        let ints = int_table(py, m.vocab_size())?;
+        Ok(PyLz78Model { inner: Arc::new(m), ints })
     }
 
     /// The same dictionary with another chunking pattern (None: no chunking).
     fn with_pattern(&self, py: Python<'_>, pattern: Option<&str>) -> PyResult<Self> {
         let pt = pretok(py, pattern)?;
-        Ok(PyLz78Model { inner: Arc::new(self.inner.with_pretokenizer(pt)) })
+        Ok(PyLz78Model { inner: Arc::new(self.inner.with_pretokenizer(pt)), ints: self.ints.clone() })
     }
 
     #[getter]
@@ -58,8 +79,9 @@ impl PyLz78Model {
         (self.inner.trie().states(), self.inner.trie().slots())
     }
 
-    fn encode_ordinary(&self, py: Python<'_>, text: &str) -> PyResult<Vec<u32>> {
-        py.detach(|| self.inner.encode_ordinary(text)).map_err(|e| to_py(py, e))
+    fn encode_ordinary<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
+        let ids = py.detach(|| self.inner.encode_ordinary(text)).map_err(|e| to_py(py, e))?;
+        self.list(py, &ids)
     }
 
     fn encode_ordinary_numpy<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyArray1<u32>>> {
@@ -69,8 +91,25 @@ impl PyLz78Model {
 
     /// Encode with the given special ids allowed (None: all specials).
     #[pyo3(signature = (text, allowed=None))]
-    fn encode(&self, py: Python<'_>, text: &str, allowed: Option<Vec<u32>>) -> PyResult<Vec<u32>> {
-        py.detach(|| self.inner.encode_with_specials(text, allowed.as_deref())).map_err(|e| to_py(py, e))
+    fn encode<'py>(&self, py: Python<'py>, text: &str, allowed: Option<Vec<u32>>) -> PyResult<Bound<'py, PyList>> {
+        let ids = py.detach(|| self.inner.encode_with_specials(text, allowed.as_deref())).map_err(|e| to_py(py, e))?;
+        self.list(py, &ids)
+    }
+
+    /// Many texts in parallel, as a list of lists of ints.
+    #[pyo3(signature = (texts, num_threads=None))]
+    fn encode_batch_lists<'py>(&self, py: Python<'py>, texts: Vec<String>, num_threads: Option<usize>) -> PyResult<Bound<'py, PyList>> {
+        use rayon::prelude::*;
+        let pool = pool(num_threads)?;
+        let model = self.inner.clone();
+        let parts: Result<Vec<Vec<u32>>, Error> =
+            py.detach(|| pool.install(|| texts.par_iter().with_min_len(1).map(|t| model.encode_ordinary(t)).collect()));
+        let parts = parts.map_err(|e| to_py(py, e))?;
+        let out = PyList::empty(py);
+        for p in &parts {
+            out.append(self.list(py, p)?)?;
+        }
+        Ok(out)
     }
 
     /// Many texts in parallel: (flat uint32 ids, uint64 offsets of len(texts)+1).
