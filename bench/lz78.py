@@ -60,9 +60,10 @@ def corpus(args):
     for c in cands:
         if c and (Path(c) / "train.jsonl").is_file() and (Path(c) / "heldout.jsonl").is_file():
             c = Path(c)
-            train, tb = load_docs(c / "train.jsonl", args.train_mb * MB)
+            train, tb = load_docs(c / "train.jsonl", args.train_mb * MB or None)
             speed, sb = load_docs(c / "train.jsonl", args.speed_mb * MB)
             held, hb = load_docs(c / "heldout.jsonl", None)
+            args.full_path = c / "train.jsonl"
             return str(c), train, tb, speed, sb, held, hb
     from tokenforge.data.default_corpus import iter_default_corpus
 
@@ -71,6 +72,20 @@ def corpus(args):
     train, held = docs[:cut], docs[cut:]
     size = lambda ds: sum(len(d.encode()) for d in ds)  # noqa: E731
     return "built-in (Python docs and sources)", train, size(train), train, size(train), held, size(held)
+
+
+def full_roundtrip(tok, path: Path, threads) -> bool:
+    """decode(encode(doc)) == doc for every document of a JSON-lines file, in batches."""
+    batch = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                batch.append(json.loads(line)["text"])
+            if len(batch) == 512:
+                if not all(tok.decode(x) == d for x, d in zip(tok.encode_batch(batch, num_threads=threads), batch)):
+                    return False
+                batch = []
+    return all(tok.decode(x) == d for x, d in zip(tok.encode_batch(batch, num_threads=threads), batch))
 
 
 def timed(fn):
@@ -87,7 +102,8 @@ def enc_speed(encode, text: str, nbytes: int, repeat: int = 5) -> float:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", default=None)
-    ap.add_argument("--train-mb", type=float, default=10.0, help="training slice for the compression table (MB)")
+    ap.add_argument("--train-mb", type=float, default=10.0, help="training slice for the compression table (MB; 0 = all of train.jsonl)")
+    ap.add_argument("--full-roundtrip", action="store_true", help="also round-trip all of train.jsonl with every 32,768 tokenizer")
     ap.add_argument("--speed-mb", type=float, default=50.0, help="slice for standard/frequency_gated training speed (MB)")
     ap.add_argument("--vocab", type=int, nargs="+", default=[8192, 32768])
     ap.add_argument("--strategies", nargs="+", default=list(STRATEGIES), choices=STRATEGIES)
@@ -152,6 +168,8 @@ def main(argv=None) -> int:
                         r["enc1"] = enc_speed(tok.encode_ordinary, held_text, hbytes)
                         r["encN"] = enc_speed(lambda t: tok.encode_batch_flat(held, num_threads=args.threads), held_text, hbytes)
                         r["roundtrip"] = r["roundtrip"] and tok.decode(tok.encode_ordinary("".join(train))) == "".join(train)
+                    if args.full_roundtrip and getattr(args, "full_path", None):
+                        r["roundtrip"] = r["roundtrip"] and full_roundtrip(tok, args.full_path, args.threads)
                     if tok.structure != "flat":
                         items, k = [], 0
                         if tok.structure == "compressed":

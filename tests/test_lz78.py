@@ -331,3 +331,10 @@ def test_outputs_are_renumbered_first():
     assert tok.data.nodes == [(2, "e", "he", True), (0, "h", "h", False)]
     assert tok.encode("he") == [1]
     assert tok.embedding_metadata("structured")["parent"][1] == 2
+
+
+def test_frequency_gated_ends_full(texts):
+    # the last eviction's victims are put back when the corpus ends before refilling
+    for v in (700, 1024, 2000):
+        tok = LZ78Tokenizer.train(texts, "frequency_gated", v, progress=False)
+        assert tok.vocab_size == v

@@ -162,7 +162,10 @@ class LZ78Tokenizer(Tokenizer):
         N = vocab_size − 260 − len(extra specials) output entries (fewer if the
         corpus runs out). ``corpus``: a path, a list of paths, or an iterable
         of str (streamed in order). ``chunking``: phrases never cross a GPT-4
-        pattern chunk; the same setting is then used for encoding.
+        pattern chunk; the same setting is then used for encoding. Without
+        chunking each document is one chunk (a ``.txt`` file yields blocks of
+        about 1 MB, unless ``split_on`` names a document separator), and the
+        pruning strategies keep every distinct document in memory.
         ``strategy_params`` override :data:`DEFAULT_PARAMS` (``multiple`` is
         compressed's name for ``pool_factor``). Output does not depend on
         ``num_threads``.

@@ -171,7 +171,9 @@ impl Params {
 /// keeps going: every phrase parsed with a full dictionary adds one reference
 /// to the node it matched (the last phrase of a chunk, cut by the boundary,
 /// too), and every `interval` such phrases the least-referenced leaves are
-/// evicted (fewest references first, then the oldest), freeing slots.
+/// evicted (fewest references first, then the oldest), freeing slots. If
+/// the corpus ends before those slots refill, the last eviction's victims are
+/// put back (most referenced first) so the dictionary ends full.
 #[derive(Clone, Debug)]
 pub struct OnlineBuilder {
     pub trie: CharTrie,
@@ -185,6 +187,8 @@ pub struct OnlineBuilder {
     done: bool,
     pub evictions: u64,
     pub evicted: u64,
+    /// The last eviction's victims: (parent node, char, refs, seq).
+    last_victims: Vec<(u32, char, u64, u64)>,
 }
 
 impl OnlineBuilder {
@@ -201,6 +205,7 @@ impl OnlineBuilder {
             done: capacity == 0,
             evictions: 0,
             evicted: 0,
+            last_victims: Vec::new(),
         }
     }
 
@@ -239,7 +244,10 @@ impl OnlineBuilder {
             leaves.truncate(k);
             leaves
         };
+        self.last_victims.clear();
         for &v in &victims {
+            let n = &self.trie.nodes[v as usize];
+            self.last_victims.push((n.parent, n.ch, n.refs, n.seq));
             self.trie.remove_leaf(v);
         }
         self.evicted += victims.len() as u64;
@@ -289,8 +297,26 @@ impl OnlineBuilder {
         pretok.split(text, |c| self.feed_chunk(c))
     }
 
+    /// If the corpus ended before the slots freed by the last eviction were
+    /// refilled, put back that eviction's victims, most referenced first
+    /// (then the newest), so the dictionary has its full capacity. Their
+    /// parents are alive: only leaves are evicted and nothing was evicted since.
+    fn restore_last_victims(&mut self) {
+        let mut v = std::mem::take(&mut self.last_victims);
+        v.sort_by(|a, b| b.2.cmp(&a.2).then(b.3.cmp(&a.3)));
+        for (parent, ch, _, seq) in v {
+            if self.trie.len() >= self.capacity {
+                break;
+            }
+            if self.trie.child(parent, ch).is_none() {
+                self.trie.add_with_seq(parent, ch, seq);
+            }
+        }
+    }
+
     /// The dictionary: live entries in creation order, codes 1.., parents remapped.
-    pub fn into_dictionary(self) -> Dictionary {
+    pub fn into_dictionary(mut self) -> Dictionary {
+        self.restore_last_victims();
         let order = self.trie.live_in_order();
         let mut code = vec![0u32; self.trie.nodes.len()];
         let mut entries = Vec::with_capacity(order.len());
@@ -572,12 +598,7 @@ pub fn select_outputs(pool: &Dictionary, chunks: &[(Box<[u8]>, u64)], n: usize, 
     if p <= n {
         return Ok(output);
     }
-    let all = vec![true; p + 1];
-    let mut trie = pool_trie(pool, &{
-        let mut a = all.clone();
-        a[0] = false;
-        a
-    })?;
+    let mut trie = pool_trie(pool, &output)?;
     for r in 1..=rounds {
         let target = round_target(p, n, r, rounds);
         let counts = usage_counts(&trie, chunks, p + 1);

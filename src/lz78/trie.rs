@@ -94,8 +94,14 @@ impl CharTrie {
 
     /// Add the entry `(parent, c)`; the caller knows it does not exist.
     pub fn add(&mut self, parent: u32, c: char) -> u32 {
-        let node = CharNode { parent, ch: c, children: 0, refs: 0, seq: self.next_seq, alive: true };
+        let seq = self.next_seq;
         self.next_seq += 1;
+        self.add_with_seq(parent, c, seq)
+    }
+
+    /// Add `(parent, c)` with a given creation order (restoring an evicted leaf).
+    pub fn add_with_seq(&mut self, parent: u32, c: char, seq: u64) -> u32 {
+        let node = CharNode { parent, ch: c, children: 0, refs: 0, seq, alive: true };
         let id = match self.free.pop() {
             Some(i) => {
                 self.nodes[i as usize] = node;

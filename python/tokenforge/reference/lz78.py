@@ -90,6 +90,7 @@ def online(chunks, capacity: int, gated: bool, evict_interval=0, evict_fraction=
     seq = 0
     full_phrases = 0
     done = capacity == 0
+    last_victims: list[tuple[int, str, int, int]] = []  # (parent, ch, refs, seq)
 
     def add(parent, c):
         nonlocal seq
@@ -106,8 +107,10 @@ def online(chunks, capacity: int, gated: bool, evict_interval=0, evict_fraction=
         else:
             k = min(max(1, int(math.floor(len(leaves) * evict_fraction))), len(leaves))
             victims = sorted(leaves, key=lambda s: (node[s]["refs"], s))[:k]
+        last_victims.clear()
         for s in victims:
             v = node.pop(s)
+            last_victims.append((v["parent"], v["ch"], v["refs"], s))
             del child[(v["parent"], v["ch"])]
             if v["parent"]:
                 node[v["parent"]]["children"] -= 1
@@ -143,6 +146,15 @@ def online(chunks, capacity: int, gated: bool, evict_interval=0, evict_fraction=
         else:
             if cur and gated and len(node) >= capacity:
                 reference(cur)
+    # the corpus ended before the last eviction's slots refilled: put its victims back
+    for parent, c, _, s in sorted(last_victims, key=lambda v: (-v[2], -v[3])):
+        if len(node) >= capacity:
+            break
+        if (parent, c) not in child:
+            node[s] = {"parent": parent, "ch": c, "refs": 0, "children": 0}
+            child[(parent, c)] = s
+            if parent:
+                node[parent]["children"] += 1
     order = sorted(node)
     code = {s: k + 1 for k, s in enumerate(order)}
     out = []
