@@ -338,3 +338,12 @@ def test_frequency_gated_ends_full(texts):
     for v in (700, 1024, 2000):
         tok = LZ78Tokenizer.train(texts, "frequency_gated", v, progress=False)
         assert tok.vocab_size == v
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(max_size=300), strategy=st.sampled_from(STRATEGIES))
+def test_trained_dictionaries_round_trip_any_str(trained, text, strategy):
+    tok = trained[strategy]
+    ids = tok.encode(text)
+    assert tok.decode(ids) == text
+    assert tok.to_compressed().encode(text) == ids  # Patricia form gives the same ids
