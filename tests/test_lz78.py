@@ -347,3 +347,10 @@ def test_trained_dictionaries_round_trip_any_str(trained, text, strategy):
     ids = tok.encode(text)
     assert tok.decode(ids) == text
     assert tok.to_compressed().encode(text) == ids  # Patricia form gives the same ids
+
+
+def test_small_corpus_warns_about_a_smaller_vocabulary():
+    with pytest.warns(UserWarning, match="only"):
+        tok = LZ78Tokenizer.train(["abcabc abc"], "standard", 1000, progress=False)
+    assert tok.vocab_size < 1000
+    assert tok.decode(tok.encode("abc xyz")) == "abc xyz"

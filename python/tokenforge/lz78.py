@@ -221,6 +221,13 @@ class LZ78Tokenizer(Tokenizer):
             "training": {k: int(v) for k, v in stats.items()},
             "trainer": f"tokenforge {_core.__version__}",
         }
+        got = sum(1 for e in entries if e[3])
+        if got < n:
+            warnings.warn(
+                f"the corpus gave only {got} of the {n} dictionary entries asked for; the tokenizer has "
+                f"{got + 260 + len(extras)} ids instead of {vocab_size}",
+                stacklevel=2,
+            )
         if strategy == "compressed":
             data = _to_compressed(entries, settings)
         else:
