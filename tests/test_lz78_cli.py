@@ -27,8 +27,8 @@ def corpus(tmp_path):
 
 def test_train_setup_pretokenize(tmp_path, corpus, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert cli.main_train(["--strategy", "smart_prune", "--vocab_size", "600", "--input", str(corpus), "-q"]) == 0
-    tsv = tmp_path / "lz78_smart_prune_600.tsv"
+    assert cli.main_train(["--strategy", "smart_prune", "--vocab_size", "400", "--input", str(corpus), "-q"]) == 0
+    tsv = tmp_path / "lz78_smart_prune_400.tsv"
     assert tsv.read_text().startswith("# tokenforge lz78 v1\n")
     assert cli.main_setup(["--tsv_path", str(tsv), "--tsv_format", "lz78"]) == 0
     tok = LZ78Tokenizer.from_directory(tmp_path / "tokenizer")
@@ -47,7 +47,7 @@ def test_train_setup_pretokenize(tmp_path, corpus, monkeypatch):
 
 
 def test_pretokenize_resumes(tmp_path):
-    tok = LZ78Tokenizer.train(DOCS, "frequency_gated", 500, progress=False)
+    tok = LZ78Tokenizer.train(DOCS, "frequency_gated", 400, progress=False)
     out = tmp_path / "shards"
 
     def broken():
@@ -65,7 +65,7 @@ def test_pretokenize_resumes(tmp_path):
     b = np.concatenate([np.load(tmp_path / "fresh" / s["file"]) for s in fresh["shards"]])
     assert np.array_equal(a, b)
     # a different tokenizer must not append to these shards
-    other = LZ78Tokenizer.train(DOCS, "standard", 520, progress=False)
+    other = LZ78Tokenizer.train(DOCS, "standard", 420, progress=False)
     with pytest.raises(Exception, match="different"):
         cli.pretokenize(other, iter(DOCS), out, tokenizer_sha256="x", progress=False)
 

@@ -92,8 +92,8 @@ impl Patricia {
         }
         // the character each trie node was reached by
         let mut via: Vec<char> = vec!['\0'; t.len()];
-        for s in 0..t.len() {
-            for (&c, &x) in &t[s].ch {
+        for node in &t {
+            for (&c, &x) in &node.ch {
                 via[x] = c;
             }
         }
@@ -168,7 +168,7 @@ impl Patricia {
 
     /// Plain-trie nodes / Patricia nodes (roots excluded).
     pub fn compression_ratio(&self) -> f64 {
-        if self.len() == 0 {
+        if self.is_empty() {
             1.0
         } else {
             self.trie_nodes as f64 / self.len() as f64

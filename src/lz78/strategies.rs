@@ -22,6 +22,9 @@ use super::{DictEntry, Dictionary};
 use crate::error::{Error, Result};
 use crate::pretok::Pretokenizer;
 
+/// Unique chunks of a corpus with their counts, sorted by bytes.
+pub type Chunks = [(Box<[u8]>, u64)];
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Strategy {
     Standard,
@@ -349,7 +352,7 @@ pub fn frequency_gated(builder: OnlineBuilder) -> Dictionary {
 // ---------------------------------------------------------------------------
 
 /// Contiguous groups of about equal bytes for the parallel passes.
-fn groups(chunks: &[(Box<[u8]>, u64)]) -> Vec<&[(Box<[u8]>, u64)]> {
+fn groups(chunks: &Chunks) -> Vec<&Chunks> {
     let parts = (rayon::current_num_threads() * 4).max(1);
     let total: usize = chunks.iter().map(|c| c.0.len()).sum();
     let target = total / parts + 1;
@@ -371,7 +374,7 @@ fn groups(chunks: &[(Box<[u8]>, u64)]) -> Vec<&[(Box<[u8]>, u64)]> {
 
 /// How often each id is emitted by greedy longest match over the chunks
 /// (weighted by their counts). `counts[id]`, length `n_ids`.
-pub fn usage_counts(trie: &ByteTrie, chunks: &[(Box<[u8]>, u64)], n_ids: usize) -> Vec<u64> {
+pub fn usage_counts(trie: &ByteTrie, chunks: &Chunks, n_ids: usize) -> Vec<u64> {
     let parts: Vec<Vec<u64>> = groups(chunks)
         .par_iter()
         .map(|g| {
@@ -396,7 +399,7 @@ pub fn usage_counts(trie: &ByteTrie, chunks: &[(Box<[u8]>, u64)], n_ids: usize) 
 }
 
 /// Total tokens (byte fallbacks included) of greedy longest match.
-pub fn total_tokens(trie: &ByteTrie, chunks: &[(Box<[u8]>, u64)]) -> u64 {
+pub fn total_tokens(trie: &ByteTrie, chunks: &Chunks) -> u64 {
     groups(chunks)
         .par_iter()
         .map(|g| {
@@ -448,17 +451,17 @@ fn restrict(pool: &Dictionary, keep: &[bool], output: &[bool]) -> Dictionary {
 
 /// `multi_round`: count usage, keep the most-used entries with the ancestors
 /// they need, shrinking linearly from the pool to N over `rounds` rounds.
-pub fn multi_round(pool: Dictionary, chunks: &[(Box<[u8]>, u64)], n: usize, rounds: u32) -> Result<Dictionary> {
+pub fn multi_round(pool: Dictionary, chunks: &Chunks, n: usize, rounds: u32) -> Result<Dictionary> {
     prune_tree(pool, chunks, n, rounds, false)
 }
 
 /// `cost_adjusted`: as multi_round, but greedy by count / (ancestor slots it
 /// would newly force in, itself included), values updated as ancestors get kept.
-pub fn cost_adjusted(pool: Dictionary, chunks: &[(Box<[u8]>, u64)], n: usize, rounds: u32) -> Result<Dictionary> {
+pub fn cost_adjusted(pool: Dictionary, chunks: &Chunks, n: usize, rounds: u32) -> Result<Dictionary> {
     prune_tree(pool, chunks, n, rounds, true)
 }
 
-fn prune_tree(pool: Dictionary, chunks: &[(Box<[u8]>, u64)], n: usize, rounds: u32, cost: bool) -> Result<Dictionary> {
+fn prune_tree(pool: Dictionary, chunks: &Chunks, n: usize, rounds: u32, cost: bool) -> Result<Dictionary> {
     let p = pool.entries.len();
     if p <= n {
         return Ok(pool);
@@ -534,8 +537,8 @@ impl PartialOrd for Cand {
 fn select_cost_adjusted(pool: &Dictionary, alive: &[bool], counts: &[u64], target: usize) -> Vec<bool> {
     let m = alive.len();
     let mut children: Vec<Vec<u32>> = vec![Vec::new(); m];
-    for c in 1..m {
-        if alive[c] {
+    for (c, _) in alive.iter().enumerate().skip(1).filter(|(_, &a)| a) {
+        {
             let p = pool.entries[c - 1].parent as usize;
             children[p].push(c as u32);
         }
@@ -591,7 +594,7 @@ fn select_cost_adjusted(pool: &Dictionary, alive: &[bool], counts: &[u64], targe
 /// slot. Rounds shrink the output set linearly from the pool to N; each round
 /// counts greedy usage over the current outputs (the others stay in the trie
 /// as pass-through prefixes) and keeps the most used. Returns `output[code]`.
-pub fn select_outputs(pool: &Dictionary, chunks: &[(Box<[u8]>, u64)], n: usize, rounds: u32) -> Result<Vec<bool>> {
+pub fn select_outputs(pool: &Dictionary, chunks: &Chunks, n: usize, rounds: u32) -> Result<Vec<bool>> {
     let p = pool.entries.len();
     let mut output = vec![true; p + 1];
     output[0] = false;
@@ -626,7 +629,7 @@ fn with_ancestors(pool: &Dictionary, output: &[bool]) -> Dictionary {
 }
 
 /// `smart_prune`: [`select_outputs`] on the pool; ancestors stay as prefix-only nodes.
-pub fn smart_prune(pool: Dictionary, chunks: &[(Box<[u8]>, u64)], n: usize, rounds: u32) -> Result<Dictionary> {
+pub fn smart_prune(pool: Dictionary, chunks: &Chunks, n: usize, rounds: u32) -> Result<Dictionary> {
     let output = select_outputs(&pool, chunks, n, rounds)?;
     Ok(with_ancestors(&pool, &output))
 }
@@ -635,7 +638,7 @@ pub fn smart_prune(pool: Dictionary, chunks: &[(Box<[u8]>, u64)], n: usize, roun
 /// built at `pool_factor`×N and N outputs are selected as in smart_prune
 /// (nothing to select when the multiple is 1). The caller builds the
 /// Patricia trie ([`super::patricia::Patricia`]).
-pub fn compressed(pool: Dictionary, chunks: &[(Box<[u8]>, u64)], n: usize, rounds: u32) -> Result<Dictionary> {
+pub fn compressed(pool: Dictionary, chunks: &Chunks, n: usize, rounds: u32) -> Result<Dictionary> {
     smart_prune(pool, chunks, n, rounds)
 }
 
@@ -648,7 +651,7 @@ pub fn compressed(pool: Dictionary, chunks: &[(Box<[u8]>, u64)], n: usize, round
 /// covers them at one token), scored by the bytes they could save,
 /// `occurrences × (bytes − 1)`, ranked by score (ties: bytes ascending).
 /// Returns the best `m`.
-pub fn flat_candidates(chunks: &[(Box<[u8]>, u64)], m: usize, max_chars: usize, max_substrings: usize) -> Vec<Box<[u8]>> {
+pub fn flat_candidates(chunks: &Chunks, m: usize, max_chars: usize, max_substrings: usize) -> Vec<Box<[u8]>> {
     let mut map: FxHashMap<&[u8], u64> = FxHashMap::default();
     let mut starts: Vec<usize> = Vec::new();
     for (s, w) in chunks {
@@ -692,7 +695,7 @@ pub fn flat_candidates(chunks: &[(Box<[u8]>, u64)], m: usize, max_chars: usize, 
 /// new parse lands on a boundary of the old one whose old token is not e:
 /// from there on greedy matching sees the same longest matches as before. So
 /// each occurrence costs a short re-parse, not a re-parse of the corpus.
-pub fn leave_one_out(trie: &ByteTrie, chunks: &[(Box<[u8]>, u64)], n_ids: usize) -> Vec<i64> {
+pub fn leave_one_out(trie: &ByteTrie, chunks: &Chunks, n_ids: usize) -> Vec<i64> {
     let parts: Vec<Vec<i64>> = groups(chunks)
         .par_iter()
         .map(|g| {
@@ -757,7 +760,7 @@ pub fn leave_one_out(trie: &ByteTrie, chunks: &[(Box<[u8]>, u64)], n_ids: usize)
 /// `pool_factor`×N candidates; repeatedly drop the `drop_fraction` of entries
 /// whose removal adds the fewest tokens (leave-one-out, exact; ties: the
 /// lower-ranked candidate goes first) until N remain.
-pub fn flat_prune(chunks: &[(Box<[u8]>, u64)], n: usize, p: &Params) -> Result<(Dictionary, usize)> {
+pub fn flat_prune(chunks: &Chunks, n: usize, p: &Params) -> Result<(Dictionary, usize)> {
     let m = ((n as f64) * p.pool_factor).floor() as usize;
     let cands = flat_candidates(chunks, m, p.max_chars, p.max_substrings);
     let ncand = cands.len();

@@ -113,10 +113,9 @@ impl Trainer {
             }
             None => Vec::new(),
         };
-        let pool = self.builder.map(|b| {
+        let pool = self.builder.inspect(|b| {
             st.evictions = b.evictions;
             st.evicted = b.evicted;
-            b
         });
         let n = self.n;
         let rounds = self.params.rounds;

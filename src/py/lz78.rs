@@ -12,6 +12,13 @@ use crate::lz78::patricia::NO_OUTPUT;
 use crate::lz78::{Lz78Model, Params, Patricia, Strategy, Trainer};
 use crate::pretok::Pretokenizer;
 
+/// A trained dictionary as it crosses to Python: (parent, char, pattern, output) per code.
+type Entries = Vec<(u32, String, String, bool)>;
+/// Patricia rows: (parent, label, output or -1, pattern).
+type Rows = Vec<(u32, String, i64, String)>;
+/// Flat ids and offsets of a batch.
+type FlatBatch<'py> = (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u64>>);
+
 fn pretok(py: Python<'_>, pattern: Option<&str>) -> PyResult<Pretokenizer> {
     Pretokenizer::new(pattern).map_err(|e| to_py(py, e))
 }
@@ -119,7 +126,7 @@ impl PyLz78Model {
         py: Python<'py>,
         texts: Vec<String>,
         num_threads: Option<usize>,
-    ) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u64>>)> {
+    ) -> PyResult<FlatBatch<'py>> {
         use rayon::prelude::*;
         let pool = pool(num_threads)?;
         let model = self.inner.clone();
@@ -215,7 +222,7 @@ impl PyLz78Trainer {
 
     /// Build the dictionary: (entries [(parent, char, pattern, output)], flat, stats).
     #[pyo3(signature = (num_threads=None))]
-    fn finish<'py>(&mut self, py: Python<'py>, num_threads: Option<usize>) -> PyResult<(Vec<(u32, String, String, bool)>, bool, Bound<'py, PyDict>)> {
+    fn finish<'py>(&mut self, py: Python<'py>, num_threads: Option<usize>) -> PyResult<(Entries, bool, Bound<'py, PyDict>)> {
         let pool = pool(num_threads)?;
         let t = self.inner.take().ok_or_else(|| PyValueError::new_err("this trainer has finished"))?;
         let (d, st) = py.detach(|| pool.install(|| t.finish())).map_err(|e| to_py(py, e))?;
@@ -239,7 +246,7 @@ fn items_of(items: &[(String, i64)]) -> Vec<(&str, u32)> {
 /// Build a Patricia trie from (pattern, output id or -1): rows (parent,
 /// label, output or -1, pattern) for nodes 1.., and the plain-trie node count.
 #[pyfunction]
-fn lz78_patricia(py: Python<'_>, items: Vec<(String, i64)>) -> PyResult<(Vec<(u32, String, i64, String)>, usize)> {
+fn lz78_patricia(py: Python<'_>, items: Vec<(String, i64)>) -> PyResult<(Rows, usize)> {
     let p = py.detach(|| Patricia::build(items_of(&items))).map_err(|e| to_py(py, e))?;
     let rows = p.nodes[1..]
         .iter()
