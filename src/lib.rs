@@ -4,6 +4,7 @@
 pub mod bpe;
 pub mod error;
 pub mod ngram;
+pub mod lz78;
 pub mod pretok;
 pub mod unicode;
 

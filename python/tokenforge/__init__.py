@@ -12,6 +12,7 @@ from .base import Tokenizer, load
 from .bpe import BPETokenizer
 from .growing import GrowingBPETokenizer, NeuroTokenizer
 from .mixedgram import Mixedgram
+from .lz78 import LZ78Tokenizer
 from .chat import SPECIAL_TOKENS
 from .errors import (
     CorpusError,
@@ -32,6 +33,7 @@ __all__ = [
     "GrowingBPETokenizer",
     "NeuroTokenizer",
     "Mixedgram",
+    "LZ78Tokenizer",
     "Tokenizer",
     "load",
     "errors",

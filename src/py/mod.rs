@@ -16,6 +16,7 @@ use crate::error::Error;
 use crate::pretok::{Pretokenizer, CL100K_PATTERN, GPT2_PATTERN, GPT4_PATTERN};
 
 mod mixedgram;
+mod lz78;
 
 /// Map a core error to the matching `tokenforge.errors` class.
 pub(crate) fn to_py(py: Python<'_>, e: Error) -> PyErr {
@@ -420,5 +421,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyBpeTrainer>()?;
     m.add_function(wrap_pyfunction!(split, m)?)?;
     mixedgram::register(m)?;
+    lz78::register(m)?;
     Ok(())
 }
