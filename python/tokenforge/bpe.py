@@ -44,7 +44,7 @@ LAYOUTS = ("nanochat", "specials_first")
 TIE_BREAKS = ("pair_ids", "lexicographic")
 # Text is handed to the Rust counter in batches of about this many characters:
 # large enough to keep both cores busy, small enough to bound memory.
-_BATCH_CHARS = 16 << 20
+_BATCH_CHARS = 4 << 20
 _DIR_FILE = "tokenforge.json"
 
 

@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use std::sync::Arc;
 
-use super::{ids_from, pool, to_py};
+use super::{ids_from, pool, to_py, IntTable};
 use crate::error::Error;
 use crate::lz78::patricia::NO_OUTPUT;
 use crate::lz78::{Lz78Model, Params, Patricia, Strategy, Trainer};
@@ -26,25 +26,13 @@ fn pretok(py: Python<'_>, pattern: Option<&str>) -> PyResult<Pretokenizer> {
 #[pyclass(module = "tokenforge._core", name = "Lz78Model", frozen)]
 pub struct PyLz78Model {
     inner: Arc<Lz78Model>,
-    /// One Python int per id, made once. Building the list of ids from these
-    /// (a reference-count increment each) instead of allocating a fresh int
-    /// per token halves the cost of `encode` on long texts, where creating
-    /// the Python list took as long as the matching itself.
-    ints: Arc<Vec<Py<PyAny>>>,
-}
-
-fn int_table(py: Python<'_>, n: usize) -> PyResult<Arc<Vec<Py<PyAny>>>> {
-    let mut v = Vec::with_capacity(n);
-    for i in 0..n {
-        v.push((i as u64).into_pyobject(py)?.into_any().unbind());
-    }
-    Ok(Arc::new(v))
+    /// One Python int per id (see `IntTable`).
+    ints: Arc<IntTable>,
 }
 
 impl PyLz78Model {
     fn list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
-        let t = &self.ints;
-        PyList::new(py, ids.iter().map(|&i| t[i as usize].bind(py).clone()))
+        self.ints.list(py, ids)
     }
 }
 
@@ -56,7 +44,7 @@ impl PyLz78Model {
     fn new(py: Python<'_>, outputs: Vec<String>, specials: Vec<(String, u32)>, pattern: Option<&str>) -> PyResult<Self> {
         let pt = pretok(py, pattern)?;
         let m = py.detach(|| Lz78Model::new(&outputs, specials, pt)).map_err(|e| to_py(py, e))?;
-        let ints = int_table(py, m.vocab_size())?;
+        let ints = Arc::new(IntTable::new(py, m.vocab_size())?);
         Ok(PyLz78Model { inner: Arc::new(m), ints })
     }
 
@@ -112,11 +100,7 @@ impl PyLz78Model {
         let parts: Result<Vec<Vec<u32>>, Error> =
             py.detach(|| pool.install(|| texts.par_iter().with_min_len(1).map(|t| model.encode_ordinary(t)).collect()));
         let parts = parts.map_err(|e| to_py(py, e))?;
-        let out = PyList::empty(py);
-        for p in &parts {
-            out.append(self.list(py, p)?)?;
-        }
-        Ok(out)
+        self.ints.lists(py, &parts)
     }
 
     /// Many texts in parallel: (flat uint32 ids, uint64 offsets of len(texts)+1).

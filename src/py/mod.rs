@@ -4,7 +4,7 @@
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::{PyKeyboardInterrupt, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList};
+use pyo3::types::{PyBytes, PyList, PyString};
 use rayon::ThreadPool;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -55,6 +55,60 @@ pub(crate) fn pool(n: Option<usize>) -> PyResult<Arc<ThreadPool>> {
     );
     pools.insert(n, p.clone());
     Ok(p)
+}
+
+/// One Python int per id, made once per model. Lists of ids are built from
+/// these (a reference-count increment each) instead of allocating a fresh
+/// int per token: on long texts and batches, creating the Python list under
+/// the GIL otherwise costs as much as the encoding, and it is the serial part
+/// that keeps `encode_batch` from scaling with threads.
+pub(crate) struct IntTable(Vec<Py<PyAny>>);
+
+impl IntTable {
+    pub(crate) fn new(py: Python<'_>, n: usize) -> PyResult<Self> {
+        let mut v = Vec::with_capacity(n);
+        for i in 0..n {
+            v.push((i as u64).into_pyobject(py)?.into_any().unbind());
+        }
+        Ok(IntTable(v))
+    }
+
+    pub(crate) fn list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
+        PyList::new(
+            py,
+            ids.iter().map(|&i| match self.0.get(i as usize) {
+                Some(o) => o.bind(py).clone(),
+                None => (i as u64).into_pyobject(py).expect("int").into_any(),
+            }),
+        )
+    }
+
+    pub(crate) fn lists<'py>(&self, py: Python<'py>, parts: &[Vec<u32>]) -> PyResult<Bound<'py, PyList>> {
+        let out = PyList::empty(py);
+        for p in parts {
+            out.append(self.list(py, p)?)?;
+        }
+        Ok(out)
+    }
+}
+
+/// The str items of a Python sequence, kept alive so their UTF-8 can be
+/// borrowed (`to_str`) across a GIL release without copying the text.
+pub(crate) fn py_strs<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyString>>> {
+    if obj.is_instance_of::<PyString>() {
+        return Err(PyTypeError::new_err("expected a list of str, not a single str"));
+    }
+    let mut v = Vec::new();
+    for (i, x) in obj.try_iter()?.enumerate() {
+        let x = x?;
+        let name = x.get_type().name().map(|n| n.to_string()).unwrap_or_default();
+        v.push(x.cast_into::<PyString>().map_err(|_| PyTypeError::new_err(format!("item {i} is {name}, expected str")))?);
+    }
+    Ok(v)
+}
+
+pub(crate) fn borrow_strs<'a>(owned: &'a [Bound<'_, PyString>]) -> PyResult<Vec<&'a str>> {
+    owned.iter().map(|s| s.to_str()).collect()
 }
 
 /// Token ids from a list of ints or a 1-D numpy integer array.
@@ -109,6 +163,7 @@ fn pretok_from(py: Python<'_>, pattern: Option<&str>) -> PyResult<Pretokenizer> 
 #[pyclass(module = "tokenforge._core", name = "BpeModel", frozen)]
 pub struct PyBpeModel {
     inner: Arc<BpeModel>,
+    ints: IntTable,
 }
 
 #[pymethods]
@@ -131,7 +186,8 @@ impl PyBpeModel {
         let b = byte_ids_from(byte_ids)?;
         let pt = pretok_from(py, pattern)?;
         let m = py.detach(|| BpeModel::new(&b, &merges, specials, pt, rule)).map_err(|e| to_py(py, e))?;
-        Ok(PyBpeModel { inner: Arc::new(m) })
+        let ints = IntTable::new(py, m.vocab_size())?;
+        Ok(PyBpeModel { inner: Arc::new(m), ints })
     }
 
     #[getter]
@@ -144,8 +200,9 @@ impl PyBpeModel {
         self.inner.pretokenizer().pattern()
     }
 
-    fn encode_ordinary(&self, py: Python<'_>, text: &str) -> PyResult<Vec<u32>> {
-        py.detach(|| self.inner.encode_ordinary(text)).map_err(|e| to_py(py, e))
+    fn encode_ordinary<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
+        let ids = py.detach(|| self.inner.encode_ordinary(text)).map_err(|e| to_py(py, e))?;
+        self.ints.list(py, &ids)
     }
 
     /// Ids as a numpy uint32 array (no per-id Python objects).
@@ -156,21 +213,24 @@ impl PyBpeModel {
 
     /// Encode with the given special ids allowed (None: all specials).
     #[pyo3(signature = (text, allowed=None))]
-    fn encode(&self, py: Python<'_>, text: &str, allowed: Option<Vec<u32>>) -> PyResult<Vec<u32>> {
-        py.detach(|| self.inner.encode_with_specials(text, allowed.as_deref())).map_err(|e| to_py(py, e))
+    fn encode<'py>(&self, py: Python<'py>, text: &str, allowed: Option<Vec<u32>>) -> PyResult<Bound<'py, PyList>> {
+        let ids = py.detach(|| self.inner.encode_with_specials(text, allowed.as_deref())).map_err(|e| to_py(py, e))?;
+        self.ints.list(py, &ids)
     }
 
     /// Many texts in parallel, as lists of ids (one per text).
     #[pyo3(signature = (texts, num_threads=None, allowed=None, specials=false))]
-    fn encode_batch(
+    fn encode_batch<'py>(
         &self,
-        py: Python<'_>,
-        texts: Vec<String>,
+        py: Python<'py>,
+        texts: &Bound<'py, PyAny>,
         num_threads: Option<usize>,
         allowed: Option<Vec<u32>>,
         specials: bool,
-    ) -> PyResult<Vec<Vec<u32>>> {
-        self.batch(py, &texts, num_threads, allowed, specials)
+    ) -> PyResult<Bound<'py, PyList>> {
+        let owned = py_strs(texts)?;
+        let parts = self.batch(py, &borrow_strs(&owned)?, num_threads, allowed, specials)?;
+        self.ints.lists(py, &parts)
     }
 
     /// Many texts in parallel: (flat uint32 ids, uint64 offsets of len(texts)+1),
@@ -179,12 +239,13 @@ impl PyBpeModel {
     fn encode_batch_numpy<'py>(
         &self,
         py: Python<'py>,
-        texts: Vec<String>,
+        texts: &Bound<'py, PyAny>,
         num_threads: Option<usize>,
         allowed: Option<Vec<u32>>,
         specials: bool,
     ) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u64>>)> {
-        let parts = self.batch(py, &texts, num_threads, allowed, specials)?;
+        let owned = py_strs(texts)?;
+        let parts = self.batch(py, &borrow_strs(&owned)?, num_threads, allowed, specials)?;
         let (flat, offsets) = py.detach(|| {
             let total: usize = parts.iter().map(|p| p.len()).sum();
             let mut flat = Vec::with_capacity(total);
@@ -229,7 +290,7 @@ impl PyBpeModel {
     fn batch(
         &self,
         py: Python<'_>,
-        texts: &[String],
+        texts: &[&str],
         num_threads: Option<usize>,
         allowed: Option<Vec<u32>>,
         specials: bool,
@@ -276,10 +337,12 @@ impl PyWordCounter {
 
     /// Split and count a batch of texts, in parallel, with the GIL released.
     #[pyo3(signature = (texts, num_threads=None))]
-    fn add_texts(&mut self, py: Python<'_>, texts: Vec<String>, num_threads: Option<usize>) -> PyResult<()> {
+    fn add_texts(&mut self, py: Python<'_>, texts: &Bound<'_, PyAny>, num_threads: Option<usize>) -> PyResult<()> {
         let pool = pool(num_threads)?;
+        let owned = py_strs(texts)?;
+        let refs = borrow_strs(&owned)?;
         let wc = self.get()?;
-        py.detach(|| pool.install(|| wc.add_texts(&texts))).map_err(|e| to_py(py, e))
+        py.detach(|| pool.install(|| wc.add_texts(&refs))).map_err(|e| to_py(py, e))
     }
 
     fn add_word(&mut self, word: &[u8], count: u64) -> PyResult<()> {
