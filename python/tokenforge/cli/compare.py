@@ -59,6 +59,7 @@ def add_arguments(p) -> None:
     b.add_argument("--seeds", default="1", help="number of seeds (3 = seeds 0,1,2) or a list (0,5,7)")
     b.add_argument("--bpb-train-mb", type=float, default=2.0, help="training text per model, MB (default 2)")
     b.add_argument("--bpb-eval-mb", type=float, default=0.5, help="held-out text scored, MB (default 0.5)")
+    b.add_argument("--bpb-vocab-sizes", default=None, help="measure BPB only at these vocabulary sizes (default: all)")
     b.add_argument("--embeddings", default="flat", help="embedding modes: flat, structured, hierarchical, tuple (comma-separated)")
     b.add_argument("--layers", type=int, default=4)
     b.add_argument("--width", type=int, default=128)
@@ -101,6 +102,7 @@ def options_from_args(args, command: str):
         seeds=_seeds(args.seeds),
         bpb_train_mb=args.bpb_train_mb,
         bpb_eval_mb=args.bpb_eval_mb,
+        bpb_vocab_sizes=None if args.bpb_vocab_sizes is None else _ints(args.bpb_vocab_sizes),
         embeddings=[m.strip() for m in args.embeddings.split(",") if m.strip()],
         bpb_config=cfg,
         threads=args.threads,
@@ -133,7 +135,7 @@ def _rebuild_command(args) -> str:
     parts = ["tokenforge", "compare", *args.corpus]
     defaults = {
         "heldout": None, "families": "bpe", "vocab_sizes": "8192", "train_mb": None, "eval_mb": 2.0,
-        "text_field": "text", "seeds": "1", "bpb_train_mb": 2.0, "bpb_eval_mb": 0.5, "embeddings": "flat",
+        "text_field": "text", "seeds": "1", "bpb_vocab_sizes": None, "bpb_train_mb": 2.0, "bpb_eval_mb": 0.5, "embeddings": "flat",
         "layers": 4, "width": 128, "heads": 4, "seq_len": 256, "batch_size": 8, "epochs": 1.0, "lr": 3e-3,
         "device": "cpu", "threads": None, "out": "reports/compare", "title": "Tokenizer comparison",
     }

@@ -52,6 +52,7 @@ class CompareOptions:
     bpb_train_mb: float = 2.0
     bpb_eval_mb: float = 0.5
     embeddings: list[str] = dataclasses.field(default_factory=lambda: ["flat"])
+    bpb_vocab_sizes: list[int] | None = None  # BPB only for rows of these sizes (fixed-size families always); None = all
     bpb_config: BPBConfig = dataclasses.field(default_factory=BPBConfig)
     threads: int | None = None
     out: str = "reports/compare"
@@ -270,7 +271,8 @@ def _run_jobs(opts, jobs, results, save, train_docs, train_digest, eval_docs, bp
             _log(opts, f"  {label}: failed: {row['error']}")
             save("running")
             continue
-        if opts.bpb:
+        fixed = spec is None or spec.fixed_vocab
+        if opts.bpb and (fixed or opts.bpb_vocab_sizes is None or vocab in opts.bpb_vocab_sizes):
             row["bpb"] = {}
             fp = None
             for mode in opts.embeddings:
