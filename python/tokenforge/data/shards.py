@@ -119,14 +119,10 @@ class _Writer:
         flat = np.concatenate(arrays) if len(arrays) > 1 else np.asarray(arrays[0])
         if len(flat) and int(flat.max()) >= len(self.token_bytes):
             raise ShardError(f"the tokenizer produced id {int(flat.max())}, beyond its {len(self.token_bytes)} ids")
-        if len(flat):
-            starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-            per_tok = self.token_bytes[flat]
-            # reduceat needs non-empty segments; empty documents get 0 explicitly
-            sums = np.add.reduceat(per_tok, np.minimum(starts, len(per_tok) - 1))
-            nbytes = np.where(lengths > 0, sums, 0)
-        else:
-            nbytes = np.zeros(len(arrays), dtype=np.int64)
+        # bytes per document: differences of the running sum of token byte lengths
+        ends = np.cumsum(lengths)
+        running = np.concatenate(([0], np.cumsum(self.token_bytes[flat])))
+        nbytes = running[ends] - running[ends - lengths]
         bos = None if self.bos is None else np.array([self.bos], dtype=self.dtype)
         for a, n, b, t in zip(arrays, lengths.tolist(), nbytes.tolist(), texts):
             self.doc_rows.append((self.ntok, int(b)))
