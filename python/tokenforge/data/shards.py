@@ -34,9 +34,12 @@ Guarantees:
   byte-identical to an uninterrupted run. A different tokenizer or corpus is
   refused.
 
-Throughput: documents are read (and JSON-parsed) on a background thread while
-the main thread encodes the previous batch with the GIL released, so reading,
-encoding and writing overlap; see ``bench/pretokenize.py``.
+Throughput: documents are read (and JSON-parsed) on a background thread, in
+batches of about ``batch_chars`` characters; the main thread encodes each batch
+with the family's ``encode_batch(num_threads=...)`` (GIL released), and a writer
+thread appends the previous batch's ids to the shard being built and writes
+finished shards. Reading, encoding and writing overlap; see
+``bench/pretokenize.py``.
 
 Not handled: splitting one document across shards, and sharding a corpus
 whose documents change between runs (refused on resume when detected).
@@ -256,6 +259,9 @@ def pretokenize(
         raise ShardError(f"shard_tokens must be a positive int, not {shard_tokens!r}")
     if isinstance(batch_chars, bool) or not isinstance(batch_chars, int) or batch_chars < 1:
         raise ShardError(f"batch_chars must be a positive int, not {batch_chars!r}")
+    if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1):
+        raise ShardError(f"num_threads must be a positive int or None, not {num_threads!r}")
+    workers = num_threads or os.cpu_count() or 1
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise ShardError(f"{out} exists and is not a directory")
@@ -308,13 +314,29 @@ def pretokenize(
         writer = _Writer(out, index, dtype, bos_id, shard_tokens, token_bytes)
         reader = _Reader(_metered(docs, bar, total is not None), batch_chars)
         reader.start()
+        pool = None
         try:
+            # The family's encode_batch parallelises one batch over ``num_threads`` with
+            # the GIL released; meanwhile the reader thread parses the next batches and a
+            # writer thread turns the previous result into shard files. (Calling a
+            # single-threaded encode_batch from several Python threads instead would
+            # serialise on the extension's shared one-thread pool.)
+            from concurrent.futures import ThreadPoolExecutor
+
+            pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokenforge-shard-writer")
+            written = None
             for batch in reader.batches():
-                arrays = tokenizer.encode_batch(batch, num_threads=num_threads, as_numpy=True)
-                writer.add_batch(arrays, batch)
+                arrays = tokenizer.encode_batch(batch, num_threads=workers, as_numpy=True)
+                if written is not None:
+                    written.result()  # in order, and at most one batch waiting to be written
+                written = pool.submit(writer.add_batch, arrays, batch)
+            if written is not None:
+                written.result()
             writer.flush()
         finally:
             reader.stop.set()
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
             reader.join(timeout=5)
     index["complete"] = True
     _write_index(out, index)
