@@ -71,6 +71,9 @@ def test_run_bpb_two_seeds_and_structured_mode(tmp_path):
     s = run_bpb(tok, train, held, tmp_path / "w", cfg=BPBConfig(**{**TINY.to_dict(), "embedding": "structured"}),
                 seeds=[0], progress=False)
     assert s["runs"][0]["params_embedding"] == (tok.vocab_size + 1) * 16 + tok.vocab_size * 16
+    b = run_bpb(tok, train, held, tmp_path / "w", cfg=BPBConfig(**{**TINY.to_dict(), "autocast": "bf16"}), seeds=[0],
+                progress=False)
+    assert abs(b["runs"][0]["bpb"] - r["runs"][0]["bpb"]) < 0.2  # bfloat16 autocast: close to float32
 
 
 def test_compare_writes_a_report_whose_html_parses_and_whose_plots_exist(tmp_path):

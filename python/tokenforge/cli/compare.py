@@ -69,6 +69,7 @@ def add_arguments(p) -> None:
     b.add_argument("--epochs", type=float, default=1.0)
     b.add_argument("--lr", type=float, default=3e-3)
     b.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto")
+    b.add_argument("--bf16", action="store_true", help="bfloat16 autocast for the models (faster where supported)")
     p.add_argument("--threads", type=int, default=None, help="threads for training, encoding and torch (default: all cores)")
     p.add_argument("-o", "--out", default="reports/compare", help="report directory (default reports/compare)")
     p.add_argument("--no-reuse", action="store_true", help="retrain tokenizers even when a cached one matches")
@@ -89,6 +90,7 @@ def options_from_args(args, command: str):
     cfg = BPBConfig(
         n_layer=args.layers, n_head=args.heads, n_embd=args.width, seq_len=args.seq_len,
         batch_size=args.batch_size, epochs=args.epochs, lr=args.lr, device=args.device, threads=args.threads,
+        autocast="bf16" if args.bf16 else None,
     )
     return CompareOptions(
         corpus=list(args.corpus),
@@ -149,4 +151,6 @@ def _rebuild_command(args) -> str:
         parts.append("--bpb")
     if args.no_reuse:
         parts.append("--no-reuse")
+    if getattr(args, "bf16", False):
+        parts.append("--bf16")
     return shlex.join(parts)

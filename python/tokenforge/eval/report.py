@@ -239,7 +239,8 @@ def _setup_lines(results: dict) -> list[str]:
             f"{cfg['seq_len']}, {b.get('params_blocks', 0) / 1e6:.2f}M parameters outside the embedding and output layer) trained "
             f"per tokenizer on the same {b['train_bytes'] / 1e6:.2f} MB ({cfg['epochs']:g} epoch, batch {cfg['batch_size']}, "
             f"AdamW lr {cfg['lr']:g}) and scored on the same {b['eval_bytes'] / 1e6:.2f} MB held out; seeds "
-            f"{', '.join(map(str, b['seeds']))}; device {cfg['device']}. Special tokens carry 0 bytes and are not scored."
+            f"{', '.join(map(str, b['seeds']))}; device {cfg['device']}, {cfg.get('autocast') or 'float32'}. Special tokens "
+            f"carry 0 bytes and are not scored."
         )
     return lines
 
