@@ -16,6 +16,15 @@ from tokenforge.eval.report import seed_ordering
 
 torch = pytest.importorskip("torch")
 
+
+@pytest.fixture(autouse=True, scope="module")
+def _matplotlib_cache_under_tmp(tmp_path_factory):
+    # matplotlib keeps a font cache; keep it under the test's temporary directory
+    mp = pytest.MonkeyPatch()
+    mp.setenv("MPLCONFIGDIR", str(tmp_path_factory.mktemp("mplconfig")))
+    yield
+    mp.undo()
+
 WORDS = "the quick brown fox jumps over the lazy dog while five boxing wizards jump quickly".split()
 DOCS = [" ".join(WORDS[(i * 7 + k) % len(WORDS)] for k in range(40 + i % 30)) + f"\n{i} ünï 🙂\n" for i in range(120)]
 TINY = BPBConfig(n_layer=1, n_head=2, n_embd=16, seq_len=32, batch_size=4, threads=1)
@@ -150,6 +159,22 @@ def test_interrupted_compare_leaves_a_consistent_partial_report(tmp_path):
     results = _check_report(tmp_path / "r")
     assert results["status"] == "interrupted"
     assert [r["label"] for r in results["rows"]] == ["bpe @300"]
+
+
+def test_report_without_matplotlib(tmp_path, monkeypatch):
+    import sys
+
+    from tokenforge.eval.report import write_report
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    results = run_compare(CompareOptions(corpus=[str(_corpus(tmp_path))], families="bpe", vocab_sizes=[300],
+                                         eval_mb=0.05, out=str(tmp_path / "a"), progress=False, command="c"))
+    out = tmp_path / "r"
+    written = write_report(results, out)
+    assert {"bytes_per_token", "bpb", "token_lengths"}.isdisjoint(written)
+    parser = _Images()
+    parser.feed((out / "report.html").read_text())
+    assert parser.srcs == [] and "matplotlib" in (out / "report.md").read_text()
 
 
 def test_seed_ordering_verdict():

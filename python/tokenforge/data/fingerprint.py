@@ -5,7 +5,8 @@ a shard set is never read (or resumed) with a different tokenizer. The hash
 covers the class, what ``save`` writes (every file, by relative path), the
 vocabulary size, the special tokens, the byte length of every id, and the ids
 of a fixed probe text (which catches encode-time options a file might not
-record). Saving goes to a temporary directory that is removed afterwards.
+record). Saving goes to a temporary directory (inside ``scratch_dir`` when
+given) that is removed afterwards.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ _PROBE = (
 )
 
 
-def _saved_files_digest(tok, h) -> bool:
+def _saved_files_digest(tok, h, scratch_dir=None) -> bool:
     """Feed the files ``tok.save`` writes into ``h``; False when saving is impossible."""
     # A copy, because some families remember where they were last saved
     # (the growing vocabulary syncs to that path); the original must not move.
@@ -35,7 +36,9 @@ def _saved_files_digest(tok, h) -> bool:
     save = getattr(clone, "save", None)
     if save is None:
         return False
-    with tempfile.TemporaryDirectory(prefix="tokenforge-fp-") as tmp:
+    if scratch_dir is not None:
+        Path(scratch_dir).mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".tokenforge-fp-", dir=scratch_dir) as tmp:
         target = Path(tmp) / "tokenizer"
         try:
             save(target)
@@ -49,11 +52,15 @@ def _saved_files_digest(tok, h) -> bool:
     return True
 
 
-def tokenizer_fingerprint(tok) -> str:
-    """``"sha256:<hex>"`` identifying the tokenizer's behaviour (see the module docstring)."""
+def tokenizer_fingerprint(tok, scratch_dir=None) -> str:
+    """``"sha256:<hex>"`` identifying the tokenizer's behaviour (see the module docstring).
+
+    ``scratch_dir``: where the temporary copy is saved (default: the system's
+    temporary directory); it is removed afterwards.
+    """
     h = hashlib.sha256()
     h.update(f"{type(tok).__module__}.{type(tok).__qualname__}\0".encode())
-    h.update(b"saved:" + (b"1" if _saved_files_digest(tok, h) else b"0"))
+    h.update(b"saved:" + (b"1" if _saved_files_digest(tok, h, scratch_dir) else b"0"))
     h.update(json.dumps({"vocab_size": int(tok.vocab_size), "special_tokens": tok.special_tokens}, sort_keys=True).encode())
     h.update(np.ascontiguousarray(tok.token_bytes(), dtype=np.int64).tobytes())
     try:

@@ -278,7 +278,7 @@ def pretokenize(
             "class": type(tokenizer).__name__,
             "family": getattr(tokenizer, "family", None),
             "vocab_size": vocab,
-            "fingerprint": tokenizer_fingerprint(tokenizer),
+            "fingerprint": tokenizer_fingerprint(tokenizer, scratch_dir=out),
         },
         "dtype": np.dtype(dtype).name,
         "bos_id": bos_id,
@@ -489,7 +489,7 @@ class ShardSet:
 
     def check_tokenizer(self, tok) -> None:
         """Raise :class:`ShardError` unless ``tok`` is the tokenizer that made these shards."""
-        fp = tokenizer_fingerprint(tok)
+        fp = tokenizer_fingerprint(tok, scratch_dir=self.dir)
         if fp != self.fingerprint:
             raise ShardError(
                 f"{self.dir} was made by another tokenizer ({self.index['tokenizer'].get('class')}, "

@@ -280,7 +280,7 @@ def _run_jobs(opts, jobs, results, save, train_docs, train_digest, eval_docs, bp
                     if mode != "flat":
                         get_embedding_metadata(tok, mode)  # refuse early, before pretokenizing
                     if fp is None:
-                        fp = tokenizer_fingerprint(tok)[len("sha256:"):][:12]
+                        fp = tokenizer_fingerprint(tok, scratch_dir=out)[len("sha256:"):][:12]
                     name = spec.slug(vocab) if spec else re.sub(r"[^A-Za-z0-9_.=-]+", "_", label)
                     work = out / "work" / f"{name}-{fp}-{bpb_digest}"
                     cfg = dataclasses.replace(opts.bpb_config, embedding=mode)

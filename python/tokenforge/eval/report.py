@@ -249,6 +249,7 @@ def render_markdown(results: dict, plots: dict[str, str]) -> str:
     out = [f"# {results.get('title', 'Tokenizer comparison')}", ""]
     out += _setup_lines(results) + [""]
     out += ["Reproduce with:", "", "```sh", results["command"], "```", ""]
+    out += [f"*{n}*" for n in results.get("notes", [])] + ([""] if results.get("notes") else [])
     head, rows = compression_table(results)
     out += ["## Compression (held-out text)", "", _md_table(head, rows), ""]
     if "bytes_per_token" in plots:
@@ -296,6 +297,7 @@ def render_html(results: dict, plots: dict[str, str]) -> str:
              f"<style>{_CSS}</style></head><body>", f"<h1>{title}</h1>"]
     parts += [f"<p>{e(line)}</p>" for line in _setup_lines(results)]
     parts += ["<p>Reproduce with:</p>", f"<pre><code>{e(results['command'])}</code></pre>"]
+    parts += [f"<p><em>{e(n)}</em></p>" for n in results.get("notes", [])]
     head, rows = compression_table(results)
     parts += ["<h2>Compression (held-out text)</h2>", _html_table(head, rows)]
     for key, alt in (("bytes_per_token", "bytes per token against vocabulary size"), ("token_lengths", "token length distribution")):
@@ -328,6 +330,13 @@ def write_report(results: dict, out_dir, *, plots: bool = True) -> dict[str, Pat
     out.mkdir(parents=True, exist_ok=True)
     written: dict[str, Path] = {}
     names: dict[str, str] = {}
+    if plots:
+        try:
+            _plt()
+        except ImportError:
+            plots = False
+            results = {**results, "notes": [*results.get("notes", []),
+                                            "No plots: matplotlib is not installed (pip install 'tokenforge[plot]')."]}
     if plots:
         for key, fn in (("bytes_per_token", plot_bytes_per_token), ("bpb", plot_bpb), ("token_lengths", plot_token_lengths)):
             p = out / f"{key}.png"
