@@ -85,6 +85,22 @@ def test_run_bpb_two_seeds_and_structured_mode(tmp_path):
     assert abs(b["runs"][0]["bpb"] - r["runs"][0]["bpb"]) < 0.2  # bfloat16 autocast: close to float32
 
 
+def test_run_bpb_refuses_inexact_token_bytes_before_training(tmp_path):
+    from eval_stubs import DictTokenizer
+
+    from tokenforge.eval.bpb import BPBError
+
+    class ThreeBytes(DictTokenizer):  # nanochat's first version: a lone partial UTF-8 byte counted as 3 bytes
+        def token_bytes(self):
+            tb = super().token_bytes()
+            tb[self.n + 1 + 0x80 : self.n + 257] = 3
+            return tb
+
+    docs = ["hello é", "ex 🙂 lo"]
+    with pytest.raises(BPBError, match="losslessly"):
+        run_bpb(ThreeBytes(), docs, docs, tmp_path / "w", cfg=TINY, seeds=[0], progress=False)
+
+
 def test_compare_writes_a_report_whose_html_parses_and_whose_plots_exist(tmp_path):
     out = tmp_path / "report"
     opts = CompareOptions(

@@ -403,6 +403,12 @@ def run_bpb(tok, train_docs: Sequence[str], eval_docs: Sequence[str], work_dir, 
     train_shards = pretokenize(list(train_docs), tok, work / "train", num_threads=num_threads, progress=False if quiet else None)
     eval_shards = pretokenize(list(eval_docs), tok, work / "eval", num_threads=num_threads, progress=False if quiet else None)
     expected = text_bytes_seen(tok, eval_docs)
+    if eval_shards.num_bytes != expected:  # refuse before spending any time on training
+        raise BPBError(
+            f"the held-out tokens hold {eval_shards.num_bytes:,} bytes but the text has {expected:,} UTF-8 bytes: "
+            f"{type(tok).__name__} does not encode this text losslessly (or its token_bytes() is not exact), "
+            "so its bits per byte would not be comparable"
+        )
     runs = []
     for seed in seeds:
         runs.append(train_and_evaluate(tok, train_shards, eval_shards, cfg, int(seed), expected_bytes=expected,
