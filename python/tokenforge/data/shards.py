@@ -116,24 +116,22 @@ class _Writer:
         self.nchars = 0
 
     def add_batch(self, arrays, texts) -> None:
-        if not arrays:
-            return
-        lengths = np.fromiter((len(a) for a in arrays), dtype=np.int64, count=len(arrays))
-        flat = np.concatenate(arrays) if len(arrays) > 1 else np.asarray(arrays[0])
-        if len(flat) and int(flat.max()) >= len(self.token_bytes):
-            raise ShardError(f"the tokenizer produced id {int(flat.max())}, beyond its {len(self.token_bytes)} ids")
-        # bytes per document: differences of the running sum of token byte lengths
-        ends = np.cumsum(lengths)
-        running = np.concatenate(([0], np.cumsum(self.token_bytes[flat])))
-        nbytes = running[ends] - running[ends - lengths]
+        # Per document rather than over one concatenated batch: the gathers stay in
+        # cache, and no batch-sized temporaries are built (those cost more than the rest).
+        tb = self.token_bytes
         bos = None if self.bos is None else np.array([self.bos], dtype=self.dtype)
-        for a, n, b, t in zip(arrays, lengths.tolist(), nbytes.tolist(), texts):
-            self.doc_rows.append((self.ntok, int(b)))
+        for a, t in zip(arrays, texts):
+            a = np.asarray(a)
+            if a.dtype != self.dtype:
+                if len(a) and (int(a.max()) >= len(tb) or int(a.min()) < 0):
+                    raise ShardError(f"the tokenizer produced an id outside its {len(tb)} ids")
+                a = a.astype(self.dtype)
+            self.doc_rows.append((self.ntok, int(tb[a].sum()) if len(a) else 0))
             if bos is not None:
                 self.parts.append(bos)
                 self.ntok += 1
-            self.parts.append(np.asarray(a, dtype=self.dtype))
-            self.ntok += n
+            self.parts.append(a)
+            self.ntok += len(a)
             self.nchars += len(t)
             if self.ntok >= self.shard_tokens:
                 self.flush()
@@ -144,6 +142,8 @@ class _Writer:
         i = len(self.index["shards"])
         name = _shard_name(i)
         tokens = np.concatenate(self.parts) if self.parts else np.zeros(0, dtype=self.dtype)
+        if len(tokens) and int(tokens.max()) >= len(self.token_bytes):
+            raise ShardError(f"the tokenizer produced id {int(tokens.max())}, beyond its {len(self.token_bytes)} ids")
         docs = np.asarray(self.doc_rows, dtype=np.int64).reshape(-1, 2)
         with atomic_open(self.out / f"{name}.npy", "wb") as f:
             np.save(f, tokens, allow_pickle=False)
