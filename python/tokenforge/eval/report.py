@@ -175,7 +175,9 @@ def plot_bpb(results: dict, path: Path) -> bool:
     names = [lbl if mode == "flat" else f"{lbl}\n[{mode}]" for lbl, mode, _ in ok]
     means = [b["bpb"]["mean"] for _, _, b in ok]
     stds = [b["bpb"]["std"] for _, _, b in ok]
-    ax.bar(range(len(ok)), means, yerr=stds, capsize=4, color="#4c72b0")
+    # points with error bars, not bars: the axis does not start at 0
+    ax.errorbar(range(len(ok)), means, yerr=stds, fmt="o", capsize=5, markersize=7, color="#4c72b0")
+    ax.set_xlim(-0.6, len(ok) - 0.4)
     lo = min(m - s for m, s in zip(means, stds))
     hi = max(m + s for m, s in zip(means, stds))
     pad = max(0.02, 0.15 * (hi - lo))
@@ -247,7 +249,8 @@ def _setup_lines(results: dict) -> list[str]:
 
 def render_markdown(results: dict, plots: dict[str, str]) -> str:
     out = [f"# {results.get('title', 'Tokenizer comparison')}", ""]
-    out += _setup_lines(results) + [""]
+    for line in _setup_lines(results):
+        out += [line, ""]
     out += ["Reproduce with:", "", "```sh", results["command"], "```", ""]
     out += [f"*{n}*" for n in results.get("notes", [])] + ([""] if results.get("notes") else [])
     head, rows = compression_table(results)
