@@ -226,18 +226,46 @@ def test_modules_follow_the_device_they_are_moved_to():
     assert emb.parent.dtype == torch.int64 and emb.parent_embed.weight.dtype == torch.float64
 
 
+def _unescape(field: str) -> str:
+    import re
+
+    return re.sub(r"\\(.)", lambda m: {"t": "\t", "n": "\n", "r": "\r", "\\": "\\"}.get(m.group(1), m.group(0)), field)
+
+
 @pytest.mark.skipif(getattr(tokenforge, "LZ78Tokenizer", None) is None, reason="the LZ78 family is not merged")
-def test_real_lz78_tree_modes_and_flat_prune():
+def test_real_lz78_parent_tables_match_its_tsv_and_flat_prune_is_refused(tmp_path):
     from tokenforge.eval.families import parse_specs, train_tokenizer
 
     docs = [TEXT] * 3
     (spec,) = parse_specs("lz78:frequency_gated")
     tok = train_tokenizer(spec, docs, 600)
+    tsv = tmp_path / "d.tsv"
+    tok.save_tsv(tsv)
+    rows = []
+    for line in tsv.read_text(encoding="utf-8").splitlines():
+        if not line or line.startswith(("#", "code\t")):  # comments and the column header
+            continue
+        cols = line.split("\t")
+        out = len(cols) < 5 or cols[4] == "1"
+        rows.append((int(cols[0]), int(cols[1]), _unescape(cols[2]), _unescape(cols[3]), out))
+    n = tok.num_codes
+    structured = build_embedding(tok, "structured", 8)
+    hierarchical = build_embedding(tok, "hierarchical", 8)
+    outputs = {pat: code for code, _, _, pat, out in rows if out and code <= n}
+    checked = 0
+    for code, parent, ch, pattern, out in rows:
+        if code > n:
+            continue
+        assert int(structured.parent[code]) == parent, code
+        want = next((outputs[pattern[:k]] for k in range(len(pattern) - 1, 0, -1) if pattern[:k] in outputs), 0)
+        assert int(hierarchical.parent[code]) == want, code
+        checked += 1
+    assert checked == n
     for mode in ("structured", "hierarchical", "tuple"):
         emb = build_embedding(tok, mode, 8)
-        ids = torch.tensor(tok.encode_ordinary(TEXT)[:50])
-        emb(ids).sum().backward()
+        emb(torch.tensor(tok.encode_ordinary(TEXT)[:50])).sum().backward()
     (flat,) = parse_specs("lz78:flat_prune")
     ftok = train_tokenizer(flat, docs, 600)
-    with pytest.raises(Exception, match="(?i)flat"):
-        build_embedding(ftok, "structured", 8)
+    for mode in ("structured", "hierarchical", "tuple"):
+        with pytest.raises(EmbeddingModeError, match="(?i)flat"):
+            build_embedding(ftok, mode, 8)

@@ -84,7 +84,12 @@ def get_embedding_metadata(tok, mode: str) -> dict | None:
     name = type(tok).__name__
     provider = getattr(tok, "embedding_metadata", None)
     if provider is not None:
-        meta = provider(meta_mode)
+        try:
+            meta = provider(meta_mode)
+        except EmbeddingModeError:
+            raise
+        except TokenforgeError as e:  # e.g. LZ78's refusal of a flat dictionary: one error type for callers
+            raise EmbeddingModeError(str(e)) from e
     elif hasattr(tok, "merge_list") or hasattr(tok, "merges"):
         from .bpe_structure import bpe_embedding_metadata
 
