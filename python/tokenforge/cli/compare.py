@@ -125,7 +125,7 @@ def cmd_compare(args) -> int:
         results = run_compare(opts)
     except KeyboardInterrupt:
         print(f"interrupted: the finished part of the report is in {opts.out}/ (status: interrupted); "
-              "trained tokenizers and pretokenized shards are kept there and the same command resumes from them",
+              "trained tokenizers and pretokenized shards are kept there and the same command reuses them",
               file=sys.stderr)
         return 130
     print(f"report: {opts.out}/report.html and {opts.out}/report.md ({len(results['rows'])} tokenizers)")
