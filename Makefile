@@ -26,9 +26,11 @@ $(BUILT): $(PY) $(RUST_SRC)
 	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --release -q
 	touch $@
 
-# Test and benchmark peers (tiktoken, tokenizers, sentencepiece, rustbpe, ...).
+# Test and benchmark peers (tiktoken, tokenizers, sentencepiece, rustbpe, ...),
+# and the torch and plot extras, so that no test is skipped. torch from PyPI is a
+# large wheel: pip's cache serves it after the first install.
 $(DEV): $(PY) pyproject.toml
-	$(PY) -c "import tomllib, subprocess, sys; deps = tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['dev']; subprocess.check_call([sys.executable, '-m', 'pip', 'install', '-q', *deps])"
+	$(PY) -c "import tomllib, subprocess, sys; x = tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']; deps = x['dev'] + x['torch'] + x['plot']; subprocess.check_call([sys.executable, '-m', 'pip', 'install', '-q', *deps])"
 	touch $@
 
 # The demo's report plots need matplotlib; its bits-per-byte part runs when torch is installed.
@@ -51,6 +53,8 @@ test: test-rust test-python
 bench: $(BUILT) $(DEV)
 	$(PY) bench/build_corpus.py
 	$(PY) bench/bpe.py
+	$(PY) bench/mixedgram.py
+	$(PY) bench/growing.py
 
 lint: $(BUILT)
 	cargo clippy --all-targets -q -- -D warnings

@@ -214,55 +214,17 @@ def tiktoken_encoding(ranks: dict[bytes, int]):
     return tiktoken.Encoding("bench", pat_str=PATTERN, mergeable_ranks=ranks, special_tokens={})
 
 
-def _byte_chars() -> dict[int, str]:
-    """The byte-level alphabet HF's ByteLevel pre-tokenizer uses: printable
-    Latin-1 bytes stand for themselves, the others map to U+0100 onwards."""
-    keep = [b for b in range(256) if (33 <= b <= 126) or (161 <= b <= 172) or (174 <= b <= 255)]
-    out, extra = {b: chr(b) for b in keep}, 0
-    for b in range(256):
-        if b not in out:
-            out[b] = chr(256 + extra)
-            extra += 1
-    return out
-
-
-def _last_merge(token: bytes, ranks: dict[bytes, int]) -> tuple[bytes, bytes] | None:
-    """The pair whose merge made ``token``: merge its bytes with lower ranks only."""
-    limit = ranks[token]
-    parts = [bytes([b]) for b in token]
-    while len(parts) > 2:
-        best = None
-        for i in range(len(parts) - 1):
-            r = ranks.get(parts[i] + parts[i + 1])
-            if r is not None and r < limit and (best is None or r < best[0]):
-                best = (r, i)
-        if best is None:
-            return None
-        i = best[1]
-        parts[i : i + 2] = [parts[i] + parts[i + 1]]
-    return (parts[0], parts[1]) if len(parts) == 2 else None
-
-
 def hf_tokenizer(ranks: dict[bytes, int]):
-    """An HF byte-level BPE tokenizer with the vocabulary of ``ranks``."""
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    """An HF byte-level BPE tokenizer with the vocabulary of ``ranks``, built
+    by tokenforge's own tokenizer.json exporter (the one the parity check tests)."""
+    import json
 
-    bc = _byte_chars()
-    enc = lambda b: "".join(bc[x] for x in b)  # noqa: E731
-    vocab = {enc(t): r for t, r in ranks.items()}
-    merges = []
-    for t, r in sorted(ranks.items(), key=lambda kv: kv[1]):
-        if len(t) > 1:
-            pair = _last_merge(t, ranks)
-            if pair:
-                merges.append((enc(pair[0]), enc(pair[1])))
-    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token=None, byte_fallback=False))
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(pattern=Regex(PATTERN), behavior="isolated", invert=False),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-    ])
-    tok.decoder = decoders.ByteLevel()
-    return tok
+    from tokenizers import Tokenizer
+
+    from tokenforge.formats.hf_json import hf_json_dict
+    from tokenforge.formats.tiktoken_io import data_from_ranks
+
+    return Tokenizer.from_str(json.dumps(hf_json_dict(data_from_ranks(ranks, PATTERN))))
 
 
 def load_tokenforge(tag: str):

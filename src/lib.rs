@@ -3,6 +3,8 @@
 
 pub mod bpe;
 pub mod error;
+pub mod ngram;
+pub mod lz78;
 pub mod pretok;
 pub mod unicode;
 

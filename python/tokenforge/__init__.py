@@ -10,6 +10,9 @@ from . import errors
 from ._core import __version__
 from .base import Tokenizer, load
 from .bpe import BPETokenizer
+from .growing import GrowingBPETokenizer, NeuroTokenizer
+from .mixedgram import Mixedgram
+from .lz78 import LZ78Tokenizer
 from .chat import SPECIAL_TOKENS
 from .errors import (
     CorpusError,
@@ -27,6 +30,10 @@ from .errors import (
 __all__ = [
     "__version__",
     "BPETokenizer",
+    "GrowingBPETokenizer",
+    "NeuroTokenizer",
+    "Mixedgram",
+    "LZ78Tokenizer",
     "Tokenizer",
     "load",
     "errors",

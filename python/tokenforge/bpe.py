@@ -275,14 +275,7 @@ class BPETokenizer(Tokenizer):
         """Encode many texts in parallel (GIL released). ``as_numpy`` gives one
         array per text, views into one buffer (uint16 when the vocabulary fits)."""
         _check_texts(texts)
-        texts = list(texts)
-        if not as_numpy:
-            return self._model.encode_batch(texts, num_threads)
-        flat, offsets = self._model.encode_batch_numpy(texts, num_threads)
-        dt = ids_dtype(self.vocab_size)
-        if dt != np.uint32:
-            flat = flat.astype(dt)
-        return np.split(flat, offsets[1:-1].astype(np.intp)) if texts else []
+        return batch_ids(self._model, list(texts), num_threads, as_numpy, self.vocab_size)
 
     def decode_bytes(self, ids) -> bytes:
         return self._model.decode_bytes(ids)
@@ -411,6 +404,18 @@ class BPETokenizer(Tokenizer):
 
     def __repr__(self) -> str:
         return f"BPETokenizer(vocab_size={self.vocab_size}, merges={len(self._data.merges)}, pattern={self._data.pattern_name!r}, specials={len(self._specials)})"
+
+
+def batch_ids(model, texts: list[str], num_threads: int | None, as_numpy: bool, vocab_size: int):
+    """Encode ``texts`` with a ``_core.BpeModel`` in parallel: lists of ids, or
+    numpy arrays (views into one buffer; uint16 when ``vocab_size`` fits)."""
+    if not as_numpy:
+        return model.encode_batch(texts, num_threads)
+    flat, offsets = model.encode_batch_numpy(texts, num_threads)
+    dt = ids_dtype(vocab_size)
+    if dt != np.uint32:
+        flat = flat.astype(dt)
+    return np.split(flat, offsets[1:-1].astype(np.intp)) if texts else []
 
 
 def _train(

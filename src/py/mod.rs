@@ -15,6 +15,9 @@ use crate::bpe::train::{TieBreak, Trainer, WordCounter};
 use crate::error::Error;
 use crate::pretok::{Pretokenizer, CL100K_PATTERN, GPT2_PATTERN, GPT4_PATTERN};
 
+mod mixedgram;
+mod lz78;
+
 /// Map a core error to the matching `tokenforge.errors` class.
 pub(crate) fn to_py(py: Python<'_>, e: Error) -> PyErr {
     let name = match &e {
@@ -417,5 +420,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyWordCounter>()?;
     m.add_class::<PyBpeTrainer>()?;
     m.add_function(wrap_pyfunction!(split, m)?)?;
+    mixedgram::register(m)?;
+    lz78::register(m)?;
     Ok(())
 }

@@ -1,6 +1,9 @@
 """PyTorch helpers (the ``torch`` extra). Importing this package does not import
 torch; each helper imports it when first used.
 
+Vocabulary growth (:mod:`tokenforge.torch.growth`): :func:`expand_vocabulary`,
+:func:`vocab_capacity`, :func:`mask_logits`, :func:`sample_next_token`.
+
 Embedding modes (:mod:`tokenforge.torch.embeddings`): :class:`FlatEmbedding`,
 :class:`StructuredEmbedding`, :class:`HierarchicalEmbedding`,
 :class:`TupleEmbedding`, :func:`build_embedding`. The small GPT of the
@@ -15,6 +18,11 @@ import importlib
 
 # public name -> submodule that defines it (loaded on first access)
 _LAZY = {
+    "expand_vocabulary": "growth",
+    "vocab_capacity": "growth",
+    "mask_logits": "growth",
+    "sample_next_token": "growth",
+    "DEFAULT_CHUNK": "growth",
     "FlatEmbedding": "embeddings",
     "StructuredEmbedding": "embeddings",
     "HierarchicalEmbedding": "embeddings",

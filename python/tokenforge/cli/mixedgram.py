@@ -1,0 +1,184 @@
+"""``tokenforge mixedgram``: compress, decompress and inspect ``.mxgram`` files.
+
+    tokenforge mixedgram compress IN OUT       # train on IN, write OUT (.mxgram)
+    tokenforge mixedgram decompress IN OUT     # OUT "-" writes to stdout
+    tokenforge mixedgram inspect FILE          # a .mxgram or a saved vocabulary
+
+The top-level command calls :func:`add_parser` with its subparsers; every
+leaf parser sets ``func``, and ``args.func(args)`` returns the exit status
+(0, or 2 after printing ``tokenforge mixedgram: error: ...`` for a bad input).
+``python -m tokenforge.cli.mixedgram compress IN OUT`` works on its own too.
+Progress goes to stderr (a bar on a terminal, a line every 10 s otherwise);
+``--quiet`` turns it off.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+__all__ = ["add_parser", "main"]
+
+_PROG = "tokenforge mixedgram"
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.2f} MB" if n >= 10_000 else f"{n:,} B"
+
+
+def _fail(e: Exception) -> int:
+    """Report a user error the way the top-level command does (exit status 2)."""
+    print(f"{_PROG}: error: {e}", file=sys.stderr)
+    return 2
+
+
+def _compress(args) -> int:
+    from ..errors import TokenforgeError
+    from ..mixedgram import Mixedgram
+
+    try:
+        if args.vocab:
+            tok = Mixedgram.load(args.vocab)
+            stats = tok.compress(
+                path=args.input, dst=args.output, parse=args.parse, train=False,
+                encoding=args.encoding, errors=args.errors, progress=not args.quiet,
+            )
+        else:
+            stats = Mixedgram.compress(
+                path=args.input, dst=args.output, parse=args.parse, encoding=args.encoding,
+                errors=args.errors, num_threads=args.threads, progress=not args.quiet,
+            )
+    except (TokenforgeError, OSError) as e:
+        return _fail(e)
+    if not args.quiet:
+        nul = f", {stats.nul_removed:,} NUL removed" if stats.nul_removed else ""
+        origin = f"trained on {args.input}" if stats.trained else f"from {args.vocab}"
+        print(
+            f"{args.input}: {_mb(stats.input_bytes)} -> {args.output}: {_mb(stats.output_bytes)} "
+            f"({stats.ratio:.3f}x), {stats.tokens:,} tokens, {stats.parse} parse, "
+            f"{stats.tokenizer.ngram_count:,} n-grams {origin}{nul}",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _decompress(args) -> int:
+    from ..errors import TokenforgeError
+    from ..formats.atomic import atomic_write
+    from ..mixedgram import Mixedgram
+
+    try:
+        data = Mixedgram.decompress_bytes(Path(args.input), progress=not args.quiet)
+        if args.output == "-":
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+        else:
+            atomic_write(args.output, data)
+    except (TokenforgeError, OSError) as e:
+        return _fail(e)
+    if not args.quiet and args.output != "-":
+        print(f"{args.input} -> {args.output}: {_mb(len(data))}", file=sys.stderr)
+    return 0
+
+
+def _show(ngram: str) -> str:
+    return json.dumps(ngram, ensure_ascii=False)
+
+
+def _inspect(args) -> int:
+    from ..errors import TokenforgeError
+    from ..mixedgram import inspect_file
+
+    try:
+        info = inspect_file(args.file, top=args.top, progress=not args.quiet)
+    except (TokenforgeError, OSError) as e:
+        return _fail(e)
+    if args.json:
+        print(json.dumps(info, indent=2, ensure_ascii=False))
+        return 0
+    out = []
+    size = f", {_mb(info['file_bytes'])}" if info["file_bytes"] is not None else ""
+    out.append(f"{info['path']}: {info['kind']}{size}")
+    specials = f", {len(info['special_tokens'])} special tokens" if info["special_tokens"] else ""
+    out.append(f"vocabulary: 256 bytes + {info['ngrams']:,} n-grams ({info['unused_slots']:,} unused slots{specials})")
+    out.append("  by n: " + "  ".join(f"{n}: {c:,}" for n, c in info["by_n"].items()))
+    ov = info["overlaps"]
+    out.append(
+        f"overlaps: {ov['inside_longer']:,} entries lie inside a longer entry "
+        f"({ov['prefix_of_longer']:,} as its prefix, {ov['suffix_of_longer']:,} as its suffix)"
+    )
+    s = info.get("stream")
+    if s:
+        out.append(
+            f"stream: {s['tokens']:,} tokens ({s['ngram_tokens']:,} n-grams, {s['byte_tokens']:,} bytes), "
+            f"{s['bytes_per_token']:.3f} text bytes per token; {s['unused_entries']:,} entries never used"
+        )
+        out.append(
+            f"compression: {_mb(s['text_bytes'])} of text in {_mb(info['file_bytes'])}: "
+            f"{s['ratio_file']:.3f}x (stream alone {s['ratio_stream']:.3f}x)"
+        )
+    if info["top"]:
+        out.append(f"top {len(info['top'])} entries (in id order = training rank):")
+        cols = [c for c in ("count", "score", "uses") if c in info["top"][0]]
+        out.append("  " + "  ".join(["  id", "n"] + [f"{c:>10}" for c in cols] + ["n-gram"]))
+        for r in info["top"]:
+            out.append(
+                "  " + "  ".join([f"{r['id']:4d}", f"{r['n']}"] + [f"{r[c]:>10,}" for c in cols] + [_show(r["ngram"])])
+            )
+    print("\n".join(out))
+    return 0
+
+
+def _add_commands(parser: argparse.ArgumentParser) -> None:
+    from ..mixedgram import PARSES
+
+    sub = parser.add_subparsers(dest="mixedgram_command", metavar="COMMAND")
+    sub.required = True
+
+    c = sub.add_parser("compress", help="write a .mxgram file of a latin1 text", description="Train a vocabulary on IN (or use --vocab) and write IN as a .mxgram file.")
+    c.add_argument("input", metavar="IN", help="text file (bytes taken as latin1 unless --encoding)")
+    c.add_argument("output", metavar="OUT", help="the .mxgram file to write")
+    c.add_argument("--parse", choices=PARSES, default="greedy", help="greedy longest match (default) or fewest tokens")
+    c.add_argument("--vocab", metavar="FILE", help="use this saved vocabulary (.json, .mxgram or directory) instead of training on IN")
+    c.add_argument("--encoding", default="latin-1", help="how IN is encoded (default latin-1); characters above U+00FF are an error")
+    c.add_argument("--errors", choices=("strict", "replace"), default="strict", help="'replace' writes '?' for characters above U+00FF")
+    c.add_argument("--threads", type=int, default=None, help="training threads (default: all cores)")
+    c.add_argument("-q", "--quiet", action="store_true", help="no progress or summary")
+    c.set_defaults(func=_compress)
+
+    d = sub.add_parser("decompress", help="the text of a .mxgram file", description="Write the latin1 text of a .mxgram file.")
+    d.add_argument("input", metavar="IN", help="the .mxgram file")
+    d.add_argument("output", metavar="OUT", help="the text file to write ('-' for stdout)")
+    d.add_argument("-q", "--quiet", action="store_true", help="no progress or summary")
+    d.set_defaults(func=_decompress)
+
+    i = sub.add_parser("inspect", help="vocabulary, overlaps and compression of a .mxgram file", description="Show a .mxgram file's (or a saved vocabulary's) entries by n, top entries, overlap statistics and compression ratio.")
+    i.add_argument("file", metavar="FILE", help="a .mxgram file, a vocabulary .json or its directory")
+    i.add_argument("--top", type=int, default=20, help="entries to list (default 20)")
+    i.add_argument("--json", action="store_true", help="print the statistics as JSON")
+    i.add_argument("-q", "--quiet", action="store_true", help="no progress")
+    i.set_defaults(func=_inspect)
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Register ``mixedgram {compress,decompress,inspect}`` on a top-level parser's subparsers."""
+    p = subparsers.add_parser(
+        "mixedgram",
+        help="the latin1 2..8-gram tokenizer: compress, decompress, inspect .mxgram files",
+        description="Mixedgram: a 4,096-id latin1 tokenizer whose ids pack two per three bytes.",
+    )
+    _add_commands(p)
+    return p
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tokenforge.cli.mixedgram", description=__doc__.split("\n\n")[0])
+    _add_commands(parser)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

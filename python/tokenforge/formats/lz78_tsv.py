@@ -1,0 +1,459 @@
+"""LZ78 dictionary files: the seed's two TSV formats, strict readers, atomic writers.
+
+Two formats (byte-exact description in docs/formats.md, "LZ78 TSV"):
+
+- **lz78** ``code, parent_code, char, pattern`` and, in our files, an optional
+  fifth column ``output`` (1/0; absent = 1).
+- **compressed** (a Patricia trie) ``node_idx, edge_label, parent_idx,
+  output_code, pattern``; an empty ``output_code`` or ``-1`` means no output.
+
+Files we write start with ``# tokenforge lz78 v1``, then ``# key=value`` lines
+(``format``, ``structure``, ``strategy``, ``N``, ``chunking``, ...), then a
+column-name row, then the rows. In them ``char``, ``pattern`` and
+``edge_label`` use backslash escapes (``\\t`` ``\\n`` ``\\r`` ``\\\\``).
+Files without that header are read as the seed writes them: no escapes,
+``#`` lines and blank lines skipped, codes remapped to 1..N in sorted order.
+
+Every reader is strict: a wrong column count, a non-integer code, a duplicate
+code, a missing parent, a tree entry whose pattern is not its parent's
+pattern plus its char, a bad escape or an unknown version raises
+:class:`~tokenforge.errors.FormatError` naming the file and the line, and
+nothing is returned half-built.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import FormatError, VersionError
+from .atomic import atomic_write
+
+__all__ = [
+    "LZ78Data",
+    "read_lz78_tsv",
+    "write_lz78_tsv",
+    "sniff_lz78_tsv",
+    "HEADER",
+    "VERSION",
+]
+
+VERSION = 1
+HEADER = "# tokenforge lz78 v"
+LZ78_COLUMNS = ("code", "parent_code", "char", "pattern")
+COMPRESSED_COLUMNS = ("node_idx", "edge_label", "parent_idx", "output_code", "pattern")
+STRUCTURES = ("tree", "flat", "compressed")
+
+
+@dataclass
+class LZ78Data:
+    """A dictionary as stored.
+
+    ``structure`` "tree" / "flat": ``nodes[k]`` is code k+1 as
+    ``(parent_code, char, pattern, output)``, output entries first (so output
+    ids are 1..N). "compressed": ``nodes[k]`` is Patricia node k+1 as
+    ``(parent_idx, edge_label, output_id or -1, pattern)``, output ids 1..N.
+    ``settings`` holds the header's key=value pairs (decoded).
+    """
+
+    structure: str
+    nodes: list
+    settings: dict = field(default_factory=dict)
+
+    @property
+    def num_outputs(self) -> int:
+        if self.structure == "compressed":
+            return sum(1 for n in self.nodes if n[2] > 0)
+        return sum(1 for n in self.nodes if n[3])
+
+    def output_patterns(self) -> list[str]:
+        """Pattern of id k+1 at position k."""
+        if self.structure == "compressed":
+            outs = sorted((n[2], n[3]) for n in self.nodes if n[2] > 0)
+            return [p for _, p in outs]
+        return [n[2] for n in self.nodes if n[3]]
+
+
+# ---------------------------------------------------------------------------
+# escapes
+# ---------------------------------------------------------------------------
+_ESC = {"t": "\t", "n": "\n", "r": "\r", "\\": "\\"}
+
+
+def escape(s: str) -> str:
+    return s.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+
+
+def unescape(s: str, what: str, path, line: int) -> str:
+    if "\\" not in s:
+        return s
+    out = []
+    i = 0
+    while i < len(s):
+        c = s[i]
+        if c != "\\":
+            out.append(c)
+            i += 1
+            continue
+        if i + 1 >= len(s):
+            raise FormatError(f"bad escape in {what}: a lone backslash at the end (write \\\\ for a backslash)", path=path, line=line)
+        e = s[i + 1]
+        if e not in _ESC:
+            raise FormatError(
+                f"bad escape \\{e} in {what}; the escapes are \\t \\n \\r \\\\", path=path, line=line
+            )
+        out.append(_ESC[e])
+        i += 2
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------
+# reading
+# ---------------------------------------------------------------------------
+def _int(s: str, what: str, path, line: int, minimum: int) -> int:
+    try:
+        v = int(s, 10)
+    except ValueError:
+        raise FormatError(f"{what} {s!r} is not an integer", path=path, line=line) from None
+    if s.strip() != s or (s.startswith("+")):
+        raise FormatError(f"{what} {s!r} is not a plain integer", path=path, line=line)
+    if v < minimum:
+        raise FormatError(f"{what} {v} must be at least {minimum}", path=path, line=line)
+    return v
+
+
+def _lines(path: Path) -> list[str]:
+    try:
+        raw = path.read_bytes()
+    except IsADirectoryError:
+        raise FormatError("is a directory, not a TSV file", path=path) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise FormatError(f"invalid UTF-8 at byte offset {e.start}", path=path, line=line) from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def _parse_header(lines: list[str], path) -> tuple[dict | None, int]:
+    """(settings or None for a seed file, index of the first line after the header block)."""
+    if not lines or not lines[0].startswith("# tokenforge"):
+        return None, 0
+    first = lines[0].rstrip("\r")
+    if not first.startswith(HEADER):
+        raise FormatError(f"not an LZ78 dictionary file: the header says {first[2:]!r}", path=path, line=1)
+    ver = first[len(HEADER):]
+    if not ver.isdigit():
+        raise FormatError(f"bad header {first!r}; expected '{HEADER}{VERSION}'", path=path, line=1)
+    if int(ver) != VERSION:
+        raise VersionError(
+            f"LZ78 dictionary format version {ver} is not supported (this tokenforge reads version {VERSION}); "
+            "upgrade tokenforge",
+            path=path,
+            line=1,
+        )
+    settings: dict = {}
+    i = 1
+    while i < len(lines) and lines[i].startswith("#"):
+        body = lines[i][1:].strip()
+        if "=" in body:
+            k, v = body.split("=", 1)
+            k = k.strip()
+            if not k.isidentifier():
+                raise FormatError(f"bad setting name {k!r}", path=path, line=i + 1)
+            settings[k] = v.strip()
+        i += 1
+    return settings, i
+
+
+_JSON_KEYS = ("specials", "params", "training")
+
+
+def _decode_settings(raw: dict, path) -> dict:
+    s = dict(raw)
+    for k in _JSON_KEYS:
+        if k in s:
+            try:
+                s[k] = json.loads(s[k])
+            except json.JSONDecodeError as e:
+                raise FormatError(f"setting {k} is not valid JSON: {e.msg}", path=path) from None
+    if "chunking" in s:
+        if s["chunking"] not in ("0", "1"):
+            raise FormatError(f"setting chunking must be 0 or 1, not {s['chunking']!r}", path=path)
+        s["chunking"] = s["chunking"] == "1"
+    if "N" in s:
+        try:
+            s["N"] = int(s["N"])
+        except ValueError:
+            raise FormatError(f"setting N must be an integer, not {s['N']!r}", path=path) from None
+    return s
+
+
+def read_lz78_tsv(path, tsv_format: str | None = None, *, strict: bool = True) -> LZ78Data:
+    """Read an LZ78 dictionary file of either format.
+
+    ``tsv_format`` ("lz78" or "compressed") says what the caller expects; None
+    takes the header's word (a seed file without header is then told apart by
+    its column count). ``strict=False`` reads a seed file with the seed
+    loader's leniency: a parent that does not exist becomes the root, and
+    patterns are not checked against parent + char (they are what encoding
+    matches). Our own files are always read strictly.
+    """
+    path = Path(path)
+    if tsv_format not in (None, "lz78", "compressed"):
+        raise FormatError(f"unknown tsv_format {tsv_format!r}; expected 'lz78' or 'compressed'", path=path)
+    lines = _lines(path)
+    raw_settings, start = _parse_header(lines, path)
+    ours = raw_settings is not None
+    settings = _decode_settings(raw_settings, path) if ours else {}
+    fmt = settings.get("format") if ours else None
+    if ours and fmt is None:
+        fmt = "lz78"
+    if fmt is not None and fmt not in ("lz78", "compressed"):
+        raise FormatError(f"unknown format {fmt!r} in the header", path=path, line=1)
+    if not ours:
+        fmt = tsv_format or _guess_seed_format(lines, path)
+    if tsv_format is not None and fmt != tsv_format:
+        raise FormatError(
+            f"this is a {fmt!r}-format file, but tsv_format={tsv_format!r} was given; pass tsv_format={fmt!r}",
+            path=path,
+        )
+    if fmt == "compressed":
+        data = _read_compressed(lines, start, path, ours, settings)
+    else:
+        data = _read_lz78(lines, start, path, ours, settings, strict or ours)
+    n = settings.get("N")
+    if n is not None and n != data.num_outputs:
+        raise FormatError(f"the header says N={n} but the file has {data.num_outputs} output entries", path=path)
+    return data
+
+
+def _data_rows(lines: list[str], start: int, ours: bool, columns: tuple) -> list[tuple[int, list[str]]]:
+    """(1-based line number, fields) of each data row."""
+    rows = []
+    for i in range(start, len(lines)):
+        line = lines[i]
+        if line.endswith("\r") and ours:
+            line = line[:-1]
+        if not line or line.startswith("#"):
+            continue
+        fields = line.split("\t")
+        if tuple(fields[: len(columns)]) == columns and not rows:
+            continue  # the column-name row
+        rows.append((i + 1, fields))
+    return rows
+
+
+def _guess_seed_format(lines: list[str], path) -> str:
+    for line in lines:
+        if not line or line.startswith("#"):
+            continue
+        f = line.split("\t")
+        if tuple(f[:5]) == COMPRESSED_COLUMNS:
+            return "compressed"
+        if tuple(f[:4]) == LZ78_COLUMNS:
+            return "lz78"
+        return "compressed" if len(f) == 5 else "lz78"
+    return "lz78"
+
+
+def _read_lz78(lines, start, path, ours: bool, settings: dict, strict: bool) -> LZ78Data:
+    structure = settings.get("structure", "tree") if ours else "tree"
+    if structure not in ("tree", "flat"):
+        raise FormatError(f"structure {structure!r} is not valid for the lz78 format (tree or flat)", path=path)
+    flat = structure == "flat"
+    ncols = (4, 5) if ours else (4,)
+    rows = []  # (line, code, parent, char, pattern, output)
+    seen: dict[int, int] = {}
+    for lineno, f in _data_rows(lines, start, ours, LZ78_COLUMNS):
+        if len(f) not in ncols:
+            want = "4 or 5" if ours else "4"
+            raise FormatError(
+                f"expected {want} tab-separated columns (code, parent_code, char, pattern{', output' if ours else ''}), found {len(f)}",
+                path=path,
+                line=lineno,
+            )
+        code = _int(f[0], "code", path, lineno, 1)
+        parent = _int(f[1], "parent_code", path, lineno, 0)
+        ch = unescape(f[2], "char", path, lineno) if ours else f[2]
+        pattern = unescape(f[3], "pattern", path, lineno) if ours else f[3]
+        output = True
+        if len(f) == 5:
+            if f[4] not in ("0", "1"):
+                raise FormatError(f"output must be 1 or 0, not {f[4]!r}", path=path, line=lineno)
+            output = f[4] == "1"
+        if code in seen:
+            raise FormatError(f"duplicate code {code} (first defined on line {seen[code]})", path=path, line=lineno)
+        seen[code] = lineno
+        if not pattern:
+            raise FormatError("empty pattern", path=path, line=lineno)
+        if not flat and len(ch) != 1 and strict:
+            raise FormatError(f"char must be exactly one character, not {ch!r}", path=path, line=lineno)
+        rows.append((lineno, code, parent, ch, pattern, output))
+    by_code = {r[1]: r for r in rows}
+    pattern_line: dict[str, int] = {}
+    for lineno, code, parent, ch, pattern, output in rows:
+        if pattern in pattern_line:
+            raise FormatError(f"pattern {pattern!r} is already defined on line {pattern_line[pattern]}", path=path, line=lineno)
+        pattern_line[pattern] = lineno
+        if flat:
+            continue
+        if parent != 0 and parent not in by_code:
+            if strict:
+                raise FormatError(f"parent_code {parent} does not exist in this file", path=path, line=lineno)
+            continue
+        if strict:
+            pp = by_code[parent][4] if parent else ""
+            if pattern != pp + ch:
+                raise FormatError(
+                    f"pattern {pattern!r} is not its parent's pattern {pp!r} (code {parent}) plus its char {ch!r}",
+                    path=path,
+                    line=lineno,
+                )
+    # codes in sorted order; outputs first
+    order = sorted(rows, key=lambda r: r[1])
+    order = [r for r in order if r[5]] + [r for r in order if not r[5]]
+    new = {r[1]: k + 1 for k, r in enumerate(order)}
+    nodes = []
+    for lineno, code, parent, ch, pattern, output in order:
+        p = 0 if flat else new.get(parent, 0)
+        nodes.append((p, ch, pattern, output))
+    return LZ78Data(structure=structure, nodes=nodes, settings=settings)
+
+
+def _read_compressed(lines, start, path, ours: bool, settings: dict) -> LZ78Data:
+    structure = settings.get("structure", "compressed") if ours else "compressed"
+    if structure != "compressed":
+        raise FormatError(f"structure {structure!r} is not valid for the compressed format", path=path)
+    rows = []
+    seen: dict[int, int] = {}
+    out_seen: dict[int, int] = {}
+    for lineno, f in _data_rows(lines, start, ours, COMPRESSED_COLUMNS):
+        if len(f) != 5:
+            raise FormatError(
+                f"expected 5 tab-separated columns (node_idx, edge_label, parent_idx, output_code, pattern), found {len(f)}",
+                path=path,
+                line=lineno,
+            )
+        idx = _int(f[0], "node_idx", path, lineno, 0)
+        label = unescape(f[1], "edge_label", path, lineno) if ours else f[1]
+        pattern = unescape(f[4], "pattern", path, lineno) if ours else f[4]
+        if idx == 0:
+            # an explicit root row: empty label and pattern, no output
+            if label or pattern or f[3] not in ("", "-1"):
+                raise FormatError("node 0 is the root: its edge label, pattern and output must be empty", path=path, line=lineno)
+            if 0 in seen:
+                raise FormatError(f"duplicate node_idx 0 (first defined on line {seen[0]})", path=path, line=lineno)
+            seen[0] = lineno
+            continue
+        parent = _int(f[2], "parent_idx", path, lineno, 0)
+        out = -1 if f[3] in ("", "-1") else _int(f[3], "output_code", path, lineno, 1)
+        if idx in seen:
+            raise FormatError(f"duplicate node_idx {idx} (first defined on line {seen[idx]})", path=path, line=lineno)
+        seen[idx] = lineno
+        if out > 0:
+            if out in out_seen:
+                raise FormatError(f"duplicate output_code {out} (first used on line {out_seen[out]})", path=path, line=lineno)
+            out_seen[out] = lineno
+        if not label:
+            raise FormatError("empty edge_label", path=path, line=lineno)
+        rows.append((lineno, idx, label, parent, out, pattern))
+    by_idx = {r[1]: r for r in rows}
+    pattern_line: dict[str, int] = {}
+    for lineno, idx, label, parent, out, pattern in rows:
+        if parent != 0 and parent not in by_idx:
+            raise FormatError(f"parent_idx {parent} does not exist in this file", path=path, line=lineno)
+        pp = by_idx[parent][5] if parent else ""
+        if pattern != pp + label:
+            raise FormatError(
+                f"pattern {pattern!r} is not its parent's pattern {pp!r} (node {parent}) plus its edge label {label!r}",
+                path=path,
+                line=lineno,
+            )
+        if pattern in pattern_line:
+            raise FormatError(f"pattern {pattern!r} is already defined on line {pattern_line[pattern]}", path=path, line=lineno)
+        pattern_line[pattern] = lineno
+    order = sorted(rows, key=lambda r: r[1])
+    new_idx = {r[1]: k + 1 for k, r in enumerate(order)}
+    new_out = {o: k + 1 for k, o in enumerate(sorted(out_seen))}
+    nodes = [
+        (new_idx[parent] if parent else 0, label, new_out[out] if out > 0 else -1, pattern)
+        for lineno, idx, label, parent, out, pattern in order
+    ]
+    return LZ78Data(structure="compressed", nodes=nodes, settings=settings)
+
+
+# ---------------------------------------------------------------------------
+# writing
+# ---------------------------------------------------------------------------
+def _header_lines(data: LZ78Data, fmt: str) -> list[str]:
+    s = dict(data.settings)
+    s["format"] = fmt
+    s["structure"] = data.structure
+    s["N"] = data.num_outputs
+    s["entries"] = len(data.nodes)
+    out = [f"{HEADER}{VERSION}"]
+    first = ("format", "structure", "strategy", "N", "entries", "chunking", "pattern")
+    keys = [k for k in first if k in s] + sorted(k for k in s if k not in first)
+    for k in keys:
+        v = s[k]
+        if k in _JSON_KEYS:
+            v = json.dumps(v, ensure_ascii=False, sort_keys=True)
+        elif isinstance(v, bool):
+            v = "1" if v else "0"
+        v = str(v)
+        if "\n" in v or "\r" in v:
+            raise ValueError(f"setting {k} contains a line break")
+        out.append(f"# {k}={v}")
+    return out
+
+
+def write_lz78_tsv(path, data: LZ78Data) -> None:
+    """Write ``data`` atomically in its own format (compressed for a Patricia trie)."""
+    if data.structure == "compressed":
+        lines = _header_lines(data, "compressed")
+        lines.append("\t".join(COMPRESSED_COLUMNS))
+        for k, (parent, label, out, pattern) in enumerate(data.nodes, start=1):
+            lines.append(f"{k}\t{escape(label)}\t{parent}\t{out if out > 0 else -1}\t{escape(pattern)}")
+    else:
+        lines = _header_lines(data, "lz78")
+        lines.append("\t".join(LZ78_COLUMNS + ("output",)))
+        for k, (parent, ch, pattern, output) in enumerate(data.nodes, start=1):
+            lines.append(f"{k}\t{parent}\t{escape(ch)}\t{escape(pattern)}\t{1 if output else 0}")
+    atomic_write(path, "\n".join(lines) + "\n")
+
+
+# ---------------------------------------------------------------------------
+# recognising
+# ---------------------------------------------------------------------------
+def sniff_lz78_tsv(path: Path, head: bytes) -> bool:
+    """Our header, or a ``.tsv`` file whose first row looks like either seed format."""
+    if head.startswith(HEADER.encode()):
+        return True
+    if not path.is_file() or path.suffix.lower() != ".tsv":
+        return False
+    for line in head.split(b"\n")[:-1] or head.split(b"\n"):
+        if not line.strip() or line.startswith(b"#"):
+            continue
+        f = line.split(b"\t")
+        if tuple(f[:4]) == tuple(c.encode() for c in LZ78_COLUMNS) or tuple(f[:5]) == tuple(
+            c.encode() for c in COMPRESSED_COLUMNS
+        ):
+            return True
+        try:
+            if len(f) == 4:
+                int(f[0]), int(f[1])
+                return True
+            if len(f) == 5:
+                int(f[0]), int(f[2])
+                return True
+        except ValueError:
+            return False
+        return False
+    return False

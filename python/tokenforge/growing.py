@@ -1,0 +1,757 @@
+"""The ever-growing BPE vocabulary (seed 002, NeuroShard's ``NeuroTokenizer``).
+
+Ids: PAD 0, BOS 1, EOS 2, UNK 3, 4-9 reserved, byte b at b + 10, learned
+merges from 266 upwards. ``current_vocab_size`` (= ``next_merge_id``) is the
+number of ids in use; ``vocab_size`` is the declared maximum (10,000,000 by
+default). The vocabulary only ever grows: :meth:`~GrowingBPETokenizer.learn_merges`
+appends merges learned from a new source on top of the existing ones, and
+:meth:`~GrowingBPETokenizer.sync` takes a remote copy only if it extends the
+local one, so every id ever handed out keeps its meaning.
+
+Text is NFC-normalised, split with GPT-4's (cl100k) pattern (numbers of 1-3
+digits), and each piece is encoded from its bytes by applying the learned
+merges, lowest merge id first, leftmost on a tie. Training and encoding use the
+same Rust engine as :class:`tokenforge.BPETokenizer`; only the id layout differs.
+
+Decisions where the seed leaves room (see ``docs`` and ``specs/growing.md``):
+
+- ties between equally frequent pairs go to the smaller ``(left, right)`` id pair
+  (the seed's ``Counter.most_common`` depends on insertion order), so training
+  is deterministic whatever the thread count;
+- ``decode`` follows the seed: ids 0-3 give nothing, reserved ids 4-9 and ids
+  not (yet) in the vocabulary give ``"<unk>"``. With ``skip_special_tokens=False``
+  ids 0-3 give their text (``<|bos|>``...) instead of nothing;
+- ``encode`` does not count tokens into ``total_tokens_processed`` (the seed
+  did, which made saved files depend on how much had been encoded);
+  :meth:`learn_merges` adds the UTF-8 bytes it learned from;
+- because text is NFC-normalised, ``decode(encode(s)) == unicodedata.normalize("NFC", s)``:
+  the round trip is exact for NFC text (nearly all text), not for every str.
+
+Not handled: special-token text inside input is plain text unless
+``allowed_special`` says otherwise; removing or renumbering merges (by design).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from . import _core
+from .base import Tokenizer, _check_texts, register_format
+from .bpe import batch_ids
+from .data.corpus import progress_bar
+from .errors import FormatError, SyncError, TokenforgeError, VocabSizeError
+from .formats.growing_json import (
+    BYTE_OFFSET,
+    CL100K_PATTERN,
+    DEFAULT_VOCAB_SIZE,
+    MAX_ID,
+    MERGE_OFFSET,
+    GrowingData,
+    parse_growing_json,
+    read_growing_json,
+    sniff_growing_json,
+    write_growing_json,
+)
+
+__all__ = ["GrowingBPETokenizer", "NeuroTokenizer", "SyncReport", "get_neuro_tokenizer"]
+
+_SPECIALS = {"<|pad|>": 0, "<|bos|>": 1, "<|eos|>": 2, "<|unk|>": 3}
+_SPECIAL_TEXT = {i: s.encode() for s, i in _SPECIALS.items()}
+_UNK_TEXT = b"<unk>"
+_BYTE_IDS = [b + BYTE_OFFSET for b in range(256)]
+# Text goes to the Rust counter in batches of about this many characters.
+_BATCH_CHARS = 16 << 20
+_DEFAULT_FILE = "tokenizer.json"
+#: sync refuses remote files larger than this unless told otherwise
+DEFAULT_MAX_BYTES = 2 << 30
+
+
+def _nfc(text: str) -> str:
+    # normalize() starts with a quick check, so NFC text (nearly all) costs one scan.
+    return unicodedata.normalize("NFC", text)
+
+
+def _resolve_pattern(pattern) -> str | None:
+    if pattern is None or pattern == "none":
+        return None
+    if pattern == "cl100k":
+        return CL100K_PATTERN
+    from .bpe import resolve_pattern
+
+    return resolve_pattern(pattern)[0]
+
+
+def _check_int(name: str, value, low: int, high: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    value = int(value)
+    if value < low or (high is not None and value > high):
+        rng = f">= {low}" if high is None else f"in {low}..{high}"
+        raise TokenforgeError(f"{name} must be {rng}, not {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    """What :meth:`GrowingBPETokenizer.sync` did.
+
+    ``status`` is "updated" (the remote extended the local vocabulary and was
+    taken), "up-to-date" (same merges) or "older" (the remote has fewer merges
+    and was ignored).
+    """
+
+    source: str
+    status: str
+    old_next_merge_id: int
+    new_next_merge_id: int
+    merges_added: int
+    sources_changed: dict = field(default_factory=dict)
+    written: str | None = None
+    sha256: str = ""
+
+    @property
+    def updated(self) -> bool:
+        return self.status == "updated"
+
+    def __str__(self) -> str:
+        if self.status == "updated":
+            src = ", ".join(f"{k} +{v}" for k, v in self.sources_changed.items()) or "no source counts"
+            where = f"; wrote {self.written}" if self.written else " (in memory only)"
+            return (
+                f"updated from {self.source}: {self.merges_added} new merges, vocabulary "
+                f"{self.old_next_merge_id} -> {self.new_next_merge_id} ({src}){where}"
+            )
+        if self.status == "up-to-date":
+            return f"{self.source} has the same {self.old_next_merge_id - MERGE_OFFSET} merges; nothing to do"
+        return (
+            f"{self.source} is older ({self.new_next_merge_id - MERGE_OFFSET} merges, local has "
+            f"{self.old_next_merge_id - MERGE_OFFSET}); ignored"
+        )
+
+
+class GrowingBPETokenizer(Tokenizer):
+    """A byte-level BPE vocabulary that only grows (seed 002's ``NeuroTokenizer``).
+
+    ``GrowingBPETokenizer()`` is the byte-level start (266 ids); grow it with
+    :meth:`learn_merges`, read and write the seed's ``tokenizer.json`` with
+    :meth:`load`/:meth:`save`, and follow a published copy with :meth:`sync`.
+    """
+
+    family = "growing"
+
+    PAD_TOKEN = "<|pad|>"
+    BOS_TOKEN = "<|bos|>"
+    EOS_TOKEN = "<|eos|>"
+    UNK_TOKEN = "<|unk|>"
+    PAD_ID = 0
+    BOS_ID = 1
+    EOS_ID = 2
+    UNK_ID = 3
+    BYTE_OFFSET = BYTE_OFFSET
+    MERGE_OFFSET = MERGE_OFFSET
+
+    def __init__(self, vocab_size: int = DEFAULT_VOCAB_SIZE, *, pattern="cl100k", normalization: str | None = "NFC"):
+        vocab_size = _check_int("vocab_size", vocab_size, MERGE_OFFSET, MAX_ID + 1)
+        if normalization not in ("NFC", None):
+            raise TokenforgeError(f'normalization must be "NFC" or None, not {normalization!r}')
+        self._path: Path | None = None
+        self._set(GrowingData(vocab_size=vocab_size, pattern=_resolve_pattern(pattern), normalization=normalization))
+
+    @classmethod
+    def _from_data(cls, data: GrowingData, path=None) -> "GrowingBPETokenizer":
+        tok = cls.__new__(cls)
+        tok._path = None if path is None else Path(path)
+        tok._set(data)
+        return tok
+
+    def _set(self, data: GrowingData) -> None:
+        """Install a vocabulary (builds the Rust model first, so a failure changes nothing)."""
+        triples = [(a, b, MERGE_OFFSET + k) for k, (a, b) in enumerate(data.pairs)]
+        model = _core.BpeModel(_BYTE_IDS, triples, list(_SPECIALS.items()), data.pattern, "pairs")
+        self._model = model
+        self._data = data
+        self._merges_view = None
+        self._m2t_view = None
+
+    # ---- sizes and tables ----------------------------------------------------
+    @property
+    def vocab_size(self) -> int:
+        """The declared maximum number of ids (10,000,000 by default), not the ids in use."""
+        return self._data.vocab_size
+
+    @vocab_size.setter
+    def vocab_size(self, value: int) -> None:
+        value = _check_int("vocab_size", value, MERGE_OFFSET, MAX_ID + 1)
+        if value < self.current_vocab_size:
+            raise VocabSizeError(f"vocab_size {value} is below the {self.current_vocab_size} ids already in use")
+        self._data.vocab_size = value
+
+    @property
+    def current_vocab_size(self) -> int:
+        """Ids in use: valid ids are ``0 .. current_vocab_size - 1`` (= ``next_merge_id``)."""
+        return self._data.next_merge_id
+
+    @property
+    def next_merge_id(self) -> int:
+        """The id the next learned merge will get."""
+        return self._data.next_merge_id
+
+    def __len__(self) -> int:
+        return self.current_vocab_size
+
+    @property
+    def merges(self) -> Mapping[tuple[int, int], int]:
+        """``{(left, right): id}`` in id order (read-only; grow with learn_merges or sync)."""
+        if self._merges_view is None:
+            self._merges_view = MappingProxyType({p: MERGE_OFFSET + k for k, p in enumerate(self._data.pairs)})
+        return self._merges_view
+
+    @property
+    def merge_to_tokens(self) -> Mapping[int, tuple[int, int]]:
+        """``{id: (left, right)}`` (read-only)."""
+        if self._m2t_view is None:
+            self._m2t_view = MappingProxyType({MERGE_OFFSET + k: p for k, p in enumerate(self._data.pairs)})
+        return self._m2t_view
+
+    @property
+    def merge_list(self) -> list[tuple[int, int, int]]:
+        """``[(left, right, id), ...]`` in id order."""
+        return [(a, b, MERGE_OFFSET + k) for k, (a, b) in enumerate(self._data.pairs)]
+
+    @property
+    def sources_contributed(self) -> dict[str, int]:
+        """Merges contributed by each source (a copy)."""
+        return dict(self._data.sources_contributed)
+
+    @property
+    def total_tokens_processed(self) -> int:
+        """UTF-8 bytes of text :meth:`learn_merges` has learned from (kept from loaded files)."""
+        return self._data.total_tokens_processed
+
+    @property
+    def pattern(self) -> str | None:
+        return self._data.pattern
+
+    @property
+    def normalization(self) -> str | None:
+        return self._data.normalization
+
+    @property
+    def path(self) -> Path | None:
+        """The file this tokenizer was loaded from or last saved to (what :meth:`sync` replaces)."""
+        return self._path
+
+    @property
+    def special_tokens(self) -> dict[str, int]:
+        return dict(_SPECIALS)
+
+    pad_token_id = property(lambda self: self.PAD_ID)
+    bos_token_id = property(lambda self: self.BOS_ID)
+    eos_token_id = property(lambda self: self.EOS_ID)
+    unk_token_id = property(lambda self: self.UNK_ID)
+
+    def get_vocab_size(self) -> int:
+        """nanochat's name; here the ids in use (the declared maximum is ``vocab_size``)."""
+        return self.current_vocab_size
+
+    def has_source_contributed(self, source_name: str) -> bool:
+        return source_name in self._data.sources_contributed
+
+    def record_source_contribution(self, source_name: str, num_merges: int) -> None:
+        """Set a source's merge count (the seed's bookkeeping call; learn_merges does this itself)."""
+        if not isinstance(source_name, str) or not source_name:
+            raise TokenforgeError(f"source name must be a non-empty str, not {source_name!r}")
+        self._data.sources_contributed[source_name] = _check_int("num_merges", num_merges, 0)
+
+    def get_stats(self) -> dict:
+        return {
+            "vocab_size": self.vocab_size,
+            "current_vocab": self.current_vocab_size,
+            "num_merges": len(self._data.pairs),
+            "total_tokens_processed": self.total_tokens_processed,
+            "can_learn_more": self.next_merge_id < self.vocab_size,
+            "sources_contributed": self.sources_contributed,
+        }
+
+    # ---- encoding --------------------------------------------------------------
+    def normalize(self, text: str) -> str:
+        """The text as the tokenizer sees it (NFC unless normalization is None)."""
+        return _nfc(text) if self._data.normalization == "NFC" else text
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """Ids of ``text`` without BOS/EOS; special-token text is plain text."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be str, not {type(text).__name__}")
+        return self._model.encode_ordinary(self.normalize(text))
+
+    def encode_to_numpy(self, text: str) -> np.ndarray:
+        """Ids of ``text`` (no BOS/EOS) as a uint32 array."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be str, not {type(text).__name__}")
+        return self._model.encode_ordinary_numpy(self.normalize(text))
+
+    def encode_batch(self, texts: Sequence[str], num_threads: int | None = None, as_numpy: bool = False):
+        """Ids of many texts (no BOS/EOS), encoded in parallel with the GIL released."""
+        _check_texts(texts)
+        texts = [self.normalize(t) for t in texts]
+        return batch_ids(self._model, texts, num_threads, as_numpy, self.current_vocab_size)
+
+    def encode(
+        self,
+        text,
+        add_special_tokens: bool = True,
+        max_length: int | None = None,
+        truncation: bool = False,
+        padding: bool = False,
+        *,
+        allowed_special=(),
+        disallowed_special=(),
+        num_threads: int | None = None,
+    ):
+        """Encode a str (-> ids) or a list of str (-> list of ids), the seed's way.
+
+        ``add_special_tokens`` wraps the ids in BOS ... EOS; with ``max_length``,
+        ``truncation`` cuts to that length (EOS may be cut) and ``padding``
+        right-pads with PAD. ``allowed_special`` ("all" or a set of special
+        texts) turns that text into the special ids; ``disallowed_special``
+        makes its presence an error.
+        """
+        if max_length is not None:
+            max_length = _check_int("max_length", max_length, 0)
+        allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
+
+        def one(t: str) -> list[int]:
+            t = self.normalize(t)
+            if disallowed:
+                self._raise_if_special(t, disallowed)
+            if allowed:
+                return self._model.encode(t, list(allowed.values()))
+            return self._model.encode_ordinary(t)
+
+        if isinstance(text, str):
+            return self._finish(one(text), add_special_tokens, max_length, truncation, padding)
+        if isinstance(text, (list, tuple)):
+            _check_texts(text)
+            if allowed or disallowed:
+                parts = [one(t) for t in text]
+            else:
+                parts = self.encode_batch(text, num_threads=num_threads)
+            return [self._finish(p, add_special_tokens, max_length, truncation, padding) for p in parts]
+        raise TypeError(f"encode expects a str or a list of str, not {type(text).__name__}")
+
+    def _finish(self, ids: list[int], add_special_tokens, max_length, truncation, padding) -> list[int]:
+        if add_special_tokens:
+            ids = [self.BOS_ID, *ids, self.EOS_ID]
+        if truncation and max_length is not None and len(ids) > max_length:
+            ids = ids[:max_length]
+        if padding and max_length is not None and len(ids) < max_length:
+            ids = ids + [self.PAD_ID] * (max_length - len(ids))
+        return ids
+
+    def batch_encode(self, texts: Sequence[str], max_length: int | None = None, padding: bool = True, truncation: bool = True) -> dict:
+        """The seed's batch call: ``{"input_ids": [...], "attention_mask": [...]}`` (mask 0 on PAD)."""
+        ids = self.encode(list(texts), max_length=max_length, truncation=truncation, padding=padding)
+        return {"input_ids": ids, "attention_mask": [[0 if t == self.PAD_ID else 1 for t in x] for x in ids]}
+
+    # ---- decoding --------------------------------------------------------------
+    def decode_bytes(self, ids, skip_special_tokens: bool = False) -> bytes:
+        """Bytes of the ids: PAD/BOS/EOS/UNK as their text (nothing if
+        ``skip_special_tokens``), reserved ids 4-9 and ids not in the vocabulary as ``<unk>``."""
+        arr = _ids_array(ids)
+        if arr.size == 0:
+            return b""
+        n = self.current_vocab_size
+        regular = (arr >= BYTE_OFFSET) & (arr < n)
+        if regular.all():
+            return self._model.decode_bytes(arr.astype(np.uint32))
+        out = bytearray()
+        start = 0
+        for i in np.flatnonzero(~regular).tolist():
+            if i > start:
+                out += self._model.decode_bytes(arr[start:i].astype(np.uint32))
+            t = int(arr[i])
+            if 0 <= t < 4:
+                if not skip_special_tokens:
+                    out += _SPECIAL_TEXT[t]
+            else:
+                out += _UNK_TEXT
+            start = i + 1
+        if start < arr.size:
+            out += self._model.decode_bytes(arr[start:].astype(np.uint32))
+        return bytes(out)
+
+    def decode(self, ids, skip_special_tokens: bool = True) -> str:
+        """Text of the ids (the seed's rule: PAD/BOS/EOS/UNK give nothing, reserved
+        and unknown ids give ``<unk>``); invalid UTF-8 becomes U+FFFD."""
+        return self.decode_bytes(ids, skip_special_tokens=skip_special_tokens).decode("utf-8", errors="replace")
+
+    def decode_batch(self, batch, skip_special_tokens: bool = True) -> list[str]:
+        return [self.decode(x, skip_special_tokens=skip_special_tokens) for x in batch]
+
+    def token_bytes(self) -> np.ndarray:
+        """Byte length of every id in use (``current_vocab_size`` entries; 0 for ids 0-9), int32."""
+        return self._model.token_lengths()
+
+    def id_to_bytes(self, id: int) -> bytes:
+        """The bytes of one id (a special token's text for 0-3)."""
+        if isinstance(id, bool) or not isinstance(id, (int, np.integer)):
+            raise TypeError(f"token id must be an int, not {type(id).__name__}")
+        i = int(id)
+        if i in _SPECIAL_TEXT:
+            return _SPECIAL_TEXT[i]
+        if 4 <= i < BYTE_OFFSET:
+            raise TokenforgeError(f"token id {i} is reserved and has no bytes")
+        if not 0 <= i < self.current_vocab_size:
+            raise TokenforgeError(f"token id {i} is not in the vocabulary yet (current_vocab_size {self.current_vocab_size})")
+        return self._model.id_bytes(i)
+
+    # ---- learning --------------------------------------------------------------
+    def learn_merges(
+        self,
+        texts: Iterable[str],
+        num_merges: int = 1000,
+        *,
+        source: str | None = None,
+        min_frequency: int = 2,
+        num_threads: int | None = None,
+        progress: bool = False,
+    ) -> int:
+        """Learn up to ``num_merges`` new merges from ``texts`` and append them.
+
+        The texts are normalised and split as for encoding, each piece is first
+        encoded with the existing merges, and BPE continues from there (Rust
+        trainer; ties to the smaller id pair). New merges get ids from
+        ``next_merge_id``; no existing id changes. Stops early when the best
+        pair occurs fewer than ``min_frequency`` times or the vocabulary
+        reaches ``vocab_size``. ``source`` is credited with the merges learned.
+        Returns how many merges were learned. Interrupting (Ctrl-C) changes nothing.
+        """
+        if isinstance(texts, (str, bytes)):
+            raise TypeError("learn_merges expects an iterable of str (e.g. a list of documents), not a single str")
+        num_merges = _check_int("num_merges", num_merges, 0)
+        min_frequency = _check_int("min_frequency", min_frequency, 1)
+        if source is not None and (not isinstance(source, str) or not source):
+            raise TokenforgeError(f"source must be a non-empty str or None, not {source!r}")
+        if num_threads is not None:
+            num_threads = _check_int("num_threads", num_threads, 1)
+        data = self._data
+        room = data.vocab_size - data.next_merge_id
+        num = min(num_merges, room)
+
+        counter = _core.WordCounter(data.pattern)
+        batch: list[str] = []
+        size = 0
+        with progress_bar(total=None, desc="counting pieces", unit="B", enabled=progress) as bar:
+            for i, t in enumerate(texts):
+                if not isinstance(t, str):
+                    raise TypeError(f"learn_merges: item {i} is {type(t).__name__}, expected str")
+                batch.append(self.normalize(t))
+                size += len(t)
+                if size >= _BATCH_CHARS:
+                    counter.add_texts(batch, num_threads)
+                    bar.update(size)
+                    batch, size = [], 0
+            if batch:
+                counter.add_texts(batch, num_threads)
+                bar.update(size)
+        seen_bytes = counter.total_bytes
+        if num <= 0:
+            return 0
+        trainer = _core.BpeTrainer(
+            counter, _BYTE_IDS, self.merge_list, data.next_merge_id, num, "pair_ids", min_frequency, num_threads
+        )
+        with progress_bar(total=num, desc="merging", unit="merges", enabled=progress) as bar:
+            while not trainer.done:
+                bar.update(trainer.run(seconds=0.2))
+        new = trainer.merges()
+        new_data = GrowingData(
+            pairs=data.pairs + [(a, b) for a, b, _ in new],
+            vocab_size=data.vocab_size,
+            sources_contributed=dict(data.sources_contributed),
+            total_tokens_processed=data.total_tokens_processed + int(seen_bytes),
+            pattern=data.pattern,
+            normalization=data.normalization,
+        )
+        if source is not None:
+            new_data.sources_contributed[source] = new_data.sources_contributed.get(source, 0) + len(new)
+        self._set(new_data)
+        return len(new)
+
+    @property
+    def is_full(self) -> bool:
+        return self.next_merge_id >= self.vocab_size
+
+    # ---- files -----------------------------------------------------------------
+    def save(self, path=None) -> None:
+        """Write the seed's tokenizer.json (plus ``merge_to_tokens`` and tokenforge's
+        keys) atomically. A directory gets ``tokenizer.json``. Without a path,
+        the file it was loaded from."""
+        p = self._target(path)
+        write_growing_json(p, self._data)
+        self._path = p
+
+    def _target(self, path) -> Path:
+        if path is None:
+            if self._path is None:
+                raise TokenforgeError("save() needs a path: this tokenizer was not loaded from or saved to a file")
+            return self._path
+        p = Path(path)
+        if p.is_dir():
+            p = p / _DEFAULT_FILE
+        return p
+
+    @classmethod
+    def load(cls, path) -> "GrowingBPETokenizer":
+        """Read a tokenizer.json written by the seed (with or without
+        ``merge_to_tokens``) or by :meth:`save`; validated (errors name the key)."""
+        p = Path(path)
+        if p.is_dir():
+            p = p / _DEFAULT_FILE
+        if not p.exists():
+            raise FileNotFoundError(f"no such tokenizer file: {p}")
+        return cls._from_data(read_growing_json(p), p)
+
+    def to_dict(self) -> dict:
+        """The saved document as a dict."""
+        from .formats.growing_json import growing_json_text
+
+        return json.loads(growing_json_text(self._data))
+
+    # ---- sync ------------------------------------------------------------------
+    def sync(
+        self,
+        source,
+        *,
+        sha256: str | None = None,
+        timeout: float = 10,
+        path=None,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> SyncReport:
+        """Update from a published tokenizer.json (an http(s)/file URL or a path).
+
+        The remote is taken only if it *extends* this vocabulary: every local
+        merge has the same id there and it has more merges. An older or equal
+        remote is ignored (``status`` "older"/"up-to-date"). Anything else -- a
+        remote that changes an existing merge, another split pattern or
+        normalisation, malformed or truncated JSON, a ``sha256`` mismatch, a
+        refused connection, a timeout -- raises :class:`SyncError` and changes
+        nothing. When taken, the local file (``path``, else the file this
+        tokenizer was loaded from or saved to) is replaced atomically.
+        """
+        src = os.fspath(source) if isinstance(source, os.PathLike) else source
+        if not isinstance(src, str) or not src:
+            raise TypeError(f"sync source must be a URL or a path, not {type(source).__name__}")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise TokenforgeError(f"timeout must be a positive number of seconds, not {timeout!r}")
+        if sha256 is not None:
+            if not isinstance(sha256, str) or len(sha256) != 64 or any(c not in "0123456789abcdefABCDEF" for c in sha256):
+                raise TokenforgeError(f"sha256 must be 64 hex digits, not {sha256!r}")
+            sha256 = sha256.lower()
+        target = None
+        if path is not None:
+            target = self._target(path)
+        elif self._path is not None:
+            target = self._path
+
+        raw = _fetch(src, float(timeout), max_bytes)
+        digest = hashlib.sha256(raw).hexdigest()
+        if sha256 is not None and digest != sha256:
+            raise SyncError(f"{src}: sha256 mismatch (expected {sha256}, got {digest}); nothing changed")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise SyncError(f"{src}: not UTF-8 at byte {e.start}; not a tokenizer.json; nothing changed") from None
+        try:
+            remote = parse_growing_json(text, src)
+        except FormatError as e:
+            raise SyncError(f"remote tokenizer.json is not valid: {e}; nothing changed") from e
+
+        local = self._data
+        if remote.pattern != local.pattern or remote.normalization != local.normalization:
+            what = "split pattern" if remote.pattern != local.pattern else "normalization"
+            raise SyncError(f"{src} uses another {what} than the local tokenizer; its ids would mean other text. Nothing changed")
+        n = min(len(local.pairs), len(remote.pairs))
+        if local.pairs[:n] != remote.pairs[:n]:
+            k = next(i for i in range(n) if local.pairs[i] != remote.pairs[i])
+            la, lb = local.pairs[k]
+            ra, rb = remote.pairs[k]
+            raise SyncError(
+                f"{src} rewrites existing merge {MERGE_OFFSET + k} (local {la}_{lb}, remote {ra}_{rb}); "
+                "it does not extend the local vocabulary, so it is refused and nothing changed"
+            )
+        old_n = local.next_merge_id
+        if len(remote.pairs) <= len(local.pairs):
+            status = "up-to-date" if len(remote.pairs) == len(local.pairs) else "older"
+            return SyncReport(src, status, old_n, remote.next_merge_id, 0, {}, None, digest)
+        new = GrowingData(
+            pairs=remote.pairs,
+            vocab_size=max(remote.vocab_size, remote.next_merge_id),
+            sources_contributed=dict(remote.sources_contributed),
+            total_tokens_processed=remote.total_tokens_processed,
+            pattern=local.pattern,
+            normalization=local.normalization,
+        )
+        changed = {}
+        for name, count in new.sources_contributed.items():
+            before = local.sources_contributed.get(name, 0)
+            if count != before:
+                changed[name] = count - before
+        if target is not None:
+            write_growing_json(target, new)  # atomic: the old file stays whole until the rename
+            self._path = target
+        self._set(new)
+        return SyncReport(
+            src, "updated", old_n, new.next_merge_id, len(new.pairs) - len(local.pairs), changed,
+            None if target is None else str(target), digest,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"GrowingBPETokenizer(current_vocab_size={self.current_vocab_size}, vocab_size={self.vocab_size}, "
+            f"sources={len(self._data.sources_contributed)})"
+        )
+
+
+#: the seed's name
+NeuroTokenizer = GrowingBPETokenizer
+
+_default: GrowingBPETokenizer | None = None
+
+
+def get_neuro_tokenizer() -> GrowingBPETokenizer:
+    """The process-wide default tokenizer (byte-level until it learns or syncs), as in the seed."""
+    global _default
+    if _default is None:
+        _default = GrowingBPETokenizer()
+    return _default
+
+
+def _ids_array(ids) -> np.ndarray:
+    """Ids as an int64 array (lists, tuples, numpy arrays, CPU tensors)."""
+    if isinstance(ids, (str, bytes)):
+        raise TypeError("token ids must be a sequence of ints, not str/bytes")
+    if isinstance(ids, (int, np.integer)) and not isinstance(ids, bool):
+        ids = [ids]
+    try:
+        arr = np.asarray(ids)
+    except (OverflowError, ValueError) as e:
+        raise TokenforgeError(f"token ids must be a flat sequence of ints in 0..{MAX_ID}: {e}") from None
+    if arr.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if arr.ndim != 1:
+        raise TypeError(f"token ids must be one flat sequence, not an array of shape {arr.shape}")
+    if arr.dtype.kind == "u":
+        if arr.dtype.itemsize == 8 and arr.max() > np.iinfo(np.int64).max:
+            raise TokenforgeError("token id out of range")
+        return arr.astype(np.int64, copy=False)
+    if arr.dtype.kind != "i":
+        items = arr.tolist()
+        bad = next((x for x in items if isinstance(x, bool) or not isinstance(x, (int, np.integer))), None)
+        if bad is None:  # Python ints too large for int64
+            big = next(x for x in items if not -(2**63) <= x < 2**63)
+            raise TokenforgeError(f"token id {big} is out of range (ids are 0..{MAX_ID})")
+        raise TypeError(f"token ids must be ints, found {type(bad).__name__} {bad!r}")
+    return arr.astype(np.int64, copy=False)
+
+
+# ---- fetching ----------------------------------------------------------------
+def _fetch(source: str, timeout: float, max_bytes: int) -> bytes:
+    """The bytes at a URL or path; every failure is a SyncError naming the source."""
+    import socket
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    scheme = urllib.parse.urlsplit(source).scheme.lower() if "://" in source else ""
+    if not scheme:
+        p = Path(source)
+        try:
+            size = p.stat().st_size
+            if size > max_bytes:
+                raise SyncError(f"{source} is {size} bytes, above the {max_bytes}-byte limit")
+            return p.read_bytes()
+        except FileNotFoundError:
+            raise SyncError(f"{source}: no such file") from None
+        except OSError as e:
+            raise SyncError(f"{source}: cannot read ({e.strerror or e})") from None
+    if scheme not in ("http", "https", "file"):
+        raise SyncError(f"{source}: unsupported URL scheme {scheme!r}; use http, https, file or a path")
+    deadline = time.monotonic() + timeout
+    req = urllib.request.Request(
+        source,
+        headers={"User-Agent": f"tokenforge/{_core.__version__}", "Accept-Encoding": "identity"},
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            length = resp.headers.get("Content-Length") if scheme != "file" else None
+            if length is not None:
+                try:
+                    length = int(length)
+                except ValueError:
+                    length = None
+            if length is not None and length > max_bytes:
+                raise SyncError(f"{source}: remote file is {length} bytes, above the {max_bytes}-byte limit; nothing changed")
+            chunks = []
+            got = 0
+            # read1: at most one socket read per call, so a server that sends a
+            # byte at a time cannot keep us past the deadline
+            read = getattr(resp, "read1", resp.read)
+            while True:
+                if time.monotonic() > deadline:
+                    raise SyncError(f"{source}: timed out after {timeout:g} s while downloading; nothing changed")
+                chunk = read(1 << 20)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                got += len(chunk)
+                if got > max_bytes:
+                    raise SyncError(f"{source}: remote file exceeds the {max_bytes}-byte limit; nothing changed")
+            if length is not None and got != length:
+                raise SyncError(f"{source}: truncated download ({got} of {length} bytes); nothing changed")
+            return b"".join(chunks)
+    except SyncError:
+        raise
+    except urllib.error.HTTPError as e:
+        raise SyncError(f"{source}: HTTP {e.code} {e.reason}; nothing changed") from None
+    except urllib.error.URLError as e:
+        reason = e.reason
+        if isinstance(reason, (socket.timeout, TimeoutError)):
+            raise SyncError(f"{source}: timed out after {timeout:g} s; nothing changed") from None
+        if isinstance(reason, ConnectionRefusedError):
+            raise SyncError(f"{source}: connection refused; nothing changed") from None
+        raise SyncError(f"{source}: cannot fetch ({reason}); nothing changed") from None
+    except (socket.timeout, TimeoutError):
+        raise SyncError(f"{source}: timed out after {timeout:g} s; nothing changed") from None
+    except ConnectionError as e:
+        raise SyncError(f"{source}: connection failed ({e}); nothing changed") from None
+    except Exception as e:  # http.client.IncompleteRead, RemoteDisconnected, ...
+        import http.client
+
+        if isinstance(e, http.client.IncompleteRead):
+            raise SyncError(f"{source}: truncated download ({len(e.partial)} bytes received); nothing changed") from None
+        if isinstance(e, (http.client.HTTPException, OSError)):
+            raise SyncError(f"{source}: download failed ({type(e).__name__}: {e}); nothing changed") from None
+        raise
+
+
+def _sniff_dir(path: Path, head: bytes) -> bool:
+    f = path / _DEFAULT_FILE
+    if not (path.is_dir() and f.is_file()):
+        return False
+    with open(f, "rb") as fh:
+        return sniff_growing_json(f, fh.read(4096))
+
+
+def _register() -> None:
+    register_format("growing-tokenizer.json", sniff_growing_json, GrowingBPETokenizer.load)
+    register_format("growing-tokenizer-dir", _sniff_dir, GrowingBPETokenizer.load)

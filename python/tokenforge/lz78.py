@@ -1,0 +1,617 @@
+"""The LZ78 family: dictionaries built by Lempel-Ziv 78 parsing, used by greedy longest match.
+
+Id layout (the seed's): 0 reserved (root / padding, never emitted); 1..N the
+output entries; ``N + 1 + b`` the byte-fallback id of byte ``b``; ``N + 257``
+``<|bos|>``, ``N + 258`` ``<|eos|>``, ``N + 259`` ``<|pad|>``; then any extra
+special tokens (e.g. nanochat's chat tokens) in the order given.
+
+Encoding is greedy longest match over the output entries, on UTF-8 bytes; a
+byte that starts no match becomes its fallback id (even inside a multi-byte
+character), so every input round-trips. With chunking (the default) the text
+is first split by the GPT-4 pattern and each chunk is matched on its own;
+chunking must be the same at training and at encoding (see
+docs/algorithms.md for what a mismatch costs).
+
+Seven training strategies (rules and tuned defaults in docs/algorithms.md):
+``standard``, ``frequency_gated``, ``multi_round``, ``cost_adjusted``,
+``smart_prune``, ``flat_prune``, ``compressed``.
+
+Not handled: Unicode normalisation, and online (adaptive) LZ78 coding of text
+— the dictionary is static once trained.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from . import _core
+from .base import Tokenizer, _check_texts, ids_dtype, register_format
+from .chat import SPECIAL_TOKENS
+from .data.corpus import iter_documents, progress_bar
+from .errors import SpecialTokenError, TokenforgeError, VocabSizeError
+from .formats.lz78_tsv import LZ78Data, read_lz78_tsv, sniff_lz78_tsv, write_lz78_tsv
+
+__all__ = ["LZ78Tokenizer", "STRATEGIES", "SEED_SPECIALS", "DEFAULT_PARAMS", "lz78_inspect"]
+
+STRATEGIES = ("standard", "frequency_gated", "multi_round", "cost_adjusted", "smart_prune", "flat_prune", "compressed")
+#: the seed's three special tokens, at N+257, N+258, N+259
+SEED_SPECIALS = ("<|bos|>", "<|eos|>", "<|pad|>")
+#: tuned defaults per strategy (measurements in docs/algorithms.md)
+DEFAULT_PARAMS: dict[str, dict] = {
+    "standard": {},
+    "frequency_gated": {"evict_interval": 0, "evict_fraction": 0.1, "evict_threshold": 0, "decay": 1.0},
+    "multi_round": {"pool": "frequency_gated", "pool_factor": 4.0, "rounds": 3},
+    "cost_adjusted": {"pool": "frequency_gated", "pool_factor": 4.0, "rounds": 3},
+    "smart_prune": {"pool": "frequency_gated", "pool_factor": 8.0, "rounds": 6},
+    "flat_prune": {"pool_factor": 8.0, "max_chars": 16, "drop_fraction": 0.1},
+    "compressed": {"pool": "frequency_gated", "pool_factor": 2.0, "rounds": 3},
+}
+#: parameters each strategy accepts
+_ACCEPTS = {
+    "standard": set(),
+    "frequency_gated": {"evict_interval", "evict_fraction", "evict_threshold", "decay"},
+    "multi_round": {"pool", "pool_factor", "rounds", "evict_interval", "evict_fraction", "evict_threshold", "decay"},
+    "flat_prune": {"pool_factor", "max_chars", "drop_fraction", "max_substrings"},
+}
+_ACCEPTS["cost_adjusted"] = _ACCEPTS["multi_round"]
+_ACCEPTS["smart_prune"] = _ACCEPTS["multi_round"]
+_ACCEPTS["compressed"] = _ACCEPTS["multi_round"] | {"multiple"}
+
+_BATCH_CHARS = 16 << 20
+_DIR_FILE = "lz78.tsv"
+_PATTERNS = {"gpt4": _core.GPT4_PATTERN}
+
+
+def _extra_specials(special_tokens) -> list[str]:
+    if special_tokens is None:
+        return []
+    if special_tokens == "nanochat":
+        return [s for s in SPECIAL_TOKENS if s not in SEED_SPECIALS]
+    if isinstance(special_tokens, str):
+        raise TypeError("special_tokens must be a list of strings, 'nanochat' or None, not a single string")
+    out = list(special_tokens)
+    for i, s in enumerate(out):
+        if not isinstance(s, str) or not s:
+            raise SpecialTokenError(f"special_tokens[{i}] must be a non-empty string, not {s!r}")
+    out = [s for s in out if s not in SEED_SPECIALS]  # the seed's three are always there
+    if len(set(out)) != len(out):
+        dup = next(s for s in out if out.count(s) > 1)
+        raise SpecialTokenError(f"special token {dup!r} is listed twice")
+    return out
+
+
+def _pattern_of(name: str | None) -> str | None:
+    if name is None or name == "gpt4":
+        return _core.GPT4_PATTERN
+    if name in _PATTERNS:
+        return _PATTERNS[name]
+    return name
+
+
+class LZ78Tokenizer(Tokenizer):
+    """A tokenizer over an LZ78-family dictionary.
+
+    Build one with :meth:`train`, :meth:`from_tsv`, :meth:`from_directory` or
+    :func:`tokenforge.load`. ``tokenize_smart`` and ``tokenize_flat`` (the
+    seed's names for the smart_prune and flat_prune encoders) are the same
+    greedy longest match over output entries as :meth:`encode`.
+    """
+
+    family = "lz78"
+
+    def __init__(self, data: LZ78Data, *, chunking: bool | None = None, special_tokens=None):
+        if not isinstance(data, LZ78Data):
+            raise TypeError("LZ78Tokenizer(data) takes an LZ78Data; use LZ78Tokenizer.train, from_tsv or from_directory")
+        if data.structure not in ("tree", "flat", "compressed"):
+            raise TokenforgeError(f"unknown dictionary structure {data.structure!r}; expected tree, flat or compressed")
+        extras = _extra_specials(special_tokens if special_tokens is not None else data.settings.get("specials"))
+        self._data = _outputs_first(data)
+        self._extras = extras
+        if chunking is None:
+            chunking = data.settings.get("chunking", True)
+        self._chunking = bool(chunking)
+        self._build()
+
+    def _build(self) -> None:
+        outputs = self._data.output_patterns()
+        n = len(outputs)
+        names = list(SEED_SPECIALS) + self._extras
+        self._specials = {s: n + 257 + i for i, s in enumerate(names)}
+        self._n = n
+        pattern = _pattern_of(self._data.settings.get("pattern")) if self._chunking else None
+        self._model = _core.Lz78Model(outputs, list(self._specials.items()), pattern)
+
+    # ---- construction ------------------------------------------------------
+    @classmethod
+    def from_tsv(cls, tsv_path, tsv_format: str = "lz78", *, chunking: bool | None = None, special_tokens=None, strict: bool = True) -> "LZ78Tokenizer":
+        """Load a dictionary TSV (the seed's ``from_tsv``).
+
+        ``tsv_format``: "lz78" (``code, parent_code, char, pattern``) or
+        "compressed" (``node_idx, edge_label, parent_idx, output_code,
+        pattern``). ``chunking``: None takes the file's setting (our files) or
+        True (seed files). ``special_tokens``: extra specials after
+        ``<|pad|>`` ("nanochat" adds the chat tokens). ``strict=False`` reads
+        a seed file with the seed loader's leniency (see
+        :func:`tokenforge.formats.lz78_tsv.read_lz78_tsv`).
+        """
+        data = read_lz78_tsv(tsv_path, tsv_format, strict=strict)
+        return cls(data, chunking=chunking, special_tokens=special_tokens)
+
+    @classmethod
+    def train(
+        cls,
+        corpus,
+        strategy: str = "smart_prune",
+        vocab_size: int = 32768,
+        chunking: bool = True,
+        *,
+        special_tokens=None,
+        num_threads: int | None = None,
+        progress: bool | None = None,
+        text_field: str = "text",
+        split_on: str | None = None,
+        **strategy_params,
+    ) -> "LZ78Tokenizer":
+        """Train a dictionary so that the tokenizer has ``vocab_size`` ids in all.
+
+        N = vocab_size − 260 − len(extra specials) output entries (fewer if the
+        corpus runs out). ``corpus``: a path, a list of paths, or an iterable
+        of str (streamed in order). ``chunking``: phrases never cross a GPT-4
+        pattern chunk; the same setting is then used for encoding. Without
+        chunking each document is one chunk (a ``.txt`` file yields blocks of
+        about 1 MB, unless ``split_on`` names a document separator), and the
+        pruning strategies keep every distinct document in memory.
+        ``strategy_params`` override :data:`DEFAULT_PARAMS` (``multiple`` is
+        compressed's name for ``pool_factor``). Output does not depend on
+        ``num_threads``.
+        """
+        if strategy not in STRATEGIES:
+            raise TokenforgeError(f"unknown LZ78 strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
+        if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)):
+            raise TypeError(f"vocab_size must be an int, not {type(vocab_size).__name__}")
+        extras = _extra_specials(special_tokens)
+        n = int(vocab_size) - 260 - len(extras)
+        if n < 1:
+            raise VocabSizeError(
+                f"vocab_size {vocab_size} is too small: id 0, 256 byte-fallback ids and {3 + len(extras)} special tokens need {261 + len(extras)} at least"
+            )
+        unknown = set(strategy_params) - _ACCEPTS[strategy]
+        if unknown:
+            raise TokenforgeError(
+                f"strategy {strategy} does not take {', '.join(sorted(unknown))}; it takes {', '.join(sorted(_ACCEPTS[strategy])) or 'no parameters'}"
+            )
+        params = dict(DEFAULT_PARAMS[strategy])
+        params.update(strategy_params)
+        if "multiple" in params:
+            params["pool_factor"] = params.pop("multiple")
+        trainer = _core.Lz78Trainer(strategy, n, _core.GPT4_PATTERN if chunking else None, params)
+        docs = _documents(corpus, text_field, split_on)
+        batch: list[str] = []
+        size = 0
+        # standard stops once full (usually within the first MB): small batches let it stop reading early
+        limit = (1 << 20) if strategy == "standard" else _BATCH_CHARS
+        with progress_bar(total=None, desc=f"lz78 {strategy}", unit="B", enabled=progress is not False) as bar:
+            for doc in docs:
+                batch.append(doc)
+                size += len(doc)
+                if size >= limit:
+                    trainer.feed(batch, num_threads)
+                    bar.update(size)
+                    batch, size = [], 0
+                    if not trainer.wants_more:
+                        break
+            if batch and trainer.wants_more:
+                trainer.feed(batch, num_threads)
+                bar.update(size)
+        entries, flat, stats = trainer.finish(num_threads)
+        if not entries:
+            raise TokenforgeError("the corpus is empty: no dictionary entry could be built")
+        settings = {
+            "strategy": strategy,
+            "chunking": bool(chunking),
+            "pattern": "gpt4",
+            "vocab_size_requested": int(vocab_size),
+            "params": params,
+            "specials": extras,
+            "training": {k: int(v) for k, v in stats.items()},
+            "trainer": f"tokenforge {_core.__version__}",
+        }
+        got = sum(1 for e in entries if e[3])
+        if got < n:
+            warnings.warn(
+                f"the corpus gave only {got} of the {n} dictionary entries asked for; the tokenizer has "
+                f"{got + 260 + len(extras)} ids instead of {vocab_size}",
+                stacklevel=2,
+            )
+        if strategy == "compressed":
+            data = _to_compressed(entries, settings)
+        else:
+            nodes = [(p, c, pat, out) for p, c, pat, out in entries]
+            data = LZ78Data(structure="flat" if flat else "tree", nodes=nodes, settings=settings)
+        return cls(data)
+
+    # ---- the contract ------------------------------------------------------
+    @property
+    def vocab_size(self) -> int:
+        return self._model.vocab_size
+
+    @property
+    def special_tokens(self) -> dict[str, int]:
+        return dict(self._specials)
+
+    @property
+    def num_codes(self) -> int:
+        """N: the output entries (ids 1..N)."""
+        return self._n
+
+    @property
+    def structure(self) -> str:
+        """"tree", "flat" (flat_prune) or "compressed" (a Patricia trie)."""
+        return self._data.structure
+
+    @property
+    def strategy(self) -> str | None:
+        return self._data.settings.get("strategy")
+
+    @property
+    def chunking(self) -> bool:
+        return self._chunking
+
+    @property
+    def data(self) -> LZ78Data:
+        return self._data
+
+    def byte_fallback_id(self, b: int) -> int:
+        """The id of byte ``b`` (N + 1 + b)."""
+        if not 0 <= int(b) < 256:
+            raise TokenforgeError(f"a byte is 0..255, not {b}")
+        return self._n + 1 + int(b)
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        if not isinstance(text, str):
+            raise TypeError(f"text must be str, not {type(text).__name__}")
+        return self._model.encode_ordinary(text)
+
+    def encode_to_numpy(self, text: str) -> np.ndarray:
+        """Encode one text straight into a uint32 numpy array."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be str, not {type(text).__name__}")
+        return self._model.encode_ordinary_numpy(text)
+
+    def tokenize_smart(self, text: str) -> list[int]:
+        """Greedy longest match over output entries only (the smart_prune encoder; same as encode_ordinary)."""
+        return self.encode_ordinary(text)
+
+    def tokenize_flat(self, text: str) -> list[int]:
+        """Greedy longest match over the dictionary's strings (the flat_prune encoder; same as encode_ordinary)."""
+        return self.encode_ordinary(text)
+
+    def _encode_with_specials(self, text: str, allowed: dict[str, int]) -> list[int]:
+        return self._model.encode(text, list(allowed.values()))
+
+    def encode_batch(self, texts: Sequence[str], num_threads: int | None = None, as_numpy: bool = False):
+        """Encode many texts in parallel (GIL released); ``as_numpy`` gives one array per text."""
+        _check_texts(texts)
+        texts = list(texts)
+        if not as_numpy:
+            return self._model.encode_batch_lists(texts, num_threads)
+        flat, offsets = self._model.encode_batch(texts, num_threads)
+        dt = ids_dtype(self.vocab_size)
+        if dt != np.uint32:
+            flat = flat.astype(dt)
+        return np.split(flat, offsets[1:-1].astype(np.intp)) if len(texts) else []
+
+    def encode_batch_flat(self, texts: Sequence[str], num_threads: int | None = None):
+        """(flat uint32 ids, uint64 offsets) of many texts, without per-text lists."""
+        _check_texts(texts)
+        return self._model.encode_batch(list(texts), num_threads)
+
+    def decode_bytes(self, ids) -> bytes:
+        return self._model.decode_bytes(ids)
+
+    def token_bytes(self) -> np.ndarray:
+        return self._model.token_lengths()
+
+    def id_to_bytes(self, id: int) -> bytes:
+        b = self._model.id_bytes(self._check_id(id))
+        if b is None:
+            raise TokenforgeError(f"token id {id} is not used by this vocabulary")
+        return b
+
+    # ---- chunking and output vocabulary -------------------------------------
+    def set_chunking(self, chunking: bool) -> None:
+        """Encode with (True) or without (False) GPT-4-pattern chunking.
+
+        Warns when it differs from how the dictionary was trained: a
+        dictionary trained without chunking loses 22-38% in bytes per token
+        when encoded with it (docs/algorithms.md).
+        """
+        chunking = bool(chunking)
+        trained = self._data.settings.get("chunking")
+        if trained is not None and trained != chunking:
+            warnings.warn(
+                f"this dictionary was trained with chunking={trained}; encoding with chunking={chunking} "
+                "gives longer token sequences",
+                stacklevel=2,
+            )
+        self._chunking = chunking
+        pattern = _pattern_of(self._data.settings.get("pattern")) if chunking else None
+        self._model = self._model.with_pattern(pattern)
+
+    def compact_output_vocab(self, text) -> int:
+        """Mark the output entries that encoding ``text`` never emits as
+        prefix-only (kept for structure, given no id) and renumber the
+        remaining outputs 1..N'. ``text`` is a str or a list of str. Returns how
+        many were marked. Ids change: re-encode afterwards.
+        """
+        texts = [text] if isinstance(text, str) else list(text)
+        _check_texts(texts)
+        flat, _ = self._model.encode_batch(texts, None)
+        used = np.bincount(np.asarray(flat, dtype=np.int64), minlength=self.vocab_size)[1 : self._n + 1] > 0
+        unused = int((~used).sum())
+        if unused == 0:
+            return 0
+        if unused == self._n:
+            raise TokenforgeError("the text uses no dictionary entry at all; compacting would leave none")
+        d = self._data
+        if d.structure == "compressed":
+            nodes = [(p, lab, (o if o > 0 and used[o - 1] else -1), pat) for p, lab, o, pat in d.nodes]
+            new = {o: k + 1 for k, o in enumerate(sorted(n[2] for n in nodes if n[2] > 0))}
+            nodes = [(p, lab, new[o] if o > 0 else -1, pat) for p, lab, o, pat in nodes]
+            self._data = LZ78Data("compressed", nodes, dict(d.settings))
+        elif d.structure == "flat":
+            nodes = [n for k, n in enumerate(d.nodes) if used[k]]
+            self._data = LZ78Data("flat", nodes, dict(d.settings))
+        else:
+            # outputs occupy codes 1..N in order; output k is node k
+            flags = [bool(n[3] and used[k]) if k < self._n else False for k, n in enumerate(d.nodes)]
+            order = [k for k in range(len(d.nodes)) if flags[k]] + [k for k in range(len(d.nodes)) if not flags[k]]
+            code = {k: i + 1 for i, k in enumerate(order)}
+            nodes = []
+            for k in order:
+                p, c, pat, _ = d.nodes[k]
+                nodes.append((code[p - 1] if p else 0, c, pat, flags[k]))
+            self._data = LZ78Data("tree", nodes, dict(d.settings))
+        self._build()
+        return unused
+
+    # ---- structure ------------------------------------------------------------
+    def to_compressed(self) -> "LZ78Tokenizer":
+        """The same dictionary as a Patricia trie (the compressed TSV format); ids are unchanged."""
+        if self._data.structure == "compressed":
+            return self
+        entries = [(p, c, pat, out) for p, c, pat, out in self._data.nodes]
+        data = _to_compressed(entries, dict(self._data.settings))
+        tok = LZ78Tokenizer(data, chunking=self._chunking, special_tokens=self._extras)
+        return tok
+
+    def embedding_metadata(self, mode: str = "structured") -> dict:
+        """Per id, the parent index and the character index for structured embeddings.
+
+        ``mode``: "structured" (the LZ78 parent, TSV ``parent_code``; parents
+        range over all dictionary nodes, prefix-only ones included) or
+        "hierarchical" (the longest proper prefix that is itself an output
+        entry; parents are output ids). "tuple" is structured's metadata. A
+        compressed dictionary has no LZ78 parents: both modes give the
+        hierarchical parents. The character is the entry's last character.
+        Byte-fallback ids have parent 0 and their byte as character; id 0 and
+        the special tokens get characters of their own.
+
+        Returns ``{"mode", "parent", "char" (int64 arrays of vocab_size),
+        "num_parents", "num_chars", "chars" (a label per character index)}``.
+        Character indices: 0..255 are bytes (ASCII characters are their own
+        byte), then the dictionary's other characters, then one per special
+        token and one for id 0.
+        """
+        if mode == "tuple":
+            mode = "structured"
+        if mode not in ("structured", "hierarchical"):
+            raise TokenforgeError(f"unknown embedding mode {mode!r}; expected 'structured', 'hierarchical' or 'tuple'")
+        if self._data.structure == "flat":
+            raise TokenforgeError(
+                f"{mode} embeddings need a tree dictionary, but this one is flat (flat_prune): its entries are "
+                "independent strings with no parent. Use flat embeddings, or train with a tree strategy "
+                "(frequency_gated, multi_round, cost_adjusted, smart_prune, compressed)"
+            )
+        V = self.vocab_size
+        n = self._n
+        outputs = self._data.output_patterns()
+        parent = np.zeros(V, dtype=np.int64)
+        char = np.zeros(V, dtype=np.int64)
+        labels = [bytes([b]).decode("latin-1") if b < 128 else f"<0x{b:02X}>" for b in range(256)]
+        char_index: dict[str, int] = {}
+
+        def cidx(c: str) -> int:
+            if ord(c) < 128:
+                return ord(c)
+            i = char_index.get(c)
+            if i is None:
+                i = char_index[c] = len(labels)
+                labels.append(c)
+            return i
+
+        structured = mode == "structured" and self._data.structure == "tree"
+        if structured:
+            for k, (p, c, pat, out) in enumerate(self._data.nodes[:n]):
+                parent[k + 1] = p
+                char[k + 1] = cidx(c)
+            num_parents = len(self._data.nodes) + 1
+        else:
+            out_id = {p: k + 1 for k, p in enumerate(outputs)}
+            for k, pat in enumerate(outputs):
+                par = 0
+                for j in range(len(pat) - 1, 0, -1):
+                    q = out_id.get(pat[:j])
+                    if q is not None:
+                        par = q
+                        break
+                parent[k + 1] = par
+                char[k + 1] = cidx(pat[-1])
+            num_parents = n + 1
+        for b in range(256):
+            parent[n + 1 + b] = 0
+            char[n + 1 + b] = b
+        for s, i in self._specials.items():
+            char[i] = len(labels)
+            labels.append(s)
+        char[0] = len(labels)
+        labels.append("<reserved>")
+        return {
+            "mode": mode,
+            "parent": parent,
+            "char": char,
+            "num_parents": int(num_parents),
+            "num_chars": len(labels),
+            "chars": labels,
+        }
+
+    def inspect_extra(self) -> dict:
+        """LZ78 statistics for ``tokenforge inspect`` (see :func:`lz78_inspect`)."""
+        return lz78_inspect(self)
+
+    # ---- files -------------------------------------------------------------
+    def _settings_for_save(self) -> dict:
+        s = dict(self._data.settings)
+        s["specials"] = list(self._extras)
+        s.setdefault("chunking", self._chunking)
+        s.setdefault("pattern", "gpt4")
+        return s
+
+    def save(self, path) -> None:
+        """Write the dictionary TSV (with header). A path ending in ``.tsv`` is
+        the file; anything else is a directory that gets ``lz78.tsv``."""
+        p = Path(path)
+        if p.suffix.lower() != ".tsv":
+            p.mkdir(parents=True, exist_ok=True)
+            p = p / _DIR_FILE
+        write_lz78_tsv(p, LZ78Data(self._data.structure, self._data.nodes, self._settings_for_save()))
+
+    def save_tsv(self, path, tsv_format: str | None = None) -> None:
+        """Write one TSV file in ``tsv_format`` ("lz78" or "compressed"; default: the dictionary's own)."""
+        if tsv_format not in (None, "lz78", "compressed"):
+            raise TokenforgeError(f"unknown tsv_format {tsv_format!r}; expected 'lz78' or 'compressed'")
+        tok = self
+        if tsv_format == "compressed":
+            tok = self.to_compressed()
+        elif tsv_format == "lz78" and self._data.structure == "compressed":
+            raise TokenforgeError("a compressed (Patricia) dictionary has no LZ78 parents; it can only be written in the compressed format")
+        write_lz78_tsv(Path(path), LZ78Data(tok._data.structure, tok._data.nodes, tok._settings_for_save()))
+
+    @classmethod
+    def from_directory(cls, directory) -> "LZ78Tokenizer":
+        """Load what :meth:`save` wrote into a directory."""
+        return cls.from_tsv(Path(directory) / _DIR_FILE, tsv_format=None)
+
+    @classmethod
+    def load(cls, path) -> "LZ78Tokenizer":
+        p = Path(path)
+        if p.is_dir():
+            return cls.from_directory(p)
+        return cls.from_tsv(p, tsv_format=None)
+
+    def __repr__(self) -> str:
+        return (
+            f"LZ78Tokenizer(vocab_size={self.vocab_size}, N={self._n}, structure={self.structure!r}, "
+            f"strategy={self.strategy!r}, chunking={self._chunking})"
+        )
+
+
+def _outputs_first(data: LZ78Data) -> LZ78Data:
+    """The same dictionary with output entries at codes 1..N (parents remapped), as ids need."""
+    if data.structure == "compressed":
+        return data
+    nodes = data.nodes
+    k = 0
+    while k < len(nodes) and nodes[k][3]:
+        k += 1
+    if all(not n[3] for n in nodes[k:]):
+        return data
+    order = [i for i, n in enumerate(nodes) if n[3]] + [i for i, n in enumerate(nodes) if not n[3]]
+    code = {i + 1: j + 1 for j, i in enumerate(order)}
+    new = [(code.get(nodes[i][0], 0), nodes[i][1], nodes[i][2], nodes[i][3]) for i in order]
+    return LZ78Data(data.structure, new, data.settings)
+
+
+def _to_compressed(entries, settings: dict) -> LZ78Data:
+    """Patricia trie of a tree or flat dictionary ((parent, char, pattern, output) per code)."""
+    items = []
+    out_id = 0
+    for p, c, pat, out in entries:
+        if out:
+            out_id += 1
+            items.append((pat, out_id))
+        else:
+            items.append((pat, -1))
+    rows, _trie_nodes = _core.lz78_patricia(items)
+    nodes = [(parent, label, out, pat) for parent, label, out, pat in rows]
+    return LZ78Data(structure="compressed", nodes=nodes, settings=settings)
+
+
+def _documents(corpus, text_field: str, split_on: str | None):
+    if isinstance(corpus, (str, os.PathLike)):
+        return iter_documents(Path(corpus), text_field=text_field, split_on=split_on)
+    if isinstance(corpus, (list, tuple)) and corpus and all(isinstance(x, os.PathLike) for x in corpus):
+        return iter_documents(list(corpus), text_field=text_field, split_on=split_on)
+    if isinstance(corpus, (bytes, bytearray)):
+        raise TypeError("corpus must be paths or an iterable of str, not bytes")
+    try:
+        it = iter(corpus)
+    except TypeError:
+        raise TypeError(f"corpus must be a path, a list of paths or an iterable of str, not {type(corpus).__name__}") from None
+    return iter_documents(it, text_field=text_field, split_on=split_on)
+
+
+def lz78_inspect(tokenizer: LZ78Tokenizer, top: int = 10) -> dict:
+    """Dictionary statistics for ``tokenforge inspect``.
+
+    entries (all nodes), output entries, prefix-only entries, trie nodes (the
+    plain character trie of all entries, root excluded), Patricia nodes, node
+    compression ratio (trie / Patricia), depth histogram (output entries by
+    length in characters, i.e. depth in the plain trie) and the longest
+    output entries.
+    """
+    d = tokenizer.data
+    if d.structure == "compressed":
+        items = [(pat, out) for _, _, out, pat in d.nodes]
+        entries = len(d.nodes)
+    else:
+        items = []
+        k = 0
+        for _, _, pat, out in d.nodes:
+            if out:
+                k += 1
+            items.append((pat, k if out else -1))
+        entries = len(d.nodes)
+    rows, trie_nodes = _core.lz78_patricia(items) if items else ([], 0)
+    outputs = d.output_patterns()
+    hist: dict[int, int] = {}
+    for p in outputs:
+        hist[len(p)] = hist.get(len(p), 0) + 1
+    longest = sorted(range(len(outputs)), key=lambda i: (-len(outputs[i]), i))[:top]
+    return {
+        "lz78_structure": d.structure,
+        "lz78_strategy": d.settings.get("strategy"),
+        "lz78_chunking": tokenizer.chunking,
+        "entries": entries,
+        "output_entries": len(outputs),
+        "prefix_only_entries": entries - len(outputs) if d.structure != "compressed" else sum(1 for r in d.nodes if r[2] <= 0),
+        "trie_nodes": int(trie_nodes),
+        "patricia_nodes": len(rows),
+        "node_compression_ratio": (trie_nodes / len(rows)) if rows else 1.0,
+        "depth_histogram": dict(sorted(hist.items())),
+        "longest_entries": [(i + 1, outputs[i]) for i in longest],
+    }
+
+
+def _sniff_dir(path: Path, head: bytes) -> bool:
+    return path.is_dir() and (path / _DIR_FILE).is_file()
+
+
+def _register() -> None:
+    register_format("tokenforge-lz78-tsv", sniff_lz78_tsv, lambda p: LZ78Tokenizer.from_tsv(p, tsv_format=None))
+    register_format("tokenforge-lz78-dir", _sniff_dir, LZ78Tokenizer.from_directory)

@@ -1,0 +1,683 @@
+"""Mixedgram: a latin1 tokenizer of 4,096 ids = the 256 bytes + the 3,840 best 2..8-grams.
+
+The vocabulary of a text is every distinct 2..8-gram, counted with overlaps,
+ranked by ``n × count`` (ties: longer first, then byte order); the top 3,840
+become ids 256..4095. Text is cut greedily (longest n-gram at each position,
+else the byte) or optimally (fewest tokens). Ids are 12 bits, packed two per
+three bytes, so a ``.mxgram`` file (the vocabulary as a 38,400-byte header,
+then the packed ids) also compresses text: two 8-grams, 16 bytes, are 3 bytes.
+
+Rules the seed leaves open are fixed in the spec (``docs/formats.md`` has the
+byte layout):
+
+- Text is latin1: a ``str`` of characters U+0000..U+00FF, or ``bytes`` taken as
+  latin1. Anything else raises :class:`Latin1Error` naming the character and
+  its offset, unless ``errors="replace"`` (which writes ``?``).
+- NUL characters are removed before training and encoding; decoding cannot
+  bring them back. Id 0 is the packed stream's padding.
+
+Special tokens. The 4,096 ids are all spoken for, so special tokens (for use
+as an LM tokenizer, e.g. ``special_tokens="nanochat"``) take the *last* ids,
+4096 - k .. 4095, and the vocabulary keeps the best 3,840 - k n-grams. By
+default there are none (the seed's layout). Special tokens are ASCII. They
+live in the vocabulary JSON (:meth:`Mixedgram.save`); a ``.mxgram`` header has
+no place for them (their entries are written as unused), so compressed files
+never contain them.
+
+Not handled: text in other encodings than latin1 (decode it first, or pass
+``encoding=`` when reading a file), NUL round trips, streams longer than
+memory (files are read whole).
+"""
+
+from __future__ import annotations
+
+import codecs
+import copy
+import dataclasses
+import functools
+import os
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from . import _core
+from .base import Tokenizer, _check_texts, register_format
+from .chat import SPECIAL_TOKENS
+from .data.corpus import progress_bar
+from .errors import FormatError, Latin1Error, SpecialTokenError, TokenforgeError
+from .formats import mxgram as _fmt
+from .formats.atomic import atomic_open
+
+__all__ = [
+    "Mixedgram",
+    "CompressStats",
+    "VOCAB_SIZE",
+    "NGRAM_SLOTS",
+    "HEADER_BYTES",
+    "PARSES",
+    "to_latin1",
+    "pack",
+    "unpack",
+    "pack12",
+    "unpack12",
+    "inspect_file",
+]
+
+VOCAB_SIZE = 4096
+NGRAM_SLOTS = 3840
+FIRST_NGRAM_ID = 256
+HEADER_BYTES = _core.MIXEDGRAM_HEADER_BYTES
+PARSES = ("greedy", "optimal")
+_DIR_FILE = "mixedgram.json"
+# Large inputs are encoded / decoded in steps of about this many bytes so a
+# progress bar can move; each step is one GIL-free Rust call.
+_STEP = 8 << 20
+_LATIN1_NAMES = ("iso8859-1",)
+
+
+# ---------------------------------------------------------------------------
+# text in and out
+# ---------------------------------------------------------------------------
+def to_latin1(text, errors: str = "strict", *, where: str | None = None) -> bytes:
+    """The latin1 bytes of ``text`` (a str, or bytes-like taken as latin1).
+
+    ``errors="strict"`` raises :class:`Latin1Error` at the first character
+    above U+00FF; ``"replace"`` writes ``?`` for each.
+    """
+    if isinstance(text, str):
+        if errors not in ("strict", "replace"):
+            raise ValueError(f"errors must be 'strict' or 'replace', not {errors!r}")
+        try:
+            return text.encode("latin-1", errors=errors)
+        except UnicodeEncodeError as e:
+            ch = e.object[e.start]
+            msg = (
+                f"{where + ': ' if where else ''}character {ch!r} (U+{ord(ch):04X}) at offset {e.start} is not latin1; "
+                "mixedgram accepts only characters U+0000..U+00FF (pass errors='replace' to write '?' instead)"
+            )
+            raise Latin1Error(ch, e.start, msg) from None
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        return bytes(text)
+    raise TypeError(f"text must be str or bytes, not {type(text).__name__}")
+
+
+def _names_file(s: str) -> bool:
+    return len(s) < 4096 and "\n" not in s and "\0" not in s and os.path.isfile(s)
+
+
+def _read_source(src, text, path, encoding: str, errors: str) -> tuple[bytes, Path | None]:
+    """(latin1 bytes, path or None) from exactly one of src / text= / path=.
+
+    ``src``: a ``os.PathLike`` is a file; a ``str`` naming an existing file
+    (one line, under 4096 characters) is that file; any other ``str`` or
+    bytes-like is the text itself. ``text=``/``path=`` remove the guess.
+    """
+    given = sum(x is not None for x in (src, text, path))
+    if given != 1:
+        raise TypeError("give exactly one of: the text or path, text=, or path=")
+    if src is not None:
+        if isinstance(src, os.PathLike) or (isinstance(src, str) and _names_file(src)):
+            path = src
+        else:
+            text = src
+    if path is not None:
+        p = Path(path)
+        raw = p.read_bytes()
+        if codecs.lookup(encoding).name in _LATIN1_NAMES:
+            return raw, p
+        try:
+            decoded = raw.decode(encoding)
+        except UnicodeDecodeError as e:
+            raise FormatError(f"not valid {encoding} ({e.reason})", path=p, offset=e.start) from None
+        return to_latin1(decoded, errors, where=str(p)), p
+    return to_latin1(text, errors), None
+
+
+def _check_parse(parse) -> str:
+    if parse not in PARSES:
+        raise TokenforgeError(f"unknown parse {parse!r}; expected 'greedy' or 'optimal'")
+    return parse
+
+
+class _WithPath:
+    """Re-raise a FormatError from the core with the file's path added."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if self.path is not None and isinstance(exc, FormatError) and exc.path is None:
+            raise FormatError(exc.reason, path=self.path, line=exc.line, offset=exc.offset) from None
+        return False
+
+
+# ---------------------------------------------------------------------------
+# packing (module level: no vocabulary needed)
+# ---------------------------------------------------------------------------
+def pack(ids) -> bytes:
+    """Pack token ids (1..4095) two per three bytes; an odd count gets a padding 0."""
+    return _core.mixedgram_pack(ids)
+
+
+def unpack(data, as_numpy: bool = False):
+    """Ids of a packed stream (the final padding 0 dropped). A length that is not
+    a multiple of 3, or a 0 before the end, raises FormatError with the offset."""
+    arr = _core.mixedgram_unpack(bytes(data))
+    return arr if as_numpy else arr.tolist()
+
+
+def pack12(values) -> bytes:
+    """Raw 12-bit packing of any values 0..4095 (no padding rule)."""
+    return _core.mixedgram_pack12(values)
+
+
+def unpack12(data) -> list[int]:
+    """Raw 12-bit unpacking: two values per three bytes."""
+    return _core.mixedgram_unpack12(bytes(data)).tolist()
+
+
+# ---------------------------------------------------------------------------
+# the tokenizer
+# ---------------------------------------------------------------------------
+class _ClassOrInstance:
+    """A method called on the class gets ``(cls, None, ...)``, on an instance ``(cls, self, ...)``."""
+
+    def __init__(self, func):
+        self.func = func
+        functools.update_wrapper(self, func)
+
+    def __get__(self, obj, cls):
+        return functools.partial(self.func, cls, obj)
+
+
+_KEEP = object()
+
+
+def _special_ids(special_tokens) -> dict[str, int]:
+    """{text: id} from None, "nanochat", a list (last ids, in order) or a dict."""
+    if special_tokens is None:
+        return {}
+    if isinstance(special_tokens, dict):
+        out = dict(special_tokens)
+    else:
+        if special_tokens == "nanochat":
+            names = list(SPECIAL_TOKENS)
+        elif isinstance(special_tokens, str):
+            raise TypeError("special_tokens must be a list of strings, a dict, 'nanochat' or None, not a single string")
+        else:
+            names = list(special_tokens)
+        if len(set(names)) != len(names):
+            dup = next(s for s in names if names.count(s) > 1)
+            raise SpecialTokenError(f"special token {dup!r} is listed twice")
+        if len(names) > NGRAM_SLOTS:
+            raise SpecialTokenError(f"{len(names)} special tokens do not fit in {NGRAM_SLOTS} slots")
+        first = VOCAB_SIZE - len(names)
+        out = {name: first + j for j, name in enumerate(names)}
+    for text, i in out.items():
+        if not isinstance(text, str) or not text or not text.isascii() or "\0" in text:
+            raise SpecialTokenError(f"special token {text!r}: mixedgram special tokens are non-empty ASCII strings without NUL")
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not FIRST_NGRAM_ID <= int(i) < VOCAB_SIZE:
+            raise SpecialTokenError(f"special token {text!r} has id {i!r}; special ids are {FIRST_NGRAM_ID}..{VOCAB_SIZE - 1}")
+    return {t: int(i) for t, i in out.items()}
+
+
+@dataclasses.dataclass
+class CompressStats:
+    """What :meth:`Mixedgram.compress` did."""
+
+    input_bytes: int  #: latin1 bytes read, NULs included
+    nul_removed: int
+    tokens: int
+    output_bytes: int  #: the .mxgram file: 38,400 + 3 × ceil(tokens / 2)
+    parse: str
+    trained: bool  #: whether the vocabulary was trained on this input
+    tokenizer: "Mixedgram"
+
+    @property
+    def ratio(self) -> float:
+        """Input bytes per output byte (higher is better)."""
+        return self.input_bytes / self.output_bytes if self.output_bytes else 0.0
+
+
+class Mixedgram(Tokenizer):
+    """The mixedgram tokenizer (seed 001): 4,096 ids, latin1 text, 12-bit packing.
+
+    Build one with :meth:`train` (or :meth:`compress` of a text), :meth:`load`
+    / :func:`tokenforge.load`, or from a list of n-grams (``ngrams[i]`` is id
+    256 + i; ``b""`` leaves the slot unused). ``parse`` is the default of
+    :meth:`encode`: "greedy" (the seed's) or "optimal" (fewest tokens).
+    ``errors`` ("strict" or "replace") is what encoding does with characters
+    above U+00FF.
+    """
+
+    family = "mixedgram"
+
+    def __init__(self, ngrams=(), special_tokens=None, *, counts=None, training=None, parse: str = "greedy", errors: str = "strict"):
+        grams = [bytes(g) for g in ngrams]
+        if len(grams) > NGRAM_SLOTS:
+            raise TokenforgeError(f"{len(grams)} n-grams given; a mixedgram vocabulary has {NGRAM_SLOTS} slots")
+        grams += [b""] * (NGRAM_SLOTS - len(grams))
+        specials = _special_ids(special_tokens)
+        self._model = _core.MixedgramModel(grams, [(i, t.encode("ascii")) for t, i in specials.items()])
+        self._ngrams = grams
+        self._specials = specials
+        self._counts = None if counts is None else [int(c) for c in counts] + [0] * (NGRAM_SLOTS - len(counts))
+        self._training = dict(training or {})
+        self.parse = _check_parse(parse)
+        if errors not in ("strict", "replace"):
+            raise ValueError(f"errors must be 'strict' or 'replace', not {errors!r}")
+        self.errors = errors
+
+    # ---- training ----------------------------------------------------------
+    @_ClassOrInstance
+    def train(
+        cls,
+        self,
+        text_or_path=None,
+        *,
+        text=None,
+        path=None,
+        special_tokens=_KEEP,
+        encoding: str = "latin-1",
+        errors: str | None = None,
+        num_threads: int | None = None,
+        progress: bool = False,
+    ) -> "Mixedgram":
+        """Train on one text: a ``str`` (latin1 characters), ``bytes`` (taken as
+        latin1), or a file path (its bytes are latin1 unless ``encoding=`` says
+        otherwise). A ``str`` naming an existing file is read as that file; use
+        ``text=`` or ``path=`` to say which. NULs are removed first.
+
+        On the class this returns a new tokenizer; on an instance it replaces
+        that instance's vocabulary and returns it. The result does not depend
+        on ``num_threads``.
+        """
+        errors = errors or (self.errors if self is not None else "strict")
+        if special_tokens is _KEEP:
+            special_tokens = dict(self._specials) if self is not None else None
+        specials = _special_ids(special_tokens)
+        with progress_bar(total=None, desc="mixedgram: reading", unit="B", enabled=progress) as bar:
+            data, _ = _read_source(text_or_path, text, path, encoding, errors)
+            bar.update(len(data))
+        tok = cls._train_bytes(data, specials, num_threads=num_threads, progress=progress)
+        tok.errors = errors
+        if self is None:
+            return tok
+        self.__dict__.update({k: v for k, v in tok.__dict__.items() if k not in ("parse",)})
+        return self
+
+    @classmethod
+    def _train_bytes(cls, data: bytes, specials: dict[str, int], *, num_threads=None, progress=False) -> "Mixedgram":
+        slots = NGRAM_SLOTS - len(specials)
+        with progress_bar(total=None, desc="mixedgram: counting 2..8-grams", unit="B", enabled=progress) as bar:
+            top, stats = _core.mixedgram_train(data, slots, num_threads)
+            bar.update(len(data))
+        grams = [g for g, _ in top]
+        counts = [c for _, c in top]
+        # Specials sit in the last slots; n-grams fill from 256 and never reach them.
+        training = {
+            "text_bytes": stats["text_bytes"],
+            "nul_removed": stats["nul_removed"],
+            "distinct_counted": {str(n): stats["distinct"][n] for n in range(2, 9)},
+        }
+        return cls(grams, specials, counts=counts, training=training)
+
+    # ---- the contract ------------------------------------------------------
+    @property
+    def vocab_size(self) -> int:
+        return VOCAB_SIZE
+
+    @property
+    def special_tokens(self) -> dict[str, int]:
+        return dict(self._specials)
+
+    @property
+    def ngrams(self) -> list[bytes]:
+        """The 3,840 slots, id 256 + i; ``b""`` for unused and special slots."""
+        return list(self._ngrams)
+
+    @property
+    def ngram_count(self) -> int:
+        return self._model.ngram_count
+
+    @property
+    def counts(self) -> list[int] | None:
+        """Training counts per slot (0 for unused), if known."""
+        return None if self._counts is None else list(self._counts)
+
+    @property
+    def training(self) -> dict:
+        return dict(self._training)
+
+    def _with_parse(self, parse) -> "Mixedgram":
+        p = self.parse if parse is None else _check_parse(parse)
+        if p == self.parse:
+            return self
+        other = copy.copy(self)
+        other.parse = p
+        return other
+
+    def encode(
+        self,
+        text,
+        prepend=None,
+        append=None,
+        num_threads=None,
+        *,
+        allowed_special=(),
+        disallowed_special=(),
+        parse: str | None = None,
+    ):
+        """The contract's ``encode`` (a str or a list of str; bytes are taken as
+        latin1), plus ``parse``: "greedy" or "optimal" (default: ``self.parse``)."""
+        if isinstance(text, (bytes, bytearray, memoryview)):
+            text = bytes(text).decode("latin-1")
+        tok = self._with_parse(parse)
+        return Tokenizer.encode(
+            tok,
+            text,
+            prepend,
+            append,
+            num_threads,
+            allowed_special=allowed_special,
+            disallowed_special=disallowed_special,
+        )
+
+    def encode_ordinary(self, text, parse: str | None = None) -> list[int]:
+        return self.encode_to_numpy(text, parse=parse).tolist()
+
+    def encode_to_numpy(self, text, parse: str | None = None) -> np.ndarray:
+        """Encode one text (str or latin1 bytes) straight into a uint16 array."""
+        if not isinstance(text, (str, bytes, bytearray, memoryview)):
+            raise TypeError(f"text must be str, not {type(text).__name__}")
+        p = self.parse if parse is None else _check_parse(parse)
+        return self._model.encode(to_latin1(text, self.errors), p)
+
+    def encode_batch(self, texts: Sequence[str], num_threads: int | None = None, as_numpy: bool = False, parse: str | None = None):
+        """Encode many texts in parallel (GIL released)."""
+        _check_texts(texts)
+        p = self.parse if parse is None else _check_parse(parse)
+        data = [to_latin1(t, self.errors) for t in texts]
+        flat, offsets = self._model.encode_batch(data, p, num_threads)
+        if as_numpy:
+            return np.split(flat, offsets[1:-1].astype(np.intp)) if len(data) else []
+        ids = flat.tolist()
+        off = offsets.tolist()
+        return [ids[off[i] : off[i + 1]] for i in range(len(data))]
+
+    def decode_bytes(self, ids) -> bytes:
+        return self._model.decode_bytes(ids)
+
+    def decode(self, ids) -> str:
+        """The latin1 text of ``ids`` (special tokens as their text)."""
+        return self._model.decode_bytes(ids).decode("latin-1")
+
+    def token_bytes(self) -> np.ndarray:
+        return self._model.token_lengths()
+
+    def id_to_bytes(self, id: int) -> bytes:
+        b = self._model.id_bytes(self._check_id(id))
+        if b is None:
+            raise TokenforgeError(f"token id {id} is not used by this vocabulary")
+        return b
+
+    def id_to_token(self, id: int) -> str:
+        return self.id_to_bytes(id).decode("latin-1")
+
+    # ---- packing -----------------------------------------------------------
+    def pack(self, ids) -> bytes:
+        """Pack ids two per three bytes (see :func:`tokenforge.mixedgram.pack`)."""
+        return pack(ids)
+
+    def unpack(self, data, as_numpy: bool = False):
+        """Ids of a packed stream (see :func:`tokenforge.mixedgram.unpack`)."""
+        return unpack(data, as_numpy=as_numpy)
+
+    # ---- .mxgram files -----------------------------------------------------
+    @_ClassOrInstance
+    def compress(
+        cls,
+        self,
+        src=None,
+        dst=None,
+        *,
+        text=None,
+        path=None,
+        parse: str | None = None,
+        train: bool | None = None,
+        encoding: str = "latin-1",
+        errors: str | None = None,
+        num_threads: int | None = None,
+        progress: bool = False,
+    ) -> CompressStats:
+        """Write ``dst`` as a ``.mxgram`` file of the text ``src`` (str, bytes or a
+        path, as in :meth:`train`; or ``text=`` / ``path=``).
+
+        The vocabulary is trained on the text when called on the class, on an
+        instance without n-grams, or with ``train=True``; otherwise the
+        instance's vocabulary is used. The write is atomic.
+        """
+        if dst is None:
+            raise TypeError("compress needs a destination path (dst)")
+        errors = errors or (self.errors if self is not None else "strict")
+        with progress_bar(total=None, desc="mixedgram: reading", unit="B", enabled=progress) as bar:
+            data, _ = _read_source(src, text, path, encoding, errors)
+            bar.update(len(data))
+        input_bytes = len(data)
+        data, removed = _core.mixedgram_strip_nul(data)
+        must_train = train if train is not None else (self is None or self.ngram_count == 0)
+        if must_train:
+            tok = cls._train_bytes(data, {}, num_threads=num_threads, progress=progress)
+        else:
+            tok = self
+        p = tok.parse if parse is None else _check_parse(parse)
+        model = tok._model
+        if progress and p == "greedy" and len(data) > _STEP:
+            parts = []
+            with progress_bar(total=len(data), desc="mixedgram: encoding", unit="B", enabled=True) as bar:
+                pos = 0
+                while pos < len(data):
+                    ids, nxt = model.encode_range(data, pos, pos + _STEP)
+                    parts.append(ids)
+                    bar.update(nxt - pos)
+                    pos = nxt
+            ids = np.concatenate(parts) if parts else np.zeros(0, np.uint16)
+            ntok = len(ids)
+            chunks = [model.header(), _core.mixedgram_pack(ids)]
+        else:
+            blob, ntok = model.compress(data, p)
+            chunks = [blob]
+        size = sum(len(c) for c in chunks)
+        with progress_bar(total=size, desc="mixedgram: writing", unit="B", enabled=progress) as bar:
+            with atomic_open(dst, "wb") as f:
+                for c in chunks:
+                    f.write(c)
+                    bar.update(len(c))
+        return CompressStats(input_bytes, int(removed), int(ntok), size, p, bool(must_train), tok)
+
+    @staticmethod
+    def decompress_bytes(src, *, progress: bool = False) -> bytes:
+        """The latin1 bytes of a ``.mxgram`` file (a path, or the file's bytes)."""
+        if isinstance(src, (bytes, bytearray, memoryview)):
+            where, data = None, bytes(src)
+        else:
+            where = Path(src)
+            data = where.read_bytes()
+        with _WithPath(where):
+            if not progress or len(data) <= HEADER_BYTES + _STEP:
+                return _core.mixedgram_decompress(data)
+            model = _core.MixedgramModel.from_header(data)
+            out = []
+            step = _STEP - _STEP % 3
+            end = len(data)
+            if (end - HEADER_BYTES) % 3:
+                # Let the core report the exact offset of the stray bytes.
+                _core.mixedgram_decompress(data)
+            with progress_bar(total=end - HEADER_BYTES, desc="mixedgram: decoding", unit="B", enabled=True) as bar:
+                for start in range(HEADER_BYTES, end, step):
+                    stop = min(start + step, end)
+                    out.append(model.decode_stream(data[start:stop], start, stop == end))
+                    bar.update(stop - start)
+            return b"".join(out)
+
+    @_ClassOrInstance
+    def decompress(cls, self, src, *, progress: bool = False) -> str:
+        """The text of a ``.mxgram`` file (its own vocabulary is used), NULs gone."""
+        return cls.decompress_bytes(src, progress=progress).decode("latin-1")
+
+    # ---- saving and loading -------------------------------------------------
+    def save(self, path) -> None:
+        """Save the vocabulary. ``*.mxgram``: the seed's header with an empty
+        stream (no special tokens, no counts); ``*.json``: tokenforge's
+        vocabulary JSON; anything else: a directory with ``mixedgram.json``."""
+        p = Path(path)
+        if p.suffix.lower() == ".mxgram":
+            if self._specials:
+                raise TokenforgeError(
+                    "a .mxgram header has no place for special tokens; save to a .json file (or a directory) to keep them"
+                )
+            with atomic_open(p, "wb") as f:
+                f.write(self._model.header())
+            return
+        if p.suffix.lower() != ".json":
+            p.mkdir(parents=True, exist_ok=True)
+            p = p / _DIR_FILE
+        _fmt.write_vocab_json(p, self._ngrams, self._counts, self._specials, self._training)
+
+    @classmethod
+    def load(cls, path) -> "Mixedgram":
+        """Load a vocabulary JSON, a directory holding ``mixedgram.json``, or the
+        vocabulary of a ``.mxgram`` file (only its header is read)."""
+        p = Path(path)
+        if p.is_dir():
+            p = p / _DIR_FILE
+        with open(p, "rb") as f:
+            head = f.read(HEADER_BYTES)
+        if _fmt.sniff_vocab_json(p, head):
+            d = _fmt.read_vocab_json(p)
+            return cls(d["ngrams"], d["special_tokens"], counts=d["counts"], training=d["training"])
+        with _WithPath(p):
+            model = _core.MixedgramModel.from_header(head)
+        return cls(model.ngrams(), training={"source": p.name})
+
+    def __repr__(self) -> str:
+        return f"Mixedgram(ngrams={self.ngram_count}, specials={len(self._specials)}, parse={self.parse!r})"
+
+
+# ---------------------------------------------------------------------------
+# inspection
+# ---------------------------------------------------------------------------
+def _overlaps(grams: list[bytes]) -> dict:
+    """How many vocabulary n-grams sit inside a longer one ("actual" in "actually")."""
+    vocab = set(g for g in grams if g)
+    inside = set()
+    prefix = set()
+    suffix = set()
+    for g in vocab:
+        n = len(g)
+        for m in range(2, n):
+            for i in range(n - m + 1):
+                s = g[i : i + m]
+                if s in vocab:
+                    inside.add(s)
+                    if i == 0:
+                        prefix.add(s)
+                    if i + m == n:
+                        suffix.add(s)
+    return {
+        "inside_longer": len(inside),
+        "prefix_of_longer": len(prefix),
+        "suffix_of_longer": len(suffix),
+    }
+
+
+def inspect_file(path, *, top: int = 20, progress: bool = False) -> dict:
+    """Statistics of a ``.mxgram`` file or a saved vocabulary: entries by n, the
+    top entries, overlaps, and (for a ``.mxgram``) how the stream uses them and
+    the compression ratio."""
+    p = Path(path)
+    size = p.stat().st_size if p.is_file() else None
+    head = b""
+    if p.is_file():
+        with open(p, "rb") as f:
+            head = f.read(4096)
+    is_vocab = p.is_dir() or _fmt.sniff_vocab_json(p, head)
+    info: dict = {"path": str(p), "kind": "vocabulary" if is_vocab else "mxgram", "file_bytes": size}
+    uses = None
+    if is_vocab:
+        tok = Mixedgram.load(p)
+    else:
+        data = p.read_bytes()
+        with _WithPath(p):
+            model = _core.MixedgramModel.from_header(data)
+            if (len(data) - HEADER_BYTES) % 3:
+                _core.mixedgram_decompress(data)  # names the offset of the stray bytes
+            hist = np.zeros(VOCAB_SIZE, np.uint64)
+            step = _STEP - _STEP % 3
+            with progress_bar(total=len(data) - HEADER_BYTES, desc="mixedgram: reading stream", unit="B", enabled=progress) as bar:
+                for start in range(HEADER_BYTES, len(data), step):
+                    stop = min(start + step, len(data))
+                    hist += model.histogram(data[start:stop], start, stop == len(data))
+                    bar.update(stop - start)
+        tok = Mixedgram(model.ngrams())
+        uses = hist
+        lengths = tok.token_bytes().astype(np.uint64)
+        tokens = int(hist.sum())
+        text_bytes = int((hist * lengths).sum())
+        stream = len(data) - HEADER_BYTES
+        ngram_uses = hist[FIRST_NGRAM_ID:]
+        used_slots = np.array([bool(g) for g in tok.ngrams])
+        info["stream"] = {
+            "tokens": tokens,
+            "stream_bytes": stream,
+            "text_bytes": text_bytes,
+            "bytes_per_token": text_bytes / tokens if tokens else 0.0,
+            "ngram_tokens": int(ngram_uses.sum()),
+            "byte_tokens": int(hist[:FIRST_NGRAM_ID].sum()),
+            "unused_entries": int((used_slots & (ngram_uses == 0)).sum()),
+            "ratio_file": text_bytes / len(data) if len(data) else 0.0,
+            "ratio_stream": text_bytes / stream if stream else 0.0,
+        }
+    grams = tok.ngrams
+    by_n = {n: 0 for n in range(2, 9)}
+    for g in grams:
+        if g:
+            by_n[len(g)] += 1
+    info["ngrams"] = tok.ngram_count
+    info["unused_slots"] = NGRAM_SLOTS - tok.ngram_count - len(tok.special_tokens)
+    info["special_tokens"] = tok.special_tokens
+    info["by_n"] = by_n
+    info["overlaps"] = _overlaps(grams)
+    counts = tok.counts
+    rows = []
+    for i, g in enumerate(grams):
+        if not g:
+            continue
+        row = {"id": FIRST_NGRAM_ID + i, "ngram": g.decode("latin-1"), "n": len(g)}
+        if counts is not None:
+            row["count"] = counts[i]
+            row["score"] = counts[i] * len(g)
+        if uses is not None:
+            row["uses"] = int(uses[FIRST_NGRAM_ID + i])
+        rows.append(row)
+        if len(rows) >= top:
+            break
+    info["top"] = rows
+    return info
+
+
+# ---------------------------------------------------------------------------
+# tokenforge.load
+# ---------------------------------------------------------------------------
+def _sniff_dir(path: Path, head: bytes) -> bool:
+    return path.is_dir() and (path / _DIR_FILE).is_file()
+
+
+def _register() -> None:
+    register_format("tokenforge-mixedgram", _fmt.sniff_vocab_json, Mixedgram.load)
+    register_format("tokenforge-mixedgram-dir", _sniff_dir, Mixedgram.load)
+    register_format("mxgram", _fmt.sniff_mxgram, Mixedgram.load)

@@ -1,0 +1,205 @@
+//! Encoding and decoding with a fixed dictionary.
+//!
+//! Encoding is greedy longest match over the output entries in a
+//! double-array byte trie ([`ByteTrie`]); a byte that starts no match is its
+//! fallback id `N + 1 + b`, even inside a multi-byte character. With
+//! chunking, the text is first split by the pre-tokenizer and each chunk is
+//! matched on its own (a match never crosses a chunk boundary).
+
+use std::sync::Arc;
+
+use aho_corasick::{AhoCorasick, MatchKind};
+
+use super::trie::ByteTrie;
+use crate::error::{Error, Result};
+use crate::pretok::Pretokenizer;
+
+#[derive(Clone)]
+pub struct Lz78Model {
+    trie: Arc<ByteTrie>,
+    /// bytes of every id (empty: id 0 and unused ids)
+    tokens: Arc<Vec<Box<[u8]>>>,
+    n: u32,
+    pretok: Pretokenizer,
+    specials: Vec<(String, u32)>,
+    special_ac: Option<AhoCorasick>,
+}
+
+impl Lz78Model {
+    /// `outputs[k]` is the pattern of id `k + 1`. `specials` are `(text, id)`
+    /// with ids at or above `N + 257`.
+    pub fn new(outputs: &[String], specials: Vec<(String, u32)>, pretok: Pretokenizer) -> Result<Self> {
+        let n = outputs.len() as u32;
+        let trie = ByteTrie::build(outputs.iter().enumerate().map(|(i, p)| (p.as_bytes(), i as u32 + 1)))?;
+        let mut max_id = n + 256;
+        for (s, id) in &specials {
+            if s.is_empty() {
+                return Err(Error::Invalid("a special token is the empty string".into()));
+            }
+            if *id <= n + 256 {
+                return Err(Error::Invalid(format!("special token {s:?} has id {id}, which a code or byte uses")));
+            }
+            max_id = max_id.max(*id);
+        }
+        let mut tokens: Vec<Box<[u8]>> = vec![Box::from(&b""[..]); max_id as usize + 1];
+        for (i, p) in outputs.iter().enumerate() {
+            tokens[i + 1] = p.as_bytes().into();
+        }
+        for b in 0..256u32 {
+            tokens[(n + 1 + b) as usize] = vec![b as u8].into();
+        }
+        for (s, id) in &specials {
+            if !tokens[*id as usize].is_empty() {
+                return Err(Error::Invalid(format!("special token id {id} is used twice")));
+            }
+            tokens[*id as usize] = s.as_bytes().into();
+        }
+        let special_ac = build_ac(specials.iter().map(|(s, _)| s.as_str()))?;
+        Ok(Lz78Model { trie: Arc::new(trie), tokens: Arc::new(tokens), n, pretok, specials, special_ac })
+    }
+
+    /// The same dictionary with another chunking.
+    pub fn with_pretokenizer(&self, pretok: Pretokenizer) -> Self {
+        let mut m = self.clone();
+        m.pretok = pretok;
+        m
+    }
+
+    pub fn pretokenizer(&self) -> &Pretokenizer {
+        &self.pretok
+    }
+
+    pub fn n(&self) -> u32 {
+        self.n
+    }
+
+    pub fn vocab_size(&self) -> usize {
+        self.tokens.len()
+    }
+
+    pub fn trie(&self) -> &ByteTrie {
+        &self.trie
+    }
+
+    /// Greedy longest match of one chunk.
+    #[inline]
+    pub fn encode_chunk(&self, chunk: &[u8], out: &mut Vec<u32>) {
+        self.trie.encode_into(chunk, self.n + 1, out);
+    }
+
+    pub fn encode_ordinary_into(&self, text: &str, out: &mut Vec<u32>) -> Result<()> {
+        match self.pretok {
+            Pretokenizer::Whole => {
+                self.encode_chunk(text.as_bytes(), out);
+                Ok(())
+            }
+            _ => self.pretok.split(text, |c| self.encode_chunk(c.as_bytes(), out)),
+        }
+    }
+
+    pub fn encode_ordinary(&self, text: &str) -> Result<Vec<u32>> {
+        let mut out = Vec::with_capacity(text.len() / 3 + 1);
+        self.encode_ordinary_into(text, &mut out)?;
+        Ok(out)
+    }
+
+    /// Encode, turning the text of the specials whose ids are in `allowed`
+    /// (all if None) into their ids; the longest special wins at a position.
+    pub fn encode_with_specials(&self, text: &str, allowed: Option<&[u32]>) -> Result<Vec<u32>> {
+        let custom;
+        let ac = match allowed {
+            None => self.special_ac.as_ref(),
+            Some(ids) => {
+                let subset: Vec<&str> =
+                    self.specials.iter().filter(|(_, id)| ids.contains(id)).map(|(s, _)| s.as_str()).collect();
+                custom = build_ac(subset.into_iter())?;
+                custom.as_ref()
+            }
+        };
+        let Some(ac) = ac else { return self.encode_ordinary(text) };
+        let mut out = Vec::with_capacity(text.len() / 3 + 1);
+        let mut last = 0;
+        for m in ac.find_iter(text) {
+            self.encode_ordinary_into(&text[last..m.start()], &mut out)?;
+            let s = &text[m.start()..m.end()];
+            let id = self.specials.iter().find(|(t, _)| t == s).map(|(_, id)| *id).expect("matched a special");
+            out.push(id);
+            last = m.end();
+        }
+        self.encode_ordinary_into(&text[last..], &mut out)?;
+        Ok(out)
+    }
+
+    pub fn id_bytes(&self, id: u32) -> Option<&[u8]> {
+        if id == 0 {
+            return Some(&[]);
+        }
+        self.tokens.get(id as usize).map(|b| &b[..]).filter(|b| !b.is_empty())
+    }
+
+    /// Byte length of every id (0 for id 0 and the specials).
+    pub fn token_lengths(&self) -> Vec<i32> {
+        let first_special = self.n as usize + 257;
+        self.tokens.iter().enumerate().map(|(i, t)| if i >= first_special { 0 } else { t.len() as i32 }).collect()
+    }
+
+    /// Decode ids; id 0 (padding) decodes to nothing.
+    pub fn decode_bytes(&self, ids: &[u32]) -> Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(ids.len() * 4);
+        for (i, &id) in ids.iter().enumerate() {
+            match self.id_bytes(id) {
+                Some(b) => out.extend_from_slice(b),
+                None => {
+                    return Err(Error::Invalid(format!(
+                        "token id {id} (at position {i}) is not in the vocabulary of {} ids",
+                        self.tokens.len()
+                    )))
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn build_ac<'a>(pats: impl Iterator<Item = &'a str>) -> Result<Option<AhoCorasick>> {
+    let pats: Vec<&str> = pats.collect();
+    if pats.is_empty() {
+        return Ok(None);
+    }
+    AhoCorasick::builder()
+        .match_kind(MatchKind::LeftmostLongest)
+        .build(&pats)
+        .map(Some)
+        .map_err(|e| Error::Invalid(format!("cannot index the special tokens: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn seed() -> Lz78Model {
+        let outs: Vec<String> = ["h", "e", "he", "hel", "hell", "hello"].iter().map(|s| s.to_string()).collect();
+        let sp = vec![("<|bos|>".to_string(), 263), ("<|eos|>".to_string(), 264), ("<|pad|>".to_string(), 265)];
+        Lz78Model::new(&outs, sp, Pretokenizer::new(Some(crate::pretok::GPT4_PATTERN)).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn seed_example() {
+        let m = seed();
+        assert_eq!(m.encode_ordinary("hello").unwrap(), vec![6]);
+        assert_eq!(m.encode_ordinary("hex").unwrap(), vec![3, 127]);
+        assert_eq!(m.decode_bytes(&[3, 127]).unwrap(), b"hex");
+        assert_eq!(m.vocab_size(), 266);
+        assert_eq!(m.encode_with_specials("<|bos|>hello", None).unwrap(), vec![263, 6]);
+    }
+
+    proptest! {
+        #[test]
+        fn roundtrip(s in "\\PC{0,80}") {
+            let m = seed();
+            let ids = m.encode_ordinary(&s).unwrap();
+            prop_assert_eq!(m.decode_bytes(&ids).unwrap(), s.as_bytes());
+        }
+    }
+}

@@ -1,0 +1,279 @@
+//! Bindings of the LZ78 family: conversion, GIL release and error mapping only.
+
+use numpy::PyArray1;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList};
+use std::sync::Arc;
+
+use super::{ids_from, pool, to_py};
+use crate::error::Error;
+use crate::lz78::patricia::NO_OUTPUT;
+use crate::lz78::{Lz78Model, Params, Patricia, Strategy, Trainer};
+use crate::pretok::Pretokenizer;
+
+/// A trained dictionary as it crosses to Python: (parent, char, pattern, output) per code.
+type Entries = Vec<(u32, String, String, bool)>;
+/// Patricia rows: (parent, label, output or -1, pattern).
+type Rows = Vec<(u32, String, i64, String)>;
+/// Flat ids and offsets of a batch.
+type FlatBatch<'py> = (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u64>>);
+
+fn pretok(py: Python<'_>, pattern: Option<&str>) -> PyResult<Pretokenizer> {
+    Pretokenizer::new(pattern).map_err(|e| to_py(py, e))
+}
+
+#[pyclass(module = "tokenforge._core", name = "Lz78Model", frozen)]
+pub struct PyLz78Model {
+    inner: Arc<Lz78Model>,
+    /// One Python int per id, made once. Building the list of ids from these
+    /// (a reference-count increment each) instead of allocating a fresh int
+    /// per token halves the cost of `encode` on long texts, where creating
+    /// the Python list took as long as the matching itself.
+    ints: Arc<Vec<Py<PyAny>>>,
+}
+
+fn int_table(py: Python<'_>, n: usize) -> PyResult<Arc<Vec<Py<PyAny>>>> {
+    let mut v = Vec::with_capacity(n);
+    for i in 0..n {
+        v.push((i as u64).into_pyobject(py)?.into_any().unbind());
+    }
+    Ok(Arc::new(v))
+}
+
+impl PyLz78Model {
+    fn list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
+        let t = &self.ints;
+        PyList::new(py, ids.iter().map(|&i| t[i as usize].bind(py).clone()))
+    }
+}
+
+#[pymethods]
+impl PyLz78Model {
+    /// `outputs[k]` is the pattern of id k+1; `specials` are (text, id).
+    #[new]
+    #[pyo3(signature = (outputs, specials, pattern))]
+    fn new(py: Python<'_>, outputs: Vec<String>, specials: Vec<(String, u32)>, pattern: Option<&str>) -> PyResult<Self> {
+        let pt = pretok(py, pattern)?;
+        let m = py.detach(|| Lz78Model::new(&outputs, specials, pt)).map_err(|e| to_py(py, e))?;
+        let ints = int_table(py, m.vocab_size())?;
+        Ok(PyLz78Model { inner: Arc::new(m), ints })
+    }
+
+    /// The same dictionary with another chunking pattern (None: no chunking).
+    fn with_pattern(&self, py: Python<'_>, pattern: Option<&str>) -> PyResult<Self> {
+        let pt = pretok(py, pattern)?;
+        Ok(PyLz78Model { inner: Arc::new(self.inner.with_pretokenizer(pt)), ints: self.ints.clone() })
+    }
+
+    #[getter]
+    fn vocab_size(&self) -> usize {
+        self.inner.vocab_size()
+    }
+
+    #[getter]
+    fn n(&self) -> u32 {
+        self.inner.n()
+    }
+
+    #[getter]
+    fn pattern(&self) -> Option<String> {
+        self.inner.pretokenizer().pattern()
+    }
+
+    /// (states, slots) of the double-array byte trie.
+    fn trie_size(&self) -> (usize, usize) {
+        (self.inner.trie().states(), self.inner.trie().slots())
+    }
+
+    fn encode_ordinary<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
+        let ids = py.detach(|| self.inner.encode_ordinary(text)).map_err(|e| to_py(py, e))?;
+        self.list(py, &ids)
+    }
+
+    fn encode_ordinary_numpy<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyArray1<u32>>> {
+        let v = py.detach(|| self.inner.encode_ordinary(text)).map_err(|e| to_py(py, e))?;
+        Ok(PyArray1::from_vec(py, v))
+    }
+
+    /// Encode with the given special ids allowed (None: all specials).
+    #[pyo3(signature = (text, allowed=None))]
+    fn encode<'py>(&self, py: Python<'py>, text: &str, allowed: Option<Vec<u32>>) -> PyResult<Bound<'py, PyList>> {
+        let ids = py.detach(|| self.inner.encode_with_specials(text, allowed.as_deref())).map_err(|e| to_py(py, e))?;
+        self.list(py, &ids)
+    }
+
+    /// Many texts in parallel, as a list of lists of ints.
+    #[pyo3(signature = (texts, num_threads=None))]
+    fn encode_batch_lists<'py>(&self, py: Python<'py>, texts: Vec<String>, num_threads: Option<usize>) -> PyResult<Bound<'py, PyList>> {
+        use rayon::prelude::*;
+        let pool = pool(num_threads)?;
+        let model = self.inner.clone();
+        let parts: Result<Vec<Vec<u32>>, Error> =
+            py.detach(|| pool.install(|| texts.par_iter().with_min_len(1).map(|t| model.encode_ordinary(t)).collect()));
+        let parts = parts.map_err(|e| to_py(py, e))?;
+        let out = PyList::empty(py);
+        for p in &parts {
+            out.append(self.list(py, p)?)?;
+        }
+        Ok(out)
+    }
+
+    /// Many texts in parallel: (flat uint32 ids, uint64 offsets of len(texts)+1).
+    #[pyo3(signature = (texts, num_threads=None))]
+    fn encode_batch<'py>(
+        &self,
+        py: Python<'py>,
+        texts: Vec<String>,
+        num_threads: Option<usize>,
+    ) -> PyResult<FlatBatch<'py>> {
+        use rayon::prelude::*;
+        let pool = pool(num_threads)?;
+        let model = self.inner.clone();
+        let res: Result<(Vec<u32>, Vec<u64>), Error> = py.detach(|| {
+            let parts: Result<Vec<Vec<u32>>, Error> =
+                pool.install(|| texts.par_iter().with_min_len(1).map(|t| model.encode_ordinary(t)).collect());
+            let parts = parts?;
+            let total: usize = parts.iter().map(|p| p.len()).sum();
+            let mut flat = Vec::with_capacity(total);
+            let mut offsets = Vec::with_capacity(parts.len() + 1);
+            offsets.push(0u64);
+            for p in &parts {
+                flat.extend_from_slice(p);
+                offsets.push(flat.len() as u64);
+            }
+            Ok((flat, offsets))
+        });
+        let (flat, offsets) = res.map_err(|e| to_py(py, e))?;
+        Ok((PyArray1::from_vec(py, flat), PyArray1::from_vec(py, offsets)))
+    }
+
+    fn decode_bytes<'py>(&self, py: Python<'py>, ids: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+        let ids = ids_from(ids)?;
+        let b = py.detach(|| self.inner.decode_bytes(&ids)).map_err(|e| to_py(py, e))?;
+        Ok(PyBytes::new(py, &b))
+    }
+
+    fn id_bytes<'py>(&self, py: Python<'py>, id: u32) -> Option<Bound<'py, PyBytes>> {
+        self.inner.id_bytes(id).map(|b| PyBytes::new(py, b))
+    }
+
+    fn token_lengths<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i32>> {
+        PyArray1::from_vec(py, self.inner.token_lengths())
+    }
+}
+
+fn params_from(py: Python<'_>, strategy: Strategy, d: Option<&Bound<'_, PyDict>>) -> PyResult<Params> {
+    let mut p = Params::defaults(strategy);
+    let Some(d) = d else { return Ok(p) };
+    for (k, v) in d.iter() {
+        let k: String = k.extract()?;
+        let err = |what: &str| PyValueError::new_err(format!("LZ78 parameter {k}: expected {what}"));
+        match k.as_str() {
+            "pool" => {
+                let s: String = v.extract().map_err(|_| err("a strategy name"))?;
+                p.pool = Strategy::parse(&s).map_err(|e| to_py(py, e))?;
+            }
+            "pool_factor" => p.pool_factor = v.extract().map_err(|_| err("a number"))?,
+            "rounds" => p.rounds = v.extract().map_err(|_| err("a positive int"))?,
+            "evict_interval" => p.evict_interval = v.extract().map_err(|_| err("an int >= 0"))?,
+            "evict_fraction" => p.evict_fraction = v.extract().map_err(|_| err("a number"))?,
+            "evict_threshold" => p.evict_threshold = v.extract().map_err(|_| err("an int >= 0"))?,
+            "decay" => p.decay = v.extract().map_err(|_| err("a number"))?,
+            "max_chars" => p.max_chars = v.extract().map_err(|_| err("an int"))?,
+            "drop_fraction" => p.drop_fraction = v.extract().map_err(|_| err("a number"))?,
+            "max_substrings" => p.max_substrings = v.extract().map_err(|_| err("an int"))?,
+            _ => return Err(PyValueError::new_err(format!("unknown LZ78 parameter {k:?}"))),
+        }
+    }
+    p.validate().map_err(|e| to_py(py, e))?;
+    Ok(p)
+}
+
+#[pyclass(module = "tokenforge._core", name = "Lz78Trainer")]
+pub struct PyLz78Trainer {
+    inner: Option<Trainer>,
+}
+
+#[pymethods]
+impl PyLz78Trainer {
+    /// `n`: output entries wanted; `pattern`: chunking (None: each text is one chunk).
+    #[new]
+    #[pyo3(signature = (strategy, n, pattern, params=None))]
+    fn new(py: Python<'_>, strategy: &str, n: usize, pattern: Option<&str>, params: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let s = Strategy::parse(strategy).map_err(|e| to_py(py, e))?;
+        let p = params_from(py, s, params)?;
+        let t = Trainer::new(s, n, pretok(py, pattern)?, p).map_err(|e| to_py(py, e))?;
+        Ok(PyLz78Trainer { inner: Some(t) })
+    }
+
+    /// Feed texts in corpus order (GIL released).
+    #[pyo3(signature = (texts, num_threads=None))]
+    fn feed(&mut self, py: Python<'_>, texts: Vec<String>, num_threads: Option<usize>) -> PyResult<()> {
+        let pool = pool(num_threads)?;
+        let t = self.inner.as_mut().ok_or_else(|| PyValueError::new_err("this trainer has finished"))?;
+        py.detach(|| pool.install(|| t.feed(&texts))).map_err(|e| to_py(py, e))
+    }
+
+    #[getter]
+    fn wants_more(&self) -> bool {
+        self.inner.as_ref().is_some_and(|t| t.wants_more())
+    }
+
+    /// Build the dictionary: (entries [(parent, char, pattern, output)], flat, stats).
+    #[pyo3(signature = (num_threads=None))]
+    fn finish<'py>(&mut self, py: Python<'py>, num_threads: Option<usize>) -> PyResult<(Entries, bool, Bound<'py, PyDict>)> {
+        let pool = pool(num_threads)?;
+        let t = self.inner.take().ok_or_else(|| PyValueError::new_err("this trainer has finished"))?;
+        let (d, st) = py.detach(|| pool.install(|| t.finish())).map_err(|e| to_py(py, e))?;
+        let entries = d.entries.into_iter().map(|e| (e.parent, e.ch.to_string(), e.pattern, e.output)).collect();
+        let s = PyDict::new(py);
+        s.set_item("corpus_bytes", st.corpus_bytes)?;
+        s.set_item("texts", st.texts)?;
+        s.set_item("unique_chunks", st.unique_chunks)?;
+        s.set_item("pool_entries", st.pool_entries)?;
+        s.set_item("candidates", st.candidates)?;
+        s.set_item("evictions", st.evictions)?;
+        s.set_item("evicted", st.evicted)?;
+        Ok((entries, d.flat, s))
+    }
+}
+
+fn items_of(items: &[(String, i64)]) -> Vec<(&str, u32)> {
+    items.iter().map(|(p, o)| (p.as_str(), if *o < 0 { NO_OUTPUT } else { *o as u32 })).collect()
+}
+
+/// Build a Patricia trie from (pattern, output id or -1): rows (parent,
+/// label, output or -1, pattern) for nodes 1.., and the plain-trie node count.
+#[pyfunction]
+fn lz78_patricia(py: Python<'_>, items: Vec<(String, i64)>) -> PyResult<(Rows, usize)> {
+    let p = py.detach(|| Patricia::build(items_of(&items))).map_err(|e| to_py(py, e))?;
+    let rows = p.nodes[1..]
+        .iter()
+        .map(|n| (n.parent, n.label.clone(), if n.output == NO_OUTPUT { -1 } else { n.output as i64 }, n.pattern.clone()))
+        .collect();
+    Ok((rows, p.trie_nodes))
+}
+
+/// Greedy longest match on the Patricia trie of (pattern, output id or -1)
+/// with byte fallback at `n + 1 + b` (for the Patricia == plain-trie tests).
+#[pyfunction]
+#[pyo3(signature = (items, n, text, pattern=None))]
+fn lz78_patricia_encode(py: Python<'_>, items: Vec<(String, i64)>, n: u32, text: &str, pattern: Option<&str>) -> PyResult<Vec<u32>> {
+    let pt = pretok(py, pattern)?;
+    py.detach(|| -> Result<Vec<u32>, Error> {
+        let p = Patricia::build(items_of(&items))?;
+        let mut out = Vec::new();
+        pt.split(text, |c| p.encode_into(c.as_bytes(), n + 1, &mut out))?;
+        Ok(out)
+    })
+    .map_err(|e| to_py(py, e))
+}
+
+pub fn register(m: &Bound<PyModule>) -> PyResult<()> {
+    m.add_class::<PyLz78Model>()?;
+    m.add_class::<PyLz78Trainer>()?;
+    m.add_function(wrap_pyfunction!(lz78_patricia, m)?)?;
+    m.add_function(wrap_pyfunction!(lz78_patricia_encode, m)?)?;
+    Ok(())
+}
