@@ -233,6 +233,7 @@ def _unescape(field: str) -> str:
 
 
 @pytest.mark.skipif(getattr(tokenforge, "LZ78Tokenizer", None) is None, reason="the LZ78 family is not merged")
+@pytest.mark.filterwarnings("ignore:the corpus gave only")
 def test_real_lz78_parent_tables_match_its_tsv_and_flat_prune_is_refused(tmp_path):
     from tokenforge.eval.families import parse_specs, train_tokenizer
 
