@@ -33,7 +33,13 @@ $(DEV): $(PY) pyproject.toml
 	$(PY) -c "import tomllib, subprocess, sys; x = tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']; deps = x['dev'] + x['torch'] + x['plot']; subprocess.check_call([sys.executable, '-m', 'pip', 'install', '-q', *deps])"
 	touch $@
 
-demo: $(BUILT)
+# The demo's report plots need matplotlib; its bits-per-byte part runs when torch is installed.
+PLOT := $(VENV)/.plot
+$(PLOT): $(PY)
+	$(PIP) install -q "matplotlib>=3.6"
+	touch $@
+
+demo: $(BUILT) $(PLOT)
 	$(VENV)/bin/tokenforge demo || $(PY) -m tokenforge demo
 
 test-rust:

@@ -289,6 +289,13 @@ class BPETokenizer(Tokenizer):
             raise TokenforgeError(f"token id {id} is not used by this vocabulary")
         return b
 
+    def embedding_metadata(self, mode: str = "structured") -> dict:
+        """Parent/character indices for tree embeddings: each merge's left part is the
+        parent, its right part the character (see :mod:`tokenforge.eval.bpe_structure`)."""
+        from .eval.bpe_structure import bpe_embedding_metadata
+
+        return bpe_embedding_metadata(self, mode)
+
     # ---- files -------------------------------------------------------------
     def save(self, path) -> None:
         """Save in tokenforge's format. A path ending in ``.json`` is the file;

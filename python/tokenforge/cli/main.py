@@ -230,6 +230,9 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--out", default="reports/demo", help="where the demo writes its tokenizer")
     m.add_argument("--threads", type=int, default=None)
     m.add_argument("--no-color", action="store_true")
+    m.add_argument("--families", default=None, help="what the comparison part compares (default: every family present)")
+    m.add_argument("--seeds", type=int, default=2, help="seeds per bits-per-byte measurement (default 2)")
+    m.add_argument("--no-bpb", action="store_true", help="compare compression only (no language models)")
     m.set_defaults(func=cmd_demo)
 
     for name in _FAMILY_CLIS:

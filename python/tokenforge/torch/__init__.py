@@ -3,6 +3,13 @@ torch; each helper imports it when first used.
 
 Vocabulary growth (:mod:`tokenforge.torch.growth`): :func:`expand_vocabulary`,
 :func:`vocab_capacity`, :func:`mask_logits`, :func:`sample_next_token`.
+
+Embedding modes (:mod:`tokenforge.torch.embeddings`): :class:`FlatEmbedding`,
+:class:`StructuredEmbedding`, :class:`HierarchicalEmbedding`,
+:class:`TupleEmbedding`, :func:`build_embedding`. The small GPT of the
+bits-per-byte harness (:mod:`tokenforge.torch.gpt`): :class:`GPT`,
+:class:`GPTConfig`. Training windows over pretokenized shards
+(:mod:`tokenforge.torch.dataset`): :class:`ShardDataset`.
 """
 
 from __future__ import annotations
@@ -16,6 +23,14 @@ _LAZY = {
     "mask_logits": "growth",
     "sample_next_token": "growth",
     "DEFAULT_CHUNK": "growth",
+    "FlatEmbedding": "embeddings",
+    "StructuredEmbedding": "embeddings",
+    "HierarchicalEmbedding": "embeddings",
+    "TupleEmbedding": "embeddings",
+    "build_embedding": "embeddings",
+    "GPT": "gpt",
+    "GPTConfig": "gpt",
+    "ShardDataset": "dataset",
 }
 
 __all__ = sorted(_LAZY)

@@ -1,0 +1,299 @@
+"""``tokenforge compare``: train (or load) tokenizers, measure them, write a report.
+
+:func:`run_compare` does the work of the command (see :mod:`tokenforge.cli.compare`):
+
+1. reads the corpus documents (the built-in default corpus when no path is
+   given) and splits off held-out documents (every tenth, unless a held-out
+   file is given);
+2. trains every spec of :mod:`tokenforge.eval.families` at every vocabulary
+   size (families missing from this tokenforge are skipped and listed), or
+   loads tokenizers from files; trained tokenizers are cached under
+   ``OUT/tokenizers`` and reused when the spec, size and training text match;
+3. measures compression on the held-out text (:mod:`tokenforge.eval.metrics`);
+4. with ``bpb``, trains the harness's GPT per tokenizer, embedding mode and seed
+   (:mod:`tokenforge.eval.bpb`), on the same documents for every tokenizer;
+5. writes the report (:mod:`tokenforge.eval.report`) after every measured
+   tokenizer, so an interrupted run leaves a consistent partial report.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import platform
+import re
+import sys
+import time
+from pathlib import Path
+
+from ..data.fingerprint import tokenizer_fingerprint
+from ..errors import TokenforgeError
+from .bpb import BPBConfig, run_bpb, select_documents
+from .families import Spec, family_class, parse_specs, train_tokenizer
+from .metrics import compression_metrics
+from .structure import EmbeddingModeError, get_embedding_metadata
+
+__all__ = ["CompareOptions", "run_compare", "load_corpus"]
+
+
+@dataclasses.dataclass
+class CompareOptions:
+    corpus: list[str] = dataclasses.field(default_factory=list)  # paths; empty = the built-in corpus
+    heldout: str | None = None
+    families: str = "bpe"
+    vocab_sizes: list[int] = dataclasses.field(default_factory=lambda: [8192])
+    load: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (label, path)
+    train_mb: float | None = None
+    eval_mb: float | None = 2.0
+    bpb: bool = False
+    seeds: list[int] = dataclasses.field(default_factory=lambda: [0])
+    bpb_train_mb: float = 2.0
+    bpb_eval_mb: float = 0.5
+    embeddings: list[str] = dataclasses.field(default_factory=lambda: ["flat"])
+    bpb_vocab_sizes: list[int] | None = None  # BPB only for rows of these sizes (fixed-size families always); None = all
+    bpb_config: BPBConfig = dataclasses.field(default_factory=BPBConfig)
+    threads: int | None = None
+    out: str = "reports/compare"
+    text_field: str = "text"
+    progress: bool | None = None
+    command: str = "tokenforge compare"
+    title: str = "Tokenizer comparison"
+    reuse: bool = True
+    log: object = None  # a callable(str) for status lines; default prints to stderr
+
+
+def _mb(x: float | None) -> int | None:
+    return None if x is None else int(x * 1_000_000)
+
+
+def load_corpus(opts: CompareOptions) -> tuple[list[str], list[str], str]:
+    """(training documents, held-out documents, description)."""
+    from ..data.corpus import iter_documents
+
+    if opts.corpus:
+        paths = [Path(p) for p in opts.corpus]
+        train_iter = iter_documents(paths, text_field=opts.text_field)
+        desc = ", ".join(str(p) for p in paths)
+    else:
+        from ..data.default_corpus import iter_default_corpus
+
+        train_iter = iter_default_corpus()
+        desc = f"the built-in corpus (Python {sys.version.split()[0]} standard library docs and sources)"
+    if opts.heldout:
+        train = select_documents(train_iter, _mb(opts.train_mb))
+        held = list(iter_documents([Path(opts.heldout)], text_field=opts.text_field))
+        desc += f"; held out: {opts.heldout}"
+    else:
+        docs = list(train_iter)
+        held = [d for i, d in enumerate(docs) if i % 10 == 9]
+        train = select_documents((d for i, d in enumerate(docs) if i % 10 != 9), _mb(opts.train_mb))
+        desc += " (every tenth document held out)"
+    if not train:
+        raise TokenforgeError("the corpus has no training documents")
+    if not held:
+        raise TokenforgeError("the corpus has no held-out documents (give --heldout or more documents)")
+    return train, held, desc
+
+
+def _digest(docs) -> str:
+    h = hashlib.sha256()
+    for d in docs:
+        b = d.encode("utf-8")
+        h.update(len(b).to_bytes(8, "little"))
+        h.update(b)
+    return h.hexdigest()
+
+
+def _log(opts: CompareOptions, msg: str) -> None:
+    if opts.log is not None:
+        opts.log(msg)
+    elif opts.progress is not False:
+        print(msg, file=sys.stderr, flush=True)
+
+
+def _cached_tokenizer(opts, spec: Spec, vocab: int | None, train_docs, train_digest: str):
+    """Train (or reuse the cached) tokenizer; returns (tok, seconds, reused)."""
+    from ..base import load
+
+    cache = Path(opts.out) / "tokenizers" / spec.slug(vocab)
+    meta_path = cache / "meta.json"
+    want = {"spec": spec.text, "vocab_size": vocab, "train_digest": train_digest}
+    if opts.reuse and meta_path.is_file():
+        try:
+            meta = json.loads(meta_path.read_text())
+            if all(meta.get(k) == v for k, v in want.items()):
+                return load(cache / meta["file"]), float(meta.get("train_seconds", 0.0)), True
+        except (OSError, ValueError, TokenforgeError):
+            pass  # unreadable cache: train again
+    t0 = time.perf_counter()
+    tok = train_tokenizer(spec, train_docs, vocab, num_threads=opts.threads, progress=opts.progress)
+    secs = time.perf_counter() - t0
+    try:
+        from ..formats.atomic import atomic_write
+
+        cache.mkdir(parents=True, exist_ok=True)
+        tok.save(cache / "tokenizer")
+        load(cache / "tokenizer")  # only cache what can be read back
+        atomic_write(meta_path, json.dumps({**want, "file": "tokenizer", "train_seconds": secs,
+                                            "class": type(tok).__name__}, indent=1))
+    except Exception as e:  # caching is an optimisation; the run goes on without it
+        _log(opts, f"  (not cached: {type(e).__name__}: {e})")
+    return tok, secs, False
+
+
+def _environment() -> dict:
+    env = {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+    }
+    try:
+        from .. import __version__
+
+        env["tokenforge"] = __version__
+    except ImportError:  # pragma: no cover
+        pass
+    try:
+        env["loadavg at start (1/5/15 min)"] = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        pass
+    return env
+
+
+def run_compare(opts: CompareOptions) -> dict:
+    """Run the comparison and write the report; returns the results dict."""
+    from .report import write_report
+
+    specs = parse_specs(opts.families) if opts.families else []
+    for mode in opts.embeddings:
+        if mode not in ("flat", "structured", "hierarchical", "tuple"):
+            raise EmbeddingModeError(f"unknown embedding mode {mode!r}; expected flat, structured, hierarchical or tuple")
+    t_start = time.perf_counter()
+    train_docs, held_docs, desc = load_corpus(opts)
+    eval_docs = select_documents(held_docs, _mb(opts.eval_mb))
+    train_digest = _digest(train_docs)
+    results: dict = {
+        "title": opts.title,
+        "command": opts.command,
+        "status": "running",
+        "corpus": {
+            "description": desc,
+            "train_documents": len(train_docs),
+            "train_bytes": sum(len(d.encode("utf-8")) for d in train_docs),
+            "eval_documents": len(eval_docs),
+            "eval_bytes": sum(len(d.encode("utf-8")) for d in eval_docs),
+        },
+        "rows": [],
+        "skipped": [],
+        "environment": _environment(),
+    }
+    out = Path(opts.out)
+    if opts.bpb:
+        bpb_train = select_documents(train_docs, _mb(opts.bpb_train_mb))
+        bpb_eval = select_documents(held_docs, _mb(opts.bpb_eval_mb))
+        results["bpb_setup"] = {
+            "config": opts.bpb_config.to_dict(),
+            "seeds": list(opts.seeds),
+            "embeddings": list(opts.embeddings),
+            "train_bytes": sum(len(d.encode("utf-8")) for d in bpb_train),
+            "eval_bytes": sum(len(d.encode("utf-8")) for d in bpb_eval),
+            "train_documents": len(bpb_train),
+            "eval_documents": len(bpb_eval),
+        }
+        bpb_digest = _digest(bpb_train + ["\0eval\0"] + bpb_eval)[:12]
+
+    # ---- which tokenizers --------------------------------------------------
+    jobs: list[tuple[str, Spec | None, int | None, str | None]] = []  # (label, spec, vocab, path)
+    for spec in specs:
+        if family_class(spec.family) is None:
+            results["skipped"].append({"spec": spec.text, "reason": f"the {spec.family} family is not part of this tokenforge"})
+            _log(opts, f"skipping {spec.text}: the {spec.family} family is not part of this tokenforge")
+            continue
+        for vocab in ([None] if spec.fixed_vocab else opts.vocab_sizes):
+            jobs.append((spec.label(vocab), spec, vocab, None))
+    for label, path in opts.load:
+        jobs.append((label, None, None, path))
+    if not jobs:
+        raise TokenforgeError("nothing to compare: no available family and no --load")
+
+    def save(status: str):
+        results["status"] = status
+        results["elapsed_seconds"] = round(time.perf_counter() - t_start, 1)
+        write_report(results, out)
+
+    try:
+        _run_jobs(opts, jobs, results, save, train_docs, train_digest, eval_docs,
+                  (bpb_train, bpb_eval, bpb_digest) if opts.bpb else None, out)
+    except KeyboardInterrupt:
+        # keep what is finished: the report says it is partial; shards and tokenizers stay for a rerun
+        results["rows"] = [r for r in results["rows"] if "metrics" in r or r.get("error")]
+        try:
+            save("interrupted")
+        except Exception:  # the interrupt matters more than a report that could not be written
+            pass
+        raise
+    save("complete")
+    return results
+
+
+def _run_jobs(opts, jobs, results, save, train_docs, train_digest, eval_docs, bpb_data, out) -> None:
+    if bpb_data is not None:
+        bpb_train, bpb_eval, bpb_digest = bpb_data
+    for label, spec, vocab, path in jobs:
+        row: dict = {"label": label, "spec": spec.text if spec else f"file:{path}",
+                     "family": spec.family if spec else None, "vocab_size": vocab}
+        results["rows"].append(row)
+        try:
+            if spec is None:
+                from ..base import load
+
+                _log(opts, f"loading {label} from {path}")
+                tok, secs, reused = load(path), None, True
+            else:
+                _log(opts, f"training {label} on {results['corpus']['train_bytes'] / 1e6:.1f} MB")
+                tok, secs, reused = _cached_tokenizer(opts, spec, vocab, train_docs, train_digest)
+                if reused:
+                    _log(opts, f"  reused the cached {label}")
+            row.update(cls=type(tok).__name__, family=row["family"] or getattr(tok, "family", None),
+                       train_seconds=secs, reused=reused)
+            t0 = time.perf_counter()
+            row["metrics"] = compression_metrics(tok, eval_docs, num_threads=opts.threads)
+            row["metrics_seconds"] = time.perf_counter() - t0
+            if row["vocab_size"] is None:
+                row["vocab_size"] = row["metrics"]["model_vocab_size"]
+            m = row["metrics"]
+            _log(opts, f"  {label}: {m['bytes_per_token']:.3f} bytes/token, {100 * m['vocab_utilisation']:.1f}% of ids used, "
+                       f"Rényi efficiency {m['renyi_efficiency']:.3f}")
+        except Exception as e:  # one family failing must not end a long comparison; the report says why
+            row["error"] = f"{type(e).__name__}: {e}"
+            _log(opts, f"  {label}: failed: {row['error']}")
+            save("running")
+            continue
+        fixed = spec is None or spec.fixed_vocab
+        if opts.bpb and (fixed or opts.bpb_vocab_sizes is None or vocab in opts.bpb_vocab_sizes):
+            row["bpb"] = {}
+            fp = None
+            for mode in opts.embeddings:
+                try:
+                    if mode != "flat":
+                        get_embedding_metadata(tok, mode)  # refuse early, before pretokenizing
+                    if fp is None:
+                        fp = tokenizer_fingerprint(tok, scratch_dir=out)[len("sha256:"):][:12]
+                    name = spec.slug(vocab) if spec else re.sub(r"[^A-Za-z0-9_.=-]+", "_", label)
+                    work = out / "work" / f"{name}-{fp}-{bpb_digest}"
+                    cfg = dataclasses.replace(opts.bpb_config, embedding=mode)
+                    _log(opts, f"  bits per byte of {label} [{mode}], seeds {', '.join(map(str, opts.seeds))}")
+                    res = run_bpb(tok, bpb_train, bpb_eval, work, cfg=cfg, seeds=opts.seeds, num_threads=opts.threads,
+                                  progress=opts.progress, label=f"{label} [{mode}]")
+                    row["bpb"][mode] = res
+                    results["bpb_setup"].setdefault("params_blocks", res["runs"][0]["params_blocks"])
+                    s = res["bpb"]
+                    _log(opts, f"  {label} [{mode}]: {s['mean']:.4f} ± {s['std']:.4f} bits per byte over {s['n']} seed(s)")
+                except Exception as e:  # e.g. a tree mode on a flat dictionary, a lossy tokenizer, out of memory
+                    row["bpb"][mode] = {"error": f"{type(e).__name__}: {e}"}
+                    _log(opts, f"  {label} [{mode}]: not measured: {e}")
+                save("running")
+        else:
+            save("running")

@@ -1,0 +1,383 @@
+"""The comparison report: Markdown, HTML, PNG plots and the raw JSON.
+
+:func:`write_report` takes the result dict of :func:`tokenforge.eval.compare.run_compare`
+and writes, into one directory, atomically file by file:
+
+``results.json``          every number (format ``tokenforge-compare``, version 1)
+``report.md``             the tables, the verdicts and the reproducing command
+``report.html``           the same, self-contained except for the PNGs beside it
+``bytes_per_token.png``   held-out bytes per token against vocabulary size
+``bpb.png``               bits per byte, mean ± std over seeds (with ``--bpb``)
+``token_lengths.png``     share of held-out tokens by token length in bytes
+
+matplotlib is imported only here, with the non-interactive Agg backend.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+import os
+from pathlib import Path
+
+from ..formats.atomic import atomic_write
+
+__all__ = ["write_report", "render_markdown", "render_html", "seed_ordering"]
+
+FORMAT = "tokenforge-compare"
+VERSION = 1
+
+
+# ---------------------------------------------------------------------------
+# numbers -> text
+# ---------------------------------------------------------------------------
+def _f(x, nd=3) -> str:
+    return "–" if x is None else f"{x:.{nd}f}"
+
+
+def _bpb_cell(b: dict | None) -> str:
+    if not b:
+        return "–"
+    if b.get("error"):
+        return "n/a"
+    s = b["bpb"]
+    return f"{s['mean']:.4f} ± {s['std']:.4f}" if s["n"] > 1 else f"{s['mean']:.4f}"
+
+
+def _rows(results: dict) -> list[dict]:
+    return [r for r in results["rows"] if not r.get("error")]
+
+
+def compression_table(results: dict) -> tuple[list[str], list[list[str]]]:
+    head = ["tokenizer", "ids", "bytes/token", "chars/token", "vocab used", "Rényi eff. (α=2.5)", "train s"]
+    rows = []
+    for r in _rows(results):
+        m = r["metrics"]
+        rows.append([
+            r["label"], f"{m['model_vocab_size']:,}", _f(m["bytes_per_token"]), _f(m["chars_per_token"]),
+            f"{100 * m['vocab_utilisation']:.1f}%", _f(m["renyi_efficiency"]),
+            _f(r.get("train_seconds"), 1) + ("" if m.get("lossless", True) else " (lossy)"),
+        ])
+    return head, rows
+
+
+def bpb_entries(results: dict) -> list[tuple[str, str, dict]]:
+    """(label, mode, bpb dict) for every BPB run, in row order."""
+    out = []
+    for r in _rows(results):
+        for mode, b in (r.get("bpb") or {}).items():
+            out.append((r["label"], mode, b))
+    return out
+
+
+def bpb_table(results: dict) -> tuple[list[str], list[list[str]]]:
+    head = ["rank", "tokenizer", "embedding", "BPB (mean ± std)", "seeds", "per seed", "train tokens", "s / seed"]
+    ok = [(lbl, mode, b) for lbl, mode, b in bpb_entries(results) if not b.get("error")]
+    ok.sort(key=lambda e: e[2]["bpb"]["mean"])
+    rows = []
+    for i, (lbl, mode, b) in enumerate(ok, 1):
+        runs = b["runs"]
+        secs = sum(x["train_seconds"] + x["eval_seconds"] for x in runs) / max(1, len(runs))
+        rows.append([str(i), lbl, mode, _bpb_cell(b), str(b["bpb"]["n"]),
+                     ", ".join(f"{x['bpb']:.4f}" for x in runs), f"{b['train_tokens']:,}", f"{secs:.0f}"])
+    for lbl, mode, b in bpb_entries(results):
+        if b.get("error"):
+            rows.append(["–", lbl, mode, "n/a", "0", b["error"], "", ""])
+    return head, rows
+
+
+def seed_ordering(results: dict) -> list[str]:
+    """Whether the seed's ordering (BPE < frequency_gated chunked < unchunked, by BPB) holds, per vocab size and mode."""
+    by = {}
+    for r in _rows(results):
+        key = None
+        if r["spec"] == "bpe":
+            key = "bpe"
+        elif r["spec"] == "lz78:frequency_gated":
+            key = "chunked"
+        elif r["spec"] == "lz78:frequency_gated:nochunk":
+            key = "unchunked"
+        if key is None:
+            continue
+        for mode, b in (r.get("bpb") or {}).items():
+            if not b.get("error"):
+                by.setdefault((r["vocab_size"], mode), {})[key] = b["bpb"]
+    lines = []
+    for (vocab, mode), d in sorted(by.items(), key=lambda kv: (kv[0][0] or 0, kv[0][1])):
+        if len(d) < 3:
+            continue
+        a, b, c = d["bpe"], d["chunked"], d["unchunked"]
+        holds = a["mean"] < b["mean"] < c["mean"]
+
+        def sep(x, y):
+            return (y["mean"] - x["mean"]) > (x["std"] + y["std"])
+
+        firm = holds and sep(a, b) and sep(b, c)
+        verdict = "holds" if holds else "does not hold"
+        margin = " (every gap larger than the two stds together)" if firm else (" (but a gap is within the seeds' spread)" if holds else "")
+        lines.append(
+            f"At {vocab} ids, {mode} embedding: BPE {a['mean']:.4f} ± {a['std']:.4f}, frequency_gated chunked "
+            f"{b['mean']:.4f} ± {b['std']:.4f}, unchunked {c['mean']:.4f} ± {c['std']:.4f}: the seed's ordering "
+            f"BPE < chunked < unchunked {verdict}{margin}. Seed reported 0.9433 < 1.0999 < 1.1757 (d12 GPT, C4)."
+        )
+    return lines
+
+
+# ---------------------------------------------------------------------------
+# plots
+# ---------------------------------------------------------------------------
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save_png(fig, path: Path) -> None:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    atomic_write(path, buf.getvalue())
+
+
+def plot_bytes_per_token(results: dict, path: Path) -> bool:
+    rows = _rows(results)
+    if not rows:
+        return False
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    groups: dict[str, list[tuple[int, float]]] = {}
+    for r in rows:
+        groups.setdefault(r["spec"], []).append((r["metrics"]["model_vocab_size"], r["metrics"]["bytes_per_token"]))
+    for spec, pts in groups.items():
+        pts.sort()
+        xs, ys = zip(*pts)
+        ax.plot(xs, ys, marker="o", label=spec)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("vocabulary size (ids)")
+    ax.set_ylabel("held-out bytes per token")
+    ax.set_title("Compression against vocabulary size")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    _save_png(fig, path)
+    plt.close(fig)
+    return True
+
+
+def plot_bpb(results: dict, path: Path) -> bool:
+    ok = [(lbl, mode, b) for lbl, mode, b in bpb_entries(results) if not b.get("error")]
+    if not ok:
+        return False
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(max(5, 0.9 * len(ok) + 2), 4.2))
+    names = [lbl if mode == "flat" else f"{lbl}\n[{mode}]" for lbl, mode, _ in ok]
+    means = [b["bpb"]["mean"] for _, _, b in ok]
+    stds = [b["bpb"]["std"] for _, _, b in ok]
+    # points with error bars, not bars: the axis does not start at 0
+    ax.errorbar(range(len(ok)), means, yerr=stds, fmt="o", capsize=5, markersize=7, color="#4c72b0")
+    ax.set_xlim(-0.6, len(ok) - 0.4)
+    lo = min(m - s for m, s in zip(means, stds))
+    hi = max(m + s for m, s in zip(means, stds))
+    pad = max(0.02, 0.15 * (hi - lo))
+    ax.set_ylim(max(0.0, lo - pad), hi + pad)
+    ax.set_xticks(range(len(ok)))
+    ax.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
+    n = max(b["bpb"]["n"] for _, _, b in ok)
+    ax.set_ylabel("bits per byte (lower is better)")
+    ax.set_title(f"Held-out bits per byte, mean ± std over {n} seed{'s' if n > 1 else ''}")
+    ax.grid(True, axis="y", alpha=0.3)
+    _save_png(fig, path)
+    plt.close(fig)
+    return True
+
+
+def plot_token_lengths(results: dict, path: Path) -> bool:
+    rows = _rows(results)
+    if not rows:
+        return False
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for r in rows:
+        h = {int(k): v for k, v in r["metrics"]["token_length_histogram"].items()}
+        total = sum(h.values()) or 1
+        top = min(max(h) if h else 1, 24)
+        xs = list(range(1, top + 1))
+        ys = [h.get(x, 0) / total for x in xs]
+        ax.plot(xs, ys, marker=".", label=r["label"])
+    ax.set_xlabel("token length (bytes)")
+    ax.set_ylabel("share of held-out tokens")
+    ax.set_title("Token length distribution")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    _save_png(fig, path)
+    plt.close(fig)
+    return True
+
+
+# ---------------------------------------------------------------------------
+# documents
+# ---------------------------------------------------------------------------
+def _md_table(head, rows) -> str:
+    esc = lambda s: str(s).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    lines = ["| " + " | ".join(map(esc, head)) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(map(esc, r)) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def _setup_lines(results: dict) -> list[str]:
+    c = results["corpus"]
+    lines = [
+        f"Corpus: {c['description']}; tokenizers trained on {c['train_bytes'] / 1e6:.2f} MB "
+        f"({c['train_documents']:,} documents); compression measured on {c['eval_bytes'] / 1e6:.2f} MB of held-out text "
+        f"({c['eval_documents']:,} documents).",
+    ]
+    if results.get("bpb_setup"):
+        b = results["bpb_setup"]
+        cfg = b["config"]
+        lines.append(
+            f"Bits per byte: a GPT of {cfg['n_layer']} layers × {cfg['n_embd']} wide ({cfg['n_head']} heads, context "
+            f"{cfg['seq_len']}, {b.get('params_blocks', 0) / 1e6:.2f}M parameters outside the embedding and output layer) trained "
+            f"per tokenizer on the same {b['train_bytes'] / 1e6:.2f} MB ({cfg['epochs']:g} epoch, batch {cfg['batch_size']}, "
+            f"AdamW lr {cfg['lr']:g}) and scored on the same {b['eval_bytes'] / 1e6:.2f} MB held out; seeds "
+            f"{', '.join(map(str, b['seeds']))}; device {cfg['device']}, {cfg.get('autocast') or 'float32'}. Special tokens "
+            f"carry 0 bytes and are not scored."
+        )
+    return lines
+
+
+def render_markdown(results: dict, plots: dict[str, str]) -> str:
+    out = [f"# {results.get('title', 'Tokenizer comparison')}", ""]
+    for line in _setup_lines(results):
+        out += [line, ""]
+    out += ["Reproduce with:", "", "```sh", results["command"], "```", ""]
+    out += [f"*{n}*" for n in results.get("notes", [])] + ([""] if results.get("notes") else [])
+    head, rows = compression_table(results)
+    out += ["## Compression (held-out text)", "", _md_table(head, rows), ""]
+    if "bytes_per_token" in plots:
+        out += [f"![bytes per token against vocabulary size]({plots['bytes_per_token']})", ""]
+    if "token_lengths" in plots:
+        out += [f"![token length distribution]({plots['token_lengths']})", ""]
+    if bpb_entries(results):
+        head, rows = bpb_table(results)
+        out += ["## Bits per byte (lower is better)", "", _md_table(head, rows), ""]
+        if "bpb" in plots:
+            out += [f"![bits per byte with error bars]({plots['bpb']})", ""]
+        verdicts = seed_ordering(results)
+        if verdicts:
+            out += ["### The seed's ordering", ""] + [f"- {v}" for v in verdicts] + [""]
+    skipped = results.get("skipped") or []
+    errors = [r for r in results["rows"] if r.get("error")]
+    if skipped or errors:
+        out += ["## Not measured", ""]
+        out += [f"- `{s['spec']}`: {s['reason']}" for s in skipped]
+        out += [f"- `{r['label']}`: {r['error']}" for r in errors]
+        out += [""]
+    env = results.get("environment", {})
+    if env:
+        out += ["## Environment", ""] + [f"- {k}: {v}" for k, v in env.items()] + [""]
+    return "\n".join(out)
+
+
+_CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}
+td:first-child,th:first-child,td:nth-child(2){text-align:left}pre{background:#f4f4f4;padding:.8em;overflow-x:auto}
+img{max-width:100%;border:1px solid #eee;margin:.5em 0}"""
+
+
+def _html_table(head, rows) -> str:
+    e = html.escape
+    th = "".join(f"<th>{e(str(h))}</th>" for h in head)
+    trs = "".join("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>"
+
+
+def render_html(results: dict, plots: dict[str, str]) -> str:
+    e = html.escape
+    title = e(results.get("title", "Tokenizer comparison"))
+    parts = [f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>"
+             f"<style>{_CSS}</style></head><body>", f"<h1>{title}</h1>"]
+    parts += [f"<p>{e(line)}</p>" for line in _setup_lines(results)]
+    parts += ["<p>Reproduce with:</p>", f"<pre><code>{e(results['command'])}</code></pre>"]
+    parts += [f"<p><em>{e(n)}</em></p>" for n in results.get("notes", [])]
+    head, rows = compression_table(results)
+    parts += ["<h2>Compression (held-out text)</h2>", _html_table(head, rows)]
+    for key, alt in (("bytes_per_token", "bytes per token against vocabulary size"), ("token_lengths", "token length distribution")):
+        if key in plots:
+            parts.append(f"<img src=\"{e(plots[key])}\" alt=\"{e(alt)}\">")
+    if bpb_entries(results):
+        head, rows = bpb_table(results)
+        parts += ["<h2>Bits per byte (lower is better)</h2>", _html_table(head, rows)]
+        if "bpb" in plots:
+            parts.append(f"<img src=\"{e(plots['bpb'])}\" alt=\"bits per byte with error bars\">")
+        verdicts = seed_ordering(results)
+        if verdicts:
+            parts += ["<h3>The seed's ordering</h3>", "<ul>" + "".join(f"<li>{e(v)}</li>" for v in verdicts) + "</ul>"]
+    skipped = results.get("skipped") or []
+    errors = [r for r in results["rows"] if r.get("error")]
+    if skipped or errors:
+        items = [f"<li><code>{e(s['spec'])}</code>: {e(s['reason'])}</li>" for s in skipped]
+        items += [f"<li><code>{e(r['label'])}</code>: {e(r['error'])}</li>" for r in errors]
+        parts += ["<h2>Not measured</h2>", "<ul>" + "".join(items) + "</ul>"]
+    env = results.get("environment", {})
+    if env:
+        parts += ["<h2>Environment</h2>", "<ul>" + "".join(f"<li>{e(k)}: {e(str(v))}</li>" for k, v in env.items()) + "</ul>"]
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+def write_report(results: dict, out_dir, *, plots: bool = True) -> dict[str, Path]:
+    """Write the report files into ``out_dir``; returns {kind: path} of what was written."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written: dict[str, Path] = {}
+    names: dict[str, str] = {}
+    if plots:
+        try:
+            _plt()
+        except ImportError:
+            plots = False
+            results = {**results, "notes": [*results.get("notes", []),
+                                            "No plots: matplotlib is not installed (pip install 'tokenforge[plot]')."]}
+    if plots:
+        for key, fn in (("bytes_per_token", plot_bytes_per_token), ("bpb", plot_bpb), ("token_lengths", plot_token_lengths)):
+            p = out / f"{key}.png"
+            if fn(results, p):
+                names[key] = p.name
+                written[key] = p
+            elif p.exists():
+                p.unlink()  # a plot of an earlier run that this one has no data for
+    doc = {"format": FORMAT, "version": VERSION, **results, "plots": names}
+    atomic_write(out / "results.json", json.dumps(doc, indent=1, default=_json_default) + "\n")
+    written["json"] = out / "results.json"
+    atomic_write(out / "report.md", render_markdown(results, names))
+    written["markdown"] = out / "report.md"
+    atomic_write(out / "report.html", render_html(results, names))
+    written["html"] = out / "report.html"
+    _readable(written.values())
+    return written
+
+
+def _readable(paths) -> None:
+    """Atomic writes create files only the owner can read; a report is meant to be shared."""
+    mask = os.umask(0)
+    os.umask(mask)
+    for p in paths:
+        try:
+            os.chmod(p, 0o666 & ~mask)
+        except OSError:
+            pass
+
+
+def _json_default(o):
+    try:
+        import numpy as np
+
+        if isinstance(o, np.generic):
+            return o.item()
+        if isinstance(o, np.ndarray):
+            return o.tolist()
+    except ImportError:  # pragma: no cover
+        pass
+    raise TypeError(f"not JSON-able: {type(o).__name__}")
