@@ -17,7 +17,7 @@ import numpy as np
 from .chat import ChatMixin
 from .errors import FormatError, SpecialTokenError, TokenforgeError
 
-__all__ = ["Tokenizer", "load", "register_format", "ids_dtype"]
+__all__ = ["Tokenizer", "RustBacked", "load", "register_format", "ids_dtype"]
 
 
 def ids_dtype(vocab_size: int):
@@ -219,6 +219,24 @@ class Tokenizer(ChatMixin, abc.ABC):
         import torch  # lazy: torch is an optional extra
 
         return torch.as_tensor(tb.astype(np.int32), device=device)
+
+
+class RustBacked:
+    """The byte-level members of a family whose Rust model (``self._model``)
+    answers ``decode_bytes(ids)``, ``token_lengths()`` and ``id_bytes(id)``.
+    List it before :class:`Tokenizer` in the bases."""
+
+    def decode_bytes(self, ids) -> bytes:
+        return self._model.decode_bytes(ids)
+
+    def token_bytes(self) -> np.ndarray:
+        return self._model.token_lengths()
+
+    def id_to_bytes(self, id: int) -> bytes:
+        b = self._model.id_bytes(self._check_id(id))
+        if b is None:
+            raise TokenforgeError(f"token id {id} is not used by this vocabulary")
+        return b
 
 
 def _check_texts(texts) -> None:

@@ -24,7 +24,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from . import _core
-from .base import Tokenizer, _check_texts, ids_dtype, register_format
+from .base import RustBacked, Tokenizer, _check_texts, ids_dtype, register_format
 from .chat import SPECIAL_TOKENS
 from .data.corpus import iter_documents, progress_bar
 from .errors import FormatError, PatternError, SpecialTokenError, TokenforgeError, VocabSizeError
@@ -134,7 +134,7 @@ class _HybridMethod:
         return functools.partial(self.func, cls, obj)
 
 
-class BPETokenizer(Tokenizer):
+class BPETokenizer(RustBacked, Tokenizer):
     """A byte-level BPE tokenizer (nanochat-compatible by default).
 
     Build one with :meth:`train`, :meth:`train_from_iterator`, :func:`tokenforge.load`,
@@ -276,18 +276,6 @@ class BPETokenizer(Tokenizer):
         array per text, views into one buffer (uint16 when the vocabulary fits)."""
         _check_texts(texts)
         return batch_ids(self._model, list(texts), num_threads, as_numpy, self.vocab_size)
-
-    def decode_bytes(self, ids) -> bytes:
-        return self._model.decode_bytes(ids)
-
-    def token_bytes(self) -> np.ndarray:
-        return self._model.token_lengths()
-
-    def id_to_bytes(self, id: int) -> bytes:
-        b = self._model.id_bytes(self._check_id(id))
-        if b is None:
-            raise TokenforgeError(f"token id {id} is not used by this vocabulary")
-        return b
 
     def embedding_metadata(self, mode: str = "structured") -> dict:
         """Parent/character indices for tree embeddings: each merge's left part is the

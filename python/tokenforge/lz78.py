@@ -30,7 +30,7 @@ from typing import Sequence
 import numpy as np
 
 from . import _core
-from .base import Tokenizer, _check_texts, ids_dtype, register_format
+from .base import RustBacked, Tokenizer, _check_texts, ids_dtype, register_format
 from .chat import SPECIAL_TOKENS
 from .data.corpus import iter_documents, progress_bar
 from .errors import SpecialTokenError, TokenforgeError, VocabSizeError
@@ -93,7 +93,7 @@ def _pattern_of(name: str | None) -> str | None:
     return name
 
 
-class LZ78Tokenizer(Tokenizer):
+class LZ78Tokenizer(RustBacked, Tokenizer):
     """A tokenizer over an LZ78-family dictionary.
 
     Build one with :meth:`train`, :meth:`from_tsv`, :meth:`from_directory` or
@@ -310,18 +310,6 @@ class LZ78Tokenizer(Tokenizer):
         """(flat uint32 ids, uint64 offsets) of many texts, without per-text lists."""
         _check_texts(texts)
         return self._model.encode_batch(list(texts), num_threads)
-
-    def decode_bytes(self, ids) -> bytes:
-        return self._model.decode_bytes(ids)
-
-    def token_bytes(self) -> np.ndarray:
-        return self._model.token_lengths()
-
-    def id_to_bytes(self, id: int) -> bytes:
-        b = self._model.id_bytes(self._check_id(id))
-        if b is None:
-            raise TokenforgeError(f"token id {id} is not used by this vocabulary")
-        return b
 
     # ---- chunking and output vocabulary -------------------------------------
     def set_chunking(self, chunking: bool) -> None:

@@ -42,7 +42,7 @@ from typing import Sequence
 import numpy as np
 
 from . import _core
-from .base import Tokenizer, _check_texts, register_format
+from .base import RustBacked, Tokenizer, _check_texts, register_format
 from .chat import SPECIAL_TOKENS
 from .data.corpus import progress_bar
 from .errors import FormatError, Latin1Error, SpecialTokenError, TokenforgeError
@@ -243,7 +243,7 @@ class CompressStats:
         return self.input_bytes / self.output_bytes if self.output_bytes else 0.0
 
 
-class Mixedgram(Tokenizer):
+class Mixedgram(RustBacked, Tokenizer):
     """The mixedgram tokenizer (seed 001): 4,096 ids, latin1 text, 12-bit packing.
 
     Build one with :meth:`train` (or :meth:`compress` of a text), :meth:`load`
@@ -409,21 +409,9 @@ class Mixedgram(Tokenizer):
         off = offsets.tolist()
         return [ids[off[i] : off[i + 1]] for i in range(len(data))]
 
-    def decode_bytes(self, ids) -> bytes:
-        return self._model.decode_bytes(ids)
-
     def decode(self, ids) -> str:
         """The latin1 text of ``ids`` (special tokens as their text)."""
         return self._model.decode_bytes(ids).decode("latin-1")
-
-    def token_bytes(self) -> np.ndarray:
-        return self._model.token_lengths()
-
-    def id_to_bytes(self, id: int) -> bytes:
-        b = self._model.id_bytes(self._check_id(id))
-        if b is None:
-            raise TokenforgeError(f"token id {id} is not used by this vocabulary")
-        return b
 
     def id_to_token(self, id: int) -> str:
         return self.id_to_bytes(id).decode("latin-1")
