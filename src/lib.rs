@@ -3,6 +3,7 @@
 
 pub mod bpe;
 pub mod error;
+pub mod jsonl;
 pub mod ngram;
 pub mod lz78;
 pub mod pretok;

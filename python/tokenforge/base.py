@@ -205,6 +205,12 @@ class Tokenizer(ChatMixin, abc.ABC):
             return self._check_id(token)
         return self.encode_special(token)
 
+    def _jsonl_block_encoder(self):
+        """For :func:`tokenforge.data.shards.pretokenize`: the core's parser-and-encoder
+        of JSON-lines blocks, for families whose ``encode_batch`` is exactly their
+        core's ``encode_ordinary`` (no Python step before or after); None here."""
+        return None
+
     def get_bos_token_id(self) -> int:
         for name in ("<|bos|>", "<|endoftext|>", "<bos>", "<s>"):
             if name in self.special_tokens:

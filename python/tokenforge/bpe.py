@@ -277,6 +277,9 @@ class BPETokenizer(RustBacked, Tokenizer):
         _check_texts(texts)
         return batch_ids(self._model, list(texts), num_threads, as_numpy, self.vocab_size)
 
+    def _jsonl_block_encoder(self):
+        return self._model.encode_jsonl_block
+
     def embedding_metadata(self, mode: str = "structured") -> dict:
         """Parent/character indices for tree embeddings: each merge's left part is the
         parent, its right part the character (see :mod:`tokenforge.eval.bpe_structure`)."""
@@ -296,6 +299,13 @@ class BPETokenizer(RustBacked, Tokenizer):
             p.mkdir(parents=True, exist_ok=True)
             p = p / _DIR_FILE
         write_tfjson(p, self._data)
+
+    def _fingerprint_files(self) -> dict:
+        """What defines this tokenizer (see tokenforge.data.fingerprint): the JSON
+        :meth:`save` writes; its vocabulary view is derived from it."""
+        from .formats.tfjson import tfjson_text
+
+        return {_DIR_FILE: tfjson_text(self._data).encode("utf-8")}
 
     @classmethod
     def from_directory(cls, directory) -> "BPETokenizer":

@@ -306,6 +306,9 @@ class LZ78Tokenizer(RustBacked, Tokenizer):
             flat = flat.astype(dt)
         return np.split(flat, offsets[1:-1].astype(np.intp)) if len(texts) else []
 
+    def _jsonl_block_encoder(self):
+        return self._model.encode_jsonl_block
+
     def encode_batch_flat(self, texts: Sequence[str], num_threads: int | None = None):
         """(flat uint32 ids, uint64 offsets) of many texts, without per-text lists."""
         _check_texts(texts)

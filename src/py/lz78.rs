@@ -3,10 +3,10 @@
 use numpy::PyArray1;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use std::sync::Arc;
 
-use super::{ids_from, pool, to_py, IntTable};
+use super::{ids_from, jsonl_block, pool, to_py, IntTable};
 use crate::error::Error;
 use crate::lz78::patricia::NO_OUTPUT;
 use crate::lz78::{Lz78Model, Params, Patricia, Strategy, Trainer};
@@ -89,6 +89,27 @@ impl PyLz78Model {
     fn encode<'py>(&self, py: Python<'py>, text: &str, allowed: Option<Vec<u32>>) -> PyResult<Bound<'py, PyList>> {
         let ids = py.detach(|| self.inner.encode_with_specials(text, allowed.as_deref())).map_err(|e| to_py(py, e))?;
         self.list(py, &ids)
+    }
+
+    /// One `.jsonl` block for the pretokenizing pipeline (see `jsonl_block`).
+    #[pyo3(signature = (head, body, end, field, file_start, skip, bos, narrow, num_threads=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn encode_jsonl_block<'py>(
+        &self,
+        py: Python<'py>,
+        head: &[u8],
+        body: &[u8],
+        end: usize,
+        field: &str,
+        file_start: bool,
+        skip: usize,
+        bos: Option<u32>,
+        narrow: bool,
+        num_threads: Option<usize>,
+    ) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        let model = self.inner.clone();
+        let lens = model.token_lengths();
+        jsonl_block(py, head, body, end, field, file_start, skip, bos, narrow, num_threads, &lens, |t| model.encode_ordinary(t))
     }
 
     /// Many texts in parallel, as a list of lists of ints.

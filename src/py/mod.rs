@@ -4,7 +4,7 @@
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::{PyKeyboardInterrupt, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyString};
+use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 use rayon::ThreadPool;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -109,6 +109,59 @@ pub(crate) fn py_strs<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, P
 
 pub(crate) fn borrow_strs<'a>(owned: &'a [Bound<'_, PyString>]) -> PyResult<Vec<&'a str>> {
     owned.iter().map(|s| s.to_str()).collect()
+}
+
+/// One block of a `.jsonl` file for the pretokenizing pipeline (see
+/// `crate::jsonl`), for a family whose `encode_batch` is `encode`: the lines
+/// `head + body[:end]`, parsed and encoded in parallel with the GIL released.
+/// (Two parts, so the reader hands over what it read without copying it.) Returns None when a line needs
+/// the Python reader, else (tokens as uint16 if `narrow` else uint32, then
+/// per document uint64 token counts, byte counts and character counts, then
+/// the number of lines in the block).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn jsonl_block<'py, F>(
+    py: Python<'py>,
+    head: &[u8],
+    body: &[u8],
+    end: usize,
+    field: &str,
+    file_start: bool,
+    skip: usize,
+    bos: Option<u32>,
+    narrow: bool,
+    num_threads: Option<usize>,
+    token_len: &[i32],
+    encode: F,
+) -> PyResult<Option<Bound<'py, PyTuple>>>
+where
+    F: Fn(&str) -> Result<Vec<u32>, Error> + Sync + Send,
+{
+    use crate::jsonl::{encode_block, Encoded};
+    let pool = pool(num_threads)?;
+    if end > body.len() || head.contains(&b'\n') {
+        return Err(PyValueError::new_err("a block is a head without newlines and body[:end]"));
+    }
+    fn tuple<'py, T: numpy::Element>(py: Python<'py>, e: Encoded<T>) -> PyResult<Bound<'py, PyTuple>> {
+        let parts = [
+            PyArray1::from_vec(py, e.tokens).into_any(),
+            PyArray1::from_vec(py, e.ntok).into_any(),
+            PyArray1::from_vec(py, e.nbytes).into_any(),
+            PyArray1::from_vec(py, e.nchars).into_any(),
+            (e.lines as u64).into_pyobject(py)?.into_any(),
+        ];
+        PyTuple::new(py, parts)
+    }
+    let body = &body[..end];
+    let run = |py: Python<'py>| -> PyResult<Option<Bound<'py, PyTuple>>> {
+        if narrow {
+            let e = py.detach(|| pool.install(|| encode_block::<u16, _>(head, body, field, file_start, skip, bos, token_len, &encode)));
+            e.map_err(|e| to_py(py, e))?.map(|e| tuple(py, e)).transpose()
+        } else {
+            let e = py.detach(|| pool.install(|| encode_block::<u32, _>(head, body, field, file_start, skip, bos, token_len, &encode)));
+            e.map_err(|e| to_py(py, e))?.map(|e| tuple(py, e)).transpose()
+        }
+    };
+    run(py)
 }
 
 /// Token ids from a list of ints or a 1-D numpy integer array.
@@ -258,6 +311,27 @@ impl PyBpeModel {
             (flat, offsets)
         });
         Ok((PyArray1::from_vec(py, flat), PyArray1::from_vec(py, offsets)))
+    }
+
+    /// One `.jsonl` block for the pretokenizing pipeline (see `jsonl_block`).
+    #[pyo3(signature = (head, body, end, field, file_start, skip, bos, narrow, num_threads=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn encode_jsonl_block<'py>(
+        &self,
+        py: Python<'py>,
+        head: &[u8],
+        body: &[u8],
+        end: usize,
+        field: &str,
+        file_start: bool,
+        skip: usize,
+        bos: Option<u32>,
+        narrow: bool,
+        num_threads: Option<usize>,
+    ) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        let model = self.inner.clone();
+        let lens = model.token_lengths();
+        jsonl_block(py, head, body, end, field, file_start, skip, bos, narrow, num_threads, &lens, |t| model.encode_ordinary(t))
     }
 
     fn decode_bytes<'py>(&self, py: Python<'py>, ids: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {

@@ -33,6 +33,7 @@ import sys
 import time
 import zlib
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -44,6 +45,9 @@ __all__ = [
     "corpus_files",
     "Progress",
     "progress_bar",
+    "jsonl_blocks",
+    "jsonl_block_documents",
+    "JsonlBlock",
     "FORMATS",
     "COMPRESSIONS",
 ]
@@ -325,35 +329,124 @@ def _lines(stream, meter: _Meter, block_bytes: int) -> Iterator[bytes]:
         pending = [lines[-1]] if lines[-1] else []
 
 
+def _jsonl_line(raw_line: bytes, path, lineno: int, offset: int, text_field: str, errors: str, compressed: bool):
+    """The ``text_field`` string of one JSON line (with or without its newline); None to skip it."""
+    line = _decode(raw_line, path, offset, errors, line=lineno, compressed=compressed)
+    if lineno == 1:
+        line = line.lstrip("\ufeff")
+    if not line.strip():
+        return None
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise _corpus_error(f"not valid JSON ({e.msg} at column {e.colno})", path, line=lineno) from None
+    if not isinstance(obj, dict):
+        raise _corpus_error(f"expected a JSON object, got {type(obj).__name__}", path, line=lineno)
+    if text_field not in obj:
+        fields = ", ".join(map(repr, obj)) or "none"
+        raise _corpus_error(
+            f"no {text_field!r} field (fields: {fields}); choose one with text_field=", path, line=lineno
+        )
+    text = obj[text_field]
+    if text is not None and not isinstance(text, str):
+        raise _corpus_error(f"field {text_field!r} is {type(text).__name__}, expected a string", path, line=lineno)
+    return text
+
+
 def _jsonl_documents(
     stream, path, meter: _Meter, text_field: str, block_bytes: int, errors: str, compressed: bool
 ) -> Iterator[str]:
     """The ``text_field`` string of each JSON line; blank lines and null values are skipped."""
     offset = 0
     for lineno, raw_line in enumerate(_lines(stream, meter, block_bytes), start=1):
-        line = _decode(raw_line, path, offset, errors, line=lineno, compressed=compressed)
+        text = _jsonl_line(raw_line, path, lineno, offset, text_field, errors, compressed)
         offset += len(raw_line)
-        if lineno == 1:
-            line = line.lstrip("\ufeff")
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise _corpus_error(f"not valid JSON ({e.msg} at column {e.colno})", path, line=lineno) from None
-        if not isinstance(obj, dict):
-            raise _corpus_error(f"expected a JSON object, got {type(obj).__name__}", path, line=lineno)
-        if text_field not in obj:
-            fields = ", ".join(map(repr, obj)) or "none"
-            raise _corpus_error(
-                f"no {text_field!r} field (fields: {fields}); choose one with text_field=", path, line=lineno
-            )
-        text = obj[text_field]
-        if text is None:
-            continue
-        if not isinstance(text, str):
-            raise _corpus_error(f"field {text_field!r} is {type(text).__name__}, expected a string", path, line=lineno)
-        yield text
+        if text is not None:
+            yield text
+
+
+@dataclass(frozen=True)
+class JsonlBlock:
+    """Whole lines of a JSON-lines file: ``head + body[:end]``.
+
+    ``head`` is the start of the first line, left over from the previous read
+    (no newline in it); ``body`` is what the last read returned, of which the
+    lines up to ``end`` belong here. Two parts, so that a reader hands on what
+    it read without copying it; :attr:`data` joins them.
+    """
+
+    path: Path
+    head: bytes
+    body: bytes
+    end: int
+    offset: int  #: byte offset of the block's first byte in the (decompressed) file
+
+    @property
+    def data(self) -> bytes:
+        return self.head + self.body[: self.end]
+
+    @property
+    def compressed(self) -> bool:
+        return bool(_kind(self.path)[1])
+
+    def count_lines(self) -> int:
+        """Lines in the block (a last line without a newline counts)."""
+        n = self.head.count(b"\n") + self.body.count(b"\n", 0, self.end)
+        last = self.body[self.end - 1 : self.end] if self.end else self.head[-1:]
+        return n + (bool(last) and last != b"\n")
+
+
+def jsonl_blocks(paths: Iterable[Path], block_bytes: int = 4 << 20, progress=None) -> Iterator[JsonlBlock]:
+    """The lines of ``.jsonl`` files (plain, .gz or .zst) in blocks of about
+    ``block_bytes`` bytes that end at line boundaries (a longer line is one
+    block). ``progress`` is updated with bytes read from disk. Pair with
+    :func:`jsonl_block_documents`, which reads a block exactly as
+    :func:`iter_documents` reads the file."""
+    if not isinstance(block_bytes, int) or block_bytes < 1:
+        raise ValueError(f"block_bytes must be a positive int, got {block_bytes!r}")
+    for path in paths:
+        path = Path(path)
+        kind = _kind(path)
+        if kind is None or kind[0] != ".jsonl":
+            raise CorpusError(f"{path}: not a JSON-lines file ({_supported()})")
+        with ExitStack() as stack:
+            stream, raw = _open_stream(stack, path, kind[1])
+            meter = _Meter(raw, progress)
+            head, offset = b"", 0
+            try:
+                while True:
+                    body = _read_full(stream, block_bytes)
+                    meter.tick()
+                    if not body:
+                        if head:
+                            yield JsonlBlock(path, head, b"", 0, offset)
+                        break
+                    end = body.rfind(b"\n") + 1
+                    if not end:  # still inside one long line
+                        head += body
+                        continue
+                    yield JsonlBlock(path, head, body, end, offset)
+                    offset += len(head) + end
+                    head = body[end:]
+            except _decompression_errors() as e:
+                raise _corpus_error(f"corrupt {kind[1]} stream: {e}", path) from None
+
+
+def jsonl_block_documents(
+    block: JsonlBlock, first_line: int, text_field: str = "text", errors: str = "strict"
+) -> Iterator[str]:
+    """The documents of one :class:`JsonlBlock` whose first line is line
+    ``first_line`` (1-based) of its file, with the errors (file, line, byte
+    offset) :func:`iter_documents` gives for the same file."""
+    data, offset = block.data, block.offset
+    start, lineno, compressed = 0, first_line, block.compressed
+    while start < len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end + 1
+        text = _jsonl_line(data[start:end], block.path, lineno, offset + start, text_field, errors, compressed)
+        if text is not None:
+            yield text
+        start, lineno = end, lineno + 1
 
 
 # ---------------------------------------------------------------------------

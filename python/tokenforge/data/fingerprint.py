@@ -2,7 +2,8 @@
 
 Pretokenized shards record the fingerprint of the tokenizer that made them, so
 a shard set is never read (or resumed) with a different tokenizer. The hash
-covers the class, what ``save`` writes (every file, by relative path), the
+covers the class, what ``save`` writes (every file, by relative path; or the
+defining files a family names, see ``_saved_files_digest``), the
 vocabulary size, the special tokens, the byte length of every id, and the ids
 of a fixed probe text (which catches encode-time options a file might not
 record). Saving goes to a temporary directory (inside ``scratch_dir`` when
@@ -29,7 +30,17 @@ _PROBE = (
 
 
 def _saved_files_digest(tok, h, scratch_dir=None) -> bool:
-    """Feed the files ``tok.save`` writes into ``h``; False when saving is impossible."""
+    """Feed the files ``tok.save`` writes into ``h``; False when saving is impossible.
+
+    A family may instead answer ``_fingerprint_files()``: ``{name: bytes}`` of
+    the files that define it (without views derived from them), which spares
+    writing to disk."""
+    files = getattr(tok, "_fingerprint_files", None)
+    if files is not None:
+        for name, data in sorted(files().items()):
+            h.update(name.encode() + b"\0")
+            h.update(hashlib.sha256(data).digest())
+        return True
     # A copy, because some families remember where they were last saved
     # (the growing vocabulary syncs to that path); the original must not move.
     clone = copy.copy(tok)

@@ -34,12 +34,19 @@ Guarantees:
   byte-identical to an uninterrupted run. A different tokenizer or corpus is
   refused.
 
-Throughput: documents are read (and JSON-parsed) on a background thread, in
-batches of about ``batch_chars`` characters; the main thread encodes each batch
-with the family's ``encode_batch(num_threads=...)`` (GIL released), and a writer
-thread appends the previous batch's ids to the shard being built and writes
-finished shards. Reading, encoding and writing overlap; see
-``bench/pretokenize.py``.
+Throughput: the corpus is read on a background thread and encoded in batches
+of about ``batch_chars`` characters with the GIL released; a writer thread
+appends the results to the shard being built and writes finished shards
+(hashing the tokens as they arrive), so reading, encoding and writing overlap.
+For ``.jsonl`` corpora and families whose core does the whole encoding (BPE,
+LZ78), blocks of raw lines go to the core, which parses the JSON, encodes and
+counts bytes and characters on the encoding threads -- no Python string per
+document -- with two blocks in flight so the threads do not wait for a block's
+longest document. A block holding a line that only Python's ``json`` reads
+(NaN, deep nesting, ...) or that is wrong is read by the Python reader
+instead, with the same results and errors. Other corpora and families go
+through :func:`~tokenforge.data.corpus.iter_documents` and the family's
+``encode_batch(num_threads=...)``. See ``bench/pretokenize.py``.
 
 Not handled: splitting one document across shards, and sharding a corpus
 whose documents change between runs (refused on resume when detected).
@@ -47,6 +54,7 @@ whose documents change between runs (refused on resume when detected).
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import json
 import os
@@ -59,7 +67,7 @@ import numpy as np
 
 from ..errors import FormatError, TokenforgeError, VersionError
 from ..formats.atomic import atomic_open, atomic_write
-from .corpus import corpus_bytes, corpus_files, iter_documents, progress_bar
+from .corpus import corpus_bytes, corpus_files, iter_documents, jsonl_block_documents, jsonl_blocks, progress_bar
 from .fingerprint import tokenizer_fingerprint
 
 __all__ = ["pretokenize", "ShardSet", "ShardError", "FORMAT", "VERSION", "INDEX_FILE"]
@@ -103,65 +111,139 @@ def _describe_source(source) -> dict:
 class _Writer:
     """Collects encoded documents and writes a shard whenever one is full."""
 
-    def __init__(self, out: Path, index: dict, dtype, bos: int | None, shard_tokens: int, token_bytes: np.ndarray):
-        self.out, self.index, self.dtype, self.bos = out, index, dtype, bos
+    def __init__(self, out: Path, index: dict, dtype, shard_tokens: int):
+        self.out, self.index, self.dtype = out, index, dtype
         self.shard_tokens = shard_tokens
-        self.token_bytes = token_bytes
         self._reset()
 
     def _reset(self) -> None:
         self.parts: list[np.ndarray] = []
-        self.doc_rows: list[tuple[int, int]] = []
+        self.starts: list[np.ndarray] = []
+        self.nbytes: list[np.ndarray] = []
         self.ntok = 0
+        self.ndocs = 0
         self.nchars = 0
+        self.sha = hashlib.sha256()  # of the shard's tokens, as they arrive
 
-    def add_batch(self, arrays, texts) -> None:
-        # Per document rather than over one concatenated batch: the gathers stay in
-        # cache, and no batch-sized temporaries are built (those cost more than the rest).
-        tb = self.token_bytes
-        bos = None if self.bos is None else np.array([self.bos], dtype=self.dtype)
-        for a, t in zip(arrays, texts):
-            a = np.asarray(a)
-            if a.dtype != self.dtype:
-                if len(a) and (int(a.max()) >= len(tb) or int(a.min()) < 0):
-                    raise ShardError(f"the tokenizer produced an id outside its {len(tb)} ids")
-                a = a.astype(self.dtype)
-            self.doc_rows.append((self.ntok, int(tb[a].sum()) if len(a) else 0))
-            if bos is not None:
-                self.parts.append(bos)
-                self.ntok += 1
-            self.parts.append(a)
-            self.ntok += len(a)
-            self.nchars += len(t)
-            if self.ntok >= self.shard_tokens:
+    def add(self, batch: "_Flat") -> None:
+        """Append a batch of documents, writing each shard as it fills."""
+        n = len(batch.ntok)
+        ends = np.cumsum(batch.ntok, dtype=np.int64)  # end of each document in batch.tokens
+        first, pos = 0, 0  # the first document not yet taken, and where its tokens start
+        while first < n:
+            # The shard ends with the first document whose end reaches shard_tokens.
+            last = int(np.searchsorted(ends, pos + self.shard_tokens - self.ntok, side="left"))
+            full = last < n
+            last = min(last, n - 1)
+            end = int(ends[last])
+            starts = ends[first : last + 1] - batch.ntok[first : last + 1] - pos + self.ntok
+            part = np.ascontiguousarray(batch.tokens[pos:end], dtype=self.dtype)
+            self.parts.append(part)
+            self.sha.update(part)
+            self.starts.append(starts)
+            self.nbytes.append(batch.nbytes[first : last + 1])
+            self.ntok += end - pos
+            self.ndocs += last + 1 - first
+            self.nchars += int(batch.nchars[first : last + 1].sum())
+            first, pos = last + 1, end
+            if full:
                 self.flush()
 
     def flush(self) -> None:
-        if not self.doc_rows:
+        if not self.ndocs:
             return
         i = len(self.index["shards"])
         name = _shard_name(i)
-        tokens = np.concatenate(self.parts) if self.parts else np.zeros(0, dtype=self.dtype)
-        if len(tokens) and int(tokens.max()) >= len(self.token_bytes):
-            raise ShardError(f"the tokenizer produced id {int(tokens.max())}, beyond its {len(self.token_bytes)} ids")
-        docs = np.asarray(self.doc_rows, dtype=np.int64).reshape(-1, 2)
+        ntok = sum(len(p) for p in self.parts)
+        docs = np.stack([np.concatenate(self.starts), np.concatenate(self.nbytes)], axis=1).astype(np.int64)
         with atomic_open(self.out / f"{name}.npy", "wb") as f:
-            np.save(f, tokens, allow_pickle=False)
+            # np.save's layout, written part by part instead of from one concatenated copy
+            header = {"descr": np.lib.format.dtype_to_descr(np.dtype(self.dtype)), "fortran_order": False, "shape": (ntok,)}
+            np.lib.format.write_array_header_1_0(f, header)
+            for p in self.parts:
+                f.write(memoryview(p).cast("B"))
         with atomic_open(self.out / f"{name}.docs.npy", "wb") as f:
             np.save(f, docs, allow_pickle=False)
         self.index["shards"].append(
             {
                 "tokens": f"{name}.npy",
                 "documents": f"{name}.docs.npy",
-                "num_tokens": int(len(tokens)),
+                "num_tokens": int(ntok),
                 "num_documents": int(len(docs)),
                 "num_bytes": int(docs[:, 1].sum()),
                 "num_chars": int(self.nchars),
-                "sha256": hashlib.sha256(tokens.tobytes()).hexdigest(),
+                "sha256": self.sha.hexdigest(),
             }
         )
         _write_index(self.out, self.index)  # the shard is listed only now, after its files exist
         self._reset()
+
+
+class _Flat:
+    """Encoded documents of one batch: their ids back to back (each after its
+    BOS), and per document its id count, byte count and character count."""
+
+    __slots__ = ("tokens", "ntok", "nbytes", "nchars")
+
+    def __init__(self, tokens: np.ndarray, ntok: np.ndarray, nbytes: np.ndarray, nchars: np.ndarray):
+        self.tokens, self.ntok, self.nbytes, self.nchars = tokens, ntok, nbytes, nchars
+
+    @classmethod
+    def of(cls, arrays, texts, bos: int | None, dtype, token_bytes: np.ndarray) -> "_Flat":
+        """From ``encode_batch(..., as_numpy=True)``'s arrays and the texts."""
+        parts, ntok, nbytes = [], [], []
+        bos_arr = None if bos is None else np.array([bos], dtype=dtype)
+        for a in arrays:
+            a = np.asarray(a)
+            if len(a) and (int(a.max()) >= len(token_bytes) or int(a.min()) < 0):
+                raise ShardError(f"the tokenizer produced an id outside its {len(token_bytes)} ids")
+            # Per document rather than over one concatenated batch: the gathers stay in cache.
+            nbytes.append(int(token_bytes[a].sum()) if len(a) else 0)
+            if bos_arr is not None:
+                parts.append(bos_arr)
+            parts.append(a.astype(dtype, copy=False))
+            ntok.append(len(a) + (bos_arr is not None))
+        tokens = np.concatenate(parts) if parts else np.zeros(0, dtype)
+        i64 = np.int64
+        return cls(tokens, np.array(ntok, i64), np.array(nbytes, i64), np.array([len(t) for t in texts], i64))
+
+
+class _Resume:
+    """Checks that the documents skipped on resuming are those of the listed shards."""
+
+    def __init__(self, index: dict, out: Path):
+        self.shards, self.out = list(index["shards"]), out  # those listed before this run
+        self.remaining = sum(int(s["num_documents"]) for s in self.shards)
+        self.k, self.n, self.chars = 0, 0, 0
+
+    def add(self, nchars) -> None:
+        """Account for skipped documents, given their character counts in order."""
+        nchars = np.asarray(nchars, dtype=np.int64)
+        self.remaining -= len(nchars)
+        pos = 0
+        while pos < len(nchars):
+            want = int(self.shards[self.k]["num_documents"])
+            take = min(want - self.n, len(nchars) - pos)
+            self.n += take
+            self.chars += int(nchars[pos : pos + take].sum())
+            pos += take
+            if self.n == want:
+                self._check()
+                self.k, self.n, self.chars = self.k + 1, 0, 0
+
+    def _check(self) -> None:
+        shard = self.shards[self.k]
+        if self.n != shard["num_documents"] or self.chars != shard.get("num_chars", self.chars):
+            raise ShardError(
+                f"{self.out}: cannot resume, the corpus changed: shard {self.k} was made from "
+                f"{shard['num_documents']} documents of {shard.get('num_chars')} characters, the corpus now gives "
+                f"{self.n} documents of {self.chars}; pass overwrite=True to start again"
+            )
+
+    def finish(self) -> None:
+        """At the end of the corpus: every listed shard's documents must have been seen."""
+        if self.k < len(self.shards):
+            self._check()
 
 
 def _write_index(out: Path, index: dict) -> None:
@@ -188,11 +270,12 @@ def _read_index(path: Path) -> dict:
 
 
 class _Reader(threading.Thread):
-    """Reads documents into batches of about ``batch_chars`` characters, ahead of the encoder."""
+    """Produces the items of an iterator (batches or blocks) on a background
+    thread, at most ``depth`` ahead of the consumer."""
 
-    def __init__(self, docs: Iterator[str], batch_chars: int, depth: int = 2):
+    def __init__(self, items: Iterator, depth: int = 2):
         super().__init__(name="tokenforge-pretokenize-reader", daemon=True)
-        self.docs, self.batch_chars = docs, batch_chars
+        self.items = items
         self.q: queue.Queue = queue.Queue(maxsize=depth)
         self.stop = threading.Event()
 
@@ -207,29 +290,47 @@ class _Reader(threading.Thread):
 
     def run(self) -> None:
         try:
-            batch, size = [], 0
-            for d in self.docs:
-                batch.append(d)
-                size += len(d)
-                if size >= self.batch_chars:
-                    if not self._put(("batch", batch)):
-                        return
-                    batch, size = [], 0
-            if batch and not self._put(("batch", batch)):
-                return
+            for item in self.items:
+                if not self._put(("item", item)):
+                    return
             self._put(("end", None))
         except BaseException as e:  # handed to the main thread, which re-raises it
             self._put(("error", e))
 
-    def batches(self):
+    def __iter__(self):
         while True:
             kind, item = self.q.get()
-            if kind == "batch":
+            if kind == "item":
                 yield item
             elif kind == "end":
                 return
             else:
                 raise item
+
+
+def _batched(docs: Iterator[str], batch_chars: int) -> Iterator[list[str]]:
+    batch, size = [], 0
+    for d in docs:
+        batch.append(d)
+        size += len(d)
+        if size >= batch_chars:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+def _block_encoder(tokenizer, corpus, split_on):
+    """The tokenizer's JSON-lines block encoder when the corpus is ``.jsonl``
+    files only and the family has one; else None (documents go through
+    ``iter_documents`` and ``encode_batch``)."""
+    encoder = getattr(tokenizer, "_jsonl_block_encoder", lambda: None)()
+    if encoder is None:
+        return None
+    files = corpus_files(corpus)
+    if not files or any(not p.name.lower().endswith((".jsonl", ".jsonl.gz", ".jsonl.zst")) for p in files):
+        return None
+    return encoder
 
 
 def pretokenize(
@@ -308,34 +409,113 @@ def pretokenize(
     _write_index(out, index)
 
     total = corpus_bytes(corpus)
-    docs = iter_documents(corpus, text_field=text_field, split_on=split_on)
-    with progress_bar(total=total, desc="pretokenizing", unit="B", enabled=progress is not False) as bar:
-        docs = _skip_done(docs, index, out, bar)
-        writer = _Writer(out, index, dtype, bos_id, shard_tokens, token_bytes)
-        reader = _Reader(_metered(docs, bar, total is not None), batch_chars)
-        reader.start()
-        pool = None
-        try:
-            # The family's encode_batch parallelises one batch over ``num_threads`` with
-            # the GIL released; meanwhile the reader thread parses the next batches and a
-            # writer thread turns the previous result into shard files. (Calling a
-            # single-threaded encode_batch from several Python threads instead would
-            # serialise on the extension's shared one-thread pool.)
-            from concurrent.futures import ThreadPoolExecutor
+    encoder = _block_encoder(tokenizer, corpus, split_on)
+    resume = _Resume(index, out)
+    narrow = np.dtype(dtype) == np.uint16
 
-            pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokenforge-shard-writer")
-            written = None
-            for batch in reader.batches():
-                arrays = tokenizer.encode_batch(batch, num_threads=workers, as_numpy=True)
-                if written is not None:
-                    written.result()  # in order, and at most one batch waiting to be written
-                written = pool.submit(writer.add_batch, arrays, batch)
-            if written is not None:
-                written.result()
+    def encode_texts(texts: list[str]):
+        """Documents, after those still to skip, to a _Flat (built on the writer thread)."""
+        n = min(resume.remaining, len(texts))
+        if n:
+            resume.add([len(t) for t in texts[:n]])
+            texts = texts[n:]
+        if not texts:
+            return None
+        arrays = tokenizer.encode_batch(texts, num_threads=workers, as_numpy=True)
+        return lambda: _Flat.of(arrays, texts, bos_id, dtype, token_bytes)
+
+    line = {}  # file -> number of the next block's first line
+
+    def encode_block(block, skip: int):
+        return encoder(block.head, block.body, block.end, text_field, block.offset == 0, skip, bos_id, narrow, workers)
+
+    def finish_block(block, skip: int, got):
+        """In file order: the block's result (or its Python reading) to a _Flat maker."""
+        first = line.get(block.path, 1)
+        if got is None:  # a line only the Python reader reads right (or reports right)
+            line[block.path] = first + block.count_lines()
+            texts = list(jsonl_block_documents(block, first, text_field))
+            n = min(skip, len(texts))
+            if n:
+                resume.add([len(t) for t in texts[:n]])
+            texts = texts[n:]
+            if not texts:
+                return None
+            arrays = tokenizer.encode_batch(texts, num_threads=workers, as_numpy=True)
+            return lambda: _Flat.of(arrays, texts, bos_id, dtype, token_bytes)
+        tokens, ntok, nbytes, nchars, nlines = got
+        line[block.path] = first + nlines
+        n = min(skip, len(ntok))
+        if n:
+            resume.add(nchars[:n])
+        if n == len(ntok):
+            return None
+        # skipped documents have no ids in ``tokens``
+        flat = _Flat(tokens, ntok[n:].astype(np.int64), nbytes[n:].astype(np.int64), nchars[n:].astype(np.int64))
+        return lambda: flat
+
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    with progress_bar(total=total, desc="pretokenizing", unit="B", enabled=progress is not False) as bar:
+        if encoder is None:
+            items = _batched(_metered(iter_documents(corpus, text_field=text_field, split_on=split_on), bar), batch_chars)
+        else:
+            items = jsonl_blocks(corpus_files(corpus), batch_chars, progress=bar)
+        writer = _Writer(out, index, dtype, shard_tokens)
+        reader = _Reader(items)
+        reader.start()
+        pools: list = []
+        try:
+            # The family encodes each batch on ``num_threads`` with the GIL released.
+            # Meanwhile the reader thread prepares the next batches and a writer thread
+            # appends earlier results to the shard being built and writes finished
+            # shards. JSON-lines blocks are also parsed in the core, and two blocks are
+            # in flight at once, so the encoding threads do not idle at the end of a
+            # block while its longest document finishes. (Several Python threads each
+            # calling a single-threaded encode_batch instead would serialise on the
+            # extension's shared one-thread pool.)
+            writing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokenforge-shard-writer")
+            pools.append(writing)
+            encoding = None
+            if encoder is not None:
+                encoding = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tokenforge-encode")
+                pools.append(encoding)
+            pending: collections.deque = collections.deque()  # writes, in order
+            inflight: collections.deque = collections.deque()  # (block, skip, result or Future), in order
+
+            def write(make) -> None:
+                if make is None:
+                    return
+                # One writer thread keeps the batches in order. Up to two may wait, so
+                # writing a finished shard does not hold up the encoding of the next.
+                while len(pending) >= 2:
+                    pending.popleft().result()
+                pending.append(writing.submit(lambda: writer.add(make())))
+
+            def settle(keep: int) -> None:
+                while len(inflight) > keep:
+                    block, skip, got = inflight.popleft()
+                    write(finish_block(block, skip, got.result() if isinstance(got, Future) else got))
+
+            for item in reader:
+                if encoder is None:
+                    write(encode_texts(item))
+                elif resume.remaining:  # still skipping what listed shards hold: one block at a time
+                    settle(0)
+                    skip = resume.remaining
+                    inflight.append((item, skip, encode_block(item, skip)))
+                    settle(0)
+                else:
+                    inflight.append((item, 0, encoding.submit(encode_block, item, 0)))
+                    settle(1)
+            settle(0)
+            while pending:
+                pending.popleft().result()
+            resume.finish()
             writer.flush()
         finally:
             reader.stop.set()
-            if pool is not None:
+            for pool in pools:
                 pool.shutdown(wait=True, cancel_futures=True)
             reader.join(timeout=5)
     index["complete"] = True
@@ -343,33 +523,11 @@ def pretokenize(
     return ShardSet(out)
 
 
-def _metered(docs, bar, by_file: bool):
+def _metered(docs, bar):
     """Progress in UTF-8 bytes of the documents (a close estimate: characters)."""
     for d in docs:
         bar.update(len(d))
         yield d
-
-
-def _skip_done(docs, index: dict, out: Path, bar) -> Iterator[str]:
-    """Skip the documents of the listed shards, checking they are the ones recorded."""
-    it = iter(docs)
-    for k, shard in enumerate(index["shards"]):
-        n, chars = 0, 0
-        for _ in range(shard["num_documents"]):
-            try:
-                d = next(it)
-            except StopIteration:
-                break
-            n += 1
-            chars += len(d)
-        bar.update(chars)
-        if n != shard["num_documents"] or chars != shard.get("num_chars", chars):
-            raise ShardError(
-                f"{out}: cannot resume, the corpus changed: shard {k} was made from {shard['num_documents']} documents "
-                f"of {shard.get('num_chars')} characters, the corpus now gives {n} documents of {chars}; "
-                "pass overwrite=True to start again"
-            )
-    return it
 
 
 def _clean_unlisted(out: Path, index: dict, all_shards: bool) -> None:
