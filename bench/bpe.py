@@ -25,7 +25,10 @@ encode  Single-thread ``encode_ordinary`` of ``--encode-mb`` MB of held-out text
         tokenforge-trained ranks, or rustbpe's when tokenforge is missing).
 batch   The same text as ~4 KB documents: tokenforge ``encode_batch`` on 1 and
         ``--threads`` threads, tiktoken ``encode_ordinary_batch``, HF
-        ``encode_batch`` (an HF tokenizer built from the same ranks).
+        ``encode_batch`` (an HF tokenizer built from the same ranks). The
+        scaling target (2 threads >= 1.8x our 1 thread) is taken from the
+        ``batch-scaling`` row, which times 1 and 2 threads back to back in one
+        process, round after round (``common.interleaved``).
 patho   ``"a" * N`` and N random letters and punctuation without whitespace
         (seeded), N = 1,000,000 (``--patho-mb``): tokenforge and tiktoken, each
         call in a child killed after ``--patho-timeout`` seconds ("> N s").
@@ -61,6 +64,7 @@ from common import (  # noqa: E402
     MB,
     Bench,
     CorpusMissing,
+    interleaved,
     load_docs,
     load_text,
     run_function,
@@ -282,6 +286,14 @@ def enc_hf_batch(st: dict) -> dict:
     return {"tokens": sum(len(e.ids) for e in out), "hf_method": "encode_batch_fast" if fast else "encode_batch"}
 
 
+def enc_tf_scaling(st: dict) -> dict:
+    """One round: our encode_batch on 1 thread, then on ``threads``, back to back."""
+    enc, data, n = st["enc"], st["data"], st["threads"]
+    best = interleaved(st, {"1t": lambda: enc.encode_batch(data, num_threads=1),
+                            f"{n}t": lambda: enc.encode_batch(data, num_threads=n)})
+    return {**best, "ratio": best["best_1t"] / best[f"best_{n}t"]}
+
+
 def check_ids(tag: str, ranks_file: str, mb: float) -> dict:
     """tokenforge ids == tiktoken ids on held-out text, whole and as a batch."""
     text = heldout_text(mb)
@@ -461,6 +473,7 @@ def main(argv=None) -> int:
             if tf_ok:
                 enc(enc_tf_batch, "tokenforge-1t", "batch", "docs", encode_mb, 1)
                 enc(enc_tf_batch, f"tokenforge-{a.threads}t", "batch", "docs", encode_mb, a.threads)
+                enc(enc_tf_scaling, f"tokenforge-1t|{a.threads}t", "batch-scaling", "docs", encode_mb, a.threads)
             if use("tiktoken"):
                 enc(enc_tiktoken_batch, "tiktoken-1t", "batch", "docs", encode_mb, 1)
                 enc(enc_tiktoken_batch, f"tiktoken-{a.threads}t", "batch", "docs", encode_mb, a.threads)
@@ -485,7 +498,9 @@ def main(argv=None) -> int:
     b.target("train/rustbpe", "mem ≤1x", b.mem_ratio("train", "rustbpe"), 1.0, higher_is_better=False)
     b.target("train/hf", "≥3x", b.speedup("train", "hf"), 3.0)
     b.target("encode/tiktoken", "≥1.5x", b.speedup("encode", "tiktoken"), 1.5)
-    b.target(f"batch/tokenforge-{a.threads}t", "≥1.8x 1t", _inv(b.speedup("batch", f"tokenforge-{a.threads}t")), 1.8)
+    scaling = b.get("batch-scaling", f"tokenforge-1t|{a.threads}t")
+    b.target(f"batch-scaling/tokenforge-1t|{a.threads}t", f"≥1.8x 1t (interleaved, best of {a.repeat})",
+             scaling.extra.get("ratio") if scaling and scaling.ok else None, 1.8)
     for group in ("patho-aaaa", "patho-nospace"):
         r = b.get(group, "tokenforge")
         b.target(f"{group}/tokenforge", "≥10 MB/s", r.mbps if r else None, 10.0, unit=" MB/s")

@@ -11,6 +11,9 @@ its own and a crash, a hang or a leak in one tool does not disturb the others:
   be module-level, and their arguments picklable: pass file names and sizes,
   and let ``setup`` load the data inside the child.
 * :func:`run_command` runs an external command ``repeat`` times.
+* :func:`interleaved` times several variants back to back in one child, round
+  after round, for ratios between them (e.g. 1 thread against 2) that a
+  shared machine's bursts of load cannot skew.
 
 Peak memory is the child's high-water mark of resident memory: the child resets
 it after ``setup`` (``/proc/self/clear_refs``) and reads ``VmHWM`` after the
@@ -337,6 +340,26 @@ def run_function(
     if not quiet:
         _report(res, wall)
     return res
+
+
+def interleaved(state: dict, runs: dict[str, Callable[[], Any]]) -> dict:
+    """One round of an interleaved comparison, for a timed ``fn`` that calls it.
+
+    Runs each callable of ``runs`` once, in order, timing each, and keeps the
+    best time per name across rounds in ``state``. Returns
+    ``{"best_<name>": seconds, ...}``. Timed back to back in one process, the
+    compared runs meet the same machine: on a shared host, a burst of load
+    that would hit one separately-timed row hits both (bench/bpe.py and
+    bench/pretokenize.py take their scaling targets from this).
+    """
+    best = state.setdefault("_interleaved_best", {})
+    for name, run in runs.items():
+        gc.collect()
+        t = time.perf_counter()
+        run()
+        dt = time.perf_counter() - t
+        best[name] = min(best.get(name, dt), dt)
+    return {f"best_{k}": v for k, v in best.items()}
 
 
 def run_command(

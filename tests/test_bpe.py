@@ -147,6 +147,19 @@ def test_encode_batch_equals_single(tok, docs):
     assert tok.encode_to_numpy(texts[0]).tolist() == single[0]
 
 
+def test_large_batches_come_back_whole_and_in_order(tok, docs):
+    # Past 64 KiB a multi-thread batch is encoded in chunks while the calling
+    # thread builds the lists of finished ones: every text, once, in order.
+    texts = [d * (1 + i % 4) for i, d in enumerate(docs * 3)] + ["", "🙂" * 3000]
+    assert sum(map(len, texts)) > 20 * 65536
+    single = [tok.encode_ordinary(t) for t in texts]
+    for n in (2, 3, 8):
+        assert tok.encode_batch(texts, num_threads=n) == single
+    assert tok.encode_batch(texts, num_threads=1) == single
+    allowed = tok.encode(["<|bos|>" + t for t in texts[:200]] * 5, num_threads=2, allowed_special="all")
+    assert allowed == [[tok.get_bos_token_id()] + s for s in single[:200]] * 5
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(s=st.text(alphabet=st.characters(codec="utf-8"), max_size=300)
        | st.sampled_from(["<|bos|>", "x<|assistant_end|>y", "中文テスト😀👨‍👩‍👧‍👦🇫🇷", "\x00\x01\r\n\t\u2028", "a" * 500]))

@@ -95,6 +95,9 @@ def test_every_strategy_round_trips(trained, texts, strategy):
         assert all(0 < i < tok.num_codes + 257 for i in ids)
     batch = tok.encode_batch(texts[:50], num_threads=2)
     assert batch == [tok.encode(t) for t in texts[:50]]
+    big = [t * 40 for t in texts[:100]]  # past 64 KiB: chunks, lists built while encoding
+    assert sum(map(len, big)) > 4 * 65536
+    assert tok.encode_batch(big, num_threads=2) == [tok.encode(t) for t in big]
     arrs = tok.encode_batch(texts[:5], as_numpy=True)
     assert [a.tolist() for a in arrs] == batch[:5]
 

@@ -95,6 +95,8 @@ class Tokenizer(ChatMixin, abc.ABC):
             _check_texts(text)
             if not allowed and not disallowed:
                 out = self.encode_batch(text, num_threads=num_threads)
+            elif not disallowed:
+                out = self._encode_batch_with_specials(text, allowed, num_threads)
             else:
                 out = [one(t) for t in text]
         else:
@@ -138,6 +140,10 @@ class Tokenizer(ChatMixin, abc.ABC):
                 f"allowed_special={{{name!r}}} (or 'all') to encode it as the special token, or "
                 f"disallowed_special=() to encode it as ordinary text"
             )
+
+    def _encode_batch_with_specials(self, texts, allowed: dict[str, int], num_threads) -> list[list[int]]:
+        """:meth:`_encode_with_specials` of each text; families may do it in parallel."""
+        return [self._encode_with_specials(t, allowed) for t in texts]
 
     def _encode_with_specials(self, text: str, allowed: dict[str, int]) -> list[int]:
         """Encode text, turning occurrences of the ``allowed`` specials into their ids.

@@ -271,6 +271,9 @@ class BPETokenizer(RustBacked, Tokenizer):
     def _encode_with_specials(self, text: str, allowed: dict[str, int]) -> list[int]:
         return self._model.encode(text, list(allowed.values()))
 
+    def _encode_batch_with_specials(self, texts, allowed: dict[str, int], num_threads) -> list[list[int]]:
+        return self._model.encode_batch(list(texts), num_threads, list(allowed.values()), True)
+
     def encode_batch(self, texts: Sequence[str], num_threads: int | None = None, as_numpy: bool = False):
         """Encode many texts in parallel (GIL released). ``as_numpy`` gives one
         array per text, views into one buffer (uint16 when the vocabulary fits)."""

@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use std::sync::Arc;
 
-use super::{ids_from, jsonl_block, pool, to_py, IntTable};
+use super::{borrow_strs, encode_lists, ids_from, jsonl_block, pool, py_strs, to_py, IntTable};
 use crate::error::Error;
 use crate::lz78::patricia::NO_OUTPUT;
 use crate::lz78::{Lz78Model, Params, Patricia, Strategy, Trainer};
@@ -114,14 +114,15 @@ impl PyLz78Model {
 
     /// Many texts in parallel, as a list of lists of ints.
     #[pyo3(signature = (texts, num_threads=None))]
-    fn encode_batch_lists<'py>(&self, py: Python<'py>, texts: Vec<String>, num_threads: Option<usize>) -> PyResult<Bound<'py, PyList>> {
-        use rayon::prelude::*;
-        let pool = pool(num_threads)?;
-        let model = self.inner.clone();
-        let parts: Result<Vec<Vec<u32>>, Error> =
-            py.detach(|| pool.install(|| texts.par_iter().with_min_len(1).map(|t| model.encode_ordinary(t)).collect()));
-        let parts = parts.map_err(|e| to_py(py, e))?;
-        self.ints.lists(py, &parts)
+    fn encode_batch_lists<'py>(
+        &self,
+        py: Python<'py>,
+        texts: &Bound<'py, PyAny>,
+        num_threads: Option<usize>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let owned = py_strs(texts)?;
+        let model = &self.inner;
+        encode_lists(py, &self.ints, &borrow_strs(&owned)?, num_threads, |t| model.encode_ordinary(t))
     }
 
     /// Many texts in parallel: (flat uint32 ids, uint64 offsets of len(texts)+1).

@@ -92,6 +92,103 @@ impl IntTable {
     }
 }
 
+/// Encode `texts` on a pool of `num_threads` and return one Python list of
+/// ids per text. Building the lists needs the GIL, so it is serial; with two
+/// or more threads the calling thread builds the lists of finished chunks of
+/// texts while the pool encodes the next ones, instead of after all of them
+/// (chunks are taken in order, so they also finish about in order). With one
+/// thread the lists are built after the encoding, as the caller would.
+pub(crate) fn encode_lists<'py, F>(
+    py: Python<'py>,
+    ints: &IntTable,
+    texts: &[&str],
+    num_threads: Option<usize>,
+    encode: F,
+) -> PyResult<Bound<'py, PyList>>
+where
+    F: Fn(&str) -> Result<Vec<u32>, Error> + Sync + Send,
+{
+    use rayon::prelude::*;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let pool = pool(num_threads)?;
+    let threads = pool.current_num_threads();
+    let total: usize = texts.iter().map(|t| t.len()).sum();
+    // Chunks of about total / (16 * threads) bytes (at least 64 KiB), cut at text boundaries.
+    let target = (total / (16 * threads.max(1))).max(1 << 16);
+    let mut bounds = vec![0usize];
+    let mut acc = 0;
+    for (i, t) in texts.iter().enumerate() {
+        acc += t.len();
+        if acc >= target {
+            bounds.push(i + 1);
+            acc = 0;
+        }
+    }
+    if *bounds.last().unwrap() != texts.len() {
+        bounds.push(texts.len());
+    }
+    let chunks = bounds.len() - 1;
+    if threads < 2 || chunks < 2 {
+        let parts: Result<Vec<Vec<u32>>, Error> =
+            py.detach(|| pool.install(|| texts.par_iter().with_min_len(1).map(|t| encode(t)).collect()));
+        return ints.lists(py, &parts.map_err(|e| to_py(py, e))?);
+    }
+    type Chunk = (usize, Result<Vec<Vec<u32>>, Error>);
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let (tx, rx) = std::sync::mpsc::channel::<Chunk>();
+    let out = PyList::empty(py);
+    let mut result: PyResult<()> = Ok(());
+    std::thread::scope(|scope| {
+        let (next, stop, bounds, encode, pool) = (&next, &stop, &bounds, &encode, &pool);
+        scope.spawn(move || {
+            pool.scope(|s| {
+                for _ in 0..threads {
+                    let tx = tx.clone();
+                    s.spawn(move |_| loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= chunks || stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let r = texts[bounds[i]..bounds[i + 1]].iter().map(|t| encode(t)).collect();
+                        if tx.send((i, r)).is_err() {
+                            break;
+                        }
+                    });
+                }
+            });
+        });
+        let mut ready: Vec<Option<Result<Vec<Vec<u32>>, Error>>> = (0..chunks).map(|_| None).collect();
+        let mut done = 0;
+        let mut rx = rx;
+        while done < chunks {
+            let (got, back) = py.detach(move || (rx.recv(), rx));
+            rx = back;
+            let Ok((i, r)) = got else { break };
+            ready[i] = Some(r);
+            while done < chunks {
+                let Some(r) = ready[done].take() else { break };
+                done += 1;
+                let step = r.map_err(|e| to_py(py, e)).and_then(|parts| {
+                    for p in &parts {
+                        out.append(ints.list(py, p)?)?;
+                    }
+                    Ok(())
+                });
+                if let Err(e) = step {
+                    result = Err(e);
+                    stop.store(true, Ordering::Relaxed);
+                    done = chunks;
+                }
+            }
+        }
+        if result.is_ok() && done < chunks {
+            result = Err(pyo3::exceptions::PyRuntimeError::new_err("the encoding threads stopped before the batch was done"));
+        }
+    });
+    result.map(|_| out)
+}
+
 /// The str items of a Python sequence, kept alive so their UTF-8 can be
 /// borrowed (`to_str`) across a GIL release without copying the text.
 pub(crate) fn py_strs<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyString>>> {
@@ -282,8 +379,15 @@ impl PyBpeModel {
         specials: bool,
     ) -> PyResult<Bound<'py, PyList>> {
         let owned = py_strs(texts)?;
-        let parts = self.batch(py, &borrow_strs(&owned)?, num_threads, allowed, specials)?;
-        self.ints.lists(py, &parts)
+        let model = &self.inner;
+        let allowed = allowed.as_deref();
+        encode_lists(py, &self.ints, &borrow_strs(&owned)?, num_threads, |t| {
+            if specials {
+                model.encode_with_specials(t, allowed)
+            } else {
+                model.encode_ordinary(t)
+            }
+        })
     }
 
     /// Many texts in parallel: (flat uint32 ids, uint64 offsets of len(texts)+1),
