@@ -14,11 +14,9 @@
 
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::fmt;
 
 use rayon::prelude::*;
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
-use serde_json::value::RawValue;
+use serde::de::IgnoredAny;
 
 use crate::error::{Error, Result};
 
@@ -33,156 +31,188 @@ pub enum Line<'a> {
     Text(Cow<'a, str>),
 }
 
-/// A line as found, before unescaping: the field's JSON string literal.
+/// What the scanner found on one line; a document's text is in the buffer passed in.
 #[derive(Debug, PartialEq, Eq, Clone, Copy)]
-enum RawLine<'a> {
+enum Found {
     Blank,
     Null,
-    /// The literal, quotes included (valid JSON: serde checked it).
-    Literal(&'a str),
+    Text,
 }
 
-/// The raw value of the wanted field in one object; the last occurrence wins,
-/// as in Python's `json`. None: the object has no such field.
-struct FieldSeed<'f>(&'f str);
-
-impl<'de> DeserializeSeed<'de> for FieldSeed<'_> {
-    type Value = Option<&'de RawValue>;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<Self::Value, D::Error> {
-        d.deserialize_map(self)
+/// JSON's whitespace (Python's `json` allows exactly these between tokens).
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r') {
+        i += 1;
     }
+    i
 }
 
-impl<'de> Visitor<'de> for FieldSeed<'_> {
-    type Value = Option<&'de RawValue>;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Self::Value, A::Error> {
-        let mut found = None;
-        while let Some(is_field) = map.next_key_seed(KeyIs(self.0))? {
-            if is_field {
-                found = Some(map.next_value::<&RawValue>()?);
-            } else {
-                map.next_value::<IgnoredAny>()?;
-            }
+/// The first position at or after `i` holding `"`, `\` or a control character.
+fn next_special(b: &[u8], mut i: usize) -> usize {
+    const W: usize = 16;
+    while i + W <= b.len() {
+        let chunk: &[u8; W] = b[i..i + W].try_into().unwrap();
+        // no early exit inside the chunk, so this compiles to vector compares
+        if chunk.iter().fold(false, |acc, &c| acc | (c == b'"') | (c == b'\\') | (c < 0x20)) {
+            break;
         }
-        Ok(found)
+        i += W;
+    }
+    while i < b.len() && !(b[i] == b'"' || b[i] == b'\\' || b[i] < 0x20) {
+        i += 1;
+    }
+    i
+}
+
+fn hex4(b: &[u8]) -> Option<u32> {
+    let h = b.get(..4)?;
+    if !h.iter().all(u8::is_ascii_hexdigit) {
+        return None;
+    }
+    u32::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok()
+}
+
+/// Scan the JSON string starting at `s[i] == '"'`, appending its text to
+/// `out` (None: validate only). Returns the position after the closing quote,
+/// or None for anything that is not a valid JSON string of text (a control
+/// character, a bad escape, a lone surrogate: Python's reader decides).
+fn scan_string(s: &str, mut i: usize, mut out: Option<&mut String>) -> Option<usize> {
+    let b = s.as_bytes();
+    i += 1;
+    loop {
+        let j = next_special(b, i);
+        if let Some(o) = out.as_deref_mut() {
+            o.push_str(s.get(i..j)?);
+        }
+        match *b.get(j)? {
+            b'"' => return Some(j + 1),
+            b'\\' => {
+                let c = match *b.get(j + 1)? {
+                    b'"' => '"',
+                    b'\\' => '\\',
+                    b'/' => '/',
+                    b'b' => '\u{8}',
+                    b'f' => '\u{c}',
+                    b'n' => '\n',
+                    b'r' => '\r',
+                    b't' => '\t',
+                    b'u' => {
+                        let u = hex4(&b[j + 2..])?;
+                        let cp = if (0xD800..0xDC00).contains(&u) {
+                            if b.get(j + 6..j + 8)? != br"\u" {
+                                return None;
+                            }
+                            let low = hex4(&b[j + 8..])?;
+                            if !(0xDC00..0xE000).contains(&low) {
+                                return None;
+                            }
+                            i = j + 12;
+                            0x10000 + ((u - 0xD800) << 10) + (low - 0xDC00)
+                        } else {
+                            i = j + 6;
+                            u
+                        };
+                        if let Some(o) = out.as_deref_mut() {
+                            o.push(char::from_u32(cp)?); // None for a lone low surrogate
+                        } else {
+                            char::from_u32(cp)?;
+                        }
+                        continue;
+                    }
+                    _ => return None,
+                };
+                if let Some(o) = out.as_deref_mut() {
+                    o.push(c);
+                }
+                i = j + 2;
+            }
+            _ => return None, // a raw control character: not JSON
+        }
     }
 }
 
-/// A key, compared with the field name after unescaping.
-struct KeyIs<'f>(&'f str);
-
-impl<'de> DeserializeSeed<'de> for KeyIs<'_> {
-    type Value = bool;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<bool, D::Error> {
-        d.deserialize_str(self)
-    }
+/// Skip one JSON value that is not a string (a number, a literal, an array,
+/// an object) with serde_json, which checks it; the position after it.
+fn skip_value(s: &str, i: usize) -> Option<usize> {
+    let mut it = serde_json::Deserializer::from_str(s.get(i..)?).into_iter::<IgnoredAny>();
+    it.next()?.ok()?;
+    Some(i + it.byte_offset())
 }
 
-impl<'de> Visitor<'de> for KeyIs<'_> {
-    type Value = bool;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a key")
-    }
-
-    fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<bool, E> {
-        Ok(v == self.0)
-    }
-}
-
-fn raw_line<'a>(line: &'a [u8], field: &str, file_start: bool) -> Option<RawLine<'a>> {
+/// Read one line (without its `\n`): the field's text goes to `text` (cleared
+/// first). None when only the Python reader can say what the line is.
+/// `file_start`: the file's first line, whose leading byte-order marks are dropped.
+fn scan_line(line: &[u8], field: &str, file_start: bool, text: &mut String) -> Option<Found> {
     let mut s = std::str::from_utf8(line).ok()?;
     if file_start {
         s = s.trim_start_matches('\u{feff}');
     }
-    if s.bytes().all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b'\x0b' | b'\x0c')) {
-        return Some(RawLine::Blank);
+    let b = s.as_bytes();
+    if b.iter().all(|c| matches!(c, b' ' | b'\t' | b'\r' | b'\n' | b'\x0b' | b'\x0c')) {
+        return Some(Found::Blank);
     }
-    let mut de = serde_json::Deserializer::from_str(s);
-    let found = FieldSeed(field).deserialize(&mut de).ok()?;
-    de.end().ok()?;
-    let raw = found?.get();
-    match raw.as_bytes()[0] {
-        b'"' => Some(RawLine::Literal(raw)),
-        b'n' => Some(RawLine::Null),
-        _ => None, // a number, an object, true...: Python's reader reports it
+    text.clear();
+    let mut found = None;
+    let mut key = String::new();
+    let mut i = skip_ws(b, 0);
+    if b.get(i) != Some(&b'{') {
+        return None;
     }
-}
-
-fn hex4(b: &[u8]) -> Option<u32> {
-    let s = std::str::from_utf8(b.get(..4)?).ok()?;
-    u32::from_str_radix(s, 16).ok()
-}
-
-/// Append the text of a valid JSON string literal (quotes included) to `out`.
-/// False for a lone surrogate, which is not text (Python's reader decides).
-fn unescape(literal: &str, out: &mut String) -> bool {
-    let b = &literal.as_bytes()[1..literal.len() - 1];
-    let mut i = 0;
-    while i < b.len() {
-        let Some(k) = memchr::memchr(b'\\', &b[i..]) else {
-            out.push_str(&literal[1 + i..literal.len() - 1]);
-            return true;
-        };
-        out.push_str(&literal[1 + i..1 + i + k]);
-        i += k + 1;
-        let c = match b.get(i) {
-            Some(b'"') => '"',
-            Some(b'\\') => '\\',
-            Some(b'/') => '/',
-            Some(b'b') => '\u{8}',
-            Some(b'f') => '\u{c}',
-            Some(b'n') => '\n',
-            Some(b'r') => '\r',
-            Some(b't') => '\t',
-            Some(b'u') => {
-                let Some(u) = hex4(&b[i + 1..]) else { return false };
-                i += 4;
-                let cp = if (0xD800..0xDC00).contains(&u) {
-                    let low = match (b.get(i + 1..i + 3), hex4(b.get(i + 3..).unwrap_or(&[]))) {
-                        (Some(br"\u"), Some(low)) if (0xDC00..0xE000).contains(&low) => low,
-                        _ => return false,
-                    };
-                    i += 6;
-                    0x10000 + ((u - 0xD800) << 10) + (low - 0xDC00)
-                } else {
-                    u
-                };
-                match char::from_u32(cp) {
-                    Some(c) => c,
-                    None => return false,
-                }
+    i = skip_ws(b, i + 1);
+    if b.get(i) == Some(&b'}') {
+        return None; // no fields: Python's reader names the missing one
+    }
+    loop {
+        if b.get(i) != Some(&b'"') {
+            return None;
+        }
+        key.clear();
+        i = scan_string(s, i, Some(&mut key))?;
+        i = skip_ws(b, i);
+        if b.get(i) != Some(&b':') {
+            return None;
+        }
+        i = skip_ws(b, i + 1);
+        let is_field = key == field;
+        match (b.get(i)?, is_field) {
+            (b'"', true) => {
+                text.clear(); // a later duplicate wins, as in Python
+                i = scan_string(s, i, Some(text))?;
+                found = Some(Found::Text);
             }
-            _ => return false,
-        };
-        out.push(c);
-        i += 1;
+            (b'"', false) => i = scan_string(s, i, None)?,
+            (_, true) => {
+                let end = skip_value(s, i)?;
+                if s[i..end].trim_end() != "null" {
+                    return None; // a number, an object...: Python's reader reports it
+                }
+                found = Some(Found::Null);
+                i = end;
+            }
+            (_, false) => i = skip_value(s, i)?,
+        }
+        i = skip_ws(b, i);
+        match b.get(i)? {
+            b',' => i = skip_ws(b, i + 1),
+            b'}' => break,
+            _ => return None,
+        }
     }
-    true
+    if skip_ws(b, i + 1) != b.len() {
+        return None;
+    }
+    found
 }
 
 /// The text field of one line (without its `\n`), or None when only the
 /// Python reader can say what the line is. `file_start`: the line is the
 /// file's first, whose leading byte-order marks are dropped.
-pub fn line_text<'a>(line: &'a [u8], field: &str, file_start: bool) -> Option<Line<'a>> {
-    Some(match raw_line(line, field, file_start)? {
-        RawLine::Blank => Line::Blank,
-        RawLine::Null => Line::Null,
-        RawLine::Literal(lit) if !lit.contains('\\') => Line::Text(Cow::Borrowed(&lit[1..lit.len() - 1])),
-        RawLine::Literal(lit) => {
-            let mut s = String::with_capacity(lit.len());
-            if !unescape(lit, &mut s) {
-                return None;
-            }
-            Line::Text(Cow::Owned(s))
-        }
+pub fn line_text(line: &[u8], field: &str, file_start: bool) -> Option<Line<'static>> {
+    let mut text = String::new();
+    Some(match scan_line(line, field, file_start, &mut text)? {
+        Found::Blank => Line::Blank,
+        Found::Null => Line::Null,
+        Found::Text => Line::Text(Cow::Owned(text)),
     })
 }
 
@@ -201,8 +231,10 @@ pub struct Encoded<T> {
     pub lines: usize,
 }
 
-/// One document's outcome.
+/// One line's outcome.
 enum Doc {
+    /// Not a document (blank, or the field is null).
+    None,
     /// Counted only (resuming): its characters.
     Skipped(u64),
     /// Ids, bytes, characters.
@@ -210,32 +242,21 @@ enum Doc {
 }
 
 thread_local! {
-    /// Unescaped text of the document being encoded, reused across documents.
+    /// Text of the document being encoded, reused across documents.
     static TEXT: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
-/// Run `f` on the text of a string literal: borrowed when it has no escapes,
-/// else unescaped into this thread's buffer. None for a lone surrogate.
-fn with_text<R>(lit: &str, f: impl FnOnce(&str) -> R) -> Option<R> {
-    if !lit.contains('\\') {
-        return Some(f(&lit[1..lit.len() - 1]));
-    }
+/// Run `f` with this thread's text buffer (a fresh one if it is in use).
+fn with_buffer<R>(f: impl FnOnce(&mut String) -> R) -> R {
     TEXT.with(|cell| match cell.try_borrow_mut() {
         Ok(mut buf) => {
-            buf.clear();
-            if !unescape(lit, &mut buf) {
-                return None;
-            }
-            let r = f(&buf);
+            let r = f(&mut buf);
             if buf.capacity() > 1 << 24 {
                 *buf = String::new(); // one huge document does not pin its size per thread
             }
-            Some(r)
+            r
         }
-        Err(_) => {
-            let mut own = String::with_capacity(lit.len());
-            unescape(lit, &mut own).then(|| f(&own))
-        }
+        Err(_) => f(&mut String::new()),
     })
 }
 
@@ -278,28 +299,39 @@ where
         lines.push(&body[start..]);
     }
 
-    // 1. Find each line's literal (borrowed: no copy of the text).
-    let raw: Option<Vec<RawLine>> =
-        lines.par_iter().enumerate().with_min_len(8).map(|(i, l)| raw_line(l, field, file_start && i == 0)).collect();
-    let Some(raw) = raw else { return Ok(None) };
-    let literals: Vec<&str> = raw
-        .iter()
-        .filter_map(|l| match l {
-            RawLine::Literal(s) => Some(*s),
-            _ => None,
-        })
-        .collect();
+    // When resuming, which lines are the first `skip` documents.
+    let mut skipped_lines = 0;
+    if skip > 0 {
+        let kinds: Option<Vec<Found>> = lines
+            .par_iter()
+            .enumerate()
+            .with_min_len(8)
+            .map(|(i, l)| with_buffer(|buf| scan_line(l, field, file_start && i == 0, buf)))
+            .collect();
+        let Some(kinds) = kinds else { return Ok(None) };
+        let mut docs = 0;
+        while skipped_lines < kinds.len() && docs < skip {
+            docs += (kinds[skipped_lines] == Found::Text) as usize;
+            skipped_lines += 1;
+        }
+    }
 
-    // 2. Unescape (into a per-thread buffer) and encode each document.
-    let docs: Result<Option<Vec<Doc>>> = literals
+    // Read each line's text into a per-thread buffer and encode it, in one pass.
+    let docs: Result<Option<Vec<Doc>>> = lines
         .par_iter()
         .enumerate()
         .with_min_len(1)
-        .map(|(k, lit)| {
-            let done = with_text(lit, |t| {
+        .map(|(i, l)| {
+            with_buffer(|buf| {
+                match scan_line(l, field, file_start && i == 0, buf) {
+                    None => return Ok(None),
+                    Some(Found::Blank | Found::Null) => return Ok(Some(Doc::None)),
+                    Some(Found::Text) => {}
+                }
+                let t = buf.as_str();
                 let chars = t.chars().count() as u64;
-                if k < skip {
-                    return Ok(Doc::Skipped(chars));
+                if i < skipped_lines {
+                    return Ok(Some(Doc::Skipped(chars)));
                 }
                 let ids = encode(t)?;
                 let mut bytes = 0u64;
@@ -314,9 +346,8 @@ where
                         }
                     }
                 }
-                Ok(Doc::Encoded(ids, bytes, chars))
-            });
-            done.transpose()
+                Ok(Some(Doc::Encoded(ids, bytes, chars)))
+            })
         })
         .collect::<Result<Option<Vec<Doc>>>>();
     let Some(docs) = docs? else { return Ok(None) };
@@ -324,8 +355,10 @@ where
     // 3. Lay the ids out back to back, each document after its BOS, in parallel.
     let extra = bos.is_some() as u64;
     let mut out = Encoded { lines: lines.len(), ..Default::default() };
+    let docs: Vec<Doc> = docs.into_iter().filter(|d| !matches!(d, Doc::None)).collect();
     for d in &docs {
         let (n, bytes, chars) = match d {
+            Doc::None => continue,
             Doc::Skipped(c) => (0, 0, *c),
             Doc::Encoded(ids, b, c) => (ids.len() as u64 + extra, *b, *c),
         };
@@ -432,3 +465,4 @@ mod tests {
         assert_eq!((e.tokens, e.lines), (vec![122], 1));
     }
 }
+

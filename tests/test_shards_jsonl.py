@@ -216,3 +216,50 @@ def test_shard_files_are_what_np_save_writes(tmp_path, bpe):
         again = tmp_path / "again.npy"
         np.save(again, np.load(f), allow_pickle=False)
         assert again.read_bytes() == f.read_bytes()
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**20, 10**20) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.dictionaries(st.sampled_from(["text", "id", "te\\u0078t", "meta", ""]), _json_values, max_size=4),
+    st.one_of(st.none(), st.text(max_size=30)),
+    st.booleans(),
+    st.one_of(st.none(), st.tuples(st.integers(0, 200), st.sampled_from(['"', "\\", "{", "}", ",", ":", " ", "\t", "x", "\x01", "\\u", "\\ud800", "NaN"]))),
+)
+def test_core_reads_a_line_as_python_does_or_hands_it_over(bpe, obj, text, ascii_only, mutation):
+    """For any line: where Python's reader accepts it, the core gives the same
+    text or hands the block to Python; where Python's reader raises, the core
+    hands it over (so the error is Python's)."""
+    from tokenforge.data.corpus import _jsonl_line
+
+    if text is not None:
+        obj = {**obj, "text": text}
+    line = json.dumps(obj, ensure_ascii=ascii_only).replace('"te\\\\u0078t"', '"te\\u0078t"')
+    if mutation is not None:
+        at, piece = mutation
+        at = min(at, len(line))
+        line = line[:at] + piece + line[at:]
+    raw = line.encode("utf-8", "surrogatepass")
+    try:
+        want = _jsonl_line(raw, "c.jsonl", 2, 0, "text", "strict", False)
+        ok = True
+    except Exception:
+        ok = False
+    got = bpe._jsonl_block_encoder()(b"", raw, len(raw), "text", False, 0, None, True, 1)
+    if not ok:
+        assert got is None, (line, got)
+        return
+    if got is None:
+        return  # handed to Python's reader, which reads it as above
+    tokens, ntok, nbytes, nchars, nlines = got
+    assert nlines == 1
+    if want is None:
+        assert len(ntok) == 0
+    else:
+        assert bpe.decode(tokens.tolist()) == want and nchars.tolist() == [len(want)]
