@@ -7,6 +7,7 @@ pub mod jsonl;
 pub mod ngram;
 pub mod lz78;
 pub mod pretok;
+pub mod specials;
 pub mod unicode;
 
 #[cfg(feature = "python")]

@@ -12,7 +12,6 @@
 //! Long pieces (`"a" * 1_000_000`, text without whitespace, whole documents)
 //! use a linked list and a min-heap, O(n log n), so no input is quadratic.
 
-use aho_corasick::{AhoCorasick, MatchKind};
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -20,6 +19,7 @@ use std::collections::BinaryHeap;
 use super::train::pack;
 use crate::error::{Error, Result};
 use crate::pretok::Pretokenizer;
+use crate::specials::Specials;
 
 /// Pieces at least this long use the heap merge.
 const LONG_PIECE: usize = 96;
@@ -40,8 +40,7 @@ pub struct BpeModel {
     pair_map: FxHashMap<u64, u32>,
     piece_map: FxHashMap<Vec<u8>, u32>,
     pretok: Pretokenizer,
-    specials: Vec<(String, u32)>,
-    special_ac: Option<AhoCorasick>,
+    specials: Specials,
     special_text: FxHashMap<u32, Vec<u8>>,
     vocab_size: usize,
     rule: MergeRule,
@@ -102,10 +101,8 @@ impl BpeModel {
             }
         }
         let mut special_text = FxHashMap::default();
-        for (s, id) in &specials {
-            if s.is_empty() {
-                return Err(Error::Invalid("a special token is the empty string".into()));
-            }
+        let specials = Specials::new(specials)?;
+        for (s, id) in specials.list() {
             if (*id as usize) < tokens.len() && !tokens[*id as usize].is_empty() {
                 return Err(Error::Invalid(format!("special token {s:?} has id {id}, which a byte or merge already uses")));
             }
@@ -114,7 +111,6 @@ impl BpeModel {
             }
             max_id = max_id.max(*id);
         }
-        let special_ac = build_ac(specials.iter().map(|(s, _)| s.as_str()))?;
         Ok(BpeModel {
             tokens,
             byte_to_id: *byte_ids,
@@ -122,7 +118,6 @@ impl BpeModel {
             piece_map,
             pretok,
             specials,
-            special_ac,
             special_text,
             vocab_size: max_id as usize + 1,
             rule,
@@ -326,34 +321,14 @@ impl BpeModel {
     /// Encode text, turning the text of the specials whose ids are in
     /// `allowed` into their ids (all specials if `allowed` is None).
     pub fn encode_with_specials(&self, text: &str, allowed: Option<&[u32]>) -> Result<Vec<u32>> {
-        let custom;
-        let ac = match allowed {
-            None => self.special_ac.as_ref(),
-            Some(ids) => {
-                let subset: Vec<&str> =
-                    self.specials.iter().filter(|(_, id)| ids.contains(id)).map(|(s, _)| s.as_str()).collect();
-                custom = build_ac(subset.iter().copied())?;
-                custom.as_ref()
-            }
-        };
-        let Some(ac) = ac else { return self.encode_ordinary(text) };
         let mut out = Vec::with_capacity(text.len() / 3 + 1);
-        let mut last = 0;
-        for m in ac.find_iter(text) {
-            self.encode_ordinary_into(&text[last..m.start()], &mut out)?;
-            let s = &text[m.start()..m.end()];
-            let id = self.specials.iter().find(|(t, _)| t == s).map(|(_, id)| *id).expect("matched a special");
-            out.push(id);
-            last = m.end();
-        }
-        self.encode_ordinary_into(&text[last..], &mut out)?;
+        self.specials.encode_with(text, allowed, &mut out, |t, out| self.encode_ordinary_into(t, out))?;
         Ok(out)
     }
 
     /// The first special token whose text occurs in `text` (and where).
     pub fn find_special(&self, text: &str) -> Option<(String, usize)> {
-        let ac = self.special_ac.as_ref()?;
-        ac.find(text).map(|m| (text[m.start()..m.end()].to_string(), m.start()))
+        self.specials.find(text)
     }
 
     pub fn decode_bytes(&self, ids: &[u32]) -> Result<Vec<u8>> {
@@ -371,18 +346,6 @@ impl BpeModel {
         }
         Ok(out)
     }
-}
-
-fn build_ac<'a>(pats: impl Iterator<Item = &'a str>) -> Result<Option<AhoCorasick>> {
-    let pats: Vec<&str> = pats.collect();
-    if pats.is_empty() {
-        return Ok(None);
-    }
-    AhoCorasick::builder()
-        .match_kind(MatchKind::LeftmostLongest)
-        .build(&pats)
-        .map(Some)
-        .map_err(|e| Error::Invalid(format!("special tokens: {e}")))
 }
 
 #[cfg(test)]

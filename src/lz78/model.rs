@@ -8,11 +8,11 @@
 
 use std::sync::Arc;
 
-use aho_corasick::{AhoCorasick, MatchKind};
 
 use super::trie::ByteTrie;
 use crate::error::{Error, Result};
 use crate::pretok::Pretokenizer;
+use crate::specials::Specials;
 
 #[derive(Clone)]
 pub struct Lz78Model {
@@ -21,8 +21,7 @@ pub struct Lz78Model {
     tokens: Arc<Vec<Box<[u8]>>>,
     n: u32,
     pretok: Pretokenizer,
-    specials: Vec<(String, u32)>,
-    special_ac: Option<AhoCorasick>,
+    specials: Specials,
 }
 
 impl Lz78Model {
@@ -32,10 +31,8 @@ impl Lz78Model {
         let n = outputs.len() as u32;
         let trie = ByteTrie::build(outputs.iter().enumerate().map(|(i, p)| (p.as_bytes(), i as u32 + 1)))?;
         let mut max_id = n + 256;
-        for (s, id) in &specials {
-            if s.is_empty() {
-                return Err(Error::Invalid("a special token is the empty string".into()));
-            }
+        let specials = Specials::new(specials)?;
+        for (s, id) in specials.list() {
             if *id <= n + 256 {
                 return Err(Error::Invalid(format!("special token {s:?} has id {id}, which a code or byte uses")));
             }
@@ -48,14 +45,13 @@ impl Lz78Model {
         for b in 0..256u32 {
             tokens[(n + 1 + b) as usize] = vec![b as u8].into();
         }
-        for (s, id) in &specials {
+        for (s, id) in specials.list() {
             if !tokens[*id as usize].is_empty() {
                 return Err(Error::Invalid(format!("special token id {id} is used twice")));
             }
             tokens[*id as usize] = s.as_bytes().into();
         }
-        let special_ac = build_ac(specials.iter().map(|(s, _)| s.as_str()))?;
-        Ok(Lz78Model { trie: Arc::new(trie), tokens: Arc::new(tokens), n, pretok, specials, special_ac })
+        Ok(Lz78Model { trie: Arc::new(trie), tokens: Arc::new(tokens), n, pretok, specials })
     }
 
     /// The same dictionary with another chunking.
@@ -106,27 +102,8 @@ impl Lz78Model {
     /// Encode, turning the text of the specials whose ids are in `allowed`
     /// (all if None) into their ids; the longest special wins at a position.
     pub fn encode_with_specials(&self, text: &str, allowed: Option<&[u32]>) -> Result<Vec<u32>> {
-        let custom;
-        let ac = match allowed {
-            None => self.special_ac.as_ref(),
-            Some(ids) => {
-                let subset: Vec<&str> =
-                    self.specials.iter().filter(|(_, id)| ids.contains(id)).map(|(s, _)| s.as_str()).collect();
-                custom = build_ac(subset.into_iter())?;
-                custom.as_ref()
-            }
-        };
-        let Some(ac) = ac else { return self.encode_ordinary(text) };
         let mut out = Vec::with_capacity(text.len() / 3 + 1);
-        let mut last = 0;
-        for m in ac.find_iter(text) {
-            self.encode_ordinary_into(&text[last..m.start()], &mut out)?;
-            let s = &text[m.start()..m.end()];
-            let id = self.specials.iter().find(|(t, _)| t == s).map(|(_, id)| *id).expect("matched a special");
-            out.push(id);
-            last = m.end();
-        }
-        self.encode_ordinary_into(&text[last..], &mut out)?;
+        self.specials.encode_with(text, allowed, &mut out, |t, out| self.encode_ordinary_into(t, out))?;
         Ok(out)
     }
 
@@ -159,18 +136,6 @@ impl Lz78Model {
         }
         Ok(out)
     }
-}
-
-fn build_ac<'a>(pats: impl Iterator<Item = &'a str>) -> Result<Option<AhoCorasick>> {
-    let pats: Vec<&str> = pats.collect();
-    if pats.is_empty() {
-        return Ok(None);
-    }
-    AhoCorasick::builder()
-        .match_kind(MatchKind::LeftmostLongest)
-        .build(&pats)
-        .map(Some)
-        .map_err(|e| Error::Invalid(format!("cannot index the special tokens: {e}")))
 }
 
 #[cfg(test)]
