@@ -8,7 +8,7 @@ its own and a crash, a hang or a leak in one tool does not disturb the others:
   child). ``setup`` (optional) builds the inputs and is not timed; ``fn`` is
   timed ``repeat`` times and the best wall time is kept; ``after`` (optional)
   runs untimed at the end, e.g. to save a trained model. The functions must
-  be module-level, and their arguments picklable: pass file names and sizes,
+  be module-level, and their arguments JSON values: pass file names and sizes,
   and let ``setup`` load the data inside the child.
 * :func:`run_command` runs an external command ``repeat`` times.
 * :func:`interleaved` times several variants back to back in one child, round
@@ -59,7 +59,6 @@ import importlib
 import importlib.util
 import json
 import os
-import pickle
 import platform
 import signal
 import subprocess
@@ -317,8 +316,11 @@ def run_function(
         "sys_path": [p for p in sys.path if p],
     }
     with tempfile.TemporaryDirectory(prefix="tfbench-") as tmp:
-        pin, pout = Path(tmp) / "in.pkl", Path(tmp) / "out.json"
-        pin.write_bytes(pickle.dumps(payload))
+        pin, pout = Path(tmp) / "in.json", Path(tmp) / "out.json"
+        try:
+            pin.write_text(json.dumps(payload))
+        except TypeError as e:
+            raise TypeError(f"run_function: arguments must be JSON values (file names, sizes...): {e}") from None
         cmd = [sys.executable, str(Path(__file__).resolve()), "--child", str(pin), str(pout)]
         if not quiet:
             print(f"  running {res.name} ...", end="", flush=True, file=sys.stderr)
@@ -449,7 +451,7 @@ def _import_ref(ref: tuple[str, str]):
 def _child_main(pin: str, pout: str) -> int:
     out: dict[str, Any] = {"times": []}
     try:
-        payload = pickle.loads(Path(pin).read_bytes())
+        payload = json.loads(Path(pin).read_text())
         for p in reversed(payload["sys_path"]):
             if p not in sys.path:
                 sys.path.insert(0, p)

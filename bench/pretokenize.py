@@ -199,7 +199,8 @@ def main() -> int:
                                        after=after_pretokenize, group="pretokenize", tool=f"{t}t", mb=mb,
                                        repeat=args.repeat)))
     pair = b.add(run_function(run_pair, tok_path, str(jsonl), n, setup=setup_pair, after=after_pair,
-                              group="interleaved", tool=f"encode-1t|pretokenize-{n}t", mb=mb, repeat=args.repeat))
+                              group="interleaved", tool=f"encode-1t|pretokenize-{n}t", mb=mb,
+                              repeat=max(args.repeat, 7)))
     enc1 = b.get("encode", "1t")
     ratio = pair.extra.get("ratio") if pair.ok else None
     b.target(f"interleaved/encode-1t|pretokenize-{n}t", f"pretokenize/{n}t vs encode/1t, interleaved (goal >= 1.6x)",
