@@ -92,12 +92,13 @@ impl IntTable {
     }
 }
 
-/// Encode `texts` on a pool of `num_threads` and return one Python list of
-/// ids per text. Building the lists needs the GIL, so it is serial; with two
-/// or more threads the calling thread builds the lists of finished chunks of
-/// texts while the pool encodes the next ones, instead of after all of them
-/// (chunks are taken in order, so they also finish about in order). With one
-/// thread the lists are built after the encoding, as the caller would.
+/// Encode `texts` on `num_threads` threads and return one Python list of ids
+/// per text. Building the lists needs the GIL, so it is serial; with two or
+/// more threads, chunks of texts are taken in order by `num_threads - 1` pool
+/// threads and by the calling thread, which between its own chunks builds
+/// the lists of the finished ones -- so list building overlaps the encoding
+/// and exactly `num_threads` threads work. With one thread the lists are
+/// built after the encoding.
 pub(crate) fn encode_lists<'py, F>(
     py: Python<'py>,
     ints: &IntTable,
@@ -139,19 +140,23 @@ where
     let (tx, rx) = std::sync::mpsc::channel::<Chunk>();
     let out = PyList::empty(py);
     let mut result: PyResult<()> = Ok(());
+    let encode_chunk = |i: usize| -> Result<Vec<Vec<u32>>, Error> {
+        texts[bounds[i]..bounds[i + 1]].iter().map(|t| encode(t)).collect()
+    };
     std::thread::scope(|scope| {
-        let (next, stop, bounds, encode, pool) = (&next, &stop, &bounds, &encode, &pool);
+        let (next, stop, encode_chunk, pool) = (&next, &stop, &encode_chunk, &pool);
+        // threads - 1 pool threads take chunks in order; this thread is the last
+        // encoder, and builds the lists of finished chunks whenever the next one is ready.
         scope.spawn(move || {
             pool.scope(|s| {
-                for _ in 0..threads {
+                for _ in 1..threads {
                     let tx = tx.clone();
                     s.spawn(move |_| loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         if i >= chunks || stop.load(Ordering::Relaxed) {
                             break;
                         }
-                        let r = texts[bounds[i]..bounds[i + 1]].iter().map(|t| encode(t)).collect();
-                        if tx.send((i, r)).is_err() {
+                        if tx.send((i, encode_chunk(i))).is_err() {
                             break;
                         }
                     });
@@ -162,10 +167,24 @@ where
         let mut done = 0;
         let mut rx = rx;
         while done < chunks {
-            let (got, back) = py.detach(move || (rx.recv(), rx));
-            rx = back;
-            let Ok((i, r)) = got else { break };
-            ready[i] = Some(r);
+            while let Ok((i, r)) = rx.try_recv() {
+                ready[i] = Some(r);
+            }
+            if ready[done].is_none() {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i < chunks {
+                    let r = py.detach(|| encode_chunk(i));
+                    ready[i] = Some(r);
+                } else {
+                    let (got, back) = py.detach(move || (rx.recv(), rx));
+                    rx = back;
+                    match got {
+                        Ok((i, r)) => ready[i] = Some(r),
+                        Err(_) => break,
+                    }
+                }
+                continue;
+            }
             while done < chunks {
                 let Some(r) = ready[done].take() else { break };
                 done += 1;
