@@ -434,15 +434,8 @@ def pretokenize(
         first = line.get(block.path, 1)
         if got is None:  # a line only the Python reader reads right (or reports right)
             line[block.path] = first + block.count_lines()
-            texts = list(jsonl_block_documents(block, first, text_field))
-            n = min(skip, len(texts))
-            if n:
-                resume.add([len(t) for t in texts[:n]])
-            texts = texts[n:]
-            if not texts:
-                return None
-            arrays = tokenizer.encode_batch(texts, num_threads=workers, as_numpy=True)
-            return lambda: _Flat.of(arrays, texts, bos_id, dtype, token_bytes)
+            # (blocks are finished in order, so what is still to skip is this block's ``skip``)
+            return encode_texts(list(jsonl_block_documents(block, first, text_field)))
         tokens, ntok, nbytes, nchars, nlines = got
         line[block.path] = first + nlines
         n = min(skip, len(ntok))
