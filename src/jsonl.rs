@@ -352,7 +352,7 @@ where
         .collect::<Result<Option<Vec<Doc>>>>();
     let Some(docs) = docs? else { return Ok(None) };
 
-    // 3. Lay the ids out back to back, each document after its BOS, in parallel.
+    // Lay the ids out back to back, each document after its BOS, in parallel.
     let extra = bos.is_some() as u64;
     let mut out = Encoded { lines: lines.len(), ..Default::default() };
     let docs: Vec<Doc> = docs.into_iter().filter(|d| !matches!(d, Doc::None)).collect();

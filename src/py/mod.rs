@@ -229,11 +229,11 @@ pub(crate) fn borrow_strs<'a>(owned: &'a [Bound<'_, PyString>]) -> PyResult<Vec<
 
 /// One block of a `.jsonl` file for the pretokenizing pipeline (see
 /// `crate::jsonl`), for a family whose `encode_batch` is `encode`: the lines
-/// `head + body[:end]`, parsed and encoded in parallel with the GIL released.
-/// (Two parts, so the reader hands over what it read without copying it.) Returns None when a line needs
-/// the Python reader, else (tokens as uint16 if `narrow` else uint32, then
-/// per document uint64 token counts, byte counts and character counts, then
-/// the number of lines in the block).
+/// `head + body[:end]` (two parts, so the reader hands over what it read
+/// without copying it), parsed and encoded in parallel with the GIL released.
+/// None when a line needs the Python reader; else (tokens as uint16 if
+/// `narrow` else uint32, then per document uint64 token counts, byte counts
+/// and character counts, then the number of lines in the block).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn jsonl_block<'py, F>(
     py: Python<'py>,
@@ -268,16 +268,13 @@ where
         PyTuple::new(py, parts)
     }
     let body = &body[..end];
-    let run = |py: Python<'py>| -> PyResult<Option<Bound<'py, PyTuple>>> {
-        if narrow {
-            let e = py.detach(|| pool.install(|| encode_block::<u16, _>(head, body, field, file_start, skip, bos, token_len, &encode)));
-            e.map_err(|e| to_py(py, e))?.map(|e| tuple(py, e)).transpose()
-        } else {
-            let e = py.detach(|| pool.install(|| encode_block::<u32, _>(head, body, field, file_start, skip, bos, token_len, &encode)));
-            e.map_err(|e| to_py(py, e))?.map(|e| tuple(py, e)).transpose()
-        }
-    };
-    run(py)
+    if narrow {
+        let e = py.detach(|| pool.install(|| encode_block::<u16, _>(head, body, field, file_start, skip, bos, token_len, &encode)));
+        e.map_err(|e| to_py(py, e))?.map(|e| tuple(py, e)).transpose()
+    } else {
+        let e = py.detach(|| pool.install(|| encode_block::<u32, _>(head, body, field, file_start, skip, bos, token_len, &encode)));
+        e.map_err(|e| to_py(py, e))?.map(|e| tuple(py, e)).transpose()
+    }
 }
 
 /// Token ids from a list of ints or a 1-D numpy integer array.

@@ -412,22 +412,24 @@ def jsonl_blocks(paths: Iterable[Path], block_bytes: int = 4 << 20, progress=Non
         with ExitStack() as stack:
             stream, raw = _open_stream(stack, path, kind[1])
             meter = _Meter(raw, progress)
-            head, offset = b"", 0
+            pieces: list[bytes] = []  # the start of a line, from earlier reads
+            offset = 0
             try:
                 while True:
                     body = _read_full(stream, block_bytes)
                     meter.tick()
                     if not body:
-                        if head:
-                            yield JsonlBlock(path, head, b"", 0, offset)
+                        if pieces:
+                            yield JsonlBlock(path, b"".join(pieces), b"", 0, offset)
                         break
                     end = body.rfind(b"\n") + 1
-                    if not end:  # still inside one long line
-                        head += body
+                    if not end:  # still inside one long line: joined once it ends
+                        pieces.append(body)
                         continue
+                    head = b"".join(pieces)
                     yield JsonlBlock(path, head, body, end, offset)
                     offset += len(head) + end
-                    head = body[end:]
+                    pieces = [body[end:]] if end < len(body) else []
             except _decompression_errors() as e:
                 raise _corpus_error(f"corrupt {kind[1]} stream: {e}", path) from None
 

@@ -320,7 +320,7 @@ def _batched(docs: Iterator[str], batch_chars: int) -> Iterator[list[str]]:
         yield batch
 
 
-def _block_encoder(tokenizer, corpus, split_on):
+def _block_encoder(tokenizer, corpus):
     """The tokenizer's JSON-lines block encoder when the corpus is ``.jsonl``
     files only and the family has one; else None (documents go through
     ``iter_documents`` and ``encode_batch``)."""
@@ -409,7 +409,7 @@ def pretokenize(
     _write_index(out, index)
 
     total = corpus_bytes(corpus)
-    encoder = _block_encoder(tokenizer, corpus, split_on)
+    encoder = _block_encoder(tokenizer, corpus)
     resume = _Resume(index, out)
     narrow = np.dtype(dtype) == np.uint16
 
