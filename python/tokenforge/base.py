@@ -17,7 +17,7 @@ import numpy as np
 from .chat import ChatMixin
 from .errors import FormatError, SpecialTokenError, TokenforgeError
 
-__all__ = ["Tokenizer", "RustBacked", "load", "register_format", "ids_dtype"]
+__all__ = ["Tokenizer", "RustBacked", "CoreEncoded", "load", "register_format", "ids_dtype"]
 
 
 def ids_dtype(vocab_size: int):
@@ -249,6 +249,57 @@ class RustBacked:
         if b is None:
             raise TokenforgeError(f"token id {id} is not used by this vocabulary")
         return b
+
+
+class CoreEncoded(RustBacked):
+    """A :class:`RustBacked` family whose encoding is exactly its core's
+    (no Python step before or after): ``self._model`` also answers
+    ``encode_ordinary``, ``encode_ordinary_numpy``, ``encode(text, allowed)``,
+    ``encode_batch`` / ``encode_batch_numpy``, ``encode_jsonl_block`` and
+    ``vocab_size``; ``self._specials`` maps special texts to ids."""
+
+    @property
+    def vocab_size(self) -> int:
+        return self._model.vocab_size
+
+    @property
+    def special_tokens(self) -> dict[str, int]:
+        return dict(self._specials)
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        if not isinstance(text, str):
+            raise TypeError(f"text must be str, not {type(text).__name__}")
+        return self._model.encode_ordinary(text)
+
+    def encode_to_numpy(self, text: str) -> np.ndarray:
+        """Encode one text straight into a uint32 numpy array."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be str, not {type(text).__name__}")
+        return self._model.encode_ordinary_numpy(text)
+
+    def _encode_with_specials(self, text: str, allowed: dict[str, int]) -> list[int]:
+        return self._model.encode(text, list(allowed.values()))
+
+    def encode_batch(self, texts: Sequence[str], num_threads: int | None = None, as_numpy: bool = False):
+        """Encode many texts in parallel (GIL released). ``as_numpy`` gives one
+        array per text, views into one buffer (uint16 when the vocabulary fits)."""
+        _check_texts(texts)
+        return batch_ids(self._model, list(texts), num_threads, as_numpy, self.vocab_size)
+
+    def _jsonl_block_encoder(self):
+        return self._model.encode_jsonl_block
+
+
+def batch_ids(model, texts: list[str], num_threads: int | None, as_numpy: bool, vocab_size: int):
+    """Encode ``texts`` with a core model in parallel: lists of ids, or numpy
+    arrays (views into one buffer; uint16 when ``vocab_size`` fits)."""
+    if not as_numpy:
+        return model.encode_batch(texts, num_threads)
+    flat, offsets = model.encode_batch_numpy(texts, num_threads)
+    dt = ids_dtype(vocab_size)
+    if dt != np.uint32:
+        flat = flat.astype(dt)
+    return np.split(flat, offsets[1:-1].astype(np.intp)) if texts else []
 
 
 def _check_texts(texts) -> None:

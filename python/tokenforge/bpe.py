@@ -19,12 +19,12 @@ from __future__ import annotations
 import functools
 import os
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable
 
 import numpy as np
 
 from . import _core
-from .base import RustBacked, Tokenizer, _check_texts, ids_dtype, register_format
+from .base import CoreEncoded, Tokenizer, register_format
 from .chat import SPECIAL_TOKENS
 from .data.corpus import iter_documents, progress_bar
 from .errors import FormatError, PatternError, SpecialTokenError, TokenforgeError, VocabSizeError
@@ -134,7 +134,7 @@ class _HybridMethod:
         return functools.partial(self.func, cls, obj)
 
 
-class BPETokenizer(RustBacked, Tokenizer):
+class BPETokenizer(CoreEncoded, Tokenizer):
     """A byte-level BPE tokenizer (nanochat-compatible by default).
 
     Build one with :meth:`train`, :meth:`train_from_iterator`, :func:`tokenforge.load`,
@@ -237,14 +237,6 @@ class BPETokenizer(RustBacked, Tokenizer):
 
     # ---- the contract ------------------------------------------------------
     @property
-    def vocab_size(self) -> int:
-        return self._model.vocab_size
-
-    @property
-    def special_tokens(self) -> dict[str, int]:
-        return dict(self._specials)
-
-    @property
     def pattern(self) -> str | None:
         return self._data.pattern
 
@@ -257,31 +249,8 @@ class BPETokenizer(RustBacked, Tokenizer):
     def data(self) -> BPEData:
         return self._data
 
-    def encode_ordinary(self, text: str) -> list[int]:
-        if not isinstance(text, str):
-            raise TypeError(f"text must be str, not {type(text).__name__}")
-        return self._model.encode_ordinary(text)
-
-    def encode_to_numpy(self, text: str) -> np.ndarray:
-        """Encode one text straight into a uint32 numpy array."""
-        if not isinstance(text, str):
-            raise TypeError(f"text must be str, not {type(text).__name__}")
-        return self._model.encode_ordinary_numpy(text)
-
-    def _encode_with_specials(self, text: str, allowed: dict[str, int]) -> list[int]:
-        return self._model.encode(text, list(allowed.values()))
-
     def _encode_batch_with_specials(self, texts, allowed: dict[str, int], num_threads) -> list[list[int]]:
         return self._model.encode_batch(list(texts), num_threads, list(allowed.values()), True)
-
-    def encode_batch(self, texts: Sequence[str], num_threads: int | None = None, as_numpy: bool = False):
-        """Encode many texts in parallel (GIL released). ``as_numpy`` gives one
-        array per text, views into one buffer (uint16 when the vocabulary fits)."""
-        _check_texts(texts)
-        return batch_ids(self._model, list(texts), num_threads, as_numpy, self.vocab_size)
-
-    def _jsonl_block_encoder(self):
-        return self._model.encode_jsonl_block
 
     def embedding_metadata(self, mode: str = "structured") -> dict:
         """Parent/character indices for tree embeddings: each merge's left part is the
@@ -406,17 +375,6 @@ class BPETokenizer(RustBacked, Tokenizer):
     def __repr__(self) -> str:
         return f"BPETokenizer(vocab_size={self.vocab_size}, merges={len(self._data.merges)}, pattern={self._data.pattern_name!r}, specials={len(self._specials)})"
 
-
-def batch_ids(model, texts: list[str], num_threads: int | None, as_numpy: bool, vocab_size: int):
-    """Encode ``texts`` with a ``_core.BpeModel`` in parallel: lists of ids, or
-    numpy arrays (views into one buffer; uint16 when ``vocab_size`` fits)."""
-    if not as_numpy:
-        return model.encode_batch(texts, num_threads)
-    flat, offsets = model.encode_batch_numpy(texts, num_threads)
-    dt = ids_dtype(vocab_size)
-    if dt != np.uint32:
-        flat = flat.astype(dt)
-    return np.split(flat, offsets[1:-1].astype(np.intp)) if texts else []
 
 
 def _train(

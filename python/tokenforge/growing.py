@@ -47,7 +47,7 @@ import numpy as np
 
 from . import _core
 from .base import Tokenizer, _check_texts, register_format
-from .bpe import batch_ids
+from .base import batch_ids
 from .data.corpus import progress_bar
 from .errors import FormatError, SyncError, TokenforgeError, VocabSizeError
 from .formats.growing_json import (

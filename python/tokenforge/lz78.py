@@ -30,7 +30,7 @@ from typing import Sequence
 import numpy as np
 
 from . import _core
-from .base import RustBacked, Tokenizer, _check_texts, ids_dtype, register_format
+from .base import CoreEncoded, Tokenizer, _check_texts, register_format
 from .chat import SPECIAL_TOKENS
 from .data.corpus import iter_documents, progress_bar
 from .errors import SpecialTokenError, TokenforgeError, VocabSizeError
@@ -93,7 +93,7 @@ def _pattern_of(name: str | None) -> str | None:
     return name
 
 
-class LZ78Tokenizer(RustBacked, Tokenizer):
+class LZ78Tokenizer(CoreEncoded, Tokenizer):
     """A tokenizer over an LZ78-family dictionary.
 
     Build one with :meth:`train`, :meth:`from_tsv`, :meth:`from_directory` or
@@ -237,14 +237,6 @@ class LZ78Tokenizer(RustBacked, Tokenizer):
 
     # ---- the contract ------------------------------------------------------
     @property
-    def vocab_size(self) -> int:
-        return self._model.vocab_size
-
-    @property
-    def special_tokens(self) -> dict[str, int]:
-        return dict(self._specials)
-
-    @property
     def num_codes(self) -> int:
         """N: the output entries (ids 1..N)."""
         return self._n
@@ -272,17 +264,6 @@ class LZ78Tokenizer(RustBacked, Tokenizer):
             raise TokenforgeError(f"a byte is 0..255, not {b}")
         return self._n + 1 + int(b)
 
-    def encode_ordinary(self, text: str) -> list[int]:
-        if not isinstance(text, str):
-            raise TypeError(f"text must be str, not {type(text).__name__}")
-        return self._model.encode_ordinary(text)
-
-    def encode_to_numpy(self, text: str) -> np.ndarray:
-        """Encode one text straight into a uint32 numpy array."""
-        if not isinstance(text, str):
-            raise TypeError(f"text must be str, not {type(text).__name__}")
-        return self._model.encode_ordinary_numpy(text)
-
     def tokenize_smart(self, text: str) -> list[int]:
         """Greedy longest match over output entries only (the smart_prune encoder; same as encode_ordinary)."""
         return self.encode_ordinary(text)
@@ -291,28 +272,10 @@ class LZ78Tokenizer(RustBacked, Tokenizer):
         """Greedy longest match over the dictionary's strings (the flat_prune encoder; same as encode_ordinary)."""
         return self.encode_ordinary(text)
 
-    def _encode_with_specials(self, text: str, allowed: dict[str, int]) -> list[int]:
-        return self._model.encode(text, list(allowed.values()))
-
-    def encode_batch(self, texts: Sequence[str], num_threads: int | None = None, as_numpy: bool = False):
-        """Encode many texts in parallel (GIL released); ``as_numpy`` gives one array per text."""
-        _check_texts(texts)
-        texts = list(texts)
-        if not as_numpy:
-            return self._model.encode_batch_lists(texts, num_threads)
-        flat, offsets = self._model.encode_batch(texts, num_threads)
-        dt = ids_dtype(self.vocab_size)
-        if dt != np.uint32:
-            flat = flat.astype(dt)
-        return np.split(flat, offsets[1:-1].astype(np.intp)) if len(texts) else []
-
-    def _jsonl_block_encoder(self):
-        return self._model.encode_jsonl_block
-
     def encode_batch_flat(self, texts: Sequence[str], num_threads: int | None = None):
         """(flat uint32 ids, uint64 offsets) of many texts, without per-text lists."""
         _check_texts(texts)
-        return self._model.encode_batch(list(texts), num_threads)
+        return self._model.encode_batch_numpy(list(texts), num_threads)
 
     # ---- chunking and output vocabulary -------------------------------------
     def set_chunking(self, chunking: bool) -> None:
@@ -342,7 +305,7 @@ class LZ78Tokenizer(RustBacked, Tokenizer):
         """
         texts = [text] if isinstance(text, str) else list(text)
         _check_texts(texts)
-        flat, _ = self._model.encode_batch(texts, None)
+        flat, _ = self._model.encode_batch_numpy(texts, None)
         used = np.bincount(np.asarray(flat, dtype=np.int64), minlength=self.vocab_size)[1 : self._n + 1] > 0
         unused = int((~used).sum())
         if unused == 0:

@@ -114,7 +114,7 @@ impl PyLz78Model {
 
     /// Many texts in parallel, as a list of lists of ints.
     #[pyo3(signature = (texts, num_threads=None))]
-    fn encode_batch_lists<'py>(
+    fn encode_batch<'py>(
         &self,
         py: Python<'py>,
         texts: &Bound<'py, PyAny>,
@@ -127,7 +127,7 @@ impl PyLz78Model {
 
     /// Many texts in parallel: (flat uint32 ids, uint64 offsets of len(texts)+1).
     #[pyo3(signature = (texts, num_threads=None))]
-    fn encode_batch<'py>(
+    fn encode_batch_numpy<'py>(
         &self,
         py: Python<'py>,
         texts: Vec<String>,
