@@ -13,6 +13,7 @@ import pytest
 
 from tokenforge import LZ78Tokenizer
 from tokenforge.cli import lz78 as cli
+from tokenforge.data.shards import ShardError, ShardSet
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [f"Document {i}: the quick brown fox jumps over the lazy dog {i * 7}.\n" * (1 + i % 5) for i in range(300)]
@@ -32,42 +33,113 @@ def test_train_setup_pretokenize(tmp_path, corpus, monkeypatch):
     assert tsv.read_text().startswith("# tokenforge lz78 v1\n")
     assert cli.main_setup(["--tsv_path", str(tsv), "--tsv_format", "lz78"]) == 0
     tok = LZ78Tokenizer.from_directory(tmp_path / "tokenizer")
-    assert "<|user_start|>" in tok.special_tokens  # nanochat's chat tokens by default
     tb = np.load(tmp_path / "tokenizer" / "token_bytes.npy")
     assert tb.shape == (tok.vocab_size,)
     assert cli.main_pretokenize(["--input", str(corpus), "--shard_tokens", "2000", "-q"]) == 0
-    index = json.loads((tmp_path / "pretokenized" / "index.json").read_text())
-    assert index["complete"] and index["documents_done"] == len(DOCS)
-    arr = np.concatenate([np.load(tmp_path / "pretokenized" / s["file"]) for s in index["shards"]])
-    assert arr.dtype == np.uint16
-    bos = tok.get_bos_token_id()
-    docs = np.split(arr, np.nonzero(arr == bos)[0])[1:]
-    assert [tok.decode(d[1:].tolist()) for d in docs] == DOCS
-    assert all(s["tokens"] >= 2000 for s in index["shards"][:-1])
+    # the one shard format: ShardSet reads it, with documents and byte counts
+    shards = ShardSet(tmp_path / "pretokenized")
+    assert shards.complete and shards.num_documents == len(DOCS)
+    assert shards.index["format"] == "tokenforge-shards"
+    assert shards.num_bytes == sum(len(d.encode()) for d in DOCS)
+    assert shards.dtype == np.uint16
+    assert [tok.decode(d.tolist()) for d in shards.iter_documents()] == DOCS
+    assert all(s["num_tokens"] >= 2000 for s in shards.index["shards"][:-1])
+    shards.check_tokenizer(tok)
 
 
-def test_pretokenize_resumes(tmp_path):
+def test_setup_gives_the_seeds_layout_by_default(tmp_path):
     tok = LZ78Tokenizer.train(DOCS, "frequency_gated", 400, progress=False)
-    out = tmp_path / "shards"
+    tsv = tmp_path / "d.tsv"
+    tok.save_tsv(tsv)
+    assert cli.main_setup(["--tsv_path", str(tsv), "--output_dir", str(tmp_path / "plain")]) == 0
+    plain = LZ78Tokenizer.from_directory(tmp_path / "plain")
+    n = plain.num_codes
+    # root, codes, 256 byte fallbacks, bos, eos, pad -- and nothing else
+    assert plain.vocab_size == n + 260 == 400
+    assert plain.special_tokens == {"<|bos|>": n + 257, "<|eos|>": n + 258, "<|pad|>": n + 259}
+    assert cli.main_setup(["--tsv_path", str(tsv), "--output_dir", str(tmp_path / "chat"), "--chat_tokens"]) == 0
+    chat = LZ78Tokenizer.from_directory(tmp_path / "chat")
+    assert chat.vocab_size == 408 and "<|user_start|>" in chat.special_tokens
+    assert chat.encode("the quick fox") == plain.encode("the quick fox")
 
-    def broken():
-        yield from DOCS[:200]
-        raise KeyboardInterrupt
 
-    with pytest.raises(KeyboardInterrupt):
-        cli.pretokenize(tok, broken(), out, shard_tokens=1500, batch_docs=16, progress=False)
-    partial = json.loads((out / "index.json").read_text())
-    assert not partial["complete"] and 0 < partial["documents_done"] <= 200
-    index = cli.pretokenize(tok, iter(DOCS), out, shard_tokens=1500, batch_docs=16, progress=False)
-    assert index["complete"] and index["documents_done"] == len(DOCS)
-    fresh = cli.pretokenize(tok, iter(DOCS), tmp_path / "fresh", shard_tokens=1500, batch_docs=16, progress=False)
-    a = np.concatenate([np.load(out / s["file"]) for s in index["shards"]])
-    b = np.concatenate([np.load(tmp_path / "fresh" / s["file"]) for s in fresh["shards"]])
+def test_pretokenize_resumes_and_says_what_was_kept(tmp_path, corpus, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    tok = LZ78Tokenizer.train(DOCS, "frequency_gated", 400, progress=False)
+    tok.save(tmp_path / "tokenizer")
+    from tokenforge.data import shards as shards_mod
+
+    real = shards_mod._Writer.flush
+    calls = {"n": 0}
+
+    def flaky(self):
+        real(self)
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(shards_mod._Writer, "flush", flaky)
+    args = ["--input", str(corpus), "--shard_tokens", "1500", "--batch_chars", "2000", "-q"]
+    assert cli.main_pretokenize(args) == 130
+    err = capsys.readouterr().err
+    assert "kept 2 finished shard(s)" in err and "resume" in err and "nothing" not in err
+    monkeypatch.setattr(shards_mod._Writer, "flush", real)
+    assert cli.main_pretokenize(args) == 0
+    resumed = ShardSet(tmp_path / "pretokenized")
+    assert cli.main_pretokenize(args + ["--output_dir", "fresh"]) == 0
+    fresh = ShardSet(tmp_path / "fresh")
+    assert resumed.complete and resumed.num_documents == len(DOCS)
+    a = np.concatenate([resumed.tokens(i) for i in range(resumed.num_shards)])
+    b = np.concatenate([fresh.tokens(i) for i in range(fresh.num_shards)])
     assert np.array_equal(a, b)
-    # a different tokenizer must not append to these shards
-    other = LZ78Tokenizer.train(DOCS, "standard", 420, progress=False)
-    with pytest.raises(Exception, match="different"):
-        cli.pretokenize(other, iter(DOCS), out, tokenizer_sha256="x", progress=False)
+
+
+def _write_old_lz78_shards(out: Path, tok, docs, per_shard: int) -> None:
+    """What the old `lz78 pretokenize` wrote: shard_NNNNN.npy + an index of format tokenforge-token-shards."""
+    out.mkdir()
+    bos = tok.get_bos_token_id()
+    shards, done, toks = [], 0, 0
+    for k in range(0, len(docs), per_shard):
+        arr = np.concatenate([[bos] + tok.encode(d) for d in docs[k : k + per_shard]]).astype(np.uint16)
+        name = f"shard_{len(shards):05d}.npy"
+        np.save(out / name, arr)
+        n = len(docs[k : k + per_shard])
+        shards.append({"file": name, "tokens": int(arr.size), "documents": n, "first_document": done})
+        done += n
+        toks += int(arr.size)
+    index = {"format": "tokenforge-token-shards", "version": 1, "dtype": "uint16", "vocab_size": tok.vocab_size,
+             "bos_id": bos, "tokenizer_sha256": "ab" * 32, "shards": shards, "documents_done": done,
+             "tokens_done": toks, "complete": True}
+    (out / "index.json").write_text(json.dumps(index, indent=1) + "\n")
+
+
+def test_old_lz78_shard_index_still_reads(tmp_path):
+    tok = LZ78Tokenizer.train(DOCS, "frequency_gated", 400, progress=False)
+    old = tmp_path / "old"
+    _write_old_lz78_shards(old, tok, DOCS, 70)
+    s = ShardSet(old)
+    assert s.legacy and s.complete and s.num_shards == 5
+    assert s.num_documents == len(DOCS) and s.vocab_size == 400 and s.bos_id == tok.get_bos_token_id()
+    assert [tok.decode(d.tolist()) for d in s.iter_documents()] == DOCS
+    with pytest.raises(ShardError, match="records no byte counts"):
+        s.num_bytes
+    with pytest.raises(ShardError, match="records no checksums"):
+        s.verify()
+    with pytest.warns(UserWarning, match="no tokenizer fingerprint"):
+        s.check_tokenizer(tok)
+    # and a torch dataset trains on it
+    torch = pytest.importorskip("torch")
+    from tokenforge.torch.dataset import ShardDataset
+
+    ds = ShardDataset(old, 16)
+    x, y = ds[0]
+    assert x.dtype == torch.int64 and torch.equal(x[1:], y[:-1])
+    # resuming into it is refused with the way out; --overwrite replaces it
+    from tokenforge.data.shards import pretokenize
+
+    with pytest.raises(ShardError, match="overwrite"):
+        pretokenize(DOCS, tok, old, progress=False)
+    assert pretokenize(DOCS, tok, old, progress=False, overwrite=True).legacy is None
 
 
 def test_subcommands_register():

@@ -34,7 +34,7 @@ from .base import CoreEncoded, Tokenizer, _check_texts, register_format
 from .chat import SPECIAL_TOKENS
 from .data.corpus import iter_documents, progress_bar
 from .errors import SpecialTokenError, TokenforgeError, VocabSizeError
-from .formats.lz78_tsv import LZ78Data, read_lz78_tsv, sniff_lz78_tsv, write_lz78_tsv
+from .formats.lz78_tsv import LZ78Data, drop_unwritable, read_lz78_tsv, sniff_lz78_tsv, write_lz78_tsv
 
 __all__ = ["LZ78Tokenizer", "STRATEGIES", "SEED_SPECIALS", "DEFAULT_PARAMS", "lz78_inspect"]
 
@@ -297,16 +297,48 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
         pattern = _pattern_of(self._data.settings.get("pattern")) if chunking else None
         self._model = self._model.with_pattern(pattern)
 
-    def compact_output_vocab(self, text) -> int:
+    def _emitted(self, text, num_threads: int | None = None) -> np.ndarray:
+        """bool per output id 1..N (index id-1): does encoding ``text`` emit it?
+
+        ``text``: a str or an iterable of str, encoded in batches of about
+        16M characters (memory bounded by a batch, not by the corpus).
+        """
+        if isinstance(text, str):
+            text = [text]
+        elif isinstance(text, (bytes, bytearray)):
+            raise TypeError("text must be a str or an iterable of str, not bytes")
+        counts = np.zeros(self.vocab_size, dtype=np.int64)
+        batch: list[str] = []
+        size = 0
+
+        def run():
+            _check_texts(batch)
+            flat, _ = self._model.encode_batch_numpy(batch, num_threads)
+            counts[:] += np.bincount(np.asarray(flat, dtype=np.int64), minlength=self.vocab_size)[: self.vocab_size]
+
+        for t in text:
+            batch.append(t)
+            size += len(t) if isinstance(t, str) else 0
+            if size >= _BATCH_CHARS:
+                run()
+                batch, size = [], 0
+        if batch:
+            run()
+        return counts[1 : self._n + 1] > 0
+
+    def count_never_emitted(self, text, num_threads: int | None = None) -> int:
+        """How many of the N output ids encoding ``text`` never emits (what
+        :meth:`compact_output_vocab` would make prefix-only); nothing changes."""
+        return int((~self._emitted(text, num_threads)).sum())
+
+    def compact_output_vocab(self, text, num_threads: int | None = None) -> int:
         """Mark the output entries that encoding ``text`` never emits as
         prefix-only (kept for structure, given no id) and renumber the
-        remaining outputs 1..N'. ``text`` is a str or a list of str. Returns how
-        many were marked. Ids change: re-encode afterwards.
+        remaining outputs 1..N'. ``text`` is a str or an iterable of str
+        (streamed in batches). Returns how many were marked. Ids change:
+        re-encode afterwards.
         """
-        texts = [text] if isinstance(text, str) else list(text)
-        _check_texts(texts)
-        flat, _ = self._model.encode_batch_numpy(texts, None)
-        used = np.bincount(np.asarray(flat, dtype=np.int64), minlength=self.vocab_size)[1 : self._n + 1] > 0
+        used = self._emitted(text, num_threads)
         unused = int((~used).sum())
         if unused == 0:
             return 0
@@ -445,16 +477,44 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
             p = p / _DIR_FILE
         write_lz78_tsv(p, LZ78Data(self._data.structure, self._data.nodes, self._settings_for_save()))
 
-    def save_tsv(self, path, tsv_format: str | None = None) -> None:
-        """Write one TSV file in ``tsv_format`` ("lz78" or "compressed"; default: the dictionary's own)."""
+    def save_tsv(self, path, tsv_format: str | None = None, *, style: str = "tokenforge", unwritable: str = "error") -> int:
+        """Write one TSV file in ``tsv_format`` ("lz78" or "compressed"; default: the dictionary's own).
+
+        ``style="tokenforge"`` (default): our header, escapes, the ``output``
+        column. ``style="seed"``: exactly the seed's columns
+        (``code, parent_code, char, pattern`` or the compressed five), no
+        header, no escapes -- a file the seed's loader reads back with the same
+        ids. The seed's format cannot hold a tab, LF or CR: such entries are
+        refused (:class:`~tokenforge.formats.lz78_tsv.SeedStyleError`, naming
+        the code) unless ``unwritable="drop"``, which leaves them (and their
+        descendants) out, renumbers the rest and warns -- ids then differ from
+        this tokenizer's. A tree with prefix-only entries (smart_prune,
+        :meth:`compact_output_vocab`) is written in the seed style only as
+        ``tsv_format="compressed"``. Returns the number of entries dropped.
+        """
         if tsv_format not in (None, "lz78", "compressed"):
             raise TokenforgeError(f"unknown tsv_format {tsv_format!r}; expected 'lz78' or 'compressed'")
-        tok = self
-        if tsv_format == "compressed":
-            tok = self.to_compressed()
-        elif tsv_format == "lz78" and self._data.structure == "compressed":
+        if style not in ("tokenforge", "seed"):
+            raise TokenforgeError(f"unknown TSV style {style!r}; expected 'tokenforge' or 'seed'")
+        if unwritable not in ("error", "drop"):
+            raise TokenforgeError(f"unwritable must be 'error' or 'drop', not {unwritable!r}")
+        if tsv_format == "lz78" and self._data.structure == "compressed":
             raise TokenforgeError("a compressed (Patricia) dictionary has no LZ78 parents; it can only be written in the compressed format")
-        write_lz78_tsv(Path(path), LZ78Data(tok._data.structure, tok._data.nodes, tok._settings_for_save()))
+        data = self._data
+        dropped = 0
+        if style == "seed" and unwritable == "drop":
+            data, dropped = drop_unwritable(data)
+            if dropped:
+                warnings.warn(
+                    f"left out {dropped} dictionary entries holding a tab, LF or CR (the seed's TSV cannot hold "
+                    f"them); the file has {data.num_outputs} output entries instead of {self._n}, so its ids differ "
+                    "from this tokenizer's",
+                    stacklevel=2,
+                )
+        if tsv_format == "compressed" and data.structure != "compressed":
+            data = _to_compressed(list(data.nodes), dict(data.settings))
+        write_lz78_tsv(Path(path), LZ78Data(data.structure, data.nodes, self._settings_for_save()), style=style)
+        return dropped
 
     @classmethod
     def from_directory(cls, directory) -> "LZ78Tokenizer":

@@ -10,28 +10,31 @@ The same three are the seed's scripts, with the seed's names and flags:
 .txt/.jsonl/.parquet, optionally .gz/.zst), or the built-in default corpus
 (Python's own docs and sources) when none is given, and writes the dictionary
 TSV. ``setup`` turns a TSV into a tokenizer directory (``lz78.tsv`` with our
-header, plus ``token_bytes.npy`` for bits-per-byte evaluation). ``pretokenize``
-turns a corpus into token shards (see :func:`pretokenize`).
+header, plus ``token_bytes.npy`` for bits-per-byte evaluation); by default it
+gives the seed's layout (root, codes, 256 byte fallbacks, bos, eos, pad) and
+adds nanochat's chat tokens only with ``--chat_tokens``. ``--tsv_style seed``
+(train) writes exactly the seed's columns; ``--compact_output_vocab`` (train,
+setup) gives no id to entries the text never emits. ``pretokenize`` writes
+the one shard format, :func:`tokenforge.data.shards.pretokenize`'s (resumable;
+Ctrl-C keeps the finished shards and says so).
+
+Not handled: compacting against a text other than the training corpus in
+``train`` (use ``setup --compact_output_vocab --input``), and pretokenizing
+into the old ``tokenforge-token-shards`` layout (still read by ``ShardSet``).
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import FormatError, TokenforgeError
+from ..errors import TokenforgeError
 
-__all__ = ["add_parser", "main_train", "main_setup", "main_pretokenize", "pretokenize", "SHARD_INDEX"]
-
-SHARD_INDEX = "index.json"
-SHARD_FORMAT = "tokenforge-token-shards"
-SHARD_VERSION = 1
+__all__ = ["add_parser", "main_train", "main_setup", "main_pretokenize"]
 
 
 # ---------------------------------------------------------------------------
@@ -70,27 +73,52 @@ def _train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max_chars", type=int, default=None, help="read at most this many characters of the corpus")
     p.add_argument("--text_field", default="text", help="JSON field / parquet column holding the text")
     p.add_argument("--num_threads", type=int, default=None)
+    p.add_argument("--tsv_format", default=None, choices=["lz78", "compressed"],
+                   help="file format (default: the dictionary's own: compressed for the compressed strategy, else lz78)")
+    _style_args(p)
+    p.add_argument("--compact_output_vocab", action="store_true",
+                   help="after training, give no id to entries that encoding the training corpus never emits (fewer ids)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+
+
+def _style_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tsv_style", default="tokenforge", choices=["tokenforge", "seed"],
+                   help="tokenforge (default: header, escapes, output column) or seed (exactly the seed's columns, "
+                        "no header, no escapes)")
+    p.add_argument("--drop_unwritable", action="store_true",
+                   help="with --tsv_style seed: leave out entries holding a tab, LF or CR (ids then change) "
+                        "instead of refusing")
 
 
 def _setup_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tsv_path", required=True, help="the dictionary TSV")
     p.add_argument("--tsv_format", default="lz78", choices=["lz78", "compressed"])
     p.add_argument("--output_dir", default=None, help="tokenizer directory (default: 'tokenizer' beside the TSV)")
-    p.add_argument("--special_tokens", default="nanochat", help="extra specials after <|pad|>: nanochat (default), none, or a comma list")
+    p.add_argument("--special_tokens", default="none",
+                   help="extra specials after <|pad|>: none (default: the seed's layout, or the file's own), "
+                        "nanochat, or a comma list")
+    p.add_argument("--chat_tokens", action="store_true",
+                   help="add nanochat's 8 chat tokens after <|pad|> (same as --special_tokens nanochat)")
     p.add_argument("--no_chunking", action="store_true", help="encode without chunking (only if the dictionary was trained so)")
     p.add_argument("--lenient", action="store_true", help="read a seed file with the seed loader's leniency")
+    p.add_argument("--compact_output_vocab", action="store_true",
+                   help="give no id to entries that encoding the --input text never emits (fewer ids)")
+    p.add_argument("--input", nargs="*", default=None,
+                   help="with --compact_output_vocab: the text to encode (default: the built-in corpus)")
+    p.add_argument("--text_field", default="text", help="JSON field / parquet column holding the text")
 
 
 def _pretokenize_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tokenizer", default="tokenizer", help="tokenizer directory or TSV (default: ./tokenizer)")
     p.add_argument("--input", nargs="*", default=None, help="corpus files or directories (default: the built-in corpus)")
     p.add_argument("--output_dir", default="pretokenized", help="where shards and index.json go (default: ./pretokenized)")
-    p.add_argument("--shard_tokens", type=int, default=1 << 26, help="tokens per shard, at least (a shard ends at a document boundary)")
-    p.add_argument("--batch_docs", type=int, default=1024, help="documents encoded per parallel batch")
+    p.add_argument("--shard_tokens", type=int, default=1 << 24,
+                   help="tokens per shard, at least (a shard ends at a document boundary; default 16M)")
+    p.add_argument("--batch_chars", type=int, default=4 << 20, help="characters encoded per parallel batch (default 4M)")
     p.add_argument("--text_field", default="text")
     p.add_argument("--num_threads", type=int, default=None)
     p.add_argument("--no_bos", action="store_true", help="do not start every document with <|bos|>")
+    p.add_argument("--overwrite", action="store_true", help="replace the shards in --output_dir instead of resuming")
     p.add_argument("-q", "--quiet", action="store_true")
 
 
@@ -140,12 +168,38 @@ def cmd_train(args) -> int:
         **params,
     )
     dt = time.perf_counter() - t0
-    if out.suffix.lower() != ".tsv":
-        tok.save(out)
-    else:
-        tok.save_tsv(out)
     mb = tok.data.settings.get("training", {}).get("corpus_bytes", 0) / 1e6
-    print(f"trained {tok!r} on {mb:.1f} MB in {dt:.1f} s; wrote {out}")
+    print(f"trained {tok!r} on {mb:.1f} MB in {dt:.1f} s")
+    if args.compact_output_vocab:
+        _compact(tok, _corpus(args.input, args.text_field, args.max_chars))
+    return _write(tok, out, args)
+
+
+def _compact(tok, texts) -> None:
+    before = tok.vocab_size
+    marked = tok.compact_output_vocab(texts)
+    print(f"compact_output_vocab: {marked:,} entries are never emitted; now prefix-only, {before:,} ids became {tok.vocab_size:,}")
+
+
+def _write(tok, out: Path, args) -> int:
+    """Write ``tok`` to ``out`` in the asked format and style; on a seed-style
+    refusal keep the work in our own style beside it and say so."""
+    from ..formats.lz78_tsv import SeedStyleError
+
+    if out.suffix.lower() != ".tsv":
+        if args.tsv_style == "seed":
+            raise TokenforgeError(f"--tsv_style seed writes one .tsv file; {out} is not a .tsv path")
+        tok.save(out)
+        print(f"wrote {out}")
+        return 0
+    try:
+        tok.save_tsv(out, args.tsv_format, style=args.tsv_style, unwritable="drop" if args.drop_unwritable else "error")
+    except SeedStyleError as e:
+        keep = out.with_name(out.stem + ".tokenforge.tsv")
+        tok.save_tsv(keep, args.tsv_format)
+        print(f"error: {e}\nnot written: {out}; the dictionary is kept in the tokenforge style in {keep}", file=sys.stderr)
+        return 2
+    print(f"wrote {out} ({args.tsv_style} style)")
     return 0
 
 
@@ -153,13 +207,20 @@ def cmd_setup(args) -> int:
     from ..lz78 import LZ78Tokenizer
 
     tsv = Path(args.tsv_path)
+    specials = _specials(args.special_tokens)
+    if args.chat_tokens:
+        if specials not in (None, "nanochat"):
+            raise TokenforgeError("--chat_tokens and --special_tokens with a list of tokens: give one of them")
+        specials = "nanochat"
     tok = LZ78Tokenizer.from_tsv(
         tsv,
         tsv_format=args.tsv_format,
         chunking=False if args.no_chunking else None,
-        special_tokens=_specials(args.special_tokens),
+        special_tokens=specials,
         strict=not args.lenient,
     )
+    if args.compact_output_vocab:
+        _compact(tok, _corpus(args.input, args.text_field))
     out = Path(args.output_dir) if args.output_dir else tsv.parent / "tokenizer"
     tok.save(out)
     from ..formats.atomic import atomic_open
@@ -176,157 +237,58 @@ def _load_tokenizer(path):
     p = Path(path)
     if not p.exists():
         raise TokenforgeError(f"no tokenizer at {p}; build one with lz78_setup_tokenizer.py (or pass --tokenizer)")
-    tok = LZ78Tokenizer.load(p)
-    file = p / "lz78.tsv" if p.is_dir() else p
-    return tok, hashlib.sha256(file.read_bytes()).hexdigest()
-
-
-def pretokenize(
-    tokenizer,
-    documents,
-    output_dir,
-    *,
-    tokenizer_sha256: str = "",
-    shard_tokens: int = 1 << 26,
-    batch_docs: int = 1024,
-    num_threads: int | None = None,
-    bos: bool = True,
-    progress: bool = True,
-) -> dict:
-    """Encode ``documents`` into token shards under ``output_dir``; resumable.
-
-    Each document becomes ``[<|bos|>] + ids``. Shards are ``shard_NNNNN.npy``
-    (uint16 when the vocabulary fits, else uint32), each closed at the first
-    document boundary after ``shard_tokens`` tokens and written atomically;
-    ``index.json`` (also atomic, rewritten after every shard) lists them with
-    their token and document counts. Run again with the same tokenizer and
-    corpus, it skips the documents already in finished shards and goes on.
-    Returns the index.
-    """
-    from ..base import ids_dtype
-    from ..data.corpus import progress_bar
-    from ..formats.atomic import atomic_open, atomic_write
-
-    out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    dtype = ids_dtype(tokenizer.vocab_size)
-    index_path = out / SHARD_INDEX
-    index = {
-        "format": SHARD_FORMAT,
-        "version": SHARD_VERSION,
-        "dtype": np.dtype(dtype).name,
-        "vocab_size": tokenizer.vocab_size,
-        "bos_id": tokenizer.get_bos_token_id() if bos else None,
-        "tokenizer_sha256": tokenizer_sha256,
-        "shards": [],
-        "documents_done": 0,
-        "tokens_done": 0,
-        "complete": False,
-    }
-    if index_path.exists():
-        try:
-            old = json.loads(index_path.read_text())
-        except json.JSONDecodeError as e:
-            raise FormatError(f"not valid JSON ({e.msg})", path=index_path, line=e.lineno) from None
-        if old.get("format") != SHARD_FORMAT or old.get("version") != SHARD_VERSION:
-            raise FormatError("not a tokenforge shard index (or an unknown version)", path=index_path)
-        for k in ("dtype", "vocab_size", "bos_id", "tokenizer_sha256"):
-            if old.get(k) != index[k]:
-                raise TokenforgeError(
-                    f"{index_path} was written with a different {k} ({old.get(k)!r} vs {index[k]!r}); "
-                    "use another --output_dir or delete it to start over"
-                )
-        index = old
-        if index.get("complete"):
-            return index
-    skip = index["documents_done"]
-    bos_id = index["bos_id"]
-    pending: list[np.ndarray] = []
-    pending_tokens = 0
-    pending_docs = 0
-
-    def flush():
-        nonlocal pending, pending_tokens, pending_docs
-        if not pending_docs:
-            return
-        name = f"shard_{len(index['shards']):05d}.npy"
-        arr = np.concatenate(pending).astype(dtype, copy=False)
-        with atomic_open(out / name, "wb") as f:
-            np.save(f, arr)
-        index["shards"].append({"file": name, "tokens": int(arr.size), "documents": pending_docs, "first_document": index["documents_done"]})
-        index["documents_done"] += pending_docs
-        index["tokens_done"] += int(arr.size)
-        atomic_write(index_path, json.dumps(index, indent=1) + "\n")
-        pending, pending_tokens, pending_docs = [], 0, 0
-
-    def encode(batch: list[str]):
-        nonlocal pending_tokens, pending_docs
-        flat, offsets = tokenizer.encode_batch_flat(batch, num_threads)
-        offsets = offsets.astype(np.int64)
-        lens = np.diff(offsets) + (1 if bos_id is not None else 0)
-        if bos_id is not None:
-            starts = np.concatenate([[0], np.cumsum(lens)[:-1]])
-            merged = np.empty(int(lens.sum()), dtype=np.uint32)
-            mask = np.ones(merged.size, dtype=bool)
-            mask[starts] = False
-            merged[starts] = bos_id
-            merged[mask] = flat
-        else:
-            merged = flat
-        # cut into shards at document boundaries
-        ends = np.cumsum(lens)
-        start_doc, start_tok = 0, 0
-        for d in range(len(batch)):
-            if pending_tokens + (int(ends[d]) - start_tok) >= shard_tokens:
-                pending.append(merged[start_tok : int(ends[d])])
-                pending_tokens += int(ends[d]) - start_tok
-                pending_docs += d + 1 - start_doc
-                flush()
-                start_doc, start_tok = d + 1, int(ends[d])
-        if start_tok < merged.size or start_doc < len(batch):
-            pending.append(merged[start_tok:])
-            pending_tokens += merged.size - start_tok
-            pending_docs += len(batch) - start_doc
-
-    batch: list[str] = []
-    seen = 0
-    with progress_bar(total=None, desc="pretokenizing", unit="B", enabled=progress) as bar:
-        for doc in documents:
-            seen += 1
-            if seen <= skip:
-                continue
-            batch.append(doc)
-            if len(batch) >= batch_docs:
-                encode(batch)
-                bar.update(sum(len(t) for t in batch))
-                batch = []
-        if batch:
-            encode(batch)
-            bar.update(sum(len(t) for t in batch))
-        flush()
-    index["complete"] = True
-    atomic_write(index_path, json.dumps(index, indent=1) + "\n")
-    return index
+    return LZ78Tokenizer.load(p)
 
 
 def cmd_pretokenize(args) -> int:
-    tok, sha = _load_tokenizer(args.tokenizer)
+    from ..data.shards import INDEX_FILE, ShardSet, pretokenize
+
+    tok = _load_tokenizer(args.tokenizer)
+    if args.input:
+        corpus = [Path(p) for p in args.input]
+        for p in corpus:
+            if not p.exists():
+                raise TokenforgeError(f"corpus path {p} does not exist")
+    else:
+        from ..data.default_corpus import iter_default_corpus
+
+        corpus = iter_default_corpus()
+    out = Path(args.output_dir)
     t0 = time.perf_counter()
-    index = pretokenize(
-        tok,
-        _corpus(args.input, args.text_field),
-        args.output_dir,
-        tokenizer_sha256=sha,
-        shard_tokens=args.shard_tokens,
-        batch_docs=args.batch_docs,
-        num_threads=args.num_threads,
-        bos=not args.no_bos,
-        progress=not args.quiet,
-    )
+    try:
+        shards = pretokenize(
+            corpus,
+            tok,
+            out,
+            shard_tokens=args.shard_tokens,
+            num_threads=args.num_threads,
+            batch_chars=args.batch_chars,
+            bos=not args.no_bos,
+            text_field=args.text_field,
+            progress=False if args.quiet else None,
+            overwrite=args.overwrite,
+        )
+    except KeyboardInterrupt:
+        kept = None
+        if (out / INDEX_FILE).is_file():
+            try:
+                kept = ShardSet(out)
+            except (TokenforgeError, OSError):
+                kept = None
+        if kept is not None and kept.num_shards:
+            print(
+                f"interrupted; kept {kept.num_shards} finished shard(s) ({kept.num_tokens:,} tokens, "
+                f"{kept.num_documents:,} documents) in {out}; run the same command again to resume",
+                file=sys.stderr,
+            )
+        else:
+            print(f"interrupted; no shard was finished (only {out / INDEX_FILE} records the settings); "
+                  "run the same command again to start", file=sys.stderr)
+        return 130
     dt = time.perf_counter() - t0
     print(
-        f"{index['tokens_done']:,} tokens from {index['documents_done']:,} documents in "
-        f"{len(index['shards'])} shards ({index['dtype']}) in {args.output_dir} ({dt:.1f} s)"
+        f"{shards.num_tokens:,} tokens from {shards.num_documents:,} documents in "
+        f"{shards.num_shards} shards ({shards.dtype.name}) in {out} ({dt:.1f} s)"
     )
     return 0
 

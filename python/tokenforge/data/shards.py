@@ -48,6 +48,10 @@ instead, with the same results and errors. Other corpora and families go
 through :func:`~tokenforge.data.corpus.iter_documents` and the family's
 ``encode_batch(num_threads=...)``. See ``bench/pretokenize.py``.
 
+:class:`ShardSet` also reads the directories the old ``tokenforge lz78
+pretokenize`` wrote (``"format": "tokenforge-token-shards"``: token files and
+counts only); :func:`pretokenize` refuses to resume one (overwrite it).
+
 Not handled: splitting one document across shards, and sharding a corpus
 whose documents change between runs (refused on resume when detected).
 """
@@ -70,7 +74,7 @@ from ..formats.atomic import atomic_open, atomic_write
 from .corpus import corpus_bytes, corpus_files, iter_documents, jsonl_block_documents, jsonl_blocks, progress_bar
 from .fingerprint import tokenizer_fingerprint
 
-__all__ = ["pretokenize", "ShardSet", "ShardError", "FORMAT", "VERSION", "INDEX_FILE"]
+__all__ = ["pretokenize", "ShardSet", "ShardError", "FORMAT", "VERSION", "INDEX_FILE", "LEGACY_FORMAT"]
 
 FORMAT = "tokenforge-shards"
 VERSION = 1
@@ -258,6 +262,8 @@ def _read_index(path: Path) -> dict:
         raise FileNotFoundError(f"no shard index at {p} (make one with tokenforge.data.shards.pretokenize)") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise FormatError(f"not a valid shard index: {e}", path=p) from None
+    if isinstance(index, dict) and index.get("format") == LEGACY_FORMAT:
+        return _legacy_index(index, p)
     if not isinstance(index, dict) or index.get("format") != FORMAT:
         raise FormatError(f"not a tokenforge shard index (expected \"format\": \"{FORMAT}\")", path=p)
     v = index.get("version")
@@ -267,6 +273,70 @@ def _read_index(path: Path) -> dict:
         if key not in index:
             raise FormatError(f"shard index has no {key!r} entry", path=p)
     return index
+
+
+#: the index format the old ``tokenforge lz78 pretokenize`` wrote (read, never written)
+LEGACY_FORMAT = "tokenforge-token-shards"
+
+
+def _legacy_index(old: dict, p: Path) -> dict:
+    """An old ``tokenforge-token-shards`` v1 index, as an index of this format.
+
+    Those directories hold ``shard_NNNNN.npy`` token files only: no document
+    tables, byte counts, checksums or tokenizer fingerprint (the index kept
+    the SHA-256 of the tokenizer's TSV file instead). What they lack stays
+    ``None`` and the readers that need it say so (:attr:`ShardSet.legacy`).
+    """
+    v = old.get("version")
+    if v != 1:
+        raise VersionError(f"old lz78 shard index version {v!r}; this tokenforge reads version 1", path=p)
+
+    def count(value, what: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise FormatError(f"{what} must be a count (an int >= 0), not {value!r}", path=p)
+        return value
+
+    dtype = old.get("dtype")
+    if dtype not in ("uint16", "uint32"):
+        raise FormatError(f"dtype must be uint16 or uint32, not {dtype!r}", path=p)
+    bos = old.get("bos_id")
+    if bos is not None:
+        count(bos, "bos_id")
+    shards = old.get("shards")
+    if not isinstance(shards, list):
+        raise FormatError("shard index has no 'shards' list", path=p)
+    out = []
+    for i, sh in enumerate(shards):
+        if not isinstance(sh, dict):
+            raise FormatError(f"shards[{i}] is not an object", path=p)
+        name = sh.get("file")
+        if not isinstance(name, str) or not name or Path(name).name != name or name.startswith("."):
+            raise FormatError(f"shards[{i}].file must be a file name in the directory, not {name!r}", path=p)
+        out.append({
+            "tokens": name,
+            "documents": None,
+            "num_tokens": count(sh.get("tokens"), f"shards[{i}].tokens"),
+            "num_documents": count(sh.get("documents"), f"shards[{i}].documents"),
+            "num_bytes": None,
+            "num_chars": None,
+            "sha256": None,
+        })
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "legacy": f"{LEGACY_FORMAT} v1",
+        "tokenizer": {
+            "class": "LZ78Tokenizer",
+            "family": "lz78",
+            "vocab_size": count(old.get("vocab_size"), "vocab_size"),
+            "fingerprint": None,
+            "tsv_sha256": old.get("tokenizer_sha256"),
+        },
+        "dtype": dtype,
+        "bos_id": bos,
+        "shards": out,
+        "complete": bool(old.get("complete")),
+    }
 
 
 class _Reader(threading.Thread):
@@ -391,6 +461,11 @@ def pretokenize(
     index = None
     if (out / INDEX_FILE).exists() and not overwrite:
         index = _read_index(out)
+        if index.get("legacy"):
+            raise ShardError(
+                f"{out} holds shards in the old lz78 layout ({index['legacy']}), which cannot be resumed; "
+                "pass overwrite=True (--overwrite) to replace them, or choose another directory"
+            )
         for key, want in settings.items():
             if index.get(key) != want:
                 what = "tokenizer" if key == "tokenizer" else key
@@ -547,6 +622,13 @@ class ShardSet:
     ``ShardSet(path)`` reads ``index.json`` (a directory or the file itself).
     Only shards listed in the index are visible; an unfinished run shows the
     shards finished so far and ``complete`` False.
+
+    Directories written by the old ``tokenforge lz78 pretokenize``
+    (``"format": "tokenforge-token-shards"``) are read too (:attr:`legacy`):
+    their tokens, token and document counts, and (with a BOS id) their
+    documents; they record no byte counts, document tables or checksums, so
+    :attr:`num_bytes`, :meth:`documents` and :meth:`verify` raise
+    :class:`ShardError` on them, saying to pretokenize again.
     """
 
     def __init__(self, path):
@@ -586,7 +668,20 @@ class ShardSet:
         return sum(s["num_documents"] for s in self.index["shards"])
 
     @property
+    def legacy(self) -> str | None:
+        """The old format's name when the index was written by the old lz78 pretokenize, else None."""
+        return self.index.get("legacy")
+
+    def _no_legacy(self, what: str) -> None:
+        if self.legacy:
+            raise ShardError(
+                f"{self.dir} was written by the old lz78 pretokenize ({self.legacy}), which records no {what}; "
+                "pretokenize again (tokenforge lz78 pretokenize --overwrite) to get them"
+            )
+
+    @property
     def num_bytes(self) -> int:
+        self._no_legacy("byte counts")
         return sum(s["num_bytes"] for s in self.index["shards"])
 
     def __len__(self) -> int:
@@ -615,6 +710,7 @@ class ShardSet:
 
     def documents(self, i: int) -> np.ndarray:
         """Shard ``i``'s document table: int64 [documents, 2] = (token offset, byte count)."""
+        self._no_legacy("document tables")
         p = self._file(i, "documents")
         arr = np.load(p, allow_pickle=False)
         if arr.ndim != 2 or arr.shape[1] != 2 or len(arr) != self.index["shards"][i]["num_documents"]:
@@ -626,20 +722,51 @@ class ShardSet:
         skip = 0 if self.bos_id is None else 1
         for i in range(self.num_shards):
             toks = self.tokens(i)
-            offsets = self.documents(i)[:, 0]
+            offsets = self._legacy_offsets(i, toks) if self.legacy else self.documents(i)[:, 0]
             ends = np.append(offsets[1:], len(toks))
             for a, b in zip(offsets.tolist(), ends.tolist()):
                 yield np.asarray(toks[a + skip : b])
 
+    def _legacy_offsets(self, i: int, toks: np.ndarray) -> np.ndarray:
+        """An old-format shard's document starts: where its BOS ids are."""
+        if self.bos_id is None:
+            self._no_legacy("document boundaries (it was written without BOS)")
+        offsets = np.flatnonzero(np.asarray(toks) == self.bos_id)
+        want = self.index["shards"][i]["num_documents"]
+        if len(offsets) != want or (len(toks) and (not len(offsets) or offsets[0] != 0)):
+            raise FormatError(f"holds {len(offsets)} documents starting with BOS, the index says {want}",
+                              path=self._file(i, "tokens"))
+        return offsets
+
     def verify(self) -> None:
         """Check every listed shard against its recorded SHA-256 (reads everything)."""
+        self._no_legacy("checksums")
         for i, s in enumerate(self.index["shards"]):
             digest = hashlib.sha256(np.ascontiguousarray(self.tokens(i)).tobytes()).hexdigest()
             if digest != s["sha256"]:
                 raise FormatError("shard contents do not match the SHA-256 in the index", path=self._file(i, "tokens"))
 
     def check_tokenizer(self, tok) -> None:
-        """Raise :class:`ShardError` unless ``tok`` is the tokenizer that made these shards."""
+        """Raise :class:`ShardError` unless ``tok`` is the tokenizer that made these shards.
+
+        An old-format directory records no fingerprint: only the vocabulary
+        size and BOS id are checked, and a warning says so.
+        """
+        if self.legacy:
+            vocab = _model_vocab(tok)
+            if vocab != self.vocab_size or (self.bos_id is not None and int(tok.get_bos_token_id()) != self.bos_id):
+                raise ShardError(
+                    f"{self.dir} was made by another tokenizer ({self.vocab_size} ids, BOS {self.bos_id}); "
+                    f"this one has {vocab} ids"
+                )
+            import warnings
+
+            warnings.warn(
+                f"{self.dir} ({self.legacy}) records no tokenizer fingerprint: only the vocabulary size and BOS id "
+                "were checked",
+                stacklevel=2,
+            )
+            return
         fp = tokenizer_fingerprint(tok, scratch_dir=self.dir)
         if fp != self.fingerprint:
             raise ShardError(

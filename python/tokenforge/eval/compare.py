@@ -238,6 +238,19 @@ def run_compare(opts: CompareOptions) -> dict:
     return results
 
 
+def _lz78_outputs(tok, train_docs, threads) -> dict:
+    """An LZ78 dictionary's output vocabulary: output ids, prefix-only entries
+    (kept for the trie, no id) and output ids the training text never emits
+    (what ``compact`` would make prefix-only)."""
+    info = tok.inspect_extra()
+    return {
+        "output_ids": int(info["output_entries"]),
+        "prefix_only": int(info["prefix_only_entries"]),
+        "entries": int(info["entries"]),
+        "never_emitted": tok.count_never_emitted(train_docs, num_threads=threads),
+    }
+
+
 def _run_jobs(opts, jobs, results, save, train_docs, train_digest, eval_docs, bpb_data, out) -> None:
     if bpb_data is not None:
         bpb_train, bpb_eval, bpb_digest = bpb_data
@@ -263,6 +276,8 @@ def _run_jobs(opts, jobs, results, save, train_docs, train_digest, eval_docs, bp
             row["metrics_seconds"] = time.perf_counter() - t0
             if row["vocab_size"] is None:
                 row["vocab_size"] = row["metrics"]["model_vocab_size"]
+            if row["family"] == "lz78":
+                row["lz78"] = _lz78_outputs(tok, train_docs, opts.threads)
             m = row["metrics"]
             _log(opts, f"  {label}: {m['bytes_per_token']:.3f} bytes/token, {100 * m['vocab_utilisation']:.1f}% of ids used, "
                        f"Rényi efficiency {m['renyi_efficiency']:.3f}")

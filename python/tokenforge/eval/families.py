@@ -7,10 +7,15 @@ none are converted).
 
 ``bpe``                          byte-level BPE (:class:`tokenforge.BPETokenizer`),
                                  e.g. ``bpe:pattern=gpt2``
-``lz78:<strategy>[:nochunk]``    an LZ78 strategy (standard, frequency_gated,
+``lz78:<strategy>[:nochunk][:compact]``
+                                 an LZ78 strategy (standard, frequency_gated,
                                  multi_round, cost_adjusted, smart_prune,
                                  flat_prune, compressed), chunked (the default) or
-                                 not; ``lz78`` alone is ``lz78:frequency_gated``;
+                                 not; ``compact`` then runs
+                                 ``compact_output_vocab`` on the training text
+                                 (entries it never emits get no id, so the
+                                 tokenizer has fewer ids than asked);
+                                 ``lz78`` alone is ``lz78:frequency_gated``;
                                  ``lz78:all`` is every strategy, chunked and not
 ``mixedgram``                    the 4,096-id mixedgram (one size; vocab sizes
                                  are ignored), e.g. ``mixedgram:parse=optimal``
@@ -118,14 +123,16 @@ def parse_specs(text: str) -> list[Spec]:
                 continue
             strategies = [w for w in words if w in LZ78_STRATEGIES]
             others = [w for w in words if w not in LZ78_STRATEGIES]
-            bad = [w for w in others if w not in ("chunk", "nochunk")]
+            bad = [w for w in others if w not in ("chunk", "nochunk", "compact")]
             if bad or len(strategies) > 1:
                 raise SpecError(
-                    f"{raw!r}: lz78 takes one strategy ({', '.join(LZ78_STRATEGIES)}) and 'chunk' or 'nochunk'"
+                    f"{raw!r}: lz78 takes one strategy ({', '.join(LZ78_STRATEGIES)}), 'chunk' or 'nochunk', "
+                    "and 'compact'"
                 )
             strategy = strategies[0] if strategies else "frequency_gated"
             chunk = ("nochunk",) if "nochunk" in others else ()
-            out.append(Spec("lz78", (strategy, *chunk), tuple(kwargs)))
+            compact = ("compact",) if "compact" in others else ()
+            out.append(Spec("lz78", (strategy, *chunk, *compact), tuple(kwargs)))
             continue
         if words:
             raise SpecError(f"{raw!r}: {fam} takes only key=value options, not {', '.join(words)}")
@@ -169,7 +176,10 @@ def train_tokenizer(spec: Spec, docs: list[str], vocab_size: int | None, *, num_
         strategy = spec.words[0]
         chunking = "nochunk" not in spec.words
         args = {**common, "strategy": strategy, "vocab_size": vocab_size, "chunking": chunking, **kw}
-        return cls.train(docs, **_accepted(cls.train, args))
+        tok = cls.train(docs, **_accepted(cls.train, args))
+        if "compact" in spec.words:
+            tok.compact_output_vocab(docs, num_threads=num_threads)
+        return tok
     if spec.family == "mixedgram":
         specials = kw.pop("special_tokens", ["<|bos|>"])
         errors = kw.pop("errors", "replace")

@@ -62,6 +62,25 @@ def compression_table(results: dict) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
+def lz78_table(results: dict) -> tuple[list[str], list[list[str]]]:
+    """LZ78 rows: output ids, prefix-only entries, and output ids the training text never emits."""
+    head = ["tokenizer", "output ids", "prefix-only entries (no id)", "output ids never emitted (training text)"]
+    rows = []
+    for r in _rows(results):
+        z = r.get("lz78")
+        if not z:
+            continue
+        n = max(1, z["output_ids"])
+        rows.append([r["label"], f"{z['output_ids']:,}", f"{z['prefix_only']:,}",
+                     f"{z['never_emitted']:,} ({100 * z['never_emitted'] / n:.1f}%)"])
+    return head, rows
+
+
+_LZ78_NOTE = ("Prefix-only entries stay in the trie for matching but have no id. Output ids the training text never "
+              "emits cost softmax rows for nothing; the spec option `compact` (lz78:STRATEGY:compact) or "
+              "`--compact_output_vocab` makes them prefix-only.")
+
+
 def bpb_entries(results: dict) -> list[tuple[str, str, dict]]:
     """(label, mode, bpb dict) for every BPB run, in row order."""
     out = []
@@ -259,6 +278,9 @@ def render_markdown(results: dict, plots: dict[str, str]) -> str:
         out += [f"![bytes per token against vocabulary size]({plots['bytes_per_token']})", ""]
     if "token_lengths" in plots:
         out += [f"![token length distribution]({plots['token_lengths']})", ""]
+    head, rows = lz78_table(results)
+    if rows:
+        out += ["## LZ78 output vocabulary", "", _LZ78_NOTE, "", _md_table(head, rows), ""]
     if bpb_entries(results):
         head, rows = bpb_table(results)
         out += ["## Bits per byte (lower is better)", "", _md_table(head, rows), ""]
@@ -306,6 +328,9 @@ def render_html(results: dict, plots: dict[str, str]) -> str:
     for key, alt in (("bytes_per_token", "bytes per token against vocabulary size"), ("token_lengths", "token length distribution")):
         if key in plots:
             parts.append(f"<img src=\"{e(plots[key])}\" alt=\"{e(alt)}\">")
+    head, rows = lz78_table(results)
+    if rows:
+        parts += ["<h2>LZ78 output vocabulary</h2>", f"<p>{e(_LZ78_NOTE)}</p>", _html_table(head, rows)]
     if bpb_entries(results):
         head, rows = bpb_table(results)
         parts += ["<h2>Bits per byte (lower is better)</h2>", _html_table(head, rows)]

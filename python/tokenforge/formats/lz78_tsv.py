@@ -14,11 +14,21 @@ column-name row, then the rows. In them ``char``, ``pattern`` and
 Files without that header are read as the seed writes them: no escapes,
 ``#`` lines and blank lines skipped, codes remapped to 1..N in sorted order.
 
+Files without that header are also what ``style="seed"`` writes: exactly the
+seed's columns, no header, no escapes (so a tab, LF or CR in a pattern is
+refused, naming the code). In every file a parent's row precedes its
+children's. CRLF files are read (one CR before each LF is the line break's).
+
 Every reader is strict: a wrong column count, a non-integer code, a duplicate
 code, a missing parent, a tree entry whose pattern is not its parent's
 pattern plus its char, a bad escape or an unknown version raises
 :class:`~tokenforge.errors.FormatError` naming the file and the line, and
 nothing is returned half-built.
+
+Not handled: a seed-style file cannot hold a tab, LF or CR in a pattern, nor
+(lz78 format) mark prefix-only entries; an LF file whose fields end in CR
+keeps the CR as data (a seed file has no escapes), a CRLF file loses one CR
+per line to the line break.
 """
 
 from __future__ import annotations
@@ -27,7 +37,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import FormatError, VersionError
+from ..errors import FormatError, TokenforgeError, VersionError
 from .atomic import atomic_write
 
 __all__ = [
@@ -35,6 +45,9 @@ __all__ = [
     "read_lz78_tsv",
     "write_lz78_tsv",
     "sniff_lz78_tsv",
+    "parents_first",
+    "drop_unwritable",
+    "SeedStyleError",
     "HEADER",
     "VERSION",
 ]
@@ -135,6 +148,12 @@ def _lines(path: Path) -> list[str]:
         raise FormatError(f"invalid UTF-8 at byte offset {e.start}", path=path, line=line) from None
     if text.startswith("\ufeff"):
         text = text[1:]
+    crlf = text.count("\r\n")
+    if crlf and crlf == text.count("\n"):
+        # A CRLF file (every line break is CR LF): one CR per line is the line
+        # break's, not the last field's. (In an LF file a CR stays data: the
+        # seed's files have no escapes.)
+        text = text.replace("\r\n", "\n")
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -296,6 +315,11 @@ def _read_lz78(lines, start, path, ours: bool, settings: dict, strict: bool) -> 
         if not flat and len(ch) != 1 and strict:
             raise FormatError(f"char must be exactly one character, not {ch!r}", path=path, line=lineno)
         rows.append((lineno, code, parent, ch, pattern, output))
+    if not ours and rows and all(r[2] == 0 for r in rows) and any(len(r[4]) > 1 for r in rows):
+        # Every parent the root and some pattern longer than one character: no
+        # tree has that, a flat dictionary (flat_prune, written in the seed's
+        # style) does.
+        structure, flat = "flat", True
     by_code = {r[1]: r for r in rows}
     pattern_line: dict[str, int] = {}
     for lineno, code, parent, ch, pattern, output in rows:
@@ -414,18 +438,123 @@ def _header_lines(data: LZ78Data, fmt: str) -> list[str]:
     return out
 
 
-def write_lz78_tsv(path, data: LZ78Data) -> None:
-    """Write ``data`` atomically in its own format (compressed for a Patricia trie)."""
+def parents_first(nodes) -> list[int]:
+    """0-based node indices in an order where each node's parent comes before it.
+
+    ``nodes[k][0]`` is node k+1's parent (0 = root). Nodes keep their code
+    order except that a parent listed after its child (a prefix-only node:
+    output entries have the low codes) is moved to just before the first child
+    that needs it. Linear: each node is placed once.
+    """
+    n = len(nodes)
+    placed = [False] * n
+    order: list[int] = []
+    for k in range(n):
+        chain = []
+        j = k
+        while 0 <= j < n and not placed[j]:
+            placed[j] = True  # marked on the way up, so a cycle cannot loop
+            chain.append(j)
+            j = nodes[j][0] - 1
+        order.extend(reversed(chain))
+    return order
+
+
+#: characters the seed's format cannot hold (it has no escapes)
+SEED_UNWRITABLE = ("\t", "\n", "\r")
+
+
+class SeedStyleError(TokenforgeError):
+    """A dictionary that the seed's TSV style cannot represent faithfully."""
+
+
+def _seed_check(data: LZ78Data, fmt: str) -> None:
+    if fmt == "lz78" and data.structure == "tree":
+        prefix_only = sum(1 for n in data.nodes if not n[3])
+        if prefix_only:
+            raise SeedStyleError(
+                f"this dictionary has {prefix_only} prefix-only entries (smart_prune or compact_output_vocab), which "
+                "the seed's four lz78 columns cannot mark; write the compressed format (tsv_format='compressed', "
+                "--tsv_format compressed), whose output_code -1 marks them, or the tokenforge style"
+            )
+    bad = [k for k, n in enumerate(data.nodes) if any(c in n[3 if fmt == "compressed" else 2] for c in SEED_UNWRITABLE)]
+    if bad:
+        k = bad[0]
+        pat = data.nodes[k][3 if fmt == "compressed" else 2]
+        what = "node" if fmt == "compressed" else "code"
+        raise SeedStyleError(
+            f"{what} {k + 1} (pattern {pat!r}) and {len(bad) - 1} more contain a tab, line feed or carriage return, "
+            "which the seed's TSV cannot hold (it has no escapes); write the tokenforge style (escapes), or drop "
+            "those entries (unwritable='drop', --drop_unwritable: ids change, that text then uses byte fallbacks)"
+        )
+
+
+def drop_unwritable(data: LZ78Data) -> tuple[LZ78Data, int]:
+    """``data`` without the entries whose pattern holds a tab, LF or CR (and so
+    without their descendants, whose patterns extend theirs); codes renumbered
+    in order, parents remapped. Returns (new data, entries dropped)."""
+    pat = 3 if data.structure == "compressed" else 2
+    keep = [not any(c in n[pat] for c in SEED_UNWRITABLE) for n in data.nodes]
+    dropped = keep.count(False)
+    if not dropped:
+        return data, 0
+    new = {}
+    for k, ok in enumerate(keep):
+        if ok:
+            new[k + 1] = len(new) + 1
     if data.structure == "compressed":
-        lines = _header_lines(data, "compressed")
-        lines.append("\t".join(COMPRESSED_COLUMNS))
-        for k, (parent, label, out, pattern) in enumerate(data.nodes, start=1):
-            lines.append(f"{k}\t{escape(label)}\t{parent}\t{out if out > 0 else -1}\t{escape(pattern)}")
+        outs = sorted(n[2] for k, n in enumerate(data.nodes) if keep[k] and n[2] > 0)
+        out_id = {o: i + 1 for i, o in enumerate(outs)}
+        nodes = [
+            (new.get(p, 0), lab, out_id[o] if o > 0 else -1, pt)
+            for k, (p, lab, o, pt) in enumerate(data.nodes) if keep[k]
+        ]
     else:
-        lines = _header_lines(data, "lz78")
-        lines.append("\t".join(LZ78_COLUMNS + ("output",)))
-        for k, (parent, ch, pattern, output) in enumerate(data.nodes, start=1):
-            lines.append(f"{k}\t{parent}\t{escape(ch)}\t{escape(pattern)}\t{1 if output else 0}")
+        nodes = [(new.get(p, 0), c, pt, o) for k, (p, c, pt, o) in enumerate(data.nodes) if keep[k]]
+    return LZ78Data(data.structure, nodes, dict(data.settings)), dropped
+
+
+def write_lz78_tsv(path, data: LZ78Data, *, style: str = "tokenforge") -> None:
+    """Write ``data`` atomically in its own format (compressed for a Patricia trie).
+
+    ``style="tokenforge"``: our header, a column-name row, escapes and (lz78)
+    the ``output`` column. ``style="seed"``: exactly the seed's columns, no
+    header, no column-name row, no escapes; refused with
+    :class:`SeedStyleError` (naming the code) when a pattern holds a tab, LF
+    or CR, or when a tree in the lz78 format has prefix-only entries. In both
+    styles every parent's row comes before its children's; codes are the
+    dictionary's (output entries 1..N), so a reader that renumbers codes in
+    sorted order keeps them.
+    """
+    if style not in ("tokenforge", "seed"):
+        raise TokenforgeError(f"unknown TSV style {style!r}; expected 'tokenforge' or 'seed'")
+    seed = style == "seed"
+    order = parents_first(data.nodes)
+    if data.structure == "compressed":
+        if seed:
+            _seed_check(data, "compressed")
+            lines = []
+            esc = str
+        else:
+            lines = _header_lines(data, "compressed")
+            lines.append("\t".join(COMPRESSED_COLUMNS))
+            esc = escape
+        for k in order:
+            parent, label, out, pattern = data.nodes[k]
+            lines.append(f"{k + 1}\t{esc(label)}\t{parent}\t{out if out > 0 else -1}\t{esc(pattern)}")
+    else:
+        if seed:
+            _seed_check(data, "lz78")
+            lines = []
+            for k in order:
+                parent, ch, pattern, output = data.nodes[k]
+                lines.append(f"{k + 1}\t{parent}\t{ch}\t{pattern}")
+        else:
+            lines = _header_lines(data, "lz78")
+            lines.append("\t".join(LZ78_COLUMNS + ("output",)))
+            for k in order:
+                parent, ch, pattern, output = data.nodes[k]
+                lines.append(f"{k + 1}\t{parent}\t{escape(ch)}\t{escape(pattern)}\t{1 if output else 0}")
     atomic_write(path, "\n".join(lines) + "\n")
 
 

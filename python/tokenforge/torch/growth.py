@@ -9,8 +9,12 @@ old ids do not change; new rows are drawn from N(0, init_std). Before
 sampling, :func:`mask_logits` sets the logits of ids not in use to -inf, and
 :func:`sample_next_token` samples with that mask applied.
 
-Not handled: sharded/distributed parameters (expand each shard yourself) and
-models whose head is not an ``nn.Linear``.
+tokenforge's own :class:`~tokenforge.torch.GPT` grows too, in every embedding
+mode (the tree modes with the grown tokenizer's parents and characters).
+
+Not handled: sharded/distributed parameters (expand each shard yourself),
+models whose head is not an ``nn.Linear``, and tokenizers that renumber old
+ids (an LZ78 dictionary of another size): those need a new model.
 """
 
 from __future__ import annotations
@@ -89,6 +93,9 @@ def _check_pair(emb, head):
 
 def vocab_capacity(model_or_modules) -> int:
     """How many ids the model has rows for (the embedding's ``num_embeddings``)."""
+    ours = _tokenforge_embedding(model_or_modules)
+    if ours is not None:
+        return ours[0].vocab_size
     return _find_modules(model_or_modules)[0].num_embeddings
 
 
@@ -119,6 +126,155 @@ def _swap_in_optimizer(optimizer, old: nn.Parameter, new: nn.Parameter) -> None:
     optimizer.state[new] = state
 
 
+def _grow_param(module: nn.Module, name: str, rows: int, std: float, generator, optimizer) -> nn.Parameter:
+    """Replace ``module.<name>`` by a parameter of ``rows`` rows (old rows exact, new N(0, std))."""
+    old = getattr(module, name)
+    new = nn.Parameter(_grow_rows(old.data, rows, std, generator), requires_grad=old.requires_grad)
+    setattr(module, name, new)
+    if optimizer is not None:
+        _swap_in_optimizer(optimizer, old, new)
+    return new
+
+
+def _grow_head(head: nn.Linear, old: int, cap: int, init_std: float, generator, optimizer, tied_to=None) -> None:
+    if tied_to is not None:
+        head.weight = tied_to
+    else:
+        _grow_param(head, "weight", cap, init_std, generator, optimizer)
+    if head.bias is not None:
+        old_b = head.bias
+        grown = torch.zeros(cap, dtype=old_b.dtype, device=old_b.device)
+        grown[:old].copy_(old_b.data)
+        new_b = nn.Parameter(grown, requires_grad=old_b.requires_grad)
+        head.bias = new_b
+        if optimizer is not None:
+            _swap_in_optimizer(optimizer, old_b, new_b)
+    head.out_features = cap
+
+
+def _tokenforge_embedding(obj):
+    """(embedding, head or None, GPT or None) when ``obj`` is, or holds, one of
+    :mod:`tokenforge.torch.embeddings`' modules; else None."""
+    from .embeddings import FlatEmbedding, _Tree
+    from .gpt import GPT
+
+    ours = (FlatEmbedding, _Tree)
+    if isinstance(obj, GPT):
+        return obj.embed, obj.head, obj
+    if isinstance(obj, ours):
+        return obj, None, None
+    if isinstance(obj, (tuple, list)) and obj and isinstance(obj[0], ours):
+        if len(obj) > 2:
+            raise TokenforgeError("pass (embedding,) or (embedding, head)")
+        head = obj[1] if len(obj) == 2 else None
+        if head is not None and not isinstance(head, nn.Linear):
+            raise TypeError(f"the output head must be an nn.Linear, not {type(head).__name__}")
+        return obj[0], head, None
+    if isinstance(obj, dict):
+        emb = next((obj[k] for k in _EMBED_NAMES if k in obj), None)
+        if isinstance(emb, ours):
+            return emb, next((obj[k] for k in _HEAD_NAMES if k in obj), None), None
+        return None
+    if not isinstance(obj, nn.Module):
+        return None
+    found = [m for m in obj.modules() if isinstance(m, ours)]
+    if not found:
+        return None
+    if len(found) > 1:
+        raise TokenforgeError("the model has several tokenforge embedding modules; pass (embedding, head) explicitly")
+    emb = found[0]
+    head = next((getattr(obj, k) for k in _HEAD_NAMES if isinstance(getattr(obj, k, None), nn.Linear)), None)
+    if head is None:
+        heads = [m for m in obj.modules() if isinstance(m, nn.Linear) and m.out_features == emb.vocab_size]
+        if len(heads) > 1:
+            raise TokenforgeError("the model has several linear layers the size of the vocabulary; pass (embedding, head) explicitly")
+        head = heads[0] if heads else None
+    return emb, head, None
+
+
+def _tree_metadata(emb, cap: int, new_size: int, tokenizer, metadata):
+    """The grown parent/char arrays (``cap`` entries) and table sizes for a tree-mode embedding."""
+    import numpy as np
+
+    from ..eval.structure import EmbeddingModeError, get_embedding_metadata, validate_metadata
+
+    mode = emb.mode
+    if tokenizer is None and metadata is None:
+        raise EmbeddingModeError(
+            f"the {mode} embedding composes each id from its parent's row and its character's row, so new ids need "
+            "their parents and characters: pass tokenizer= (the grown tokenizer) or metadata= (its "
+            "embedding_metadata)"
+        )
+    if metadata is not None:
+        meta = validate_metadata(metadata, mode=mode, who="metadata")
+    else:
+        meta = get_embedding_metadata(tokenizer, mode)
+    parent, char = meta["parent"], meta["char"]
+    if len(parent) < new_size:
+        raise EmbeddingModeError(f"the metadata covers {len(parent)} ids, fewer than the {new_size} asked for")
+    old = emb.vocab_size
+    old_p, old_c = emb.parent.cpu().numpy(), emb.char.cpu().numpy()
+    diff = np.nonzero((parent[:old] != old_p) | (char[:old] != old_c))[0]
+    if len(diff):
+        k = int(diff[0])
+        raise EmbeddingModeError(
+            f"the {mode} embedding cannot grow to this tokenizer: it gives old id {k} another parent/character "
+            f"({int(old_p[k])}/{int(old_c[k])} before, {int(parent[k])}/{int(char[k])} now), so its old rows would "
+            "no longer be its own. Only a tokenizer that appends ids (e.g. the growing BPE vocabulary) can grow a "
+            "model; an LZ78 dictionary of another size moves its byte-fallback and special ids: train a new model"
+        )
+    num_parents = max(int(meta["num_parents"]), emb.num_parents)
+    num_chars = max(int(meta["num_chars"]), emb.num_chars)
+    parent, char = parent[:cap], char[:cap]
+    if len(parent) < cap:
+        # capacity beyond the tokenizer's ids: no parent, and one new character row of their own
+        pad = cap - len(parent)
+        parent = np.concatenate([parent, np.zeros(pad, np.int64)])
+        char = np.concatenate([char, np.full(pad, num_chars, np.int64)])
+        num_chars += 1
+    return parent, char, num_parents, num_chars
+
+
+def _expand_tokenforge(found, new_size, chunk, max_size, init_std, generator, optimizer, tokenizer, metadata) -> int:
+    """expand_vocabulary for tokenforge's own embedding modules and GPT."""
+    from .embeddings import FlatEmbedding, TupleEmbedding, _Tree
+
+    emb, head, gpt = found
+    old = emb.vocab_size
+    if head is not None and head.out_features != old:
+        raise TokenforgeError(
+            f"the output head has {head.out_features} outputs but the embedding {old} ids; they must cover the same ids"
+        )
+    if new_size <= old:
+        return old
+    cap = min(-(-new_size // chunk) * chunk, max_size)
+    with torch.no_grad():
+        if isinstance(emb, FlatEmbedding):
+            tied = head is not None and head.weight is emb.weight
+            new_w = _grow_param(emb, "weight", cap, init_std, generator, optimizer)
+        elif isinstance(emb, _Tree):
+            tied, new_w = False, None
+            parent, char, num_parents, num_chars = _tree_metadata(emb, cap, new_size, tokenizer, metadata)
+            # new table rows as the module initialised its own (structured: init_std/sqrt(2); tuple: unit)
+            std = 1.0 if isinstance(emb, TupleEmbedding) else init_std / 2**0.5
+            for table, rows in ((emb.parent_embed, num_parents), (emb.char_embed, num_chars)):
+                if rows > table.num_embeddings:
+                    _grow_param(table, "weight", rows, std, generator, optimizer)
+                    table.num_embeddings = rows
+            dev = emb.parent.device
+            emb.parent = torch.from_numpy(parent).to(dev)
+            emb.char = torch.from_numpy(char).to(dev)
+            emb.num_parents, emb.num_chars = num_parents, num_chars
+        else:  # pragma: no cover - _tokenforge_embedding returns only these
+            raise TokenforgeError(f"cannot grow a {type(emb).__name__}")
+        emb.vocab_size = cap
+        if head is not None:
+            _grow_head(head, old, cap, init_std, generator, optimizer, tied_to=new_w if tied else None)
+    if gpt is not None:
+        gpt.config.vocab_size = cap
+    return cap
+
+
 def expand_vocabulary(
     model_or_modules,
     new_size: int,
@@ -128,6 +284,8 @@ def expand_vocabulary(
     init_std: float = 0.02,
     generator: torch.Generator | None = None,
     optimizer=None,
+    tokenizer=None,
+    metadata: dict | None = None,
 ) -> int:
     """Make room for ``new_size`` ids; returns the capacity (rows) afterwards.
 
@@ -142,6 +300,19 @@ def expand_vocabulary(
     weights become new ``nn.Parameter`` objects: pass ``optimizer`` to have
     it updated (its state grows with zeros), or build a new optimizer. A model
     attribute ``vocab_capacity`` (int) is updated too.
+
+    tokenforge's own :class:`~tokenforge.torch.GPT` (and any model holding
+    one module of :mod:`tokenforge.torch.embeddings`) grows in every mode:
+    ``flat`` as above; the tree modes (``structured``, ``hierarchical``,
+    ``tuple``) take the new ids' parents and characters from ``tokenizer``
+    (the grown tokenizer) or ``metadata`` (its ``embedding_metadata``), grow
+    the parent and character tables to the new table sizes (old rows exact;
+    new rows as the module initialises its own) and refuse, with
+    :class:`~tokenforge.eval.structure.EmbeddingModeError` saying why, a
+    tokenizer that gives an old id another parent or character, or no
+    metadata at all. Capacity beyond the tokenizer's ids gets parent 0 and
+    one new character row. The GPT's output head and ``config.vocab_size``
+    follow.
     """
     for name, v in (("new_size", new_size), ("chunk", chunk), ("max_size", max_size)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
@@ -150,6 +321,11 @@ def expand_vocabulary(
         raise VocabSizeError(f"cannot grow to {new_size} ids: the maximum is {max_size}")
     if not (isinstance(init_std, (int, float)) and math.isfinite(init_std) and init_std >= 0):
         raise TokenforgeError(f"init_std must be a finite number >= 0, not {init_std!r}")
+    ours = _tokenforge_embedding(model_or_modules)
+    if ours is not None:
+        return _expand_tokenforge(ours, new_size, chunk, max_size, float(init_std), generator, optimizer, tokenizer, metadata)
+    if tokenizer is not None or metadata is not None:
+        raise TokenforgeError("tokenizer= and metadata= are for tokenforge's tree-mode embeddings; this model has none")
     emb, head = _find_modules(model_or_modules)
     old = emb.num_embeddings
     if new_size <= old:
@@ -164,23 +340,7 @@ def expand_vocabulary(
         if optimizer is not None:
             _swap_in_optimizer(optimizer, old_w, new_w)
         if head is not None:
-            if tied:
-                head.weight = new_w
-            else:
-                old_h = head.weight
-                new_h = nn.Parameter(_grow_rows(old_h.data, cap, init_std, generator), requires_grad=old_h.requires_grad)
-                head.weight = new_h
-                if optimizer is not None:
-                    _swap_in_optimizer(optimizer, old_h, new_h)
-            if head.bias is not None:
-                old_b = head.bias
-                grown = torch.zeros(cap, dtype=old_b.dtype, device=old_b.device)
-                grown[:old].copy_(old_b.data)
-                new_b = nn.Parameter(grown, requires_grad=old_b.requires_grad)
-                head.bias = new_b
-                if optimizer is not None:
-                    _swap_in_optimizer(optimizer, old_b, new_b)
-            head.out_features = cap
+            _grow_head(head, old, cap, init_std, generator, optimizer, tied_to=new_w if tied else None)
     if isinstance(model_or_modules, nn.Module) and isinstance(getattr(model_or_modules, "vocab_capacity", None), int):
         model_or_modules.vocab_capacity = cap
     return cap
