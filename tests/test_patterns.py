@@ -261,3 +261,37 @@ def test_gaps_match_hugging_face_split_isolated(tmp_path):
         hf = tokenizers.Tokenizer.from_file(str(path))
         for text in CORPUS + ["hello, world!", "  ,,x  y12 ", "😀 naïve!"]:
             assert hf.encode(text, add_special_tokens=False).ids == tok.encode(text), (pattern, text)
+
+
+# ---- a pattern in a file that the engine cannot compile: FormatError naming the file
+def test_bpe_json_uncompilable_pattern(tmp_path):
+    path, doc = _saved(tmp_path, r"\w+")
+    doc["pattern"] = "(unclosed"
+    _rewrite(path, doc)
+    with pytest.raises(FormatError, match="does not compile") as e:
+        tokenforge.load(path)
+    assert e.value.path == str(path) and e.value.line is not None
+
+
+def test_hf_json_uncompilable_pattern(tmp_path):
+    tok = BPETokenizer.train_from_iterator(CORPUS * 3, 280, pattern=r"\w+", special_tokens=None, progress=False)
+    path = tmp_path / "tokenizer.json"
+    tok.save_hf(path)
+    assert tokenforge.load(path).decode(tokenforge.load(path).encode("a, b!")) == "a, b!"
+    path.write_text(path.read_text(encoding="utf-8").replace(json.dumps(r"\w+"), json.dumps(r"\w+(")), encoding="utf-8")
+    with pytest.raises(FormatError, match="Split pattern cannot be used") as e:
+        tokenforge.load(path)
+    assert e.value.path == str(path)
+
+
+def test_growing_json_uncompilable_pattern(tmp_path):
+    tok = GrowingBPETokenizer(pattern=r"\w+", normalization=None)
+    path = tmp_path / "tokenizer.json"
+    tok.save(path)
+    assert GrowingBPETokenizer.load(path).pattern == r"\w+"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc["pattern"] = "[z-a]"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(FormatError, match="does not compile") as e:
+        GrowingBPETokenizer.load(path)
+    assert e.value.path == str(path)

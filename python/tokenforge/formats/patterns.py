@@ -9,9 +9,10 @@ Whatever the pattern, splitting loses no text: the text between two matches
 is a piece of its own (Hugging Face's ``Split(pattern, "isolated")``) and
 empty matches are skipped, so the pieces of a text concatenate back to it.
 
-Not handled: whether a custom pattern compiles; that needs the regex engine,
-which the formats do not load (the tokenizer raises ``PatternError`` when it
-is built from the file).
+Not handled: a custom pattern's cost. Whether it compiles is asked of the
+engine (:func:`pattern_compile_problem` imports ``_core`` lazily, the only
+place the formats touch it), but a pattern that compiles and backtracks
+heavily is as slow as the regex engine makes it.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ __all__ = [
     "PATTERN_NAMES",
     "pattern_name_for",
     "pattern_name_problem",
+    "pattern_compile_problem",
 ]
 
 #: nanochat's variant of the GPT-4 split pattern (numbers in groups of 1-2, possessive quantifiers).
@@ -76,4 +78,19 @@ def pattern_name_problem(pattern: str | None, name) -> str | None:
             f"pattern_name says {name!r} but the pattern is not {name}'s pattern; "
             'use pattern_name "custom" for another regex (or restore the pattern)'
         )
+    return None
+
+
+def pattern_compile_problem(pattern: str | None) -> str | None:
+    """Why the engine cannot split with ``pattern`` (None if it can), so a
+    reader can name the file and line instead of failing later, without them."""
+    if pattern is None or pattern in NAMED_PATTERNS.values():
+        return None
+    from .. import _core
+    from ..errors import PatternError
+
+    try:
+        _core.split(pattern, "", True)
+    except PatternError as e:
+        return str(e)
     return None

@@ -33,7 +33,7 @@ from ..errors import FormatError, VersionError
 from ._jsonutil import JsonDoc, load_json_file
 from .atomic import atomic_write
 from .bpe_data import BPEData
-from .patterns import pattern_name_problem
+from .patterns import pattern_compile_problem, pattern_name_problem
 
 __all__ = [
     "FORMAT_NAME",
@@ -205,6 +205,9 @@ def _read_pattern(doc: JsonDoc) -> tuple[str | None, str]:
     problem = pattern_name_problem(pattern, name)
     if problem is not None:  # an unknown name, or a name that does not describe the pattern
         raise doc.error(["pattern_name"], problem)
+    problem = pattern_compile_problem(pattern)
+    if problem is not None:
+        raise doc.error(["pattern"], problem)
     return pattern, name
 
 
