@@ -113,7 +113,7 @@ def split_patterns(draw):
 _TEXT = st.text(
     alphabet=st.one_of(
         st.sampled_from(list("ab x,.!?'1 \t\n\r\x00\x1f\x85\u2028é😀東")),
-        st.characters(),  # any code point but lone surrogates (which no Python str can encode to UTF-8)
+        st.characters(codec="utf-8"),  # any code point but lone surrogates (not UTF-8; refused by encode)
     ),
     max_size=40,
 )
