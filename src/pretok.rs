@@ -7,6 +7,16 @@
 //! several times faster than the regex engine, which is most of what makes
 //! encoding fast. Any other pattern goes through fancy-regex; `None` keeps a
 //! whole document as one piece.
+//!
+//! Whatever the pattern, no text is lost: with a custom regex the text between
+//! matches becomes pieces of its own (Hugging Face's `Split(pattern,
+//! "isolated")`), so training counts it and encoding encodes it, and the
+//! pieces of a text always concatenate back to it. Empty matches are skipped.
+//!
+//! Not handled: the regex engine's own cost. A custom pattern with
+//! lookarounds or backreferences runs on fancy-regex's backtracking VM, which
+//! can be super-linear on some inputs; fancy-regex's backtrack limit turns
+//! catastrophic cases into an `Error::Pattern` rather than a hang.
 
 use crate::error::{Error, Result};
 use crate::unicode::{class, Cls};
@@ -74,9 +84,11 @@ impl Pretokenizer {
         }
     }
 
-    /// Call `f` on every piece of `text`, in order. The pieces concatenate to
-    /// `text` for the built-in patterns; a custom regex may skip text it does
-    /// not match (as with `re.findall`).
+    /// Call `f` on every piece of `text`, in order. The pieces are never empty
+    /// and always concatenate to `text`: with a custom regex, the text between
+    /// two matches (or before the first, or after the last) is a piece of its
+    /// own, as Hugging Face's `Split(pattern, "isolated")` does, and empty
+    /// matches are skipped. (`re.findall` would drop that text.)
     #[inline]
     pub fn split<'a>(&self, text: &'a str, mut f: impl FnMut(&'a str)) -> Result<()> {
         match self {
@@ -97,11 +109,27 @@ impl Pretokenizer {
                 }
             }
             Pretokenizer::Regex(re, _) => {
+                // One pass over the matches, remembering where the last one
+                // ended: the text before a match (a gap) is a piece of its own,
+                // then the match, and the tail after the last match. Empty
+                // matches are skipped (they cut nothing), so the pieces always
+                // concatenate to `text`. `find_iter` resumes after each match
+                // (one char further after an empty one), so the scan is linear
+                // in the text apart from the regex engine's own backtracking.
+                let mut done = 0;
                 for m in re.find_iter(text) {
                     let m = m.map_err(|e| Error::Pattern(format!("split pattern failed on input: {e}")))?;
-                    if !m.as_str().is_empty() {
-                        f(m.as_str());
+                    if m.start() == m.end() {
+                        continue;
                     }
+                    if m.start() > done {
+                        f(&text[done..m.start()]);
+                    }
+                    f(m.as_str());
+                    done = m.end();
+                }
+                if done < text.len() {
+                    f(&text[done..]);
                 }
             }
             Pretokenizer::Whole => {
@@ -335,6 +363,77 @@ mod tests {
         let gpt4 = Pretokenizer::new(Some(GPT4_PATTERN)).unwrap();
         assert_eq!(gpt4.split_vec("Hello, world!").unwrap(), vec!["Hello", ",", " world", "!"]);
         assert_eq!(gpt4.split_vec("12345").unwrap(), vec!["12", "34", "5"]);
+    }
+
+    fn pieces(p: &str, text: &str) -> Vec<String> {
+        let pt = Pretokenizer::new(Some(p)).unwrap();
+        pt.split_vec(text).unwrap().into_iter().map(String::from).collect()
+    }
+
+    #[test]
+    fn gaps_between_matches_are_pieces() {
+        assert_eq!(pieces(r"\w+", "hello, world!"), ["hello", ", ", "world", "!"]);
+        assert_eq!(pieces(r"\w+", ", hi"), [", ", "hi"]);
+        // nothing matches: the whole text is one piece
+        assert_eq!(pieces("xyz", "hello world"), ["hello world"]);
+        assert_eq!(pieces(r"\d+", "\u{1F600}\u{0}\r\n"), ["\u{1F600}\u{0}\r\n"]);
+        // a match at the very end, and at the very start
+        assert_eq!(pieces("d", "abcd"), ["abc", "d"]);
+        assert_eq!(pieces("a", "abcd"), ["a", "bcd"]);
+        assert_eq!(pieces("a", "aaa"), ["a", "a", "a"]);
+        assert!(pieces(r"\w+", "").is_empty());
+    }
+
+    #[test]
+    fn empty_matches_are_skipped() {
+        assert_eq!(pieces("a*", "baac"), ["b", "aa", "c"]);
+        assert_eq!(pieces("x?", "abc"), ["abc"]);
+        assert_eq!(pieces(r"\b", "ab cd"), ["ab cd"]);
+        assert_eq!(pieces("(?=b)", "abab"), ["abab"]);
+        assert!(pieces("a*", "").is_empty());
+    }
+
+    #[test]
+    fn lookarounds_and_the_fancy_vm() {
+        // `(?!\S)` needs fancy-regex's VM: a space before a letter is left
+        // to the gap that runs up to the next match
+        assert_eq!(pieces(r"\s+(?!\S)", "a  b "), ["a", " ", " b", " "]);
+        assert_eq!(pieces(r"(?<=a)b", "abcab"), ["a", "b", "ca", "b"]);
+        assert_eq!(pieces(r"(\w)\1", "xaabb!"), ["x", "aa", "bb", "!"]);
+    }
+
+    #[test]
+    fn long_gap_is_one_piece() {
+        // one pass: a megabyte without a match is one gap
+        let text = "=".repeat(1 << 20);
+        let v = Pretokenizer::new(Some(r"\p{L}+")).unwrap().split_vec(&text).unwrap();
+        assert_eq!(v, [text.as_str()]);
+        let text = format!("{}x", " ".repeat(1 << 16));
+        let v = Pretokenizer::new(Some(r"\s+(?!\S)|x")).unwrap().split_vec(&text).unwrap();
+        assert_eq!(v.concat(), text);
+    }
+
+    fn patterns() -> impl Strategy<Value = &'static str> {
+        prop::sample::select(vec![
+            r"\w+", r"\d", r"\s+(?!\S)", r"[a-z]{2,3}", "a*", "x?|ab", r"\p{L}+|\p{N}", r"(?<=a)\S", r"\b\w",
+            r"'s|\s+", r"(?i)ab+", r"[^\s]+?", r"$", r"^\w", r"(\w)\1",
+        ])
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+        #[test]
+        fn pieces_cover_the_text(p in patterns(), s in "\\PC{0,30}") {
+            let v = Pretokenizer::new(Some(p)).unwrap().split_vec(&s).unwrap();
+            prop_assert!(v.iter().all(|x| !x.is_empty()));
+            prop_assert_eq!(v.concat(), s);
+        }
+        #[test]
+        fn pieces_cover_the_text_alphabet(p in patterns(), s in alphabet()) {
+            let v = Pretokenizer::new(Some(p)).unwrap().split_vec(&s).unwrap();
+            prop_assert!(v.iter().all(|x| !x.is_empty()));
+            prop_assert_eq!(v.concat(), s);
+        }
     }
 
     fn alphabet() -> impl Strategy<Value = String> {

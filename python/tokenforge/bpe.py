@@ -185,7 +185,8 @@ class BPETokenizer(CoreEncoded, Tokenizer):
 
         ``corpus``: a path, a list of paths (.txt/.jsonl/.parquet, optionally .gz/.zst;
         streamed) or an iterable of str. ``pattern``: "gpt4" (nanochat), "gpt2",
-        "cl100k", any regex, or None (whole documents are the sequences).
+        "cl100k", any regex, or None (whole documents are the sequences); with a
+        regex, text between its matches is a piece too (no text is ever dropped).
         ``tie_break``: "pair_ids" (rustbpe: the smaller pair of ids) or
         "lexicographic" (seed 003: the larger pair of byte strings).
         ``min_frequency``: stop when the best pair occurs fewer times.

@@ -33,8 +33,9 @@ from . import _core
 from .base import CoreEncoded, Tokenizer, _check_texts, register_format
 from .chat import SPECIAL_TOKENS
 from .data.corpus import iter_documents, progress_bar
-from .errors import SpecialTokenError, TokenforgeError, VocabSizeError
+from .errors import PatternError, SpecialTokenError, TokenforgeError, VocabSizeError
 from .formats.lz78_tsv import LZ78Data, drop_unwritable, read_lz78_tsv, sniff_lz78_tsv, write_lz78_tsv
+from .formats.patterns import NAMED_PATTERNS
 
 __all__ = ["LZ78Tokenizer", "STRATEGIES", "SEED_SPECIALS", "DEFAULT_PARAMS", "lz78_inspect"]
 
@@ -64,7 +65,6 @@ _ACCEPTS["compressed"] = _ACCEPTS["multi_round"] | {"multiple"}
 
 _BATCH_CHARS = 16 << 20
 _DIR_FILE = "lz78.tsv"
-_PATTERNS = {"gpt4": _core.GPT4_PATTERN}
 
 
 def _extra_specials(special_tokens) -> list[str]:
@@ -86,11 +86,12 @@ def _extra_specials(special_tokens) -> list[str]:
 
 
 def _pattern_of(name: str | None) -> str | None:
-    if name is None or name == "gpt4":
+    """The chunking regex a dictionary's ``pattern`` setting names (none: GPT-4's)."""
+    if name is None:
         return _core.GPT4_PATTERN
-    if name in _PATTERNS:
-        return _PATTERNS[name]
-    return name
+    if name not in NAMED_PATTERNS:  # the TSV reader refuses these; this is LZ78Data built in memory
+        raise PatternError(f"unknown split pattern name {name!r}; expected one of {', '.join(NAMED_PATTERNS)}")
+    return NAMED_PATTERNS[name]
 
 
 class LZ78Tokenizer(CoreEncoded, Tokenizer):

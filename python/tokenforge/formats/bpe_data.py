@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import FormatError
+from .patterns import pattern_name_problem
 
 __all__ = ["BPEData"]
 
@@ -23,7 +24,7 @@ class BPEData:
                     new_id strictly increasing.
     special_tokens: special token text -> id (ids not used by bytes or merges).
     pattern:        the pre-tokenization regex, or None (whole documents are sequences).
-    pattern_name:   "gpt4", "gpt2", "custom" or "none".
+    pattern_name:   "gpt4", "cl100k", "gpt2", "custom" or "none" (see formats.patterns).
     training:       free-form settings recorded at training time (JSON-serialisable).
     """
 
@@ -50,6 +51,9 @@ class BPEData:
 
     def validate(self, path=None) -> None:
         """Raise FormatError if ids overlap, merges reference unknown/later ids, etc."""
+        problem = pattern_name_problem(self.pattern, self.pattern_name)
+        if problem is not None:
+            raise FormatError(problem, path=path)
         if len(self.byte_ids) != 256:
             raise FormatError(f"expected 256 byte ids, found {len(self.byte_ids)}", path=path)
         seen: dict[int, str] = {}

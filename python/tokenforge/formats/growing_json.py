@@ -38,6 +38,7 @@ from pathlib import Path
 from ..errors import FormatError, VersionError
 from ._jsonutil import JsonDoc
 from .atomic import atomic_write
+from .patterns import CL100K_PATTERN, pattern_compile_problem  # CL100K: the seed's split pattern (numbers of 1-3 digits)
 
 __all__ = [
     "FORMAT_NAME",
@@ -62,10 +63,6 @@ DEFAULT_VOCAB_SIZE = 10_000_000
 MAX_ID = 2**32 - 1
 NORMALIZATIONS = ("NFC", None)
 
-#: the split pattern the seed uses: GPT-4's (cl100k) with numbers of 1-3 digits
-CL100K_PATTERN = (
-    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"""
-)
 
 _KNOWN_KEYS = {
     "format",
@@ -219,6 +216,9 @@ def parse_growing_json(text: str, origin) -> GrowingData:
     pattern = v.get("pattern", CL100K_PATTERN)
     if pattern is not None and (not isinstance(pattern, str) or not pattern):
         raise doc.error(["pattern"], f"expected a regex string or null, found {json.dumps(pattern)[:60]}")
+    problem = pattern_compile_problem(pattern)
+    if problem is not None:
+        raise doc.error(["pattern"], problem)
     norm = v.get("normalization", "NFC")
     if norm not in NORMALIZATIONS:
         raise doc.error(["normalization"], f'expected "NFC" or null, found {json.dumps(norm)[:60]}')

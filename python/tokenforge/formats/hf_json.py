@@ -45,7 +45,7 @@ from ..errors import FormatError
 from ._jsonutil import JsonDoc, load_json_file
 from .atomic import atomic_write
 from .bpe_data import BPEData
-from .patterns import GPT2_PATTERN, pattern_name_for
+from .patterns import GPT2_PATTERN, pattern_compile_problem, pattern_name_for
 from .tiktoken_io import mergeable_ranks
 
 __all__ = [
@@ -257,6 +257,8 @@ def _read_pattern(doc: JsonDoc) -> str | None:
             _require(doc, at, isinstance(pat, dict) and isinstance(pat.get("Regex"), str),
                      'expected the Split pattern {"Regex": "..."}; a literal String pattern is not supported')
             pattern = pat["Regex"]
+            problem = pattern_compile_problem(pattern)
+            _require(doc, at, problem is None, f"the Split pattern cannot be used: {problem}")
         elif kind == "ByteLevel" and last:
             _require(doc, at, not step.get("add_prefix_space", False),
                      "ByteLevel with add_prefix_space=true is not supported (tokenforge never adds a prefix space)")

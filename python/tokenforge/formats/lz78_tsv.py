@@ -39,6 +39,7 @@ from pathlib import Path
 
 from ..errors import FormatError, TokenforgeError, VersionError
 from .atomic import atomic_write
+from .patterns import NAMED_PATTERNS
 
 __all__ = [
     "LZ78Data",
@@ -186,6 +187,13 @@ def _parse_header(lines: list[str], path) -> tuple[dict | None, int]:
             k = k.strip()
             if not k.isidentifier():
                 raise FormatError(f"bad setting name {k!r}", path=path, line=i + 1)
+            if k == "pattern" and v.strip() not in NAMED_PATTERNS:
+                # chunking must split as at training; an unknown name would split differently
+                raise FormatError(
+                    f"unknown split pattern {v.strip()!r}; expected one of {', '.join(NAMED_PATTERNS)}",
+                    path=path,
+                    line=i + 1,
+                )
             settings[k] = v.strip()
         i += 1
     return settings, i

@@ -1,16 +1,42 @@
-"""The pre-tokenization patterns the BPE file formats need to name.
+"""The pre-tokenization patterns the file formats name, and the rule tying a name to its pattern.
 
-Only the formats use these constants (to recognise a pattern, or to supply the
-one a format implies); the tokenizer itself takes whatever pattern it is given.
+Only the formats use these constants (to recognise a pattern, to supply the
+one a format implies, or to refuse a file whose name and pattern disagree);
+the tokenizer itself takes whatever pattern it is given. The Rust core holds
+the same texts (``_core.GPT4_PATTERN`` ...); a test checks they are equal.
+
+Whatever the pattern, splitting loses no text: the text between two matches
+is a piece of its own (Hugging Face's ``Split(pattern, "isolated")``) and
+empty matches are skipped, so the pieces of a text concatenate back to it.
+
+Not handled: a custom pattern's cost. Whether it compiles is asked of the
+engine (:func:`pattern_compile_problem` imports ``_core`` lazily, the only
+place the formats touch it), but a pattern that compiles and backtracks
+heavily is as slow as the regex engine makes it.
 """
 
 from __future__ import annotations
 
-__all__ = ["GPT4_PATTERN", "GPT2_PATTERN", "WHOLE_TEXT_PATTERN", "pattern_name_for"]
+__all__ = [
+    "GPT4_PATTERN",
+    "CL100K_PATTERN",
+    "GPT2_PATTERN",
+    "WHOLE_TEXT_PATTERN",
+    "NAMED_PATTERNS",
+    "PATTERN_NAMES",
+    "pattern_name_for",
+    "pattern_name_problem",
+    "pattern_compile_problem",
+]
 
 #: nanochat's variant of the GPT-4 split pattern (numbers in groups of 1-2, possessive quantifiers).
 GPT4_PATTERN = (
     r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,2}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"""
+)
+
+#: GPT-4's own (cl100k) split pattern: numbers in groups of 1-3 (rustbpe's and the growing seed's default).
+CL100K_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"""
 )
 
 #: GPT-2's split pattern (also what Hugging Face's ByteLevel pre-tokenizer uses with use_regex=true).
@@ -19,13 +45,52 @@ GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|
 #: A pattern whose single match is the whole text: "no pre-tokenization" for tools that need a pattern.
 WHOLE_TEXT_PATTERN = r"(?s).+"
 
+#: Every pattern a file may name; a file naming one must carry exactly this text (where it carries one).
+NAMED_PATTERNS: dict[str, str] = {"gpt4": GPT4_PATTERN, "cl100k": CL100K_PATTERN, "gpt2": GPT2_PATTERN}
+
+#: The values of BPEData.pattern_name: the named patterns, "custom" (any other regex) and "none" (no pattern).
+PATTERN_NAMES = (*NAMED_PATTERNS, "custom", "none")
+
 
 def pattern_name_for(pattern: str | None) -> str:
-    """The name BPEData uses for ``pattern``: "gpt4", "gpt2", "none" or "custom"."""
+    """The name BPEData uses for ``pattern``: "gpt4", "cl100k", "gpt2", "none" or "custom"."""
     if pattern is None:
         return "none"
-    if pattern == GPT4_PATTERN:
-        return "gpt4"
-    if pattern == GPT2_PATTERN:
-        return "gpt2"
+    for name, p in NAMED_PATTERNS.items():
+        if pattern == p:
+            return name
     return "custom"
+
+
+def pattern_name_problem(pattern: str | None, name) -> str | None:
+    """Why ``name`` does not describe ``pattern`` (None if it does).
+
+    "none" goes with no pattern; a named pattern with exactly its text;
+    "custom" with any non-empty regex (also one equal to a named pattern).
+    """
+    if not isinstance(name, str) or name not in PATTERN_NAMES:
+        shown = repr(name) if isinstance(name, str) else type(name).__name__
+        return f"unknown pattern name {shown}; expected one of {', '.join(PATTERN_NAMES)}"
+    if (pattern is None) != (name == "none"):
+        return 'pattern_name is "none" exactly when pattern is null'
+    if name in NAMED_PATTERNS and pattern != NAMED_PATTERNS[name]:
+        return (
+            f"pattern_name says {name!r} but the pattern is not {name}'s pattern; "
+            'use pattern_name "custom" for another regex (or restore the pattern)'
+        )
+    return None
+
+
+def pattern_compile_problem(pattern: str | None) -> str | None:
+    """Why the engine cannot split with ``pattern`` (None if it can), so a
+    reader can name the file and line instead of failing later, without them."""
+    if pattern is None or pattern in NAMED_PATTERNS.values():
+        return None
+    from .. import _core
+    from ..errors import PatternError
+
+    try:
+        _core.split(pattern, "", True)
+    except PatternError as e:
+        return str(e)
+    return None

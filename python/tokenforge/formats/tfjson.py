@@ -33,6 +33,7 @@ from ..errors import FormatError, VersionError
 from ._jsonutil import JsonDoc, load_json_file
 from .atomic import atomic_write
 from .bpe_data import BPEData
+from .patterns import pattern_compile_problem, pattern_name_problem
 
 __all__ = [
     "FORMAT_NAME",
@@ -48,7 +49,6 @@ FORMAT_NAME = "tokenforge-bpe"
 FORMAT_VERSION = 1
 #: Ids are stored by the engine as unsigned 32-bit integers.
 MAX_ID = 2**32 - 1
-PATTERN_NAMES = ("gpt4", "gpt2", "custom", "none")
 
 _KEYS_REQUIRED = ("format", "version", "pattern_name", "pattern", "byte_ids", "merges", "special_tokens", "training")
 _KEYS_OPTIONAL = ("first_merge_id", "merge_ids")
@@ -202,10 +202,12 @@ def _read_pattern(doc: JsonDoc) -> tuple[str | None, str]:
     pattern, name = doc.value["pattern"], doc.value["pattern_name"]
     if pattern is not None and (not isinstance(pattern, str) or not pattern):
         raise doc.error(["pattern"], f"expected a non-empty regex string or null, found {json.dumps(pattern)}")
-    if name not in PATTERN_NAMES:
-        raise doc.error(["pattern_name"], f"expected one of {', '.join(PATTERN_NAMES)}, found {json.dumps(name)}")
-    if (pattern is None) != (name == "none"):
-        raise doc.error(["pattern_name"], 'pattern_name is "none" exactly when pattern is null')
+    problem = pattern_name_problem(pattern, name)
+    if problem is not None:  # an unknown name, or a name that does not describe the pattern
+        raise doc.error(["pattern_name"], problem)
+    problem = pattern_compile_problem(pattern)
+    if problem is not None:
+        raise doc.error(["pattern"], problem)
     return pattern, name
 
 

@@ -63,14 +63,30 @@ _NANOCHAT_NUM_SPECIAL = 9
 
 
 def split(text: str, pattern: str | None) -> list[str]:
-    """Pre-tokenize ``text``: every match of ``pattern``, in order.
+    """Pre-tokenize ``text``: every match of ``pattern`` and the text between them, in order.
 
-    With ``pattern=None`` there is no pre-tokenization: the whole text is one
-    piece (and the empty text gives no pieces).
+    Text no match covers is a piece of its own (as Hugging Face's
+    ``Split(pattern, "isolated")``); empty matches are skipped; so the pieces
+    concatenate to ``text``. With ``pattern=None`` there is no
+    pre-tokenization: the whole text is one piece (and the empty text gives no
+    pieces). (For a pattern that can match the empty string, Python's
+    ``regex`` may place the non-empty matches differently from the engine's
+    fancy-regex; the built-in patterns cannot match it.)
     """
     if pattern is None:
         return [text] if text else []
-    return regex.findall(pattern, text)
+    pieces: list[str] = []
+    done = 0
+    for m in regex.finditer(pattern, text):
+        if m.end() == m.start():
+            continue
+        if m.start() > done:
+            pieces.append(text[done : m.start()])
+        pieces.append(m.group())
+        done = m.end()
+    if done < len(text):
+        pieces.append(text[done:])
+    return pieces
 
 
 def count_words(texts: Iterable[str], pattern: str | None) -> dict[bytes, int]:

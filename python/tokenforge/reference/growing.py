@@ -27,7 +27,7 @@ import unicodedata
 from collections import Counter
 from typing import Iterable
 
-import regex
+from .bpe import split as split_text
 
 __all__ = [
     "CL100K_PATTERN",
@@ -51,10 +51,7 @@ MERGE_OFFSET = 266
 
 def split(text: str, pattern: str | None = CL100K_PATTERN) -> list[str]:
     """NFC-normalise ``text`` and cut it into pieces (the whole text if ``pattern`` is None)."""
-    text = unicodedata.normalize("NFC", text)
-    if pattern is None:
-        return [text] if text else []
-    return regex.findall(pattern, text)
+    return split_text(unicodedata.normalize("NFC", text), pattern)
 
 
 def count_words(texts: Iterable[str], pattern: str | None = CL100K_PATTERN) -> dict[bytes, int]:
