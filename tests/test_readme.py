@@ -70,6 +70,10 @@ SUBSTITUTIONS: list[tuple[str, str, str]] = [
 EXCLUDED: list[tuple[str, str]] = [
     (r"^make\b", "make targets create .venv, build the extension and run the whole suite; CI runs `make test` "
                  "itself, and `make demo` is `tokenforge demo`, which this test runs"),
+    (r"\bhttps?://|\bURL\b", "needs the network, which tests never use (sync is tested against a loopback "
+                              "server in test_growing_sync.py)"),
+    (r"--every\b", "runs until interrupted"),
+    (r"(^|\s)(python3?\s+)?bench/", "benchmarks need the 100+ MB bench corpus (bench/build_corpus.py) and minutes"),
 ]
 
 #: Block languages run as Python / as shell commands; any other language must be excluded by EXCLUDED_BLOCKS.
@@ -151,9 +155,19 @@ def substitute(line: str) -> str:
     return line
 
 
+def _words(command: str) -> list[str]:
+    """The shell words of ``command`` (quotes removed, comment dropped, ``|`` etc. as words)."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars="|&;<>()")
+    lexer.commenters = "#"
+    lexer.whitespace_split = True
+    return list(lexer)
+
+
 def excluded(command: str) -> str | None:
+    """Why ``command`` is not run (EXCLUDED matched against it without its comment), or None."""
+    text = " ".join(_words(command))
     for pattern, why in EXCLUDED:
-        if re.search(pattern, command):
+        if re.search(pattern, text):
             return why
     return None
 
@@ -279,10 +293,7 @@ def _expand(word: str) -> list[str]:
 
 def run_shell_command(where: str, command: str) -> list[str]:
     """Run one command line (maybe a pipeline); returns what was run, for the log."""
-    lexer = shlex.shlex(command, posix=True, punctuation_chars="|&;<>()")
-    lexer.commenters = "#"
-    lexer.whitespace_split = True
-    words = list(lexer)
+    words = _words(command)
     stages, current = [], []
     for w in words:
         if w == "|":
@@ -368,6 +379,11 @@ def test_blocks_neither_run_nor_excluded_fail(tmp_path, monkeypatch):
         with pytest.raises(pytest.fail.Exception, match=message):
             run_readme(text, tmp_path, {})
     assert run_readme("```bash\nmake test   # all\n```\n", tmp_path, {})["excluded"] == [("README.md:2", "make test   # all")]
+    for line in ("tokenforge grow sync https://example.org/t.json", "tokenforge grow sync URL --every 10m",
+                 "python bench/bpe.py --quick"):
+        assert excluded(line), line
+    assert not excluded("tokenforge grow inspect") and not excluded("tokenforge train benchmark.txt --vocab-size 300 -o x")
+    assert not excluded("tokenforge grow learn --source web c.jsonl   # grow sync URL, grow inspect")
 
 
 def test_drifting_examples_fail(tmp_path, monkeypatch):

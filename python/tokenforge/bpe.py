@@ -302,8 +302,9 @@ class BPETokenizer(CoreEncoded, Tokenizer):
     @property
     def split_specials(self) -> bool:
         """Seed 003's policy: ``encode`` turns special-token text into special ids
-        unless the caller says otherwise (``allowed_special=()``). Recorded in
-        the saved JSON; false for tokenforge's own tokenizers. Settable."""
+        (longest first) unless the caller says otherwise (``allowed_special=()``).
+        ``encode_ordinary`` and ``encode_batch`` never do. Recorded in the saved
+        JSON; false for tokenforge's own tokenizers. Settable."""
         return self._data.split_specials
 
     @split_specials.setter
