@@ -15,6 +15,7 @@ from tokenforge.errors import FormatError, VersionError
 from tokenforge.formats.bpe_data import BPEData
 from tokenforge.formats.patterns import GPT2_PATTERN, GPT4_PATTERN
 from tokenforge.formats.tfjson import (
+    FORMAT_VERSION,
     read_tfjson,
     render_bytes,
     sniff_tfjson,
@@ -73,6 +74,20 @@ def test_tfjson_round_trip_any_vocabulary(tmp_path, data):
     # deterministic: the same data always gives the same bytes
     assert path.read_text(encoding="utf-8") == tfjson_text(data)
     assert sniff_tfjson(path, path.read_bytes()[:4096])
+
+
+@SETTINGS
+@given(data=bpe_data(max_merges=8), split=st.booleans())
+def test_tfjson_records_split_specials(tmp_path, data, split):
+    """seed 003's special-token policy is a recorded property: version 2 with
+    "split_specials": true; ordinary tokenizers keep writing version 1."""
+    data.split_specials = split
+    path = tmp_path / "tok.json"
+    write_tfjson(path, data)
+    assert read_tfjson(path) == data
+    doc = json.loads(path.read_text())
+    assert doc["version"] == (2 if split else 1) and ("split_specials" in doc) == split
+    assert path.read_text().endswith('  "split_specials": true\n}\n' if split else "}\n")
 
 
 def test_tfjson_layout_is_the_documented_one(tmp_path):
@@ -176,10 +191,12 @@ def test_tfjson_corrupted_byte_gives_format_error_or_valid_data(tmp_path, pos, b
 def test_tfjson_unknown_version_is_a_version_error(tmp_path):
     path = tmp_path / "tok.json"
     write_tfjson(path, small_data())
-    path.write_text(path.read_text().replace('"version": 1,', '"version": 2,'))
+    newer = FORMAT_VERSION + 1
+    path.write_text(path.read_text().replace('"version": 1,', f'"version": {newer},'))
     with pytest.raises(VersionError) as e:
         read_tfjson(path)
-    assert e.value.line == 3 and "version 2" in str(e.value) and "reads version 1" in str(e.value)
+    assert e.value.line == 3 and f"version {newer}" in str(e.value)
+    assert f"reads versions 1 to {FORMAT_VERSION}" in str(e.value)
     assert isinstance(e.value, FormatError)
 
 
@@ -203,6 +220,8 @@ def test_tfjson_unknown_version_is_a_version_error(tmp_path):
         (lambda d: d.update(pattern_name="gpt5"), '"pattern_name"', "expected one of"),
         (lambda d: d.update(pattern=None), '"pattern_name"', '"none" exactly when'),
         (lambda d: d.update(training=[1]), '"training"', "expected an object"),
+        (lambda d: d.update(split_specials=True), '"split_specials"', "unknown key 'split_specials' in a version 1"),
+        (lambda d: d.update(version=2, split_specials=1), '"split_specials"', "expected true or false"),
     ],
 )
 def test_tfjson_semantic_errors_name_line_and_reason(tmp_path, change, needle, message):

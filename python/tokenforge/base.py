@@ -30,7 +30,8 @@ class Tokenizer(ChatMixin, abc.ABC):
 
     Ids are ints in ``range(vocab_size)``. ``decode(encode(s)) == s`` for every
     ``str`` s. Special tokens are never produced from text unless the caller
-    asks for them (see each family's ``encode``).
+    asks for them (see each family's ``encode``) or the tokenizer records that
+    policy (:attr:`default_allowed_special`: seed 003's BPE tokenizers).
     """
 
     #: short family name used in files and reports ("bpe", "lz78", ...)
@@ -68,15 +69,21 @@ class Tokenizer(ChatMixin, abc.ABC):
         """Write the tokenizer so that :func:`tokenforge.load` reads it back."""
 
     # ---- shared behaviour --------------------------------------------------
-    def encode(self, text, prepend=None, append=None, num_threads=None, *, allowed_special=(), disallowed_special=()):
+    #: What ``encode`` does with special-token text when the caller does not say
+    #: (``allowed_special=None``): ``()`` keeps it ordinary text; a family may
+    #: record another policy per tokenizer (seed 003's BPE tokenizers: ``"all"``).
+    default_allowed_special = ()
+
+    def encode(self, text, prepend=None, append=None, num_threads=None, *, allowed_special=None, disallowed_special=()):
         """Encode a str (-> list of ids) or a list of str (-> list of lists).
 
         ``prepend``/``append`` are a special token's text or an id, added to every
         sequence (nanochat's signature). By default special-token text in ``text``
-        is encoded as ordinary text, so ``decode(encode(s)) == s`` always holds.
+        is encoded as ordinary text, so ``decode(encode(s)) == s`` always holds
+        (a tokenizer may record another default, :attr:`default_allowed_special`).
         ``allowed_special`` ("all" or a set of special texts) turns that text into
-        the special ids; ``disallowed_special`` ("all" or a set) makes its
-        presence an error instead (tiktoken's safety check).
+        the special ids; ``()`` keeps it text; ``disallowed_special`` ("all" or a
+        set) makes its presence an error instead (tiktoken's safety check).
         """
         allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
         pre = None if prepend is None else self._special_id(prepend)
@@ -110,6 +117,8 @@ class Tokenizer(ChatMixin, abc.ABC):
 
     def _special_policy(self, allowed_special, disallowed_special) -> tuple[dict[str, int], dict[str, int]]:
         specials = self.special_tokens
+        if allowed_special is None:  # the caller did not say: this tokenizer's recorded default
+            allowed_special = self.default_allowed_special
 
         def pick(arg, what: str) -> dict[str, int]:
             if arg == "all":

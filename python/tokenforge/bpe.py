@@ -10,14 +10,25 @@ Encoding follows tiktoken exactly: a piece that is itself a token is emitted
 whole; otherwise the adjacent pair whose concatenated bytes has the lowest rank
 merges first, leftmost on a tie. Ranks are ids.
 
-Not handled here: Unicode normalisation (text is encoded as given) and
-byte-fallback-free vocabularies (every byte always has an id).
+Seed 003's entry points (``BPETokenizer().train(input_path=..., save_dir=...)``,
+``BPETokenizer.from_file(vocab.pkl, merges.pkl)``) make *seed-mode* tokenizers:
+``data.split_specials`` is true, recorded in the saved JSON, and ``encode``
+splits the special tokens out of the text by default, as the seed does.
+
+Not handled here: Unicode normalisation (text is encoded as given),
+byte-fallback-free vocabularies (every byte always has an id), and, when seed
+003's trainer splits a file at several special tokens, the order of two
+specials that overlap each other in the text (the file is streamed split at
+the longest special first, then at the others, longest first).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
+import re
+import warnings
 from pathlib import Path
 from typing import Iterable
 
@@ -46,6 +57,19 @@ TIE_BREAKS = ("pair_ids", "lexicographic")
 # large enough to keep both cores busy, small enough to bound memory.
 _BATCH_CHARS = 4 << 20
 _DIR_FILE = "tokenforge.json"
+
+
+class _Default:
+    """A keyword left out by the caller: the mode's default applies (nanochat's,
+    or seed 003's when ``input_path`` is given)."""
+
+    def __repr__(self) -> str:
+        return "<default>"
+
+
+_DEFAULT = _Default()
+_NANOCHAT_DEFAULTS = {"pattern": "gpt4", "tie_break": "pair_ids", "layout": "nanochat"}
+_SEED003_DEFAULTS = {"pattern": "gpt2", "tie_break": "lexicographic", "layout": "specials_first"}
 
 
 def resolve_pattern(pattern) -> tuple[str | None, str]:
@@ -83,6 +107,24 @@ def _special_list(special_tokens) -> list[str]:
         dup = next(s for s in out if out.count(s) > 1)
         raise SpecialTokenError(f"special token {dup!r} is listed twice")
     return out
+
+
+def _check_seed_specials(specials: list[str]) -> None:
+    """Before training: the specials must fit seed 003's ``special_tokens.txt``."""
+    from .formats.seed003 import check_special_line
+
+    for text in specials:
+        check_special_line(text)
+
+
+def _split_at_specials(documents, specials: list[str]):
+    """Seed 003's rule: the text between special tokens, never the tokens themselves
+    (an alternation, longest first; empty pieces dropped). Linear in the text."""
+    splitter = re.compile("|".join(re.escape(t) for t in sorted(specials, key=len, reverse=True)))
+    for doc in documents:
+        for piece in splitter.split(doc):
+            if piece:
+                yield piece
 
 
 _CORPUS_SUFFIXES = (".txt", ".jsonl", ".parquet", ".txt.gz", ".jsonl.gz", ".parquet.gz", ".txt.zst", ".jsonl.zst", ".parquet.zst")
@@ -171,11 +213,11 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         save_dir=None,
         special_tokens="nanochat",
         *,
-        pattern="gpt4",
-        tie_break: str = "pair_ids",
+        pattern=_DEFAULT,
+        tie_break=_DEFAULT,
         min_frequency: int = 1,
         num_threads: int | None = None,
-        layout: str = "nanochat",
+        layout=_DEFAULT,
         text_field: str = "text",
         split_on: str | None = None,
         progress: bool | None = None,
@@ -189,30 +231,44 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         regex, text between its matches is a piece too (no text is ever dropped).
         ``tie_break``: "pair_ids" (rustbpe: the smaller pair of ids) or
         "lexicographic" (seed 003: the larger pair of byte strings).
+        ``layout``: "nanochat" (merges from 256, specials last) or "specials_first".
         ``min_frequency``: stop when the best pair occurs fewer times.
         Output does not depend on ``num_threads``. Ctrl-C stops cleanly and
-        writes nothing.
+        writes nothing. ``save_dir``: save the result there (:meth:`save`).
 
-        Called on an instance with seed 003's arguments (``input_path``,
-        ``vocab_size``, ``save_dir``, ``special_tokens``) it follows that seed:
-        GPT-2 pattern, specials right after the bytes, lexicographic ties, the
-        file split at the first special token, and the result saved in ``save_dir``.
+        Seed 003's call, with ``input_path`` (``BPETokenizer().train(input_path=...,
+        vocab_size=..., save_dir=..., special_tokens=[...])``), follows that seed:
+        by default GPT-2's pattern, specials right after the bytes, lexicographic
+        ties, ``["<|endoftext|>"]`` as specials, and the text split at every
+        special token (longest first) so none is learned from; the tokenizer is in
+        seed mode (:attr:`split_specials`), and ``save_dir`` gets the seed's files
+        (``bpe_vocab.pkl``, ``bpe_merges.pkl``, ``special_tokens.txt``,
+        ``pre_tokenization_pattern.txt``) beside tokenforge's ``tokenforge.json``.
+        ``pattern``, ``tie_break`` and ``layout`` given explicitly are honoured
+        (and recorded) in either mode.
         """
-        seed_mode = self is not None and input_path is not None
-        if input_path is not None:
+        seed_mode = input_path is not None
+        if seed_mode:
             if corpus is not None:
                 raise TypeError("give either corpus or input_path, not both")
             corpus = input_path
-        if seed_mode:
             specials = _special_list(["<|endoftext|>"] if special_tokens == "nanochat" else special_tokens)
-            pattern, layout, tie_break = "gpt2", "specials_first", "lexicographic"
-            split_on = split_on or (specials[0] if specials else None)
+            _check_seed_specials(specials)
         else:
             specials = _special_list(special_tokens)
+        defaults = _SEED003_DEFAULTS if seed_mode else _NANOCHAT_DEFAULTS
+        pattern = defaults["pattern"] if pattern is _DEFAULT else pattern
+        tie_break = defaults["tie_break"] if tie_break is _DEFAULT else tie_break
+        layout = defaults["layout"] if layout is _DEFAULT else layout
         if corpus is None:
             raise TypeError("train() needs a corpus (a path, paths, or an iterable of str)")
+        if seed_mode and specials:
+            documents = _documents(corpus, text_field, split_on or max(specials, key=len))
+            documents = _split_at_specials(documents, specials)
+        else:
+            documents = _documents(corpus, text_field, split_on)
         data = _train(
-            _documents(corpus, text_field, split_on),
+            documents,
             vocab_size,
             specials=specials,
             pattern=pattern,
@@ -222,12 +278,15 @@ class BPETokenizer(CoreEncoded, Tokenizer):
             layout=layout,
             progress=progress,
         )
+        data.split_specials = seed_mode
         if self is None:
             tok = cls(data)
         else:
             self._set(data)
             tok = self
         if save_dir is not None:
+            if seed_mode:
+                tok.export_seed003(save_dir)  # first: it checks everything before writing anything
             tok.save(save_dir)
         return tok
 
@@ -240,6 +299,24 @@ class BPETokenizer(CoreEncoded, Tokenizer):
     @property
     def pattern(self) -> str | None:
         return self._data.pattern
+
+    @property
+    def split_specials(self) -> bool:
+        """Seed 003's policy: ``encode`` turns special-token text into special ids
+        (longest first) unless the caller says otherwise (``allowed_special=()``).
+        ``encode_ordinary`` and ``encode_batch`` never do. Recorded in the saved
+        JSON; false for tokenforge's own tokenizers. Settable."""
+        return self._data.split_specials
+
+    @split_specials.setter
+    def split_specials(self, value: bool) -> None:
+        if not isinstance(value, bool):
+            raise TypeError(f"split_specials must be True or False, not {value!r}")
+        self._data = dataclasses.replace(self._data, split_specials=value)
+
+    @property
+    def default_allowed_special(self):
+        return "all" if self._data.split_specials else ()
 
     @property
     def merges(self) -> list[tuple[int, int, int]]:
@@ -352,14 +429,17 @@ class BPETokenizer(CoreEncoded, Tokenizer):
     # seed 003
     @classmethod
     def from_file(cls, vocab_path, merges_path=None, special_tokens_path=None) -> "BPETokenizer":
-        """Seed 003's loader: ``bpe_vocab.pkl`` + ``bpe_merges.pkl`` (+ ``special_tokens.txt``),
-        read with a restricted unpickler; or any file :func:`tokenforge.load` reads."""
-        from .formats.seed003 import read_seed003, sniff_seed003
+        """Seed 003's loader: ``bpe_vocab.pkl`` + ``bpe_merges.pkl`` (+ ``special_tokens.txt``,
+        + ``pre_tokenization_pattern.txt`` beside the vocabulary), read with a
+        restricted unpickler, as a seed-mode tokenizer (:attr:`split_specials`);
+        or any file :func:`tokenforge.load` reads. Without the pattern file the
+        seed's GPT-2 pattern applies, with a warning."""
+        from .formats.seed003 import sniff_seed003
 
         p = Path(vocab_path)
         head = p.read_bytes()[:4096] if p.is_file() else b""
         if merges_path is not None or sniff_seed003(p, head):
-            return cls(read_seed003(p, merges_path, special_tokens_path))
+            return cls(_read_seed003_files(p, merges_path, special_tokens_path))
         from .base import load
 
         tok = load(p)
@@ -368,13 +448,17 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         return tok
 
     def export_seed003(self, directory) -> None:
-        """Write seed 003's three files (for tools that only read those)."""
+        """Write seed 003's files: ``bpe_vocab.pkl``, ``bpe_merges.pkl`` (plain-data
+        pickles the seed's code loads), ``special_tokens.txt`` and
+        ``pre_tokenization_pattern.txt``, which :meth:`from_file` reads back, so
+        the ids survive whatever the pattern."""
         from .formats.seed003 import write_seed003
 
         write_seed003(directory, self._data, allow_other_pattern=True)
 
     def __repr__(self) -> str:
-        return f"BPETokenizer(vocab_size={self.vocab_size}, merges={len(self._data.merges)}, pattern={self._data.pattern_name!r}, specials={len(self._specials)})"
+        seed = ", split_specials=True" if self._data.split_specials else ""
+        return f"BPETokenizer(vocab_size={self.vocab_size}, merges={len(self._data.merges)}, pattern={self._data.pattern_name!r}, specials={len(self._specials)}{seed})"
 
 
 
@@ -459,13 +543,40 @@ def _train(
     )
 
 
+def _read_seed003_files(path, merges_path=None, special_tokens_path=None) -> BPEData:
+    """Seed 003's files as a seed-mode BPEData: the vocabulary files, and the
+    split pattern from ``pre_tokenization_pattern.txt`` (GPT-2's, with a warning,
+    when that file is missing)."""
+    from .formats.patterns import pattern_name_for
+    from .formats.seed003 import PATTERN_FILE, read_pattern_file, read_seed003
+
+    data = read_seed003(path, merges_path, special_tokens_path)
+    present, pattern = read_pattern_file(path)
+    if not present:
+        warnings.warn(
+            f"no {PATTERN_FILE} beside {path}: using the seed's GPT-2 split pattern; if these files "
+            "were trained with another pattern, ids will differ (write the regex to that file)",
+            UserWarning,
+            stacklevel=3,
+        )
+    elif pattern is not None:
+        try:
+            _core.split(pattern, "", True)
+        except PatternError as e:
+            where = Path(path) if Path(path).is_dir() else Path(path).parent
+            raise FormatError(f"the split pattern does not compile: {e}", path=where / PATTERN_FILE) from None
+    if present:
+        data = dataclasses.replace(data, pattern=pattern, pattern_name=pattern_name_for(pattern))
+    return dataclasses.replace(data, split_specials=True)
+
+
 def _sniff_dir(path: Path, head: bytes) -> bool:
     return path.is_dir() and (path / _DIR_FILE).is_file()
 
 
 def _register() -> None:
     from .formats.hf_json import read_hf_json, sniff_hf_json
-    from .formats.seed003 import read_seed003, sniff_seed003
+    from .formats.seed003 import sniff_seed003
     from .formats.tfjson import read_tfjson, sniff_tfjson
     from .formats.tiktoken_io import read_tiktoken_file, sniff_tiktoken
 
@@ -473,4 +584,4 @@ def _register() -> None:
     register_format("tokenforge-bpe-dir", _sniff_dir, BPETokenizer.from_directory)
     register_format("huggingface-tokenizer.json", sniff_hf_json, lambda p: BPETokenizer(read_hf_json(p)))
     register_format("tiktoken", sniff_tiktoken, lambda p: BPETokenizer(read_tiktoken_file(p)))
-    register_format("seed003-pickles", sniff_seed003, lambda p: BPETokenizer(read_seed003(p)))
+    register_format("seed003-pickles", sniff_seed003, lambda p: BPETokenizer(_read_seed003_files(p)))

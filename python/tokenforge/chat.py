@@ -60,7 +60,8 @@ _PLAIN_SEPARATOR = "|"
 class ChatMixin:
     """Conversation rendering for any tokenizer with nanochat's special tokens.
 
-    Relies only on the host class's ``encode``, ``special_tokens``,
+    Relies only on the host class's ``encode`` (called with ``allowed_special=()``:
+    message text never becomes special ids), ``special_tokens``,
     ``get_bos_token_id``, ``id_to_bytes``/``id_to_token``.
     """
 
@@ -87,12 +88,12 @@ class ChatMixin:
                 if not isinstance(content, str):
                     raise TokenforgeError(f"{where}: user content must be a str, not {type(content).__name__}")
                 add([self._chat_special("<|user_start|>")], 0)
-                add(self.encode(content), 0)
+                add(self.encode(content, allowed_special=()), 0)
                 add([self._chat_special("<|user_end|>")], 0)
                 continue
             add([self._chat_special("<|assistant_start|>")], 0)
             if isinstance(content, str):
-                add(self.encode(content), 1)
+                add(self.encode(content, allowed_special=()), 1)
             elif isinstance(content, list):
                 for j, part in enumerate(content):
                     self._render_part(part, f"{where}, part {j}", add)
@@ -116,14 +117,14 @@ class ChatMixin:
         if not isinstance(text, str):
             raise TokenforgeError(f"{where}: part 'text' must be a str, not {type(text).__name__}")
         if kind == "text":
-            add(self.encode(text), 1)
+            add(self.encode(text, allowed_special=()), 1)
         elif kind == "python":
             add([self._chat_special("<|python_start|>")], 1)
-            add(self.encode(text), 1)
+            add(self.encode(text, allowed_special=()), 1)
             add([self._chat_special("<|python_end|>")], 1)
         else:
             add([self._chat_special("<|output_start|>")], 0)
-            add(self.encode(text), 0)
+            add(self.encode(text, allowed_special=()), 0)
             add([self._chat_special("<|output_end|>")], 0)
 
     def render_for_completion(self, conversation, max_tokens: int = 2048) -> list[int]:

@@ -83,7 +83,7 @@ def cmd_encode(args) -> int:
 
     tok = load(args.tokenizer)
     text = _read_text(args)
-    ids = tok.encode(text, allowed_special="all" if args.allow_special else ())
+    ids = tok.encode(text, allowed_special="all" if args.allow_special else None)  # None: the tokenizer's policy
     if args.npy:
         from ..base import ids_dtype
         from ..formats.atomic import atomic_open
@@ -206,7 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("tokenizer")
     e.add_argument("text", nargs="?", default=None, help="the text (default: stdin)")
     e.add_argument("--file", help="read the text from this file")
-    e.add_argument("--allow-special", action="store_true", help="turn special-token text into special ids")
+    e.add_argument("--allow-special", action="store_true", help="turn special-token text into special ids (seed 003's tokenizers always do)")
     e.add_argument("--json", action="store_true", help="print a JSON list")
     e.add_argument("--npy", help="write the ids to this .npy file instead")
     e.set_defaults(func=cmd_encode)

@@ -26,6 +26,11 @@ class BPEData:
     pattern:        the pre-tokenization regex, or None (whole documents are sequences).
     pattern_name:   "gpt4", "cl100k", "gpt2", "custom" or "none" (see formats.patterns).
     training:       free-form settings recorded at training time (JSON-serialisable).
+    split_specials: how ``encode`` treats special-token text by default. False
+                    (tokenforge's policy): it stays text unless the caller allows
+                    it. True (seed 003's, for tokenizers made or loaded through
+                    its entry points): every special token is split out first,
+                    longest first, and becomes its id.
     """
 
     byte_ids: list[int]
@@ -34,6 +39,7 @@ class BPEData:
     pattern: str | None = None
     pattern_name: str = "custom"
     training: dict = field(default_factory=dict)
+    split_specials: bool = False
 
     @property
     def vocab_size(self) -> int:

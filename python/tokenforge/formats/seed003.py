@@ -1,15 +1,18 @@
 """Import and export of gpt_from_scratch's BPE files (seed 003).
 
-Three files in one directory:
+Files in one directory:
 
 * ``bpe_vocab.pkl``      a pickled ``Dict[int, bytes]`` (id -> token bytes,
                          special tokens as their UTF-8 text);
 * ``bpe_merges.pkl``     a pickled ``List[Tuple[bytes, bytes]]``, in learning order;
-* ``special_tokens.txt`` one special token per line.
+* ``special_tokens.txt`` one special token per line;
+* ``pre_tokenization_pattern.txt`` the split regex, as text (optional when
+                         reading: without it the seed's GPT-2 pattern applies).
 
 Its layout is bytes 0..255 first, then the special tokens, then the merges,
-and it always splits text with GPT-2's pattern. The reader takes the ids from
-the vocabulary dict, so other layouts read back too.
+and its own pattern is GPT-2's. The reader takes the ids from the vocabulary
+dict, so other layouts read back too. :func:`read_seed003` reads the three
+vocabulary files; :func:`read_pattern_file` the pattern, when present.
 
 Pickles are never given to ``pickle.load``. :func:`load_plain_pickle` first
 walks the opcodes (``pickletools.genops``, which decodes without executing)
@@ -17,6 +20,13 @@ and refuses any opcode that is not plain data -- importing a global, calling,
 building or extension codes -- with :class:`UnsafePickleError` naming the file,
 the byte offset and what it tried to import; only then does it unpickle, with
 an unpickler whose ``find_class`` and ``persistent_load`` refuse everything.
+
+The writer pickles plain dicts, lists, tuples, bytes and ints (protocol 4), so
+the seed's own code loads the files with ``pickle.load``.
+
+Not handled: a regex ending in a line break in the pattern file (one final
+line break is taken as the file's end of line, so the writer refuses such a
+pattern); writing the files as one transaction (each file is atomic alone).
 """
 
 from __future__ import annotations
@@ -29,15 +39,17 @@ from pathlib import Path
 from ..errors import FormatError, TokenforgeError, UnsafePickleError
 from .atomic import atomic_write
 from .bpe_data import BPEData
-from .patterns import GPT2_PATTERN
+from .patterns import GPT2_PATTERN, WHOLE_TEXT_PATTERN
 from .tiktoken_io import mergeable_ranks
 
 __all__ = [
     "VOCAB_FILE",
     "MERGES_FILE",
     "SPECIALS_FILE",
+    "PATTERN_FILE",
     "load_plain_pickle",
     "read_seed003",
+    "read_pattern_file",
     "write_seed003",
     "sniff_seed003",
 ]
@@ -45,6 +57,7 @@ __all__ = [
 VOCAB_FILE = "bpe_vocab.pkl"
 MERGES_FILE = "bpe_merges.pkl"
 SPECIALS_FILE = "special_tokens.txt"
+PATTERN_FILE = "pre_tokenization_pattern.txt"
 
 #: Opcodes that only build plain data: None/bool/int/float/str/bytes/bytearray,
 #: lists, tuples, dicts, sets, frozensets, and the memo and framing machinery.
@@ -279,29 +292,80 @@ def sniff_seed003(path, head: bytes) -> bool:
     return path.name in (VOCAB_FILE, MERGES_FILE) and head[:1] == b"\x80"
 
 
+# ------------------------------------------------------------------ the pattern file
+def read_pattern_file(path) -> tuple[bool, str | None]:
+    """``(present, pattern)`` from ``pre_tokenization_pattern.txt`` beside ``path``
+    (the directory or either pickle); ``(False, None)`` when there is no such file.
+
+    The file is UTF-8 text holding the regex; one final ``\\n`` (or ``\\r\\n``) is
+    an end of line, not part of it. ``(?s).+`` (one piece per document) reads
+    back as None, no pre-tokenization. Whether the regex compiles is the
+    caller's check (formats never need the engine).
+    """
+    pattern_path = _seed_paths(path)[0].parent / PATTERN_FILE
+    if not pattern_path.is_file():
+        return False, None
+    raw = pattern_path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise FormatError(f"not UTF-8 ({e.reason})", path=pattern_path, offset=e.start) from None
+    if text.endswith("\r\n"):
+        text = text[:-2]
+    elif text.endswith("\n"):
+        text = text[:-1]
+    if not text:
+        raise FormatError("empty file; expected the pre-tokenization regex", path=pattern_path, offset=0)
+    return True, (None if text == WHOLE_TEXT_PATTERN else text)
+
+
+def _pattern_file_text(data: BPEData) -> str:
+    if data.pattern is None:  # whole documents: the one regex that says so
+        return WHOLE_TEXT_PATTERN
+    if data.pattern.endswith(("\n", "\r")):
+        raise TokenforgeError(
+            f"the split pattern ends in a line break, which {PATTERN_FILE} cannot hold "
+            "(a final line break is read as the end of the line); write it as the escape \\n instead"
+        )
+    return data.pattern
+
+
 # ------------------------------------------------------------------ writing
+def check_special_line(text: str) -> None:
+    """Refuse a special token that cannot be one line of ``special_tokens.txt``."""
+    if text != text.strip() or "\n" in text or "\r" in text:
+        raise TokenforgeError(
+            f"special token {text!r} cannot be one line of {SPECIALS_FILE} "
+            "(gpt_from_scratch's files need specials without line breaks or surrounding whitespace)"
+        )
+
+
 def _check_writable(data: BPEData, allow_other_pattern: bool, directory: Path) -> None:
     data.validate(directory)
     ranks = mergeable_ranks(data)  # refuses two ids with the same bytes
     if data.pattern != GPT2_PATTERN and not allow_other_pattern:
         raise TokenforgeError(
-            "gpt_from_scratch's format has no place for the split pattern and always uses GPT-2's; "
-            f"this vocabulary uses {data.pattern_name!r}. Pass allow_other_pattern=True to write it anyway"
+            "gpt_from_scratch's own code always uses GPT-2's split pattern; "
+            f"this vocabulary uses {data.pattern_name!r}. Pass allow_other_pattern=True to write it anyway "
+            f"(the pattern goes to {PATTERN_FILE}, which tokenforge reads back)"
         )
+    _pattern_file_text(data)
     for text in data.special_tokens:
-        if text != text.strip() or "\n" in text or "\r" in text:
-            raise TokenforgeError(f"special token {text!r} cannot be one line of {SPECIALS_FILE}")
+        check_special_line(text)
         if text.encode("utf-8") in ranks:
             raise TokenforgeError(f"special token {text!r} has the same bytes as an ordinary token")
 
 
 def write_seed003(directory, data: BPEData, *, allow_other_pattern: bool = False) -> None:
-    """Write ``data`` as gpt_from_scratch's three files in ``directory``.
+    """Write ``data`` as gpt_from_scratch's files in ``directory``: the three
+    vocabulary files and ``pre_tokenization_pattern.txt``.
 
     Each file is written atomically (pickle protocol 4, plain data only); the
-    three together are not one transaction. The split pattern is not stored:
-    the seed always uses GPT-2's, so another pattern is refused unless
-    ``allow_other_pattern`` is set.
+    four together are not one transaction. The seed's own code splits with
+    GPT-2's pattern, so another pattern is refused unless ``allow_other_pattern``
+    is set; it is then written to the pattern file, which
+    :func:`read_pattern_file` reads back (``None``, no pre-tokenization, is
+    written as ``(?s).+``).
     """
     directory = Path(directory)
     _check_writable(data, allow_other_pattern, directory)
@@ -314,4 +378,5 @@ def write_seed003(directory, data: BPEData, *, allow_other_pattern: bool = False
     directory.mkdir(parents=True, exist_ok=True)
     atomic_write(directory / MERGES_FILE, pickle.dumps(merges, protocol=4))
     atomic_write(directory / SPECIALS_FILE, "".join(t + "\n" for t in specials))
+    atomic_write(directory / PATTERN_FILE, _pattern_file_text(data))
     atomic_write(directory / VOCAB_FILE, pickle.dumps(vocab, protocol=4))

@@ -1,4 +1,4 @@
-"""tokenforge's own BPE file: one self-describing JSON document (format version 1).
+"""tokenforge's own BPE file: one self-describing JSON document (format versions 1 and 2).
 
 The exact layout is specified in ``docs/formats.md`` ("tokenforge-bpe JSON").
 In short::
@@ -12,8 +12,14 @@ In short::
       "first_merge_id": 256,        (or "merge_ids": [...] when not contiguous)
       "merges": [[left, right], ...],
       "special_tokens": {"<|bos|>": 65536, ...},
-      "training": {...}
+      "training": {...},
+      "split_specials": true        (version 2 only; see below)
     }
+
+Version 2 adds one key, ``split_specials``: true for a tokenizer whose
+``encode`` splits special tokens out of the text by default (seed 003's
+behaviour). The writer writes version 1 whenever that key would be false, so
+files of ordinary tokenizers stay readable by older tokenforge versions.
 
 :func:`write_tfjson` also writes a human-readable vocabulary view beside the
 JSON (``name.vocab.txt``); tokenforge never reads that file back.
@@ -46,12 +52,15 @@ __all__ = [
 ]
 
 FORMAT_NAME = "tokenforge-bpe"
-FORMAT_VERSION = 1
+#: The newest version this module reads (and writes when a file needs it).
+FORMAT_VERSION = 2
 #: Ids are stored by the engine as unsigned 32-bit integers.
 MAX_ID = 2**32 - 1
 
 _KEYS_REQUIRED = ("format", "version", "pattern_name", "pattern", "byte_ids", "merges", "special_tokens", "training")
 _KEYS_OPTIONAL = ("first_merge_id", "merge_ids")
+#: keys a version needs at least: version 2 introduced split_specials
+_KEY_SINCE = {"split_specials": 2}
 _SNIFF = re.compile(rb'^\s*\{\s*"format"\s*:\s*"tokenforge-bpe"')
 
 
@@ -80,18 +89,19 @@ def tfjson_text(data: BPEData, path=None) -> str:
     specials = ",\n".join(
         f"    {_dumps(text)}: {i}" for text, i in sorted(data.special_tokens.items(), key=lambda kv: kv[1])
     )
+    version = 2 if data.split_specials else 1
     return (
         "{\n"
         f'  "format": "{FORMAT_NAME}",\n'
-        f'  "version": {FORMAT_VERSION},\n'
+        f'  "version": {version},\n'
         f'  "pattern_name": {_dumps(data.pattern_name)},\n'
         f'  "pattern": {_dumps(data.pattern)},\n'
         f'  "byte_ids": {_dumps(list(data.byte_ids))},\n'
         + _merge_id_fields(data)
         + (f'  "merges": [\n{merges}\n  ],\n' if merges else '  "merges": [],\n')
         + (f'  "special_tokens": {{\n{specials}\n  }},\n' if specials else '  "special_tokens": {},\n')
-        + f'  "training": {training}\n'
-        "}\n"
+        + (f'  "training": {training},\n  "split_specials": true\n' if data.split_specials else f'  "training": {training}\n')
+        + "}\n"
     )
 
 
@@ -181,10 +191,10 @@ def _check_header(doc: JsonDoc) -> None:
     version = v.get("version")
     if not _is_int(version):
         raise doc.error(["version"], f"expected an integer format version, found {json.dumps(version)}")
-    if version != FORMAT_VERSION:
+    if not 1 <= version <= FORMAT_VERSION:
         raise doc.error(
             ["version"],
-            f"format version {version} is not supported (this tokenforge reads version {FORMAT_VERSION}); "
+            f"format version {version} is not supported (this tokenforge reads versions 1 to {FORMAT_VERSION}); "
             "upgrade tokenforge to read it",
             cls=VersionError,
         )
@@ -192,8 +202,8 @@ def _check_header(doc: JsonDoc) -> None:
         if key not in v:
             raise doc.error([key], "required key is missing")
     for key in v:
-        if key not in _KEYS_REQUIRED and key not in _KEYS_OPTIONAL:
-            raise doc.error([key], f"unknown key {key!r} in a version {FORMAT_VERSION} file")
+        if key not in _KEYS_REQUIRED and key not in _KEYS_OPTIONAL and version < _KEY_SINCE.get(key, FORMAT_VERSION + 1):
+            raise doc.error([key], f"unknown key {key!r} in a version {version} file")
     if ("first_merge_id" in v) == ("merge_ids" in v):
         raise doc.error(["merges"], 'expected exactly one of "first_merge_id" and "merge_ids"')
 
@@ -276,7 +286,7 @@ def _read_specials(doc: JsonDoc, defined: dict[int, str]) -> dict[str, int]:
 
 
 def read_tfjson(path) -> BPEData:
-    """Read a tokenforge-bpe JSON file written by :func:`write_tfjson` (version 1)."""
+    """Read a tokenforge-bpe JSON file written by :func:`write_tfjson` (version 1 or 2)."""
     doc = load_json_file(path, FORMAT_NAME)
     _check_header(doc)
     pattern, pattern_name = _read_pattern(doc)
@@ -287,6 +297,9 @@ def read_tfjson(path) -> BPEData:
     training = doc.value["training"]
     if not isinstance(training, dict):
         raise doc.error(["training"], f"expected an object, found {type(training).__name__}")
-    data = BPEData(list(byte_ids), merges, specials, pattern, pattern_name, training)
+    split_specials = doc.value.get("split_specials", False)
+    if not isinstance(split_specials, bool):
+        raise doc.error(["split_specials"], f"expected true or false, found {json.dumps(split_specials)}")
+    data = BPEData(list(byte_ids), merges, specials, pattern, pattern_name, training, split_specials)
     data.validate(doc.path)  # a second, independent check; cannot fail after the ones above
     return data
