@@ -80,11 +80,12 @@ def test_tfjson_layout_is_the_documented_one(tmp_path):
     write_tfjson(path, small_data())
     text = path.read_text()
     lines = text.split("\n")
-    assert lines[:4] == ["{", '  "format": "tokenforge-bpe",', '  "version": 1,', '  "pattern_name": "gpt2",']
+    assert lines[:4] == ["{", '  "format": "tokenforge-bpe",', '  "version": 2,', '  "pattern_name": "gpt2",']
     assert '  "first_merge_id": 256,' in lines
     assert "    [97, 98]," in lines and "    [32, 257]" in lines
     assert '    "<|endoftext|>": 259' in lines
     assert text.endswith("}\n") and "merge_ids" not in text
+    assert lines[-3].startswith('  "checksum": "sha256:') and lines[-4].startswith('  "training": ')
     assert text.isascii()
 
 
@@ -176,10 +177,10 @@ def test_tfjson_corrupted_byte_gives_format_error_or_valid_data(tmp_path, pos, b
 def test_tfjson_unknown_version_is_a_version_error(tmp_path):
     path = tmp_path / "tok.json"
     write_tfjson(path, small_data())
-    path.write_text(path.read_text().replace('"version": 1,', '"version": 2,'))
+    path.write_text(path.read_text().replace('"version": 2,', '"version": 3,'))
     with pytest.raises(VersionError) as e:
         read_tfjson(path)
-    assert e.value.line == 3 and "version 2" in str(e.value) and "reads version 1" in str(e.value)
+    assert e.value.line == 3 and "version 3" in str(e.value) and "reads versions 1..2" in str(e.value)
     assert isinstance(e.value, FormatError)
 
 

@@ -1,18 +1,19 @@
-"""tokenforge's own BPE file: one self-describing JSON document (format version 1).
+"""tokenforge's own BPE file: one self-describing JSON document (format version 2).
 
 The exact layout is specified in ``docs/formats.md`` ("tokenforge-bpe JSON").
 In short::
 
     {
       "format": "tokenforge-bpe",
-      "version": 1,
+      "version": 2,
       "pattern_name": "gpt4",
       "pattern": "...",             (null: no pre-tokenization)
       "byte_ids": [256 ints],       (the id of byte 0, 1, ..., 255)
       "first_merge_id": 256,        (or "merge_ids": [...] when not contiguous)
       "merges": [[left, right], ...],
       "special_tokens": {"<|bos|>": 65536, ...},
-      "training": {...}
+      "training": {...},
+      "checksum": "sha256:..."   (version 2 on; see formats/checksum.py)
     }
 
 :func:`write_tfjson` also writes a human-readable vocabulary view beside the
@@ -20,7 +21,12 @@ JSON (``name.vocab.txt``); tokenforge never reads that file back.
 
 The reader is strict: unknown keys, wrong types, ids defined twice or used
 before they exist all raise :class:`FormatError` naming the file, the line and
-the JSON path; a newer version raises :class:`VersionError`.
+the JSON path; a newer version raises :class:`VersionError`; content that does
+not match the checksum raises :class:`ChecksumError`. Version 1 files (no
+checksum) are read as before.
+
+Not handled: the vocabulary view is never read back; a checksum catches
+accidental changes, not deliberate forgery.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import re
 from pathlib import Path
 
 from ..errors import FormatError, VersionError
+from . import checksum
 from ._jsonutil import JsonDoc, load_json_file
 from .atomic import atomic_write
 from .bpe_data import BPEData
@@ -45,13 +52,13 @@ __all__ = [
 ]
 
 FORMAT_NAME = "tokenforge-bpe"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: a checksum of the content (formats/checksum.py)
 #: Ids are stored by the engine as unsigned 32-bit integers.
 MAX_ID = 2**32 - 1
 PATTERN_NAMES = ("gpt4", "gpt2", "custom", "none")
 
 _KEYS_REQUIRED = ("format", "version", "pattern_name", "pattern", "byte_ids", "merges", "special_tokens", "training")
-_KEYS_OPTIONAL = ("first_merge_id", "merge_ids")
+_KEYS_OPTIONAL = ("first_merge_id", "merge_ids", checksum.KEY)
 _SNIFF = re.compile(rb'^\s*\{\s*"format"\s*:\s*"tokenforge-bpe"')
 
 
@@ -80,7 +87,7 @@ def tfjson_text(data: BPEData, path=None) -> str:
     specials = ",\n".join(
         f"    {_dumps(text)}: {i}" for text, i in sorted(data.special_tokens.items(), key=lambda kv: kv[1])
     )
-    return (
+    return checksum.seal_json_text(
         "{\n"
         f'  "format": "{FORMAT_NAME}",\n'
         f'  "version": {FORMAT_VERSION},\n'
@@ -181,10 +188,10 @@ def _check_header(doc: JsonDoc) -> None:
     version = v.get("version")
     if not _is_int(version):
         raise doc.error(["version"], f"expected an integer format version, found {json.dumps(version)}")
-    if version != FORMAT_VERSION:
+    if not 1 <= version <= FORMAT_VERSION:
         raise doc.error(
             ["version"],
-            f"format version {version} is not supported (this tokenforge reads version {FORMAT_VERSION}); "
+            f"format version {version} is not supported (this tokenforge reads versions 1..{FORMAT_VERSION}); "
             "upgrade tokenforge to read it",
             cls=VersionError,
         )
@@ -193,7 +200,7 @@ def _check_header(doc: JsonDoc) -> None:
             raise doc.error([key], "required key is missing")
     for key in v:
         if key not in _KEYS_REQUIRED and key not in _KEYS_OPTIONAL:
-            raise doc.error([key], f"unknown key {key!r} in a version {FORMAT_VERSION} file")
+            raise doc.error([key], f"unknown key {key!r} in a version {version} file")
     if ("first_merge_id" in v) == ("merge_ids" in v):
         raise doc.error(["merges"], 'expected exactly one of "first_merge_id" and "merge_ids"')
 
@@ -274,7 +281,7 @@ def _read_specials(doc: JsonDoc, defined: dict[int, str]) -> dict[str, int]:
 
 
 def read_tfjson(path) -> BPEData:
-    """Read a tokenforge-bpe JSON file written by :func:`write_tfjson` (version 1)."""
+    """Read a tokenforge-bpe JSON file written by :func:`write_tfjson` (versions 1 and 2)."""
     doc = load_json_file(path, FORMAT_NAME)
     _check_header(doc)
     pattern, pattern_name = _read_pattern(doc)
@@ -285,6 +292,7 @@ def read_tfjson(path) -> BPEData:
     training = doc.value["training"]
     if not isinstance(training, dict):
         raise doc.error(["training"], f"expected an object, found {type(training).__name__}")
+    checksum.check_json(doc, FORMAT_NAME, doc.value["version"])  # after the checks that say what is wrong where
     data = BPEData(list(byte_ids), merges, specials, pattern, pattern_name, training)
     data.validate(doc.path)  # a second, independent check; cannot fail after the ones above
     return data
