@@ -7,7 +7,9 @@ Two formats (byte-exact description in docs/formats.md, "LZ78 TSV"):
 - **compressed** (a Patricia trie) ``node_idx, edge_label, parent_idx,
   output_code, pattern``; an empty ``output_code`` or ``-1`` means no output.
 
-Files we write start with ``# tokenforge lz78 v1``, then ``# key=value`` lines
+Files we write start with ``# tokenforge lz78 v2``, then ``# checksum=sha256:...``
+(the content's checksum, from version 2 on; see :mod:`tokenforge.formats.checksum`),
+then ``# key=value`` lines
 (``format``, ``structure``, ``strategy``, ``N``, ``chunking``, ...), then a
 column-name row, then the rows. In them ``char``, ``pattern`` and
 ``edge_label`` use backslash escapes (``\\t`` ``\\n`` ``\\r`` ``\\\\``).
@@ -16,9 +18,14 @@ Files without that header are read as the seed writes them: no escapes,
 
 Every reader is strict: a wrong column count, a non-integer code, a duplicate
 code, a missing parent, a tree entry whose pattern is not its parent's
-pattern plus its char, a bad escape or an unknown version raises
-:class:`~tokenforge.errors.FormatError` naming the file and the line, and
-nothing is returned half-built.
+pattern plus its char, a bad escape, a line break inside a header value, or
+an unknown version raises :class:`~tokenforge.errors.FormatError` naming the
+file and the line, and nothing is returned half-built. Content that does not
+match the checksum raises :class:`~tokenforge.errors.ChecksumError`; version 1
+files (no checksum) are read as before.
+
+Not handled: the seed's files have no header and so no checksum (validated
+structurally only); a checksum catches accidental changes, not forgery.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import FormatError, VersionError
+from . import checksum
 from .atomic import atomic_write
 
 __all__ = [
@@ -39,7 +47,8 @@ __all__ = [
     "VERSION",
 ]
 
-VERSION = 1
+VERSION = 2  # 2: a checksum of the content (formats/checksum.py)
+_NAME = "tokenforge lz78"  # the checksum rule's name for this format
 HEADER = "# tokenforge lz78 v"
 LZ78_COLUMNS = ("code", "parent_code", "char", "pattern")
 COMPRESSED_COLUMNS = ("node_idx", "edge_label", "parent_idx", "output_code", "pattern")
@@ -151,9 +160,9 @@ def _parse_header(lines: list[str], path) -> tuple[dict | None, int]:
     ver = first[len(HEADER):]
     if not ver.isdigit():
         raise FormatError(f"bad header {first!r}; expected '{HEADER}{VERSION}'", path=path, line=1)
-    if int(ver) != VERSION:
+    if not 1 <= int(ver) <= VERSION:
         raise VersionError(
-            f"LZ78 dictionary format version {ver} is not supported (this tokenforge reads version {VERSION}); "
+            f"LZ78 dictionary format version {ver} is not supported (this tokenforge reads versions 1..{VERSION}); "
             "upgrade tokenforge",
             path=path,
             line=1,
@@ -167,6 +176,8 @@ def _parse_header(lines: list[str], path) -> tuple[dict | None, int]:
             k = k.strip()
             if not k.isidentifier():
                 raise FormatError(f"bad setting name {k!r}", path=path, line=i + 1)
+            if "\r" in v.strip():  # the writer could not write it back
+                raise FormatError(f"setting {k} holds a carriage return (a line break)", path=path, line=i + 1)
             settings[k] = v.strip()
         i += 1
     return settings, i
@@ -231,6 +242,9 @@ def read_lz78_tsv(path, tsv_format: str | None = None, *, strict: bool = True) -
     n = settings.get("N")
     if n is not None and n != data.num_outputs:
         raise FormatError(f"the header says N={n} but the file has {data.num_outputs} output entries", path=path)
+    version = int(lines[0].rstrip("\r")[len(HEADER):]) if ours else None
+    checksum.check_tsv(lines, path, _NAME, version)  # after the checks that say what is wrong where
+    settings.pop(checksum.KEY, None)  # never carried over: a writer computes its own
     return data
 
 
@@ -398,6 +412,7 @@ def _header_lines(data: LZ78Data, fmt: str) -> list[str]:
     s["structure"] = data.structure
     s["N"] = data.num_outputs
     s["entries"] = len(data.nodes)
+    s.pop(checksum.KEY, None)  # the writer adds the checksum of what it writes
     out = [f"{HEADER}{VERSION}"]
     first = ("format", "structure", "strategy", "N", "entries", "chunking", "pattern")
     keys = [k for k in first if k in s] + sorted(k for k in s if k not in first)
@@ -405,6 +420,8 @@ def _header_lines(data: LZ78Data, fmt: str) -> list[str]:
         v = s[k]
         if k in _JSON_KEYS:
             v = json.dumps(v, ensure_ascii=False, sort_keys=True)
+            if not v.isascii() and any(0xD800 <= ord(c) <= 0xDFFF for c in v):
+                v = json.dumps(json.loads(v), ensure_ascii=True, sort_keys=True)  # lone surrogates: as escapes
         elif isinstance(v, bool):
             v = "1" if v else "0"
         v = str(v)
@@ -426,7 +443,7 @@ def write_lz78_tsv(path, data: LZ78Data) -> None:
         lines.append("\t".join(LZ78_COLUMNS + ("output",)))
         for k, (parent, ch, pattern, output) in enumerate(data.nodes, start=1):
             lines.append(f"{k}\t{parent}\t{escape(ch)}\t{escape(pattern)}\t{1 if output else 0}")
-    atomic_write(path, "\n".join(lines) + "\n")
+    atomic_write(path, "\n".join(checksum.seal_tsv_lines(lines)) + "\n")
 
 
 # ---------------------------------------------------------------------------
