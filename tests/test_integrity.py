@@ -489,3 +489,13 @@ def test_enough_merges_no_warning():
         tok = BPETokenizer.train(TEXTS, vocab_size=260, special_tokens=None, progress=False)
     assert tok.data.training["merges_requested"] == tok.data.training["num_merges"] == 4
     assert "stopped_early" not in tok.data.training
+
+
+def test_a_checksum_without_format_is_not_read_as_a_seed_file(tmp_path):
+    """Our growing file with its "format" key altered is not taken for a seed file."""
+    p = _growing(tmp_path)
+    doc = json.loads(p.read_text())
+    del doc["format"], doc["version"]
+    p.write_text(json.dumps(doc))
+    with pytest.raises(FormatError, match='"checksum" without "format"'):
+        GrowingBPETokenizer.load(p)

@@ -191,7 +191,9 @@ def tsv_checksum(lines: list[str], skip: int | None = None) -> str:
 
 def seal_tsv_lines(lines: list[str]) -> list[str]:
     """``lines`` with ``# checksum=...`` inserted as line 2 (after the version line)."""
-    if any(_setting_key(x) == KEY for x in lines[1:2]):
+    if not lines or not lines[0].startswith("# tokenforge "):
+        raise ValueError("seal_tsv_lines needs lines that start with a tokenforge header (seed-style files have no checksum)")
+    if _header_checksum_lines(lines):
         raise ValueError("seal_tsv_lines got lines that already hold a checksum")
     return [lines[0], f"# {KEY}={tsv_checksum(lines)}", *lines[1:]]
 
