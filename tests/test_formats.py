@@ -95,11 +95,12 @@ def test_tfjson_layout_is_the_documented_one(tmp_path):
     write_tfjson(path, small_data())
     text = path.read_text()
     lines = text.split("\n")
-    assert lines[:4] == ["{", '  "format": "tokenforge-bpe",', '  "version": 1,', '  "pattern_name": "gpt2",']
+    assert lines[:4] == ["{", '  "format": "tokenforge-bpe",', '  "version": 2,', '  "pattern_name": "gpt2",']
     assert '  "first_merge_id": 256,' in lines
     assert "    [97, 98]," in lines and "    [32, 257]" in lines
     assert '    "<|endoftext|>": 259' in lines
     assert text.endswith("}\n") and "merge_ids" not in text
+    assert lines[-3].startswith('  "checksum": "sha256:') and lines[-4].startswith('  "training": ')
     assert text.isascii()
 
 
@@ -192,7 +193,7 @@ def test_tfjson_unknown_version_is_a_version_error(tmp_path):
     path = tmp_path / "tok.json"
     write_tfjson(path, small_data())
     newer = FORMAT_VERSION + 1
-    path.write_text(path.read_text().replace('"version": 1,', f'"version": {newer},'))
+    path.write_text(path.read_text().replace(f'"version": {FORMAT_VERSION},', f'"version": {newer},'))
     with pytest.raises(VersionError) as e:
         read_tfjson(path)
     assert e.value.line == 3 and f"version {newer}" in str(e.value)

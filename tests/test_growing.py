@@ -81,7 +81,7 @@ def test_save_writes_both_tables_and_reloads(tmp_path):
     out = tmp_path / "tok.json"
     t.save(out)
     doc = json.loads(out.read_text())
-    assert doc["format"] == "tokenforge-growing" and doc["version"] == 1
+    assert doc["format"] == "tokenforge-growing" and doc["version"] == 2 and doc["checksum"].startswith("sha256:")
     assert doc["merges"]["118_118"] == 270 and doc["merge_to_tokens"]["270"] == [118, 118]
     assert doc["next_merge_id"] == 291 and doc["vocab_size"] == 10_000_000
     assert doc["sources_contributed"] == {"hand-written": 25}
@@ -218,8 +218,8 @@ def test_bad_fields_name_the_key(tmp_path, extra, key):
 
 
 def test_newer_version_and_broken_json(tmp_path):
-    p = _write(tmp_path, {}, format="tokenforge-growing", version=2)
-    with pytest.raises(VersionError, match="version 2"):
+    p = _write(tmp_path, {}, format="tokenforge-growing", version=3)
+    with pytest.raises(VersionError, match="version 3"):
         GrowingBPETokenizer.load(p)
     text = FIXTURE.read_text()
     p.write_text(text[: len(text) // 2])

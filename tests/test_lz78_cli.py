@@ -30,7 +30,7 @@ def test_train_setup_pretokenize(tmp_path, corpus, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert cli.main_train(["--strategy", "smart_prune", "--vocab_size", "400", "--input", str(corpus), "-q"]) == 0
     tsv = tmp_path / "lz78_smart_prune_400.tsv"
-    assert tsv.read_text().startswith("# tokenforge lz78 v1\n")
+    assert tsv.read_text().startswith("# tokenforge lz78 v2\n")
     assert cli.main_setup(["--tsv_path", str(tsv), "--tsv_format", "lz78"]) == 0
     tok = LZ78Tokenizer.from_directory(tmp_path / "tokenizer")
     tb = np.load(tmp_path / "tokenizer" / "token_bytes.npy")

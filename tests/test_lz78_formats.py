@@ -24,10 +24,11 @@ def test_written_layout_is_the_documented_one(tmp_path):
     tok = LZ78Tokenizer.from_tsv(write(tmp_path, SEED))
     tok.save(tmp_path / "out.tsv")
     lines = (tmp_path / "out.tsv").read_text().split("\n")
-    assert lines[0] == "# tokenforge lz78 v1"
-    assert lines[1] == "# format=lz78"
-    assert lines[2] == "# structure=tree"
-    assert lines[3] == "# N=6"
+    assert lines[0] == "# tokenforge lz78 v2"
+    assert lines[1].startswith("# checksum=sha256:") and len(lines[1]) == len("# checksum=sha256:") + 64
+    assert lines[2] == "# format=lz78"
+    assert lines[3] == "# structure=tree"
+    assert lines[4] == "# N=6"
     assert "code\tparent_code\tchar\tpattern\toutput" in lines
     assert "6\t5\to\thello\t1" in lines
     assert lines[-1] == ""
@@ -165,10 +166,10 @@ def test_bad_tokenforge_lz78(tmp_path, text, line, fragment):
 
 
 def test_unknown_version(tmp_path):
-    p = write(tmp_path, "# tokenforge lz78 v2\n" + SEED)
+    p = write(tmp_path, "# tokenforge lz78 v3\n" + SEED)
     with pytest.raises(VersionError) as e:
         LZ78Tokenizer.from_tsv(p)
-    assert e.value.line == 1 and "version 2" in str(e.value) and str(p) in str(e.value)
+    assert e.value.line == 1 and "version 3" in str(e.value) and str(p) in str(e.value)
     with pytest.raises(FormatError):
         LZ78Tokenizer.from_tsv(write(tmp_path, "# tokenforge lz78 vX\n" + SEED))
 
@@ -220,7 +221,7 @@ def test_compressed_escapes_and_header(tmp_path):
     tok = LZ78Tokenizer(LZ78Data("tree", [(0, "\t", "\t", True), (1, "a", "\ta", True)], {}))
     tok.save_tsv(tmp_path / "c.tsv", "compressed")
     raw = (tmp_path / "c.tsv").read_text()
-    assert raw.startswith("# tokenforge lz78 v1\n# format=compressed\n")
+    assert raw.startswith("# tokenforge lz78 v2\n# checksum=sha256:") and "\n# format=compressed\n" in raw
     assert "1\t\\t\t0\t1\t\\t\n" in raw
     back = load(tmp_path / "c.tsv")
     assert back.encode("\ta\t") == [2, 1]

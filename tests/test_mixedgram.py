@@ -333,9 +333,9 @@ def test_vocabulary_json_is_readable_and_strict(tmp_path, tok):
     p = tmp_path / "v.json"
     tok.save(p)
     text = p.read_text()
-    assert text.startswith('{\n  "format": "tokenforge-mixedgram",\n  "version": 1,\n')
+    assert text.startswith('{\n  "format": "tokenforge-mixedgram",\n  "version": 2,\n')
     assert '\n    "Caf\\u00e9' in text or "\\u00e9" in text
-    bad = text.replace('"version": 1', '"version": 2')
+    bad = text.replace('"version": 2', '"version": 3')
     (tmp_path / "new.json").write_text(bad)
     with pytest.raises(VersionError):
         tokenforge.load(tmp_path / "new.json")

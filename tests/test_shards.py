@@ -48,7 +48,7 @@ def test_round_trip_decode_of_shards_is_the_corpus(tmp_path, bpe):
 def test_index_records_fingerprint_offsets_and_bytes(tmp_path, bpe):
     s = pretokenize(DOCS, bpe, tmp_path / "s", shard_tokens=700, progress=False)
     index = json.loads((tmp_path / "s" / INDEX_FILE).read_text())
-    assert index["format"] == "tokenforge-shards" and index["version"] == 1
+    assert index["format"] == "tokenforge-shards" and index["version"] == 2
     assert index["tokenizer"]["fingerprint"] == tokenizer_fingerprint(bpe)
     assert index["tokenizer"]["vocab_size"] == bpe.vocab_size
     assert index["bos_id"] == bpe.get_bos_token_id() and index["dtype"] == "uint16"

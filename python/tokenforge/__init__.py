@@ -15,6 +15,7 @@ from .mixedgram import Mixedgram
 from .lz78 import LZ78Tokenizer
 from .chat import SPECIAL_TOKENS
 from .errors import (
+    ChecksumError,
     CorpusError,
     FormatError,
     Latin1Error,
@@ -22,6 +23,7 @@ from .errors import (
     SpecialTokenError,
     SyncError,
     TokenforgeError,
+    TokenforgeWarning,
     UnsafePickleError,
     VersionError,
     VocabSizeError,
@@ -41,6 +43,8 @@ __all__ = [
     "TokenforgeError",
     "FormatError",
     "VersionError",
+    "ChecksumError",
+    "TokenforgeWarning",
     "SpecialTokenError",
     "VocabSizeError",
     "CorpusError",

@@ -38,7 +38,7 @@ from . import _core
 from .base import CoreEncoded, Tokenizer, register_format
 from .chat import SPECIAL_TOKENS
 from .data.corpus import iter_documents, progress_bar
-from .errors import FormatError, PatternError, SpecialTokenError, TokenforgeError, VocabSizeError
+from .errors import FormatError, PatternError, SpecialTokenError, TokenforgeError, TokenforgeWarning, VocabSizeError
 from .formats.bpe_data import BPEData
 
 __all__ = ["BPETokenizer", "PATTERNS", "resolve_pattern"]
@@ -525,6 +525,7 @@ def _train(
         special_ids = {s: 256 + len(merges) + i for i, s in enumerate(specials)}
     training = {
         "vocab_size_requested": vocab_size,
+        "merges_requested": num_merges,
         "num_merges": len(merges),
         "tie_break": tie_break,
         "min_frequency": min_frequency,
@@ -533,6 +534,8 @@ def _train(
         "unique_pieces": int(unique),
         "trainer": f"tokenforge {_core.__version__}",
     }
+    if len(merges) < num_merges:
+        training["stopped_early"] = _warn_fewer_merges(len(merges), num_merges, vocab_size, len(specials), min_frequency)
     return BPEData(
         byte_ids=list(range(256)),
         merges=[tuple(m) for m in merges],
@@ -568,6 +571,23 @@ def _read_seed003_files(path, merges_path=None, special_tokens_path=None) -> BPE
     if present:
         data = dataclasses.replace(data, pattern=pattern, pattern_name=pattern_name_for(pattern))
     return dataclasses.replace(data, split_specials=True)
+
+
+def _warn_fewer_merges(learned: int, asked: int, vocab_size: int, num_specials: int, min_frequency: int) -> str:
+    """Warn that training stopped short; returns the reason recorded in the file."""
+    if min_frequency > 1:
+        reason = f"no pair of adjacent tokens occurs at least min_frequency={min_frequency} times"
+    else:
+        reason = "no pair of adjacent tokens is left: every piece of the corpus is already one token"
+    warnings.warn(
+        f"BPE training learned {learned} merges, not the {asked} asked for: {reason}. The tokenizer has "
+        f"{256 + learned + num_specials} ids, not vocab_size={vocab_size} (a larger corpus"
+        f"{' or a lower min_frequency' if min_frequency > 1 else ''} gives more); the saved file records "
+        "merges_requested and num_merges",
+        TokenforgeWarning,
+        stacklevel=4,
+    )
+    return reason
 
 
 def _sniff_dir(path: Path, head: bytes) -> bool:

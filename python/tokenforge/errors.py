@@ -11,6 +11,7 @@ __all__ = [
     "TokenforgeError",
     "FormatError",
     "VersionError",
+    "ChecksumError",
     "SpecialTokenError",
     "VocabSizeError",
     "CorpusError",
@@ -18,6 +19,7 @@ __all__ = [
     "UnsafePickleError",
     "Latin1Error",
     "SyncError",
+    "TokenforgeWarning",
 ]
 
 
@@ -49,6 +51,11 @@ class FormatError(TokenforgeError):
 
 class VersionError(FormatError):
     """A file was written by a format version this tokenforge does not know."""
+
+
+class ChecksumError(FormatError):
+    """A file of tokenforge's own formats whose content does not match its checksum: it was altered
+    after it was written (see :mod:`tokenforge.formats.checksum` for accepting a deliberate edit)."""
 
 
 class SpecialTokenError(TokenforgeError):
@@ -86,3 +93,7 @@ class Latin1Error(TokenforgeError):
 
 class SyncError(TokenforgeError):
     """A remote vocabulary could not be fetched or does not extend the local one."""
+
+
+class TokenforgeWarning(UserWarning):
+    """Something worked, but not as asked (e.g. training learned fewer merges than requested)."""

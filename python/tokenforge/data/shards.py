@@ -12,12 +12,14 @@ directory::
                              the shard (where its BOS is) and its byte count
     ...
 
-``index.json`` (``"format": "tokenforge-shards"``, ``"version": 1``) records the
+``index.json`` (``"format": "tokenforge-shards"``, ``"version": 2``) records the
 tokenizer's class, vocabulary size and fingerprint
 (:func:`~tokenforge.data.fingerprint.tokenizer_fingerprint`), the dtype, the BOS
 id, the corpus files (path and size), the target shard size, and one entry per
 *finished* shard: its files, token/document/byte/character counts and the
-SHA-256 of its tokens. A document's byte count is the sum of the exact byte
+SHA-256 of its tokens; from version 2 on it carries a checksum of its own
+content (:mod:`tokenforge.formats.checksum`), so an altered index is refused
+(version 1 indexes have none and still read). A document's byte count is the sum of the exact byte
 lengths of its tokens (``token_bytes``), i.e. the UTF-8 length of the text the
 tokenizer saw.
 
@@ -70,6 +72,8 @@ from typing import Iterator
 import numpy as np
 
 from ..errors import FormatError, TokenforgeError, VersionError
+from ..formats import checksum
+from ..formats._jsonutil import JsonDoc
 from ..formats.atomic import atomic_open, atomic_write
 from .corpus import corpus_bytes, corpus_files, iter_documents, jsonl_block_documents, jsonl_blocks, progress_bar
 from .fingerprint import tokenizer_fingerprint
@@ -77,7 +81,7 @@ from .fingerprint import tokenizer_fingerprint
 __all__ = ["pretokenize", "ShardSet", "ShardError", "FORMAT", "VERSION", "INDEX_FILE", "LEGACY_FORMAT"]
 
 FORMAT = "tokenforge-shards"
-VERSION = 1
+VERSION = 2  # 2: a checksum of the index's content
 INDEX_FILE = "index.json"
 #: default shard size in tokens (32 MiB of uint16)
 DEFAULT_SHARD_TOKENS = 1 << 24
@@ -251,13 +255,15 @@ class _Resume:
 
 
 def _write_index(out: Path, index: dict) -> None:
-    atomic_write(out / INDEX_FILE, json.dumps(index, indent=1) + "\n")
+    index["version"] = VERSION  # also when resuming a version 1 index: it is rewritten with a checksum
+    atomic_write(out / INDEX_FILE, checksum.seal_json_text(json.dumps(index, indent=1) + "\n", indent=" "))
 
 
 def _read_index(path: Path) -> dict:
     p = path / INDEX_FILE if path.is_dir() else path
     try:
-        index = json.loads(p.read_text(encoding="utf-8"))
+        text = p.read_text(encoding="utf-8")
+        index = json.loads(text)
     except FileNotFoundError:
         raise FileNotFoundError(f"no shard index at {p} (make one with tokenforge.data.shards.pretokenize)") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -272,6 +278,8 @@ def _read_index(path: Path) -> dict:
     for key in ("tokenizer", "dtype", "shards"):
         if key not in index:
             raise FormatError(f"shard index has no {key!r} entry", path=p)
+    checksum.check_json(JsonDoc(p, text, index), FORMAT, v)
+    index.pop(checksum.KEY, None)  # never carried over: _write_index computes its own
     return index
 
 

@@ -25,7 +25,13 @@ ids, duplicate keys), merges whose parts are unknown ids, special/reserved
 ids or ids not created before them, a ``next_merge_id`` or
 ``merge_to_tokens`` that disagrees with ``merges``, and a ``vocab_size``
 below the ids in use. A ``version`` newer than this reader raises
-:class:`VersionError`.
+:class:`VersionError`. Our files carry a checksum of their content from
+version 2 on (``"checksum"``, see :mod:`tokenforge.formats.checksum`); content
+that does not match it raises :class:`ChecksumError`. Seed files and our
+version 1 files have none and are read as before.
+
+Not handled: a checksum catches accidental changes, not deliberate forgery;
+the seed's files are validated structurally only.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import FormatError, VersionError
+from . import checksum
 from ._jsonutil import JsonDoc
 from .atomic import atomic_write
 from .patterns import CL100K_PATTERN, pattern_compile_problem  # CL100K: the seed's split pattern (numbers of 1-3 digits)
@@ -55,7 +62,7 @@ __all__ = [
 ]
 
 FORMAT_NAME = "tokenforge-growing"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: a checksum of the content (formats/checksum.py)
 BYTE_OFFSET = 10
 MERGE_OFFSET = 266
 DEFAULT_VOCAB_SIZE = 10_000_000
@@ -75,6 +82,7 @@ _KNOWN_KEYS = {
     "normalization",
     "merges",
     "merge_to_tokens",
+    checksum.KEY,
 }
 _MERGE_KEY = re.compile(r"(0|[1-9][0-9]*)_(0|[1-9][0-9]*)\Z")
 _ID_KEY = re.compile(r"(0|[1-9][0-9]*)\Z")
@@ -167,8 +175,9 @@ def parse_growing_json(text: str, origin) -> GrowingData:
         for key in v:
             if key not in _KNOWN_KEYS:
                 raise doc.error([key], f"unknown key {key!r} in a {FORMAT_NAME} version {version} file")
-    elif "version" in v:
-        raise doc.error(["version"], '"version" without "format": not a growing-vocabulary tokenizer.json')
+    elif "version" in v or checksum.KEY in v:
+        key = "version" if "version" in v else checksum.KEY
+        raise doc.error([key], f'"{key}" without "format": not a growing-vocabulary tokenizer.json (altered?)')
     if "model" in v and isinstance(v["model"], dict):
         raise doc.error(["model"], "this is a Hugging Face tokenizer.json, not a growing-vocabulary one")
     if "merges" not in v and "merge_to_tokens" not in v and "next_merge_id" not in v:
@@ -223,6 +232,8 @@ def parse_growing_json(text: str, origin) -> GrowingData:
     if norm not in NORMALIZATIONS:
         raise doc.error(["normalization"], f'expected "NFC" or null, found {json.dumps(norm)[:60]}')
 
+    if ours:
+        checksum.check_json(doc, FORMAT_NAME, v["version"])  # after the checks that say what is wrong where
     return GrowingData(
         pairs=pairs,
         vocab_size=vocab_size,
@@ -360,7 +371,7 @@ def growing_json_text(data: GrowingData) -> str:
         out.append("\n  }\n}\n")
     else:
         out.append('  "merges": {},\n  "merge_to_tokens": {}\n}\n')
-    return "".join(out)
+    return checksum.seal_json_text("".join(out))
 
 
 def write_growing_json(path, data: GrowingData) -> None:

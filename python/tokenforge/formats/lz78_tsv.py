@@ -7,7 +7,9 @@ Two formats (byte-exact description in docs/formats.md, "LZ78 TSV"):
 - **compressed** (a Patricia trie) ``node_idx, edge_label, parent_idx,
   output_code, pattern``; an empty ``output_code`` or ``-1`` means no output.
 
-Files we write start with ``# tokenforge lz78 v1``, then ``# key=value`` lines
+Files we write start with ``# tokenforge lz78 v2``, then ``# checksum=sha256:...``
+(the content's checksum, from version 2 on; see :mod:`tokenforge.formats.checksum`),
+then ``# key=value`` lines
 (``format``, ``structure``, ``strategy``, ``N``, ``chunking``, ...), then a
 column-name row, then the rows. In them ``char``, ``pattern`` and
 ``edge_label`` use backslash escapes (``\\t`` ``\\n`` ``\\r`` ``\\\\``).
@@ -21,11 +23,15 @@ children's. CRLF files are read (one CR before each LF is the line break's).
 
 Every reader is strict: a wrong column count, a non-integer code, a duplicate
 code, a missing parent, a tree entry whose pattern is not its parent's
-pattern plus its char, a bad escape or an unknown version raises
-:class:`~tokenforge.errors.FormatError` naming the file and the line, and
-nothing is returned half-built.
+pattern plus its char, a bad escape, a line break inside a header value, or
+an unknown version raises :class:`~tokenforge.errors.FormatError` naming the
+file and the line, and nothing is returned half-built. Content that does not
+match the checksum raises :class:`~tokenforge.errors.ChecksumError`; version 1
+files (no checksum) are read as before.
 
-Not handled: a seed-style file cannot hold a tab, LF or CR in a pattern, nor
+Not handled: the seed's files have no header and so no checksum (validated
+structurally only); a checksum catches accidental changes, not forgery; a
+seed-style file cannot hold a tab, LF or CR in a pattern, nor
 (lz78 format) mark prefix-only entries; an LF file whose fields end in CR
 keeps the CR as data (a seed file has no escapes), a CRLF file loses one CR
 per line to the line break.
@@ -38,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import FormatError, TokenforgeError, VersionError
+from . import checksum
 from .atomic import atomic_write
 from .patterns import NAMED_PATTERNS
 
@@ -53,7 +60,8 @@ __all__ = [
     "VERSION",
 ]
 
-VERSION = 1
+VERSION = 2  # 2: a checksum of the content (formats/checksum.py)
+_NAME = "tokenforge lz78"  # the checksum rule's name for this format
 HEADER = "# tokenforge lz78 v"
 LZ78_COLUMNS = ("code", "parent_code", "char", "pattern")
 COMPRESSED_COLUMNS = ("node_idx", "edge_label", "parent_idx", "output_code", "pattern")
@@ -171,9 +179,9 @@ def _parse_header(lines: list[str], path) -> tuple[dict | None, int]:
     ver = first[len(HEADER):]
     if not ver.isdigit():
         raise FormatError(f"bad header {first!r}; expected '{HEADER}{VERSION}'", path=path, line=1)
-    if int(ver) != VERSION:
+    if not 1 <= int(ver) <= VERSION:
         raise VersionError(
-            f"LZ78 dictionary format version {ver} is not supported (this tokenforge reads version {VERSION}); "
+            f"LZ78 dictionary format version {ver} is not supported (this tokenforge reads versions 1..{VERSION}); "
             "upgrade tokenforge",
             path=path,
             line=1,
@@ -194,6 +202,8 @@ def _parse_header(lines: list[str], path) -> tuple[dict | None, int]:
                     path=path,
                     line=i + 1,
                 )
+            if "\r" in v.strip():  # the writer could not write it back
+                raise FormatError(f"setting {k} holds a carriage return (a line break)", path=path, line=i + 1)
             settings[k] = v.strip()
         i += 1
     return settings, i
@@ -258,6 +268,9 @@ def read_lz78_tsv(path, tsv_format: str | None = None, *, strict: bool = True) -
     n = settings.get("N")
     if n is not None and n != data.num_outputs:
         raise FormatError(f"the header says N={n} but the file has {data.num_outputs} output entries", path=path)
+    version = int(lines[0].rstrip("\r")[len(HEADER):]) if ours else None
+    checksum.check_tsv(lines, path, _NAME, version)  # after the checks that say what is wrong where
+    settings.pop(checksum.KEY, None)  # never carried over: a writer computes its own
     return data
 
 
@@ -430,6 +443,7 @@ def _header_lines(data: LZ78Data, fmt: str) -> list[str]:
     s["structure"] = data.structure
     s["N"] = data.num_outputs
     s["entries"] = len(data.nodes)
+    s.pop(checksum.KEY, None)  # the writer adds the checksum of what it writes
     out = [f"{HEADER}{VERSION}"]
     first = ("format", "structure", "strategy", "N", "entries", "chunking", "pattern")
     keys = [k for k in first if k in s] + sorted(k for k in s if k not in first)
@@ -437,6 +451,8 @@ def _header_lines(data: LZ78Data, fmt: str) -> list[str]:
         v = s[k]
         if k in _JSON_KEYS:
             v = json.dumps(v, ensure_ascii=False, sort_keys=True)
+            if not v.isascii() and any(0xD800 <= ord(c) <= 0xDFFF for c in v):
+                v = json.dumps(json.loads(v), ensure_ascii=True, sort_keys=True)  # lone surrogates: as escapes
         elif isinstance(v, bool):
             v = "1" if v else "0"
         v = str(v)
@@ -563,6 +579,8 @@ def write_lz78_tsv(path, data: LZ78Data, *, style: str = "tokenforge") -> None:
             for k in order:
                 parent, ch, pattern, output = data.nodes[k]
                 lines.append(f"{k + 1}\t{parent}\t{escape(ch)}\t{escape(pattern)}\t{1 if output else 0}")
+    if not seed:
+        lines = checksum.seal_tsv_lines(lines)
     atomic_write(path, "\n".join(lines) + "\n")
 
 

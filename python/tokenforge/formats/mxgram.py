@@ -4,26 +4,33 @@
 header of 3,840 entries of 10 bytes, then the 12-bit packed stream. The Rust
 core reads and writes it; this module only recognises it (:func:`sniff_mxgram`).
 
-The vocabulary JSON (``"format": "tokenforge-mixedgram"``, version 1) holds
+The vocabulary JSON (``"format": "tokenforge-mixedgram"``, version 2) holds
 what a ``.mxgram`` header cannot: special tokens and the training counts::
 
     {
       "format": "tokenforge-mixedgram",
-      "version": 1,
+      "version": 2,
       "ngrams": [                  (id 256 + index; null = unused slot; <= 3840)
         "e ",
         ...
       ],
       "counts": [123, ...],        (same length as ngrams, or null)
       "special_tokens": {"<|bos|>": 4087, ...},
-      "training": {...}
+      "training": {...},
+      "checksum": "sha256:..."     (version 2 on; see formats/checksum.py)
     }
 
 N-grams are JSON strings of latin1 characters (U+0001..U+00FF), 2 to 8 of
 them. The reader is strict: unknown keys, wrong types, bad n-grams, repeated
 n-grams and special ids that collide raise :class:`FormatError` naming the
-file and line; a newer version raises :class:`VersionError`. Both formats are
-specified byte for byte in ``docs/formats.md``.
+file and line; a newer version raises :class:`VersionError`; content that does
+not match the checksum raises :class:`ChecksumError` (version 1 files have none
+and are read as before). Both formats are specified byte for byte in
+``docs/formats.md``.
+
+Not handled: ``.mxgram`` is the seed's layout byte for byte (no magic number,
+no version, no room for a checksum), so it is validated structurally only; a
+checksum catches accidental changes, not deliberate forgery.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ import re
 from pathlib import Path
 
 from ..errors import VersionError
+from . import checksum
 from ._jsonutil import load_json_file
 from .atomic import atomic_write
 
@@ -50,7 +58,7 @@ __all__ = [
 ]
 
 FORMAT_NAME = "tokenforge-mixedgram"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: a checksum of the content (formats/checksum.py)
 NGRAM_SLOTS = 3840
 ENTRY_BYTES = 10
 HEADER_BYTES = NGRAM_SLOTS * ENTRY_BYTES
@@ -76,7 +84,7 @@ def vocab_json_text(ngrams: list[bytes], counts, special_tokens: dict[str, int],
     else:
         counts_text = _dumps([int(c) if g else None for g, c in zip(shown, counts)])
     specials = ",\n".join(f"    {_dumps(t)}: {i}" for t, i in sorted(special_tokens.items(), key=lambda kv: kv[1]))
-    return (
+    return checksum.seal_json_text(
         "{\n"
         f'  "format": "{FORMAT_NAME}",\n'
         f'  "version": {FORMAT_VERSION},\n'
@@ -102,7 +110,7 @@ def read_vocab_json(path) -> dict:
     doc = load_json_file(path, FORMAT_NAME)
     v = doc.value
     for key in v:
-        if key not in _KEYS:
+        if key not in _KEYS and key != checksum.KEY:
             raise doc.error([key], f"unknown key {key!r}; a {FORMAT_NAME} file has {', '.join(_KEYS)}")
     for key in _KEYS:
         if key not in v:
@@ -173,6 +181,7 @@ def read_vocab_json(path) -> dict:
     training = v["training"]
     if not isinstance(training, dict):
         raise doc.error(["training"], f"expected an object, found {type(training).__name__}")
+    checksum.check_json(doc, FORMAT_NAME, v["version"])  # after the checks that say what is wrong where
     return {"ngrams": ngrams, "counts": counts, "special_tokens": specials, "training": training}
 
 

@@ -5,7 +5,7 @@ In short::
 
     {
       "format": "tokenforge-bpe",
-      "version": 1,
+      "version": 2,
       "pattern_name": "gpt4",
       "pattern": "...",             (null: no pre-tokenization)
       "byte_ids": [256 ints],       (the id of byte 0, 1, ..., 255)
@@ -13,20 +13,25 @@ In short::
       "merges": [[left, right], ...],
       "special_tokens": {"<|bos|>": 65536, ...},
       "training": {...},
-      "split_specials": true        (version 2 only; see below)
+      "split_specials": true,       (version 2 only, optional; see below)
+      "checksum": "sha256:..."      (version 2 on; see formats/checksum.py)
     }
 
-Version 2 adds one key, ``split_specials``: true for a tokenizer whose
-``encode`` splits special tokens out of the text by default (seed 003's
-behaviour). The writer writes version 1 whenever that key would be false, so
-files of ordinary tokenizers stay readable by older tokenforge versions.
+Version 2 adds a checksum of the content (always written) and one optional
+key, ``split_specials``: true for a tokenizer whose ``encode`` splits special
+tokens out of the text by default (seed 003's behaviour); absent means false.
 
 :func:`write_tfjson` also writes a human-readable vocabulary view beside the
 JSON (``name.vocab.txt``); tokenforge never reads that file back.
 
 The reader is strict: unknown keys, wrong types, ids defined twice or used
 before they exist all raise :class:`FormatError` naming the file, the line and
-the JSON path; a newer version raises :class:`VersionError`.
+the JSON path; a newer version raises :class:`VersionError`; content that does
+not match the checksum raises :class:`ChecksumError`. Version 1 files (no
+checksum) are read as before.
+
+Not handled: the vocabulary view is never read back; a checksum catches
+accidental changes, not deliberate forgery.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ import re
 from pathlib import Path
 
 from ..errors import FormatError, VersionError
+from . import checksum
 from ._jsonutil import JsonDoc, load_json_file
 from .atomic import atomic_write
 from .bpe_data import BPEData
@@ -52,13 +58,14 @@ __all__ = [
 ]
 
 FORMAT_NAME = "tokenforge-bpe"
-#: The newest version this module reads (and writes when a file needs it).
+#: The newest version this module reads and writes (2: a checksum of the content,
+#: formats/checksum.py, and the optional split_specials key).
 FORMAT_VERSION = 2
 #: Ids are stored by the engine as unsigned 32-bit integers.
 MAX_ID = 2**32 - 1
 
 _KEYS_REQUIRED = ("format", "version", "pattern_name", "pattern", "byte_ids", "merges", "special_tokens", "training")
-_KEYS_OPTIONAL = ("first_merge_id", "merge_ids")
+_KEYS_OPTIONAL = ("first_merge_id", "merge_ids", checksum.KEY)
 #: keys a version needs at least: version 2 introduced split_specials
 _KEY_SINCE = {"split_specials": 2}
 _SNIFF = re.compile(rb'^\s*\{\s*"format"\s*:\s*"tokenforge-bpe"')
@@ -89,8 +96,8 @@ def tfjson_text(data: BPEData, path=None) -> str:
     specials = ",\n".join(
         f"    {_dumps(text)}: {i}" for text, i in sorted(data.special_tokens.items(), key=lambda kv: kv[1])
     )
-    version = 2 if data.split_specials else 1
-    return (
+    version = FORMAT_VERSION
+    return checksum.seal_json_text(
         "{\n"
         f'  "format": "{FORMAT_NAME}",\n'
         f'  "version": {version},\n'
@@ -300,6 +307,7 @@ def read_tfjson(path) -> BPEData:
     split_specials = doc.value.get("split_specials", False)
     if not isinstance(split_specials, bool):
         raise doc.error(["split_specials"], f"expected true or false, found {json.dumps(split_specials)}")
+    checksum.check_json(doc, FORMAT_NAME, doc.value["version"])  # after the checks that say what is wrong where
     data = BPEData(list(byte_ids), merges, specials, pattern, pattern_name, training, split_specials)
     data.validate(doc.path)  # a second, independent check; cannot fail after the ones above
     return data
