@@ -42,9 +42,9 @@ def cmd_learn(args) -> int:
     if args.vocab_size is not None:
         tok.vocab_size = args.vocab_size
     corpus = [Path(p) for p in args.corpus]
-    for p in corpus:
-        if not p.exists():
-            raise TokenforgeError(f"corpus path {p} does not exist")
+    from .main import check_inputs
+
+    check_inputs(corpus)
     if tok.is_full:
         print(f"{path}: the vocabulary is full ({tok.current_vocab_size} of {tok.vocab_size} ids); nothing learned")
         return 0
@@ -168,17 +168,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m tokenforge.cli.grow", description=__doc__.split("\n\n")[0])
+    from .main import ArgumentParser, exit_codes_epilog, run_command
+
+    p = ArgumentParser(prog="python -m tokenforge.cli.grow", description=__doc__.split("\n\n")[0], epilog=exit_codes_epilog())
     _add_commands(p)
     args = p.parse_args(argv)
-    try:
-        return int(args.func(args) or 0)
-    except KeyboardInterrupt:
-        print("interrupted; nothing was written", file=sys.stderr)
-        return 130
-    except (TokenforgeError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+    return run_command(args.func, args, f"tokenforge grow {args.grow_command}")
 
 
 if __name__ == "__main__":
