@@ -454,7 +454,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    return run_command(args.func, args, f"tokenforge {args.command}")
+    # the full command in messages: "tokenforge grow sync", "tokenforge lz78 train"
+    words = [args.command] + [v for k, v in vars(args).items() if k.endswith("_command") and isinstance(v, str)]
+    return run_command(args.func, args, " ".join(["tokenforge", *words]))
 
 
 if __name__ == "__main__":
