@@ -28,7 +28,10 @@ Decisions where the seed leaves room (see ``docs`` and ``specs/growing.md``):
   the round trip is exact for NFC text (nearly all text), not for every str.
 
 Not handled: special-token text inside input is plain text unless
-``allowed_special`` says otherwise; removing or renumbering merges (by design).
+``allowed_special`` says otherwise; removing or renumbering merges (by design);
+the time a DNS lookup takes during a sync (the resolver cannot be interrupted;
+connecting, headers and body are within the deadline); HTTP proxies' own
+authentication schemes beyond what urllib does.
 """
 
 from __future__ import annotations
