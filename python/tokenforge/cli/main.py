@@ -67,6 +67,13 @@ def exit_codes_epilog() -> str:
     return "\n".join(lines)
 
 
+class _EpilogFormatter(argparse.HelpFormatter):
+    def _fill_text(self, text, width, indent):
+        if "\n" in text:  # a preformatted block (the epilog)
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
 class ArgumentParser(argparse.ArgumentParser):
     """argparse's parser, accepting both spellings of every multi-word option.
 
@@ -80,7 +87,8 @@ class ArgumentParser(argparse.ArgumentParser):
     """
 
     def __init__(self, *args, **kwargs):
-        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        if kwargs.get("epilog"):  # the exit-status table keeps its lines; descriptions still wrap
+            kwargs.setdefault("formatter_class", _EpilogFormatter)
         super().__init__(*args, **kwargs)
 
     def _respell(self, arg_strings):
