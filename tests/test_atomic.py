@@ -168,3 +168,21 @@ def test_shards_use_the_same_writer(tmp_path, umask022):
     assert files and all(_mode(x) == 0o644 for x in files), [(x.name, oct(_mode(x))) for x in files]
     arr = np.load(next(x for x in files if x.name.endswith(".npy") and ".docs" not in x.name))
     assert arr.size > 0
+
+
+def test_repeated_saves_list_the_directory_only_when_it_may_hold_something_new(tmp_path, monkeypatch):
+    calls = []
+    real = os.listdir
+    monkeypatch.setattr(atomic.os, "listdir", lambda d: calls.append(d) or real(d))
+    for i in range(50):  # a shard writer: a new file, then the index, again and again
+        atomic_write(tmp_path / f"shard_{i}.npy", b"x", clean=False)
+        atomic_write(tmp_path / "index.json", f"{i}")
+    assert len(calls) == 1  # linear in the number of saves, not quadratic
+    # another process's leftover appears (the directory changes): the next save looks, and removes it
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    left = tmp_path / f".index.json.tf{int(dead.stdout)}-{atomic._HOST}-0123abcd.tmp"
+    left.write_text("half")
+    st = os.stat(tmp_path)  # file timestamps tick every few ms: make "later" unambiguous
+    os.utime(tmp_path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    atomic_write(tmp_path / "index.json", "next")
+    assert len(calls) == 2 and not left.exists()

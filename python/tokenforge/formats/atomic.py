@@ -22,13 +22,21 @@ What a save does to the file's identity:
   this host by a process that no longer exists, or (from another host or pid
   namespace, or an older tokenforge that named them ``.<name>.<random>.tmp``)
   untouched for :data:`STALE_SECONDS`. A concurrent writer's temporary file
-  (its pid alive, or recently modified) is never removed.
+  (its pid alive, or recently modified) is never removed. The directory is
+  listed only when it may hold something new: a process remembers the
+  directory's mtime after its own saves there and the targets it found clean,
+  so rewriting one file after each of many others (a shard index) stays linear;
+  writers of many distinct files in a directory they clean themselves (the
+  shards) pass ``clean=False``.
 
 Not handled: preserving a replaced file's owner, group, extended attributes or
 hard links (the rename gives the path a new inode, as every atomic writer
 does); saves to the same path from two processes at once both succeed and the
 last rename wins; durability of the rename itself on file systems where
-fsyncing the directory is not supported (we try, and ignore the failure).
+fsyncing the directory is not supported (we try, and ignore the failure); a
+leftover that another process makes in the same clock tick (a few ms) as one
+of our saves in that directory is noticed only by a later change there or by
+the next process (cleaning is a courtesy, never needed for correctness).
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ import re
 import secrets
 import socket
 import stat
+import threading
 import time
 from pathlib import Path
 from typing import IO, Iterator
@@ -60,6 +69,11 @@ _HOST = _host_tag()
 # .<name>.tf<pid>-<host>-<random>.tmp (ours) and .<name>.<8 chars>.tmp (tempfile.mkstemp, older versions)
 _OURS = re.compile(r"^tf(\d+)-([A-Za-z0-9]+)-[0-9a-f]+$")
 _LEGACY = re.compile(r"^[A-Za-z0-9_]{8}$")
+
+
+# directory -> [its mtime_ns after this process's last save there, targets found with no temporaries left]
+_dirs: dict[str, list] = {}
+_dirs_lock = threading.Lock()
 
 
 def resolve_target(path) -> Path:
@@ -91,15 +105,21 @@ def clean_stale_temporaries(path, *, now: float | None = None) -> list[Path]:
     not been modified for :data:`STALE_SECONDS` are removed. Errors are ignored
     (cleaning is a courtesy; the save itself must not fail because of it).
     """
+    return _scan(path, now)[0]
+
+
+def _scan(path, now: float | None = None) -> tuple[list[Path], int]:
+    """(removed, how many temporaries of this target were kept or could not be read)."""
     p = Path(path)
     directory = p.parent if str(p.parent) else Path(".")
     prefix, suffix = f".{p.name}.", ".tmp"
     now = time.time() if now is None else now
     removed = []
+    kept = 0
     try:
         names = os.listdir(directory)
     except OSError:
-        return removed
+        return removed, 1
     for name in names:
         if not (name.startswith(prefix) and name.endswith(suffix)) or len(name) <= len(prefix) + len(suffix):
             continue
@@ -111,6 +131,7 @@ def clean_stale_temporaries(path, *, now: float | None = None) -> list[Path]:
         try:
             st = f.lstat()
         except OSError:
+            kept += 1
             continue
         if not stat.S_ISREG(st.st_mode):
             continue
@@ -118,10 +139,45 @@ def clean_stale_temporaries(path, *, now: float | None = None) -> list[Path]:
         if m is not None and m.group(2) == _HOST and int(m.group(1)) != os.getpid():
             stale = stale or not _pid_alive(int(m.group(1)))
         if stale:
-            with contextlib.suppress(OSError):
+            try:
                 f.unlink()
                 removed.append(f)
-    return removed
+            except OSError:
+                kept += 1
+        else:
+            kept += 1
+    return removed, kept
+
+
+def _dir_mtime(directory: Path) -> int | None:
+    try:
+        return os.stat(directory).st_mtime_ns
+    except OSError:
+        return None
+
+
+def _clean_before_save(path: Path, directory: Path, clean: bool) -> None:
+    key = os.path.abspath(directory)
+    mtime = _dir_mtime(directory)
+    with _dirs_lock:
+        entry = _dirs.get(key)
+        if entry is None or mtime is None or entry[0] != mtime:  # changed by someone else: judge afresh
+            entry = _dirs[key] = [mtime, set()]
+        if not clean or path.name in entry[1]:
+            return
+    _, kept = _scan(path)
+    if not kept:
+        with _dirs_lock:
+            entry[1].add(path.name)
+
+
+def _after_save(directory: Path) -> None:
+    key = os.path.abspath(directory)
+    mtime = _dir_mtime(directory)
+    with _dirs_lock:
+        entry = _dirs.get(key)
+        if entry is not None:
+            entry[0] = mtime
 
 
 def _create_temp(directory: Path, name: str) -> tuple[int, Path]:
@@ -145,10 +201,10 @@ def _fsync_dir(directory: Path) -> None:
 
 
 @contextlib.contextmanager
-def atomic_open(path, mode: str = "wb", encoding: str | None = None) -> Iterator[IO]:
+def atomic_open(path, mode: str = "wb", encoding: str | None = None, *, clean: bool = True) -> Iterator[IO]:
     """Open a temporary file beside ``path`` (or beside its symlink's target);
     rename it over that file on success. See the module docstring for modes,
-    symlinks and leftovers. An ``OSError`` names ``path``."""
+    symlinks and leftovers (``clean``). An ``OSError`` names ``path``."""
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_open supports modes 'w' and 'wb', not {mode!r}")
     shown = os.fspath(path)
@@ -157,7 +213,7 @@ def atomic_open(path, mode: str = "wb", encoding: str | None = None) -> Iterator
     tmp = None
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        clean_stale_temporaries(path)
+        _clean_before_save(path, directory, clean)
         try:
             keep = stat.S_IMODE(os.stat(path).st_mode)
         except FileNotFoundError:
@@ -179,6 +235,7 @@ def atomic_open(path, mode: str = "wb", encoding: str | None = None) -> Iterator
             os.fsync(f.fileno())
         os.replace(tmp, path)
         tmp = None
+        _after_save(directory)
         _fsync_dir(directory)
     except OSError as e:
         ours = e.filename is None or os.fspath(e.filename) == os.fspath(directory) or (
@@ -194,9 +251,9 @@ def atomic_open(path, mode: str = "wb", encoding: str | None = None) -> Iterator
                 os.unlink(tmp)
 
 
-def atomic_write(path, data: bytes | str, encoding: str = "utf-8") -> None:
+def atomic_write(path, data: bytes | str, encoding: str = "utf-8", *, clean: bool = True) -> None:
     """Write ``data`` to ``path`` atomically (bytes as-is, str encoded)."""
     if isinstance(data, str):
         data = data.encode(encoding)
-    with atomic_open(path, "wb") as f:
+    with atomic_open(path, "wb", clean=clean) as f:
         f.write(data)
