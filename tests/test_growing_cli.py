@@ -81,7 +81,7 @@ def test_errors_are_reported(tmp_path, capsys):
     code, _, err = run(["inspect", "-t", tmp_path / "missing.json"], capsys)
     assert code == 1 and "no tokenizer at" in err
     code, _, err = run(["learn", "-t", tmp_path / "t.json", "--source", "x", "--num-merges", 5, tmp_path / "nope.txt"], capsys)
-    assert code == 1 and "does not exist" in err
+    assert code == 3 and "does not exist" in err
     bad = tmp_path / "bad.json"
     bad.write_text('{"merges": {"10_11": 300}}')
     code, _, err = run(["inspect", "-t", bad], capsys)

@@ -28,8 +28,34 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_error(404, "not here")
             return
         kind, body = route
+        if callable(body):  # a route whose body changes between requests
+            body = body()
         if kind == "hang":
             self.server.release.wait(10)
+            return
+        if kind == "slow-headers":  # the status line, then a header byte now and then, forever
+            self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+            self.wfile.flush()
+            while not self.server.release.wait(0.2):
+                try:
+                    self.wfile.write(b"X")
+                    self.wfile.flush()
+                except OSError:
+                    return
+            return
+        if kind in ("drip-chunked", "endless"):  # chunked, no length: a chunk now and then / as fast as it goes
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            piece = b"[" * 65536 if kind == "endless" else b" "
+            while not self.server.release.is_set():
+                if kind == "drip-chunked" and self.server.release.wait(0.2):
+                    return
+                try:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                    self.wfile.flush()
+                except OSError:
+                    return
             return
         if kind == "drip":  # headers at once, then a byte now and then
             self.send_response(200)
@@ -52,9 +78,14 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False  # the handler threads end on their own once release is set
+
+
 @pytest.fixture
 def server():
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    srv = _Server(("127.0.0.1", 0), _Handler)
     srv.daemon_threads = True
     srv.routes = {}
     srv.release = threading.Event()
@@ -219,15 +250,17 @@ def test_refused_connection(local):
     _unchanged(t, p, before, merges)
 
 
-@pytest.mark.parametrize("kind", ["hang", "drip"])
-def test_timeout(server, local, kind):
+@pytest.mark.parametrize("kind", ["hang", "drip", "slow-headers", "drip-chunked"])
+def test_timeout_is_a_deadline_for_the_whole_download(server, local, kind):
+    """A server that sends headers or body a byte at a time cannot stretch the deadline
+    (urllib's own timeout is per read: each byte would restart it)."""
     t, p = local
     before, merges = p.read_bytes(), t.merge_list
     url = _serve(server, "slow.json", _text(_extended(t)), kind=kind)
     start = time.monotonic()
-    with pytest.raises(SyncError, match="timed out"):
-        t.sync(url, timeout=0.5)
-    assert time.monotonic() - start < 5
+    with pytest.raises(SyncError, match=r"timed out after 0.6 s.*nothing changed"):
+        t.sync(url, timeout=0.6)
+    assert time.monotonic() - start < 3 * 0.6  # an upper bound on the behaviour, not a benchmark
     _unchanged(t, p, before, merges)
 
 
@@ -288,6 +321,25 @@ def test_crash_while_replacing_leaves_everything(server, local, monkeypatch):
     with pytest.raises(OSError, match="power cut"):
         t.sync(url)
     _unchanged(t, p, before, merges)
+
+
+def test_endless_stream_is_cut_at_the_limit_with_bounded_memory(server, local):
+    import tracemalloc
+
+    t, p = local
+    before, merges = p.read_bytes(), t.merge_list
+    url = _serve(server, "endless.json", b"", kind="endless")
+    tracemalloc.start()
+    try:
+        with pytest.raises(SyncError, match="exceeds the 8000000-byte limit"):
+            t.sync(url, max_bytes=8_000_000, timeout=30)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2_000_000  # streamed to a temporary file, not held in memory
+    _unchanged(t, p, before, merges)
+    with pytest.raises(Exception, match="max_bytes"):
+        t.sync(url, max_bytes=0)
 
 
 def test_size_limit(server, local):

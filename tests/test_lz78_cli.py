@@ -166,4 +166,4 @@ def test_scripts_run_as_scripts(tmp_path, corpus):
     tok = LZ78Tokenizer.from_tsv(out, tsv_format="compressed")
     assert tok.structure == "compressed"
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "lz78_setup_tokenizer.py"), "--tsv_path", str(out)], capture_output=True, text=True)
-    assert r.returncode == 2 and "tsv_format='compressed'" in r.stderr  # the error tells the user what to pass
+    assert r.returncode == 1 and "tsv_format='compressed'" in r.stderr  # the error tells the user what to pass

@@ -52,20 +52,20 @@ def test_compress_with_a_saved_vocabulary_and_optimal_parse(tmp_path, capsys):
     assert Mixedgram.decompress_bytes(tmp_path / "v.mxgram") == TEXT
 
 
-def test_errors_exit_2_with_a_message(tmp_path, capsys):
+def test_errors_exit_1_with_a_message(tmp_path, capsys):
     bad = tmp_path / "bad.mxgram"
     bad.write_bytes(b"\x00" * 100)
-    assert run("decompress", bad, tmp_path / "x.txt") == 2
+    assert run("decompress", bad, tmp_path / "x.txt") == 1
     err = capsys.readouterr().err
     assert "error:" in err and "byte offset 100" in err
     assert not (tmp_path / "x.txt").exists()
     src = tmp_path / "u.txt"
     src.write_text("ok \u2603", encoding="utf-8")
-    assert run("compress", src, tmp_path / "u.mxgram", "--encoding", "utf-8") == 2
+    assert run("compress", src, tmp_path / "u.mxgram", "--encoding", "utf-8") == 1
     assert "U+2603" in capsys.readouterr().err
     assert run("compress", src, tmp_path / "u.mxgram", "--encoding", "utf-8", "--errors", "replace", "-q") == 0
     assert Mixedgram.decompress(tmp_path / "u.mxgram") == "ok ?"
-    assert run("inspect", tmp_path / "missing.mxgram") == 2
+    assert run("inspect", tmp_path / "missing.mxgram") in (1, 3)  # a TokenforgeError or the OS says it is missing
 
 
 def test_add_parser_registers_under_mixedgram():

@@ -28,14 +28,20 @@ Decisions where the seed leaves room (see ``docs`` and ``specs/growing.md``):
   the round trip is exact for NFC text (nearly all text), not for every str.
 
 Not handled: special-token text inside input is plain text unless
-``allowed_special`` says otherwise; removing or renumbering merges (by design).
+``allowed_special`` says otherwise; removing or renumbering merges (by design);
+the time a DNS lookup takes during a sync (the resolver cannot be interrupted;
+connecting, headers and body are within the deadline); HTTP proxies' own
+authentication schemes beyond what urllib does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import logging
 import os
+import threading
 import time
 import unicodedata
 from dataclasses import dataclass, field
@@ -63,7 +69,9 @@ from .formats.growing_json import (
     write_growing_json,
 )
 
-__all__ = ["GrowingBPETokenizer", "NeuroTokenizer", "SyncReport", "get_neuro_tokenizer"]
+__all__ = ["GrowingBPETokenizer", "NeuroTokenizer", "SyncReport", "AutoSync", "get_neuro_tokenizer", "DEFAULT_MAX_BYTES"]
+
+log = logging.getLogger("tokenforge.growing")
 
 _SPECIALS = {"<|pad|>": 0, "<|bos|>": 1, "<|eos|>": 2, "<|unk|>": 3}
 _SPECIAL_TEXT = {i: s.encode() for s, i in _SPECIALS.items()}
@@ -72,8 +80,13 @@ _BYTE_IDS = [b + BYTE_OFFSET for b in range(256)]
 # Text goes to the Rust counter in batches of about this many characters.
 _BATCH_CHARS = 16 << 20
 _DEFAULT_FILE = "tokenizer.json"
-#: sync refuses remote files larger than this unless told otherwise
-DEFAULT_MAX_BYTES = 2 << 30
+#: sync refuses remote files larger than this unless told otherwise (``max_bytes=``, ``--max-bytes``).
+#: A merge costs about 70 bytes in our tokenizer.json at 7-digit ids (it is listed in ``merges`` and
+#: in ``merge_to_tokens``), about 30 in the seed's (``merges`` only). 256 MiB holds ~3.8 million merges
+#: in ours (~9 million in the seed's): 38 sources at the seed's ~100K merges each, 15x the largest
+#: vocabularies in use (~256K ids). Parsing a file costs a few times its size in memory, so the cap is
+#: also the bound on what a sync can make this process hold.
+DEFAULT_MAX_BYTES = 256 << 20
 
 
 def _nfc(text: str) -> str:
@@ -99,6 +112,20 @@ def _check_int(name: str, value, low: int, high: int | None = None) -> int:
         rng = f">= {low}" if high is None else f"in {low}..{high}"
         raise TokenforgeError(f"{name} must be {rng}, not {value}")
     return value
+
+
+@dataclass(frozen=True, eq=False)
+class _State:
+    """One vocabulary: its data and the Rust model built from it, swapped as one reference.
+
+    Every method reads ``self._state`` once, so a concurrent :meth:`~GrowingBPETokenizer.sync`
+    (or :meth:`~GrowingBPETokenizer.auto_sync`) gives it the old or the new vocabulary, never
+    a mix. ``views`` caches the read-only mappings derived from ``data``.
+    """
+
+    data: GrowingData
+    model: object
+    views: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -165,12 +192,14 @@ class GrowingBPETokenizer(Tokenizer):
         if normalization not in ("NFC", None):
             raise TokenforgeError(f'normalization must be "NFC" or None, not {normalization!r}')
         self._path: Path | None = None
+        self._lock = threading.RLock()
         self._set(GrowingData(vocab_size=vocab_size, pattern=_resolve_pattern(pattern), normalization=normalization))
 
     @classmethod
     def _from_data(cls, data: GrowingData, path=None) -> "GrowingBPETokenizer":
         tok = cls.__new__(cls)
         tok._path = None if path is None else Path(path)
+        tok._lock = threading.RLock()
         tok._set(data)
         return tok
 
@@ -178,10 +207,15 @@ class GrowingBPETokenizer(Tokenizer):
         """Install a vocabulary (builds the Rust model first, so a failure changes nothing)."""
         triples = [(a, b, MERGE_OFFSET + k) for k, (a, b) in enumerate(data.pairs)]
         model = _core.BpeModel(_BYTE_IDS, triples, list(_SPECIALS.items()), data.pattern, "pairs")
-        self._model = model
-        self._data = data
-        self._merges_view = None
-        self._m2t_view = None
+        self._state = _State(data, model)  # one reference: readers see the old or the new state, whole
+
+    @property
+    def _data(self) -> GrowingData:
+        return self._state.data
+
+    @property
+    def _model(self):
+        return self._state.model
 
     # ---- sizes and tables ----------------------------------------------------
     @property
@@ -212,16 +246,18 @@ class GrowingBPETokenizer(Tokenizer):
     @property
     def merges(self) -> Mapping[tuple[int, int], int]:
         """``{(left, right): id}`` in id order (read-only; grow with learn_merges or sync)."""
-        if self._merges_view is None:
-            self._merges_view = MappingProxyType({p: MERGE_OFFSET + k for k, p in enumerate(self._data.pairs)})
-        return self._merges_view
+        st = self._state
+        if "merges" not in st.views:
+            st.views["merges"] = MappingProxyType({p: MERGE_OFFSET + k for k, p in enumerate(st.data.pairs)})
+        return st.views["merges"]
 
     @property
     def merge_to_tokens(self) -> Mapping[int, tuple[int, int]]:
         """``{id: (left, right)}`` (read-only)."""
-        if self._m2t_view is None:
-            self._m2t_view = MappingProxyType({MERGE_OFFSET + k: p for k, p in enumerate(self._data.pairs)})
-        return self._m2t_view
+        st = self._state
+        if "m2t" not in st.views:
+            st.views["m2t"] = MappingProxyType({MERGE_OFFSET + k: p for k, p in enumerate(st.data.pairs)})
+        return st.views["m2t"]
 
     @property
     def merge_list(self) -> list[tuple[int, int, int]]:
@@ -292,19 +328,23 @@ class GrowingBPETokenizer(Tokenizer):
         """Ids of ``text`` without BOS/EOS; special-token text is plain text."""
         if not isinstance(text, str):
             raise TypeError(f"text must be str, not {type(text).__name__}")
-        return self._model.encode_ordinary(self.normalize(text))
+        st = self._state
+        return st.model.encode_ordinary(_nfc(text) if st.data.normalization == "NFC" else text)
 
     def encode_to_numpy(self, text: str) -> np.ndarray:
         """Ids of ``text`` (no BOS/EOS) as a uint32 array."""
         if not isinstance(text, str):
             raise TypeError(f"text must be str, not {type(text).__name__}")
-        return self._model.encode_ordinary_numpy(self.normalize(text))
+        st = self._state
+        return st.model.encode_ordinary_numpy(_nfc(text) if st.data.normalization == "NFC" else text)
 
     def encode_batch(self, texts: Sequence[str], num_threads: int | None = None, as_numpy: bool = False):
         """Ids of many texts (no BOS/EOS), encoded in parallel with the GIL released."""
         _check_texts(texts)
-        texts = [self.normalize(t) for t in texts]
-        return batch_ids(self._model, texts, num_threads, as_numpy, self.current_vocab_size)
+        st = self._state
+        if st.data.normalization == "NFC":
+            texts = [_nfc(t) for t in texts]
+        return batch_ids(st.model, texts, num_threads, as_numpy, st.data.next_merge_id)
 
     def encode(
         self,
@@ -329,14 +369,16 @@ class GrowingBPETokenizer(Tokenizer):
         if max_length is not None:
             max_length = _check_int("max_length", max_length, 0)
         allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
+        st = self._state
 
         def one(t: str) -> list[int]:
-            t = self.normalize(t)
+            if st.data.normalization == "NFC":
+                t = _nfc(t)
             if disallowed:
                 self._raise_if_special(t, disallowed)
             if allowed:
-                return self._model.encode(t, list(allowed.values()))
-            return self._model.encode_ordinary(t)
+                return st.model.encode(t, list(allowed.values()))
+            return st.model.encode_ordinary(t)
 
         if isinstance(text, str):
             return self._finish(one(text), add_special_tokens, max_length, truncation, padding)
@@ -345,7 +387,8 @@ class GrowingBPETokenizer(Tokenizer):
             if allowed or disallowed:
                 parts = [one(t) for t in text]
             else:
-                parts = self.encode_batch(text, num_threads=num_threads)
+                texts = [_nfc(t) for t in text] if st.data.normalization == "NFC" else list(text)
+                parts = batch_ids(st.model, texts, num_threads, False, st.data.next_merge_id)
             return [self._finish(p, add_special_tokens, max_length, truncation, padding) for p in parts]
         raise TypeError(f"encode expects a str or a list of str, not {type(text).__name__}")
 
@@ -370,15 +413,16 @@ class GrowingBPETokenizer(Tokenizer):
         arr = _ids_array(ids)
         if arr.size == 0:
             return b""
-        n = self.current_vocab_size
+        st = self._state
+        n = st.data.next_merge_id
         regular = (arr >= BYTE_OFFSET) & (arr < n)
         if regular.all():
-            return self._model.decode_bytes(arr.astype(np.uint32))
+            return st.model.decode_bytes(arr.astype(np.uint32))
         out = bytearray()
         start = 0
         for i in np.flatnonzero(~regular).tolist():
             if i > start:
-                out += self._model.decode_bytes(arr[start:i].astype(np.uint32))
+                out += st.model.decode_bytes(arr[start:i].astype(np.uint32))
             t = int(arr[i])
             if 0 <= t < 4:
                 if not skip_special_tokens:
@@ -387,7 +431,7 @@ class GrowingBPETokenizer(Tokenizer):
                 out += _UNK_TEXT
             start = i + 1
         if start < arr.size:
-            out += self._model.decode_bytes(arr[start:].astype(np.uint32))
+            out += st.model.decode_bytes(arr[start:].astype(np.uint32))
         return bytes(out)
 
     def decode(self, ids, skip_special_tokens: bool = True) -> str:
@@ -411,9 +455,10 @@ class GrowingBPETokenizer(Tokenizer):
             return _SPECIAL_TEXT[i]
         if 4 <= i < BYTE_OFFSET:
             raise TokenforgeError(f"token id {i} is reserved and has no bytes")
-        if not 0 <= i < self.current_vocab_size:
-            raise TokenforgeError(f"token id {i} is not in the vocabulary yet (current_vocab_size {self.current_vocab_size})")
-        return self._model.id_bytes(i)
+        st = self._state
+        if not 0 <= i < st.data.next_merge_id:
+            raise TokenforgeError(f"token id {i} is not in the vocabulary yet (current_vocab_size {st.data.next_merge_id})")
+        return st.model.id_bytes(i)
 
     # ---- learning --------------------------------------------------------------
     def learn_merges(
@@ -444,48 +489,49 @@ class GrowingBPETokenizer(Tokenizer):
             raise TokenforgeError(f"source must be a non-empty str or None, not {source!r}")
         if num_threads is not None:
             num_threads = _check_int("num_threads", num_threads, 1)
-        data = self._data
-        room = data.vocab_size - data.next_merge_id
-        num = min(num_merges, room)
+        with self._lock:  # one change to the vocabulary at a time (learn, sync, auto_sync)
+            data = self._data
+            room = data.vocab_size - data.next_merge_id
+            num = min(num_merges, room)
 
-        counter = _core.WordCounter(data.pattern)
-        batch: list[str] = []
-        size = 0
-        with progress_bar(total=None, desc="counting pieces", unit="B", enabled=progress) as bar:
-            for i, t in enumerate(texts):
-                if not isinstance(t, str):
-                    raise TypeError(f"learn_merges: item {i} is {type(t).__name__}, expected str")
-                batch.append(self.normalize(t))
-                size += len(t)
-                if size >= _BATCH_CHARS:
+            counter = _core.WordCounter(data.pattern)
+            batch: list[str] = []
+            size = 0
+            with progress_bar(total=None, desc="counting pieces", unit="B", enabled=progress) as bar:
+                for i, t in enumerate(texts):
+                    if not isinstance(t, str):
+                        raise TypeError(f"learn_merges: item {i} is {type(t).__name__}, expected str")
+                    batch.append(self.normalize(t))
+                    size += len(t)
+                    if size >= _BATCH_CHARS:
+                        counter.add_texts(batch, num_threads)
+                        bar.update(size)
+                        batch, size = [], 0
+                if batch:
                     counter.add_texts(batch, num_threads)
                     bar.update(size)
-                    batch, size = [], 0
-            if batch:
-                counter.add_texts(batch, num_threads)
-                bar.update(size)
-        seen_bytes = counter.total_bytes
-        if num <= 0:
-            return 0
-        trainer = _core.BpeTrainer(
-            counter, _BYTE_IDS, self.merge_list, data.next_merge_id, num, "pair_ids", min_frequency, num_threads
-        )
-        with progress_bar(total=num, desc="merging", unit="merges", enabled=progress) as bar:
-            while not trainer.done:
-                bar.update(trainer.run(seconds=0.2))
-        new = trainer.merges()
-        new_data = GrowingData(
-            pairs=data.pairs + [(a, b) for a, b, _ in new],
-            vocab_size=data.vocab_size,
-            sources_contributed=dict(data.sources_contributed),
-            total_tokens_processed=data.total_tokens_processed + int(seen_bytes),
-            pattern=data.pattern,
-            normalization=data.normalization,
-        )
-        if source is not None:
-            new_data.sources_contributed[source] = new_data.sources_contributed.get(source, 0) + len(new)
-        self._set(new_data)
-        return len(new)
+            seen_bytes = counter.total_bytes
+            if num <= 0:
+                return 0
+            trainer = _core.BpeTrainer(
+                counter, _BYTE_IDS, self.merge_list, data.next_merge_id, num, "pair_ids", min_frequency, num_threads
+            )
+            with progress_bar(total=num, desc="merging", unit="merges", enabled=progress) as bar:
+                while not trainer.done:
+                    bar.update(trainer.run(seconds=0.2))
+            new = trainer.merges()
+            new_data = GrowingData(
+                pairs=data.pairs + [(a, b) for a, b, _ in new],
+                vocab_size=data.vocab_size,
+                sources_contributed=dict(data.sources_contributed),
+                total_tokens_processed=data.total_tokens_processed + int(seen_bytes),
+                pattern=data.pattern,
+                normalization=data.normalization,
+            )
+            if source is not None:
+                new_data.sources_contributed[source] = new_data.sources_contributed.get(source, 0) + len(new)
+            self._set(new_data)
+            return len(new)
 
     @property
     def is_full(self) -> bool:
@@ -536,6 +582,7 @@ class GrowingBPETokenizer(Tokenizer):
         timeout: float = 10,
         path=None,
         max_bytes: int = DEFAULT_MAX_BYTES,
+        _cancel: threading.Event | None = None,
     ) -> SyncReport:
         """Update from a published tokenizer.json (an http(s)/file URL or a path).
 
@@ -544,82 +591,238 @@ class GrowingBPETokenizer(Tokenizer):
         remote is ignored (``status`` "older"/"up-to-date"). Anything else -- a
         remote that changes an existing merge, another split pattern or
         normalisation, malformed or truncated JSON, a ``sha256`` mismatch, a
-        refused connection, a timeout -- raises :class:`SyncError` and changes
-        nothing. When taken, the local file (``path``, else the file this
-        tokenizer was loaded from or saved to) is replaced atomically.
+        refused connection, more than ``max_bytes`` (:data:`DEFAULT_MAX_BYTES`),
+        more than ``timeout`` seconds in all -- raises :class:`SyncError` and
+        changes nothing. ``timeout`` is a deadline for the whole download
+        (connection, headers and body), however slowly the server sends; the
+        body is streamed to an anonymous temporary file, never held whole in
+        memory while it arrives. When taken, the local file (``path``, else the
+        file this tokenizer was loaded from or saved to) is replaced atomically
+        and the vocabulary is swapped in one step (a concurrent ``encode`` uses
+        the old or the new one, never a mix).
         """
         src = os.fspath(source) if isinstance(source, os.PathLike) else source
         if not isinstance(src, str) or not src:
             raise TypeError(f"sync source must be a URL or a path, not {type(source).__name__}")
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0 or timeout == float("inf"):
             raise TokenforgeError(f"timeout must be a positive number of seconds, not {timeout!r}")
+        max_bytes = _check_int("max_bytes", max_bytes, 1)
         if sha256 is not None:
             if not isinstance(sha256, str) or len(sha256) != 64 or any(c not in "0123456789abcdefABCDEF" for c in sha256):
                 raise TokenforgeError(f"sha256 must be 64 hex digits, not {sha256!r}")
             sha256 = sha256.lower()
-        target = None
-        if path is not None:
-            target = self._target(path)
-        elif self._path is not None:
-            target = self._path
+        target = None if path is None else self._target(path)
 
-        raw = _fetch(src, float(timeout), max_bytes)
-        digest = hashlib.sha256(raw).hexdigest()
-        if sha256 is not None and digest != sha256:
-            raise SyncError(f"{src}: sha256 mismatch (expected {sha256}, got {digest}); nothing changed")
+        with _fetch(src, float(timeout), max_bytes, _cancel) as (body, digest):
+            if sha256 is not None and digest != sha256:
+                raise SyncError(f"{src}: sha256 mismatch (expected {sha256}, got {digest}); nothing changed")
+            raw = body.read(max_bytes + 1)
+        if len(raw) > max_bytes:  # a local file that grew while we read it
+            raise SyncError(f"{src}: more than the {max_bytes}-byte limit; nothing changed")
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as e:
             raise SyncError(f"{src}: not UTF-8 at byte {e.start}; not a tokenizer.json; nothing changed") from None
+        del raw
         try:
             remote = parse_growing_json(text, src)
         except FormatError as e:
             raise SyncError(f"remote tokenizer.json is not valid: {e}; nothing changed") from e
+        del text
 
-        local = self._data
-        if remote.pattern != local.pattern or remote.normalization != local.normalization:
-            what = "split pattern" if remote.pattern != local.pattern else "normalization"
-            raise SyncError(f"{src} uses another {what} than the local tokenizer; its ids would mean other text. Nothing changed")
-        n = min(len(local.pairs), len(remote.pairs))
-        if local.pairs[:n] != remote.pairs[:n]:
-            k = next(i for i in range(n) if local.pairs[i] != remote.pairs[i])
-            la, lb = local.pairs[k]
-            ra, rb = remote.pairs[k]
-            raise SyncError(
-                f"{src} rewrites existing merge {MERGE_OFFSET + k} (local {la}_{lb}, remote {ra}_{rb}); "
-                "it does not extend the local vocabulary, so it is refused and nothing changed"
+        with self._lock:  # compare with, and replace, the vocabulary as it is now
+            if target is None:
+                target = self._path
+            local = self._data
+            if remote.pattern != local.pattern or remote.normalization != local.normalization:
+                what = "split pattern" if remote.pattern != local.pattern else "normalization"
+                raise SyncError(f"{src} uses another {what} than the local tokenizer; its ids would mean other text. Nothing changed")
+            n = min(len(local.pairs), len(remote.pairs))
+            if local.pairs[:n] != remote.pairs[:n]:
+                k = next(i for i in range(n) if local.pairs[i] != remote.pairs[i])
+                la, lb = local.pairs[k]
+                ra, rb = remote.pairs[k]
+                raise SyncError(
+                    f"{src} rewrites existing merge {MERGE_OFFSET + k} (local {la}_{lb}, remote {ra}_{rb}); "
+                    "it does not extend the local vocabulary, so it is refused and nothing changed"
+                )
+            old_n = local.next_merge_id
+            if len(remote.pairs) <= len(local.pairs):
+                status = "up-to-date" if len(remote.pairs) == len(local.pairs) else "older"
+                return SyncReport(src, status, old_n, remote.next_merge_id, 0, {}, None, digest)
+            new = GrowingData(
+                pairs=remote.pairs,
+                vocab_size=max(remote.vocab_size, remote.next_merge_id),
+                sources_contributed=dict(remote.sources_contributed),
+                total_tokens_processed=remote.total_tokens_processed,
+                pattern=local.pattern,
+                normalization=local.normalization,
             )
-        old_n = local.next_merge_id
-        if len(remote.pairs) <= len(local.pairs):
-            status = "up-to-date" if len(remote.pairs) == len(local.pairs) else "older"
-            return SyncReport(src, status, old_n, remote.next_merge_id, 0, {}, None, digest)
-        new = GrowingData(
-            pairs=remote.pairs,
-            vocab_size=max(remote.vocab_size, remote.next_merge_id),
-            sources_contributed=dict(remote.sources_contributed),
-            total_tokens_processed=remote.total_tokens_processed,
-            pattern=local.pattern,
-            normalization=local.normalization,
-        )
-        changed = {}
-        for name, count in new.sources_contributed.items():
-            before = local.sources_contributed.get(name, 0)
-            if count != before:
-                changed[name] = count - before
-        if target is not None:
-            write_growing_json(target, new)  # atomic: the old file stays whole until the rename
-            self._path = target
-        self._set(new)
+            changed = {}
+            for name, count in new.sources_contributed.items():
+                before = local.sources_contributed.get(name, 0)
+                if count != before:
+                    changed[name] = count - before
+            if target is not None:
+                write_growing_json(target, new)  # atomic: the old file stays whole until the rename
+                self._path = target
+            self._set(new)
         return SyncReport(
             src, "updated", old_n, new.next_merge_id, len(new.pairs) - len(local.pairs), changed,
             None if target is None else str(target), digest,
         )
+
+    def auto_sync(
+        self,
+        source,
+        interval: float = 600,
+        *,
+        sha256: str | None = None,
+        timeout: float = 10,
+        path=None,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        max_backoff: float | None = None,
+        on_update=None,
+    ) -> "AutoSync":
+        """Keep this tokenizer current: :meth:`sync` from ``source`` now and every ``interval`` seconds.
+
+        Seed 002's training nodes "auto-update their tokenizers" every 10
+        minutes; this is that, in a background daemon thread, with the rules of
+        :meth:`sync` (only a remote that extends the vocabulary is taken; a
+        pinned ``sha256`` if given; ``timeout`` and ``max_bytes`` per check).
+        An update swaps the vocabulary in one step (a concurrent ``encode`` sees
+        the old or the new one, never a mix) and rewrites ``path`` (else the
+        file the tokenizer was loaded from or saved to) atomically. A failed
+        check (unreachable, refused, malformed) keeps the current vocabulary,
+        is logged (logger ``tokenforge.growing``) and backs off: after ``k``
+        failures in a row the next check comes after ``interval * 2**k``
+        seconds, at most ``max_backoff`` (default: the larger of ``interval``
+        and one hour). ``on_update(report)`` is called after each update.
+        Returns an :class:`AutoSync` handle: ``stop()`` ends the thread
+        (promptly, also in the middle of a download); it is also a context manager.
+        """
+        if isinstance(interval, bool) or not isinstance(interval, (int, float)) or not interval > 0 or interval == float("inf"):
+            raise TokenforgeError(f"interval must be a positive number of seconds, not {interval!r}")
+        if max_backoff is None:
+            max_backoff = max(float(interval), 3600.0)
+        elif isinstance(max_backoff, bool) or not isinstance(max_backoff, (int, float)) or not max_backoff >= interval:
+            raise TokenforgeError(f"max_backoff must be a number of seconds >= interval ({interval}), not {max_backoff!r}")
+        kwargs = {"sha256": sha256, "timeout": timeout, "path": path, "max_bytes": max_bytes}
+        # check the arguments now, in the caller's thread, not as a logged failure later
+        if sha256 is not None and (not isinstance(sha256, str) or len(sha256) != 64):
+            raise TokenforgeError(f"sha256 must be 64 hex digits, not {sha256!r}")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+            raise TokenforgeError(f"timeout must be a positive number of seconds, not {timeout!r}")
+        _check_int("max_bytes", max_bytes, 1)
+        handle = AutoSync(self, source, float(interval), float(max_backoff), kwargs, on_update)
+        handle._start()
+        return handle
 
     def __repr__(self) -> str:
         return (
             f"GrowingBPETokenizer(current_vocab_size={self.current_vocab_size}, vocab_size={self.vocab_size}, "
             f"sources={len(self._data.sources_contributed)})"
         )
+
+
+class AutoSync:
+    """The handle :meth:`GrowingBPETokenizer.auto_sync` returns: a background thread that syncs periodically.
+
+    ``stop()`` ends it and waits for the thread; ``running``, ``checks``,
+    ``updates``, ``failures`` (in a row), ``last_report`` and ``last_error``
+    say how it goes; ``wait_for_checks(n, timeout)`` waits until ``n`` checks
+    are done. Usable as a context manager (stops on exit).
+    """
+
+    def __init__(self, tokenizer: GrowingBPETokenizer, source, interval: float, max_backoff: float, kwargs: dict, on_update):
+        self.tokenizer = tokenizer
+        self.source = os.fspath(source) if isinstance(source, os.PathLike) else source
+        self.interval = interval
+        self.max_backoff = max_backoff
+        self._kwargs = kwargs
+        self._on_update = on_update
+        self._stop = threading.Event()
+        self._cond = threading.Condition()
+        self.checks = 0
+        self.updates = 0
+        self.failures = 0
+        self.last_report: SyncReport | None = None
+        self.last_error: BaseException | None = None
+        self.next_delay = interval
+        self._thread = threading.Thread(target=self._run, name=f"tokenforge-auto-sync({self.source})", daemon=True)
+
+    def _start(self) -> None:
+        self._thread.start()
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def _check(self) -> None:
+        try:
+            report = self.tokenizer.sync(self.source, _cancel=self._stop, **self._kwargs)
+        except Exception as e:  # every failure keeps the vocabulary; a bug is logged with its traceback
+            if self._stop.is_set():
+                return
+            self.failures += 1
+            self.last_error = e
+            self.next_delay = min(self.interval * (2 ** min(self.failures, 60)), self.max_backoff)
+            if isinstance(e, TokenforgeError):
+                log.warning("auto-sync from %s failed (%d in a row): %s; next try in %.0f s", self.source, self.failures, e, self.next_delay)
+            else:
+                log.exception("auto-sync from %s failed (%d in a row); next try in %.0f s", self.source, self.failures, self.next_delay)
+            return
+        self.failures = 0
+        self.last_error = None
+        self.last_report = report
+        self.next_delay = self.interval
+        if report.updated:
+            self.updates += 1
+            log.info("auto-sync: %s", report)
+            if self._on_update is not None:
+                try:
+                    self._on_update(report)
+                except Exception:
+                    log.exception("auto-sync: on_update raised")
+        else:
+            log.debug("auto-sync: %s", report)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._check()
+            with self._cond:
+                self.checks += 1
+                self._cond.notify_all()
+            self._stop.wait(self.next_delay)
+        with self._cond:
+            self._cond.notify_all()
+
+    def wait_for_checks(self, n: int, timeout: float | None = None) -> bool:
+        """Wait until at least ``n`` checks are done (or the thread ended); True if they are."""
+        with self._cond:
+            self._cond.wait_for(lambda: self.checks >= n or not self._thread.is_alive(), timeout)
+            return self.checks >= n
+
+    def stop(self, timeout: float | None = None) -> bool:
+        """Stop polling (a download in progress is cut off) and wait for the thread; True if it ended."""
+        self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for the thread to end (it ends only after :meth:`stop`)."""
+        self._thread.join(timeout)
+
+    def __enter__(self) -> "AutoSync":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else "stopped"
+        return f"AutoSync({self.source!r}, every {self.interval:g} s, {state}, {self.checks} checks, {self.updates} updates)"
 
 
 #: the seed's name
@@ -665,83 +868,217 @@ def _ids_array(ids) -> np.ndarray:
 
 
 # ---- fetching ----------------------------------------------------------------
-def _fetch(source: str, timeout: float, max_bytes: int) -> bytes:
-    """The bytes at a URL or path; every failure is a SyncError naming the source."""
+# How the deadline holds: urllib's ``timeout`` bounds each socket operation, not the download, so a
+# server that sends a header byte every few seconds keeps a plain urlopen() forever. Here every
+# socket urllib opens (also for redirects and proxies) is registered with a _Deadline, whose timer
+# shuts the sockets down when the time is up (or when auto_sync's stop() cancels): a blocked read
+# then returns at once, and the error is reported as the timeout it is. Connect gets the remaining
+# time as its own timeout. The body goes to an anonymous temporary file (unlinked from the start,
+# so nothing is left behind even after SIGKILL) in chunks of 64 KiB, hashed as it arrives.
+_CHUNK = 1 << 16
+
+
+class _Deadline:
+    def __init__(self, seconds: float, cancel: threading.Event | None):
+        self.seconds = seconds
+        self.end = time.monotonic() + seconds
+        self.expired = False
+        self.cancelled = False
+        self._cancel = cancel
+        self._socks: list = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self.expire)
+        self._timer.daemon = True
+        self._timer.start()
+        self._watch = None
+        if cancel is not None:
+            self._watch = threading.Thread(target=self._watch_cancel, daemon=True)
+            self._watch.start()
+
+    def _watch_cancel(self) -> None:
+        while not self._cancel.wait(0.05):
+            if self.expired:
+                return
+        self.cancelled = True
+        self.expire()
+
+    def remaining(self) -> float:
+        return max(0.001, self.end - time.monotonic())
+
+    def over(self) -> bool:
+        return self.expired or time.monotonic() >= self.end or (self._cancel is not None and self._cancel.is_set())
+
+    def register(self, sock) -> None:
+        with self._lock:
+            self._socks.append(sock)
+            if self.expired:
+                _shut(sock)
+
+    def expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for sock in self._socks:
+                _shut(sock)
+
+    def close(self) -> None:
+        self._timer.cancel()
+        with self._lock:
+            self.expired = True  # also ends the cancel watcher
+            self._socks.clear()
+
+
+def _shut(sock) -> None:
     import socket
+
+    try:
+        # the plain socket's shutdown also for TLS sockets: it acts on the descriptor, which wakes the reader
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+def _opener(deadline: _Deadline):
+    import http.client
+    import socket
+    import urllib.request
+
+    def create_connection(address, timeout=None, source_address=None, *args, **kwargs):
+        sock = socket.create_connection(address, deadline.remaining(), source_address, *args, **kwargs)
+        deadline.register(sock)
+        return sock
+
+    def watched(cls):
+        def make(host, **kwargs):
+            kwargs["timeout"] = deadline.remaining()
+            conn = cls(host, **kwargs)
+            conn._create_connection = create_connection
+            return conn
+
+        return make
+
+    class HTTP(urllib.request.HTTPHandler):
+        def http_open(self, req):
+            return self.do_open(watched(http.client.HTTPConnection), req)
+
+    class HTTPS(urllib.request.HTTPSHandler):
+        def https_open(self, req):
+            return self.do_open(watched(http.client.HTTPSConnection), req, context=self._context)
+
+    return urllib.request.build_opener(HTTP, HTTPS)
+
+
+def _timed_out(source: str, deadline: _Deadline, during: str) -> SyncError:
+    if deadline.cancelled:
+        return SyncError(f"{source}: cancelled while {during}; nothing changed")
+    return SyncError(f"{source}: timed out after {deadline.seconds:g} s while {during}; nothing changed")
+
+
+@contextlib.contextmanager
+def _fetch(source: str, timeout: float, max_bytes: int, cancel: threading.Event | None = None):
+    """Yield ``(file, sha256 hex)``: the bytes at a URL or path, in a temporary file at offset 0.
+
+    Every failure is a SyncError naming the source: more than ``max_bytes``,
+    more than ``timeout`` seconds in all, a refused or broken connection, an
+    HTTP error, a truncated body.
+    """
+    import socket
+    import tempfile
     import urllib.error
     import urllib.parse
-    import urllib.request
 
     scheme = urllib.parse.urlsplit(source).scheme.lower() if "://" in source else ""
     if not scheme:
         p = Path(source)
         try:
-            size = p.stat().st_size
-            if size > max_bytes:
-                raise SyncError(f"{source} is {size} bytes, above the {max_bytes}-byte limit")
-            return p.read_bytes()
+            f = open(p, "rb")
         except FileNotFoundError:
             raise SyncError(f"{source}: no such file") from None
         except OSError as e:
             raise SyncError(f"{source}: cannot read ({e.strerror or e})") from None
+        with f:
+            size = os.fstat(f.fileno()).st_size
+            if size > max_bytes:
+                raise SyncError(f"{source} is {size} bytes, above the {max_bytes}-byte limit; nothing changed")
+            h = hashlib.sha256()
+            try:
+                for chunk in iter(lambda: f.read(_CHUNK), b""):
+                    h.update(chunk)
+                f.seek(0)
+            except OSError as e:
+                raise SyncError(f"{source}: cannot read ({e.strerror or e})") from None
+            yield f, h.hexdigest()
+        return
     if scheme not in ("http", "https", "file"):
         raise SyncError(f"{source}: unsupported URL scheme {scheme!r}; use http, https, file or a path")
-    deadline = time.monotonic() + timeout
+    import http.client
+    import urllib.request
+
     req = urllib.request.Request(
         source,
         headers={"User-Agent": f"tokenforge/{_core.__version__}", "Accept-Encoding": "identity"},
     )
+    deadline = _Deadline(timeout, cancel)
+    during = "connecting"
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            length = resp.headers.get("Content-Length") if scheme != "file" else None
-            if length is not None:
-                try:
-                    length = int(length)
-                except ValueError:
-                    length = None
-            if length is not None and length > max_bytes:
-                raise SyncError(f"{source}: remote file is {length} bytes, above the {max_bytes}-byte limit; nothing changed")
-            chunks = []
-            got = 0
-            # read1: at most one socket read per call, so a server that sends a
-            # byte at a time cannot keep us past the deadline
-            read = getattr(resp, "read1", resp.read)
-            while True:
-                if time.monotonic() > deadline:
-                    raise SyncError(f"{source}: timed out after {timeout:g} s while downloading; nothing changed")
-                chunk = read(1 << 20)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                got += len(chunk)
-                if got > max_bytes:
-                    raise SyncError(f"{source}: remote file exceeds the {max_bytes}-byte limit; nothing changed")
-            if length is not None and got != length:
-                raise SyncError(f"{source}: truncated download ({got} of {length} bytes); nothing changed")
-            return b"".join(chunks)
-    except SyncError:
-        raise
-    except urllib.error.HTTPError as e:
-        raise SyncError(f"{source}: HTTP {e.code} {e.reason}; nothing changed") from None
-    except urllib.error.URLError as e:
-        reason = e.reason
-        if isinstance(reason, (socket.timeout, TimeoutError)):
-            raise SyncError(f"{source}: timed out after {timeout:g} s; nothing changed") from None
-        if isinstance(reason, ConnectionRefusedError):
-            raise SyncError(f"{source}: connection refused; nothing changed") from None
-        raise SyncError(f"{source}: cannot fetch ({reason}); nothing changed") from None
-    except (socket.timeout, TimeoutError):
-        raise SyncError(f"{source}: timed out after {timeout:g} s; nothing changed") from None
-    except ConnectionError as e:
-        raise SyncError(f"{source}: connection failed ({e}); nothing changed") from None
-    except Exception as e:  # http.client.IncompleteRead, RemoteDisconnected, ...
-        import http.client
-
-        if isinstance(e, http.client.IncompleteRead):
-            raise SyncError(f"{source}: truncated download ({len(e.partial)} bytes received); nothing changed") from None
-        if isinstance(e, (http.client.HTTPException, OSError)):
-            raise SyncError(f"{source}: download failed ({type(e).__name__}: {e}); nothing changed") from None
-        raise
+        with tempfile.TemporaryFile(prefix="tokenforge-sync-") as tmp:
+            try:
+                with _opener(deadline).open(req, timeout=deadline.remaining()) as resp:
+                    during = "downloading"
+                    length = resp.headers.get("Content-Length") if scheme != "file" else None
+                    if length is not None:
+                        try:
+                            length = int(length)
+                        except ValueError:
+                            length = None
+                    if length is not None and length > max_bytes:
+                        raise SyncError(f"{source}: remote file is {length} bytes, above the {max_bytes}-byte limit; nothing changed")
+                    h = hashlib.sha256()
+                    got = 0
+                    read = getattr(resp, "read1", resp.read)
+                    while True:
+                        if deadline.over():
+                            raise _timed_out(source, deadline, during)
+                        chunk = read(_CHUNK)
+                        if not chunk:
+                            break
+                        got += len(chunk)
+                        if got > max_bytes:
+                            raise SyncError(f"{source}: remote file exceeds the {max_bytes}-byte limit; nothing changed")
+                        h.update(chunk)
+                        tmp.write(chunk)
+                    if deadline.over():  # the reads ended because the deadline shut the socket
+                        raise _timed_out(source, deadline, during)
+                    if length is not None and got != length:
+                        raise SyncError(f"{source}: truncated download ({got} of {length} bytes); nothing changed")
+            except SyncError:
+                raise
+            except urllib.error.HTTPError as e:
+                raise SyncError(f"{source}: HTTP {e.code} {e.reason}; nothing changed") from None
+            except Exception as e:
+                if deadline.over():
+                    raise _timed_out(source, deadline, "waiting for the server" if during == "connecting" else during) from None
+                if isinstance(e, urllib.error.URLError):
+                    reason = e.reason
+                    if isinstance(reason, (socket.timeout, TimeoutError)):
+                        raise _timed_out(source, deadline, during) from None
+                    if isinstance(reason, ConnectionRefusedError):
+                        raise SyncError(f"{source}: connection refused; nothing changed") from None
+                    raise SyncError(f"{source}: cannot fetch ({reason}); nothing changed") from None
+                if isinstance(e, (socket.timeout, TimeoutError)):
+                    raise _timed_out(source, deadline, during) from None
+                if isinstance(e, http.client.IncompleteRead):
+                    raise SyncError(f"{source}: truncated download ({len(e.partial)} bytes received); nothing changed") from None
+                if isinstance(e, ConnectionError):
+                    raise SyncError(f"{source}: connection failed ({e}); nothing changed") from None
+                if isinstance(e, (http.client.HTTPException, OSError)):
+                    raise SyncError(f"{source}: download failed ({type(e).__name__}: {e}); nothing changed") from None
+                raise
+            finally:
+                deadline.close()
+            tmp.seek(0)
+            yield tmp, h.hexdigest()
+    except OSError as e:  # the temporary file itself (disk full in the temp directory)
+        raise SyncError(f"{source}: cannot store the download in a temporary file ({e.strerror or e}); nothing changed") from None
 
 
 def _sniff_dir(path: Path, head: bytes) -> bool:

@@ -190,7 +190,12 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
         params.update(strategy_params)
         if "multiple" in params:
             params["pool_factor"] = params.pop("multiple")
-        trainer = _core.Lz78Trainer(strategy, n, _core.GPT4_PATTERN if chunking else None, params)
+        try:
+            trainer = _core.Lz78Trainer(strategy, n, _core.GPT4_PATTERN if chunking else None, params)
+        except ValueError as e:  # a parameter of the wrong type or range, as the core reports it
+            if isinstance(e, TokenforgeError):
+                raise
+            raise TokenforgeError(f"strategy {strategy}: {e}") from None
         docs = _documents(corpus, text_field, split_on)
         batch: list[str] = []
         size = 0

@@ -1,12 +1,17 @@
 """``tokenforge grow``: the ever-growing vocabulary from the command line.
 
     tokenforge grow learn --source NAME --num-merges K CORPUS...   learn merges from a source, append them
-    tokenforge grow sync URL [--sha256 HEX]                        take a published copy if it extends ours
+    tokenforge grow sync URL [--sha256 HEX] [--every 10m]          take a published copy if it extends ours
     tokenforge grow inspect                                        sizes, per-source counts, newest merges
 
 Every command works on ``--tokenizer PATH`` (default ``tokenizer.json``);
 ``learn`` and ``sync`` create it (byte-level) if it does not exist yet and
-replace it atomically. Also runs standalone: ``python -m tokenforge.cli.grow ...``.
+replace it atomically. ``sync --every 10m`` keeps the file current until
+interrupted (Ctrl-C: exit status 130). Also runs standalone:
+``python -m tokenforge.cli.grow ...``.
+
+Not handled: running two ``sync --every`` on one file (both work; the last
+rename wins, and each only ever writes a vocabulary that extends the other's).
 """
 
 from __future__ import annotations
@@ -42,9 +47,9 @@ def cmd_learn(args) -> int:
     if args.vocab_size is not None:
         tok.vocab_size = args.vocab_size
     corpus = [Path(p) for p in args.corpus]
-    for p in corpus:
-        if not p.exists():
-            raise TokenforgeError(f"corpus path {p} does not exist")
+    from .main import check_inputs
+
+    check_inputs(corpus)
     if tok.is_full:
         print(f"{path}: the vocabulary is full ({tok.current_vocab_size} of {tok.vocab_size} ids); nothing learned")
         return 0
@@ -71,12 +76,67 @@ def cmd_learn(args) -> int:
     return 0
 
 
+_UNITS = {"": 1, "s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
+_SIZES = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
+          "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
+
+
+def duration(text: str) -> float:
+    """Seconds in ``"600"``, ``"30s"``, ``"10m"``, ``"1.5h"``, ``"1d"`` (argparse type)."""
+    import re
+
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*([a-z]*)\s*", text.lower())
+    if not m or m.group(2) not in _UNITS or float(m.group(1)) * _UNITS[m.group(2)] <= 0:
+        raise argparse.ArgumentTypeError(f"expected a duration such as 600, 30s, 10m or 1h, not {text!r}")
+    return float(m.group(1)) * _UNITS[m.group(2)]
+
+
+def size(text: str) -> int:
+    """Bytes in ``"1000000"``, ``"512K"``, ``"256M"``, ``"2G"`` (binary units; argparse type)."""
+    import re
+
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*([a-z]*)\s*", text.lower())
+    if not m or m.group(2) not in _SIZES or int(float(m.group(1)) * _SIZES[m.group(2)]) < 1:
+        raise argparse.ArgumentTypeError(f"expected a size such as 1000000, 512K, 256M or 2G, not {text!r}")
+    return int(float(m.group(1)) * _SIZES[m.group(2)])
+
+
 def cmd_sync(args) -> int:
+    from ..growing import DEFAULT_MAX_BYTES
+
+    if args.max_bytes is None:
+        args.max_bytes = DEFAULT_MAX_BYTES
     path = Path(args.tokenizer)
     tok, _ = _open(path, create=True)
-    report = tok.sync(args.url, sha256=args.sha256, timeout=args.timeout, path=path)
-    print(report)
-    return 0
+    if args.every is None:
+        report = tok.sync(args.url, sha256=args.sha256, timeout=args.timeout, path=path, max_bytes=args.max_bytes)
+        print(report)
+        return 0
+    return _sync_every(tok, path, args)
+
+
+def _sync_every(tok, path: Path, args) -> int:
+    """Check now and every ``--every``; each update and failure is a line on stderr; Ctrl-C ends it (130)."""
+    import logging
+
+    logger = logging.getLogger("tokenforge.growing")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S"))
+    logger.addHandler(handler)
+    level = logger.level
+    logger.setLevel(logging.DEBUG if args.verbose else logging.INFO)
+    print(f"keeping {path} current from {args.url}, checking every {args.every:g} s; Ctrl-C to stop", flush=True)
+    handle = tok.auto_sync(
+        args.url, args.every, sha256=args.sha256, timeout=args.timeout, path=path, max_bytes=args.max_bytes
+    )
+    try:
+        while handle.running:
+            handle.join(1.0)
+        return 1  # the thread never ends on its own; if it did, say so
+    finally:
+        handle.stop()
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def _newest(tok, n: int) -> list[dict]:
@@ -151,7 +211,12 @@ def _add_commands(p: argparse.ArgumentParser) -> None:
     sync = sub.add_parser("sync", parents=[common], help="take a published tokenizer.json if it extends the local one")
     sync.add_argument("url", help="http(s) or file URL, or a path")
     sync.add_argument("--sha256", default=None, help="refuse the download unless it has this SHA-256")
-    sync.add_argument("--timeout", type=float, default=10.0, help="seconds (default 10)")
+    sync.add_argument("--timeout", type=float, default=10.0, help="deadline in seconds for the whole download (default 10)")
+    sync.add_argument("--max-bytes", type=size, default=None,
+                      help="refuse a remote file larger than this (e.g. 64M, 1G; default 256M: ~3.8 million merges)")
+    sync.add_argument("--every", type=duration, default=None, metavar="DURATION",
+                      help="keep checking every DURATION (e.g. 10m, 600, 1h) until interrupted; failures back off")
+    sync.add_argument("--verbose", "-v", action="store_true", help="with --every: also log the checks that found nothing new")
     sync.set_defaults(func=cmd_sync)
 
     insp = sub.add_parser("inspect", parents=[common], help="vocabulary size, per-source contributions, newest merges")
@@ -168,17 +233,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m tokenforge.cli.grow", description=__doc__.split("\n\n")[0])
+    from .main import ArgumentParser, exit_codes_epilog, run_command
+
+    p = ArgumentParser(prog="python -m tokenforge.cli.grow", description=__doc__.split("\n\n")[0], epilog=exit_codes_epilog())
     _add_commands(p)
     args = p.parse_args(argv)
-    try:
-        return int(args.func(args) or 0)
-    except KeyboardInterrupt:
-        print("interrupted; nothing was written", file=sys.stderr)
-        return 130
-    except (TokenforgeError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+    return run_command(args.func, args, f"tokenforge grow {args.grow_command}")
 
 
 if __name__ == "__main__":

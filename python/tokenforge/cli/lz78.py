@@ -130,9 +130,9 @@ def _corpus(inputs, text_field: str, max_chars: int | None = None):
         docs = iter_default_corpus()
     else:
         paths = [Path(p) for p in inputs]
-        for p in paths:
-            if not p.exists():
-                raise TokenforgeError(f"corpus path {p} does not exist")
+        from .main import check_inputs
+
+        check_inputs(paths)
         docs = iter_documents(paths, text_field=text_field)
     if max_chars is None:
         return docs
@@ -313,17 +313,12 @@ def add_parser(subparsers) -> None:
 
 
 def _run(build, func, argv, prog: str) -> int:
-    p = argparse.ArgumentParser(prog=prog)
+    from .main import ArgumentParser, exit_codes_epilog, run_command  # both option spellings, one error handler
+
+    p = ArgumentParser(prog=prog, epilog=exit_codes_epilog())
     build(p)
     args = p.parse_args(argv)
-    try:
-        return int(func(args) or 0)
-    except KeyboardInterrupt:
-        print("interrupted; nothing half-written was left behind", file=sys.stderr)
-        return 130
-    except (TokenforgeError, FileNotFoundError, TypeError) as e:
-        print(f"{prog}: error: {e}", file=sys.stderr)
-        return 2
+    return run_command(func, args, prog)
 
 
 def main_train(argv=None) -> int:

@@ -9,13 +9,25 @@
 Families add their own subcommands (``tokenforge lz78 ...``, ``tokenforge
 mixedgram ...``, ``tokenforge grow ...``) through an ``add_parser`` function in
 their ``tokenforge.cli.<family>`` module.
+
+Every multi-word option takes both spellings, ``--vocab-size`` and
+``--vocab_size`` (:class:`ArgumentParser`, which every subcommand's parser and
+the seed scripts' parsers are). Every command runs through :func:`run_command`:
+a user error is one line on stderr and a documented exit status
+(:data:`EXIT_CODES`); a closed pipe (``| head``) ends quietly.
+
+Not handled: abbreviations of an option in its other spelling (``--vocab_s``);
+errors that are bugs (anything not listed in :data:`EXIT_CODES`) keep their
+traceback, so they can be reported.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -26,6 +38,154 @@ from ..errors import TokenforgeError
 
 # modules that may contribute subcommands: each has add_parser(subparsers)
 _FAMILY_CLIS = ("lz78", "mixedgram", "grow", "compare")
+
+
+# ---------------------------------------------------------------------------
+# one parser class and one error handler for every command and script
+# ---------------------------------------------------------------------------
+EXIT_OK = 0
+EXIT_ERROR = 1  # bad input or settings: a TokenforgeError (bad file, bad value, refused sync, ...), bad text
+EXIT_USAGE = 2  # the command line itself (argparse: unknown option, missing argument, bad number)
+EXIT_OS = 3  # the system refused: no such file, permission denied, read-only file system, disk full
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
+EXIT_BROKEN_PIPE = 141  # the reader of our output went away (128 + SIGPIPE); nothing is printed
+
+#: what ``tokenforge --help`` and the README say
+EXIT_CODES = {
+    EXIT_OK: "success",
+    EXIT_ERROR: "error in the input or settings (bad file, bad value, refused sync); one line on stderr",
+    EXIT_USAGE: "bad command line (unknown option, missing argument)",
+    EXIT_OS: "the system refused (no such file, permission denied, read-only, disk full); one line on stderr",
+    EXIT_INTERRUPTED: "interrupted (Ctrl-C); nothing half-written is left",
+    EXIT_BROKEN_PIPE: "the output pipe was closed (e.g. | head); nothing printed",
+}
+
+
+def exit_codes_epilog() -> str:
+    lines = ["options with several words take - or _ alike (--vocab-size = --vocab_size).", "", "exit status:"]
+    lines += [f"  {code:<4} {text}" for code, text in EXIT_CODES.items()]
+    return "\n".join(lines)
+
+
+class _EpilogFormatter(argparse.HelpFormatter):
+    def _fill_text(self, text, width, indent):
+        if "\n" in text:  # a preformatted block (the epilog)
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser, accepting both spellings of every multi-word option.
+
+    ``--vocab_size`` and ``--vocab-size`` are the same option whichever one was
+    registered: before parsing, a ``--long_option`` (or ``--long-option``,
+    with or without ``=value``) that this parser does not know is rewritten to
+    the other spelling when that one is known. Subparsers are of this class
+    too (argparse makes them of the parent's class), so every subcommand and
+    every option added later gets this without registering anything twice;
+    ``--help`` shows the registered spelling.
+    """
+
+    def __init__(self, *args, **kwargs):
+        if kwargs.get("epilog"):  # the exit-status table keeps its lines; descriptions still wrap
+            kwargs.setdefault("formatter_class", _EpilogFormatter)
+        super().__init__(*args, **kwargs)
+
+    def _respell(self, arg_strings):
+        if arg_strings is None:
+            return None
+        known = self._option_string_actions
+        out = []
+        rest = False
+        for a in arg_strings:
+            if rest or not isinstance(a, str) or not a.startswith("--") or len(a) <= 2:
+                rest = rest or a == "--"
+                out.append(a)
+                continue
+            name, eq, value = a.partition("=")
+            if name not in known:
+                for other in (name[:2] + name[2:].replace("_", "-"), name[:2] + name[2:].replace("-", "_")):
+                    if other != name and other in known:
+                        name = other
+                        break
+            out.append(name + eq + value)
+        return out
+
+    def error(self, message):
+        # one line, as for every other user error (the usage block is one --help away)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def parse_known_args(self, args=None, namespace=None):
+        if args is None:
+            args = sys.argv[1:]
+        return super().parse_known_args(self._respell(list(args)), namespace)
+
+
+def _os_message(e: OSError) -> str:
+    what = e.strerror or str(e)
+    if e.errno == errno.ENOSPC:
+        what = "no space left on device (disk full)"
+    elif e.errno == errno.EROFS:
+        what = "read-only file system"
+    names = [os.fsdecode(x) for x in (e.filename, e.filename2) if x is not None]
+    return f"{what}: {' -> '.join(names)}" if names else what
+
+
+def _quiet_stdout() -> None:
+    # Point stdout at /dev/null so the interpreter's final flush cannot raise again.
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+    except OSError:
+        pass
+
+
+def run_command(func, args, prog: str) -> int:
+    """Run one command's function and turn every user error into one line on
+    stderr and an exit status from :data:`EXIT_CODES`. ``TOKENFORGE_TRACEBACK=1``
+    re-raises instead (for bug reports)."""
+    try:
+        code = int(func(args) or 0)
+        sys.stdout.flush()
+        return code
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        _quiet_stdout()
+        return EXIT_BROKEN_PIPE
+    except Exception as e:
+        if os.environ.get("TOKENFORGE_TRACEBACK"):
+            raise
+        if isinstance(e, OSError):
+            if e.errno == errno.EPIPE:
+                _quiet_stdout()
+                return EXIT_BROKEN_PIPE
+            print(f"{prog}: error: {_os_message(e)}", file=sys.stderr)
+            return EXIT_OS
+        if isinstance(e, UnicodeError):
+            print(f"{prog}: error: the input is not valid text ({e})", file=sys.stderr)
+            return EXIT_ERROR
+        if isinstance(e, MemoryError):
+            print(f"{prog}: error: out of memory", file=sys.stderr)
+            return EXIT_ERROR
+        if isinstance(e, (TokenforgeError, ValueError, TypeError)):
+            msg = str(e).strip().splitlines()
+            print(f"{prog}: error: {' '.join(msg) if msg else type(e).__name__}", file=sys.stderr)
+            return EXIT_ERROR
+        raise
+
+
+def check_inputs(paths, what: str = "corpus path") -> None:
+    """A named input that does not exist is the OS-class error (exit 3), whoever notices it first."""
+    for p in paths:
+        if not Path(p).exists():
+            raise FileNotFoundError(errno.ENOENT, f"{what} does not exist", str(p))
 
 
 def _specials_arg(value: str):
@@ -40,9 +200,7 @@ def cmd_train(args) -> int:
     from ..bpe import BPETokenizer
 
     corpus = [Path(p) for p in args.corpus]
-    for p in corpus:
-        if not p.exists():
-            raise TokenforgeError(f"corpus path {p} does not exist")
+    check_inputs(corpus)
     t0 = time.perf_counter()
     tok = BPETokenizer.train(
         corpus,
@@ -70,12 +228,27 @@ def cmd_train(args) -> int:
     return 0
 
 
+def read_utf8(path) -> str:
+    """A UTF-8 file's text; invalid bytes are a TokenforgeError naming the file and the byte offset."""
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise TokenforgeError(f"{path}: not UTF-8 text at byte {e.start} ({e.reason})") from None
+
+
 def _read_text(args) -> str:
     if args.file:
-        return Path(args.file).read_text(encoding="utf-8")
+        return read_utf8(args.file)
     if args.text is not None:
         return args.text
-    return sys.stdin.read()
+    data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
+    if isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise TokenforgeError(f"<stdin>: not UTF-8 text at byte {e.start} ({e.reason})") from None
 
 
 def cmd_encode(args) -> int:
@@ -98,6 +271,16 @@ def cmd_encode(args) -> int:
     return 0
 
 
+def _parse_ids(text: str, where: str) -> list[int]:
+    out = []
+    for k, x in enumerate(text.replace(",", " ").replace("[", " ").replace("]", " ").split()):
+        try:
+            out.append(int(x))
+        except ValueError:
+            raise TokenforgeError(f"{where}: item {k} ({x[:40]!r}) is not an integer id") from None
+    return out
+
+
 def cmd_decode(args) -> int:
     from ..base import load
 
@@ -106,11 +289,11 @@ def cmd_decode(args) -> int:
         if args.file.endswith(".npy"):
             ids = np.load(args.file, allow_pickle=False)
         else:
-            ids = [int(x) for x in Path(args.file).read_text().replace(",", " ").replace("[", " ").replace("]", " ").split()]
+            ids = _parse_ids(read_utf8(args.file), args.file)
     elif args.ids:
-        ids = [int(x) for x in " ".join(args.ids).replace(",", " ").replace("[", " ").replace("]", " ").split()]
+        ids = _parse_ids(" ".join(args.ids), "ids")
     else:
-        ids = [int(x) for x in sys.stdin.read().replace(",", " ").replace("[", " ").replace("]", " ").split()]
+        ids = _parse_ids(sys.stdin.read(), "<stdin>")
     sys.stdout.write(tok.decode(ids))
     if sys.stdout.isatty():
         sys.stdout.write("\n")
@@ -154,25 +337,55 @@ def cmd_inspect(args) -> int:
     from ..base import load
 
     tok = load(args.tokenizer)
-    text = Path(args.text).read_text(encoding="utf-8") if args.text else None
+    text = read_utf8(args.text) if args.text else None
     stats = vocabulary_stats(tok, text, top=args.top)
     if args.json:
         print(json.dumps(stats, indent=2, ensure_ascii=False))
         return 0
-    print(f"{stats['class']}: {stats['vocab_size']:,} ids, {stats['special_tokens']} special tokens")
-    for k, v in stats.items():
-        if k in ("class", "vocab_size", "special_tokens", "longest_tokens", "byte_length_histogram"):
-            continue
-        print(f"  {k}: {v:.3f}" if isinstance(v, float) else f"  {k}: {v}")
-    hist = stats["byte_length_histogram"]
-    print("  token length (bytes) histogram:")
-    peak = max(hist.values()) if hist else 1
-    for length, n in sorted(hist.items()):
-        print(f"    {length:3d} {n:7d} {'#' * max(1, round(40 * n / peak))}")
-    print("  longest tokens:")
-    for i, t in stats["longest_tokens"]:
-        print(f"    {i:7d} {t!r}")
+    print("\n".join(inspect_lines(stats, tok)))
     return 0
+
+
+# the generic statistics inspect_lines prints itself; a family's extras that repeat them are left to --json
+_GENERIC_KEYS = {"class", "vocab_size", "special_tokens", "byte_length_mean", "byte_length_max",
+                 "byte_length_histogram", "longest_tokens", "tokens_not_valid_utf8_alone",
+                 "text_bytes", "text_tokens", "bytes_per_token", "distinct_ids_used"}
+
+
+def inspect_lines(stats: dict, tok=None, width: int = 100) -> list[str]:
+    """``tokenforge inspect``'s text: each fact once, a handful of lines whatever the vocabulary.
+
+    A family's scalar extras (``inspect_extra``) go on one wrapped line; its
+    lists and tables (an LZ78 depth histogram or longest entries, which the
+    generic length histogram and longest tokens already show) only in ``--json``.
+    """
+    import textwrap
+
+    def wrap(head: str, items: list[str]) -> list[str]:
+        # lines break only between items (no-break spaces inside an item while wrapping)
+        text = ", ".join(i.replace(" ", "\0") for i in items)
+        lines = textwrap.wrap(text, width=width, initial_indent=f"  {head}: ", subsequent_indent="    ",
+                              break_long_words=False, break_on_hyphens=False)
+        return [x.replace("\0", " ") for x in lines] or [f"  {head}: none"]
+
+    def show(v) -> str:
+        return f"{v:.3f}" if isinstance(v, float) else str(v)
+
+    out = [f"{stats['class']}: {stats['vocab_size']:,} ids ({stats['special_tokens']} special tokens)"]
+    bad = stats.get("tokens_not_valid_utf8_alone", 0)
+    out.append(f"  token bytes: mean {stats['byte_length_mean']:.2f}, max {stats['byte_length_max']}"
+               + (f"; {bad:,} ids are not valid UTF-8 on their own" if bad else ""))
+    extras = [(k, v) for k, v in stats.items() if k not in _GENERIC_KEYS and not isinstance(v, (dict, list, tuple))]
+    if extras:
+        family = getattr(tok, "family", None) or stats["class"]
+        out += wrap(str(family), [f"{k.removeprefix(f'{family}_').replace('_', ' ')} {show(v)}" for k, v in extras])
+    hist = stats["byte_length_histogram"]
+    out += wrap("ids by length in bytes", [f"{n}: {c:,}" for n, c in sorted(hist.items())])
+    out += wrap("longest tokens", [f"{i} {t!r}" for i, t in stats["longest_tokens"]])
+    if "text_bytes" in stats:
+        out.append(f"  on the text: {stats['text_bytes']:,} bytes -> {stats['text_tokens']:,} tokens "
+                   f"({stats['bytes_per_token']:.3f} bytes per token), {stats['distinct_ids_used']:,} distinct ids")
+    return out
 
 
 def cmd_demo(args) -> int:
@@ -182,7 +395,7 @@ def cmd_demo(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tokenforge", description="Train, compare and use LM tokenizers.")
+    p = ArgumentParser(prog="tokenforge", description="Train, compare and use LM tokenizers.", epilog=exit_codes_epilog())
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
@@ -249,14 +462,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
-        return int(args.func(args) or 0)
-    except KeyboardInterrupt:
-        print("interrupted; nothing was written", file=sys.stderr)
-        return 130
-    except (TokenforgeError, FileNotFoundError, TypeError) as e:
-        print(f"tokenforge {args.command}: error: {e}", file=sys.stderr)
-        return 2
+    # the full command in messages: "tokenforge grow sync", "tokenforge lz78 train"
+    words = [args.command] + [v for k, v in vars(args).items() if k.endswith("_command") and isinstance(v, str)]
+    return run_command(args.func, args, " ".join(["tokenforge", *words]))
 
 
 if __name__ == "__main__":

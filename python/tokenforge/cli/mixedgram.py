@@ -5,8 +5,8 @@
     tokenforge mixedgram inspect FILE          # a .mxgram or a saved vocabulary
 
 The top-level command calls :func:`add_parser` with its subparsers; every
-leaf parser sets ``func``, and ``args.func(args)`` returns the exit status
-(0, or 2 after printing ``tokenforge mixedgram: error: ...`` for a bad input).
+leaf parser sets ``func``; errors are reported by the top-level command's
+handler (:func:`tokenforge.cli.main.run_command`: one line, documented exit status).
 ``python -m tokenforge.cli.mixedgram compress IN OUT`` works on its own too.
 Progress goes to stderr (a bar on a terminal, a line every 10 s otherwise);
 ``--quiet`` turns it off.
@@ -28,30 +28,20 @@ def _mb(n: int) -> str:
     return f"{n / 1e6:.2f} MB" if n >= 10_000 else f"{n:,} B"
 
 
-def _fail(e: Exception) -> int:
-    """Report a user error the way the top-level command does (exit status 2)."""
-    print(f"{_PROG}: error: {e}", file=sys.stderr)
-    return 2
-
-
 def _compress(args) -> int:
-    from ..errors import TokenforgeError
     from ..mixedgram import Mixedgram
 
-    try:
-        if args.vocab:
-            tok = Mixedgram.load(args.vocab)
-            stats = tok.compress(
-                path=args.input, dst=args.output, parse=args.parse, train=False,
-                encoding=args.encoding, errors=args.errors, progress=not args.quiet,
-            )
-        else:
-            stats = Mixedgram.compress(
-                path=args.input, dst=args.output, parse=args.parse, encoding=args.encoding,
-                errors=args.errors, num_threads=args.threads, progress=not args.quiet,
-            )
-    except (TokenforgeError, OSError) as e:
-        return _fail(e)
+    if args.vocab:
+        tok = Mixedgram.load(args.vocab)
+        stats = tok.compress(
+            path=args.input, dst=args.output, parse=args.parse, train=False,
+            encoding=args.encoding, errors=args.errors, progress=not args.quiet,
+        )
+    else:
+        stats = Mixedgram.compress(
+            path=args.input, dst=args.output, parse=args.parse, encoding=args.encoding,
+            errors=args.errors, num_threads=args.threads, progress=not args.quiet,
+        )
     if not args.quiet:
         nul = f", {stats.nul_removed:,} NUL removed" if stats.nul_removed else ""
         origin = f"trained on {args.input}" if stats.trained else f"from {args.vocab}"
@@ -65,19 +55,15 @@ def _compress(args) -> int:
 
 
 def _decompress(args) -> int:
-    from ..errors import TokenforgeError
     from ..formats.atomic import atomic_write
     from ..mixedgram import Mixedgram
 
-    try:
-        data = Mixedgram.decompress_bytes(Path(args.input), progress=not args.quiet)
-        if args.output == "-":
-            sys.stdout.buffer.write(data)
-            sys.stdout.buffer.flush()
-        else:
-            atomic_write(args.output, data)
-    except (TokenforgeError, OSError) as e:
-        return _fail(e)
+    data = Mixedgram.decompress_bytes(Path(args.input), progress=not args.quiet)
+    if args.output == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    else:
+        atomic_write(args.output, data)
     if not args.quiet and args.output != "-":
         print(f"{args.input} -> {args.output}: {_mb(len(data))}", file=sys.stderr)
     return 0
@@ -88,13 +74,9 @@ def _show(ngram: str) -> str:
 
 
 def _inspect(args) -> int:
-    from ..errors import TokenforgeError
     from ..mixedgram import inspect_file
 
-    try:
-        info = inspect_file(args.file, top=args.top, progress=not args.quiet)
-    except (TokenforgeError, OSError) as e:
-        return _fail(e)
+    info = inspect_file(args.file, top=args.top, progress=not args.quiet)
     if args.json:
         print(json.dumps(info, indent=2, ensure_ascii=False))
         return 0
@@ -174,10 +156,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tokenforge.cli.mixedgram", description=__doc__.split("\n\n")[0])
+    from .main import ArgumentParser, exit_codes_epilog, run_command
+
+    parser = ArgumentParser(prog="python -m tokenforge.cli.mixedgram", description=__doc__.split("\n\n")[0], epilog=exit_codes_epilog())
     _add_commands(parser)
     args = parser.parse_args(argv)
-    return args.func(args)
+    return run_command(args.func, args, _PROG)
 
 
 if __name__ == "__main__":

@@ -164,13 +164,14 @@ class _Writer:
         name = _shard_name(i)
         ntok = sum(len(p) for p in self.parts)
         docs = np.stack([np.concatenate(self.starts), np.concatenate(self.nbytes)], axis=1).astype(np.int64)
-        with atomic_open(self.out / f"{name}.npy", "wb") as f:
+        # clean=False: a new name per shard; _clean_unlisted removes an interrupted run's leftovers
+        with atomic_open(self.out / f"{name}.npy", "wb", clean=False) as f:
             # np.save's layout, written part by part instead of from one concatenated copy
             header = {"descr": np.lib.format.dtype_to_descr(np.dtype(self.dtype)), "fortran_order": False, "shape": (ntok,)}
             np.lib.format.write_array_header_1_0(f, header)
             for p in self.parts:
                 f.write(memoryview(p).cast("B"))
-        with atomic_open(self.out / f"{name}.docs.npy", "wb") as f:
+        with atomic_open(self.out / f"{name}.docs.npy", "wb", clean=False) as f:
             np.save(f, docs, allow_pickle=False)
         self.index["shards"].append(
             {
