@@ -79,15 +79,17 @@ def test_tfjson_round_trip_any_vocabulary(tmp_path, data):
 @SETTINGS
 @given(data=bpe_data(max_merges=8), split=st.booleans())
 def test_tfjson_records_split_specials(tmp_path, data, split):
-    """seed 003's special-token policy is a recorded property: version 2 with
-    "split_specials": true; ordinary tokenizers keep writing version 1."""
+    """seed 003's special-token policy is a recorded property: "split_specials":
+    true (version 2), written only when true."""
     data.split_specials = split
     path = tmp_path / "tok.json"
     write_tfjson(path, data)
     assert read_tfjson(path) == data
     doc = json.loads(path.read_text())
-    assert doc["version"] == (2 if split else 1) and ("split_specials" in doc) == split
-    assert path.read_text().endswith('  "split_specials": true\n}\n' if split else "}\n")
+    assert doc["version"] == 2 and ("split_specials" in doc) == split
+    lines = path.read_text().split("\n")
+    assert lines[-2] == "}" and lines[-3].startswith('  "checksum": "sha256:')
+    assert (lines[-4] == '  "split_specials": true,') == split
 
 
 def test_tfjson_layout_is_the_documented_one(tmp_path):
@@ -221,7 +223,7 @@ def test_tfjson_unknown_version_is_a_version_error(tmp_path):
         (lambda d: d.update(pattern_name="gpt5"), '"pattern_name"', "expected one of"),
         (lambda d: d.update(pattern=None), '"pattern_name"', '"none" exactly when'),
         (lambda d: d.update(training=[1]), '"training"', "expected an object"),
-        (lambda d: d.update(split_specials=True), '"split_specials"', "unknown key 'split_specials' in a version 1"),
+        (lambda d: (d.update(version=1, split_specials=True), d.pop("checksum")), '"split_specials"', "unknown key 'split_specials' in a version 1"),
         (lambda d: d.update(version=2, split_specials=1), '"split_specials"', "expected true or false"),
     ],
 )

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import tokenforge
 from tokenforge import BPETokenizer, GrowingBPETokenizer, LZ78Tokenizer, _core
 from tokenforge.errors import FormatError, PatternError
-from tokenforge.formats import patterns
+from tokenforge.formats import checksum, patterns
 from tokenforge.formats.bpe_data import BPEData
 from tokenforge.reference import bpe as ref
 
@@ -159,6 +159,7 @@ def test_lz78_named_patterns_load_and_round_trip(tmp_path, name):
     tok.save(path)
     text = path.read_text(encoding="utf-8").replace("# pattern=gpt4\n", f"# pattern={name}\n")
     path.write_text(text, encoding="utf-8")
+    checksum.reseal(path)  # a deliberate edit
     got = tokenforge.load(path)
     s = "hello world, 12345 naïve 😀\r\n"
     assert got.decode(got.encode(s)) == s
@@ -196,7 +197,12 @@ def _saved(tmp_path, pattern="gpt2"):
 
 
 def _rewrite(path, doc):
+    """A deliberate edit: the checksum is recorded anew, so the loader's own
+    checks are what is tested."""
+    doc.pop("checksum", None)
     path.write_text(json.dumps(doc, indent=2), encoding="utf-8")
+    if doc.get("version", 1) >= 2:
+        checksum.reseal(path)
 
 
 @pytest.mark.parametrize("pattern", ["gpt4", "cl100k", "gpt2", None, r"\w+|\s+"])
