@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import select
 import signal
 import subprocess
 import sys
@@ -198,8 +200,20 @@ def test_cli_every_keeps_the_file_current_until_interrupted(server, local):
         assert wait_for(v1)
         body["doc"] = _text(v2)
         assert wait_for(v2)
+        # the file is replaced before the update is logged: wait (bounded) for both log lines
+        logged = b""
+        deadline = time.monotonic() + 30
+        fd = proc.stderr.fileno()  # raw reads: a buffered readline would hide lines from select
+        while logged.count(b"updated from") < 2 and time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], 0.1)
+            if ready:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    break
+                logged += chunk
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
+        err = logged.decode() + err
     finally:
         if proc.poll() is None:
             proc.kill()

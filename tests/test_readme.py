@@ -390,7 +390,7 @@ def test_drifting_examples_fail(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(AssertionError, match="README says"):
         run_readme("```python\nlen('abc')   # 4\n```\n", tmp_path, {})
-    with pytest.raises(AssertionError, match="exited with 2"):
+    with pytest.raises(AssertionError, match="exited with 3"):
         run_readme("```bash\ntokenforge decode no/such/tok 1 2 3\n```\n", tmp_path, {})
     with pytest.raises(AssertionError, match="exited with 2"):  # argparse refuses an option the CLI lacks
         run_readme("```bash\ntokenforge inspect x --no-such-option\n```\n", tmp_path, {})
