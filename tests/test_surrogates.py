@@ -338,3 +338,35 @@ def test_mixedgram_refuses_a_lone_surrogate_with_latin1error():
     # errors="replace" writes '?' for it, like any other non-latin1 character
     tok.errors = "replace"
     assert tok.decode(tok.encode(text)) == "ab?c"
+
+
+# ---- the command line -----------------------------------------------------------------------
+def test_cli_encode_and_decode_a_lone_surrogate(tmp_path, monkeypatch, capsys):
+    import io
+    import sys
+
+    from tokenforge.cli.main import main
+
+    tok = BPETokenizer.train(CORPUS, 300, progress=False)
+    tok.save(tmp_path / "tok.json")
+    text = "fox \ud800 dog"
+    assert main(["encode", str(tmp_path / "tok.json"), text, "--json"]) == 0
+    ids = json.loads(capsys.readouterr().out)
+    assert ids == tok.encode(text)
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")  # strict, as a UTF-8 terminal or pipe is
+    monkeypatch.setattr(sys, "stdout", out)
+    assert main(["decode", str(tmp_path / "tok.json"), *map(str, ids)]) == 0
+    out.flush()
+    assert out.buffer.getvalue() == text.encode("utf-8", "surrogatepass")
+
+
+def test_pretokenize_docs_with_lone_surrogates(tmp_path):
+    from tokenforge.data.shards import pretokenize
+
+    tok = BPETokenizer.train(CORPUS, 300, progress=False)
+    docs = ["fox \ud800 dog", "plain", "\udfff", json.loads('"x\\udc00"')]
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps({"text": d}) + "\n" for d in docs), encoding="utf-8")
+    for k, src in enumerate((docs, tmp_path / "c.jsonl")):
+        s = pretokenize(src, tok, tmp_path / f"s{k}", progress=False)
+        assert [tok.decode(a) for a in s.iter_documents()] == docs
+        assert s.num_bytes == sum(len(d.encode("utf-8", "surrogatepass")) for d in docs)
