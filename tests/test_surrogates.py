@@ -281,6 +281,7 @@ def _reference(data: bytes) -> str:
 def test_other_invalid_bytes_decode_exactly_as_replace(data):
     got = decode_utf8(data)
     assert got == _reference(data)
+    assert got == data.decode("utf-8", SURROGATE_ERRORS) == bytearray(data).decode("utf-8", SURROGATE_ERRORS)
     if not _TRIPLE.search(data):
         assert got == data.decode("utf-8", "replace")
 
@@ -288,11 +289,15 @@ def test_other_invalid_bytes_decode_exactly_as_replace(data):
 @settings(max_examples=300, deadline=None)
 @given(text=st.text(alphabet=ANY_CHAR, max_size=30))
 def test_decode_inverts_surrogatepass(text):
-    assert decode_utf8(text.encode("utf-8", "surrogatepass")) == text
+    data = text.encode("utf-8", "surrogatepass")
+    assert decode_utf8(data) == text == data.decode("utf-8", SURROGATE_ERRORS)
 
 
 def test_handler_examples():
     assert codecs.lookup_error(SURROGATE_ERRORS) is not None
+    with pytest.raises(UnicodeEncodeError):  # a decoding handler only
+        "\ud800".encode("utf-8", SURROGATE_ERRORS)
+    assert b"a\xed\xa0\x80\xffb".decode("utf-8", SURROGATE_ERRORS) == "a\ud800\ufffdb"
     assert decode_utf8(b"\xed\xa0\x80") == "\ud800"  # "replace" gave three U+FFFD here
     assert decode_utf8(b"\xed\xbf\xbf") == "\udfff"
     assert decode_utf8(b"\xed\xa0\xbd\xed\xb8\x80") == "\ud83d\ude00"  # two code points, not U+1F600

