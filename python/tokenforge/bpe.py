@@ -15,6 +15,9 @@ Seed 003's entry points (``BPETokenizer().train(input_path=..., save_dir=...)``,
 ``data.split_specials`` is true, recorded in the saved JSON, and ``encode``
 splits the special tokens out of the text by default, as the seed does.
 
+A lone surrogate in the text (Python allows them) is encoded as the byte ids
+of its three "surrogatepass" bytes and decoded back (see :mod:`tokenforge.base`).
+
 Not handled here: Unicode normalisation (text is encoded as given),
 byte-fallback-free vocabularies (every byte always has an id), and, when seed
 003's trainer splits a file at several special tokens, the order of two
@@ -35,7 +38,7 @@ from typing import Iterable
 import numpy as np
 
 from . import _core
-from .base import CoreEncoded, Tokenizer, register_format
+from .base import CoreEncoded, Tokenizer, encode_around_surrogates, register_format
 from .chat import SPECIAL_TOKENS
 from .data.corpus import iter_documents, progress_bar
 from .errors import FormatError, PatternError, SpecialTokenError, TokenforgeError, TokenforgeWarning, VocabSizeError
@@ -327,8 +330,17 @@ class BPETokenizer(CoreEncoded, Tokenizer):
     def data(self) -> BPEData:
         return self._data
 
+    def _byte_id(self, b: int) -> int:
+        """The id of the single byte ``b`` (its entry in the byte table; not b
+        itself in every layout, e.g. imported tiktoken/HF vocabularies)."""
+        return self._data.byte_ids[b]
+
     def _encode_batch_with_specials(self, texts, allowed: dict[str, int], num_threads) -> list[list[int]]:
-        return self._model.encode_batch(list(texts), num_threads, list(allowed.values()), True)
+        ids = list(allowed.values())
+        try:
+            return self._model.encode_batch(list(texts), num_threads, ids, True)
+        except UnicodeEncodeError:  # lone surrogates
+            return encode_around_surrogates(list(texts), lambda parts: self._model.encode_batch(parts, num_threads, ids, True), self._byte_id)
 
     def embedding_metadata(self, mode: str = "structured") -> dict:
         """Parent/character indices for tree embeddings: each merge's left part is the

@@ -25,7 +25,9 @@ Decisions where the seed leaves room (see ``docs`` and ``specs/growing.md``):
   did, which made saved files depend on how much had been encoded);
   :meth:`learn_merges` adds the UTF-8 bytes it learned from;
 - because text is NFC-normalised, ``decode(encode(s)) == unicodedata.normalize("NFC", s)``:
-  the round trip is exact for NFC text (nearly all text), not for every str.
+  the round trip is exact for NFC text (nearly all text), not for every str;
+- a lone surrogate (Python allows them in a str) is encoded as the byte ids of
+  its three "surrogatepass" bytes and decodes back (see :mod:`tokenforge.base`).
 
 Not handled: special-token text inside input is plain text unless
 ``allowed_special`` says otherwise; removing or renumbering merges (by design);
@@ -53,7 +55,7 @@ import numpy as np
 
 from . import _core
 from .base import Tokenizer, _check_texts, register_format
-from .base import batch_ids
+from .base import batch_ids, decode_utf8, encode_around_surrogates
 from .data.corpus import progress_bar
 from .errors import FormatError, SyncError, TokenforgeError, VocabSizeError
 from .formats.growing_json import (
@@ -329,14 +331,31 @@ class GrowingBPETokenizer(Tokenizer):
         if not isinstance(text, str):
             raise TypeError(f"text must be str, not {type(text).__name__}")
         st = self._state
-        return st.model.encode_ordinary(_nfc(text) if st.data.normalization == "NFC" else text)
+        return self._encode_one(st, _nfc(text) if st.data.normalization == "NFC" else text, None)
+
+    def _byte_id(self, b: int) -> int:
+        """The id of byte ``b`` (b + 10): how a lone surrogate's bytes are encoded."""
+        return b + BYTE_OFFSET
+
+    def _encode_one(self, st, text: str, allowed: list[int] | None) -> list[int]:
+        """Normalised text -> ids with the state ``st`` (``allowed``: special ids to recognise, or None)."""
+        model = st.model
+        enc = model.encode_ordinary if allowed is None else (lambda t: model.encode(t, allowed))
+        try:
+            return enc(text)
+        except UnicodeEncodeError:  # lone surrogates: the core takes only UTF-8
+            return encode_around_surrogates([text], lambda parts: [enc(t) for t in parts], self._byte_id)[0]
 
     def encode_to_numpy(self, text: str) -> np.ndarray:
         """Ids of ``text`` (no BOS/EOS) as a uint32 array."""
         if not isinstance(text, str):
             raise TypeError(f"text must be str, not {type(text).__name__}")
         st = self._state
-        return st.model.encode_ordinary_numpy(_nfc(text) if st.data.normalization == "NFC" else text)
+        text = _nfc(text) if st.data.normalization == "NFC" else text
+        try:
+            return st.model.encode_ordinary_numpy(text)
+        except UnicodeEncodeError:  # lone surrogates
+            return np.asarray(self._encode_one(st, text, None), dtype=np.uint32)
 
     def encode_batch(self, texts: Sequence[str], num_threads: int | None = None, as_numpy: bool = False):
         """Ids of many texts (no BOS/EOS), encoded in parallel with the GIL released."""
@@ -344,7 +363,7 @@ class GrowingBPETokenizer(Tokenizer):
         st = self._state
         if st.data.normalization == "NFC":
             texts = [_nfc(t) for t in texts]
-        return batch_ids(st.model, texts, num_threads, as_numpy, st.data.next_merge_id)
+        return batch_ids(st.model, texts, num_threads, as_numpy, st.data.next_merge_id, self._byte_id)
 
     def encode(
         self,
@@ -376,9 +395,7 @@ class GrowingBPETokenizer(Tokenizer):
                 t = _nfc(t)
             if disallowed:
                 self._raise_if_special(t, disallowed)
-            if allowed:
-                return st.model.encode(t, list(allowed.values()))
-            return st.model.encode_ordinary(t)
+            return self._encode_one(st, t, list(allowed.values()) if allowed else None)
 
         if isinstance(text, str):
             return self._finish(one(text), add_special_tokens, max_length, truncation, padding)
@@ -436,8 +453,9 @@ class GrowingBPETokenizer(Tokenizer):
 
     def decode(self, ids, skip_special_tokens: bool = True) -> str:
         """Text of the ids (the seed's rule: PAD/BOS/EOS/UNK give nothing, reserved
-        and unknown ids give ``<unk>``); invalid UTF-8 becomes U+FFFD."""
-        return self.decode_bytes(ids, skip_special_tokens=skip_special_tokens).decode("utf-8", errors="replace")
+        and unknown ids give ``<unk>``); invalid UTF-8 becomes U+FFFD, a lone
+        surrogate's bytes the surrogate (:func:`tokenforge.base.decode_utf8`)."""
+        return decode_utf8(self.decode_bytes(ids, skip_special_tokens=skip_special_tokens))
 
     def decode_batch(self, batch, skip_special_tokens: bool = True) -> list[str]:
         return [self.decode(x, skip_special_tokens=skip_special_tokens) for x in batch]

@@ -7,7 +7,9 @@ special tokens (e.g. nanochat's chat tokens) in the order given.
 
 Encoding is greedy longest match over the output entries, on UTF-8 bytes; a
 byte that starts no match becomes its fallback id (even inside a multi-byte
-character), so every input round-trips. With chunking (the default) the text
+character), so every input round-trips; a lone surrogate (Python allows them
+in a str) becomes the fallback ids of its three "surrogatepass" bytes and
+decodes back (see :mod:`tokenforge.base`). With chunking (the default) the text
 is first split by the GPT-4 pattern and each chunk is matched on its own;
 chunking must be the same at training and at encoding (see
 docs/algorithms.md for what a mismatch costs).
@@ -30,7 +32,7 @@ from typing import Sequence
 import numpy as np
 
 from . import _core
-from .base import CoreEncoded, Tokenizer, _check_texts, register_format
+from .base import CoreEncoded, Tokenizer, _check_texts, batch_flat, register_format
 from .chat import SPECIAL_TOKENS
 from .data.corpus import iter_documents, progress_bar
 from .errors import PatternError, SpecialTokenError, TokenforgeError, VocabSizeError
@@ -270,6 +272,8 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
             raise TokenforgeError(f"a byte is 0..255, not {b}")
         return self._n + 1 + int(b)
 
+    _byte_id = byte_fallback_id  # the hook lone surrogates are encoded with (tokenforge.base)
+
     def tokenize_smart(self, text: str) -> list[int]:
         """Greedy longest match over output entries only (the smart_prune encoder; same as encode_ordinary)."""
         return self.encode_ordinary(text)
@@ -281,7 +285,7 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
     def encode_batch_flat(self, texts: Sequence[str], num_threads: int | None = None):
         """(flat uint32 ids, uint64 offsets) of many texts, without per-text lists."""
         _check_texts(texts)
-        return self._model.encode_batch_numpy(list(texts), num_threads)
+        return batch_flat(self._model, list(texts), num_threads, self._byte_id)
 
     # ---- chunking and output vocabulary -------------------------------------
     def set_chunking(self, chunking: bool) -> None:
@@ -319,7 +323,7 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
 
         def run():
             _check_texts(batch)
-            flat, _ = self._model.encode_batch_numpy(batch, num_threads)
+            flat, _ = batch_flat(self._model, batch, num_threads, self._byte_id)
             counts[:] += np.bincount(np.asarray(flat, dtype=np.int64), minlength=self.vocab_size)[: self.vocab_size]
 
         for t in text:

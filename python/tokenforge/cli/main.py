@@ -294,7 +294,20 @@ def cmd_decode(args) -> int:
         ids = _parse_ids(" ".join(args.ids), "ids")
     else:
         ids = _parse_ids(sys.stdin.read(), "<stdin>")
-    sys.stdout.write(tok.decode(ids))
+    text = tok.decode(ids)
+    try:
+        sys.stdout.write(text)
+    except UnicodeEncodeError:
+        # a lone surrogate (decode gives back what encode took; tokenforge.base):
+        # on a UTF-8 stream, write its "surrogatepass" bytes, the bytes its ids stand for
+        import codecs
+
+        buffer = getattr(sys.stdout, "buffer", None)
+        if buffer is None or codecs.lookup(sys.stdout.encoding or "ascii").name != "utf-8":
+            raise
+        sys.stdout.flush()
+        buffer.write(text.encode("utf-8", "surrogatepass"))
+        buffer.flush()
     if sys.stdout.isatty():
         sys.stdout.write("\n")
     return 0

@@ -166,7 +166,8 @@ def corpus_bytes(source) -> int | None:
     if paths is not None:
         return sum(p.stat().st_size for p in paths)
     if isinstance(source, (list, tuple)):
-        return sum(len(s.encode("utf-8")) for s in source if isinstance(s, str))
+        # "surrogatepass": a lone surrogate counts its 3 bytes, as tokenizers encode it (tokenforge.base)
+        return sum(len(s.encode("utf-8", "surrogatepass")) for s in source if isinstance(s, str))
     return None
 
 
@@ -530,7 +531,7 @@ def _text_documents(texts: Iterable, progress) -> Iterator[str]:
         if not isinstance(text, str):
             raise TypeError(f"iter_documents: item {i} is {type(text).__name__}, expected str")
         if progress is not None:
-            progress.update(len(text.encode("utf-8")))
+            progress.update(len(text.encode("utf-8", "surrogatepass")))
         yield text
 
 
