@@ -405,7 +405,7 @@ class GrowingBPETokenizer(Tokenizer):
                 parts = [one(t) for t in text]
             else:
                 texts = [_nfc(t) for t in text] if st.data.normalization == "NFC" else list(text)
-                parts = batch_ids(st.model, texts, num_threads, False, st.data.next_merge_id)
+                parts = batch_ids(st.model, texts, num_threads, False, st.data.next_merge_id, self._byte_id)
             return [self._finish(p, add_special_tokens, max_length, truncation, padding) for p in parts]
         raise TypeError(f"encode expects a str or a list of str, not {type(text).__name__}")
 
