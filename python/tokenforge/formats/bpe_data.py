@@ -33,10 +33,15 @@ def id_limit(entries: int) -> int:
     return entries + max(1024, entries // 8)
 
 
+def show_int(i: int) -> str:
+    """``str(i)``, or its size in bits when it is too long to print (or to convert)."""
+    return str(i) if i.bit_length() <= 128 else f"<an integer of {i.bit_length()} bits>"
+
+
 def id_error(what: str, i: int, entries: int) -> str:
     """The message for an id at or beyond :func:`id_limit` (or beyond 32 bits)."""
     if i > MAX_ID:
-        return f"{what} has id {i}, which does not fit in 32 bits (ids are 0..{MAX_ID})"
+        return f"{what} has id {show_int(i)}, which does not fit in 32 bits (ids are 0..{MAX_ID})"
     limit = id_limit(entries)
     return (
         f"{what} has id {i}, too large for a vocabulary of {entries} entries "

@@ -53,7 +53,7 @@ from pathlib import Path
 from ..errors import FormatError
 from ._jsonutil import JsonDoc, load_json_file
 from .atomic import atomic_write
-from .bpe_data import MAX_ID, BPEData, id_error, id_limit
+from .bpe_data import BPEData, id_error, id_limit, show_int
 from .patterns import GPT2_PATTERN, pattern_name_for
 from .tiktoken_io import mergeable_ranks
 
@@ -315,8 +315,10 @@ def _read_specials(doc: JsonDoc, vocab: dict) -> dict[str, int]:
         ok = isinstance(tok, dict) and isinstance(tok.get("content"), str) and isinstance(tok.get("id"), int)
         _require(doc, ["added_tokens", k], ok, "expected an object with an integer id and a string content")
         text, i = tok["content"], tok["id"]
-        _require(doc, ["added_tokens", k, "id"], i >= 0 and not isinstance(i, bool), f"expected a non-negative id, found {i!r}")
-        _require(doc, ["added_tokens", k, "id"], i < limit, id_error(f"added token {text[:40]!r}", i, entries))
+        if i < 0 or isinstance(i, bool):
+            raise doc.error(["added_tokens", k, "id"], f"expected a non-negative id, found {show_int(i)}")
+        if i >= limit:
+            raise doc.error(["added_tokens", k, "id"], id_error(f"added token {text[:40]!r}", i, entries))
         if tok.get("special", False):
             specials[text] = i
         else:
@@ -395,9 +397,11 @@ def read_hf_json(path) -> BPEData:
     entries = len(vocab) + sum(1 for text in specials if text not in vocab)
     limit = id_limit(entries)
     for key, i in vocab.items():
-        _require(doc, ["model", "vocab", key], isinstance(i, int) and not isinstance(i, bool) and i >= 0,
-                 f"expected a non-negative integer id, found {json.dumps(i)[:40]}")
-        _require(doc, ["model", "vocab", key], i < limit, id_error(f"token {key[:40]!r}", i, entries))
+        if not isinstance(i, int) or isinstance(i, bool) or i < 0:
+            shown = show_int(i) if isinstance(i, int) else json.dumps(i)[:40]
+            raise doc.error(["model", "vocab", key], f"expected a non-negative integer id, found {shown}")
+        if i >= limit:
+            raise doc.error(["model", "vocab", key], id_error(f"token {key[:40]!r}", i, entries))
         _require(doc, ["model", "vocab", key], i not in owner, f"id {i} is also the id of {owner.get(i)!r}")
         owner[i] = key
         if key in specials:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ..errors import FormatError
 from .atomic import atomic_write
-from .bpe_data import MAX_ID, BPEData, id_error, id_limit
+from .bpe_data import MAX_ID, BPEData, id_error, id_limit, show_int
 from .patterns import GPT4_PATTERN, WHOLE_TEXT_PATTERN, pattern_name_for
 
 __all__ = [
@@ -96,7 +96,8 @@ def _check_ranks(ranks: dict[bytes, int], entries: int, where) -> None:
         if not isinstance(token, bytes) or not token:
             raise FormatError(f"token {token!r} must be non-empty bytes", **where(token))
         if not isinstance(rank, int) or isinstance(rank, bool) or rank < 0:
-            raise FormatError(f"token {_shown(token)} has invalid rank {rank!r}", **where(token))
+            shown = show_int(rank) if isinstance(rank, int) else repr(rank)[:40]
+            raise FormatError(f"token {_shown(token)} has invalid rank {shown}", **where(token))
         if rank >= limit:
             raise FormatError(id_error(f"token {_shown(token)}", rank, entries).replace(" id ", " rank ", 1), **where(token))
         if rank in seen:
