@@ -31,6 +31,7 @@ import argparse
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
@@ -77,6 +78,8 @@ def measure(docs: list[str], text: str, run: str, vocab: int, repeat: int, tmp: 
     out["from_tiktoken"] = best(lambda: BPETokenizer.from_tiktoken(tmp / "tok.tiktoken", pattern="gpt4"), repeat)
     n = len(run)
     if n:
+        # a run alone learns only ~log2(n) merges; the warning about fewer merges than asked is expected
+        warnings.simplefilter("ignore")
         word_vocab = min(vocab, 4096)
         out["word run"] = best(lambda: BPETokenizer.train([run], word_vocab, pattern=None, special_tokens=None, progress=False), repeat)
         out["word text"] = best(lambda: BPETokenizer.train([text[:n]], word_vocab, pattern=None, special_tokens=None, progress=False), repeat)
