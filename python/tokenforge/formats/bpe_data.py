@@ -38,14 +38,14 @@ def show_int(i: int) -> str:
     return str(i) if i.bit_length() <= 128 else f"<an integer of {i.bit_length()} bits>"
 
 
-def id_error(what: str, i: int, entries: int) -> str:
-    """The message for an id at or beyond :func:`id_limit` (or beyond 32 bits)."""
+def id_error(what: str, i: int, entries: int, noun: str = "id") -> str:
+    """The message for an id (or rank) at or beyond :func:`id_limit` (or beyond 32 bits)."""
     if i > MAX_ID:
-        return f"{what} has id {show_int(i)}, which does not fit in 32 bits (ids are 0..{MAX_ID})"
+        return f"{what} has {noun} {show_int(i)}, which does not fit in 32 bits ({noun}s are 0..{MAX_ID})"
     limit = id_limit(entries)
     return (
-        f"{what} has id {i}, too large for a vocabulary of {entries} entries "
-        f"(ids must be below {limit}: the number of entries plus a slack of {limit - entries})"
+        f"{what} has {noun} {i}, too large for a vocabulary of {entries} entries "
+        f"({noun}s must be below {limit}: the number of entries plus a slack of {limit - entries})"
     )
 
 

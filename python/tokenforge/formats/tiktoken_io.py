@@ -99,7 +99,7 @@ def _check_ranks(ranks: dict[bytes, int], entries: int, where) -> None:
             shown = show_int(rank) if isinstance(rank, int) else repr(rank)[:40]
             raise FormatError(f"token {_shown(token)} has invalid rank {shown}", **where(token))
         if rank >= limit:
-            raise FormatError(id_error(f"token {_shown(token)}", rank, entries).replace(" id ", " rank ", 1), **where(token))
+            raise FormatError(id_error(f"token {_shown(token)}", rank, entries, "rank"), **where(token))
         if rank in seen:
             raise FormatError(f"rank {rank} is given to both {seen[rank]!r} and {token!r}", **where(token))
         seen[rank] = token
