@@ -511,7 +511,7 @@ mod tests {
                 let mut c = parts[i].clone();
                 c.extend_from_slice(&parts[i + 1]);
                 if let Some(r) = id_of(&c) {
-                    if best.map_or(true, |(br, _)| r < br) {
+                    if best.is_none_or(|(br, _)| r < br) {
                         best = Some((r, i));
                     }
                 }
