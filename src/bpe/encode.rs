@@ -16,6 +16,7 @@ use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use super::ranks::{id_limit, id_too_large, SplitIndex};
 use super::train::pack;
 use crate::error::{Error, Result};
 use crate::pretok::Pretokenizer;
@@ -33,6 +34,49 @@ pub enum MergeRule {
     Pairs,
 }
 
+/// Which pair ranks [`BpeModel::token_parts`] may merge.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SplitRule {
+    /// Ranks below the token's own (recovering merges from tiktoken ranks).
+    BelowOwnRank,
+    /// Every rank but the token's own (its "effective split", the one
+    /// tiktoken's loop builds it from inside any longer piece).
+    AllButOwn,
+}
+
+/// Tiktoken's pair table: `(left, right) -> id` for every way every token
+/// splits into two tokens (so the rank of a pair is the rank of its
+/// concatenated bytes). Linear in the tokens' bytes (see `ranks.rs`); tokens
+/// up to `DIRECT_MAX` bytes are split by hashing each cut instead, which for
+/// short tokens is faster than walking the tries, and when every token is
+/// that short the tries are not built at all.
+fn bytes_pair_map(piece_map: &FxHashMap<Vec<u8>, u32>) -> Result<FxHashMap<u64, u32>> {
+    const DIRECT_MAX: usize = 32;
+    let mut pair_map: FxHashMap<u64, u32> = FxHashMap::default();
+    pair_map.reserve(piece_map.len());
+    let index = if piece_map.keys().any(|t| t.len() > DIRECT_MAX) {
+        Some(SplitIndex::new(piece_map.iter().map(|(t, &id)| (&t[..], id)))?)
+    } else {
+        None
+    };
+    let mut scratch = Vec::new();
+    for (t, &id) in piece_map.iter() {
+        match &index {
+            Some(index) if t.len() > DIRECT_MAX => index.splits(t, &mut scratch, |_, l, r| {
+                pair_map.insert(pack(l, r), id);
+            }),
+            _ => {
+                for k in 1..t.len() {
+                    if let (Some(&l), Some(&r)) = (piece_map.get(&t[..k]), piece_map.get(&t[k..])) {
+                        pair_map.insert(pack(l, r), id);
+                    }
+                }
+            }
+        }
+    }
+    Ok(pair_map)
+}
+
 #[derive(Clone)]
 pub struct BpeModel {
     tokens: Vec<Vec<u8>>,
@@ -47,6 +91,10 @@ pub struct BpeModel {
 }
 
 impl BpeModel {
+    /// Build from the byte ids, the merges `(left, right, new)` in order and
+    /// the special tokens. Every id must be below
+    /// [`id_limit`]`(256 + merges + specials)`: the tables indexed by id are
+    /// sized by the largest id, and the ids come from files.
     pub fn new(
         byte_ids: &[u32; 256],
         merges: &[(u32, u32, u32)],
@@ -54,12 +102,29 @@ impl BpeModel {
         pretok: Pretokenizer,
         rule: MergeRule,
     ) -> Result<Self> {
+        let entries = 256 + merges.len() + specials.len();
+        let limit = id_limit(entries);
         let mut max_id = 0u32;
-        let mut tokens: Vec<Vec<u8>> = Vec::new();
-        let put = |tokens: &mut Vec<Vec<u8>>, id: u32, b: Vec<u8>| -> Result<()> {
-            if tokens.len() <= id as usize {
-                tokens.resize(id as usize + 1, Vec::new());
+        for (b, &id) in byte_ids.iter().enumerate() {
+            if id as u64 >= limit {
+                return Err(id_too_large(&format!("byte {b}"), id as u64, entries));
             }
+            max_id = max_id.max(id);
+        }
+        for (k, &(_, _, z)) in merges.iter().enumerate() {
+            if z as u64 >= limit {
+                return Err(id_too_large(&format!("merge {k}"), z as u64, entries));
+            }
+            max_id = max_id.max(z);
+        }
+        for (s, id) in &specials {
+            if *id as u64 >= limit {
+                return Err(id_too_large(&format!("special token {s:?}"), *id as u64, entries));
+            }
+            max_id = max_id.max(*id);
+        }
+        let mut tokens: Vec<Vec<u8>> = vec![Vec::new(); max_id as usize + 1];
+        let put = |tokens: &mut Vec<Vec<u8>>, id: u32, b: Vec<u8>| -> Result<()> {
             if !tokens[id as usize].is_empty() {
                 return Err(Error::Invalid(format!("id {id} is defined twice")));
             }
@@ -68,18 +133,19 @@ impl BpeModel {
         };
         for (b, &id) in byte_ids.iter().enumerate() {
             put(&mut tokens, id, vec![b as u8])?;
-            max_id = max_id.max(id);
         }
         let mut pair_map = FxHashMap::default();
         for (k, &(a, b, z)) in merges.iter().enumerate() {
-            let ta = tokens.get(a as usize).filter(|t| !t.is_empty()).cloned();
-            let tb = tokens.get(b as usize).filter(|t| !t.is_empty()).cloned();
-            let (Some(mut ta), Some(tb)) = (ta, tb) else {
+            // one copy of each parent's bytes: O(total bytes of the tokens)
+            let ta = tokens.get(a as usize).filter(|t| !t.is_empty());
+            let tb = tokens.get(b as usize).filter(|t| !t.is_empty());
+            let (Some(ta), Some(tb)) = (ta, tb) else {
                 return Err(Error::Invalid(format!("merge {k} ({a}, {b}) -> {z} uses an id not defined before it")));
             };
-            ta.extend_from_slice(&tb);
-            put(&mut tokens, z, ta)?;
-            max_id = max_id.max(z);
+            let mut t = Vec::with_capacity(ta.len() + tb.len());
+            t.extend_from_slice(ta);
+            t.extend_from_slice(tb);
+            put(&mut tokens, z, t)?;
             if rule == MergeRule::Pairs {
                 pair_map.entry(pack(a, b)).or_insert(z);
             }
@@ -92,24 +158,17 @@ impl BpeModel {
                     piece_map.entry(t.clone()).or_insert(id as u32);
                 }
             }
-            for (t, &id) in piece_map.iter() {
-                for k in 1..t.len() {
-                    if let (Some(&l), Some(&r)) = (piece_map.get(&t[..k]), piece_map.get(&t[k..])) {
-                        pair_map.insert(pack(l, r), id);
-                    }
-                }
-            }
+            pair_map = bytes_pair_map(&piece_map)?;
         }
         let mut special_text = FxHashMap::default();
         let specials = Specials::new(specials)?;
         for (s, id) in specials.list() {
-            if (*id as usize) < tokens.len() && !tokens[*id as usize].is_empty() {
+            if !tokens[*id as usize].is_empty() {
                 return Err(Error::Invalid(format!("special token {s:?} has id {id}, which a byte or merge already uses")));
             }
             if special_text.insert(*id, s.as_bytes().to_vec()).is_some() {
                 return Err(Error::Invalid(format!("special token id {id} is used twice")));
             }
-            max_id = max_id.max(*id);
         }
         Ok(BpeModel {
             tokens,
@@ -122,6 +181,74 @@ impl BpeModel {
             vocab_size: max_id as usize + 1,
             rule,
         })
+    }
+
+    /// A model with tiktoken's rule from ranks alone: `(token bytes, rank)`,
+    /// the 256 single bytes among them, bytes and ranks distinct. No
+    /// pre-tokenizer, no specials (for [`BpeModel::token_parts`]).
+    pub fn from_ranks(ranks: &[(&[u8], u32)]) -> Result<Self> {
+        let entries = ranks.len();
+        let mut max_id = 0u32;
+        for (t, r) in ranks {
+            if t.is_empty() {
+                return Err(Error::Invalid(format!("rank {r} is given to empty bytes")));
+            }
+            if *r as u64 >= id_limit(entries) {
+                return Err(id_too_large(&format!("token {:?}", String::from_utf8_lossy(t)), *r as u64, entries));
+            }
+            max_id = max_id.max(*r);
+        }
+        let mut tokens: Vec<Vec<u8>> = vec![Vec::new(); max_id as usize + 1];
+        let mut piece_map: FxHashMap<Vec<u8>, u32> = FxHashMap::default();
+        piece_map.reserve(entries);
+        for (t, r) in ranks {
+            if !tokens[*r as usize].is_empty() {
+                return Err(Error::Invalid(format!("rank {r} is given twice")));
+            }
+            if let Some(other) = piece_map.insert(t.to_vec(), *r) {
+                return Err(Error::Invalid(format!("ranks {other} and {r} have the same bytes")));
+            }
+            tokens[*r as usize] = t.to_vec();
+        }
+        let mut byte_to_id = [0u32; 256];
+        for (b, slot) in byte_to_id.iter_mut().enumerate() {
+            *slot = *piece_map
+                .get(&[b as u8][..])
+                .ok_or_else(|| Error::Invalid(format!("byte 0x{b:02x} has no rank")))?;
+        }
+        let pair_map = bytes_pair_map(&piece_map)?;
+        Ok(BpeModel {
+            tokens,
+            byte_to_id,
+            pair_map,
+            piece_map,
+            pretok: Pretokenizer::Whole,
+            specials: Specials::new(vec![])?,
+            special_text: FxHashMap::default(),
+            vocab_size: max_id as usize + 1,
+            rule: MergeRule::Bytes,
+        })
+    }
+
+    /// The parts tiktoken's merge loop ends with on the bytes of token `id`
+    /// alone (never the whole-piece lookup), using only the pair ranks that
+    /// `rule` allows. Two parts are the split the token is built from.
+    /// O(n log n) in the token's length.
+    pub fn token_parts(&self, id: u32, rule: SplitRule, out: &mut Vec<u32>) {
+        out.clear();
+        let Some(t) = self.tokens.get(id as usize).filter(|t| !t.is_empty()) else { return };
+        if t.len() == 1 {
+            out.push(self.byte_to_id[t[0] as usize]);
+            return;
+        }
+        let allowed = |r: u32| match rule {
+            SplitRule::BelowOwnRank => r < id,
+            SplitRule::AllButOwn => r != id,
+        };
+        self.merge_long_with(t, |a, b| {
+            let r = self.rank(a, b);
+            if r != NO_RANK && allowed(r) { r } else { NO_RANK }
+        }, out);
     }
 
     pub fn vocab_size(&self) -> usize {
@@ -230,6 +357,12 @@ impl BpeModel {
     /// Work is O(n) bucket operations plus O(distinct ranks · log), with no
     /// per-merge heap traffic: `"a" * 1_000_000` is a few sequential passes.
     fn merge_long(&self, piece: &[u8], out: &mut Vec<u32>) {
+        self.merge_long_with(piece, |a, b| self.rank(a, b), out)
+    }
+
+    /// [`Self::merge_long`] with the rank of a pair given by `rank`.
+    #[inline(always)]
+    fn merge_long_with(&self, piece: &[u8], rank: impl Fn(u32, u32) -> u32, out: &mut Vec<u32>) {
         const END: u32 = u32::MAX;
         let n = piece.len();
         let mut ids: Vec<u32> = piece.iter().map(|&b| self.byte_to_id[b as usize]).collect();
@@ -240,7 +373,7 @@ impl BpeModel {
         let mut buckets: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
         let mut pending: BinaryHeap<Reverse<u32>> = BinaryHeap::new();
         for i in 0..n - 1 {
-            let r = self.rank(ids[i], ids[i + 1]);
+            let r = rank(ids[i], ids[i + 1]);
             if r != NO_RANK {
                 buckets.entry(r).or_default().push(i as u32);
             }
@@ -265,7 +398,7 @@ impl BpeModel {
                 let i = list[k] as usize;
                 k += 1;
                 let j = next[i];
-                if ids[i] == END || j == END || self.rank(ids[i], ids[j as usize]) != r {
+                if ids[i] == END || j == END || rank(ids[i], ids[j as usize]) != r {
                     continue;
                 }
                 let j = j as usize;
@@ -276,7 +409,7 @@ impl BpeModel {
                 let mut lower = false;
                 if nx != END {
                     prev[nx as usize] = i as u32;
-                    let r2 = self.rank(r, ids[nx as usize]);
+                    let r2 = rank(r, ids[nx as usize]);
                     if r2 != NO_RANK {
                         add(&mut buckets, &mut pending, r2, i as u32);
                         lower |= r2 < r;
@@ -284,7 +417,7 @@ impl BpeModel {
                 }
                 let p = prev[i];
                 if p != END {
-                    let r2 = self.rank(ids[p as usize], r);
+                    let r2 = rank(ids[p as usize], r);
                     if r2 != NO_RANK {
                         add(&mut buckets, &mut pending, r2, p);
                         lower |= r2 < r;
@@ -378,7 +511,7 @@ mod tests {
                 let mut c = parts[i].clone();
                 c.extend_from_slice(&parts[i + 1]);
                 if let Some(r) = id_of(&c) {
-                    if best.map_or(true, |(br, _)| r < br) {
+                    if best.is_none_or(|(br, _)| r < br) {
                         best = Some((r, i));
                     }
                 }
@@ -446,6 +579,83 @@ mod tests {
             known.push(z);
         }
         BpeModel::new(&ident(), &merges, vec![], Pretokenizer::Whole, MergeRule::Bytes).unwrap()
+    }
+
+    #[test]
+    fn ids_far_beyond_the_entries_are_refused_not_allocated() {
+        let pt = || Pretokenizer::Whole;
+        let big = [u32::MAX, u32::MAX - 1, 20_000_000, 256 + 1 + 1024];
+        for id in big {
+            // a byte id
+            let mut b = ident();
+            b[7] = id;
+            let e = BpeModel::new(&b, &[], vec![], pt(), MergeRule::Bytes).err().expect("refused");
+            assert!(e.to_string().contains(&format!("byte 7 has id {id}, too large")), "{e}");
+            // a merge id
+            let e = BpeModel::new(&ident(), &[(97, 98, id)], vec![], pt(), MergeRule::Pairs).err().expect("refused");
+            assert!(e.to_string().contains(&format!("merge 0 has id {id}")), "{e}");
+            // a special id
+            let e = BpeModel::new(&ident(), &[], vec![("<|x|>".into(), id)], pt(), MergeRule::Bytes).err().expect("refused");
+            assert!(e.to_string().contains(&format!("special token \"<|x|>\" has id {id}")), "{e}");
+            // a rank
+            let mut ranks: Vec<(Vec<u8>, u32)> = (0..256u32).map(|b| (vec![b as u8], b)).collect();
+            ranks.push((b"ab".to_vec(), id));
+            let r: Vec<(&[u8], u32)> = ranks.iter().map(|(t, i)| (&t[..], *i)).collect();
+            assert!(BpeModel::from_ranks(&r).is_err());
+        }
+        // the slack: 257 entries allow ids up to 256 + 1024
+        let m = BpeModel::new(&ident(), &[], vec![("<|x|>".into(), 256 + 1024)], pt(), MergeRule::Bytes).unwrap();
+        assert_eq!(m.vocab_size(), 256 + 1025);
+    }
+
+    /// a, aa, aaaa, ... a^(2^k): each merge doubles the longest token.
+    fn doubling(k: u32) -> Vec<(u32, u32, u32)> {
+        let mut merges = vec![(97, 97, 256)];
+        for i in 1..k {
+            merges.push((255 + i, 255 + i, 256 + i));
+        }
+        merges
+    }
+
+    #[test]
+    fn a_doubling_chain_of_16_merges_builds_with_linear_work() {
+        // The longest token is 2^16 bytes. Testing every cut of every token by
+        // hashing its two sides (the old build) hashes ~2^32 bytes here; the
+        // tries find each token's only two-token split in O(its length).
+        let m = BpeModel::new(&ident(), &doubling(16), vec![], Pretokenizer::Whole, MergeRule::Bytes).unwrap();
+        assert_eq!(m.id_bytes(271).unwrap().len(), 1 << 16);
+        assert_eq!(m.pair_map.len(), 16);
+        assert_eq!(m.rank(271, 271), NO_RANK);
+        assert_eq!(m.rank(270, 270), 271);
+        let mut out = vec![];
+        m.encode_piece(&vec![b'a'; 3 << 15], &mut out);
+        assert_eq!(out, vec![271, 270]);
+        // and its merges are recovered from the ranks alone
+        let ranks: Vec<(&[u8], u32)> = (0..272u32).map(|i| (m.id_bytes(i).unwrap(), i)).collect();
+        let r = BpeModel::from_ranks(&ranks).unwrap();
+        for (k, &(a, b, z)) in doubling(16).iter().enumerate() {
+            for rule in [SplitRule::BelowOwnRank, SplitRule::AllButOwn] {
+                r.token_parts(z, rule, &mut out);
+                assert_eq!(out, vec![a, b], "merge {k}");
+            }
+        }
+    }
+
+    #[test]
+    fn one_long_run_token_of_a_trained_model() {
+        // what training on a corpus with one run of 100,000 `=` gives
+        let text = "=".repeat(100_000);
+        let merges = train_texts(&[&text, "a b c"], Pretokenizer::Whole, &ident(), 256, 40, TieBreak::PairIds, 1).unwrap();
+        let m = BpeModel::new(&ident(), &merges, vec![], Pretokenizer::Whole, MergeRule::Bytes).unwrap();
+        let longest = merges.iter().map(|&(_, _, z)| m.id_bytes(z).unwrap().len()).max().unwrap();
+        assert!(longest >= 1 << 16, "{longest}");
+        let ids = m.encode_ordinary(&text).unwrap();
+        assert_eq!(m.decode_bytes(&ids).unwrap(), text.as_bytes());
+        let mut out = vec![];
+        for &(a, b, z) in &merges {
+            m.token_parts(z, SplitRule::BelowOwnRank, &mut out);
+            assert_eq!(out, vec![a, b]);
+        }
     }
 
     proptest! {

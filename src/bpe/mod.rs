@@ -1,1 +1,1 @@
-pub mod encode; pub mod train; pub mod heap;
+pub mod encode; pub mod train; pub mod heap; pub mod ranks;

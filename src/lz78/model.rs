@@ -32,9 +32,14 @@ impl Lz78Model {
         let trie = ByteTrie::build(outputs.iter().enumerate().map(|(i, p)| (p.as_bytes(), i as u32 + 1)))?;
         let mut max_id = n + 256;
         let specials = Specials::new(specials)?;
+        // the id table is sized by the largest id: bound it by the entries
+        let entries = n as usize + 257 + specials.list().len();
         for (s, id) in specials.list() {
             if *id <= n + 256 {
                 return Err(Error::Invalid(format!("special token {s:?} has id {id}, which a code or byte uses")));
+            }
+            if *id as u64 >= crate::bpe::ranks::id_limit(entries) {
+                return Err(crate::bpe::ranks::id_too_large(&format!("special token {s:?}"), *id as u64, entries));
             }
             max_id = max_id.max(*id);
         }
@@ -157,6 +162,17 @@ mod tests {
         assert_eq!(m.decode_bytes(&[3, 127]).unwrap(), b"hex");
         assert_eq!(m.vocab_size(), 266);
         assert_eq!(m.encode_with_specials("<|bos|>hello", None).unwrap(), vec![263, 6]);
+    }
+
+    #[test]
+    fn a_special_id_far_beyond_the_entries_is_refused_not_allocated() {
+        let outs = vec!["a".to_string()];
+        let pt = || Pretokenizer::Whole;
+        for id in [u32::MAX - 1, 20_000_000, 258 + 1 + 1024] {
+            let e = Lz78Model::new(&outs, vec![("<|x|>".into(), id)], pt()).err().expect("refused");
+            assert!(e.to_string().contains(&format!("id {id}, too large")), "{e}");
+        }
+        assert_eq!(Lz78Model::new(&outs, vec![("<|x|>".into(), 258 + 1023)], pt()).unwrap().vocab_size(), 258 + 1024);
     }
 
     proptest! {

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::bpe::encode::{BpeModel, MergeRule};
+use crate::bpe::encode::{BpeModel, MergeRule, SplitRule};
 use crate::bpe::train::{TieBreak, Trainer, WordCounter};
 use crate::error::Error;
 use crate::pretok::{Pretokenizer, CL100K_PATTERN, GPT2_PATTERN, GPT4_PATTERN};
@@ -667,6 +667,54 @@ fn split(py: Python<'_>, pattern: Option<&str>, text: &str, use_regex: bool) -> 
     v.map_err(|e| to_py(py, e))
 }
 
+/// How tokens given by rank split (see `crate::bpe::ranks`); one result per
+/// token in `which` (all tokens if None): `(number of parts, the first 8
+/// parts)`. Rules: "below_own_rank" and "all_but_own" run tiktoken's merge
+/// loop on the token's own bytes with the ranks they name;
+/// "first_lower_cut" is the first cut into two tokens of smaller id (2
+/// parts) or none (0 parts). Linear in the tokens' bytes, GIL released.
+#[pyfunction]
+#[pyo3(signature = (tokens, rule, which=None))]
+fn bpe_rank_splits(
+    py: Python<'_>,
+    tokens: Vec<(Bound<'_, PyBytes>, u32)>,
+    rule: &str,
+    which: Option<Vec<usize>>,
+) -> PyResult<Vec<(usize, Vec<u32>)>> {
+    const SHOWN: usize = 8;
+    let refs: Vec<(&[u8], u32)> = tokens.iter().map(|(b, r)| (b.as_bytes(), *r)).collect();
+    let which: Vec<usize> = which.unwrap_or_else(|| (0..refs.len()).collect());
+    if let Some(&k) = which.iter().find(|&&k| k >= refs.len()) {
+        return Err(PyValueError::new_err(format!("token index {k} is out of range")));
+    }
+    let split_rule = match rule {
+        "below_own_rank" => Some(SplitRule::BelowOwnRank),
+        "all_but_own" => Some(SplitRule::AllButOwn),
+        "first_lower_cut" => None,
+        r => {
+            return Err(PyValueError::new_err(format!(
+                "unknown rule {r:?}; expected \"below_own_rank\", \"all_but_own\" or \"first_lower_cut\""
+            )))
+        }
+    };
+    let res = py.detach(|| -> Result<Vec<(usize, Vec<u32>)>, Error> {
+        let Some(split_rule) = split_rule else {
+            let found = crate::bpe::ranks::first_lower_splits(&refs, &which)?;
+            return Ok(found.into_iter().map(|s| s.map_or((0, vec![]), |(l, r)| (2, vec![l, r]))).collect());
+        };
+        let model = BpeModel::from_ranks(&refs)?;
+        let mut parts = Vec::new();
+        Ok(which
+            .iter()
+            .map(|&k| {
+                model.token_parts(refs[k].1, split_rule, &mut parts);
+                (parts.len(), parts[..parts.len().min(SHOWN)].to_vec())
+            })
+            .collect())
+    });
+    res.map_err(|e| to_py(py, e))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("GPT4_PATTERN", GPT4_PATTERN)?;
@@ -677,6 +725,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyWordCounter>()?;
     m.add_class::<PyBpeTrainer>()?;
     m.add_function(wrap_pyfunction!(split, m)?)?;
+    m.add_function(wrap_pyfunction!(bpe_rank_splits, m)?)?;
     mixedgram::register(m)?;
     lz78::register(m)?;
     Ok(())

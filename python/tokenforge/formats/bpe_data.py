@@ -1,8 +1,14 @@
 """The plain, in-memory description of a byte-level BPE vocabulary.
 
-Every BPE reader returns one and every writer takes one, so file formats never
-need the Rust engine. Ids are the ids the tokenizer emits; ranks are ids (the
-merge created later has the larger id), as in tiktoken.
+Every BPE reader returns one and every writer takes one. Ids are the ids the
+tokenizer emits; ranks are ids (the merge created later has the larger id), as
+in tiktoken.
+
+Ids are bounded by the number of entries (:func:`id_limit`): tables indexed
+by id are as long as the largest id, and ids come from files, so one id near
+2^32 in a file would otherwise ask for ~100 GB.
+
+Not handled: vocabularies that are not byte-level (every byte has an id).
 """
 
 from __future__ import annotations
@@ -12,7 +18,36 @@ from dataclasses import dataclass, field
 from ..errors import FormatError
 from .patterns import pattern_name_problem
 
-__all__ = ["BPEData"]
+__all__ = ["BPEData", "id_limit", "MAX_ID"]
+
+#: Ids are stored by the engine as unsigned 32-bit integers.
+MAX_ID = 2**32 - 1
+
+
+def id_limit(entries: int) -> int:
+    """The first id a vocabulary of ``entries`` ids (bytes, merges, specials) may not use.
+
+    ``entries`` plus a slack of ``max(1024, entries // 8)``: real vocabularies
+    are dense or nearly so (cl100k_base leaves 16 ids unused among its
+    specials). The Rust engine applies the same bound (``bpe::ranks::id_limit``).
+    """
+    return entries + max(1024, entries // 8)
+
+
+def show_int(i: int) -> str:
+    """``str(i)``, or its size in bits when it is too long to print (or to convert)."""
+    return str(i) if i.bit_length() <= 128 else f"<an integer of {i.bit_length()} bits>"
+
+
+def id_error(what: str, i: int, entries: int, noun: str = "id") -> str:
+    """The message for an id (or rank) at or beyond :func:`id_limit` (or beyond 32 bits)."""
+    if i > MAX_ID:
+        return f"{what} has {noun} {show_int(i)}, which does not fit in 32 bits ({noun}s are 0..{MAX_ID})"
+    limit = id_limit(entries)
+    return (
+        f"{what} has {noun} {i}, too large for a vocabulary of {entries} entries "
+        f"({noun}s must be below {limit}: the number of entries plus a slack of {limit - entries})"
+    )
 
 
 @dataclass
@@ -62,15 +97,23 @@ class BPEData:
             raise FormatError(problem, path=path)
         if len(self.byte_ids) != 256:
             raise FormatError(f"expected 256 byte ids, found {len(self.byte_ids)}", path=path)
+        entries = 256 + len(self.merges) + len(self.special_tokens)
+        limit = id_limit(entries)
         seen: dict[int, str] = {}
         for b, i in enumerate(self.byte_ids):
-            if not isinstance(i, int) or i < 0:
+            if not isinstance(i, int) or isinstance(i, bool) or i < 0:
                 raise FormatError(f"byte {b} has invalid id {i!r}", path=path)
+            if i >= limit:
+                raise FormatError(id_error(f"byte {b}", i, entries), path=path)
             if i in seen:
                 raise FormatError(f"id {i} used twice ({seen[i]} and byte {b})", path=path)
             seen[i] = f"byte {b}"
         last = -1
         for k, (a, b, new) in enumerate(self.merges):
+            if not isinstance(new, int) or isinstance(new, bool) or new < 0:
+                raise FormatError(f"merge {k} has invalid id {new!r}", path=path)
+            if new >= limit:
+                raise FormatError(id_error(f"merge {k}", new, entries), path=path)
             for x in (a, b):
                 if x not in seen or seen[x].startswith("special"):
                     raise FormatError(f"merge {k} ({a}, {b}) -> {new} references id {x} that is not defined before it", path=path)
@@ -83,8 +126,10 @@ class BPEData:
         for text, i in self.special_tokens.items():
             if not isinstance(text, str) or not text:
                 raise FormatError(f"special token {text!r} must be a non-empty string", path=path)
-            if not isinstance(i, int) or i < 0:
+            if not isinstance(i, int) or isinstance(i, bool) or i < 0:
                 raise FormatError(f"special token {text!r} has invalid id {i!r}", path=path)
+            if i >= limit:
+                raise FormatError(id_error(f"special token {text!r}", i, entries), path=path)
             if i in seen:
                 raise FormatError(f"special token {text!r} has id {i}, already used by {seen[i]}", path=path)
             seen[i] = f"special {text!r}"

@@ -28,10 +28,19 @@ by BPE the effective split is the recorded merge; for others (hand-made
 BPEData) exporting the recorded merges instead would give different ids, which
 the tests demonstrate.
 
+Both directions are linear (n log n) in the bytes of the tokens: effective
+splits come from the engine (``_core.bpe_rank_splits``), which runs
+tiktoken's loop in O(n log n) per token of n bytes; :func:`effective_split`
+is the same rule as a plain, quadratic loop, kept for tests.
+
 Import (:func:`read_hf_json`) accepts byte-level BPE files, ours and the ones
 Hugging Face writes for GPT-2-style vocabularies, and refuses anything else
 (another model type, a normalizer, a prefix space, ...) with a FormatError
-that says why.
+that says why. Ids must fit in 32 bits and stay below
+:func:`~.bpe_data.id_limit` of the number of entries.
+
+Not handled: normalizers, ``add_prefix_space``, WordPiece/Unigram models,
+byte-fallback (SentencePiece-style) vocabularies.
 """
 
 from __future__ import annotations
@@ -44,7 +53,7 @@ from pathlib import Path
 from ..errors import FormatError
 from ._jsonutil import JsonDoc, load_json_file
 from .atomic import atomic_write
-from .bpe_data import BPEData
+from .bpe_data import BPEData, id_error, id_limit, show_int
 from .patterns import GPT2_PATTERN, pattern_compile_problem, pattern_name_for
 from .tiktoken_io import mergeable_ranks
 
@@ -104,6 +113,9 @@ def effective_split(token: bytes, ranks: dict[bytes, int]) -> tuple[bytes, bytes
     merge across its edge would mean it never forms), so the token is always
     formed from this split and never from another; with no such split it is
     only ever produced as a whole piece.
+
+    This is the plain statement of the rule, quadratic in ``len(token)``;
+    exports use the engine's linear-time ``_core.bpe_rank_splits(..., "all_but_own")``.
     """
     parts = [token[i : i + 1] for i in range(len(token))]
     while len(parts) > 2:
@@ -130,12 +142,15 @@ def _merge_list(data: BPEData, ranks: dict[bytes, int]) -> list[str]:
     ``data_from_ranks``; where it is not, the effective split is what tiktoken
     (and so tokenforge's encoder) actually does, so that is what is exported.
     """
+    from .. import _core
+
+    by_rank = sorted(ranks.items(), key=lambda kv: kv[1])
+    longer = [k for k, (token, _) in enumerate(by_rank) if len(token) > 1]
+    token_of = {r: t for t, r in by_rank}
     merges = []
-    for token, rank in sorted(ranks.items(), key=lambda kv: kv[1]):
-        if len(token) > 1:
-            split = effective_split(token, ranks)
-            if split is not None:
-                merges.append(f"{_to_key(split[0])} {_to_key(split[1])}")
+    for count, parts in _core.bpe_rank_splits(by_rank, "all_but_own", longer):
+        if count == 2:
+            merges.append(f"{_to_key(token_of[parts[0]])} {_to_key(token_of[parts[1]])}")
     return merges
 
 
@@ -295,11 +310,17 @@ def _check_pipeline(doc: JsonDoc) -> dict:
 def _read_specials(doc: JsonDoc, vocab: dict) -> dict[str, int]:
     added = doc.value.get("added_tokens") or []
     _require(doc, ["added_tokens"], isinstance(added, list), "expected a list")
+    entries = len(vocab) + len(added)
+    limit = id_limit(entries)
     specials: dict[str, int] = {}
     for k, tok in enumerate(added):
         ok = isinstance(tok, dict) and isinstance(tok.get("content"), str) and isinstance(tok.get("id"), int)
         _require(doc, ["added_tokens", k], ok, "expected an object with an integer id and a string content")
         text, i = tok["content"], tok["id"]
+        if i < 0 or isinstance(i, bool):
+            raise doc.error(["added_tokens", k, "id"], f"expected a non-negative id, found {show_int(i)}")
+        if i >= limit:
+            raise doc.error(["added_tokens", k, "id"], id_error(f"added token {text[:40]!r}", i, entries))
         if tok.get("special", False):
             specials[text] = i
         else:
@@ -345,17 +366,26 @@ def _read_merges(doc: JsonDoc, model: dict, vocab: dict, specials: dict) -> dict
     return merges
 
 
-def _split_of_unmerged(doc: JsonDoc, key: str, vocab: dict) -> tuple[int, int]:
-    """The first split of ``key`` into two tokens of lower id (for a token whose
-    merge, if any, cannot be recorded in id order; its rank alone decides how
-    it encodes)."""
-    i = vocab[key]
-    for cut in range(1, len(key)):
-        left, right = vocab.get(key[:cut]), vocab.get(key[cut:])
-        if left is not None and right is not None and left < i and right < i:
-            return left, right
-    raise doc.error(["model", "vocab", key],
-                    f"token {key!r} (id {i}) has no merge and cannot be split into two tokens of lower id")
+def _splits_of_unmerged(doc: JsonDoc, keys: list[str], vocab: dict, specials: dict) -> dict[int, tuple[int, int]]:
+    """The first split of each of ``keys`` into two tokens of lower id (for a
+    token whose merge, if any, cannot be recorded in id order; its rank alone
+    decides how it encodes). Linear in the tokens' bytes (the engine's
+    "first_lower_cut"); FormatError for a key with no such split."""
+    if not keys:
+        return {}
+    from .. import _core
+
+    tokens = [(_from_key(key), i) for key, i in vocab.items() if key not in specials]
+    index = {key: k for k, key in enumerate(key for key in vocab if key not in specials)}
+    found = _core.bpe_rank_splits(tokens, "first_lower_cut", [index[key] for key in keys])
+    out = {}
+    for key, (count, parts) in zip(keys, found):
+        i = vocab[key]
+        if count != 2:
+            raise doc.error(["model", "vocab", key],
+                            f"token {key[:60]!r} (id {i}) has no merge and cannot be split into two tokens of lower id")
+        out[i] = (parts[0], parts[1])
+    return out
 
 
 def read_hf_json(path) -> BPEData:
@@ -366,9 +396,14 @@ def read_hf_json(path) -> BPEData:
     vocab = model["vocab"]
     specials = _read_specials(doc, vocab)
     owner: dict[int, str] = {}
+    entries = len(vocab) + sum(1 for text in specials if text not in vocab)
+    limit = id_limit(entries)
     for key, i in vocab.items():
-        _require(doc, ["model", "vocab", key], isinstance(i, int) and not isinstance(i, bool) and i >= 0,
-                 f"expected a non-negative integer id, found {json.dumps(i)}")
+        if not isinstance(i, int) or isinstance(i, bool) or i < 0:
+            shown = show_int(i) if isinstance(i, int) else json.dumps(i)[:40]
+            raise doc.error(["model", "vocab", key], f"expected a non-negative integer id, found {shown}")
+        if i >= limit:
+            raise doc.error(["model", "vocab", key], id_error(f"token {key[:40]!r}", i, entries))
         _require(doc, ["model", "vocab", key], i not in owner, f"id {i} is also the id of {owner.get(i)!r}")
         owner[i] = key
         if key in specials:
@@ -385,11 +420,10 @@ def read_hf_json(path) -> BPEData:
     byte_ids = [vocab[table[b]] for b in range(256)]
     merged = _read_merges(doc, model, vocab, specials)
     reached = set(byte_ids) | set(merged) | set(specials.values())
-    for key, i in vocab.items():
-        # no merge, or a merge from a later token (an effective split may use one):
-        # record a split into earlier tokens; the encoding depends on ranks only
-        if i not in reached or (i in merged and max(merged[i]) >= i):
-            merged[i] = _split_of_unmerged(doc, key, vocab)
+    # no merge, or a merge from a later token (an effective split may use one):
+    # record a split into earlier tokens; the encoding depends on ranks only
+    unmerged = [key for key, i in vocab.items() if i not in reached or (i in merged and max(merged[i]) >= i)]
+    merged.update(_splits_of_unmerged(doc, unmerged, vocab, specials))
     merges = [(a, b, new) for new, (a, b) in sorted(merged.items())]
     data = BPEData(byte_ids, merges, specials, pattern, pattern_name_for(pattern), {})
     data.validate(doc.path)

@@ -44,7 +44,7 @@ from ..errors import FormatError, VersionError
 from . import checksum
 from ._jsonutil import JsonDoc, load_json_file
 from .atomic import atomic_write
-from .bpe_data import BPEData
+from .bpe_data import MAX_ID, BPEData, id_error, id_limit, show_int
 from .patterns import pattern_compile_problem, pattern_name_problem
 
 __all__ = [
@@ -61,8 +61,6 @@ FORMAT_NAME = "tokenforge-bpe"
 #: The newest version this module reads and writes (2: a checksum of the content,
 #: formats/checksum.py, and the optional split_specials key).
 FORMAT_VERSION = 2
-#: Ids are stored by the engine as unsigned 32-bit integers.
-MAX_ID = 2**32 - 1
 
 _KEYS_REQUIRED = ("format", "version", "pattern_name", "pattern", "byte_ids", "merges", "special_tokens", "training")
 _KEYS_OPTIONAL = ("first_merge_id", "merge_ids", checksum.KEY)
@@ -185,9 +183,21 @@ def _is_int(x) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def _check_id(doc: JsonDoc, where, x) -> int:
+def _entries(doc: JsonDoc) -> int:
+    """How many ids the file defines (256 bytes, the merges, the specials)."""
+    v = doc.value
+    return 256 + sum(len(v[k]) for k in ("merges", "special_tokens") if isinstance(v.get(k), (list, dict)))
+
+
+def _check_id(doc: JsonDoc, where, x, what: str | None = None) -> int:
+    """An id: an integer 0..MAX_ID below ``id_limit`` of the file's entries."""
     if not _is_int(x) or not 0 <= x <= MAX_ID:
-        raise doc.error(where, f"expected an id (an integer 0..{MAX_ID}), found {json.dumps(x)}")
+        shown = show_int(x) if _is_int(x) else json.dumps(x)[:40]
+        raise doc.error(where, f"expected an id (an integer 0..{MAX_ID}), found {shown}")
+    if what is not None:
+        entries = _entries(doc)
+        if x >= id_limit(entries):
+            raise doc.error(where, id_error(what, x, entries))
     return x
 
 
@@ -234,7 +244,7 @@ def _read_byte_ids(doc: JsonDoc, defined: dict[int, str]) -> list[int]:
         n = len(ids) if isinstance(ids, list) else type(ids).__name__
         raise doc.error(["byte_ids"], f"expected a list of 256 ids, found {n}")
     for b, i in enumerate(ids):
-        _check_id(doc, ["byte_ids", b], i)
+        _check_id(doc, ["byte_ids", b], i, f"byte {b}")
         if i in defined:
             raise doc.error(["byte_ids", b], f"id {i} of byte {b} is also the id of {defined[i]}")
         defined[i] = f"byte {b}"
@@ -245,15 +255,16 @@ def _read_merge_ids(doc: JsonDoc, n: int) -> list[int]:
     v = doc.value
     if "first_merge_id" in v:
         first = _check_id(doc, ["first_merge_id"], v["first_merge_id"])
-        if first + n - 1 > MAX_ID:
-            raise doc.error(["first_merge_id"], f"ids of {n} merges from {first} exceed {MAX_ID}")
+        if n and first + n - 1 >= id_limit(_entries(doc)):
+            message = id_error(f"merge {n - 1}", first + n - 1, _entries(doc))
+            raise doc.error(["first_merge_id"], f"from {show_int(first)}, {message}")
         return list(range(first, first + n))
     ids = v["merge_ids"]
     if not isinstance(ids, list) or len(ids) != n:
         found = len(ids) if isinstance(ids, list) else type(ids).__name__
         raise doc.error(["merge_ids"], f"expected a list of {n} ids (one per merge), found {found}")
     for k, i in enumerate(ids):
-        _check_id(doc, ["merge_ids", k], i)
+        _check_id(doc, ["merge_ids", k], i, f"merge {k}")
         if k and i <= ids[k - 1]:
             raise doc.error(["merge_ids", k], f"merge ids must increase: {i} follows {ids[k - 1]}")
     return ids
@@ -283,7 +294,7 @@ def _read_specials(doc: JsonDoc, defined: dict[int, str]) -> dict[str, int]:
     if not isinstance(specials, dict):
         raise doc.error(["special_tokens"], f"expected an object text -> id, found {type(specials).__name__}")
     for text, i in specials.items():
-        _check_id(doc, ["special_tokens", text], i)
+        _check_id(doc, ["special_tokens", text], i, f"special token {text[:40]!r}")
         if not text:
             raise doc.error(["special_tokens", text], "a special token's text cannot be empty")
         if i in defined:

@@ -6,11 +6,18 @@ Its encoder does not need to know: it repeatedly merges the adjacent pair whose
 concatenated bytes has the lowest rank. :func:`data_from_ranks` recovers a merge
 pair for every multi-byte token by running that same procedure on the token's
 own bytes with only the lower ranks available: it must end with exactly two
-parts, and those are the token's parents.
+parts, and those are the token's parents. The Rust engine runs it
+(``_core.bpe_rank_splits``), in O(n log n) per token of n bytes; the plain
+loop (:func:`lowest_rank_split`, kept as the statement of the rule and for
+tests) is quadratic in the token's length.
 
 A ``.tiktoken`` file is one line per token, ``base64(token bytes) SP rank LF``,
 in rank order; special tokens and the split pattern are not stored in it (see
-``docs/formats.md``).
+``docs/formats.md``). Ranks must fit in 32 bits and stay below
+:func:`~.bpe_data.id_limit` of the number of tokens (a rank far beyond them is
+refused, naming its line, instead of sizing tables by it).
+
+Not handled: tiktoken's ``explicit_n_vocab`` and ranks that are not ids.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from pathlib import Path
 
 from ..errors import FormatError
 from .atomic import atomic_write
-from .bpe_data import BPEData
+from .bpe_data import MAX_ID, BPEData, id_error, id_limit, show_int
 from .patterns import GPT4_PATTERN, WHOLE_TEXT_PATTERN, pattern_name_for
 
 __all__ = [
@@ -54,11 +61,13 @@ def mergeable_ranks(data: BPEData) -> dict[bytes, int]:
     return ranks
 
 
-def _lowest_rank_split(token: bytes, ranks: dict[bytes, int], limit: int) -> list[bytes]:
+def lowest_rank_split(token: bytes, ranks: dict[bytes, int], limit: int) -> list[bytes]:
     """Rank-based BPE of ``token`` using only ranks below ``limit``; the final parts.
 
     Each step merges the adjacent pair whose concatenation has the lowest rank
-    (leftmost on a tie), exactly as tiktoken encodes.
+    (leftmost on a tie), exactly as tiktoken encodes. The plain statement of
+    the rule, quadratic in ``len(token)``: readers use the engine's
+    ``_core.bpe_rank_splits(..., "below_own_rank")``, and tests compare the two.
     """
     parts = [token[i : i + 1] for i in range(len(token))]
     while len(parts) > 1:
@@ -74,13 +83,23 @@ def _lowest_rank_split(token: bytes, ranks: dict[bytes, int], limit: int) -> lis
     return parts
 
 
-def _check_ranks(ranks: dict[bytes, int], where) -> None:
+def _shown(token: bytes) -> str:
+    """``repr(token)``, shortened for a message when the token is long."""
+    return repr(token) if len(token) <= 60 else f"{token[:40]!r}... ({len(token)} bytes)"
+
+
+def _check_ranks(ranks: dict[bytes, int], entries: int, where) -> None:
+    """Types, distinct ranks, and ranks below ``id_limit(entries)``."""
+    limit = id_limit(entries)
     seen: dict[int, bytes] = {}
     for token, rank in ranks.items():
         if not isinstance(token, bytes) or not token:
             raise FormatError(f"token {token!r} must be non-empty bytes", **where(token))
         if not isinstance(rank, int) or isinstance(rank, bool) or rank < 0:
-            raise FormatError(f"token {token!r} has invalid rank {rank!r}", **where(token))
+            shown = show_int(rank) if isinstance(rank, int) else repr(rank)[:40]
+            raise FormatError(f"token {_shown(token)} has invalid rank {shown}", **where(token))
+        if rank >= limit:
+            raise FormatError(id_error(f"token {_shown(token)}", rank, entries, "rank"), **where(token))
         if rank in seen:
             raise FormatError(f"rank {rank} is given to both {seen[rank]!r} and {token!r}", **where(token))
         seen[rank] = token
@@ -88,24 +107,31 @@ def _check_ranks(ranks: dict[bytes, int], where) -> None:
 
 def _recover(ranks: dict[bytes, int], pattern, special_tokens, where) -> BPEData:
     """data_from_ranks with a hook ``where(token) -> dict(path=..., line=...)`` for errors."""
-    _check_ranks(ranks, where)
+    special_tokens = dict(special_tokens or {})
+    _check_ranks(ranks, len(ranks) + len(special_tokens), where)
     byte_ids = []
     for b in range(256):
         if bytes([b]) not in ranks:
             raise FormatError(f"byte 0x{b:02x} has no rank; a byte-level vocabulary needs all 256 bytes", **where(None))
         byte_ids.append(ranks[bytes([b])])
+    from .. import _core
+
+    by_rank = sorted(ranks.items(), key=lambda tr: tr[1])
+    longer = [k for k, (token, _) in enumerate(by_rank) if len(token) > 1]
     merges = []
-    for token, rank in sorted(((t, r) for t, r in ranks.items() if len(t) > 1), key=lambda tr: tr[1]):
-        parts = _lowest_rank_split(token, ranks, rank)
-        if len(parts) != 2:
-            shown = " + ".join(repr(p) for p in parts)
+    for k, (count, parts) in zip(longer, _core.bpe_rank_splits(by_rank, "below_own_rank", longer)):
+        token, rank = by_rank[k]
+        if count != 2:
+            token_of = {r: t for t, r in by_rank}
+            shown = " + ".join(_shown(token_of[p]) for p in parts)
+            more = f" + ... ({count} parts)" if count > len(parts) else ""
             raise FormatError(
-                f"token {token!r} (rank {rank}) cannot be built from two lower-ranked tokens: "
-                f"merging by rank stops at {shown}",
+                f"token {_shown(token)} (rank {rank}) cannot be built from two lower-ranked tokens: "
+                f"merging by rank stops at {shown}{more}",
                 **where(token),
             )
-        merges.append((ranks[parts[0]], ranks[parts[1]], rank))
-    data = BPEData(byte_ids, merges, dict(special_tokens or {}), pattern, pattern_name_for(pattern), {})
+        merges.append((parts[0], parts[1], rank))
+    data = BPEData(byte_ids, merges, special_tokens, pattern, pattern_name_for(pattern), {})
     data.validate(where(None).get("path"))
     return data
 
@@ -157,7 +183,11 @@ def _parse_tiktoken_lines(path: Path, raw: bytes) -> tuple[dict[bytes, int], dic
             raise FormatError(f"invalid base64 token: {e}", path=path, line=n) from None
         if token in ranks:
             raise FormatError(f"token {token!r} already appears on line {line_of[token]}", path=path, line=n)
-        ranks[token] = int(m.group(2))
+        digits = m.group(2)
+        if len(digits) > 10 or int(digits) > MAX_ID:
+            shown = digits[:20].decode("ascii") + ("..." if len(digits) > 20 else "")
+            raise FormatError(f"rank {shown} does not fit in 32 bits (ranks are 0..{MAX_ID})", path=path, line=n)
+        ranks[token] = int(digits)
         line_of[token] = n
     return ranks, line_of
 
