@@ -301,3 +301,24 @@ def test_growing_json_uncompilable_pattern(tmp_path):
     with pytest.raises(FormatError, match="does not compile") as e:
         GrowingBPETokenizer.load(path)
     assert e.value.path == str(path)
+
+
+def test_to_tiktoken_keeps_the_gaps_of_a_custom_pattern():
+    """tiktoken drops the text between matches; the exported encoding gets the
+    pattern widened to keep it, so its ids equal ours on partly covered text."""
+    pytest.importorskip("tiktoken")
+    for pattern in (r"\w+", r"\p{L}+|\d", r"[a-z]{2,3}(?=\s)"):
+        tok = BPETokenizer.train_from_iterator(CORPUS * 5, 320, pattern=pattern, special_tokens=None, progress=False)
+        enc = tok.to_tiktoken()
+        for text in CORPUS + ["hello, world!", "  ,,x  y12 ", "😀 naïve!", "\n\n\t;;"]:
+            assert enc.encode_ordinary(text) == tok.encode(text), (pattern, text)
+            assert enc.decode(enc.encode_ordinary(text)) == text
+
+
+def test_to_tiktoken_refuses_a_pattern_it_cannot_widen():
+    """A pattern that matches the empty string would lose characters in tiktoken."""
+    pytest.importorskip("tiktoken")
+    tok = BPETokenizer.train_from_iterator(CORPUS * 5, 300, pattern=r"[a-z]*", special_tokens=None, progress=False)
+    assert tok.decode(tok.encode("hello, world!")) == "hello, world!"
+    with pytest.raises(PatternError, match="save_hf"):
+        tok.to_tiktoken()

@@ -392,9 +392,29 @@ class BPETokenizer(CoreEncoded, Tokenizer):
 
     def to_tiktoken(self, name: str = "tokenforge"):
         """A working ``tiktoken.Encoding`` with the same ranks, pattern and specials."""
-        from .formats.tiktoken_io import to_tiktoken
+        from .formats.patterns import NAMED_PATTERNS
+        from .formats.tiktoken_io import GAP_PROBES, to_tiktoken
 
-        return to_tiktoken(self._data, name=name)
+        enc = to_tiktoken(self._data, name=name)
+        if self.pattern is not None and self.pattern not in NAMED_PATTERNS.values():
+            # a custom pattern reaches tiktoken widened to keep the gaps between its
+            # matches; that cannot work for every regex (one that matches the empty
+            # string loses a character there): checked on probe texts, refused if not
+            for text in GAP_PROBES:
+                try:
+                    same = enc.encode_ordinary(text) == self.encode_ordinary(text)
+                except (KeyboardInterrupt, SystemExit):
+                    raise
+                except BaseException:  # tiktoken's core panics on some such patterns (PanicException)
+                    same = False
+                if not same:
+                    raise PatternError(
+                        f"tiktoken cannot split as tokenforge does with the pattern {self.pattern!r} (checked on "
+                        f"{text!r}): tiktoken drops the text between matches and this pattern cannot be widened "
+                        "to keep it (does it match the empty string?). Export with save_hf (Hugging Face keeps "
+                        "the gaps), or train with a pattern that matches every character"
+                    )
+        return enc
 
     def save_tiktoken(self, path) -> None:
         """Write the ranks as a ``.tiktoken`` file (pattern and specials are not part of that format)."""

@@ -30,7 +30,7 @@ from pathlib import Path
 from ..errors import FormatError
 from .atomic import atomic_write
 from .bpe_data import MAX_ID, BPEData, id_error, id_limit, show_int
-from .patterns import GPT4_PATTERN, WHOLE_TEXT_PATTERN, pattern_name_for
+from .patterns import GPT4_PATTERN, NAMED_PATTERNS, WHOLE_TEXT_PATTERN, pattern_name_for
 
 __all__ = [
     "mergeable_ranks",
@@ -221,14 +221,38 @@ def to_tiktoken(data: BPEData, name: str = "tokenforge"):
 
     tiktoken requires a split pattern; when ``data.pattern`` is None (no
     pre-tokenization) the pattern ``(?s).+`` is used, whose one match is the
-    whole text. tiktoken's merge loop is quadratic in the length of a piece, so
+    whole text. A custom pattern is widened to keep the text between its
+    matches (see :func:`_tiktoken_pattern`). tiktoken's merge loop is quadratic in the length of a piece, so
     that mode is slow on long texts. tiktoken is imported here, lazily.
     """
     import tiktoken
 
-    return tiktoken.Encoding(
+    enc = tiktoken.Encoding(
         name=name,
-        pat_str=data.pattern if data.pattern is not None else WHOLE_TEXT_PATTERN,
+        pat_str=_tiktoken_pattern(data.pattern),
         mergeable_ranks=mergeable_ranks(data),
         special_tokens=dict(data.special_tokens),
     )
+    return enc
+
+
+#: Text an exported encoding must encode as we do (gaps of every kind between a
+#: custom pattern's matches: punctuation, runs of spaces, digits, non-ASCII).
+GAP_PROBES = (
+    "hello, world!",
+    "  ,,x  y12 \n\t z",
+    "a1b2 c3;; 😀 naïve!?",
+    "".join(chr(c) for c in range(32, 127)),
+)
+
+
+def _tiktoken_pattern(pattern: str | None) -> str:
+    """The pattern tiktoken gets. tiktoken drops the text between matches, so a
+    custom pattern (which may not cover all text) becomes ``P`` or else a run of
+    characters at which ``P`` does not match: the gaps our splitter keeps as
+    pieces of their own. The named patterns cover all text and go unchanged."""
+    if pattern is None:
+        return WHOLE_TEXT_PATTERN
+    if pattern in NAMED_PATTERNS.values():
+        return pattern
+    return f"(?:{pattern})|(?:(?!(?:{pattern}))(?s:.))+"
