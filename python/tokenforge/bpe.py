@@ -31,7 +31,6 @@ import dataclasses
 import functools
 import os
 import re
-import warnings
 from pathlib import Path
 from typing import Iterable
 
@@ -41,7 +40,7 @@ from . import _core
 from .base import CoreEncoded, Tokenizer, encode_around_surrogates, register_format
 from .chat import SPECIAL_TOKENS
 from .data.corpus import iter_documents, progress_bar
-from .errors import FormatError, PatternError, SpecialTokenError, TokenforgeError, TokenforgeWarning, VocabSizeError
+from .errors import FormatError, PatternError, SpecialTokenError, TokenforgeError, VocabSizeError, warn_user
 from .formats.bpe_data import BPEData
 
 __all__ = ["BPETokenizer", "PATTERNS", "resolve_pattern"]
@@ -588,11 +587,9 @@ def _read_seed003_files(path, merges_path=None, special_tokens_path=None) -> BPE
     data = read_seed003(path, merges_path, special_tokens_path)
     present, pattern = read_pattern_file(path)
     if not present:
-        warnings.warn(
+        warn_user(
             f"no {PATTERN_FILE} beside {path}: using the seed's GPT-2 split pattern; if these files "
             "were trained with another pattern, ids will differ (write the regex to that file)",
-            UserWarning,
-            stacklevel=3,
         )
     elif pattern is not None:
         try:
@@ -611,13 +608,11 @@ def _warn_fewer_merges(learned: int, asked: int, vocab_size: int, num_specials: 
         reason = f"no pair of adjacent tokens occurs at least min_frequency={min_frequency} times"
     else:
         reason = "no pair of adjacent tokens is left: every piece of the corpus is already one token"
-    warnings.warn(
+    warn_user(
         f"BPE training learned {learned} merges, not the {asked} asked for: {reason}. The tokenizer has "
         f"{256 + learned + num_specials} ids, not vocab_size={vocab_size} (a larger corpus"
         f"{' or a lower min_frequency' if min_frequency > 1 else ''} gives more); the saved file records "
         "merges_requested and num_merges",
-        TokenforgeWarning,
-        stacklevel=4,
     )
     return reason
 

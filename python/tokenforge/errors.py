@@ -20,6 +20,7 @@ __all__ = [
     "Latin1Error",
     "SyncError",
     "TokenforgeWarning",
+    "warn_user",
 ]
 
 
@@ -97,3 +98,17 @@ class SyncError(TokenforgeError):
 
 class TokenforgeWarning(UserWarning):
     """Something worked, but not as asked (e.g. training learned fewer merges than requested)."""
+
+
+def warn_user(message: str, category: type[Warning] = TokenforgeWarning) -> None:
+    """``warnings.warn`` pointing at the caller's own line: the first frame
+    outside the tokenforge package, however deep inside it the warning arose."""
+    import os
+    import sys
+    import warnings
+
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    level, frame = 2, sys._getframe(1)  # stacklevel 2 is the frame that called warn_user
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        level, frame = level + 1, frame.f_back
+    warnings.warn(message, category, stacklevel=level)

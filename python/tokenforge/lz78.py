@@ -25,7 +25,6 @@ Not handled: Unicode normalisation, and online (adaptive) LZ78 coding of text
 from __future__ import annotations
 
 import os
-import warnings
 from pathlib import Path
 from typing import Sequence
 
@@ -35,7 +34,7 @@ from . import _core
 from .base import CoreEncoded, Tokenizer, _check_texts, batch_flat, register_format
 from .chat import SPECIAL_TOKENS
 from .data.corpus import iter_documents, progress_bar
-from .errors import PatternError, SpecialTokenError, TokenforgeError, VocabSizeError
+from .errors import PatternError, SpecialTokenError, TokenforgeError, VocabSizeError, warn_user
 from .formats.lz78_tsv import LZ78Data, drop_unwritable, read_lz78_tsv, sniff_lz78_tsv, write_lz78_tsv
 from .formats.patterns import NAMED_PATTERNS
 
@@ -231,10 +230,9 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
         }
         got = sum(1 for e in entries if e[3])
         if got < n:
-            warnings.warn(
+            warn_user(
                 f"the corpus gave only {got} of the {n} dictionary entries asked for; the tokenizer has "
                 f"{got + 260 + len(extras)} ids instead of {vocab_size}",
-                stacklevel=2,
             )
         if strategy == "compressed":
             data = _to_compressed(entries, settings)
@@ -298,10 +296,9 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
         chunking = bool(chunking)
         trained = self._data.settings.get("chunking")
         if trained is not None and trained != chunking:
-            warnings.warn(
+            warn_user(
                 f"this dictionary was trained with chunking={trained}; encoding with chunking={chunking} "
                 "gives longer token sequences",
-                stacklevel=2,
             )
         self._chunking = chunking
         pattern = _pattern_of(self._data.settings.get("pattern")) if chunking else None
@@ -515,11 +512,10 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
         if style == "seed" and unwritable == "drop":
             data, dropped = drop_unwritable(data)
             if dropped:
-                warnings.warn(
+                warn_user(
                     f"left out {dropped} dictionary entries holding a tab, LF or CR (the seed's TSV cannot hold "
                     f"them); the file has {data.num_outputs} output entries instead of {self._n}, so its ids differ "
                     "from this tokenizer's",
-                    stacklevel=2,
                 )
         if tsv_format == "compressed" and data.structure != "compressed":
             data = _to_compressed(list(data.nodes), dict(data.settings))

@@ -71,7 +71,7 @@ from typing import Iterator
 
 import numpy as np
 
-from ..errors import FormatError, TokenforgeError, VersionError
+from ..errors import FormatError, TokenforgeError, VersionError, warn_user
 from ..formats import checksum
 from ..formats._jsonutil import JsonDoc
 from ..formats.atomic import atomic_open, atomic_write
@@ -768,12 +768,9 @@ class ShardSet:
                     f"{self.dir} was made by another tokenizer ({self.vocab_size} ids, BOS {self.bos_id}); "
                     f"this one has {vocab} ids"
                 )
-            import warnings
-
-            warnings.warn(
+            warn_user(
                 f"{self.dir} ({self.legacy}) records no tokenizer fingerprint: only the vocabulary size and BOS id "
                 "were checked",
-                stacklevel=2,
             )
             return
         fp = tokenizer_fingerprint(tok, scratch_dir=self.dir)
