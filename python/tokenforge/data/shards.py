@@ -66,8 +66,9 @@ from typing import Iterator
 import numpy as np
 
 from ..errors import FormatError, TokenforgeError, VersionError
+from ..formats._jsonutil import parse_json
 from ..formats.atomic import atomic_open, atomic_write
-from .corpus import corpus_bytes, corpus_files, iter_documents, jsonl_block_documents, jsonl_blocks, progress_bar
+from .corpus import check_errors, corpus_bytes, corpus_files, iter_documents, jsonl_block_documents, jsonl_blocks, progress_bar
 from .fingerprint import tokenizer_fingerprint
 
 __all__ = ["pretokenize", "ShardSet", "ShardError", "FORMAT", "VERSION", "INDEX_FILE"]
@@ -253,11 +254,14 @@ def _write_index(out: Path, index: dict) -> None:
 def _read_index(path: Path) -> dict:
     p = path / INDEX_FILE if path.is_dir() else path
     try:
-        index = json.loads(p.read_text(encoding="utf-8"))
+        raw = p.read_bytes()
     except FileNotFoundError:
         raise FileNotFoundError(f"no shard index at {p} (make one with tokenforge.data.shards.pretokenize)") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise FormatError(f"not a valid shard index: {e}", path=p) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise FormatError(f"not a valid shard index: not UTF-8 ({e.reason})", path=p, offset=e.start) from None
+    index = parse_json(text, p, "a shard index")
     if not isinstance(index, dict) or index.get("format") != FORMAT:
         raise FormatError(f"not a tokenforge shard index (expected \"format\": \"{FORMAT}\")", path=p)
     v = index.get("version")
@@ -346,6 +350,7 @@ def pretokenize(
     split_on: str | None = None,
     progress: bool | None = None,
     overwrite: bool = False,
+    errors: str = "strict",
 ) -> "ShardSet":
     """Encode a corpus into shards under ``out_dir`` (resuming a previous run there).
 
@@ -354,6 +359,9 @@ def pretokenize(
     same documents again to resume). ``bos``: start every document with the
     tokenizer's BOS id. ``num_threads``: encoding threads (None: all cores).
     ``overwrite``: discard what ``out_dir`` holds instead of resuming.
+    ``errors``: how bad UTF-8 and lone surrogate escapes in JSON lines are read
+    (see :func:`~tokenforge.data.corpus.iter_documents`; recorded in the index
+    when not "strict").
     Ctrl-C stops cleanly; run again to resume. Returns the :class:`ShardSet`.
     """
     if isinstance(shard_tokens, bool) or not isinstance(shard_tokens, int) or shard_tokens < 1:
@@ -388,10 +396,13 @@ def pretokenize(
         "text_field": text_field,
         "split_on": split_on,
     }
+    check_errors(errors)
+    if errors != "strict":  # (absent when strict, so older shard sets still resume)
+        settings["errors"] = errors
     index = None
     if (out / INDEX_FILE).exists() and not overwrite:
         index = _read_index(out)
-        for key, want in settings.items():
+        for key, want in {"errors": None, **settings}.items():
             if index.get(key) != want:
                 what = "tokenizer" if key == "tokenizer" else key
                 raise ShardError(
@@ -435,7 +446,7 @@ def pretokenize(
         if got is None:  # a line only the Python reader reads right (or reports right)
             line[block.path] = first + block.count_lines()
             # (blocks are finished in order, so what is still to skip is this block's ``skip``)
-            return encode_texts(list(jsonl_block_documents(block, first, text_field)))
+            return encode_texts(list(jsonl_block_documents(block, first, text_field, errors)))
         tokens, ntok, nbytes, nchars, nlines = got
         line[block.path] = first + nlines
         n = min(skip, len(ntok))
@@ -451,7 +462,7 @@ def pretokenize(
 
     with progress_bar(total=total, desc="pretokenizing", unit="B", enabled=progress is not False) as bar:
         if encoder is None:
-            items = _batched(_metered(iter_documents(corpus, text_field=text_field, split_on=split_on), bar), batch_chars)
+            items = _batched(_metered(iter_documents(corpus, text_field=text_field, split_on=split_on, errors=errors), bar), batch_chars)
         else:
             items = jsonl_blocks(corpus_files(corpus), batch_chars, progress=bar)
         writer = _Writer(out, index, dtype, shard_tokens)

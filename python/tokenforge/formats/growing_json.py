@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import FormatError, VersionError
-from ._jsonutil import JsonDoc
+from ._jsonutil import JsonDoc, parse_json
 from .atomic import atomic_write
 
 __all__ = [
@@ -133,16 +133,7 @@ def parse_growing_json(text: str, origin) -> GrowingData:
     """Parse and validate a document; ``origin`` (a path or URL) names it in errors."""
     if text.startswith("\ufeff"):
         text = text[1:]
-    try:
-        value = json.loads(text, object_pairs_hook=_Obj)
-    except json.JSONDecodeError as e:
-        raise FormatError(
-            f"invalid JSON at column {e.colno}: {e.msg}; expected a growing-vocabulary tokenizer.json (truncated or corrupt?)",
-            path=origin,
-            line=e.lineno,
-        ) from None
-    except RecursionError:
-        raise FormatError("JSON nested too deeply; expected a growing-vocabulary tokenizer.json", path=origin) from None
+    value = parse_json(text, origin, "a growing-vocabulary tokenizer.json", object_pairs_hook=_Obj)
     if not isinstance(value, dict):
         raise FormatError(
             f"top level is a JSON {type(value).__name__}, expected an object (a growing-vocabulary tokenizer.json)",

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import FormatError, VersionError
+from ._jsonutil import parse_json
 from .atomic import atomic_write
 
 __all__ = [
@@ -179,10 +180,7 @@ def _decode_settings(raw: dict, path) -> dict:
     s = dict(raw)
     for k in _JSON_KEYS:
         if k in s:
-            try:
-                s[k] = json.loads(s[k])
-            except json.JSONDecodeError as e:
-                raise FormatError(f"setting {k} is not valid JSON: {e.msg}", path=path) from None
+            s[k] = parse_json(s[k], path, f"the JSON value of setting {k}")
     if "chunking" in s:
         if s["chunking"] not in ("0", "1"):
             raise FormatError(f"setting chunking must be 0 or 1, not {s['chunking']!r}", path=path)

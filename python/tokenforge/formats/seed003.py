@@ -413,14 +413,15 @@ def load_plain_pickle(path):
 
 
 # ------------------------------------------------------------------ reading
-def _describe(x) -> str:
+def _describe(x, typed: bool = True) -> str:
     """A short description of a value from a pickle, for an error message: never
     a full repr (an int of 100,000 digits cannot even be printed)."""
     if isinstance(x, int) and not isinstance(x, bool) and x.bit_length() > 64:
         return f"an int of {x.bit_length()} bits"
     if isinstance(x, (bytes, bytearray, str, int, float, bool)) or x is None:
         text = repr(x)
-        return text if len(text) <= 60 else text[:57] + "..."
+        text = text if len(text) <= 60 else text[:57] + "..."
+        return f"{type(x).__name__} {text}" if typed else text
     try:
         return f"a {type(x).__name__} of {len(x)} items"
     except TypeError:
@@ -433,11 +434,11 @@ def _check_vocab(vocab, path) -> dict[int, bytes]:
     out = {}
     for i, b in vocab.items():
         if not isinstance(i, int) or isinstance(i, bool) or i < 0:
-            raise FormatError(f"expected Dict[int, bytes]; key {_describe(i)} is not a non-negative int", path=path)
+            raise FormatError(f"expected Dict[int, bytes]; key {_describe(i, typed=False)} is not a non-negative int", path=path)
         if i >= 1 << 32:  # token ids are 32-bit
             raise FormatError(f"id {_describe(i)} does not fit in 32 bits", path=path)
         if not isinstance(b, (bytes, bytearray)) or not b:
-            raise FormatError(f"expected Dict[int, bytes]; id {_describe(i)} maps to {_describe(b)}", path=path)
+            raise FormatError(f"expected Dict[int, bytes]; id {i} maps to {_describe(b)}", path=path)
         out[i] = bytes(b)
     return out
 
