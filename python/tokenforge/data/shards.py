@@ -59,6 +59,7 @@ import hashlib
 import json
 import os
 import queue
+import re
 import threading
 from pathlib import Path
 from typing import Iterator
@@ -270,7 +271,47 @@ def _read_index(path: Path) -> dict:
     for key in ("tokenizer", "dtype", "shards"):
         if key not in index:
             raise FormatError(f"shard index has no {key!r} entry", path=p)
+    _check_index_entries(index, p)
     return index
+
+
+_SHARD_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,200}\Z")  # a plain name inside the directory
+_SHARD_COUNTS = ("num_tokens", "num_documents", "num_bytes")
+
+
+def _check_index_entries(index: dict, p: Path) -> None:
+    """The types of what readers of the index use, so that a damaged index is a
+    FormatError here rather than a KeyError or TypeError later."""
+    def bad(what: str) -> FormatError:
+        return FormatError(f"shard index: {what}", path=p)
+
+    if index["dtype"] not in ("uint16", "uint32"):
+        raise bad(f'"dtype" must be "uint16" or "uint32", not {str(index["dtype"])[:40]!r}')
+    tok = index["tokenizer"]
+    if not isinstance(tok, dict) or not isinstance(tok.get("fingerprint"), str) or not _is_count(tok.get("vocab_size")):
+        raise bad('"tokenizer" must be an object with a "fingerprint" string and an integer "vocab_size"')
+    bos = index.get("bos_id")
+    if bos is not None and not _is_count(bos):
+        raise bad('"bos_id" must be a non-negative integer or null')
+    if not isinstance(index["shards"], list):
+        raise bad('"shards" must be a list')
+    for j, e in enumerate(index["shards"]):
+        if not isinstance(e, dict):
+            raise bad(f"shard {j} is not an object")
+        for key in ("tokens", "documents"):
+            if not isinstance(e.get(key), str) or not _SHARD_FILE.match(e[key]):
+                raise bad(f"shard {j}: {key!r} must be a file name in the shard directory")
+        for key in _SHARD_COUNTS:
+            if not _is_count(e.get(key)):
+                raise bad(f"shard {j}: {key!r} must be a non-negative integer")
+        if "num_chars" in e and not _is_count(e["num_chars"]):
+            raise bad(f"shard {j}: 'num_chars' must be a non-negative integer")
+        if not isinstance(e.get("sha256"), str):
+            raise bad(f"shard {j}: 'sha256' must be a string")
+
+
+def _is_count(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 1 << 63
 
 
 class _Reader(threading.Thread):
@@ -611,13 +652,23 @@ class ShardSet:
     def _file(self, i: int, key: str) -> Path:
         if not 0 <= i < self.num_shards:
             raise IndexError(f"shard {i} out of range ({self.num_shards} shards)")
-        return self.dir / self.index["shards"][i][key]
+        p = self.dir / self.index["shards"][i][key]
+        if not p.is_file():
+            raise FormatError(f"the index lists {p.name} (shard {i}), which is missing", path=self.dir / INDEX_FILE)
+        return p
+
+    @staticmethod
+    def _load(p: Path, **kw) -> np.ndarray:
+        try:
+            return np.load(p, allow_pickle=False, **kw)
+        except (ValueError, EOFError, OSError) as e:  # not a .npy file, truncated, ...
+            raise FormatError(f"not a readable shard array: {str(e)[:200]}", path=p) from None
 
     def tokens(self, i: int) -> np.ndarray:
         """Shard ``i``'s token ids, memory-mapped (read-only)."""
         if i not in self._tokens:
             p = self._file(i, "tokens")
-            arr = np.load(p, mmap_mode="r", allow_pickle=False)
+            arr = self._load(p, mmap_mode="r")
             want = self.index["shards"][i]["num_tokens"]
             if arr.dtype != self.dtype or arr.ndim != 1 or len(arr) != want:
                 raise FormatError(f"shard holds {arr.dtype}[{len(arr)}], the index says {self.dtype}[{want}]", path=p)
@@ -627,7 +678,7 @@ class ShardSet:
     def documents(self, i: int) -> np.ndarray:
         """Shard ``i``'s document table: int64 [documents, 2] = (token offset, byte count)."""
         p = self._file(i, "documents")
-        arr = np.load(p, allow_pickle=False)
+        arr = self._load(p)
         if arr.ndim != 2 or arr.shape[1] != 2 or len(arr) != self.index["shards"][i]["num_documents"]:
             raise FormatError("document table does not match the index", path=p)
         return arr

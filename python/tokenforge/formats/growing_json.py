@@ -79,8 +79,8 @@ _KNOWN_KEYS = {
     "merges",
     "merge_to_tokens",
 }
-_MERGE_KEY = re.compile(r"(0|[1-9][0-9]*)_(0|[1-9][0-9]*)\Z")
-_ID_KEY = re.compile(r"(0|[1-9][0-9]*)\Z")
+_MERGE_KEY = re.compile(r"(0|[1-9][0-9]{0,17})_(0|[1-9][0-9]{0,17})\Z")  # (ids of at most 18 digits)
+_ID_KEY = re.compile(r"(0|[1-9][0-9]{0,17})\Z")
 
 
 @dataclass
@@ -172,8 +172,10 @@ def parse_growing_json(text: str, origin) -> GrowingData:
     pairs: list[tuple[int, int]]
     if "merges" in v:
         pairs = _read_merges(doc, v["merges"])
-    else:
+    elif "merge_to_tokens" in v:
         pairs = _read_merge_to_tokens(doc, v["merge_to_tokens"], None)
+    else:  # only next_merge_id: no merges yet (checked against it below)
+        pairs = []
     if "merges" in v and "merge_to_tokens" in v:
         _read_merge_to_tokens(doc, v["merge_to_tokens"], pairs)
 
