@@ -304,3 +304,64 @@ def try_load(case: Case, directory: Path) -> tuple[str, str]:
         tb = traceback.extract_tb(e.__traceback__)[-1]
         return "outside", f"{type(e).__name__}: {str(e)[:300]} ({Path(tb.filename).name}:{tb.lineno})"
     return ("equal", "") if d == case.reference else ("different", "")
+
+
+# ---------------------------------------------------------------- a bounded in-process run
+class _Hang(BaseException):
+    """Raised by the alarm in :func:`run_trials` (a BaseException, so that no
+    reader's ``except Exception`` swallows it)."""
+
+
+def run_trials(examples: Path, scratch: Path, seed: int, per_format: int, timeout: float = 10.0) -> dict:
+    """Fuzz every format ``per_format`` times in this process; returns counts by
+    (format, outcome) and the findings. Each load runs under an alarm of
+    ``timeout`` seconds (a Python-level hang becomes the outcome "hang"), and
+    faulthandler ends the process after ``3 * timeout`` if a load is stuck
+    where the alarm cannot reach (the caller sees the exit and the traceback).
+    Before each load the trial is written to stderr, so whoever ran this
+    process knows which trial an abort happened in."""
+    import faulthandler
+    import signal
+    import sys
+
+    cases = read_cases(examples)
+
+    def alarm(signum, frame):
+        raise _Hang()
+
+    old = signal.signal(signal.SIGALRM, alarm)
+    counts: dict[str, int] = {}
+    findings: list[dict] = []
+    try:
+        for k in range(per_format * len(cases)):
+            case = cases[k % len(cases)]
+            target, data, muts = mutate(case, random.Random(f"{seed}:{k}"))
+            d = case.write(Path(scratch) / case.name)
+            (d / target).write_bytes(data)
+            print(f"trial {k}: {case.name} {target} {muts}", file=sys.stderr, flush=True)
+            faulthandler.dump_traceback_later(3 * timeout, exit=True)
+            signal.setitimer(signal.ITIMER_REAL, timeout)
+            try:
+                outcome, detail = try_load(case, d)
+            except _Hang:
+                outcome, detail = "hang", f"no answer in {timeout} s"
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                faulthandler.cancel_dump_traceback_later()
+                (d / target).write_bytes(case.files[target])
+            key = f"{case.name}/{outcome}"
+            counts[key] = counts.get(key, 0) + 1
+            if outcome in ("outside", "hang") or (outcome == "different" and case.own):
+                findings.append({"trial": k, "case": case.name, "own": case.own, "outcome": outcome,
+                                 "target": target, "mutations": muts, "detail": detail})
+    finally:
+        signal.signal(signal.SIGALRM, old)
+    return {"counts": counts, "findings": findings}
+
+
+if __name__ == "__main__":  # python tests/fuzz_formats.py EXAMPLES SCRATCH SEED PER_FORMAT: JSON on stdout
+    import json
+    import sys
+
+    _examples, _scratch, _seed, _n = sys.argv[1:5]
+    print(json.dumps(run_trials(Path(_examples), Path(_scratch), int(_seed), int(_n))))

@@ -78,7 +78,3 @@ class BPEData:
             if i in seen:
                 raise FormatError(f"special token {text!r} has id {i}, already used by {seen[i]}", path=path)
             seen[i] = f"special {text!r}"
-        top = max(seen, default=0)
-        if top >= 1 << 32:  # the core's ids are u32
-            shown = top if top.bit_length() <= 64 else f"of {top.bit_length()} bits"
-            raise FormatError(f"id {shown} ({seen[top]}) does not fit in 32 bits", path=path)
