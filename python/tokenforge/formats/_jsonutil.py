@@ -104,7 +104,7 @@ def _lone_surrogate_at(text: str) -> tuple[int, str] | None:
         if code < 0xDC00 and _LOW_ESCAPE.match(text, m.end()):
             pos = m.end() + 6  # a proper pair
             continue
-        return m.start(2) - 1, "\\" + m.group(0)[len(m.group(1)):]
+        return m.start(2) - 2, "\\" + m.group(0)[len(m.group(1)):]
 
 
 def lone_surrogate_escape(text: str) -> tuple[str, int | None]:
