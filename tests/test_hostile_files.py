@@ -136,7 +136,14 @@ def test_lz78_header_json_values(tmp_path):
         (tmp_path / "bad.tsv").write_text("\n".join(spoiled), encoding="utf-8")
         with pytest.raises(FormatError, match="setting params") as e:
             tf.load(tmp_path / "bad.tsv")
-        assert e.value.path == str(tmp_path / "bad.tsv")
+        assert e.value.path == str(tmp_path / "bad.tsv") and e.value.line == k + 1
+    k = next(i for i, line in enumerate(lines) if line.startswith("# specials"))
+    for value in ("5", '"<|x|>"', "null", '[""]', "[1]"):  # (a TypeError before)
+        spoiled = lines[:k] + [f"# specials = {value}"] + lines[k + 1 :]
+        (tmp_path / "bad.tsv").write_text("\n".join(spoiled), encoding="utf-8")
+        with pytest.raises(FormatError, match="setting specials must be a JSON list") as e:
+            tf.load(tmp_path / "bad.tsv")
+        assert e.value.line == k + 1
 
 
 def test_shard_index_entries_are_checked(json_files, tmp_path):

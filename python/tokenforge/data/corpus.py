@@ -375,7 +375,7 @@ def _jsonl_line(raw_line: bytes, path, lineno: int, offset: int, text_field: str
             escape, column = lone_surrogate_escape(line)
             raise _corpus_error(
                 f"field {text_field!r} holds the escape {escape} (at column {column}), half of a UTF-16 "
-                "surrogate pair and not a character; pass errors='replace' to read it as U+FFFD "
+                "surrogate pair and not a character; pass errors='replace' (--errors replace) to read it as U+FFFD "
                 "(or 'ignore' to drop it)",
                 path,
                 line=lineno,
