@@ -33,11 +33,15 @@ _decoder = json.JSONDecoder()
 #: a handful of levels, a corpus line's text field is at level 1.
 MAX_DEPTH = 64
 
-_STRING_RE = r'"[^"\\]*(?:\\.[^"\\]*)*"'
+# A string, or an unterminated one up to the end of the text: every quote then
+# starts a match, so no search fails from many starts (quadratic otherwise on
+# '"\\"\\"\\"...' without a closing quote).
+_STRING_RE = r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\Z)'
 _STRING = re.compile(_STRING_RE, re.DOTALL)
 _STRING_OR_BRACKET = re.compile(_STRING_RE + r"|[\[\]{}]", re.DOTALL)
-_BIG_INT_OR_STRING = re.compile(_STRING_RE + r"|(-?\d{%d,})" % (sys.get_int_max_str_digits() + 1), re.DOTALL)
-_SURROGATE_ESCAPE = re.compile(r"(\\+)u([dD][89a-fA-F][0-9a-fA-F]{2})")
+# (the lookbehinds start each run of digits or backslashes once: linear)
+_BIG_INT_OR_STRING = re.compile(_STRING_RE + r"|(?<![\d-])(-?\d{%d,})" % (sys.get_int_max_str_digits() + 1), re.DOTALL)
+_SURROGATE_ESCAPE = re.compile(r"(?<!\\)(\\+)u([dD][89a-fA-F][0-9a-fA-F]{2})")
 _LOW_ESCAPE = re.compile(r"\\u[dD][c-fC-F][0-9a-fA-F]{2}")
 
 
