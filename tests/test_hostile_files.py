@@ -48,6 +48,18 @@ def test_loads_checked_names_line_and_column(text, line, column, message):
     assert (e.value.line, e.value.column) == (line, column)
 
 
+def test_loads_checked_is_linear_on_hostile_text():
+    # Each of these took seconds to minutes when a regex retried from every quote,
+    # digit or backslash (no timing is asserted: a regression makes this test slow).
+    n = 20000
+    with pytest.raises(JsonProblem, match="nested more than 64"):
+        loads_checked("[" * 70 + '"' + '\\"' * n)
+    with pytest.raises(JsonProblem, match="an integer of 4400 digits"):
+        loads_checked("[" + ",".join(["1" * 4300] * 50) + "," + "2" * 4400 + "]")
+    with pytest.raises(JsonProblem, match="half a surrogate pair"):
+        loads_checked('["' + "\\\\" * n + '", "\\ud83d"]')
+
+
 def test_loads_checked_accepts_what_is_fine():
     assert loads_checked('{"a": "\\ud83d\\ude00", "b": "\\\\ud83d"}') == {"a": "\U0001F600", "b": "\\ud83d"}
     deep_in_strings = json.dumps({"code": "[" * 1000 + "{" * 1000})

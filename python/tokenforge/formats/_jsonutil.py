@@ -12,6 +12,9 @@ column, which the reader turns into its own typed error
 (``["merges", 12]``), so that semantic errors can name a line too. It walks
 only along the one path, decoding siblings with the C scanner, so it costs
 little and runs only when an error is being reported.
+
+Not handled: JSON that ``json.loads`` accepts beyond the standard (NaN,
+Infinity) is still accepted here; readers check the values they use.
 """
 
 from __future__ import annotations

@@ -17,6 +17,16 @@ and refuses any opcode that is not plain data -- importing a global, calling,
 building or extension codes -- with :class:`UnsafePickleError` naming the file,
 the byte offset and what it tried to import; only then does it unpickle, with
 an unpickler whose ``find_class`` and ``persistent_load`` refuse everything.
+
+The same walk simulates the unpickler's stack and memo, so bombs are refused
+before anything is built (:class:`UnsafePickleError`, linear in the file): a
+"billion laughs" of nested memo references (items are counted through every
+shared reference, at most :func:`_max_items` for the file's size), nesting
+deeper than :data:`_MAX_DEPTH`, a container that contains itself, and a memo
+index beyond the opcodes read (the unpickler's memo is an array that long).
+
+Not handled: pickles of protocol 0-2 that store bytes through ``_codecs``
+(refused as imports), and objects other than plain data.
 """
 
 from __future__ import annotations
