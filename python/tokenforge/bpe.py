@@ -151,18 +151,18 @@ def _looks_like_paths(corpus) -> bool:
     return isinstance(corpus, (list, tuple)) and len(corpus) > 0 and all(_is_path(x) for x in corpus)
 
 
-def _documents(corpus, text_field: str, split_on: str | None):
+def _documents(corpus, text_field: str, split_on: str | None, errors: str = "strict"):
     if isinstance(corpus, (str, os.PathLike)):
-        return iter_documents(Path(corpus), text_field=text_field, split_on=split_on)
+        return iter_documents(Path(corpus), text_field=text_field, split_on=split_on, errors=errors)
     if _looks_like_paths(corpus):
-        return iter_documents([Path(x) for x in corpus], text_field=text_field, split_on=split_on)
+        return iter_documents([Path(x) for x in corpus], text_field=text_field, split_on=split_on, errors=errors)
     if isinstance(corpus, (bytes, bytearray)):
         raise TypeError("corpus must be paths or an iterable of str, not bytes")
     try:
         it = iter(corpus)
     except TypeError:
         raise TypeError(f"corpus must be a path, a list of paths or an iterable of str, not {type(corpus).__name__}") from None
-    return iter_documents(it, text_field=text_field, split_on=split_on)
+    return iter_documents(it, text_field=text_field, split_on=split_on, errors=errors)
 
 
 class _HybridMethod:
@@ -224,6 +224,7 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         split_on: str | None = None,
         progress: bool | None = None,
         input_path=None,
+        errors: str = "strict",
     ):
         """Train a tokenizer of ``vocab_size`` ids (specials included).
 
@@ -235,6 +236,8 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         "lexicographic" (seed 003: the larger pair of byte strings).
         ``layout``: "nanochat" (merges from 256, specials last) or "specials_first".
         ``min_frequency``: stop when the best pair occurs fewer times.
+        ``errors``: how corpus files' bad UTF-8 and lone surrogate escapes in
+        JSON lines are read (see :func:`~tokenforge.data.corpus.iter_documents`).
         Output does not depend on ``num_threads``. Ctrl-C stops cleanly and
         writes nothing. ``save_dir``: save the result there (:meth:`save`).
 
@@ -265,10 +268,10 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         if corpus is None:
             raise TypeError("train() needs a corpus (a path, paths, or an iterable of str)")
         if seed_mode and specials:
-            documents = _documents(corpus, text_field, split_on or max(specials, key=len))
+            documents = _documents(corpus, text_field, split_on or max(specials, key=len), errors)
             documents = _split_at_specials(documents, specials)
         else:
-            documents = _documents(corpus, text_field, split_on)
+            documents = _documents(corpus, text_field, split_on, errors)
         data = _train(
             documents,
             vocab_size,

@@ -157,6 +157,7 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
         progress: bool | None = None,
         text_field: str = "text",
         split_on: str | None = None,
+        errors: str = "strict",
         **strategy_params,
     ) -> "LZ78Tokenizer":
         """Train a dictionary so that the tokenizer has ``vocab_size`` ids in all.
@@ -170,7 +171,8 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
         pruning strategies keep every distinct document in memory.
         ``strategy_params`` override :data:`DEFAULT_PARAMS` (``multiple`` is
         compressed's name for ``pool_factor``). Output does not depend on
-        ``num_threads``.
+        ``num_threads``. ``errors``: how corpus files' bad UTF-8 and lone
+        surrogate escapes are read (see :func:`~tokenforge.data.corpus.iter_documents`).
         """
         if strategy not in STRATEGIES:
             raise TokenforgeError(f"unknown LZ78 strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
@@ -197,7 +199,7 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
             if isinstance(e, TokenforgeError):
                 raise
             raise TokenforgeError(f"strategy {strategy}: {e}") from None
-        docs = _documents(corpus, text_field, split_on)
+        docs = _documents(corpus, text_field, split_on, errors)
         batch: list[str] = []
         size = 0
         # standard stops once full (usually within the first MB): small batches let it stop reading early
@@ -572,18 +574,18 @@ def _to_compressed(entries, settings: dict) -> LZ78Data:
     return LZ78Data(structure="compressed", nodes=nodes, settings=settings)
 
 
-def _documents(corpus, text_field: str, split_on: str | None):
+def _documents(corpus, text_field: str, split_on: str | None, errors: str = "strict"):
     if isinstance(corpus, (str, os.PathLike)):
-        return iter_documents(Path(corpus), text_field=text_field, split_on=split_on)
+        return iter_documents(Path(corpus), text_field=text_field, split_on=split_on, errors=errors)
     if isinstance(corpus, (list, tuple)) and corpus and all(isinstance(x, os.PathLike) for x in corpus):
-        return iter_documents(list(corpus), text_field=text_field, split_on=split_on)
+        return iter_documents(list(corpus), text_field=text_field, split_on=split_on, errors=errors)
     if isinstance(corpus, (bytes, bytearray)):
         raise TypeError("corpus must be paths or an iterable of str, not bytes")
     try:
         it = iter(corpus)
     except TypeError:
         raise TypeError(f"corpus must be a path, a list of paths or an iterable of str, not {type(corpus).__name__}") from None
-    return iter_documents(it, text_field=text_field, split_on=split_on)
+    return iter_documents(it, text_field=text_field, split_on=split_on, errors=errors)
 
 
 def lz78_inspect(tokenizer: LZ78Tokenizer, top: int = 10) -> dict:

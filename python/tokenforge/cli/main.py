@@ -214,6 +214,7 @@ def cmd_train(args) -> int:
         text_field=args.text_field,
         split_on=args.split_on,
         progress=not args.quiet,
+        errors=args.errors,
     )
     dt = time.perf_counter() - t0
     out = Path(args.output)
@@ -424,6 +425,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--layout", default="nanochat", choices=["nanochat", "specials_first"])
     t.add_argument("--text-field", default="text", help="JSON field / parquet column holding the text")
     t.add_argument("--split-on", default=None, help="split .txt files into documents at this string")
+    t.add_argument("--errors", default="strict", choices=["strict", "replace", "ignore"],
+                   help="invalid UTF-8 or a lone surrogate escape in the corpus: an error naming file and line "
+                        "(strict, default), U+FFFD (replace) or dropped (ignore)")
     t.add_argument("--format", default="tokenforge", choices=["tokenforge", "tiktoken", "hf"])
     t.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     t.set_defaults(func=cmd_train)

@@ -27,8 +27,8 @@ from __future__ import annotations
 import codecs
 import gzip
 import io
-import json
 import os
+import re
 import sys
 import time
 import zlib
@@ -38,9 +38,11 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from ..errors import CorpusError
+from ..formats._jsonutil import JsonProblem, loads_checked, lone_surrogate_escape
 
 __all__ = [
     "iter_documents",
+    "check_errors",
     "corpus_bytes",
     "corpus_files",
     "Progress",
@@ -59,6 +61,9 @@ COMPRESSIONS = (".gz", ".zst")
 
 _EXTRA_HINT = "pip install 'tokenforge[io]'"
 
+#: a code point of a UTF-16 surrogate half, which no UTF-8 text holds
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
 
 # ---------------------------------------------------------------------------
 # errors
@@ -73,6 +78,18 @@ def _corpus_error(message: str, path, *, line: int | None = None, offset: int | 
     err = CorpusError(f"{', '.join(where)}: {message}")
     err.path, err.line, err.offset = str(path), line, offset
     return err
+
+
+def check_errors(errors: str) -> None:
+    """Refuse an unknown UTF-8 error handler now (LookupError) rather than at
+    the first bad byte, and the two that would make lone surrogates, which no
+    tokenizer can encode."""
+    codecs.lookup_error(errors)
+    if errors in ("surrogateescape", "surrogatepass"):
+        raise CorpusError(
+            f"errors={errors!r} would put lone surrogates into the text, which cannot be tokenized; "
+            "use 'strict', 'replace' or 'ignore'"
+        )
 
 
 def _decode(data: bytes, path, offset: int, errors: str, *, line: int | None = None, compressed: bool = False) -> str:
@@ -338,9 +355,11 @@ def _jsonl_line(raw_line: bytes, path, lineno: int, offset: int, text_field: str
     if not line.strip():
         return None
     try:
-        obj = json.loads(line)
-    except json.JSONDecodeError as e:
-        raise _corpus_error(f"not valid JSON ({e.msg} at column {e.colno})", path, line=lineno) from None
+        # No depth limit before parsing (a line of code may hold many brackets
+        # in its text); a line nested too deeply for the parser is a JsonProblem.
+        obj = loads_checked(line, max_depth=None, surrogates=False)
+    except JsonProblem as e:
+        raise _corpus_error(f"not valid JSON ({e.message}{e.where()})", path, line=lineno) from None
     if not isinstance(obj, dict):
         raise _corpus_error(f"expected a JSON object, got {type(obj).__name__}", path, line=lineno)
     if text_field not in obj:
@@ -351,6 +370,18 @@ def _jsonl_line(raw_line: bytes, path, lineno: int, offset: int, text_field: str
     text = obj[text_field]
     if text is not None and not isinstance(text, str):
         raise _corpus_error(f"field {text_field!r} is {type(text).__name__}, expected a string", path, line=lineno)
+    if text and (b"\\ud" in raw_line or b"\\uD" in raw_line) and _SURROGATE.search(text):
+        # json.loads joins escaped pairs; what is left is a lone half ("\ud83d")
+        if errors == "strict":
+            escape, column = lone_surrogate_escape(line)
+            raise _corpus_error(
+                f"field {text_field!r} holds the escape {escape} (at column {column}), half of a UTF-16 "
+                "surrogate pair and not a character; pass errors='replace' (--errors replace) to read it as U+FFFD "
+                "(or 'ignore' to drop it)",
+                path,
+                line=lineno,
+            )
+        text = _SURROGATE.sub("" if errors == "ignore" else "\ufffd", text)
     return text
 
 
@@ -561,7 +592,9 @@ def iter_documents(
     longer line is cut at a character boundary). ``split_on`` does not apply
     to JSON lines, parquet or str sources, whose items are documents already.
     ``errors`` is the UTF-8 error handler: "strict" raises :class:`CorpusError`
-    naming the file and byte offset; "replace" substitutes U+FFFD.
+    naming the file and byte offset; "replace" substitutes U+FFFD. It applies
+    to a lone surrogate escape in a JSON line's text (``"\\ud83d"``) too:
+    "strict" names the file and line, "replace" gives U+FFFD, "ignore" drops it.
     ``progress`` is None/False (silent), True (a bar over :func:`corpus_bytes`)
     or a :class:`Progress` to update with bytes read from disk.
 
@@ -572,7 +605,7 @@ def iter_documents(
         raise ValueError(f"block_bytes must be an int >= 4, got {block_bytes!r}")
     if split_on is not None and (not isinstance(split_on, str) or not split_on):
         raise ValueError("split_on must be a non-empty str (or None)")
-    codecs.lookup_error(errors)  # an unknown handler would otherwise fail only at the first bad byte
+    check_errors(errors)
     paths = _paths_of(source)
     if paths is None:
         try:

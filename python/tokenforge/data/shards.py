@@ -65,6 +65,7 @@ import hashlib
 import json
 import os
 import queue
+import re
 import threading
 from pathlib import Path
 from typing import Iterator
@@ -73,9 +74,9 @@ import numpy as np
 
 from ..errors import FormatError, TokenforgeError, VersionError, warn_user
 from ..formats import checksum
-from ..formats._jsonutil import JsonDoc
+from ..formats._jsonutil import JsonDoc, parse_json
 from ..formats.atomic import atomic_open, atomic_write
-from .corpus import corpus_bytes, corpus_files, iter_documents, jsonl_block_documents, jsonl_blocks, progress_bar
+from .corpus import check_errors, corpus_bytes, corpus_files, iter_documents, jsonl_block_documents, jsonl_blocks, progress_bar
 from .fingerprint import tokenizer_fingerprint
 
 __all__ = ["pretokenize", "ShardSet", "ShardError", "FORMAT", "VERSION", "INDEX_FILE", "LEGACY_FORMAT"]
@@ -263,12 +264,14 @@ def _write_index(out: Path, index: dict) -> None:
 def _read_index(path: Path) -> dict:
     p = path / INDEX_FILE if path.is_dir() else path
     try:
-        text = p.read_text(encoding="utf-8")
-        index = json.loads(text)
+        raw = p.read_bytes()
     except FileNotFoundError:
         raise FileNotFoundError(f"no shard index at {p} (make one with tokenforge.data.shards.pretokenize)") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise FormatError(f"not a valid shard index: {e}", path=p) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise FormatError(f"not a valid shard index: not UTF-8 ({e.reason})", path=p, offset=e.start) from None
+    index = parse_json(text, p, "a shard index")
     if isinstance(index, dict) and index.get("format") == LEGACY_FORMAT:
         return _legacy_index(index, p)
     if not isinstance(index, dict) or index.get("format") != FORMAT:
@@ -279,6 +282,7 @@ def _read_index(path: Path) -> dict:
     for key in ("tokenizer", "dtype", "shards"):
         if key not in index:
             raise FormatError(f"shard index has no {key!r} entry", path=p)
+    _check_index_entries(index, p)
     checksum.check_json(JsonDoc(p, text, index), FORMAT, v)
     index.pop(checksum.KEY, None)  # never carried over: _write_index computes its own
     return index
@@ -346,6 +350,45 @@ def _legacy_index(old: dict, p: Path) -> dict:
         "shards": out,
         "complete": bool(old.get("complete")),
     }
+
+
+_SHARD_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,200}\Z")  # a plain name inside the directory
+_SHARD_COUNTS = ("num_tokens", "num_documents", "num_bytes")
+
+
+def _check_index_entries(index: dict, p: Path) -> None:
+    """The types of what readers of the index use, so that a damaged index is a
+    FormatError here rather than a KeyError or TypeError later."""
+    def bad(what: str) -> FormatError:
+        return FormatError(f"shard index: {what}", path=p)
+
+    if index["dtype"] not in ("uint16", "uint32"):
+        raise bad(f'"dtype" must be "uint16" or "uint32", not {str(index["dtype"])[:40]!r}')
+    tok = index["tokenizer"]
+    if not isinstance(tok, dict) or not isinstance(tok.get("fingerprint"), str) or not _is_count(tok.get("vocab_size")):
+        raise bad('"tokenizer" must be an object with a "fingerprint" string and an integer "vocab_size"')
+    bos = index.get("bos_id")
+    if bos is not None and not _is_count(bos):
+        raise bad('"bos_id" must be a non-negative integer or null')
+    if not isinstance(index["shards"], list):
+        raise bad('"shards" must be a list')
+    for j, e in enumerate(index["shards"]):
+        if not isinstance(e, dict):
+            raise bad(f"shard {j} is not an object")
+        for key in ("tokens", "documents"):
+            if not isinstance(e.get(key), str) or not _SHARD_FILE.match(e[key]):
+                raise bad(f"shard {j}: {key!r} must be a file name in the shard directory")
+        for key in _SHARD_COUNTS:
+            if not _is_count(e.get(key)):
+                raise bad(f"shard {j}: {key!r} must be a non-negative integer")
+        if "num_chars" in e and not _is_count(e["num_chars"]):
+            raise bad(f"shard {j}: 'num_chars' must be a non-negative integer")
+        if not isinstance(e.get("sha256"), str):
+            raise bad(f"shard {j}: 'sha256' must be a string")
+
+
+def _is_count(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 1 << 63
 
 
 class _Reader(threading.Thread):
@@ -425,6 +468,7 @@ def pretokenize(
     split_on: str | None = None,
     progress: bool | None = None,
     overwrite: bool = False,
+    errors: str = "strict",
 ) -> "ShardSet":
     """Encode a corpus into shards under ``out_dir`` (resuming a previous run there).
 
@@ -433,6 +477,9 @@ def pretokenize(
     same documents again to resume). ``bos``: start every document with the
     tokenizer's BOS id. ``num_threads``: encoding threads (None: all cores).
     ``overwrite``: discard what ``out_dir`` holds instead of resuming.
+    ``errors``: how bad UTF-8 and lone surrogate escapes in JSON lines are read
+    (see :func:`~tokenforge.data.corpus.iter_documents`; recorded in the index
+    when not "strict").
     Ctrl-C stops cleanly; run again to resume. Returns the :class:`ShardSet`.
     """
     if isinstance(shard_tokens, bool) or not isinstance(shard_tokens, int) or shard_tokens < 1:
@@ -467,6 +514,9 @@ def pretokenize(
         "text_field": text_field,
         "split_on": split_on,
     }
+    check_errors(errors)
+    if errors != "strict":  # (absent when strict, so older shard sets still resume)
+        settings["errors"] = errors
     index = None
     if (out / INDEX_FILE).exists() and not overwrite:
         index = _read_index(out)
@@ -475,7 +525,7 @@ def pretokenize(
                 f"{out} holds shards in the old lz78 layout ({index['legacy']}), which cannot be resumed; "
                 "pass overwrite=True (--overwrite) to replace them, or choose another directory"
             )
-        for key, want in settings.items():
+        for key, want in {"errors": None, **settings}.items():
             if index.get(key) != want:
                 what = "tokenizer" if key == "tokenizer" else key
                 raise ShardError(
@@ -519,7 +569,7 @@ def pretokenize(
         if got is None:  # a line only the Python reader reads right (or reports right)
             line[block.path] = first + block.count_lines()
             # (blocks are finished in order, so what is still to skip is this block's ``skip``)
-            return encode_texts(list(jsonl_block_documents(block, first, text_field)))
+            return encode_texts(list(jsonl_block_documents(block, first, text_field, errors)))
         tokens, ntok, nbytes, nchars, nlines = got
         line[block.path] = first + nlines
         n = min(skip, len(ntok))
@@ -535,7 +585,7 @@ def pretokenize(
 
     with progress_bar(total=total, desc="pretokenizing", unit="B", enabled=progress is not False) as bar:
         if encoder is None:
-            items = _batched(_metered(iter_documents(corpus, text_field=text_field, split_on=split_on), bar), batch_chars)
+            items = _batched(_metered(iter_documents(corpus, text_field=text_field, split_on=split_on, errors=errors), bar), batch_chars)
         else:
             items = jsonl_blocks(corpus_files(corpus), batch_chars, progress=bar)
         writer = _Writer(out, index, dtype, shard_tokens)
@@ -704,13 +754,23 @@ class ShardSet:
     def _file(self, i: int, key: str) -> Path:
         if not 0 <= i < self.num_shards:
             raise IndexError(f"shard {i} out of range ({self.num_shards} shards)")
-        return self.dir / self.index["shards"][i][key]
+        p = self.dir / self.index["shards"][i][key]
+        if not p.is_file():
+            raise FormatError(f"the index lists {p.name} (shard {i}), which is missing", path=self.dir / INDEX_FILE)
+        return p
+
+    @staticmethod
+    def _load(p: Path, **kw) -> np.ndarray:
+        try:
+            return np.load(p, allow_pickle=False, **kw)
+        except (ValueError, EOFError, OSError) as e:  # not a .npy file, truncated, ...
+            raise FormatError(f"not a readable shard array: {str(e)[:200]}", path=p) from None
 
     def tokens(self, i: int) -> np.ndarray:
         """Shard ``i``'s token ids, memory-mapped (read-only)."""
         if i not in self._tokens:
             p = self._file(i, "tokens")
-            arr = np.load(p, mmap_mode="r", allow_pickle=False)
+            arr = self._load(p, mmap_mode="r")
             want = self.index["shards"][i]["num_tokens"]
             if arr.dtype != self.dtype or arr.ndim != 1 or len(arr) != want:
                 raise FormatError(f"shard holds {arr.dtype}[{len(arr)}], the index says {self.dtype}[{want}]", path=p)
@@ -721,7 +781,7 @@ class ShardSet:
         """Shard ``i``'s document table: int64 [documents, 2] = (token offset, byte count)."""
         self._no_legacy("document tables")
         p = self._file(i, "documents")
-        arr = np.load(p, allow_pickle=False)
+        arr = self._load(p)
         if arr.ndim != 2 or arr.shape[1] != 2 or len(arr) != self.index["shards"][i]["num_documents"]:
             raise FormatError("document table does not match the index", path=p)
         return arr

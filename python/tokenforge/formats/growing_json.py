@@ -43,7 +43,7 @@ from pathlib import Path
 
 from ..errors import FormatError, VersionError
 from . import checksum
-from ._jsonutil import JsonDoc
+from ._jsonutil import JsonDoc, parse_json
 from .atomic import atomic_write
 from .patterns import CL100K_PATTERN, pattern_compile_problem  # CL100K: the seed's split pattern (numbers of 1-3 digits)
 
@@ -84,8 +84,8 @@ _KNOWN_KEYS = {
     "merge_to_tokens",
     checksum.KEY,
 }
-_MERGE_KEY = re.compile(r"(0|[1-9][0-9]*)_(0|[1-9][0-9]*)\Z")
-_ID_KEY = re.compile(r"(0|[1-9][0-9]*)\Z")
+_MERGE_KEY = re.compile(r"(0|[1-9][0-9]{0,17})_(0|[1-9][0-9]{0,17})\Z")  # (ids of at most 18 digits)
+_ID_KEY = re.compile(r"(0|[1-9][0-9]{0,17})\Z")
 
 
 @dataclass
@@ -138,16 +138,7 @@ def parse_growing_json(text: str, origin) -> GrowingData:
     """Parse and validate a document; ``origin`` (a path or URL) names it in errors."""
     if text.startswith("\ufeff"):
         text = text[1:]
-    try:
-        value = json.loads(text, object_pairs_hook=_Obj)
-    except json.JSONDecodeError as e:
-        raise FormatError(
-            f"invalid JSON at column {e.colno}: {e.msg}; expected a growing-vocabulary tokenizer.json (truncated or corrupt?)",
-            path=origin,
-            line=e.lineno,
-        ) from None
-    except RecursionError:
-        raise FormatError("JSON nested too deeply; expected a growing-vocabulary tokenizer.json", path=origin) from None
+    value = parse_json(text, origin, "a growing-vocabulary tokenizer.json", object_pairs_hook=_Obj)
     if not isinstance(value, dict):
         raise FormatError(
             f"top level is a JSON {type(value).__name__}, expected an object (a growing-vocabulary tokenizer.json)",
@@ -187,8 +178,10 @@ def parse_growing_json(text: str, origin) -> GrowingData:
     pairs: list[tuple[int, int]]
     if "merges" in v:
         pairs = _read_merges(doc, v["merges"])
-    else:
+    elif "merge_to_tokens" in v:
         pairs = _read_merge_to_tokens(doc, v["merge_to_tokens"], None)
+    else:  # only next_merge_id: no merges yet (checked against it below)
+        pairs = []
     if "merges" in v and "merge_to_tokens" in v:
         _read_merge_to_tokens(doc, v["merge_to_tokens"], pairs)
 

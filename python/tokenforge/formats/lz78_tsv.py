@@ -45,6 +45,7 @@ from pathlib import Path
 
 from ..errors import FormatError, TokenforgeError, VersionError
 from . import checksum
+from ._jsonutil import parse_json
 from .atomic import atomic_write
 from .patterns import NAMED_PATTERNS
 
@@ -212,14 +213,26 @@ def _parse_header(lines: list[str], path) -> tuple[dict | None, int]:
 _JSON_KEYS = ("specials", "params", "training")
 
 
-def _decode_settings(raw: dict, path) -> dict:
+def _setting_line(lines: list[str] | None, key: str) -> int | None:
+    """1-based line of ``# key = ...`` in the header (the last one wins, as in the settings)."""
+    found = None
+    for i, line in enumerate(lines or ()):
+        if not line.startswith("#"):
+            break
+        body = line[1:].strip()
+        if "=" in body and body.split("=", 1)[0].strip() == key:
+            found = i + 1
+    return found
+
+
+def _decode_settings(raw: dict, path, lines: list[str] | None = None) -> dict:
     s = dict(raw)
     for k in _JSON_KEYS:
         if k in s:
-            try:
-                s[k] = json.loads(s[k])
-            except json.JSONDecodeError as e:
-                raise FormatError(f"setting {k} is not valid JSON: {e.msg}", path=path) from None
+            s[k] = parse_json(s[k], path, f"the JSON value of setting {k}", first_line=_setting_line(lines, k) or 1)
+    if "specials" in s and not (isinstance(s["specials"], list) and all(isinstance(x, str) and x for x in s["specials"])):
+        raise FormatError("setting specials must be a JSON list of non-empty strings", path=path,
+                          line=_setting_line(lines, "specials"))
     if "chunking" in s:
         if s["chunking"] not in ("0", "1"):
             raise FormatError(f"setting chunking must be 0 or 1, not {s['chunking']!r}", path=path)
@@ -248,7 +261,7 @@ def read_lz78_tsv(path, tsv_format: str | None = None, *, strict: bool = True) -
     lines = _lines(path)
     raw_settings, start = _parse_header(lines, path)
     ours = raw_settings is not None
-    settings = _decode_settings(raw_settings, path) if ours else {}
+    settings = _decode_settings(raw_settings, path, lines) if ours else {}
     fmt = settings.get("format") if ours else None
     if ours and fmt is None:
         fmt = "lz78"

@@ -21,12 +21,21 @@ building or extension codes -- with :class:`UnsafePickleError` naming the file,
 the byte offset and what it tried to import; only then does it unpickle, with
 an unpickler whose ``find_class`` and ``persistent_load`` refuse everything.
 
+The same walk simulates the unpickler's stack and memo, so bombs are refused
+before anything is built (:class:`UnsafePickleError`, linear in the file): a
+"billion laughs" of nested memo references (items are counted through every
+shared reference, at most :func:`_max_items` for the file's size), nesting
+deeper than :data:`_MAX_DEPTH`, a container that contains itself, and a memo
+index beyond the opcodes read (the unpickler's memo is an array that long).
+
 The writer pickles plain dicts, lists, tuples, bytes and ints (protocol 4), so
 the seed's own code loads the files with ``pickle.load``.
 
-Not handled: a regex ending in a line break in the pattern file (one final
-line break is taken as the file's end of line, so the writer refuses such a
-pattern); writing the files as one transaction (each file is atomic alone).
+Not handled: pickles of protocol 0-2 that store bytes through ``_codecs``
+(refused as imports), and objects other than plain data; a regex ending in a
+line break in the pattern file (one final line break is taken as the file's
+end of line, so the writer refuses such a pattern); writing the files as one
+transaction (each file is atomic alone).
 """
 
 from __future__ import annotations
@@ -69,6 +78,7 @@ _PLAIN_OPCODES = frozenset(
     EMPTY_LIST APPEND APPENDS LIST EMPTY_TUPLE TUPLE TUPLE1 TUPLE2 TUPLE3
     EMPTY_DICT DICT SETITEM SETITEMS EMPTY_SET ADDITEMS FROZENSET""".split()
 )
+_GET_OPCODES = frozenset(("GET", "BINGET", "LONG_BINGET"))
 _STRING_OPCODES = frozenset("STRING BINSTRING SHORT_BINSTRING UNICODE BINUNICODE SHORT_BINUNICODE BINUNICODE8".split())
 _PLAIN_TYPES = "dict, list, tuple, set, int, bytes, str"
 
@@ -96,7 +106,7 @@ class _RefusingUnpickler(pickle.Unpickler):
 def _what_it_imports(op_name: str, arg, recent_strings: list) -> str:
     if op_name in ("GLOBAL", "INST") and isinstance(arg, str):
         return " tries to import " + arg.replace(" ", ".", 1)
-    if op_name == "STACK_GLOBAL" and len(recent_strings) >= 2:
+    if op_name == "STACK_GLOBAL" and recent_strings[-2] is not None:
         return f" tries to import {recent_strings[-2]}.{recent_strings[-1]}"
     if op_name in ("REDUCE", "NEWOBJ", "NEWOBJ_EX", "OBJ", "BUILD"):
         return " tries to call or build an object"
@@ -105,44 +115,306 @@ def _what_it_imports(op_name: str, arg, recent_strings: list) -> str:
     return ""
 
 
+#: Deepest nesting admitted (seed 003's data is three levels deep).
+_MAX_DEPTH = 100
+
+
+def _max_items(n_bytes: int) -> int:
+    """Most items (scalars and containers, as a walk of the result counts them)
+    a pickle of ``n_bytes`` bytes may hold: every item of plain data costs at
+    least one opcode byte unless the memo shares it, so a few per byte."""
+    return 4 * n_bytes + 256
+
+
+def _short_text(e) -> str:
+    text = str(e)
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+class _Broken(Exception):
+    """The opcodes do not make a well-formed stack (the unpickler would fail too)."""
+
+
+class _Shape:
+    """The unpickler's stack and memo simulated from the opcodes alone.
+
+    A scalar is the leaf ``-1``; each container is a node (an index into
+    ``kids``) listing what was put into it, by reference, so a memo GET of a
+    container shares its node as the real unpickler shares the object.
+    ``low`` holds each node's depth as far as it is built, a lower bound of its
+    final depth (containers only grow), so a deep nest is refused as it is
+    built. :func:`_scan_opcodes` does the frequent opcodes inline and calls
+    :meth:`step` for the rest (only opcodes in ``_PLAIN_OPCODES``).
+    """
+
+    SCALARS = frozenset(
+        """NONE NEWTRUE NEWFALSE INT BININT BININT1 BININT2 LONG LONG1 LONG4 FLOAT BINFLOAT
+        STRING BINSTRING SHORT_BINSTRING BINBYTES SHORT_BINBYTES BINBYTES8 BYTEARRAY8
+        UNICODE BINUNICODE SHORT_BINUNICODE BINUNICODE8""".split()
+    )
+    EMPTY = frozenset("EMPTY_LIST EMPTY_DICT EMPTY_SET EMPTY_TUPLE".split())
+    _FROM_MARK = frozenset("LIST TUPLE DICT FROZENSET".split())
+    _INTO_FROM_MARK = frozenset("APPENDS SETITEMS ADDITEMS".split())
+    _TUPLE_N = {"TUPLE1": 1, "TUPLE2": 2, "TUPLE3": 3}
+
+    def __init__(self, path):
+        self.path = path
+        self.stack: list[int] = []
+        self.marks: list[int] = []
+        self.memo: dict[int, int] = {}
+        self.kids: list[list[int]] = []
+        self.low: list[int] = []
+        self.root: int | None = None
+
+    def too_deep(self, pos: int | None) -> UnsafePickleError:
+        return UnsafePickleError(
+            f"refused: data nested more than {_MAX_DEPTH} levels deep; seed 003's pickles are three levels deep",
+            path=self.path,
+            offset=pos,
+        )
+
+    def _depth_of(self, items: list[int], pos: int) -> int:
+        low = self.low
+        d = 1 + max((low[c] for c in items if c >= 0), default=0)
+        if d > _MAX_DEPTH:
+            raise self.too_deep(pos)
+        return d
+
+    def _new(self, items: list[int], pos: int) -> int:
+        self.low.append(self._depth_of(items, pos))
+        self.kids.append(items)
+        return len(self.kids) - 1
+
+    def _pop(self) -> int:
+        if not self.stack or (self.marks and self.marks[-1] == len(self.stack)):
+            raise _Broken("an opcode takes from an empty stack")
+        return self.stack.pop()
+
+    def _pop_mark(self) -> list[int]:
+        if not self.marks:
+            raise _Broken("an opcode needs a MARK that is not there")
+        k = self.marks.pop()
+        items = self.stack[k:]
+        del self.stack[k:]
+        return items
+
+    def _into_top(self, items: list[int], pos: int) -> None:
+        if not self.stack or (self.marks and self.marks[-1] == len(self.stack)) or self.stack[-1] < 0:
+            raise _Broken("items added to something that is not a container")
+        t = self.stack[-1]
+        self.kids[t].extend(items)
+        self.low[t] = max(self.low[t], self._depth_of(items, pos))
+
+    def step(self, name: str, arg, pos: int, n_ops: int) -> None:
+        stack = self.stack
+        if name == "MARK":
+            self.marks.append(len(stack))
+        elif name in ("PUT", "BINPUT", "LONG_BINPUT"):
+            # The unpickler's memo is an array as long as the largest index;
+            # a writer numbers its entries 0, 1, 2, ... (at most one per opcode).
+            if not isinstance(arg, int) or arg < 0 or arg > n_ops:
+                raise UnsafePickleError(
+                    f"refused: memo index {_short_text(arg)} is beyond the {n_ops} opcodes before it "
+                    "(a pickle writer numbers its memo from 0)",
+                    path=self.path,
+                    offset=pos,
+                )
+            if not stack or (self.marks and self.marks[-1] == len(stack)):
+                raise _Broken("memo store with an empty stack")
+            self.memo[arg] = stack[-1]
+        elif name == "APPEND":
+            x = self._pop()
+            self._into_top([x], pos)
+        elif name == "SETITEM":
+            v = self._pop()
+            k = self._pop()
+            self._into_top([k, v], pos)
+        elif name in self._INTO_FROM_MARK:
+            self._into_top(self._pop_mark(), pos)
+        elif name in self._FROM_MARK:
+            stack.append(self._new(self._pop_mark(), pos))
+        elif name in self._TUPLE_N:
+            items = [self._pop() for _ in range(self._TUPLE_N[name])][::-1]
+            stack.append(self._new(items, pos))
+        elif name == "POP":
+            if self.marks and self.marks[-1] == len(stack):
+                self.marks.pop()
+            else:
+                self._pop()
+        elif name == "POP_MARK":
+            self._pop_mark()
+        elif name == "DUP":
+            stack.append(self._pop())
+            stack.append(stack[-1])
+        elif name == "STOP":
+            if len(stack) != 1 or self.marks:
+                raise _Broken("STOP with a stack that does not hold exactly one value")
+            self.root = stack.pop()
+        # PROTO, FRAME: no effect on the data
+
+    def check_result(self, n_bytes: int) -> None:
+        """Refuse a cycle, nesting deeper than _MAX_DEPTH or more items than
+        :func:`_max_items` allows for a file of ``n_bytes`` bytes."""
+        max_items = _max_items(n_bytes)
+        root = self.root
+        if root is None:
+            raise FormatError("corrupt pickle: no STOP opcode", path=self.path, offset=n_bytes)
+        if root < 0:
+            return
+        kids = self.kids
+        size = [0] * len(kids)
+        depth = [0] * len(kids)
+        state = bytearray(len(kids))  # 0 new, 1 on the current path, 2 done
+        todo = [root]
+        while todo:  # iterative post-order walk over the shared nodes: linear in the opcodes
+            v = todo[-1]
+            if state[v] == 0:
+                state[v] = 1
+                for c in kids[v]:
+                    if c >= 0:
+                        if state[c] == 1:
+                            raise UnsafePickleError(
+                                "refused: the pickle holds a container that contains itself; only plain data is accepted",
+                                path=self.path,
+                            )
+                        if state[c] == 0:
+                            todo.append(c)
+                continue
+            todo.pop()
+            if state[v] == 2:
+                continue
+            n, d = 1, 0
+            for c in kids[v]:
+                if c < 0:
+                    n += 1
+                else:
+                    n += size[c]
+                    if depth[c] > d:
+                        d = depth[c]
+            d += 1
+            if d > _MAX_DEPTH:
+                raise self.too_deep(None)
+            if n > max_items:
+                raise UnsafePickleError(
+                    f"refused: the data holds more than {max_items} items (counting each shared reference) "
+                    f"in a file of {n_bytes} bytes: a memo bomb, not a vocabulary",
+                    path=self.path,
+                )
+            size[v], depth[v], state[v] = n, d, 2
+
+
+def _refuse_opcode(name: str, arg, pos: int, recent: list, path) -> UnsafePickleError:
+    return UnsafePickleError(
+        f"refused: opcode {name}{_what_it_imports(name, arg, recent)}; only plain data ({_PLAIN_TYPES}) is accepted",
+        path=path,
+        offset=pos,
+    )
+
+
 def _scan_opcodes(raw: bytes, path) -> None:
-    """Refuse any opcode that is not plain data; refuse truncation and trailing bytes.
+    """Refuse any opcode that is not plain data, truncation, trailing bytes and bombs.
+
+    Besides the opcode check, the scan simulates the unpickler's stack and memo
+    (:class:`_Shape`), so the shape of the result is known before anything is
+    built: a memo index beyond the number of opcodes read (the memo is an array
+    that index would size), a reference cycle, nesting deeper than
+    :data:`_MAX_DEPTH`, or more items than :func:`_max_items` allows for the
+    file's size -- counted as a walk of the result sees them, so a container
+    referenced ten times from the memo counts ten times ("billion laughs") --
+    are refused with :class:`UnsafePickleError`. Linear in the number of opcodes.
 
     Strings pushed on the stack (directly or from the memo) are remembered
     only to name the global a STACK_GLOBAL would import.
     """
     if not raw:
         raise FormatError("empty file; expected a pickle", path=path, offset=0)
-    recent: list = []
-    memo: dict = {}
+    recent: list = [None, None]  # the last two strings pushed
+    names: dict = {}  # memo index -> the string stored there (for STACK_GLOBAL's message)
     top = None  # the string the previous opcode pushed, if any
     end = 0
+    sim = _Shape(path)
+    stack, marks, memo, kids, low, step = sim.stack, sim.marks, sim.memo, sim.kids, sim.low, sim.step
+    scalars, empties = _Shape.SCALARS, _Shape.EMPTY
+    ops = enumerate(pickletools.genops(raw))
+    broken = None  # the simulation's first structural error, reported if every opcode decodes
     try:
-        for op, arg, pos in pickletools.genops(raw):
-            name = op.name
-            if name not in _PLAIN_OPCODES:
-                raise UnsafePickleError(
-                    f"refused: opcode {name}{_what_it_imports(name, arg, recent)}; "
-                    f"only plain data ({_PLAIN_TYPES}) is accepted",
-                    path=path,
-                    offset=pos,
-                )
-            if name == "MEMOIZE":
-                memo[len(memo)] = top
-            elif name in ("PUT", "BINPUT", "LONG_BINPUT"):
-                memo[arg] = top
-            elif name in ("GET", "BINGET", "LONG_BINGET") and memo.get(arg) is not None:
-                recent.append(memo[arg])
-            top = arg if name in _STRING_OPCODES else (top if "PUT" in name or name == "MEMOIZE" else None)
-            if name in _STRING_OPCODES:
-                recent.append(arg)
-            end = pos + 1
-    except UnsafePickleError:
-        raise
+        try:
+            for n_ops, (op, arg, pos) in ops:
+                name = op.name
+                end = pos + 1
+                if name in scalars:  # the common case first: one value pushed
+                    stack.append(-1)
+                    if name in _STRING_OPCODES:
+                        top = arg
+                        recent = [recent[1], arg]
+                    else:
+                        top = None
+                    continue
+                if name not in _PLAIN_OPCODES:
+                    raise _refuse_opcode(name, arg, pos, recent, path)
+                # MEMOIZE, the GETs, TUPLE2 and APPEND are most of the other
+                # opcodes of a seed file (or a bomb); done here, not in step(),
+                # which would cost a call each.
+                if name == "MEMOIZE":
+                    if not stack or (marks and marks[-1] == len(stack)):
+                        raise _Broken("memo store with an empty stack")
+                    if top is not None:
+                        names[len(memo)] = top
+                    memo[len(memo)] = stack[-1]
+                    continue
+                if name in ("PUT", "BINPUT", "LONG_BINPUT"):
+                    if top is not None:
+                        names[arg] = top
+                    step(name, arg, pos, n_ops)
+                    continue
+                top = None
+                if name in _GET_OPCODES:
+                    got = memo.get(arg)
+                    if got is None:
+                        raise _Broken(f"memo index {_short_text(arg)} was never stored")
+                    stack.append(got)
+                    if arg in names:
+                        recent = [recent[1], names[arg]]
+                elif name == "TUPLE2":
+                    if len(stack) < 2 or (marks and marks[-1] > len(stack) - 2):
+                        raise _Broken("an opcode takes from an empty stack")
+                    a, b = stack[-2:]
+                    d = 1 + max(low[a] if a >= 0 else 0, low[b] if b >= 0 else 0)
+                    if d > _MAX_DEPTH:
+                        raise sim.too_deep(pos)
+                    low.append(d)
+                    kids.append([a, b])
+                    del stack[-2:]
+                    stack.append(len(kids) - 1)
+                elif name in empties:
+                    low.append(1)
+                    kids.append([])
+                    stack.append(len(kids) - 1)
+                elif name == "APPEND" and len(stack) > 1 and stack[-2] >= 0 and not (marks and marks[-1] >= len(stack) - 1):
+                    x = stack.pop()
+                    t = stack[-1]
+                    kids[t].append(x)
+                    if x >= 0 and low[x] >= low[t]:
+                        if low[x] >= _MAX_DEPTH:
+                            raise sim.too_deep(pos)
+                        low[t] = low[x] + 1
+                else:
+                    step(name, arg, pos, n_ops)
+        except _Broken as e:
+            broken = FormatError(f"corrupt pickle: {e}", path=path, offset=end - 1)
+            for _, (op, arg, pos) in ops:  # still refuse unsafe opcodes, and find where decoding fails
+                end = pos + 1
+                if op.name not in _PLAIN_OPCODES:
+                    raise _refuse_opcode(op.name, arg, pos, recent, path) from None
     except ValueError as e:  # genops: truncated, or not a pickle at all
-        raise FormatError(f"corrupt or truncated pickle: {e}", path=path, offset=end) from None
+        if isinstance(e, TokenforgeError):
+            raise
+        raise FormatError(f"corrupt or truncated pickle: {_short_text(e)}", path=path, offset=end) from None
     if end != len(raw):
         raise FormatError(f"{len(raw) - end} unexpected bytes after the pickle's end", path=path, offset=end)
+    if broken is not None:
+        raise broken
+    sim.check_result(len(raw))
 
 
 def load_plain_pickle(path):
@@ -163,15 +435,32 @@ def load_plain_pickle(path):
 
 
 # ------------------------------------------------------------------ reading
+def _describe(x, typed: bool = True) -> str:
+    """A short description of a value from a pickle, for an error message: never
+    a full repr (an int of 100,000 digits cannot even be printed)."""
+    if isinstance(x, int) and not isinstance(x, bool) and x.bit_length() > 64:
+        return f"an int of {x.bit_length()} bits"
+    if isinstance(x, (bytes, bytearray, str, int, float, bool)) or x is None:
+        text = repr(x)
+        text = text if len(text) <= 60 else text[:57] + "..."
+        return f"{type(x).__name__} {text}" if typed else text
+    try:
+        return f"a {type(x).__name__} of {len(x)} items"
+    except TypeError:
+        return f"a {type(x).__name__}"
+
+
 def _check_vocab(vocab, path) -> dict[int, bytes]:
     if not isinstance(vocab, dict):
         raise FormatError(f"expected Dict[int, bytes], found {type(vocab).__name__}", path=path)
     out = {}
     for i, b in vocab.items():
         if not isinstance(i, int) or isinstance(i, bool) or i < 0:
-            raise FormatError(f"expected Dict[int, bytes]; key {i!r} is not a non-negative int", path=path)
+            raise FormatError(f"expected Dict[int, bytes]; key {_describe(i, typed=False)} is not a non-negative int", path=path)
+        if i >= 1 << 32:  # token ids are 32-bit
+            raise FormatError(f"id {_describe(i)} does not fit in 32 bits", path=path)
         if not isinstance(b, (bytes, bytearray)) or not b:
-            raise FormatError(f"expected Dict[int, bytes]; id {i} maps to {type(b).__name__} {b!r:.40}", path=path)
+            raise FormatError(f"expected Dict[int, bytes]; id {i} maps to {_describe(b)}", path=path)
         out[i] = bytes(b)
     return out
 
@@ -183,7 +472,7 @@ def _check_merges(merges, path) -> list[tuple[bytes, bytes]]:
     for k, m in enumerate(merges):
         ok = isinstance(m, (tuple, list)) and len(m) == 2 and all(isinstance(x, (bytes, bytearray)) and x for x in m)
         if not ok:
-            raise FormatError(f"merge {k}: expected a pair of non-empty bytes, found {m!r:.60}", path=path)
+            raise FormatError(f"merge {k}: expected a pair of non-empty bytes, found {_describe(m)}", path=path)
         out.append((bytes(m[0]), bytes(m[1])))
     return out
 
