@@ -380,7 +380,7 @@ def test_lz78_header_value_with_a_carriage_return_is_refused(tmp_path):
 
 
 ODD_TRAINING = {
-    "text": "caf\u00e9 \u65e5\u672c \U0001f642 \ud83d \x00 \\ \" \n",
+    "text": "caf\u00e9 \u65e5\u672c \U0001f642 \x00 \\ \" \n",
     "big": 2**80,
     "neg": -(2**70),
     "floats": [0.1, 1e-300, 1.7976931348623157e308, -0.0, 5e-324],
@@ -406,7 +406,7 @@ def test_round_trip_bpe_json_with_odd_values(tmp_path):
     data = BPEData(
         byte_ids=list(range(256)),
         merges=[(104, 105, 256), (256, 33, 400)],
-        special_tokens={"<|\u00e9\ud83d\t\"x\"|>": 1000, "<|b|>": 300},
+        special_tokens={"<|\u00e9\U0001f642\t\"x\"|>": 1000, "<|b|>": 300},
         pattern=r"\p{L}+|[^\p{L}]+|'\"\\u0041",
         pattern_name="custom",
         training=ODD_TRAINING,
@@ -419,7 +419,7 @@ def test_round_trip_growing_json_with_odd_values(tmp_path):
     data = GrowingData(
         pairs=[(10 + 104, 10 + 105), (266, 10 + 33)],
         vocab_size=2**32,
-        sources_contributed={"": 0, "\u00e9\ud83d\n\"": 2**62, "checksum": 1},
+        sources_contributed={"": 0, "\u00e9\U0001f642\n\"": 2**62, "checksum": 1},
         total_tokens_processed=2**64 + 1,
         pattern=None,
         normalization=None,
@@ -445,7 +445,7 @@ def test_round_trip_lz78_tsv_with_odd_values(tmp_path, structure):
         "note": "\u00e9 \U0001f642 \x0b\x0c\x1c inside \\t",
         "chunking": False,
         "pattern": "gpt4",
-        "params": {"nan": math.nan, "inf": -math.inf, "s": "\ud83d\r\n\t", "big": 2**70},
+        "params": {"nan": math.nan, "inf": -math.inf, "s": "\U0001f642\r\n\t", "big": 2**70},
         "specials": ["<|\u00e9|>"],
         "training": ODD_TRAINING,
     }
@@ -461,10 +461,29 @@ def test_round_trip_lz78_tsv_with_odd_values(tmp_path, structure):
     second = read_lz78_tsv(b)
     assert second.nodes == first.nodes and second.structure == first.structure
     assert json.dumps(second.settings, sort_keys=True) == json.dumps(first.settings, sort_keys=True)  # NaN != NaN
-    assert first.settings["params"]["s"] == "\ud83d\r\n\t" and math.isnan(first.settings["params"]["nan"])
+    assert first.settings["params"]["s"] == "\U0001f642\r\n\t" and math.isnan(first.settings["params"]["nan"])
     assert first.settings["note"] == settings["note"].strip()
     write_lz78_tsv(c, second)
     assert c.read_bytes() == b.read_bytes()
+
+
+def test_a_lone_surrogate_is_refused_at_save_and_nothing_is_written(tmp_path):
+    """The readers refuse lone surrogate escapes (no UTF-8 file can hold one), so
+    every writer refuses them before writing: never a file that cannot be loaded."""
+    odd = {"s": "x\ud83d"}
+    bpe = BPEData(list(range(256)), [(104, 105, 256)], {}, None, "none", odd)
+    growing = GrowingData(pairs=[(114, 115)], vocab_size=1000, sources_contributed={"x\udc80": 1},
+                          total_tokens_processed=1, pattern=None, normalization=None)
+    lz = LZ78Data("tree", [(0, "a", "a", True)], {"strategy": "standard", "params": odd})
+    cases = [
+        ("b.json", lambda p: write_tfjson(p, bpe)),
+        ("g.json", lambda p: write_growing_json(p, growing)),
+        ("l.tsv", lambda p: write_lz78_tsv(p, lz)),
+    ]
+    for name, write in cases:
+        with pytest.raises(FormatError, match="lone surrogate"):
+            write(tmp_path / name)
+        assert list(tmp_path.iterdir()) == [], name
 
 
 # ---- item 9: fewer merges than asked ----------------------------------------------------------

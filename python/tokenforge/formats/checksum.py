@@ -109,12 +109,30 @@ def seal_json_text(text: str, indent: str = "  ") -> str:
     value = json.loads(text)
     if not isinstance(value, dict) or KEY in value:
         raise ValueError("seal_json_text needs a JSON object without a checksum key")
+    refuse_lone_surrogates(text)
     body = text.rstrip()
     if not body.endswith("}"):
         raise ValueError("seal_json_text needs text ending in '}'")
     body = body[:-1].rstrip()
     comma = "" if body.endswith("{") else ","
     return f'{body}{comma}\n{indent}"{KEY}": "{json_checksum(value)}"\n}}\n'
+
+
+def refuse_lone_surrogates(text: str) -> None:
+    """Refuse to write JSON text holding a lone surrogate escape: the readers
+    refuse it (no UTF-8 file can hold the character), so the file could never be
+    loaded. Raised before anything is written."""
+    if "\\ud" in text or "\\uD" in text:
+        from ._jsonutil import _line_col, _lone_surrogate_at
+
+        lone = _lone_surrogate_at(text)
+        if lone is not None:
+            line, col = _line_col(text, lone[0])
+            raise FormatError(
+                f"cannot save a string holding a lone surrogate ({lone[1]}, at line {line}, column {col} of what would "
+                "be written): no UTF-8 file can hold it and the readers refuse it; replace it (e.g. "
+                "s.encode('utf-8', 'replace').decode()) before saving"
+            )
 
 
 def _non_finite_path(value) -> list | None:

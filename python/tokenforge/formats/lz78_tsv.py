@@ -465,7 +465,7 @@ def _header_lines(data: LZ78Data, fmt: str) -> list[str]:
         if k in _JSON_KEYS:
             v = json.dumps(v, ensure_ascii=False, sort_keys=True)
             if not v.isascii() and any(0xD800 <= ord(c) <= 0xDFFF for c in v):
-                v = json.dumps(json.loads(v), ensure_ascii=True, sort_keys=True)  # lone surrogates: as escapes
+                checksum.refuse_lone_surrogates(json.dumps(s[k], ensure_ascii=True))  # readers refuse them
         elif isinstance(v, bool):
             v = "1" if v else "0"
         v = str(v)
