@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from tokenforge import BPETokenizer, GrowingBPETokenizer, LZ78Tokenizer, Latin1Error, Mixedgram
 from tokenforge import base, bpe, growing
 from tokenforge.base import SURROGATE_ERRORS, decode_utf8
+from tokenforge.errors import CorpusError
 
 CORPUS = [
     "The quick brown fox jumps over the lazy dog. The dog sleeps; the fox runs. ",
@@ -371,7 +372,9 @@ def test_pretokenize_docs_with_lone_surrogates(tmp_path):
     tok = BPETokenizer.train(CORPUS, 300, progress=False)
     docs = ["fox \ud800 dog", "plain", "\udfff", json.loads('"x\\udc00"')]
     (tmp_path / "c.jsonl").write_text("".join(json.dumps({"text": d}) + "\n" for d in docs), encoding="utf-8")
-    for k, src in enumerate((docs, tmp_path / "c.jsonl")):
-        s = pretokenize(src, tok, tmp_path / f"s{k}", progress=False)
-        assert [tok.decode(a) for a in s.iter_documents()] == docs
-        assert s.num_bytes == sum(len(d.encode("utf-8", "surrogatepass")) for d in docs)
+    s = pretokenize(docs, tok, tmp_path / "s0", progress=False)  # texts from Python: kept exactly
+    assert [tok.decode(a) for a in s.iter_documents()] == docs
+    assert s.num_bytes == sum(len(d.encode("utf-8", "surrogatepass")) for d in docs)
+    # a JSON-lines corpus holding such escapes is refused at file:line unless told otherwise (issue 10)
+    with pytest.raises(CorpusError, match="c.jsonl, line 1"):
+        pretokenize(tmp_path / "c.jsonl", tok, tmp_path / "s1", progress=False)

@@ -41,7 +41,7 @@ __all__ = [
     "sniff_tiktoken",
 ]
 
-_LINE = re.compile(rb"^([A-Za-z0-9+/]+={0,2}) ([0-9]{1,19})$")  # (a longer rank is no 32-bit id)
+_LINE = re.compile(rb"^([A-Za-z0-9+/]+={0,2}) ([0-9]+)$")  # (ranks of any length: too long is refused by size, never int()-ed)
 
 
 def mergeable_ranks(data: BPEData) -> dict[bytes, int]:
