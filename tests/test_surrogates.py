@@ -378,3 +378,24 @@ def test_pretokenize_docs_with_lone_surrogates(tmp_path):
     # a JSON-lines corpus holding such escapes is refused at file:line unless told otherwise (issue 10)
     with pytest.raises(CorpusError, match="c.jsonl, line 1"):
         pretokenize(tmp_path / "c.jsonl", tok, tmp_path / "s1", progress=False)
+
+
+def test_training_on_texts_with_lone_surrogates(tmp_path):
+    """Texts from Python holding lone surrogates train (the core sees the text
+    around them) and the tokenizers then round-trip them; nothing raises a
+    UnicodeEncodeError from the core."""
+    docs = CORPUS * 3 + ["bad \ud800 doc", "\udfff", "x\ud83d\ude00y"]
+    s = "a \ud800 b \udc80"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        bpe_tok = BPETokenizer.train_from_iterator(docs, 300, progress=False)
+        lz = LZ78Tokenizer.train(docs, "frequency_gated", 300, progress=False)
+        g = GrowingBPETokenizer()
+        g.learn_merges(docs, 20)
+    for tok in (bpe_tok, lz, g):
+        assert tok.decode(tok.encode(s)) == s
+    # the documented rule: training sees exactly the texts cut at the surrogates
+    cut = [p for d in docs for p in re.split("[\ud800-\udfff]+", d) if p]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert BPETokenizer.train_from_iterator(cut, 300, progress=False).merges == bpe_tok.merges

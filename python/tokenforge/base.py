@@ -42,6 +42,7 @@ __all__ = [
     "register_format",
     "ids_dtype",
     "SURROGATE_ERRORS",
+    "feed_around_surrogates",
     "decode_utf8",
     "encode_around_surrogates",
 ]
@@ -98,6 +99,20 @@ def decode_utf8(data: bytes) -> str:
         pos = m.end()
     out.append(data[pos:].decode("utf-8", "replace"))
     return "".join(out)
+
+
+def feed_around_surrogates(feed: Callable, texts: list[str], *args):
+    """``feed(texts, *args)`` for a core trainer or counter. The core takes only
+    UTF-8, so when it raises ``UnicodeEncodeError`` (a text holds lone
+    surrogates) the texts are fed again cut at every run of them: training sees
+    the text around a surrogate, the surrogate itself adds no statistics (encode
+    turns it into byte ids, :func:`encode_around_surrogates`). Ordinary batches
+    are never scanned."""
+    try:
+        return feed(texts, *args)
+    except UnicodeEncodeError:
+        parts = [p for t in texts for p in _SURROGATE_RUN.split(t) if p]
+        return feed(parts, *args)
 
 
 def encode_around_surrogates(texts: Sequence[str], encode_parts: Callable[[list[str]], list], byte_id: Callable[[int], int]) -> list[list[int]]:

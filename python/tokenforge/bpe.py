@@ -37,7 +37,7 @@ from typing import Iterable
 import numpy as np
 
 from . import _core
-from .base import CoreEncoded, Tokenizer, encode_around_surrogates, register_format
+from .base import CoreEncoded, Tokenizer, encode_around_surrogates, feed_around_surrogates, register_format
 from .chat import SPECIAL_TOKENS
 from .data.corpus import iter_documents, progress_bar
 from .errors import FormatError, PatternError, SpecialTokenError, TokenforgeError, VocabSizeError, warn_user
@@ -541,11 +541,11 @@ def _train(
             batch.append(doc)
             size += len(doc)
             if size >= _BATCH_CHARS:
-                counter.add_texts(batch, num_threads)
+                feed_around_surrogates(counter.add_texts, batch, num_threads)
                 bar.update(size)
                 batch, size = [], 0
         if batch:
-            counter.add_texts(batch, num_threads)
+            feed_around_surrogates(counter.add_texts, batch, num_threads)
             bar.update(size)
     corpus_bytes = counter.total_bytes
     unique = counter.unique

@@ -55,7 +55,7 @@ import numpy as np
 
 from . import _core
 from .base import Tokenizer, _check_texts, register_format
-from .base import batch_ids, decode_utf8, encode_around_surrogates
+from .base import batch_ids, decode_utf8, encode_around_surrogates, feed_around_surrogates
 from .data.corpus import progress_bar
 from .errors import FormatError, SyncError, TokenforgeError, VocabSizeError
 from .formats.growing_json import (
@@ -522,11 +522,11 @@ class GrowingBPETokenizer(Tokenizer):
                     batch.append(self.normalize(t))
                     size += len(t)
                     if size >= _BATCH_CHARS:
-                        counter.add_texts(batch, num_threads)
+                        feed_around_surrogates(counter.add_texts, batch, num_threads)
                         bar.update(size)
                         batch, size = [], 0
                 if batch:
-                    counter.add_texts(batch, num_threads)
+                    feed_around_surrogates(counter.add_texts, batch, num_threads)
                     bar.update(size)
             seen_bytes = counter.total_bytes
             if num <= 0:

@@ -31,7 +31,7 @@ from typing import Sequence
 import numpy as np
 
 from . import _core
-from .base import CoreEncoded, Tokenizer, _check_texts, batch_flat, register_format
+from .base import CoreEncoded, Tokenizer, _check_texts, batch_flat, feed_around_surrogates, register_format
 from .chat import SPECIAL_TOKENS
 from .data.corpus import iter_documents, progress_bar
 from .errors import PatternError, SpecialTokenError, TokenforgeError, VocabSizeError, warn_user
@@ -209,13 +209,13 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
                 batch.append(doc)
                 size += len(doc)
                 if size >= limit:
-                    trainer.feed(batch, num_threads)
+                    feed_around_surrogates(trainer.feed, batch, num_threads)
                     bar.update(size)
                     batch, size = [], 0
                     if not trainer.wants_more:
                         break
             if batch and trainer.wants_more:
-                trainer.feed(batch, num_threads)
+                feed_around_surrogates(trainer.feed, batch, num_threads)
                 bar.update(size)
         entries, flat, stats = trainer.finish(num_threads)
         if not entries:
