@@ -220,7 +220,7 @@ def test_altered_header_line_does_not_turn_our_tsv_into_a_seed_file(tmp_path):
     p = _lz78(tmp_path, "compressed")
     text = p.read_text()
     p.write_text(text.replace("# tokenforge lz78 v2", "# tokenforgf lz78 v2", 1))
-    with pytest.raises(FormatError, match="not a tokenforge header") as e:
+    with pytest.raises(FormatError, match="first line .* is missing or damaged") as e:
         read_lz78_tsv(p, "compressed")
     assert e.value.line == 2
 
@@ -518,3 +518,19 @@ def test_a_checksum_without_format_is_not_read_as_a_seed_file(tmp_path):
     p.write_text(json.dumps(doc))
     with pytest.raises(FormatError, match='"checksum" without "format"'):
         GrowingBPETokenizer.load(p)
+
+
+@pytest.mark.parametrize("fmt", ["lz78", "compressed"])
+def test_lz78_file_with_a_damaged_first_line_is_not_read_as_a_seed_file(tmp_path, fmt):
+    """Without our first line a file would read as a seed file (no escapes, no
+    checksum): a different dictionary. Our header lines below it give it away."""
+    data = LZ78Data("tree", [(0, "a", "a", True), (1, "\t", "a\t", True)], {"strategy": "standard"})
+    if fmt == "compressed":
+        data = LZ78Data("compressed", [(0, "a", 1, "a"), (1, "\t", 2, "a\t")], {"strategy": "standard"})
+    p = tmp_path / "d.tsv"
+    write_lz78_tsv(p, data)
+    lines = p.read_text().split("\n")
+    for damaged in (["#hecksum" + lines[1][len("# checksum"):]] + lines[2:], lines[1:], lines[2:]):
+        p.write_text("\n".join(damaged))
+        with pytest.raises(FormatError, match="first line .* is missing or damaged"):
+            read_lz78_tsv(p)

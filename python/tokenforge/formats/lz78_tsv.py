@@ -40,6 +40,7 @@ per line to the line break.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -170,9 +171,29 @@ def _lines(path: Path) -> list[str]:
     return lines
 
 
+#: a comment line of our header block (a setting we write, or a checksum): in a
+#: file without our first line it means that line was damaged, not a seed file
+_OUR_SETTING = re.compile(
+    r"#.{0,3}(?:checksum|format|structure|strategy|N|entries|chunking|pattern|params|specials|trainer|training)\s*="
+    r"|.*sha256:[0-9a-f]{16}"
+)
+
+
 def _parse_header(lines: list[str], path) -> tuple[dict | None, int]:
     """(settings or None for a seed file, index of the first line after the header block)."""
     if not lines or not lines[0].startswith("# tokenforge"):
+        for i, line in enumerate(lines):
+            if not line.startswith("#"):
+                break
+            if _OUR_SETTING.match(line):
+                # read as a seed file it would load silently as another dictionary
+                # (no escapes, no checksum): refuse instead
+                raise FormatError(
+                    f"this looks like a tokenforge LZ78 file whose first line ('{HEADER}{VERSION}') is missing or "
+                    f"damaged (line {i + 1} is one of our header lines); the file was altered",
+                    path=path,
+                    line=i + 1,
+                )
         return None, 0
     first = lines[0].rstrip("\r")
     if not first.startswith(HEADER):
