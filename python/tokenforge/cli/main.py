@@ -148,7 +148,15 @@ def _quiet_stdout() -> None:
 def run_command(func, args, prog: str) -> int:
     """Run one command's function and turn every user error into one line on
     stderr and an exit status from :data:`EXIT_CODES`. ``TOKENFORGE_TRACEBACK=1``
-    re-raises instead (for bug reports)."""
+    re-raises instead (for bug reports). A warning is one line too
+    (``prog: warning: ...``), not Python's two-line form with a source line."""
+    import warnings
+
+    def one_line(message, category, filename, lineno, file=None, line=None):
+        print(f"{prog}: warning: {' '.join(str(message).split())}", file=file or sys.stderr)
+
+    shown = warnings.showwarning
+    warnings.showwarning = one_line
     try:
         code = int(func(args) or 0)
         sys.stdout.flush()
@@ -179,6 +187,8 @@ def run_command(func, args, prog: str) -> int:
             print(f"{prog}: error: {' '.join(msg) if msg else type(e).__name__}", file=sys.stderr)
             return EXIT_ERROR
         raise
+    finally:
+        warnings.showwarning = shown
 
 
 def check_inputs(paths, what: str = "corpus path") -> None:
