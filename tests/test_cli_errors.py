@@ -253,3 +253,18 @@ def test_inspect_lz78_is_short_and_says_each_thing_once(tmp_path, capsys):
     assert out.count("strategy") == 1 and "frequency_gated" in out and "prefix only entries" in out
     assert main(["inspect", str(d), "--json"]) == 0  # the family's tables are still in --json
     assert '"depth_histogram"' in capsys.readouterr().out
+
+
+def test_a_warning_is_one_line_on_stderr(capsys):
+    import warnings
+
+    from tokenforge.cli.main import run_command
+    from tokenforge.errors import TokenforgeWarning
+
+    def cmd(args):
+        warnings.warn("learned 5 merges,\n  not the 35 asked for", TokenforgeWarning)
+        return 0
+
+    assert run_command(cmd, None, "tokenforge train") == 0
+    err = capsys.readouterr().err
+    assert err == "tokenforge train: warning: learned 5 merges, not the 35 asked for\n"
