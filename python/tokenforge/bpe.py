@@ -39,9 +39,10 @@ import numpy as np
 from . import _core
 from .base import CoreEncoded, Tokenizer, encode_around_surrogates, register_format
 from .chat import SPECIAL_TOKENS
-from .data.corpus import iter_documents, progress_bar
+from .data.corpus import iter_documents
 from .errors import FormatError, PatternError, SpecialTokenError, TokenforgeError, VocabSizeError, warn_user
 from .formats.bpe_data import BPEData
+from .progress import progress_bar
 
 __all__ = ["BPETokenizer", "PATTERNS", "resolve_pattern"]
 

@@ -56,7 +56,6 @@ import numpy as np
 from . import _core
 from .base import Tokenizer, _check_texts, register_format
 from .base import batch_ids, decode_utf8, encode_around_surrogates
-from .data.corpus import progress_bar
 from .errors import FormatError, SyncError, TokenforgeError, VocabSizeError
 from .formats.growing_json import (
     BYTE_OFFSET,
@@ -70,6 +69,7 @@ from .formats.growing_json import (
     sniff_growing_json,
     write_growing_json,
 )
+from .progress import progress_bar
 
 __all__ = ["GrowingBPETokenizer", "NeuroTokenizer", "SyncReport", "AutoSync", "get_neuro_tokenizer", "DEFAULT_MAX_BYTES"]
 

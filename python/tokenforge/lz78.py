@@ -33,10 +33,11 @@ import numpy as np
 from . import _core
 from .base import CoreEncoded, Tokenizer, _check_texts, batch_flat, register_format
 from .chat import SPECIAL_TOKENS
-from .data.corpus import iter_documents, progress_bar
+from .data.corpus import iter_documents
 from .errors import PatternError, SpecialTokenError, TokenforgeError, VocabSizeError, warn_user
 from .formats.lz78_tsv import LZ78Data, drop_unwritable, read_lz78_tsv, sniff_lz78_tsv, write_lz78_tsv
 from .formats.patterns import NAMED_PATTERNS
+from .progress import progress_bar
 
 __all__ = ["LZ78Tokenizer", "STRATEGIES", "SEED_SPECIALS", "DEFAULT_PARAMS", "lz78_inspect"]
 

@@ -44,10 +44,10 @@ import numpy as np
 from . import _core
 from .base import RustBacked, Tokenizer, _check_texts, register_format
 from .chat import SPECIAL_TOKENS
-from .data.corpus import progress_bar
 from .errors import FormatError, Latin1Error, SpecialTokenError, TokenforgeError
 from .formats import mxgram as _fmt
 from .formats.atomic import atomic_open
+from .progress import progress_bar
 
 __all__ = [
     "Mixedgram",
