@@ -365,6 +365,18 @@ class BPETokenizer(CoreEncoded, Tokenizer):
             p = p / _DIR_FILE
         write_tfjson(p, self._data)
 
+    def _to_bytes(self) -> bytes:
+        """The JSON :meth:`save` writes, as bytes (how a tokenizer pickles: :mod:`tokenforge.base`)."""
+        from .formats.tfjson import tfjson_text
+
+        return tfjson_text(self._data).encode("utf-8")
+
+    @classmethod
+    def _from_bytes(cls, data: bytes, state: dict) -> "BPETokenizer":
+        from .formats.tfjson import tfjson_from_bytes
+
+        return cls(tfjson_from_bytes(data, f"<pickled {cls.__name__}>"))
+
     def _fingerprint_files(self) -> dict:
         """What defines this tokenizer (see tokenforge.data.fingerprint): the JSON
         :meth:`save` writes; its vocabulary view is derived from it."""

@@ -62,6 +62,8 @@ from .formats.growing_json import (
     MAX_ID,
     MERGE_OFFSET,
     GrowingData,
+    growing_json_from_bytes,
+    growing_json_text,
     read_growing_json,
     sniff_growing_json,
     write_growing_json,
@@ -534,10 +536,23 @@ class GrowingBPETokenizer(Tokenizer):
             raise FileNotFoundError(f"no such tokenizer file: {p}")
         return cls._from_data(read_growing_json(p), p)
 
+    def _to_bytes(self) -> bytes:
+        """The tokenizer.json :meth:`save` writes, as bytes (how a tokenizer pickles: :mod:`tokenforge.base`)."""
+        return growing_json_text(self._data).encode("utf-8")
+
+    def _transport_state(self) -> dict:
+        # where save() and sync() write by default
+        return {"path": None if self._path is None else str(self._path)}
+
+    @classmethod
+    def _from_bytes(cls, data: bytes, state: dict) -> "GrowingBPETokenizer":
+        path = state.get("path")
+        if path is not None and not isinstance(path, str):
+            raise TypeError(f"path must be a str or None, not {type(path).__name__}")
+        return cls._from_data(growing_json_from_bytes(data, f"<pickled {cls.__name__}>"), path)
+
     def to_dict(self) -> dict:
         """The saved document as a dict."""
-        from .formats.growing_json import growing_json_text
-
         return json.loads(growing_json_text(self._data))
 
     # ---- sync ------------------------------------------------------------------

@@ -536,6 +536,21 @@ class Mixedgram(RustBacked, Tokenizer):
             p = p / _DIR_FILE
         _fmt.write_vocab_json(p, self._ngrams, self._counts, self._specials, self._training)
 
+    def _to_bytes(self) -> bytes:
+        """The vocabulary JSON :meth:`save` writes, as bytes (how a tokenizer pickles: :mod:`tokenforge.base`)."""
+        return _fmt.vocab_json_text(self._ngrams, self._counts, self._specials, self._training).encode("utf-8")
+
+    def _transport_state(self) -> dict:
+        return {"parse": self.parse, "errors": self.errors}
+
+    @classmethod
+    def _from_bytes(cls, data: bytes, state: dict) -> "Mixedgram":
+        d = _fmt.vocab_json_from_bytes(data, f"<pickled {cls.__name__}>")
+        return cls(
+            d["ngrams"], d["special_tokens"], counts=d["counts"], training=d["training"],
+            parse=state.get("parse", "greedy"), errors=state.get("errors", "strict"),
+        )
+
     @classmethod
     def load(cls, path) -> "Mixedgram":
         """Load a vocabulary JSON, a directory holding ``mixedgram.json``, or the
