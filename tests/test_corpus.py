@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokenforge.data.corpus import Progress, corpus_bytes, corpus_files, iter_documents, progress_bar
+from tokenforge.data.corpus import corpus_bytes, corpus_files, iter_documents
+from tokenforge.progress import Progress, progress_bar
 from tokenforge.errors import CorpusError
 
 zstandard = pytest.importorskip("zstandard")

@@ -15,7 +15,13 @@ its three bytes (a family's :meth:`Tokenizer._byte_id`), and :func:`decode_utf8`
 into the surrogate. Ordinary text never pays for this: the cutting runs only
 after a core has raised ``UnicodeEncodeError``.
 
-Not handled: training on text with lone surrogates (the cores' counters refuse
+Tokenizers pickle (for worker processes: multiprocessing, DataLoader workers,
+Dask) and ``copy.deepcopy`` as the bytes of their own saved file, rebuilt by
+the family's strict reader (``Tokenizer.__reduce_ex__``); ``copy.copy`` stays
+a shallow copy.
+
+Not handled: a family subclass's own extra attributes when pickled (it is
+rebuilt from the family's file); training on text with lone surrogates (the cores' counters refuse
 it); a parse across a lone surrogate (the text on either side is encoded on its
 own, as if the surrogate were a document boundary).
 """
@@ -199,6 +205,44 @@ class Tokenizer(ChatMixin, abc.ABC):
     def save(self, path) -> None:
         """Write the tokenizer so that :func:`tokenforge.load` reads it back."""
 
+    # ---- process transport (pickle, copy.deepcopy) -------------------------
+    # A tokenizer travels to another process (multiprocessing, DataLoader
+    # workers, Dask) as the bytes of its own saved file, checksum included, and
+    # is rebuilt there by parsing them with the family's strict reader: no Rust
+    # object and no Python object graph is pickled, and the pickle is only a
+    # transport (never a file format). A family opts in by defining
+    # ``_to_bytes`` and ``_from_bytes``; ``_transport_state`` adds the settings
+    # of a live tokenizer that its file does not hold (plain values only).
+    def _to_bytes(self) -> bytes:
+        """The bytes :meth:`save` writes for this tokenizer (its defining file)."""
+        raise NotImplementedError
+
+    @classmethod
+    def _from_bytes(cls, data: bytes, state: dict) -> "Tokenizer":
+        """The tokenizer ``_to_bytes`` gave ``data`` for, with ``state`` from
+        :meth:`_transport_state` applied; the family's strict reader checks
+        ``data`` (checksum included)."""
+        raise NotImplementedError
+
+    def _transport_state(self) -> dict:
+        """Settings of this tokenizer that its saved file does not record (plain values)."""
+        return {}
+
+    def __reduce_ex__(self, protocol):
+        # __reduce_ex__ rather than __reduce__: a Tokenizer subclass without the
+        # hooks (a pure-Python family) keeps Python's default pickling.
+        if type(self)._to_bytes is Tokenizer._to_bytes:
+            return super().__reduce_ex__(protocol)
+        return (_rebuild_tokenizer, (type(self), self._to_bytes(), self._transport_state()))
+
+    def __copy__(self):
+        # copy.copy stays a shallow copy (what it was before __reduce_ex__ above):
+        # families use it for cheap variants that share the Rust model.
+        cls = type(self)
+        new = cls.__new__(cls)
+        new.__dict__.update(self.__dict__)
+        return new
+
     def _byte_id(self, b: int) -> int:
         """The id that stands for the single byte ``b`` (how a lone surrogate is
         encoded: :func:`encode_around_surrogates`). Families that encode UTF-8
@@ -380,6 +424,15 @@ class Tokenizer(ChatMixin, abc.ABC):
         import torch  # lazy: torch is an optional extra
 
         return torch.as_tensor(tb.astype(np.int32), device=device)
+
+
+def _rebuild_tokenizer(cls, data: bytes, state: dict) -> Tokenizer:
+    """Unpickling a tokenizer: parse its saved file's bytes (see ``Tokenizer.__reduce_ex__``)."""
+    if not (isinstance(cls, type) and issubclass(cls, Tokenizer)):
+        raise TypeError(f"not a tokenizer class: {cls!r}")
+    if not isinstance(data, bytes) or not isinstance(state, dict):
+        raise TypeError("a pickled tokenizer holds the bytes of its saved file and a dict of settings")
+    return cls._from_bytes(data, state)
 
 
 class RustBacked:

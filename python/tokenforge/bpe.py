@@ -39,9 +39,10 @@ import numpy as np
 from . import _core
 from .base import CoreEncoded, Tokenizer, encode_around_surrogates, feed_around_surrogates, register_format
 from .chat import SPECIAL_TOKENS
-from .data.corpus import iter_documents, progress_bar
+from .data.corpus import iter_documents
 from .errors import FormatError, PatternError, SpecialTokenError, TokenforgeError, VocabSizeError, warn_user
 from .formats.bpe_data import BPEData
+from .progress import progress_bar
 
 __all__ = ["BPETokenizer", "PATTERNS", "resolve_pattern"]
 
@@ -363,6 +364,18 @@ class BPETokenizer(CoreEncoded, Tokenizer):
             p.mkdir(parents=True, exist_ok=True)
             p = p / _DIR_FILE
         write_tfjson(p, self._data)
+
+    def _to_bytes(self) -> bytes:
+        """The JSON :meth:`save` writes, as bytes (how a tokenizer pickles: :mod:`tokenforge.base`)."""
+        from .formats.tfjson import tfjson_text
+
+        return tfjson_text(self._data).encode("utf-8")
+
+    @classmethod
+    def _from_bytes(cls, data: bytes, state: dict) -> "BPETokenizer":
+        from .formats.tfjson import tfjson_from_bytes
+
+        return cls(tfjson_from_bytes(data, f"<pickled {cls.__name__}>"))
 
     def _fingerprint_files(self) -> dict:
         """What defines this tokenizer (see tokenforge.data.fingerprint): the JSON

@@ -33,10 +33,19 @@ import numpy as np
 from . import _core
 from .base import CoreEncoded, Tokenizer, _check_texts, batch_flat, feed_around_surrogates, register_format
 from .chat import SPECIAL_TOKENS
-from .data.corpus import iter_documents, progress_bar
+from .data.corpus import iter_documents
 from .errors import PatternError, SpecialTokenError, TokenforgeError, VocabSizeError, warn_user
-from .formats.lz78_tsv import LZ78Data, drop_unwritable, read_lz78_tsv, sniff_lz78_tsv, write_lz78_tsv
+from .formats.lz78_tsv import (
+    LZ78Data,
+    drop_unwritable,
+    lz78_tsv_from_bytes,
+    lz78_tsv_text,
+    read_lz78_tsv,
+    sniff_lz78_tsv,
+    write_lz78_tsv,
+)
 from .formats.patterns import NAMED_PATTERNS
+from .progress import progress_bar
 
 __all__ = ["LZ78Tokenizer", "STRATEGIES", "SEED_SPECIALS", "DEFAULT_PARAMS", "lz78_inspect"]
 
@@ -477,6 +486,9 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
         s.setdefault("pattern", "gpt4")
         return s
 
+    def _saved_data(self) -> LZ78Data:
+        return LZ78Data(self._data.structure, self._data.nodes, self._settings_for_save())
+
     def save(self, path) -> None:
         """Write the dictionary TSV (with header). A path ending in ``.tsv`` is
         the file; anything else is a directory that gets ``lz78.tsv``."""
@@ -484,7 +496,22 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
         if p.suffix.lower() != ".tsv":
             p.mkdir(parents=True, exist_ok=True)
             p = p / _DIR_FILE
-        write_lz78_tsv(p, LZ78Data(self._data.structure, self._data.nodes, self._settings_for_save()))
+        write_lz78_tsv(p, self._saved_data())
+
+    def _to_bytes(self) -> bytes:
+        """The TSV :meth:`save` writes, as bytes (how a tokenizer pickles: :mod:`tokenforge.base`)."""
+        return lz78_tsv_text(self._saved_data()).encode("utf-8")
+
+    def _transport_state(self) -> dict:
+        # the file records the chunking the dictionary was trained with; set_chunking may have changed it
+        return {"chunking": self._chunking}
+
+    @classmethod
+    def _from_bytes(cls, data: bytes, state: dict) -> "LZ78Tokenizer":
+        chunking = state.get("chunking")
+        if chunking is not None and not isinstance(chunking, bool):
+            raise TypeError(f"chunking must be True, False or None, not {chunking!r}")
+        return cls(lz78_tsv_from_bytes(data, f"<pickled {cls.__name__}>"), chunking=chunking)
 
     def save_tsv(self, path, tsv_format: str | None = None, *, style: str = "tokenforge", unwritable: str = "error") -> int:
         """Write one TSV file in ``tsv_format`` ("lz78" or "compressed"; default: the dictionary's own).

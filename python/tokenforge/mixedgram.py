@@ -44,10 +44,10 @@ import numpy as np
 from . import _core
 from .base import RustBacked, Tokenizer, _check_texts, register_format
 from .chat import SPECIAL_TOKENS
-from .data.corpus import progress_bar
 from .errors import FormatError, Latin1Error, SpecialTokenError, TokenforgeError
 from .formats import mxgram as _fmt
 from .formats.atomic import atomic_open
+from .progress import progress_bar
 
 __all__ = [
     "Mixedgram",
@@ -535,6 +535,21 @@ class Mixedgram(RustBacked, Tokenizer):
             p.mkdir(parents=True, exist_ok=True)
             p = p / _DIR_FILE
         _fmt.write_vocab_json(p, self._ngrams, self._counts, self._specials, self._training)
+
+    def _to_bytes(self) -> bytes:
+        """The vocabulary JSON :meth:`save` writes, as bytes (how a tokenizer pickles: :mod:`tokenforge.base`)."""
+        return _fmt.vocab_json_text(self._ngrams, self._counts, self._specials, self._training).encode("utf-8")
+
+    def _transport_state(self) -> dict:
+        return {"parse": self.parse, "errors": self.errors}
+
+    @classmethod
+    def _from_bytes(cls, data: bytes, state: dict) -> "Mixedgram":
+        d = _fmt.vocab_json_from_bytes(data, f"<pickled {cls.__name__}>")
+        return cls(
+            d["ngrams"], d["special_tokens"], counts=d["counts"], training=d["training"],
+            parse=state.get("parse", "greedy"), errors=state.get("errors", "strict"),
+        )
 
     @classmethod
     def load(cls, path) -> "Mixedgram":

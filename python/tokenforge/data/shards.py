@@ -76,7 +76,8 @@ from ..errors import FormatError, TokenforgeError, VersionError, warn_user
 from ..formats import checksum
 from ..formats._jsonutil import JsonDoc, parse_json
 from ..formats.atomic import atomic_open, atomic_write
-from .corpus import check_errors, corpus_bytes, corpus_files, iter_documents, jsonl_block_documents, jsonl_blocks, progress_bar
+from ..progress import progress_bar
+from .corpus import check_errors, corpus_bytes, corpus_files, iter_documents, jsonl_block_documents, jsonl_blocks
 from .fingerprint import tokenizer_fingerprint
 
 __all__ = ["pretokenize", "ShardSet", "ShardError", "FORMAT", "VERSION", "INDEX_FILE", "LEGACY_FORMAT"]

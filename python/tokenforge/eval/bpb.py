@@ -274,7 +274,7 @@ def train_and_evaluate(tok, train_shards, eval_shards, cfg: BPBConfig, seed: int
                        progress: bool | None = None, label: str = "") -> dict:
     """Train one model (one seed) on ``train_shards`` and score ``eval_shards``; see the module docstring."""
     torch = _torch()
-    from ..data.corpus import progress_bar
+    from ..progress import progress_bar
     from ..torch.dataset import ShardDataset
 
     if cfg.threads:

@@ -185,7 +185,11 @@ class JsonDoc:
 def load_json_file(path, what: str) -> JsonDoc:
     """Read ``path`` as UTF-8 JSON; errors become FormatError naming line/offset."""
     path = Path(path)
-    raw = path.read_bytes()
+    return json_doc_from_bytes(path.read_bytes(), path, what)
+
+
+def json_doc_from_bytes(raw: bytes, path, what: str) -> JsonDoc:
+    """:func:`load_json_file` of bytes already in memory; ``path`` names them in errors."""
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:

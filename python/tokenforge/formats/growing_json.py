@@ -56,6 +56,7 @@ __all__ = [
     "GrowingData",
     "parse_growing_json",
     "read_growing_json",
+    "growing_json_from_bytes",
     "growing_json_text",
     "write_growing_json",
     "sniff_growing_json",
@@ -324,12 +325,16 @@ def _read_merge_to_tokens(doc: JsonDoc, m2t, check: list[tuple[int, int]] | None
 def read_growing_json(path) -> GrowingData:
     """Read a tokenizer.json file (see the module docstring)."""
     path = Path(path)
-    raw = path.read_bytes()
+    return growing_json_from_bytes(path.read_bytes(), path)
+
+
+def growing_json_from_bytes(raw: bytes, origin) -> GrowingData:
+    """:func:`read_growing_json` of a file's bytes in memory; ``origin`` names them in errors."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise FormatError(f"not UTF-8 text ({e.reason}); expected a tokenizer.json", path=path, offset=e.start) from None
-    return parse_growing_json(text, path)
+        raise FormatError(f"not UTF-8 text ({e.reason}); expected a tokenizer.json", path=origin, offset=e.start) from None
+    return parse_growing_json(text, origin)
 
 
 def growing_json_text(data: GrowingData) -> str:

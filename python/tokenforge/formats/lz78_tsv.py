@@ -53,7 +53,9 @@ from .patterns import NAMED_PATTERNS
 __all__ = [
     "LZ78Data",
     "read_lz78_tsv",
+    "lz78_tsv_from_bytes",
     "write_lz78_tsv",
+    "lz78_tsv_text",
     "sniff_lz78_tsv",
     "parents_first",
     "drop_unwritable",
@@ -152,6 +154,11 @@ def _lines(path: Path) -> list[str]:
         raw = path.read_bytes()
     except IsADirectoryError:
         raise FormatError("is a directory, not a TSV file", path=path) from None
+    return _lines_of(raw, path)
+
+
+def _lines_of(raw: bytes, path) -> list[str]:
+    """The lines of a TSV file's bytes (``path`` names them in errors)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -279,7 +286,18 @@ def read_lz78_tsv(path, tsv_format: str | None = None, *, strict: bool = True) -
     path = Path(path)
     if tsv_format not in (None, "lz78", "compressed"):
         raise FormatError(f"unknown tsv_format {tsv_format!r}; expected 'lz78' or 'compressed'", path=path)
-    lines = _lines(path)
+    return _read_lines(_lines(path), path, tsv_format, strict)
+
+
+def lz78_tsv_from_bytes(raw: bytes, origin, tsv_format: str | None = None, *, strict: bool = True) -> LZ78Data:
+    """:func:`read_lz78_tsv` of a file's bytes in memory (e.g. :func:`lz78_tsv_text`
+    encoded); ``origin`` names them in errors."""
+    if tsv_format not in (None, "lz78", "compressed"):
+        raise FormatError(f"unknown tsv_format {tsv_format!r}; expected 'lz78' or 'compressed'", path=origin)
+    return _read_lines(_lines_of(raw, origin), origin, tsv_format, strict)
+
+
+def _read_lines(lines: list[str], path, tsv_format: str | None, strict: bool) -> LZ78Data:
     raw_settings, start = _parse_header(lines, path)
     ours = raw_settings is not None
     settings = _decode_settings(raw_settings, path, lines) if ours else {}
@@ -573,7 +591,12 @@ def drop_unwritable(data: LZ78Data) -> tuple[LZ78Data, int]:
 
 
 def write_lz78_tsv(path, data: LZ78Data, *, style: str = "tokenforge") -> None:
-    """Write ``data`` atomically in its own format (compressed for a Patricia trie).
+    """Write :func:`lz78_tsv_text` of ``data`` to ``path`` atomically."""
+    atomic_write(path, lz78_tsv_text(data, style=style))
+
+
+def lz78_tsv_text(data: LZ78Data, *, style: str = "tokenforge") -> str:
+    """The text of ``data`` in its own format (compressed for a Patricia trie).
 
     ``style="tokenforge"``: our header, a column-name row, escapes and (lz78)
     the ``output`` column. ``style="seed"``: exactly the seed's columns, no
@@ -615,7 +638,7 @@ def write_lz78_tsv(path, data: LZ78Data, *, style: str = "tokenforge") -> None:
                 lines.append(f"{k + 1}\t{parent}\t{escape(ch)}\t{escape(pattern)}\t{1 if output else 0}")
     if not seed:
         lines = checksum.seal_tsv_lines(lines)
-    atomic_write(path, "\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
 
 
 # ---------------------------------------------------------------------------

@@ -41,7 +41,7 @@ from pathlib import Path
 
 from ..errors import VersionError
 from . import checksum
-from ._jsonutil import load_json_file
+from ._jsonutil import JsonDoc, json_doc_from_bytes, load_json_file
 from .atomic import atomic_write
 
 __all__ = [
@@ -53,6 +53,7 @@ __all__ = [
     "vocab_json_text",
     "write_vocab_json",
     "read_vocab_json",
+    "vocab_json_from_bytes",
     "sniff_vocab_json",
     "sniff_mxgram",
 ]
@@ -107,7 +108,16 @@ def _is_int(x) -> bool:
 
 def read_vocab_json(path) -> dict:
     """``{"ngrams": [bytes]*3840, "counts": [int]|None, "special_tokens": {...}, "training": {...}}``."""
-    doc = load_json_file(path, FORMAT_NAME)
+    return _read_doc(load_json_file(path, FORMAT_NAME))
+
+
+def vocab_json_from_bytes(raw: bytes, origin) -> dict:
+    """:func:`read_vocab_json` of a file's bytes in memory (e.g. :func:`vocab_json_text`
+    encoded); ``origin`` names them in errors."""
+    return _read_doc(json_doc_from_bytes(raw, origin, FORMAT_NAME))
+
+
+def _read_doc(doc: JsonDoc) -> dict:
     v = doc.value
     for key in v:
         if key not in _KEYS and key != checksum.KEY:

@@ -42,7 +42,7 @@ from pathlib import Path
 
 from ..errors import FormatError, VersionError
 from . import checksum
-from ._jsonutil import JsonDoc, load_json_file
+from ._jsonutil import JsonDoc, json_doc_from_bytes, load_json_file
 from .atomic import atomic_write
 from .bpe_data import MAX_ID, BPEData, id_error, id_limit, show_int
 from .patterns import pattern_compile_problem, pattern_name_problem
@@ -52,6 +52,8 @@ __all__ = [
     "FORMAT_VERSION",
     "write_tfjson",
     "read_tfjson",
+    "tfjson_text",
+    "tfjson_from_bytes",
     "sniff_tfjson",
     "vocab_view_path",
     "render_bytes",
@@ -305,7 +307,16 @@ def _read_specials(doc: JsonDoc, defined: dict[int, str]) -> dict[str, int]:
 
 def read_tfjson(path) -> BPEData:
     """Read a tokenforge-bpe JSON file written by :func:`write_tfjson` (version 1 or 2)."""
-    doc = load_json_file(path, FORMAT_NAME)
+    return _read_doc(load_json_file(path, FORMAT_NAME))
+
+
+def tfjson_from_bytes(raw: bytes, origin) -> BPEData:
+    """:func:`read_tfjson` of a file's bytes in memory (e.g. :func:`tfjson_text` encoded);
+    ``origin`` names them in errors."""
+    return _read_doc(json_doc_from_bytes(raw, origin, FORMAT_NAME))
+
+
+def _read_doc(doc: JsonDoc) -> BPEData:
     _check_header(doc)
     pattern, pattern_name = _read_pattern(doc)
     defined: dict[int, str] = {}

@@ -1,0 +1,122 @@
+"""Progress of long jobs: a tqdm bar, a quiet periodic line, or nothing.
+
+:func:`progress_bar` is the one helper every long job shares (training,
+corpus reading, pretokenizing, mixedgram compression, bits-per-byte runs):
+``with progress_bar(total=..., desc=..., unit="B") as p: p.update(n)``.
+tqdm is used when it is installed and the output is a terminal; otherwise a
+line is printed at most every ``interval`` seconds, and short jobs stay
+silent.
+
+Not handled: nested bars (each job gets its own), rates smoothed over a
+window (the line's rate is the mean since the start), and estimated time
+left in line mode.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+__all__ = ["Progress", "progress_bar"]
+
+
+def _human(n: float, unit: str) -> str:
+    """``12.3 MB`` for bytes (decimal units), ``1,234 docs`` otherwise."""
+    if unit == "B":
+        for prefix in ("", "k", "M", "G", "T"):
+            if abs(n) < 1000 or prefix == "T":
+                return f"{n:.0f} B" if not prefix else f"{n:.1f} {prefix}B"
+            n /= 1000
+    return f"{n:,.0f} {unit}"
+
+
+class Progress:
+    """Progress of a long job: a tqdm bar, a quiet periodic line, or nothing.
+
+    ``mode`` is "auto" (tqdm when it is installed and ``file`` is a terminal,
+    else lines), "tqdm" (tqdm whenever installed), "lines" or "off". Line mode
+    writes at most one line per ``interval`` seconds, and a final line on
+    ``close`` only if it wrote any, so short jobs stay silent.
+    ``enabled=False`` is the same as ``mode="off"``.
+    """
+
+    def __init__(
+        self,
+        total: int | None = None,
+        desc: str = "",
+        unit: str = "B",
+        *,
+        enabled: bool = True,
+        mode: str = "auto",
+        file=None,
+        interval: float = 10.0,
+    ):
+        if mode not in ("auto", "tqdm", "lines", "off"):
+            raise ValueError(f"unknown progress mode {mode!r}; expected auto, tqdm, lines or off")
+        self.total, self.desc, self.unit, self.n = total, desc, unit, 0
+        self.interval = interval
+        self._file = file if file is not None else sys.stderr
+        self._start = self._last = time.monotonic()
+        self._lines_written = 0
+        self._bar = None
+        self._closed = False
+        self.mode = self._choose_mode(mode if enabled else "off")
+        if self.mode == "tqdm":
+            from tqdm import tqdm
+
+            self._bar = tqdm(
+                total=total, desc=desc or None, unit=unit, unit_scale=unit == "B", file=self._file, dynamic_ncols=True
+            )
+
+    def _choose_mode(self, mode: str) -> str:
+        if mode in ("lines", "off"):
+            return mode
+        try:
+            import tqdm  # noqa: F401
+        except ImportError:
+            return "lines"
+        if mode == "tqdm":
+            return "tqdm"
+        isatty = getattr(self._file, "isatty", None)
+        return "tqdm" if isatty is not None and isatty() else "lines"
+
+    def update(self, n: int = 1) -> None:
+        """Record ``n`` more units done."""
+        self.n += n
+        if self._bar is not None:
+            self._bar.update(n)
+        elif self.mode == "lines":
+            now = time.monotonic()
+            if now - self._last >= self.interval:
+                self._last = now
+                self._write_line(now)
+
+    def _write_line(self, now: float) -> None:
+        done = _human(self.n, self.unit)
+        if self.total:
+            done += f" / {_human(self.total, self.unit)} ({100 * self.n / self.total:.1f}%)"
+        rate = self.n / max(now - self._start, 1e-9)
+        prefix = f"{self.desc}: " if self.desc else ""
+        print(f"{prefix}{done}, {_human(rate, self.unit)}/s", file=self._file, flush=True)
+        self._lines_written += 1
+
+    def close(self) -> None:
+        """Finish: close the bar, or write the last line if lines were written."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._bar is not None:
+            self._bar.close()
+        elif self.mode == "lines" and self._lines_written:
+            self._write_line(time.monotonic())
+
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def progress_bar(total: int | None = None, desc: str = "", unit: str = "B", enabled: bool = True, **kwargs) -> Progress:
+    """A :class:`Progress`, to use as ``with progress_bar(...) as p: p.update(n)``."""
+    return Progress(total=total, desc=desc, unit=unit, enabled=enabled, **kwargs)
