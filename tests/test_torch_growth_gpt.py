@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch", reason="PyTorch is not installed (the 'torc
 
 from growing_helpers import SOURCE_A, SOURCE_B  # noqa: E402
 from tokenforge import GrowingBPETokenizer, LZ78Tokenizer  # noqa: E402
-from tokenforge.eval.structure import EmbeddingModeError  # noqa: E402
+from tokenforge.embedding_meta import EmbeddingModeError  # noqa: E402
 from tokenforge.torch import GPT, GPTConfig, expand_vocabulary, vocab_capacity  # noqa: E402
 from tokenforge.torch.embeddings import build_embedding  # noqa: E402
 

@@ -7,8 +7,9 @@
     tokenforge demo                                      train on the built-in corpus and show it
 
 Families add their own subcommands (``tokenforge lz78 ...``, ``tokenforge
-mixedgram ...``, ``tokenforge grow ...``) through an ``add_parser`` function in
-their ``tokenforge.cli.<family>`` module.
+mixedgram ...``, ``tokenforge grow ...``) through the CLI hook of their record
+in :mod:`tokenforge.registry`; an import error there is an error, never a
+missing subcommand.
 
 Every multi-word option takes both spellings, ``--vocab-size`` and
 ``--vocab_size`` (:class:`ArgumentParser`, which every subcommand's parser and
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import importlib
 import json
 import os
 import sys
@@ -35,9 +35,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import TokenforgeError
-
-# modules that may contribute subcommands: each has add_parser(subparsers)
-_FAMILY_CLIS = ("lz78", "mixedgram", "grow", "compare")
+from ..registry import FAMILIES
+from . import compare as _compare_cli
 
 
 # ---------------------------------------------------------------------------
@@ -253,7 +252,7 @@ def _read_text(args) -> str:
 
 
 def cmd_encode(args) -> int:
-    from ..base import load
+    from ..registry import load
 
     tok = load(args.tokenizer)
     text = _read_text(args)
@@ -283,7 +282,7 @@ def _parse_ids(text: str, where: str) -> list[int]:
 
 
 def cmd_decode(args) -> int:
-    from ..base import load
+    from ..registry import load
 
     tok = load(args.tokenizer)
     if args.file:
@@ -335,8 +334,7 @@ def vocabulary_stats(tok, text: str | None = None, top: int = 10) -> dict:
         except UnicodeDecodeError:
             not_utf8 += 1
     stats["tokens_not_valid_utf8_alone"] = not_utf8
-    if hasattr(tok, "inspect_extra"):
-        stats.update(tok.inspect_extra())
+    stats.update(tok.inspect_extra())
     if text is not None:
         ids = tok.encode_ordinary(text)
         nbytes = len(text.encode("utf-8"))
@@ -348,7 +346,7 @@ def vocabulary_stats(tok, text: str | None = None, top: int = 10) -> dict:
 
 
 def cmd_inspect(args) -> int:
-    from ..base import load
+    from ..registry import load
 
     tok = load(args.tokenizer)
     text = read_utf8(args.text) if args.text else None
@@ -465,14 +463,10 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--no-bpb", action="store_true", help="compare compression only (no language models)")
     m.set_defaults(func=cmd_demo)
 
-    for name in _FAMILY_CLIS:
-        try:
-            mod = importlib.import_module(f"tokenforge.cli.{name}")
-        except ImportError:
-            continue
-        add = getattr(mod, "add_parser", None)
-        if add is not None:
-            add(sub)
+    for fam in FAMILIES.values():  # each family's own subcommands (the registry's CLI hook)
+        if fam.cli is not None:
+            fam.cli(sub)
+    _compare_cli.add_parser(sub)
     return p
 
 

@@ -45,7 +45,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..errors import TokenforgeError
-from .structure import model_vocab_size
+from ..embedding_meta import model_vocab_size
 
 __all__ = [
     "BPBConfig",

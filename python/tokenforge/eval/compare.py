@@ -33,7 +33,7 @@ from ..errors import TokenforgeError
 from .bpb import BPBConfig, run_bpb, select_documents
 from .families import Spec, family_class, parse_specs, train_tokenizer
 from .metrics import compression_metrics
-from .structure import EmbeddingModeError, get_embedding_metadata
+from ..embedding_meta import EmbeddingModeError, get_embedding_metadata
 
 __all__ = ["CompareOptions", "run_compare", "load_corpus"]
 
@@ -115,7 +115,7 @@ def _log(opts: CompareOptions, msg: str) -> None:
 
 def _cached_tokenizer(opts, spec: Spec, vocab: int | None, train_docs, train_digest: str):
     """Train (or reuse the cached) tokenizer; returns (tok, seconds, reused)."""
-    from ..base import load
+    from ..registry import load
 
     cache = Path(opts.out) / "tokenizers" / spec.slug(vocab)
     meta_path = cache / "meta.json"
@@ -260,7 +260,7 @@ def _run_jobs(opts, jobs, results, save, train_docs, train_digest, eval_docs, bp
         results["rows"].append(row)
         try:
             if spec is None:
-                from ..base import load
+                from ..registry import load
 
                 _log(opts, f"loading {label} from {path}")
                 tok, secs, reused = load(path), None, True

@@ -28,7 +28,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from .structure import model_vocab_size
+from ..embedding_meta import model_vocab_size
 
 __all__ = ["compression_metrics", "renyi_efficiency", "token_counts"]
 
