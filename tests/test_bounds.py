@@ -223,7 +223,7 @@ def test_training_with_one_long_run_in_the_corpus(tmp_path):
 
 def test_training_on_one_long_word_without_a_pattern():
     word = "ab" * 100_000 + "c" * 100_000
-    tok = BPETokenizer.train([word], 300, special_tokens=None, pattern=None, progress=False)
+    tok = BPETokenizer.train_from_iterator([word], 300, special_tokens=None, pattern=None, progress=False)
     ids = tok.encode(word)
     assert tok.decode(ids) == word and len(ids) < 100
 

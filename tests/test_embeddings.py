@@ -28,7 +28,7 @@ TEXT = "the quick brown fox jumps over the lazy dog; hello world, hello there. "
 
 @pytest.fixture(scope="module")
 def bpe():
-    return tokenforge.BPETokenizer.train([TEXT], 400, progress=False)
+    return tokenforge.BPETokenizer.train_from_iterator([TEXT], 400, progress=False)
 
 
 # ---- metadata ---------------------------------------------------------------

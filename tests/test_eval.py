@@ -81,7 +81,7 @@ MULTIBYTE = ("日本語のテキストです。" * 30 + "ünïcödé " * 30 + "�
 
 
 def test_bpe_tokens_that_are_not_valid_utf8_count_their_raw_bytes():
-    tok = tokenforge.BPETokenizer.train([MULTIBYTE], 600, progress=False)
+    tok = tokenforge.BPETokenizer.train_from_iterator([MULTIBYTE], 600, progress=False)
     tb = tok.token_bytes()
     partial = []
     for i in range(tok.vocab_size):
@@ -167,7 +167,7 @@ def test_metrics_hand_checked_on_the_stub():
 
 
 def test_metrics_chars_differ_from_bytes_for_multibyte_text():
-    tok = tokenforge.BPETokenizer.train([MULTIBYTE], 600, progress=False)
+    tok = tokenforge.BPETokenizer.train_from_iterator([MULTIBYTE], 600, progress=False)
     m = compression_metrics(tok, MULTIBYTE)
     assert m["bytes"] == len(MULTIBYTE.encode()) and m["chars"] == len(MULTIBYTE)
     assert m["bytes_per_token"] > m["chars_per_token"]

@@ -52,7 +52,7 @@ def _quiet(fn, *a, **k):
 def _permuted_bytes_bpe() -> BPETokenizer:
     """A BPE vocabulary whose single bytes are not ids 0..255 in order (as an
     imported tiktoken/HF vocabulary may be): byte b has rank 255 - b."""
-    ranks = BPETokenizer.train(CORPUS, 300, special_tokens=None, progress=False).mergeable_ranks()
+    ranks = BPETokenizer.train_from_iterator(CORPUS, 300, special_tokens=None, progress=False).mergeable_ranks()
     ranks = {t: (255 - r if r < 256 else r) for t, r in ranks.items()}
     return BPETokenizer.from_tiktoken(ranks, special_tokens={"<|bos|>": 300})
 
@@ -69,7 +69,7 @@ def _seed003_bpe() -> BPETokenizer:
 
 
 TOKENIZERS = {
-    "bpe-nanochat": lambda: BPETokenizer.train(CORPUS, 400, progress=False),
+    "bpe-nanochat": lambda: BPETokenizer.train_from_iterator(CORPUS, 400, progress=False),
     "bpe-specials-first-seed": _seed003_bpe,
     "bpe-permuted-bytes": _permuted_bytes_bpe,
     "lz78": lambda: _quiet(LZ78Tokenizer.train, CORPUS, "frequency_gated", 600, special_tokens="nanochat", progress=False),
@@ -352,7 +352,7 @@ def test_cli_encode_and_decode_a_lone_surrogate(tmp_path, monkeypatch, capsys):
 
     from tokenforge.cli.main import main
 
-    tok = BPETokenizer.train(CORPUS, 300, progress=False)
+    tok = BPETokenizer.train_from_iterator(CORPUS, 300, progress=False)
     tok.save(tmp_path / "tok.json")
     text = "fox \ud800 dog"
     assert main(["encode", str(tmp_path / "tok.json"), text, "--json"]) == 0
@@ -368,7 +368,7 @@ def test_cli_encode_and_decode_a_lone_surrogate(tmp_path, monkeypatch, capsys):
 def test_pretokenize_docs_with_lone_surrogates(tmp_path):
     from tokenforge.data.shards import pretokenize
 
-    tok = BPETokenizer.train(CORPUS, 300, progress=False)
+    tok = BPETokenizer.train_from_iterator(CORPUS, 300, progress=False)
     docs = ["fox \ud800 dog", "plain", "\udfff", json.loads('"x\\udc00"')]
     (tmp_path / "c.jsonl").write_text("".join(json.dumps({"text": d}) + "\n" for d in docs), encoding="utf-8")
     for k, src in enumerate((docs, tmp_path / "c.jsonl")):

@@ -61,7 +61,7 @@ def run_demo(args) -> int:
     print(f"training on {len(train)} documents ({train_mb:.1f} MB), holding out {len(held)}")
 
     t0 = time.perf_counter()
-    tok = BPETokenizer.train(train, args.vocab_size, num_threads=args.threads, progress=True)
+    tok = BPETokenizer.train_from_iterator(train, args.vocab_size, num_threads=args.threads, progress=True)
     dt = time.perf_counter() - t0
     print(f"\ntrained {tok!r} in {dt:.2f} s ({train_mb / dt:.1f} MB/s)")
 

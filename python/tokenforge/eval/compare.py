@@ -29,11 +29,11 @@ import time
 from pathlib import Path
 
 from ..data.fingerprint import tokenizer_fingerprint
+from ..embedding_meta import EmbeddingModeError, get_embedding_metadata
 from ..errors import TokenforgeError
 from .bpb import BPBConfig, run_bpb, select_documents
 from .families import Spec, family_class, parse_specs, train_tokenizer
 from .metrics import compression_metrics
-from ..embedding_meta import EmbeddingModeError, get_embedding_metadata
 
 __all__ = ["CompareOptions", "run_compare", "load_corpus"]
 
@@ -150,7 +150,7 @@ def _environment() -> dict:
         "cpus": os.cpu_count(),
     }
     try:
-        from .. import __version__
+        from .._core import __version__
 
         env["tokenforge"] = __version__
     except ImportError:  # pragma: no cover
