@@ -169,7 +169,7 @@ def test_standard_stops_reading_when_full(texts):
             yield from texts
         raise AssertionError("standard LZ78 read the whole corpus although its dictionary was full")
 
-    tok = LZ78Tokenizer.train(gen(), "standard", 600, progress=False)
+    tok = LZ78Tokenizer.train_from_iterator(gen(), "standard", 600, progress=False)
     assert tok.num_codes == 340
     assert tok.data.settings["training"]["corpus_bytes"] < 4 << 20
 

@@ -60,7 +60,7 @@ def _permuted_bytes_bpe() -> BPETokenizer:
 def _seed003_bpe() -> BPETokenizer:
     """Seed 003's layout (specials right after the bytes) in seed mode: encode
     turns special text into special ids by default."""
-    tok = BPETokenizer.train(
+    tok = BPETokenizer.train_from_iterator(
         CORPUS, 330, special_tokens=["<|endoftext|>"], pattern="gpt2", tie_break="lexicographic",
         layout="specials_first", progress=False,
     )
@@ -72,8 +72,8 @@ TOKENIZERS = {
     "bpe-nanochat": lambda: BPETokenizer.train_from_iterator(CORPUS, 400, progress=False),
     "bpe-specials-first-seed": _seed003_bpe,
     "bpe-permuted-bytes": _permuted_bytes_bpe,
-    "lz78": lambda: _quiet(LZ78Tokenizer.train, CORPUS, "frequency_gated", 600, special_tokens="nanochat", progress=False),
-    "lz78-unchunked": lambda: _quiet(LZ78Tokenizer.train, CORPUS, "standard", 500, chunking=False, progress=False),
+    "lz78": lambda: _quiet(LZ78Tokenizer.train_from_iterator, CORPUS, "frequency_gated", 600, special_tokens="nanochat", progress=False),
+    "lz78-unchunked": lambda: _quiet(LZ78Tokenizer.train_from_iterator, CORPUS, "standard", 500, chunking=False, progress=False),
     "growing": lambda: _grown(),
 }
 
