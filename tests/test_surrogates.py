@@ -227,7 +227,7 @@ def test_chat_rendering_with_lone_surrogates():
 
 
 def test_lz78_compaction_counts_on_surrogate_text():
-    tok = _quiet(LZ78Tokenizer.train, CORPUS, "standard", 500, progress=False)
+    tok = _quiet(LZ78Tokenizer.train_from_iterator, CORPUS, "standard", 500, progress=False)
     assert tok.count_never_emitted(["the fox\ud800", "dog"]) == tok.count_never_emitted(["the fox", "dog"])
 
 
