@@ -212,7 +212,7 @@ def test_hf_import_of_a_long_token_without_a_merge(tmp_path):
 
 def test_training_with_one_long_run_in_the_corpus(tmp_path):
     corpus = ["the quick brown fox jumps over the lazy dog " * 20, "=" * 200_000]
-    tok = BPETokenizer.train(corpus, 310, special_tokens=None, progress=False)  # every pair merged: no warning
+    tok = BPETokenizer.train_from_iterator(corpus, 310, special_tokens=None, progress=False)  # every pair merged: no warning
     longest = max(len(tok._model.id_bytes(i)) for i in range(tok.vocab_size))
     assert longest == 200_000  # the whole run is one token
     tok.save(tmp_path / "t.json")

@@ -209,3 +209,13 @@ def test_importing_the_eval_modules_pulls_in_no_heavy_dependency():
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_spec_refuses_an_unknown_option_naming_the_known_ones():
+    from tokenforge.eval.families import SpecError, parse_specs
+
+    with pytest.raises(SpecError, match=r"bpe has no option 'patern'.*pattern, special_tokens"):
+        parse_specs("bpe:patern=gpt2")
+    with pytest.raises(SpecError, match="growing has no option 'round'"):
+        parse_specs("growing:round=2")
+    assert parse_specs("lz78:multi_round:decay=0.5")[0].kwargs == (("decay", 0.5),)  # strategy parameters are known
