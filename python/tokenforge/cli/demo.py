@@ -46,9 +46,9 @@ SAMPLE_CHAT = {
 
 
 def run_demo(args) -> int:
-    from .. import BPETokenizer
+    from ..bpe import BPETokenizer
     from ..data.default_corpus import default_corpus_info, iter_default_corpus
-    from .main import vocabulary_stats
+    from .stats import vocabulary_stats
 
     color = not args.no_color and sys.stdout.isatty()
     max_bytes = None if args.max_mb is None else int(args.max_mb * 1e6)
