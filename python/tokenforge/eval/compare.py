@@ -6,7 +6,7 @@
    given) and splits off held-out documents (every tenth, unless a held-out
    file is given);
 2. trains every spec of :mod:`tokenforge.eval.families` at every vocabulary
-   size (families missing from this tokenforge are skipped and listed), or
+   size (each family as its record in :mod:`tokenforge.registry` says), or
    loads tokenizers from files; trained tokenizers are cached under
    ``OUT/tokenizers`` and reused when the spec, size and training text match;
 3. measures compression on the held-out text (:mod:`tokenforge.eval.metrics`);
@@ -32,7 +32,7 @@ from ..data.fingerprint import tokenizer_fingerprint
 from ..embedding_meta import EmbeddingModeError, get_embedding_metadata
 from ..errors import TokenforgeError
 from .bpb import BPBConfig, run_bpb, select_documents
-from .families import Spec, family_class, parse_specs, train_tokenizer
+from .families import Spec, parse_specs, train_tokenizer
 from .metrics import compression_metrics
 
 __all__ = ["CompareOptions", "run_compare", "load_corpus"]
@@ -207,10 +207,6 @@ def run_compare(opts: CompareOptions) -> dict:
     # ---- which tokenizers --------------------------------------------------
     jobs: list[tuple[str, Spec | None, int | None, str | None]] = []  # (label, spec, vocab, path)
     for spec in specs:
-        if family_class(spec.family) is None:
-            results["skipped"].append({"spec": spec.text, "reason": f"the {spec.family} family is not part of this tokenforge"})
-            _log(opts, f"skipping {spec.text}: the {spec.family} family is not part of this tokenforge")
-            continue
         for vocab in ([None] if spec.fixed_vocab else opts.vocab_sizes):
             jobs.append((spec.label(vocab), spec, vocab, None))
     for label, path in opts.load:
