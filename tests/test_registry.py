@@ -100,5 +100,5 @@ def test_cli_subcommands_come_from_the_records():
 
 def test_hooks_are_declared_on_the_contract():
     base = tokenforge.Tokenizer
-    for hook in ("embedding_metadata", "inspect_extra", "_fingerprint_files", "_jsonl_block_encoder", "model_vocab_size"):
+    for hook in ("embedding_metadata", "normalize", "inspect_extra", "_fingerprint_files", "_jsonl_block_encoder", "model_vocab_size"):
         assert hasattr(base, hook), hook

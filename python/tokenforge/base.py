@@ -3,7 +3,7 @@
 A family subclasses :class:`Tokenizer` and implements the abstract members;
 everything else (nanochat's method names, chat rendering, batch helpers) comes
 from here so that families behave alike. The optional hooks other parts of
-tokenforge call (``embedding_metadata``, ``model_vocab_size``, ``inspect_extra``,
+tokenforge call (``embedding_metadata``, ``model_vocab_size``, ``normalize``, ``inspect_extra``,
 ``_fingerprint_files``, ``_jsonl_block_encoder``) are declared here with their
 defaults, so no caller probes with ``hasattr``. Which families exist, and which
 files each reads (:func:`tokenforge.load`), is :mod:`tokenforge.registry`.
@@ -366,6 +366,11 @@ class Tokenizer(ChatMixin, abc.ABC):
             f"{type(self).__name__} has no parent/character structure, so the {mode!r} embedding cannot be "
             f"built; use mode 'flat'"
         )
+
+    def normalize(self, text: str) -> str:
+        """The text as the tokenizer sees it before splitting (the growing
+        vocabulary applies NFC); unchanged here. Metrics count the bytes seen."""
+        return text
 
     def inspect_extra(self) -> dict:
         """Family-specific statistics for ``tokenforge inspect`` (none here)."""

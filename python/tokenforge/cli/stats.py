@@ -76,7 +76,7 @@ def inspect_lines(stats: dict, tok=None, width: int = 100) -> list[str]:
                + (f"; {bad:,} ids are not valid UTF-8 on their own" if bad else ""))
     extras = [(k, v) for k, v in stats.items() if k not in _GENERIC_KEYS and not isinstance(v, (dict, list, tuple))]
     if extras:
-        family = getattr(tok, "family", None) or stats["class"]
+        family = (tok.family if tok is not None else None) or stats["class"]
         out += wrap(str(family), [f"{k.removeprefix(f'{family}_').replace('_', ' ')} {show(v)}" for k, v in extras])
     hist = stats["byte_length_histogram"]
     out += wrap("ids by length in bytes", [f"{n}: {c:,}" for n, c in sorted(hist.items())])

@@ -265,7 +265,7 @@ def _run_jobs(opts, jobs, results, save, train_docs, train_digest, eval_docs, bp
                 tok, secs, reused = _cached_tokenizer(opts, spec, vocab, train_docs, train_digest)
                 if reused:
                     _log(opts, f"  reused the cached {label}")
-            row.update(cls=type(tok).__name__, family=row["family"] or getattr(tok, "family", None),
+            row.update(cls=type(tok).__name__, family=row["family"] or tok.family,
                        train_seconds=secs, reused=reused)
             t0 = time.perf_counter()
             row["metrics"] = compression_metrics(tok, eval_docs, num_threads=opts.threads)
