@@ -158,7 +158,7 @@ def tf_train_kwargs(threads: int) -> dict:
 def train_tokenforge(st: dict) -> dict:
     import tokenforge
 
-    tok = tokenforge.BPETokenizer.train(iter(st["docs"]), st["vocab"], **tf_train_kwargs(st["threads"]))
+    tok = tokenforge.BPETokenizer.train_from_iterator(iter(st["docs"]), st["vocab"], **tf_train_kwargs(st["threads"]))
     st["tok"] = tok
     return {"vocab_size": tok.vocab_size}
 
