@@ -13,12 +13,12 @@ own character row ``CharEmbed[id]``. The parent table therefore has
 every id gets a distinct (parent, char) pair, because a BPE vocabulary never
 holds the same pair twice.
 
-Not provided: a "hierarchical" mode. A BPE token's longest proper prefix that
-is itself a token does not leave a single token as the remainder, so there is
-no trie parent + character split; :func:`bpe_embedding_metadata` refuses it.
-
 :class:`tokenforge.BPETokenizer` and the growing vocabulary both answer their
 ``embedding_metadata`` hook with it, from their ``(left, right, new_id)`` triples.
+
+Not handled: a "hierarchical" mode. A BPE token's longest proper prefix that
+is itself a token does not leave a single token as the remainder, so there is
+no trie parent + character split; :func:`bpe_embedding_metadata` refuses it.
 """
 
 from __future__ import annotations
