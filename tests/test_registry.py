@@ -89,6 +89,15 @@ def test_every_family_trains_from_a_spec_saves_and_loads_through_the_registry(tm
     assert type(back) is type(tok)
     probe = "the lazy fox saves time"
     assert back.encode(probe) == tok.encode(probe)
+    # the record's embedding modes are exactly the tree modes the tokenizer's hook answers
+    from tokenforge.embedding_meta import TREE_MODES, EmbeddingModeError, get_embedding_metadata
+
+    for mode in TREE_MODES:
+        if mode in registry.family_of(tok).embedding_modes:
+            assert len(get_embedding_metadata(tok, mode)["parent"]) == tok.model_vocab_size
+        else:
+            with pytest.raises(EmbeddingModeError):
+                get_embedding_metadata(tok, mode)
 
 
 def test_cli_subcommands_come_from_the_records():
