@@ -158,7 +158,7 @@ def tf_train_kwargs(threads: int) -> dict:
 def train_tokenforge(st: dict) -> dict:
     import tokenforge
 
-    tok = tokenforge.BPETokenizer.train(iter(st["docs"]), st["vocab"], **tf_train_kwargs(st["threads"]))
+    tok = tokenforge.BPETokenizer.train_from_iterator(iter(st["docs"]), st["vocab"], **tf_train_kwargs(st["threads"]))
     st["tok"] = tok
     return {"vocab_size": tok.vocab_size}
 
@@ -335,7 +335,7 @@ def check_lexicographic(mb: float, merges: int) -> dict:
     text = load_text("train_50mb", mb)
     counts = ref.count_words([text], ref.GPT2_PATTERN)
     want = [tuple(m) for m in ref.train_reference(counts, merges, tie_break="lexicographic")]
-    got = tokenforge.BPETokenizer.train([text], 256 + merges, pattern="gpt2", tie_break="lexicographic",
+    got = tokenforge.BPETokenizer.train_from_iterator([text], 256 + merges, pattern="gpt2", tie_break="lexicographic",
                                         special_tokens=None, progress=False).merges
     return {"equal": got == want, "merges": len(got)}
 

@@ -125,7 +125,7 @@ def main(argv=None) -> int:
     # ---- BPE and tiktoken ---------------------------------------------------------
     bpe = {}
     for V in vocabs:
-        tok, dt = timed(lambda: BPETokenizer.train(train, V, pattern="gpt4", special_tokens=None, num_threads=args.threads, progress=False))
+        tok, dt = timed(lambda: BPETokenizer.train_from_iterator(train, V, pattern="gpt4", special_tokens=None, num_threads=args.threads, progress=False))
         ntok = sum(len(x) for x in tok.encode_batch(held, num_threads=args.threads))
         bpe[V] = {"tok": tok, "bpt": hbytes / ntok, "train_s": dt}
     tb = bpe[big]["tok"]
@@ -152,7 +152,7 @@ def main(argv=None) -> int:
         for chunking in chunkings:
             r = {"name": f"lz78 {strategy}", "chunk": "gpt4" if chunking else "none"}
             for V in vocabs:
-                tok, dt = timed(lambda: LZ78Tokenizer.train(train, strategy, V, chunking=chunking, num_threads=args.threads, progress=False))
+                tok, dt = timed(lambda: LZ78Tokenizer.train_from_iterator(train, strategy, V, chunking=chunking, num_threads=args.threads, progress=False))
                 ids = tok.encode_batch(held, num_threads=args.threads)
                 ntok = sum(len(x) for x in ids)
                 ok = all(tok.decode(x) == h for x, h in zip(ids, held))
@@ -204,7 +204,7 @@ def main(argv=None) -> int:
         for strategy in ("standard", "frequency_gated"):
             if strategy not in args.strategies:
                 continue
-            tok, dt = timed(lambda: LZ78Tokenizer.train(speed_docs, strategy, big, num_threads=args.threads, progress=False))
+            tok, dt = timed(lambda: LZ78Tokenizer.train_from_iterator(speed_docs, strategy, big, num_threads=args.threads, progress=False))
             read = tok.data.settings["training"]["corpus_bytes"]
             # parse rate: the trainer alone, fed in 1 MB batches until it wants no more
             tr = _core.Lz78Trainer(strategy, tok.num_codes if strategy == "standard" else big - 260, _core.GPT4_PATTERN, {})

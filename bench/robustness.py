@@ -66,7 +66,7 @@ def measure(docs: list[str], text: str, run: str, vocab: int, repeat: int, tmp: 
     holder = {}
 
     def train():
-        holder["tok"] = BPETokenizer.train(docs + ([run] if run else []), vocab, progress=False)
+        holder["tok"] = BPETokenizer.train_from_iterator(docs + ([run] if run else []), vocab, progress=False)
 
     out["train"] = best(train, repeat)
     tok = holder["tok"]
@@ -81,8 +81,8 @@ def measure(docs: list[str], text: str, run: str, vocab: int, repeat: int, tmp: 
         # a run alone learns only ~log2(n) merges; the warning about fewer merges than asked is expected
         warnings.simplefilter("ignore")
         word_vocab = min(vocab, 4096)
-        out["word run"] = best(lambda: BPETokenizer.train([run], word_vocab, pattern=None, special_tokens=None, progress=False), repeat)
-        out["word text"] = best(lambda: BPETokenizer.train([text[:n]], word_vocab, pattern=None, special_tokens=None, progress=False), repeat)
+        out["word run"] = best(lambda: BPETokenizer.train_from_iterator([run], word_vocab, pattern=None, special_tokens=None, progress=False), repeat)
+        out["word text"] = best(lambda: BPETokenizer.train_from_iterator([text[:n]], word_vocab, pattern=None, special_tokens=None, progress=False), repeat)
     return out, longest
 
 

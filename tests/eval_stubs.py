@@ -5,7 +5,7 @@ codes 1..N from a seed-format TSV, byte fallback N+1+b, then <|bos|>, <|eos|>,
 <|pad|>) and encodes by greedy longest match over UTF-8 bytes, so it produces
 byte-fallback ids for anything outside its dictionary, including single bytes
 of a multi-byte character. It offers ``embedding_metadata`` in the protocol of
-:mod:`tokenforge.eval.structure`; with ``flat=True`` it says it is a flat
+:mod:`tokenforge.embedding_meta`; with ``flat=True`` it says it is a flat
 dictionary, as flat_prune's does. Written for clarity, not speed.
 """
 

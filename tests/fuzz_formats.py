@@ -97,9 +97,9 @@ def digest(obj) -> str:
             h.update(b"-\0")
     probe = _PROBE if not isinstance(tok, tf.Mixedgram) else _PROBE.encode("latin-1", "replace").decode("latin-1")
     h.update(repr(tok.encode(probe)).encode())
-    files = getattr(tok, "_fingerprint_files", None)
+    files = tok._fingerprint_files()
     if files is not None:
-        for name, data in sorted(files().items()):
+        for name, data in sorted(files.items()):
             h.update(name.encode() + hashlib.sha256(data).digest())
     else:
         h.update(repr(getattr(tok, "training", None)).encode())
@@ -153,13 +153,13 @@ def write_examples(scratch: Path) -> None:
     for name in SPECS:
         (scratch / name).mkdir(parents=True, exist_ok=True)
     fixtures = Path(__file__).parent / "fixtures"
-    bpe = tf.BPETokenizer.train(_TEXTS, vocab_size=300, special_tokens=["<|endoftext|>", "<|bos|>"])
+    bpe = tf.BPETokenizer.train_from_iterator(_TEXTS, vocab_size=300, special_tokens=["<|endoftext|>", "<|bos|>"])
     bpe.save(scratch / "bpe-json" / "tok.json")
     bpe.save_tiktoken(scratch / "tiktoken" / "ranks.tiktoken")
     bpe.save_hf(scratch / "hf-json" / "tokenizer.json")
-    seed = tf.BPETokenizer.train(_TEXTS, vocab_size=300, special_tokens=["<|endoftext|>"], pattern="gpt2")
+    seed = tf.BPETokenizer.train_from_iterator(_TEXTS, vocab_size=300, special_tokens=["<|endoftext|>"], pattern="gpt2")
     write_seed003(scratch / "seed003", seed._data)
-    lz = tf.LZ78Tokenizer.train(_TEXTS, strategy="standard", vocab_size=400)
+    lz = tf.LZ78Tokenizer.train_from_iterator(_TEXTS, strategy="standard", vocab_size=400)
     lz.save(scratch / "lz78-tsv" / "lz78.tsv")
     lz.save_tsv(scratch / "lz78-compressed-tsv" / "lz78.tsv", tsv_format="compressed")
     shutil.copy(fixtures / "lz78_seed_example.tsv", scratch / "lz78-seed-tsv" / "dict.tsv")

@@ -161,7 +161,7 @@ def test_shards_use_the_same_writer(tmp_path, umask022):
     from tokenforge import BPETokenizer
     from tokenforge.data.shards import pretokenize
 
-    tok = BPETokenizer.train(["hello world the fox " * 50], 300, special_tokens="nanochat")
+    tok = BPETokenizer.train_from_iterator(["hello world the fox " * 50], 300, special_tokens="nanochat")
     out = tmp_path / "shards"
     pretokenize(["hello world"] * 20, tok, out)
     files = [x for x in out.iterdir()]

@@ -212,7 +212,7 @@ def test_hf_import_of_a_long_token_without_a_merge(tmp_path):
 
 def test_training_with_one_long_run_in_the_corpus(tmp_path):
     corpus = ["the quick brown fox jumps over the lazy dog " * 20, "=" * 200_000]
-    tok = BPETokenizer.train(corpus, 310, special_tokens=None, progress=False)  # every pair merged: no warning
+    tok = BPETokenizer.train_from_iterator(corpus, 310, special_tokens=None, progress=False)  # every pair merged: no warning
     longest = max(len(tok._model.id_bytes(i)) for i in range(tok.vocab_size))
     assert longest == 200_000  # the whole run is one token
     tok.save(tmp_path / "t.json")
@@ -223,7 +223,7 @@ def test_training_with_one_long_run_in_the_corpus(tmp_path):
 
 def test_training_on_one_long_word_without_a_pattern():
     word = "ab" * 100_000 + "c" * 100_000
-    tok = BPETokenizer.train([word], 300, special_tokens=None, pattern=None, progress=False)
+    tok = BPETokenizer.train_from_iterator([word], 300, special_tokens=None, pattern=None, progress=False)
     ids = tok.encode(word)
     assert tok.decode(ids) == word and len(ids) < 100
 

@@ -40,7 +40,7 @@ def heldout():
 
 @pytest.fixture(scope="module")
 def tok(docs):
-    return BPETokenizer.train(docs, 2048, progress=False)
+    return BPETokenizer.train_from_iterator(docs, 2048, progress=False)
 
 
 def test_import_pulls_no_heavy_dependency():
@@ -56,7 +56,7 @@ def test_merges_identical_to_rustbpe(docs, pattern):
     r = rustbpe.Tokenizer()
     r.train_from_iterator(iter(docs), 1500, pattern=pattern)
     theirs = {bytes(k): v for k, v in r.get_mergeable_ranks()}
-    ours = BPETokenizer.train(docs, 1500, pattern=pattern, special_tokens=None, progress=False)
+    ours = BPETokenizer.train_from_iterator(docs, 1500, pattern=pattern, special_tokens=None, progress=False)
     assert ours.mergeable_ranks() == theirs
 
 
@@ -64,7 +64,7 @@ def test_lexicographic_matches_slow_reference(docs):
     text = "".join(docs)[:120_000]
     counts = ref.count_words([text], GPT2)
     want = ref.train_reference(counts, 200, tie_break="lexicographic")
-    got = BPETokenizer.train([text], 256 + 200, pattern="gpt2", tie_break="lexicographic", special_tokens=None, progress=False)
+    got = BPETokenizer.train_from_iterator([text], 256 + 200, pattern="gpt2", tie_break="lexicographic", special_tokens=None, progress=False)
     assert got.merges == [tuple(m) for m in want]
 
 
@@ -79,7 +79,7 @@ def test_training_matches_reference_property(texts, n, tie, pattern):
     regex = PATTERNS[pattern] if pattern else None
     counts = ref.count_words(texts, regex)
     want = ref.train_reference(counts, n, tie_break=tie)
-    got = BPETokenizer.train(texts, 256 + n, pattern=pattern, tie_break=tie, special_tokens=None, progress=False)
+    got = BPETokenizer.train_from_iterator(texts, 256 + n, pattern=pattern, tie_break=tie, special_tokens=None, progress=False)
     assert got.merges == [tuple(m) for m in want]
 
 
@@ -99,8 +99,8 @@ def test_ids_identical_in_huggingface(tok, heldout, tmp_path):
 
 
 def test_threads_do_not_change_output(docs, tmp_path):
-    a = BPETokenizer.train(docs, 1200, num_threads=1, progress=False)
-    b = BPETokenizer.train(docs, 1200, num_threads=2, progress=False)
+    a = BPETokenizer.train_from_iterator(docs, 1200, num_threads=1, progress=False)
+    b = BPETokenizer.train_from_iterator(docs, 1200, num_threads=2, progress=False)
     a.save(tmp_path / "a.json")
     b.save(tmp_path / "b.json")
     assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
@@ -110,13 +110,13 @@ def test_whole_document_mode_matches_reference():
     docs = ["the cat sat on the mat. " * 20, "the dog sat on the log. " * 15, "mat" * 30]
     counts = ref.count_words(docs, None)
     want = ref.train_reference(counts, 60)
-    got = BPETokenizer.train(docs, 256 + 60, pattern=None, special_tokens=None, progress=False)
+    got = BPETokenizer.train_from_iterator(docs, 256 + 60, pattern=None, special_tokens=None, progress=False)
     assert got.merges == [tuple(m) for m in want]
     assert got.decode(got.encode(docs[0])) == docs[0]
 
 
 def test_custom_pattern(docs):
-    t = BPETokenizer.train(docs[:20], 400, pattern=r"\w+|\s+|[^\w\s]+", progress=False)
+    t = BPETokenizer.train_from_iterator(docs[:20], 400, pattern=r"\w+|\s+|[^\w\s]+", progress=False)
     s = "custom pattern, words & spaces"
     assert t.decode(t.encode(s)) == s
     assert t.data.pattern_name == "custom"
@@ -294,7 +294,7 @@ def test_streaming_formats_give_the_same_merges(docs, tmp_path):
     import pyarrow as pa
 
     pq.write_table(pa.table({"text": sub}), tmp_path / "c.parquet")
-    a = BPETokenizer.train(sub, 700, progress=False)
+    a = BPETokenizer.train_from_iterator(sub, 700, progress=False)
     b = BPETokenizer.train(jl, 700, progress=False)
     c = BPETokenizer.train([str(tmp_path / "c.parquet")], 700, progress=False)
     assert a.merges == b.merges == c.merges
@@ -303,19 +303,19 @@ def test_streaming_formats_give_the_same_merges(docs, tmp_path):
 # ---- bad input --------------------------------------------------------------
 def test_bad_arguments(docs):
     with pytest.raises(VocabSizeError, match="at least 265"):
-        BPETokenizer.train(docs[:2], 260)
+        BPETokenizer.train_from_iterator(docs[:2], 260)
     with pytest.raises(TypeError):
-        BPETokenizer.train(docs[:2], "1000")
+        BPETokenizer.train_from_iterator(docs[:2], "1000")
     with pytest.raises(TypeError):
         BPETokenizer.train(12, 1000)
     with pytest.raises(TokenforgeError, match="tie_break"):
-        BPETokenizer.train(docs[:2], 1000, tie_break="random")
+        BPETokenizer.train_from_iterator(docs[:2], 1000, tie_break="random")
     with pytest.raises(tokenforge.PatternError):
-        BPETokenizer.train(docs[:2], 1000, pattern="(unclosed")
+        BPETokenizer.train_from_iterator(docs[:2], 1000, pattern="(unclosed")
     with pytest.raises(SpecialTokenError):
-        BPETokenizer.train(docs[:2], 1000, special_tokens=["<a>", "<a>"])
+        BPETokenizer.train_from_iterator(docs[:2], 1000, special_tokens=["<a>", "<a>"])
     with pytest.raises(TypeError):
-        BPETokenizer.train(["ok", 3], 1000)
+        BPETokenizer.train_from_iterator(["ok", 3], 1000)
 
 
 def test_bad_ids_and_text(tok):
@@ -358,7 +358,7 @@ def test_failed_save_keeps_previous_file(tok, tmp_path, monkeypatch):
     p = tmp_path / "t.json"
     tok.save(p)
     before = p.read_bytes()
-    small = BPETokenizer.train(["tiny corpus"], 270, progress=False)
+    small = BPETokenizer.train_from_iterator(["tiny corpus"], 270, progress=False)
 
     def boom(*a, **k):
         raise OSError("disk full")
@@ -380,7 +380,7 @@ def test_interrupted_training_writes_nothing(tmp_path):
 
     out = tmp_path / "out"
     with pytest.raises(KeyboardInterrupt):
-        BPETokenizer.train(docs(), 1000, save_dir=out, progress=False)
+        BPETokenizer.train_from_iterator(docs(), 1000, save_dir=out, progress=False)
     assert not (out / "tokenforge.json").exists()
 
 

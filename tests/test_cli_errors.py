@@ -32,7 +32,7 @@ CORPUS = "the quick brown fox jumps over the lazy dog. hello world, hello tokens
 @pytest.fixture(scope="module")
 def tok_dir(tmp_path_factory):
     d = tmp_path_factory.mktemp("tok")
-    BPETokenizer.train([CORPUS], 300, special_tokens="nanochat").save(d / "tok")
+    BPETokenizer.train_from_iterator([CORPUS], 300, special_tokens="nanochat").save(d / "tok")
     return d / "tok"
 
 
@@ -240,7 +240,7 @@ def test_bad_param_is_one_line(tmp_path, param):
 
 # ---- inspect -----------------------------------------------------------------------------------
 def test_inspect_lz78_is_short_and_says_each_thing_once(tmp_path, capsys):
-    tok = LZ78Tokenizer.train([CORPUS * 5], strategy="frequency_gated", vocab_size=340)
+    tok = LZ78Tokenizer.train_from_iterator([CORPUS * 5], strategy="frequency_gated", vocab_size=340)
     d = tmp_path / "lz"
     tok.save(d)
     assert main(["inspect", str(d)]) == 0

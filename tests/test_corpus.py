@@ -360,3 +360,30 @@ def test_optional_packages_are_imported_lazily():
     )
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")])))
     subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+# ---- the one corpus rule of every family (tokenforge.data.corpus.corpus_paths) ------------------
+def test_every_family_reads_files_with_train_and_texts_with_train_from_iterator(tmp_path):
+    import tokenforge as tf
+    from tokenforge.errors import CorpusError
+
+    text = "the quick brown fox jumps over the lazy dog\n" * 30
+    f = tmp_path / "c.txt"
+    f.write_text(text, encoding="utf-8")
+    trainers = {
+        "bpe": (lambda c: tf.BPETokenizer.train(c, 300, progress=False),
+                lambda t: tf.BPETokenizer.train_from_iterator(t, 300, progress=False)),
+        "lz78": (lambda c: tf.LZ78Tokenizer.train(c, "standard", 300, progress=False),
+                 lambda t: tf.LZ78Tokenizer.train_from_iterator(t, "standard", 300, progress=False)),
+        "mixedgram": (lambda c: tf.Mixedgram.train(c), lambda t: tf.Mixedgram.train_from_iterator(t)),
+        "growing": (lambda c: tf.GrowingBPETokenizer.train(c, 400), lambda t: tf.GrowingBPETokenizer.train_from_iterator(t, 400)),
+    }
+    probe = "the lazy fox"
+    for name, (from_files, from_texts) in trainers.items():
+        for corpus in (str(f), f, [str(f)], [f]):
+            assert from_files(corpus).encode(probe) == from_texts([text]).encode(probe), (name, corpus)
+        for bad in ("the quick brown fox", ["the quick brown fox"], "x" * 5000):
+            with pytest.raises(CorpusError, match="not an existing file.*train_from_iterator"):
+                from_files(bad)
+        with pytest.raises(TypeError, match="iterable of str"):
+            from_texts("a single text")

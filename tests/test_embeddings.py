@@ -8,8 +8,8 @@ import pytest
 from eval_stubs import DictTokenizer, FlatOnly, parse_tsv, SEED_TSV
 
 import tokenforge
-from tokenforge.eval.bpe_structure import bpe_embedding_metadata
-from tokenforge.eval.structure import EmbeddingModeError, duplicate_pairs, get_embedding_metadata, validate_metadata
+from tokenforge.bpe_structure import bpe_embedding_metadata
+from tokenforge.embedding_meta import EmbeddingModeError, duplicate_pairs, get_embedding_metadata, validate_metadata
 
 torch = pytest.importorskip("torch")
 
@@ -28,7 +28,7 @@ TEXT = "the quick brown fox jumps over the lazy dog; hello world, hello there. "
 
 @pytest.fixture(scope="module")
 def bpe():
-    return tokenforge.BPETokenizer.train([TEXT], 400, progress=False)
+    return tokenforge.BPETokenizer.train_from_iterator([TEXT], 400, progress=False)
 
 
 # ---- metadata ---------------------------------------------------------------
@@ -53,17 +53,23 @@ def test_bpe_has_no_hierarchical_mode(bpe):
         build_embedding(bpe, "hierarchical", 16)
 
 
-def test_bpe_metadata_function_works_on_merge_list_tokenizers(bpe):
-    class Growing:  # the growing vocabulary's shape: merge_list, current_vocab_size < vocab_size
-        merge_list = [(5, 6, 20), (20, 7, 21)]
-        current_vocab_size = 22
-        vocab_size = 10_000_000
-
-    meta = bpe_embedding_metadata(Growing())
+def test_bpe_metadata_function_works_on_merge_triples():
+    # the growing vocabulary's shape: merge triples, 22 ids in use of a far larger declared size
+    meta = bpe_embedding_metadata([(5, 6, 20), (20, 7, 21)], 22)
     assert len(meta["parent"]) == 22
     assert meta["parent"][21] == 21 and meta["char"][21] == 7
     assert meta["parent"][20] == 6 and meta["char"][20] == 6
-    assert get_embedding_metadata(Growing(), "structured")["num_parents"] == 23
+    assert meta["num_parents"] == 23
+
+
+def test_growing_vocabulary_answers_the_hook_for_its_ids_in_use():
+    from tokenforge import GrowingBPETokenizer
+
+    tok = GrowingBPETokenizer.train_from_iterator(["hello hello world world"] * 20, 300)
+    meta = get_embedding_metadata(tok, "structured")
+    assert len(meta["parent"]) == tok.current_vocab_size == tok.model_vocab_size
+    left, right, new = tok.merge_list[0]
+    assert meta["parent"][new] == left + 1 and meta["char"][new] == right
 
 
 def _tsv_expected():

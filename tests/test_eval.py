@@ -81,7 +81,7 @@ MULTIBYTE = ("日本語のテキストです。" * 30 + "ünïcödé " * 30 + "�
 
 
 def test_bpe_tokens_that_are_not_valid_utf8_count_their_raw_bytes():
-    tok = tokenforge.BPETokenizer.train([MULTIBYTE], 600, progress=False)
+    tok = tokenforge.BPETokenizer.train_from_iterator([MULTIBYTE], 600, progress=False)
     tb = tok.token_bytes()
     partial = []
     for i in range(tok.vocab_size):
@@ -167,7 +167,7 @@ def test_metrics_hand_checked_on_the_stub():
 
 
 def test_metrics_chars_differ_from_bytes_for_multibyte_text():
-    tok = tokenforge.BPETokenizer.train([MULTIBYTE], 600, progress=False)
+    tok = tokenforge.BPETokenizer.train_from_iterator([MULTIBYTE], 600, progress=False)
     m = compression_metrics(tok, MULTIBYTE)
     assert m["bytes"] == len(MULTIBYTE.encode()) and m["chars"] == len(MULTIBYTE)
     assert m["bytes_per_token"] > m["chars_per_token"]
@@ -209,3 +209,13 @@ def test_importing_the_eval_modules_pulls_in_no_heavy_dependency():
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_spec_refuses_an_unknown_option_naming_the_known_ones():
+    from tokenforge.eval.families import SpecError, parse_specs
+
+    with pytest.raises(SpecError, match=r"bpe has no option 'patern'.*pattern, special_tokens"):
+        parse_specs("bpe:patern=gpt2")
+    with pytest.raises(SpecError, match="growing has no option 'round'"):
+        parse_specs("growing:round=2")
+    assert parse_specs("lz78:multi_round:decay=0.5")[0].kwargs == (("decay", 0.5),)  # strategy parameters are known

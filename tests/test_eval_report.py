@@ -68,7 +68,7 @@ def _check_report(out: Path) -> dict:
 
 
 def test_run_bpb_two_seeds_and_structured_mode(tmp_path):
-    tok = tokenforge.BPETokenizer.train(DOCS, 330, progress=False)
+    tok = tokenforge.BPETokenizer.train_from_iterator(DOCS, 330, progress=False)
     train, held = DOCS[:100], DOCS[100:]
     r = run_bpb(tok, train, held, tmp_path / "w", cfg=TINY, seeds=[0, 1], progress=False)
     assert r["bpb"]["n"] == 2 and r["bpb"]["std"] > 0

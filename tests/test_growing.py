@@ -134,7 +134,7 @@ def test_sniffers_tell_the_files_apart(tmp_path):
     ours = tmp_path / "ours.json"
     GrowingBPETokenizer.load(FIXTURE).save(ours)
     assert sniff_growing_json(ours, ours.read_bytes()) and not sniff_hf_json(ours, ours.read_bytes())
-    bpe = BPETokenizer.train(SOURCE_A, 300, special_tokens=None, progress=False)
+    bpe = BPETokenizer.train_from_iterator(SOURCE_A, 300, special_tokens=None, progress=False)
     bpe.save(tmp_path / "bpe.json")
     head = (tmp_path / "bpe.json").read_bytes()[:4096]
     assert not sniff_growing_json(tmp_path / "bpe.json", head)

@@ -74,7 +74,7 @@ def test_loads_checked_accepts_what_is_fine():
 def json_files(tmp_path_factory):
     """One valid file of each JSON format we read, and how to load it."""
     d = tmp_path_factory.mktemp("json")
-    bpe = tf.BPETokenizer.train(TEXTS, vocab_size=280, special_tokens=["<|bos|>"])
+    bpe = tf.BPETokenizer.train_from_iterator(TEXTS, vocab_size=280, special_tokens=["<|bos|>"])
     bpe.save(d / "bpe.json")
     bpe.save_hf(d / "hf.json")
     tf.Mixedgram.train(text=" ".join(TEXTS) * 3).save(d / "mixedgram.json")
@@ -140,7 +140,7 @@ def test_sync_refuses_a_hostile_remote_with_a_sync_error(tmp_path):
 
 
 def test_lz78_header_json_values(tmp_path):
-    lz = tf.LZ78Tokenizer.train(TEXTS, strategy="standard", vocab_size=300)
+    lz = tf.LZ78Tokenizer.train_from_iterator(TEXTS, strategy="standard", vocab_size=300)
     lz.save(tmp_path / "d.tsv")
     lines = (tmp_path / "d.tsv").read_text(encoding="utf-8").split("\n")
     k = next(i for i, line in enumerate(lines) if line.startswith("# params"))
@@ -234,10 +234,10 @@ def test_training_on_a_dirty_jsonl_corpus(tmp_path):
         tf.LZ78Tokenizer.train(p, strategy="standard", vocab_size=300)
     texts = list(iter_documents(p, errors="replace"))
     assert tf.BPETokenizer.train(p, vocab_size=270, errors="replace").mergeable_ranks() == (
-        tf.BPETokenizer.train(texts, vocab_size=270).mergeable_ranks()
+        tf.BPETokenizer.train_from_iterator(texts, vocab_size=270).mergeable_ranks()
     )
     lz = tf.LZ78Tokenizer.train(p, strategy="standard", vocab_size=300, errors="replace")
-    assert lz.encode("bad \ufffd here") == tf.LZ78Tokenizer.train(texts, strategy="standard", vocab_size=300).encode(
+    assert lz.encode("bad \ufffd here") == tf.LZ78Tokenizer.train_from_iterator(texts, strategy="standard", vocab_size=300).encode(
         "bad \ufffd here"
     )
 
@@ -250,7 +250,7 @@ def test_pretokenize_a_dirty_jsonl_corpus_matches_the_python_reader(tmp_path):
         rows.append(json.dumps({"text": t}) if i % 37 else '{"text": "lone \\ud83d ' + t + '"}')
     p = tmp_path / "c.jsonl"
     p.write_text("\n".join(rows) + "\n")
-    tok = tf.BPETokenizer.train(TEXTS, vocab_size=300, special_tokens=["<|bos|>"])
+    tok = tf.BPETokenizer.train_from_iterator(TEXTS, vocab_size=300, special_tokens=["<|bos|>"])
     with pytest.raises(CorpusError, match=r"c\.jsonl, line 1:"):
         pretokenize(p, tok, tmp_path / "strict", progress=False)
     fast = pretokenize(p, tok, tmp_path / "fast", progress=False, errors="replace", batch_chars=500)

@@ -33,7 +33,7 @@ def _bpe(tmp_path) -> Path:
     p = tmp_path / "bpe.json"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TokenforgeWarning)
-        BPETokenizer.train(TEXTS, vocab_size=256 + 20 + 2, special_tokens=["<|bos|>", "<|eos|>"], progress=False).save(p)
+        BPETokenizer.train_from_iterator(TEXTS, vocab_size=256 + 20 + 2, special_tokens=["<|bos|>", "<|eos|>"], progress=False).save(p)
     return p
 
 
@@ -47,21 +47,21 @@ def _growing(tmp_path) -> Path:
 
 def _lz78(tmp_path, fmt="lz78") -> Path:
     p = tmp_path / f"{fmt}.tsv"
-    t = tokenforge.LZ78Tokenizer.train(TEXTS, strategy="smart_prune", vocab_size=260 + 30, progress=False)
+    t = tokenforge.LZ78Tokenizer.train_from_iterator(TEXTS, strategy="smart_prune", vocab_size=260 + 30, progress=False)
     t.save_tsv(p, fmt)
     return p
 
 
 def _mixedgram(tmp_path) -> Path:
     p = tmp_path / "mixedgram.json"
-    tokenforge.Mixedgram.train("hello world, the quick brown fox. tokenforge writes files", special_tokens=["<|bos|>"]).save(p)
+    tokenforge.Mixedgram.train(text="hello world, the quick brown fox. tokenforge writes files", special_tokens=["<|bos|>"]).save(p)
     return p
 
 
 def _shards(tmp_path) -> Path:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TokenforgeWarning)
-        tok = BPETokenizer.train(TEXTS, vocab_size=300, progress=False)
+        tok = BPETokenizer.train_from_iterator(TEXTS, vocab_size=300, progress=False)
     pretokenize(TEXTS * 3, tok, tmp_path / "shards", shard_tokens=40, progress=False)
     return tmp_path / "shards" / INDEX_FILE
 
@@ -276,7 +276,7 @@ def test_version_1_shard_index_still_reads_and_resumes_as_version_2(tmp_path):
     assert not s.complete and s.num_shards > 1 and "checksum" not in s.index
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TokenforgeWarning)
-        tok = BPETokenizer.train(TEXTS, vocab_size=300, progress=False)
+        tok = BPETokenizer.train_from_iterator(TEXTS, vocab_size=300, progress=False)
     pretokenize(TEXTS * 3, tok, p.parent, shard_tokens=40, progress=False)  # resumes; the index is rewritten
     assert ShardSet(p.parent).complete
     again = json.loads(p.read_text())
@@ -489,7 +489,7 @@ def test_a_lone_surrogate_is_refused_at_save_and_nothing_is_written(tmp_path):
 # ---- item 9: fewer merges than asked ----------------------------------------------------------
 def test_fewer_merges_than_asked_warns_and_is_recorded(tmp_path):
     with pytest.warns(TokenforgeWarning, match=r"learned 5 merges, not the 35 asked for: no pair of adjacent tokens is left") as w:
-        tok = BPETokenizer.train(["hello hello"], vocab_size=300, progress=False)
+        tok = BPETokenizer.train_from_iterator(["hello hello"], vocab_size=300, progress=False)
     assert "270 ids, not vocab_size=300" in str(w[0].message)
     assert w[0].filename == __file__  # points at the caller
     tok.save(tmp_path / "t.json")
@@ -498,14 +498,14 @@ def test_fewer_merges_than_asked_warns_and_is_recorded(tmp_path):
     assert training["vocab_size_requested"] == 300 and "every piece" in training["stopped_early"]
 
     with pytest.warns(TokenforgeWarning, match="min_frequency=3"):
-        tok = BPETokenizer.train(["hello hello world"] * 2, vocab_size=400, min_frequency=3, progress=False)
+        tok = BPETokenizer.train_from_iterator(["hello hello world"] * 2, vocab_size=400, min_frequency=3, progress=False)
     assert "min_frequency=3" in tok.data.training["stopped_early"]
 
 
 def test_enough_merges_no_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error", TokenforgeWarning)
-        tok = BPETokenizer.train(TEXTS, vocab_size=260, special_tokens=None, progress=False)
+        tok = BPETokenizer.train_from_iterator(TEXTS, vocab_size=260, special_tokens=None, progress=False)
     assert tok.data.training["merges_requested"] == tok.data.training["num_merges"] == 4
     assert "stopped_early" not in tok.data.training
 

@@ -46,7 +46,7 @@ def test_decompress_to_stdout(tmp_path, capsysbinary):
 def test_compress_with_a_saved_vocabulary_and_optimal_parse(tmp_path, capsys):
     src = tmp_path / "in.txt"
     src.write_bytes(TEXT)
-    Mixedgram.train(TEXT).save(tmp_path / "vocab.json")
+    Mixedgram.train(text=TEXT).save(tmp_path / "vocab.json")
     assert run("compress", src, tmp_path / "v.mxgram", "--vocab", tmp_path / "vocab.json", "--parse", "optimal") == 0
     assert "from" in capsys.readouterr().err
     assert Mixedgram.decompress_bytes(tmp_path / "v.mxgram") == TEXT

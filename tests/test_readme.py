@@ -116,7 +116,7 @@ def make_fixtures(root: Path) -> dict:
     (root / "heldout.txt").write_text("".join(held), encoding="utf-8")
     (root / "train.txt").write_text("<|endoftext|>".join(train), encoding="utf-8")
     (root / "in.txt").write_bytes("".join(train[:40]).encode("latin-1", errors="replace"))
-    small = BPETokenizer.train(train[:50], 400, special_tokens=None, progress=False)
+    small = BPETokenizer.train_from_iterator(train[:50], 400, special_tokens=None, progress=False)
     small.save_tiktoken(root / "r.tiktoken")
     small.export_seed003(root)  # bpe_vocab.pkl, bpe_merges.pkl, ... in the working directory
     return {"texts": train[:200]}

@@ -193,7 +193,7 @@ def test_chat_rendering_never_turns_message_text_into_specials(tmp_path):
 # ------------------------------------------------------------------ the pattern file
 def test_gpt4_pattern_survives_export_and_from_file(tmp_path):
     texts = ["it's 1234567 o'clock", "Hello   world!!\n\n  ok", "ünïcödé 😀 123"] * 20
-    tok = BPETokenizer.train(texts, 320, pattern="gpt4", special_tokens=[EOT], progress=False)
+    tok = BPETokenizer.train_from_iterator(texts, 320, pattern="gpt4", special_tokens=[EOT], progress=False)
     tok.export_seed003(tmp_path / "seed")
     assert (tmp_path / "seed" / PATTERN_FILE).read_text(encoding="utf-8") == GPT4_PATTERN
     with warnings.catch_warnings():
@@ -215,7 +215,7 @@ def test_gpt4_pattern_survives_export_and_from_file(tmp_path):
 @pytest.mark.parametrize("pattern", [r"\p{L}+|\p{N}|[^\p{L}\p{N}]+", None])
 def test_custom_and_no_pattern_survive(tmp_path, pattern):
     texts = ["abc def 12 ghi", "def abc  !!"] * 20
-    tok = BPETokenizer.train(texts, 290, pattern=pattern, special_tokens=None, progress=False)
+    tok = BPETokenizer.train_from_iterator(texts, 290, pattern=pattern, special_tokens=None, progress=False)
     tok.export_seed003(tmp_path / "s")
     back = BPETokenizer.from_file(tmp_path / "s" / "bpe_vocab.pkl", tmp_path / "s" / "bpe_merges.pkl")
     assert back.data.pattern == pattern
@@ -241,9 +241,9 @@ def test_pattern_file_line_end_and_errors(tmp_path, trained):
 
 
 def test_pattern_ending_in_a_line_break_is_refused(tmp_path):
-    tok = BPETokenizer.train(["a b\nc"] * 5, 260, pattern=r"\w+|\s|\n", special_tokens=None, progress=False)
+    tok = BPETokenizer.train_from_iterator(["a b\nc"] * 5, 260, pattern=r"\w+|\s|\n", special_tokens=None, progress=False)
     tok.export_seed003(tmp_path / "ok")  # an escaped \n is fine
-    odd = BPETokenizer.train(["a b\nc"] * 5, 260, pattern="\\w+|\\s|\n", special_tokens=None, progress=False)
+    odd = BPETokenizer.train_from_iterator(["a b\nc"] * 5, 260, pattern="\\w+|\\s|\n", special_tokens=None, progress=False)
     with pytest.raises(TokenforgeError, match="ends in a line break"):
         odd.export_seed003(tmp_path / "bad")
     assert not (tmp_path / "bad").exists()

@@ -25,7 +25,7 @@ DOCS = [
 
 @pytest.fixture(scope="module")
 def bpe():
-    return tokenforge.BPETokenizer.train(DOCS, 420, progress=False)
+    return tokenforge.BPETokenizer.train_from_iterator(DOCS, 420, progress=False)
 
 
 def _files(d):
@@ -60,7 +60,7 @@ def test_index_records_fingerprint_offsets_and_bytes(tmp_path, bpe):
         assert offsets[0] == 0 and (np.diff(offsets) > 0).all()
         assert shard["num_tokens"] == len(s.tokens(i))
     s.check_tokenizer(bpe)
-    other = tokenforge.BPETokenizer.train(DOCS, 400, progress=False)
+    other = tokenforge.BPETokenizer.train_from_iterator(DOCS, 400, progress=False)
     with pytest.raises(ShardError, match="another tokenizer"):
         s.check_tokenizer(other)
 
@@ -109,7 +109,7 @@ def test_resume_refuses_another_tokenizer_or_corpus(tmp_path, bpe):
     with pytest.raises(KeyboardInterrupt):
         pretokenize(_Interrupting(DOCS, 40), bpe, out, shard_tokens=300, batch_chars=100, progress=False)
     assert ShardSet(out).num_shards > 0
-    other = tokenforge.BPETokenizer.train(DOCS, 400, progress=False)
+    other = tokenforge.BPETokenizer.train_from_iterator(DOCS, 400, progress=False)
     with pytest.raises(ShardError, match="different tokenizer"):
         pretokenize(DOCS, other, out, shard_tokens=300, progress=False)
     with pytest.raises(ShardError, match="different shard_tokens"):
@@ -202,7 +202,7 @@ def test_round_trip_any_text(tmp_path_factory, docs, shard_tokens):
     assert s.num_bytes == sum(len(d.encode("utf-8", "surrogatepass")) for d in docs)
 
 
-_BPE = [tokenforge.BPETokenizer.train(DOCS, 300, progress=False)]
+_BPE = [tokenforge.BPETokenizer.train_from_iterator(DOCS, 300, progress=False)]
 
 
 # ---- the torch Dataset --------------------------------------------------------

@@ -26,12 +26,12 @@ DOCS = [
 
 @pytest.fixture(scope="module")
 def bpe():
-    return tokenforge.BPETokenizer.train(DOCS, 420, progress=False)
+    return tokenforge.BPETokenizer.train_from_iterator(DOCS, 420, progress=False)
 
 
 @pytest.fixture(scope="module")
 def lz78():
-    return tokenforge.LZ78Tokenizer.train(DOCS, vocab_size=300, strategy="frequency_gated", progress=False)
+    return tokenforge.LZ78Tokenizer.train_from_iterator(DOCS, vocab_size=300, strategy="frequency_gated", progress=False)
 
 
 def _write_jsonl(path, lines, gz=False):

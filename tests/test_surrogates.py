@@ -53,7 +53,7 @@ def _quiet(fn, *a, **k):
 def _permuted_bytes_bpe() -> BPETokenizer:
     """A BPE vocabulary whose single bytes are not ids 0..255 in order (as an
     imported tiktoken/HF vocabulary may be): byte b has rank 255 - b."""
-    ranks = BPETokenizer.train(CORPUS, 300, special_tokens=None, progress=False).mergeable_ranks()
+    ranks = BPETokenizer.train_from_iterator(CORPUS, 300, special_tokens=None, progress=False).mergeable_ranks()
     ranks = {t: (255 - r if r < 256 else r) for t, r in ranks.items()}
     return BPETokenizer.from_tiktoken(ranks, special_tokens={"<|bos|>": 300})
 
@@ -61,7 +61,7 @@ def _permuted_bytes_bpe() -> BPETokenizer:
 def _seed003_bpe() -> BPETokenizer:
     """Seed 003's layout (specials right after the bytes) in seed mode: encode
     turns special text into special ids by default."""
-    tok = BPETokenizer.train(
+    tok = BPETokenizer.train_from_iterator(
         CORPUS, 330, special_tokens=["<|endoftext|>"], pattern="gpt2", tie_break="lexicographic",
         layout="specials_first", progress=False,
     )
@@ -70,11 +70,11 @@ def _seed003_bpe() -> BPETokenizer:
 
 
 TOKENIZERS = {
-    "bpe-nanochat": lambda: BPETokenizer.train(CORPUS, 400, progress=False),
+    "bpe-nanochat": lambda: BPETokenizer.train_from_iterator(CORPUS, 400, progress=False),
     "bpe-specials-first-seed": _seed003_bpe,
     "bpe-permuted-bytes": _permuted_bytes_bpe,
-    "lz78": lambda: _quiet(LZ78Tokenizer.train, CORPUS, "frequency_gated", 600, special_tokens="nanochat", progress=False),
-    "lz78-unchunked": lambda: _quiet(LZ78Tokenizer.train, CORPUS, "standard", 500, chunking=False, progress=False),
+    "lz78": lambda: _quiet(LZ78Tokenizer.train_from_iterator, CORPUS, "frequency_gated", 600, special_tokens="nanochat", progress=False),
+    "lz78-unchunked": lambda: _quiet(LZ78Tokenizer.train_from_iterator, CORPUS, "standard", 500, chunking=False, progress=False),
     "growing": lambda: _grown(),
 }
 
@@ -228,7 +228,7 @@ def test_chat_rendering_with_lone_surrogates():
 
 
 def test_lz78_compaction_counts_on_surrogate_text():
-    tok = _quiet(LZ78Tokenizer.train, CORPUS, "standard", 500, progress=False)
+    tok = _quiet(LZ78Tokenizer.train_from_iterator, CORPUS, "standard", 500, progress=False)
     assert tok.count_never_emitted(["the fox\ud800", "dog"]) == tok.count_never_emitted(["the fox", "dog"])
 
 
@@ -353,7 +353,7 @@ def test_cli_encode_and_decode_a_lone_surrogate(tmp_path, monkeypatch, capsys):
 
     from tokenforge.cli.main import main
 
-    tok = BPETokenizer.train(CORPUS, 300, progress=False)
+    tok = BPETokenizer.train_from_iterator(CORPUS, 300, progress=False)
     tok.save(tmp_path / "tok.json")
     text = "fox \ud800 dog"
     assert main(["encode", str(tmp_path / "tok.json"), text, "--json"]) == 0
@@ -369,7 +369,7 @@ def test_cli_encode_and_decode_a_lone_surrogate(tmp_path, monkeypatch, capsys):
 def test_pretokenize_docs_with_lone_surrogates(tmp_path):
     from tokenforge.data.shards import pretokenize
 
-    tok = BPETokenizer.train(CORPUS, 300, progress=False)
+    tok = BPETokenizer.train_from_iterator(CORPUS, 300, progress=False)
     docs = ["fox \ud800 dog", "plain", "\udfff", json.loads('"x\\udc00"')]
     (tmp_path / "c.jsonl").write_text("".join(json.dumps({"text": d}) + "\n" for d in docs), encoding="utf-8")
     s = pretokenize(docs, tok, tmp_path / "s0", progress=False)  # texts from Python: kept exactly

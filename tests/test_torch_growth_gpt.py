@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch", reason="PyTorch is not installed (the 'torc
 
 from growing_helpers import SOURCE_A, SOURCE_B  # noqa: E402
 from tokenforge import GrowingBPETokenizer, LZ78Tokenizer  # noqa: E402
-from tokenforge.eval.structure import EmbeddingModeError  # noqa: E402
+from tokenforge.embedding_meta import EmbeddingModeError  # noqa: E402
 from tokenforge.torch import GPT, GPTConfig, expand_vocabulary, vocab_capacity  # noqa: E402
 from tokenforge.torch.embeddings import build_embedding  # noqa: E402
 
@@ -95,8 +95,8 @@ def test_modes_that_cannot_grow_say_why():
     from tokenforge.data.default_corpus import _topics
 
     docs = _topics()[:10] or [" ".join(SOURCE_A + SOURCE_B) * 50]
-    small = LZ78Tokenizer.train(docs, "frequency_gated", 400, progress=False)
-    big = LZ78Tokenizer.train(docs, "frequency_gated", 440, progress=False)
+    small = LZ78Tokenizer.train_from_iterator(docs, "frequency_gated", 400, progress=False)
+    big = LZ78Tokenizer.train_from_iterator(docs, "frequency_gated", 440, progress=False)
     lz = GPT(GPTConfig(vocab_size=small.vocab_size, n_layer=1, n_head=2, n_embd=16, seq_len=16,
                        embedding="structured"), tokenizer=small)
     with pytest.raises(EmbeddingModeError, match="byte-fallback"):

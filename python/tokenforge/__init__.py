@@ -1,19 +1,21 @@
 """tokenforge: train, compare and use the tokenizers language models are trained on.
 
 Families: :class:`BPETokenizer` (byte-level BPE, nanochat/tiktoken compatible).
-Every family meets the :class:`Tokenizer` contract; :func:`load` reads any file
-tokenforge writes. Heavy optional dependencies (torch, dask, matplotlib) are
-imported only by the functions that need them.
+Every family meets the :class:`Tokenizer` contract and has one record in
+:mod:`tokenforge.registry`; :func:`load` reads any file tokenforge writes.
+Heavy optional dependencies (torch, dask, matplotlib) are imported only by the
+functions that need them.
 """
 
 from . import errors
 from ._core import __version__
-from .base import Tokenizer, load
+from .base import Tokenizer
 from .bpe import BPETokenizer
 from .growing import GrowingBPETokenizer, NeuroTokenizer
 from .mixedgram import Mixedgram
 from .lz78 import LZ78Tokenizer
 from .chat import SPECIAL_TOKENS
+from .registry import load
 from .errors import (
     ChecksumError,
     CorpusError,

@@ -1,9 +1,12 @@
-"""The contract every tokenizer family meets, and ``tokenforge.load``.
+"""The contract every tokenizer family meets.
 
 A family subclasses :class:`Tokenizer` and implements the abstract members;
 everything else (nanochat's method names, chat rendering, batch helpers) comes
-from here so that families behave alike. A family that writes files registers
-a sniffer with :func:`register_format` so :func:`load` recognises them.
+from here so that families behave alike. The optional hooks other parts of
+tokenforge call (``embedding_metadata``, ``model_vocab_size``, ``normalize``, ``inspect_extra``,
+``_fingerprint_files``, ``_jsonl_block_encoder``) are declared here with their
+defaults, so no caller probes with ``hasattr``. Which families exist, and which
+files each reads (:func:`tokenforge.load`), is :mod:`tokenforge.registry`.
 
 Lone surrogates (a ``str`` may hold U+D800..U+DFFF unpaired, e.g. from
 ``json.loads('"\\ud800"')`` or ``os.fsdecode`` of bad bytes) have no UTF-8, so
@@ -32,20 +35,18 @@ import abc
 import codecs
 import itertools
 import re
-from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
 from .chat import ChatMixin
-from .errors import FormatError, SpecialTokenError, TokenforgeError
+from .embedding_meta import EmbeddingModeError
+from .errors import SpecialTokenError, TokenforgeError
 
 __all__ = [
     "Tokenizer",
     "RustBacked",
     "CoreEncoded",
-    "load",
-    "register_format",
     "ids_dtype",
     "SURROGATE_ERRORS",
     "feed_around_surrogates",
@@ -410,6 +411,36 @@ class Tokenizer(ChatMixin, abc.ABC):
         core's ``encode_ordinary`` (no Python step before or after); None here."""
         return None
 
+    # ---- optional hooks (defaults; families override what they offer) ------
+    @property
+    def model_vocab_size(self) -> int:
+        """Rows a language model needs: the ids that can occur (``vocab_size``
+        here; the growing vocabulary answers the ids in use)."""
+        return self.vocab_size
+
+    def embedding_metadata(self, mode: str = "structured") -> dict:
+        """Parent/character indices of every id for the tree embedding ``mode``
+        (the dict of :mod:`tokenforge.embedding_meta`). Here: no tree at all."""
+        raise EmbeddingModeError(
+            f"{type(self).__name__} has no parent/character structure, so the {mode!r} embedding cannot be "
+            f"built; use mode 'flat'"
+        )
+
+    def normalize(self, text: str) -> str:
+        """The text as the tokenizer sees it before splitting (the growing
+        vocabulary applies NFC); unchanged here. Metrics count the bytes seen."""
+        return text
+
+    def inspect_extra(self) -> dict:
+        """Family-specific statistics for ``tokenforge inspect`` (none here)."""
+        return {}
+
+    def _fingerprint_files(self) -> dict[str, bytes] | None:
+        """For :func:`tokenforge.data.fingerprint.tokenizer_fingerprint`: ``{name: bytes}``
+        of the files that define the tokenizer (no derived views), which spares
+        saving to disk; None here (the fingerprint saves a copy instead)."""
+        return None
+
     def get_bos_token_id(self) -> int:
         for name in ("<|bos|>", "<|endoftext|>", "<bos>", "<s>"):
             if name in self.special_tokens:
@@ -533,35 +564,3 @@ def _check_texts(texts) -> None:
     for i, t in enumerate(texts):
         if not isinstance(t, str):
             raise TypeError(f"encode_batch: item {i} is {type(t).__name__}, expected str")
-
-
-# ---- file registry ----------------------------------------------------------
-_FORMATS: list[tuple[str, Callable[[Path, bytes], bool], Callable[[Path], Tokenizer]]] = []
-
-
-def register_format(name: str, sniff: Callable[[Path, bytes], bool], loader: Callable[[Path], Tokenizer]) -> None:
-    """Register a reader. ``sniff(path, head)`` gets the path and its first 4 KiB
-    (b"" for a directory) and says whether ``loader(path)`` can read it."""
-    _FORMATS.append((name, sniff, loader))
-
-
-def load(path) -> Tokenizer:
-    """Load any tokenizer file or directory tokenforge writes (or imports)."""
-    from . import _register_all  # noqa: F401  (families register themselves on import)
-
-    p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"no such file or directory: {p}")
-    head = b""
-    if p.is_file():
-        with open(p, "rb") as f:
-            head = f.read(4096)
-    for name, sniff, loader in _FORMATS:
-        try:
-            ok = sniff(p, head)
-        except OSError:
-            ok = False
-        if ok:
-            return loader(p)
-    kinds = ", ".join(n for n, _, _ in _FORMATS)
-    raise FormatError(f"not a tokenizer file tokenforge recognises (known kinds: {kinds})", path=p)

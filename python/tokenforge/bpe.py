@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 import re
 from pathlib import Path
 from typing import Iterable
@@ -37,9 +36,10 @@ from typing import Iterable
 import numpy as np
 
 from . import _core
-from .base import CoreEncoded, Tokenizer, encode_around_surrogates, feed_around_surrogates, register_format
+from .base import CoreEncoded, Tokenizer, encode_around_surrogates, feed_around_surrogates
+from .bpe_structure import bpe_embedding_metadata
 from .chat import SPECIAL_TOKENS
-from .data.corpus import iter_documents
+from .data.corpus import Texts, corpus_documents
 from .errors import FormatError, PatternError, SpecialTokenError, TokenforgeError, VocabSizeError, warn_user
 from .formats.bpe_data import BPEData
 from .progress import progress_bar
@@ -130,42 +130,6 @@ def _split_at_specials(documents, specials: list[str]):
                 yield piece
 
 
-_CORPUS_SUFFIXES = (".txt", ".jsonl", ".parquet", ".txt.gz", ".jsonl.gz", ".parquet.gz", ".txt.zst", ".jsonl.zst", ".parquet.zst")
-
-
-def _is_path(x) -> bool:
-    if isinstance(x, os.PathLike):
-        return True
-    # In a list, a str counts as a path only if it names an existing corpus
-    # file (.txt/.jsonl/.parquet, optionally .gz/.zst); anything else is text.
-    # Directories must be given as a single path or as pathlib.Path objects.
-    if not (isinstance(x, str) and 0 < len(x) < 4096 and x.endswith(_CORPUS_SUFFIXES) and "\n" not in x):
-        return False
-    try:
-        return Path(x).is_file()
-    except (OSError, ValueError):  # too long for a file name, NUL inside, ...
-        return False
-
-
-def _looks_like_paths(corpus) -> bool:
-    """A list of Path objects, or of strings that all name existing corpus files."""
-    return isinstance(corpus, (list, tuple)) and len(corpus) > 0 and all(_is_path(x) for x in corpus)
-
-
-def _documents(corpus, text_field: str, split_on: str | None, errors: str = "strict"):
-    if isinstance(corpus, (str, os.PathLike)):
-        return iter_documents(Path(corpus), text_field=text_field, split_on=split_on, errors=errors)
-    if _looks_like_paths(corpus):
-        return iter_documents([Path(x) for x in corpus], text_field=text_field, split_on=split_on, errors=errors)
-    if isinstance(corpus, (bytes, bytearray)):
-        raise TypeError("corpus must be paths or an iterable of str, not bytes")
-    try:
-        it = iter(corpus)
-    except TypeError:
-        raise TypeError(f"corpus must be a path, a list of paths or an iterable of str, not {type(corpus).__name__}") from None
-    return iter_documents(it, text_field=text_field, split_on=split_on, errors=errors)
-
-
 class _HybridMethod:
     """A method that is a classmethod when called on the class (returns a new
     tokenizer) and an instance method when called on an instance (seed 003's
@@ -229,8 +193,10 @@ class BPETokenizer(CoreEncoded, Tokenizer):
     ):
         """Train a tokenizer of ``vocab_size`` ids (specials included).
 
-        ``corpus``: a path, a list of paths (.txt/.jsonl/.parquet, optionally .gz/.zst;
-        streamed) or an iterable of str. ``pattern``: "gpt4" (nanochat), "gpt2",
+        ``corpus``: a path or a list of paths, ``str`` or ``pathlib.Path``
+        (.txt/.jsonl/.parquet, optionally .gz/.zst, or directories; streamed); a
+        ``str`` that names no file is a :class:`~tokenforge.errors.CorpusError`.
+        Texts go to :meth:`train_from_iterator`. ``pattern``: "gpt4" (nanochat), "gpt2",
         "cl100k", any regex, or None (whole documents are the sequences); with a
         regex, text between its matches is a piece too (no text is ever dropped).
         ``tie_break``: "pair_ids" (rustbpe: the smaller pair of ids) or
@@ -267,12 +233,13 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         tie_break = defaults["tie_break"] if tie_break is _DEFAULT else tie_break
         layout = defaults["layout"] if layout is _DEFAULT else layout
         if corpus is None:
-            raise TypeError("train() needs a corpus (a path, paths, or an iterable of str)")
+            raise TypeError("train() needs a corpus (a path or a list of paths; texts go to train_from_iterator)")
         if seed_mode and specials:
-            documents = _documents(corpus, text_field, split_on or max(specials, key=len), errors)
+            documents = corpus_documents(corpus, who="BPETokenizer.train", text_field=text_field,
+                                         split_on=split_on or max(specials, key=len), errors=errors)
             documents = _split_at_specials(documents, specials)
         else:
-            documents = _documents(corpus, text_field, split_on, errors)
+            documents = corpus_documents(corpus, who="BPETokenizer.train", text_field=text_field, split_on=split_on, errors=errors)
         data = _train(
             documents,
             vocab_size,
@@ -298,8 +265,9 @@ class BPETokenizer(CoreEncoded, Tokenizer):
 
     @classmethod
     def train_from_iterator(cls, iterator: Iterable[str], vocab_size: int, **kwargs) -> "BPETokenizer":
-        """nanochat's name: train from an iterable of str."""
-        return cls.train(iter(iterator), vocab_size, **kwargs)
+        """nanochat's name: train from an iterable of str (texts, never paths);
+        the other arguments are :meth:`train`'s."""
+        return cls.train(Texts(iterator), vocab_size, **kwargs)
 
     # ---- the contract ------------------------------------------------------
     @property
@@ -347,10 +315,8 @@ class BPETokenizer(CoreEncoded, Tokenizer):
 
     def embedding_metadata(self, mode: str = "structured") -> dict:
         """Parent/character indices for tree embeddings: each merge's left part is the
-        parent, its right part the character (see :mod:`tokenforge.eval.bpe_structure`)."""
-        from .eval.bpe_structure import bpe_embedding_metadata
-
-        return bpe_embedding_metadata(self, mode)
+        parent, its right part the character (see :mod:`tokenforge.bpe_structure`)."""
+        return bpe_embedding_metadata(self.merges, self.model_vocab_size, mode, who=type(self).__name__)
 
     # ---- files -------------------------------------------------------------
     def save(self, path) -> None:
@@ -487,7 +453,7 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         head = p.read_bytes()[:4096] if p.is_file() else b""
         if merges_path is not None or sniff_seed003(p, head):
             return cls(_read_seed003_files(p, merges_path, special_tokens_path))
-        from .base import load
+        from .registry import load
 
         tok = load(p)
         if not isinstance(tok, cls):
@@ -636,15 +602,3 @@ def _warn_fewer_merges(learned: int, asked: int, vocab_size: int, num_specials: 
 def _sniff_dir(path: Path, head: bytes) -> bool:
     return path.is_dir() and (path / _DIR_FILE).is_file()
 
-
-def _register() -> None:
-    from .formats.hf_json import read_hf_json, sniff_hf_json
-    from .formats.seed003 import sniff_seed003
-    from .formats.tfjson import read_tfjson, sniff_tfjson
-    from .formats.tiktoken_io import read_tiktoken_file, sniff_tiktoken
-
-    register_format("tokenforge-bpe", sniff_tfjson, lambda p: BPETokenizer(read_tfjson(p)))
-    register_format("tokenforge-bpe-dir", _sniff_dir, BPETokenizer.from_directory)
-    register_format("huggingface-tokenizer.json", sniff_hf_json, lambda p: BPETokenizer(read_hf_json(p)))
-    register_format("tiktoken", sniff_tiktoken, lambda p: BPETokenizer(read_tiktoken_file(p)))
-    register_format("seed003-pickles", sniff_seed003, lambda p: BPETokenizer(_read_seed003_files(p)))

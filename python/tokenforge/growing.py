@@ -52,8 +52,10 @@ import numpy as np
 
 from . import _core
 from . import sync as _sync
-from .base import Tokenizer, _check_texts, register_format
+from .base import Tokenizer, _check_texts
 from .base import batch_ids, decode_utf8, encode_around_surrogates, feed_around_surrogates
+from .bpe_structure import bpe_embedding_metadata
+from .data.corpus import Texts, corpus_documents
 from .errors import TokenforgeError, VocabSizeError
 from .formats.growing_json import (
     BYTE_OFFSET,
@@ -149,6 +151,28 @@ class GrowingBPETokenizer(Tokenizer):
         self._set(GrowingData(vocab_size=vocab_size, pattern=_resolve_pattern(pattern), normalization=normalization))
 
     @classmethod
+    def train(cls, corpus, vocab_size: int = DEFAULT_VOCAB_SIZE, *, num_merges: int | None = None, pattern="cl100k",
+              normalization: str | None = "NFC", text_field: str = "text", split_on: str | None = None,
+              errors: str = "strict", **learn_kwargs) -> "GrowingBPETokenizer":
+        """A new vocabulary of at most ``vocab_size`` ids, its merges learned from
+        files: ``corpus`` is a path or a list of paths (``str`` or ``pathlib.Path``;
+        a ``str`` that names no file is a :class:`~tokenforge.errors.CorpusError`);
+        texts go to :meth:`train_from_iterator`. ``num_merges`` defaults to filling
+        the vocabulary; ``learn_kwargs`` are :meth:`learn_merges`'s (``source``,
+        ``min_frequency``, ``num_threads``, ``progress``)."""
+        tok = cls(vocab_size, pattern=pattern, normalization=normalization)
+        docs = corpus_documents(corpus, who="GrowingBPETokenizer.train", text_field=text_field, split_on=split_on,
+                                errors=errors)
+        room = tok.vocab_size - tok.next_merge_id
+        tok.learn_merges(docs, num_merges=room if num_merges is None else num_merges, **learn_kwargs)
+        return tok
+
+    @classmethod
+    def train_from_iterator(cls, iterator, vocab_size: int = DEFAULT_VOCAB_SIZE, **kwargs) -> "GrowingBPETokenizer":
+        """:meth:`train` on an iterable of str (texts, never paths)."""
+        return cls.train(Texts(iterator), vocab_size, **kwargs)
+
+    @classmethod
     def _from_data(cls, data: GrowingData, path=None) -> "GrowingBPETokenizer":
         tok = cls.__new__(cls)
         tok._path = None if path is None else Path(path)
@@ -211,6 +235,16 @@ class GrowingBPETokenizer(Tokenizer):
         if "m2t" not in st.views:
             st.views["m2t"] = MappingProxyType({MERGE_OFFSET + k: p for k, p in enumerate(st.data.pairs)})
         return st.views["m2t"]
+
+    @property
+    def model_vocab_size(self) -> int:
+        """Rows a language model needs: the ids in use (``current_vocab_size``), not the declared maximum."""
+        return self.current_vocab_size
+
+    def embedding_metadata(self, mode: str = "structured") -> dict:
+        """Parent/character indices of the ids in use: each merge's left part is the
+        parent, its right part the character (:mod:`tokenforge.bpe_structure`)."""
+        return bpe_embedding_metadata(self.merge_list, self.model_vocab_size, mode, who=type(self).__name__)
 
     @property
     def merge_list(self) -> list[tuple[int, int, int]]:
@@ -687,7 +721,3 @@ def _sniff_dir(path: Path, head: bytes) -> bool:
     with open(f, "rb") as fh:
         return sniff_growing_json(f, fh.read(4096))
 
-
-def _register() -> None:
-    register_format("growing-tokenizer.json", sniff_growing_json, GrowingBPETokenizer.load)
-    register_format("growing-tokenizer-dir", _sniff_dir, GrowingBPETokenizer.load)

@@ -24,16 +24,15 @@ Not handled: Unicode normalisation, and online (adaptive) LZ78 coding of text
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
 from . import _core
-from .base import CoreEncoded, Tokenizer, _check_texts, batch_flat, feed_around_surrogates, register_format
+from .base import CoreEncoded, Tokenizer, _check_texts, batch_flat, feed_around_surrogates
 from .chat import SPECIAL_TOKENS
-from .data.corpus import iter_documents
+from .data.corpus import Texts, corpus_documents
 from .errors import PatternError, SpecialTokenError, TokenforgeError, VocabSizeError, warn_user
 from .formats.lz78_tsv import (
     LZ78Data,
@@ -41,7 +40,6 @@ from .formats.lz78_tsv import (
     lz78_tsv_from_bytes,
     lz78_tsv_text,
     read_lz78_tsv,
-    sniff_lz78_tsv,
     write_lz78_tsv,
 )
 from .formats.patterns import NAMED_PATTERNS
@@ -172,8 +170,8 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
         """Train a dictionary so that the tokenizer has ``vocab_size`` ids in all.
 
         N = vocab_size − 260 − len(extra specials) output entries (fewer if the
-        corpus runs out). ``corpus``: a path, a list of paths, or an iterable
-        of str (streamed in order). ``chunking``: phrases never cross a GPT-4
+        corpus runs out). ``corpus``: a path or a list of paths (``str`` or
+        ``pathlib.Path``, streamed in order); texts go to :meth:`train_from_iterator`. ``chunking``: phrases never cross a GPT-4
         pattern chunk; the same setting is then used for encoding. Without
         chunking each document is one chunk (a ``.txt`` file yields blocks of
         about 1 MB, unless ``split_on`` names a document separator), and the
@@ -208,7 +206,7 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
             if isinstance(e, TokenforgeError):
                 raise
             raise TokenforgeError(f"strategy {strategy}: {e}") from None
-        docs = _documents(corpus, text_field, split_on, errors)
+        docs = corpus_documents(corpus, who="LZ78Tokenizer.train", text_field=text_field, split_on=split_on, errors=errors)
         batch: list[str] = []
         size = 0
         # standard stops once full (usually within the first MB): small batches let it stop reading early
@@ -251,6 +249,13 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
             nodes = [(p, c, pat, out) for p, c, pat, out in entries]
             data = LZ78Data(structure="flat" if flat else "tree", nodes=nodes, settings=settings)
         return cls(data)
+
+    @classmethod
+    def train_from_iterator(cls, iterator, strategy: str = "smart_prune", vocab_size: int = 32768, chunking: bool = True,
+                            **kwargs) -> "LZ78Tokenizer":
+        """Train from an iterable of str (texts, never paths), streamed in order;
+        the other arguments are :meth:`train`'s."""
+        return cls.train(Texts(iterator), strategy, vocab_size, chunking, **kwargs)
 
     # ---- the contract ------------------------------------------------------
     @property
@@ -601,20 +606,6 @@ def _to_compressed(entries, settings: dict) -> LZ78Data:
     return LZ78Data(structure="compressed", nodes=nodes, settings=settings)
 
 
-def _documents(corpus, text_field: str, split_on: str | None, errors: str = "strict"):
-    if isinstance(corpus, (str, os.PathLike)):
-        return iter_documents(Path(corpus), text_field=text_field, split_on=split_on, errors=errors)
-    if isinstance(corpus, (list, tuple)) and corpus and all(isinstance(x, os.PathLike) for x in corpus):
-        return iter_documents(list(corpus), text_field=text_field, split_on=split_on, errors=errors)
-    if isinstance(corpus, (bytes, bytearray)):
-        raise TypeError("corpus must be paths or an iterable of str, not bytes")
-    try:
-        it = iter(corpus)
-    except TypeError:
-        raise TypeError(f"corpus must be a path, a list of paths or an iterable of str, not {type(corpus).__name__}") from None
-    return iter_documents(it, text_field=text_field, split_on=split_on, errors=errors)
-
-
 def lz78_inspect(tokenizer: LZ78Tokenizer, top: int = 10) -> dict:
     """Dictionary statistics for ``tokenforge inspect``.
 
@@ -660,7 +651,3 @@ def lz78_inspect(tokenizer: LZ78Tokenizer, top: int = 10) -> dict:
 def _sniff_dir(path: Path, head: bytes) -> bool:
     return path.is_dir() and (path / _DIR_FILE).is_file()
 
-
-def _register() -> None:
-    register_format("tokenforge-lz78-tsv", sniff_lz78_tsv, lambda p: LZ78Tokenizer.from_tsv(p, tsv_format=None))
-    register_format("tokenforge-lz78-dir", _sniff_dir, LZ78Tokenizer.from_directory)

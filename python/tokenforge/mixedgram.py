@@ -42,8 +42,9 @@ from typing import Sequence
 import numpy as np
 
 from . import _core
-from .base import RustBacked, Tokenizer, _check_texts, register_format
+from .base import RustBacked, Tokenizer, _check_texts
 from .chat import SPECIAL_TOKENS
+from .data.corpus import corpus_files, corpus_paths, iterator_documents
 from .errors import FormatError, Latin1Error, SpecialTokenError, TokenforgeError
 from .formats import mxgram as _fmt
 from .formats.atomic import atomic_open
@@ -287,10 +288,14 @@ class Mixedgram(RustBacked, Tokenizer):
         num_threads: int | None = None,
         progress: bool = False,
     ) -> "Mixedgram":
-        """Train on one text: a ``str`` (latin1 characters), ``bytes`` (taken as
-        latin1), or a file path (its bytes are latin1 unless ``encoding=`` says
-        otherwise). A ``str`` naming an existing file is read as that file; use
-        ``text=`` or ``path=`` to say which. NULs are removed first.
+        """Train on one text. ``text_or_path`` follows every family's corpus rule:
+        a path or a list of paths (``str`` or ``pathlib.Path``; a directory gives
+        its corpus files) whose bytes are latin1 unless ``encoding=`` says
+        otherwise, several files joined by a newline; a ``str`` that names no
+        file is a :class:`~tokenforge.errors.CorpusError`. ``bytes`` there (or
+        ``text=``, a ``str`` of latin1 characters or bytes) is the text itself;
+        ``path=`` is one file. Many texts: :meth:`train_from_iterator`. NULs are
+        removed first.
 
         On the class this returns a new tokenizer; on an instance it replaces
         that instance's vocabulary and returns it. The result does not depend
@@ -300,8 +305,18 @@ class Mixedgram(RustBacked, Tokenizer):
         if special_tokens is _KEEP:
             special_tokens = dict(self._specials) if self is not None else None
         specials = _special_ids(special_tokens)
+        paths = None
+        if text_or_path is not None and not isinstance(text_or_path, (bytes, bytearray, memoryview)):
+            if text is not None or path is not None:
+                raise TypeError("give exactly one of: the text or path, text=, or path=")
+            # any file is read as bytes; a directory gives its corpus files (.txt, .jsonl, ...)
+            paths = [f for p in corpus_paths(text_or_path, who="Mixedgram.train")
+                     for f in (corpus_files(p) if p.is_dir() else [p])]
         with progress_bar(total=None, desc="mixedgram: reading", unit="B", enabled=progress) as bar:
-            data, _ = _read_source(text_or_path, text, path, encoding, errors)
+            if paths is None:
+                data, _ = _read_source(text_or_path, text, path, encoding, errors)
+            else:
+                data = b"\n".join(_read_source(None, None, p, encoding, errors)[0] for p in paths)
             bar.update(len(data))
         tok = cls._train_bytes(data, specials, num_threads=num_threads, progress=progress)
         tok.errors = errors
@@ -309,6 +324,12 @@ class Mixedgram(RustBacked, Tokenizer):
             return tok
         self.__dict__.update({k: v for k, v in tok.__dict__.items() if k not in ("parse",)})
         return self
+
+    @classmethod
+    def train_from_iterator(cls, iterator, **kwargs) -> "Mixedgram":
+        """Train on an iterable of str (texts, never paths), joined by a newline
+        into one text; the other arguments are :meth:`train`'s."""
+        return cls.train(text="\n".join(iterator_documents(iterator, who="Mixedgram.train_from_iterator")), **kwargs)
 
     @classmethod
     def _train_bytes(cls, data: bytes, specials: dict[str, int], *, num_threads=None, progress=False) -> "Mixedgram":
@@ -679,8 +700,3 @@ def inspect_file(path, *, top: int = 20, progress: bool = False) -> dict:
 def _sniff_dir(path: Path, head: bytes) -> bool:
     return path.is_dir() and (path / _DIR_FILE).is_file()
 
-
-def _register() -> None:
-    register_format("tokenforge-mixedgram", _fmt.sniff_vocab_json, Mixedgram.load)
-    register_format("tokenforge-mixedgram-dir", _sniff_dir, Mixedgram.load)
-    register_format("mxgram", _fmt.sniff_mxgram, Mixedgram.load)

@@ -46,9 +46,9 @@ SAMPLE_CHAT = {
 
 
 def run_demo(args) -> int:
-    from .. import BPETokenizer
+    from ..bpe import BPETokenizer
     from ..data.default_corpus import default_corpus_info, iter_default_corpus
-    from .main import vocabulary_stats
+    from .stats import vocabulary_stats
 
     color = not args.no_color and sys.stdout.isatty()
     max_bytes = None if args.max_mb is None else int(args.max_mb * 1e6)
@@ -61,7 +61,7 @@ def run_demo(args) -> int:
     print(f"training on {len(train)} documents ({train_mb:.1f} MB), holding out {len(held)}")
 
     t0 = time.perf_counter()
-    tok = BPETokenizer.train(train, args.vocab_size, num_threads=args.threads, progress=True)
+    tok = BPETokenizer.train_from_iterator(train, args.vocab_size, num_threads=args.threads, progress=True)
     dt = time.perf_counter() - t0
     print(f"\ntrained {tok!r} in {dt:.2f} s ({train_mb / dt:.1f} MB/s)")
 

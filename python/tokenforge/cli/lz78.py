@@ -157,7 +157,7 @@ def cmd_train(args) -> int:
     params = dict(args.param)
     out = Path(args.output or f"lz78_{args.strategy}_{args.vocab_size}.tsv")
     t0 = time.perf_counter()
-    tok = LZ78Tokenizer.train(
+    tok = LZ78Tokenizer.train_from_iterator(
         _corpus(args.input, args.text_field, args.max_chars),
         args.strategy,
         args.vocab_size,

@@ -7,8 +7,9 @@
     tokenforge demo                                      train on the built-in corpus and show it
 
 Families add their own subcommands (``tokenforge lz78 ...``, ``tokenforge
-mixedgram ...``, ``tokenforge grow ...``) through an ``add_parser`` function in
-their ``tokenforge.cli.<family>`` module.
+mixedgram ...``, ``tokenforge grow ...``) through the CLI hook of their record
+in :mod:`tokenforge.registry`; an import error there is an error, never a
+missing subcommand.
 
 Every multi-word option takes both spellings, ``--vocab-size`` and
 ``--vocab_size`` (:class:`ArgumentParser`, which every subcommand's parser and
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import importlib
 import json
 import os
 import sys
@@ -35,9 +35,9 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import TokenforgeError
-
-# modules that may contribute subcommands: each has add_parser(subparsers)
-_FAMILY_CLIS = ("lz78", "mixedgram", "grow", "compare")
+from ..registry import FAMILIES
+from . import compare as _compare_cli
+from .stats import inspect_lines, vocabulary_stats  # noqa: F401  (tokenforge.cli.main.vocabulary_stats stays)
 
 
 # ---------------------------------------------------------------------------
@@ -263,7 +263,7 @@ def _read_text(args) -> str:
 
 
 def cmd_encode(args) -> int:
-    from ..base import load
+    from ..registry import load
 
     tok = load(args.tokenizer)
     text = _read_text(args)
@@ -293,7 +293,7 @@ def _parse_ids(text: str, where: str) -> list[int]:
 
 
 def cmd_decode(args) -> int:
-    from ..base import load
+    from ..registry import load
 
     tok = load(args.tokenizer)
     if args.file:
@@ -324,41 +324,8 @@ def cmd_decode(args) -> int:
     return 0
 
 
-def vocabulary_stats(tok, text: str | None = None, top: int = 10) -> dict:
-    """Statistics every family can answer through the contract."""
-    tb = tok.token_bytes()
-    used = tb > 0
-    stats = {
-        "class": type(tok).__name__,
-        "vocab_size": int(tok.vocab_size),
-        "special_tokens": len(tok.special_tokens),
-        "byte_length_mean": float(tb[used].mean()) if used.any() else 0.0,
-        "byte_length_max": int(tb.max()) if len(tb) else 0,
-        "byte_length_histogram": {int(k): int(v) for k, v in zip(*np.unique(tb[used], return_counts=True))},
-    }
-    order = np.argsort(-tb, kind="stable")[:top]
-    stats["longest_tokens"] = [(int(i), tok.id_to_token(int(i))) for i in order if tb[i] > 0]
-    not_utf8 = 0
-    for i in np.nonzero(used)[0]:
-        try:
-            tok.id_to_bytes(int(i)).decode("utf-8")
-        except UnicodeDecodeError:
-            not_utf8 += 1
-    stats["tokens_not_valid_utf8_alone"] = not_utf8
-    if hasattr(tok, "inspect_extra"):
-        stats.update(tok.inspect_extra())
-    if text is not None:
-        ids = tok.encode_ordinary(text)
-        nbytes = len(text.encode("utf-8"))
-        stats["text_bytes"] = nbytes
-        stats["text_tokens"] = len(ids)
-        stats["bytes_per_token"] = nbytes / max(1, len(ids))
-        stats["distinct_ids_used"] = len(set(ids))
-    return stats
-
-
 def cmd_inspect(args) -> int:
-    from ..base import load
+    from ..registry import load
 
     tok = load(args.tokenizer)
     text = read_utf8(args.text) if args.text else None
@@ -368,48 +335,6 @@ def cmd_inspect(args) -> int:
         return 0
     print("\n".join(inspect_lines(stats, tok)))
     return 0
-
-
-# the generic statistics inspect_lines prints itself; a family's extras that repeat them are left to --json
-_GENERIC_KEYS = {"class", "vocab_size", "special_tokens", "byte_length_mean", "byte_length_max",
-                 "byte_length_histogram", "longest_tokens", "tokens_not_valid_utf8_alone",
-                 "text_bytes", "text_tokens", "bytes_per_token", "distinct_ids_used"}
-
-
-def inspect_lines(stats: dict, tok=None, width: int = 100) -> list[str]:
-    """``tokenforge inspect``'s text: each fact once, a handful of lines whatever the vocabulary.
-
-    A family's scalar extras (``inspect_extra``) go on one wrapped line; its
-    lists and tables (an LZ78 depth histogram or longest entries, which the
-    generic length histogram and longest tokens already show) only in ``--json``.
-    """
-    import textwrap
-
-    def wrap(head: str, items: list[str]) -> list[str]:
-        # lines break only between items (no-break spaces inside an item while wrapping)
-        text = ", ".join(i.replace(" ", "\0") for i in items)
-        lines = textwrap.wrap(text, width=width, initial_indent=f"  {head}: ", subsequent_indent="    ",
-                              break_long_words=False, break_on_hyphens=False)
-        return [x.replace("\0", " ") for x in lines] or [f"  {head}: none"]
-
-    def show(v) -> str:
-        return f"{v:.3f}" if isinstance(v, float) else str(v)
-
-    out = [f"{stats['class']}: {stats['vocab_size']:,} ids ({stats['special_tokens']} special tokens)"]
-    bad = stats.get("tokens_not_valid_utf8_alone", 0)
-    out.append(f"  token bytes: mean {stats['byte_length_mean']:.2f}, max {stats['byte_length_max']}"
-               + (f"; {bad:,} ids are not valid UTF-8 on their own" if bad else ""))
-    extras = [(k, v) for k, v in stats.items() if k not in _GENERIC_KEYS and not isinstance(v, (dict, list, tuple))]
-    if extras:
-        family = getattr(tok, "family", None) or stats["class"]
-        out += wrap(str(family), [f"{k.removeprefix(f'{family}_').replace('_', ' ')} {show(v)}" for k, v in extras])
-    hist = stats["byte_length_histogram"]
-    out += wrap("ids by length in bytes", [f"{n}: {c:,}" for n, c in sorted(hist.items())])
-    out += wrap("longest tokens", [f"{i} {t!r}" for i, t in stats["longest_tokens"]])
-    if "text_bytes" in stats:
-        out.append(f"  on the text: {stats['text_bytes']:,} bytes -> {stats['text_tokens']:,} tokens "
-                   f"({stats['bytes_per_token']:.3f} bytes per token), {stats['distinct_ids_used']:,} distinct ids")
-    return out
 
 
 def cmd_demo(args) -> int:
@@ -475,14 +400,10 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--no-bpb", action="store_true", help="compare compression only (no language models)")
     m.set_defaults(func=cmd_demo)
 
-    for name in _FAMILY_CLIS:
-        try:
-            mod = importlib.import_module(f"tokenforge.cli.{name}")
-        except ImportError:
-            continue
-        add = getattr(mod, "add_parser", None)
-        if add is not None:
-            add(sub)
+    for fam in FAMILIES.values():  # each family's own subcommands (the registry's CLI hook)
+        if fam.cli is not None:
+            fam.cli(sub)
+    _compare_cli.add_parser(sub)
     return p
 
 

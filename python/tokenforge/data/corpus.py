@@ -1,5 +1,12 @@
 """Streaming corpus readers: text, JSON lines and parquet, plain or compressed.
 
+The one corpus rule every family's trainer follows lives here:
+``train(corpus)`` takes a path or a list of paths (``str`` or ``os.PathLike``)
+and reads files (:func:`corpus_paths`, :func:`train_documents`); a ``str`` that
+names no existing file or directory is a :class:`CorpusError` saying so, never a
+text. ``train_from_iterator(texts)`` takes an iterable of str
+(:func:`iterator_documents`).
+
 :func:`iter_documents` turns a path, a directory, a list of paths or an
 iterable of str into a stream of str, reading files in bounded memory, so a
 corpus larger than RAM can feed a trainer. :func:`corpus_bytes` estimates the
@@ -41,6 +48,11 @@ from ..progress import progress_bar
 
 __all__ = [
     "iter_documents",
+    "corpus_paths",
+    "train_documents",
+    "iterator_documents",
+    "corpus_documents",
+    "Texts",
     "check_errors",
     "corpus_bytes",
     "corpus_files",
@@ -614,6 +626,93 @@ def iter_documents(
             ) from None
     options = dict(text_field=text_field, split_on=split_on, block_bytes=block_bytes, errors=errors)
     return _generate(source, paths, progress, options)
+
+
+# ---------------------------------------------------------------------------
+# the corpus rule of every family: train(corpus) reads files, train_from_iterator(texts) takes texts
+# ---------------------------------------------------------------------------
+def _exists(s: str) -> bool:
+    try:
+        return 0 < len(s) and "\0" not in s and Path(s).exists()
+    except (OSError, ValueError):  # too long for a file name, ...
+        return False
+
+
+def corpus_paths(corpus, *, who: str = "train") -> list[Path]:
+    """``train(corpus)``'s argument as paths: a path or a non-empty list/tuple of
+    paths, each a ``str`` or ``os.PathLike``. A ``str`` that names no existing file
+    or directory is a :class:`CorpusError` (texts go to ``train_from_iterator``);
+    a missing ``PathLike`` is left to the reader (``FileNotFoundError``)."""
+    if isinstance(corpus, (str, os.PathLike)):
+        items = [corpus]
+    elif isinstance(corpus, (list, tuple)):
+        items = list(corpus)
+        if not items:
+            raise CorpusError(f"{who}: the list of corpus paths is empty")
+    elif isinstance(corpus, (bytes, bytearray, memoryview)):
+        raise TypeError(f"{who}: the corpus is bytes; pass a path or a list of paths")
+    else:
+        raise TypeError(
+            f"{who}: the corpus must be a path or a list of paths (str or pathlib.Path), not "
+            f"{type(corpus).__name__}; to train on texts (an iterable of str) use train_from_iterator"
+        )
+    out = []
+    for i, item in enumerate(items):
+        if isinstance(item, os.PathLike):
+            out.append(Path(item))
+        elif isinstance(item, str):
+            if not _exists(item):
+                shown = item if len(item) <= 60 else item[:57] + "..."
+                where = "" if len(items) == 1 else f" (item {i})"
+                raise CorpusError(
+                    f"{who}: {shown!r}{where} is not an existing file or directory; train(corpus) reads files. "
+                    f"To train on texts, pass them as an iterable of str to train_from_iterator (e.g. "
+                    f"train_from_iterator([text]))"
+                )
+            out.append(Path(item))
+        else:
+            raise TypeError(f"{who}: corpus item {i} is {type(item).__name__}; expected a path (str or pathlib.Path)")
+    return out
+
+
+def train_documents(corpus, *, who: str = "train", text_field: str = "text", split_on: str | None = None,
+                    errors: str = "strict", progress=None) -> Iterator[str]:
+    """The documents of ``train(corpus)`` (:func:`corpus_paths`, then :func:`iter_documents`)."""
+    return iter_documents(corpus_paths(corpus, who=who), text_field=text_field, split_on=split_on, errors=errors,
+                          progress=progress)
+
+
+def iterator_documents(texts, *, who: str = "train_from_iterator", progress=None) -> Iterator[str]:
+    """The documents of ``train_from_iterator(texts)``: an iterable of str, each item checked."""
+    if isinstance(texts, (str, bytes, bytearray, os.PathLike)):
+        raise TypeError(
+            f"{who} takes an iterable of str (texts), not a single {type(texts).__name__}; "
+            f"wrap one text in a list ([text]), or pass a path to train(corpus) to read files"
+        )
+    try:
+        it = iter(texts)
+    except TypeError:
+        raise TypeError(f"{who} takes an iterable of str, not {type(texts).__name__}") from None
+    return _generate(it, None, progress, {})
+
+
+class Texts:
+    """An iterable of str marked as texts: what a family's ``train_from_iterator``
+    hands its ``train`` (see :func:`corpus_documents`). Not a corpus of files."""
+
+    __slots__ = ("texts",)
+
+    def __init__(self, texts):
+        self.texts = texts
+
+
+def corpus_documents(corpus, *, who: str = "train", text_field: str = "text", split_on: str | None = None,
+                     errors: str = "strict", progress=None) -> Iterator[str]:
+    """The one corpus rule: :class:`Texts` -> :func:`iterator_documents`; anything
+    else is ``train(corpus)``'s paths -> :func:`train_documents`."""
+    if isinstance(corpus, Texts):
+        return iterator_documents(corpus.texts, who=who.replace("train", "train_from_iterator", 1), progress=progress)
+    return train_documents(corpus, who=who, text_field=text_field, split_on=split_on, errors=errors, progress=progress)
 
 
 def _generate(source, paths, progress, options) -> Iterator[str]:

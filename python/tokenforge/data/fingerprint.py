@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..registry import family_of
+
 __all__ = ["tokenizer_fingerprint"]
 
 _PROBE = (
@@ -32,27 +34,24 @@ _PROBE = (
 def _saved_files_digest(tok, h, scratch_dir=None) -> bool:
     """Feed the files ``tok.save`` writes into ``h``; False when saving is impossible.
 
-    A family may instead answer ``_fingerprint_files()``: ``{name: bytes}`` of
-    the files that define it (without views derived from them), which spares
-    writing to disk."""
-    files = getattr(tok, "_fingerprint_files", None)
+    A family may instead answer the hook ``_fingerprint_files()`` (declared on
+    :class:`~tokenforge.base.Tokenizer`): ``{name: bytes}`` of the files that
+    define it (without views derived from them), which spares writing to disk."""
+    files = tok._fingerprint_files()
     if files is not None:
-        for name, data in sorted(files().items()):
+        for name, data in sorted(files.items()):
             h.update(name.encode() + b"\0")
             h.update(hashlib.sha256(data).digest())
         return True
     # A copy, because some families remember where they were last saved
     # (the growing vocabulary syncs to that path); the original must not move.
     clone = copy.copy(tok)
-    save = getattr(clone, "save", None)
-    if save is None:
-        return False
     if scratch_dir is not None:
         Path(scratch_dir).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".tokenforge-fp-", dir=scratch_dir) as tmp:
         target = Path(tmp) / "tokenizer"
         try:
-            save(target)
+            clone.save(target)
         except Exception:  # a tokenizer that cannot be saved is still fingerprinted below
             return False
         root = Path(tmp)
@@ -71,6 +70,9 @@ def tokenizer_fingerprint(tok, scratch_dir=None) -> str:
     """
     h = hashlib.sha256()
     h.update(f"{type(tok).__module__}.{type(tok).__qualname__}\0".encode())
+    fam = family_of(tok)  # a registered family also hashes its name (a stub or user class: its class only)
+    if fam is not None:
+        h.update(f"family:{fam.name}\0".encode())
     h.update(b"saved:" + (b"1" if _saved_files_digest(tok, h, scratch_dir) else b"0"))
     h.update(json.dumps({"vocab_size": int(tok.vocab_size), "special_tokens": tok.special_tokens}, sort_keys=True).encode())
     h.update(np.ascontiguousarray(tok.token_bytes(), dtype=np.int64).tobytes())

@@ -77,6 +77,7 @@ from ..formats import checksum
 from ..formats._jsonutil import JsonDoc, parse_json
 from ..formats.atomic import atomic_open, atomic_write
 from ..progress import progress_bar
+from ..registry import family_of
 from .corpus import check_errors, corpus_bytes, corpus_files, iter_documents, jsonl_block_documents, jsonl_blocks
 from .fingerprint import tokenizer_fingerprint
 
@@ -96,8 +97,13 @@ class ShardError(TokenforgeError):
 
 
 def _model_vocab(tok) -> int:
-    cur = getattr(tok, "current_vocab_size", None)
-    return int(cur) if cur is not None else int(tok.vocab_size)
+    return int(tok.model_vocab_size)
+
+
+def _family_name(tok) -> str:
+    """The registry's name of the tokenizer's family (a class outside the registry: its own ``family``)."""
+    fam = family_of(tok)
+    return fam.name if fam is not None else tok.family
 
 
 def _dtype_for(vocab: int):
@@ -447,7 +453,7 @@ def _block_encoder(tokenizer, corpus):
     """The tokenizer's JSON-lines block encoder when the corpus is ``.jsonl``
     files only and the family has one; else None (documents go through
     ``iter_documents`` and ``encode_batch``)."""
-    encoder = getattr(tokenizer, "_jsonl_block_encoder", lambda: None)()
+    encoder = tokenizer._jsonl_block_encoder()
     if encoder is None:
         return None
     files = corpus_files(corpus)
@@ -504,7 +510,7 @@ def pretokenize(
     settings = {
         "tokenizer": {
             "class": type(tokenizer).__name__,
-            "family": getattr(tokenizer, "family", None),
+            "family": _family_name(tokenizer),
             "vocab_size": vocab,
             "fingerprint": tokenizer_fingerprint(tokenizer, scratch_dir=out),
         },

@@ -45,7 +45,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..errors import TokenforgeError
-from .structure import model_vocab_size
+from ..embedding_meta import model_vocab_size
 
 __all__ = [
     "BPBConfig",
@@ -124,10 +124,7 @@ def select_documents(docs, max_bytes: int | None) -> list[str]:
 
 def text_bytes_seen(tok, docs: Sequence[str]) -> int:
     """UTF-8 bytes of the documents as the tokenizer sees them (after its normalisation, if any)."""
-    norm = getattr(tok, "normalize", None)
-    if callable(norm):
-        return sum(len(norm(d).encode("utf-8")) for d in docs)
-    return sum(len(d.encode("utf-8")) for d in docs)
+    return sum(len(tok.normalize(d).encode("utf-8")) for d in docs)
 
 
 # ---------------------------------------------------------------------------

@@ -6,7 +6,7 @@
    given) and splits off held-out documents (every tenth, unless a held-out
    file is given);
 2. trains every spec of :mod:`tokenforge.eval.families` at every vocabulary
-   size (families missing from this tokenforge are skipped and listed), or
+   size (each family as its record in :mod:`tokenforge.registry` says), or
    loads tokenizers from files; trained tokenizers are cached under
    ``OUT/tokenizers`` and reused when the spec, size and training text match;
 3. measures compression on the held-out text (:mod:`tokenforge.eval.metrics`);
@@ -29,11 +29,11 @@ import time
 from pathlib import Path
 
 from ..data.fingerprint import tokenizer_fingerprint
+from ..embedding_meta import EmbeddingModeError, get_embedding_metadata
 from ..errors import TokenforgeError
 from .bpb import BPBConfig, run_bpb, select_documents
-from .families import Spec, family_class, parse_specs, train_tokenizer
+from .families import Spec, parse_specs, train_tokenizer
 from .metrics import compression_metrics
-from .structure import EmbeddingModeError, get_embedding_metadata
 
 __all__ = ["CompareOptions", "run_compare", "load_corpus"]
 
@@ -115,7 +115,7 @@ def _log(opts: CompareOptions, msg: str) -> None:
 
 def _cached_tokenizer(opts, spec: Spec, vocab: int | None, train_docs, train_digest: str):
     """Train (or reuse the cached) tokenizer; returns (tok, seconds, reused)."""
-    from ..base import load
+    from ..registry import load
 
     cache = Path(opts.out) / "tokenizers" / spec.slug(vocab)
     meta_path = cache / "meta.json"
@@ -150,7 +150,7 @@ def _environment() -> dict:
         "cpus": os.cpu_count(),
     }
     try:
-        from .. import __version__
+        from .._core import __version__
 
         env["tokenforge"] = __version__
     except ImportError:  # pragma: no cover
@@ -207,10 +207,6 @@ def run_compare(opts: CompareOptions) -> dict:
     # ---- which tokenizers --------------------------------------------------
     jobs: list[tuple[str, Spec | None, int | None, str | None]] = []  # (label, spec, vocab, path)
     for spec in specs:
-        if family_class(spec.family) is None:
-            results["skipped"].append({"spec": spec.text, "reason": f"the {spec.family} family is not part of this tokenforge"})
-            _log(opts, f"skipping {spec.text}: the {spec.family} family is not part of this tokenforge")
-            continue
         for vocab in ([None] if spec.fixed_vocab else opts.vocab_sizes):
             jobs.append((spec.label(vocab), spec, vocab, None))
     for label, path in opts.load:
@@ -260,7 +256,7 @@ def _run_jobs(opts, jobs, results, save, train_docs, train_digest, eval_docs, bp
         results["rows"].append(row)
         try:
             if spec is None:
-                from ..base import load
+                from ..registry import load
 
                 _log(opts, f"loading {label} from {path}")
                 tok, secs, reused = load(path), None, True
@@ -269,7 +265,7 @@ def _run_jobs(opts, jobs, results, save, train_docs, train_digest, eval_docs, bp
                 tok, secs, reused = _cached_tokenizer(opts, spec, vocab, train_docs, train_digest)
                 if reused:
                     _log(opts, f"  reused the cached {label}")
-            row.update(cls=type(tok).__name__, family=row["family"] or getattr(tok, "family", None),
+            row.update(cls=type(tok).__name__, family=row["family"] or tok.family,
                        train_seconds=secs, reused=reused)
             t0 = time.perf_counter()
             row["metrics"] = compression_metrics(tok, eval_docs, num_threads=opts.threads)

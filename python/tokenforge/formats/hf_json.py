@@ -48,7 +48,6 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
-from pathlib import Path
 
 from ..errors import FormatError
 from ._jsonutil import JsonDoc, load_json_file

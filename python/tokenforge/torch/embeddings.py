@@ -19,7 +19,7 @@ Shapes: ``P`` is ``(num_parents, dim)`` (row 0 = no parent), ``C`` is
 ``parent`` and ``char`` are int64 buffers of one entry per id.
 
 Build them from a tokenizer with :func:`build_embedding` (which reads
-``embedding_metadata`` through :func:`tokenforge.eval.structure.get_embedding_metadata`
+``embedding_metadata`` through :func:`tokenforge.embedding_meta.get_embedding_metadata`
 and refuses flat dictionaries for the tree modes), or from a metadata dict with
 ``from_metadata``. Not provided: weight tying with the output layer (a composed
 embedding has no single row per id to tie).
@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..eval.structure import EmbeddingModeError, get_embedding_metadata, model_vocab_size, validate_metadata
+from ..embedding_meta import EmbeddingModeError, get_embedding_metadata, model_vocab_size, validate_metadata
 
 __all__ = [
     "FlatEmbedding",
@@ -82,7 +82,7 @@ class _Tree(nn.Module):
 
     @classmethod
     def from_metadata(cls, meta: dict, dim: int, **kwargs):
-        """Build from an ``embedding_metadata`` dict (see :mod:`tokenforge.eval.structure`)."""
+        """Build from an ``embedding_metadata`` dict (see :mod:`tokenforge.embedding_meta`)."""
         meta = validate_metadata(meta, mode=cls.mode, who="metadata")
         return cls(meta["parent"], meta["char"], num_parents=meta["num_parents"], num_chars=meta["num_chars"], dim=dim, **kwargs)
 
@@ -179,7 +179,7 @@ def build_embedding(source, mode: str, dim: int, *, vocab_size: int | None = Non
 
     ``source``: a tokenizer, a metadata dict (tree modes), or None (flat mode
     with ``vocab_size``). ``vocab_size`` defaults to the ids the tokenizer can
-    produce. Raises :class:`~tokenforge.eval.structure.EmbeddingModeError` for
+    produce. Raises :class:`~tokenforge.embedding_meta.EmbeddingModeError` for
     an unknown mode or a tokenizer without the needed structure.
     """
     if mode not in EMBEDDINGS:

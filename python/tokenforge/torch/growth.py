@@ -196,7 +196,7 @@ def _tree_metadata(emb, cap: int, new_size: int, tokenizer, metadata):
     """The grown parent/char arrays (``cap`` entries) and table sizes for a tree-mode embedding."""
     import numpy as np
 
-    from ..eval.structure import EmbeddingModeError, get_embedding_metadata, validate_metadata
+    from ..embedding_meta import EmbeddingModeError, get_embedding_metadata, validate_metadata
 
     mode = emb.mode
     if tokenizer is None and metadata is None:
@@ -308,7 +308,7 @@ def expand_vocabulary(
     (the grown tokenizer) or ``metadata`` (its ``embedding_metadata``), grow
     the parent and character tables to the new table sizes (old rows exact;
     new rows as the module initialises its own) and refuse, with
-    :class:`~tokenforge.eval.structure.EmbeddingModeError` saying why, a
+    :class:`~tokenforge.embedding_meta.EmbeddingModeError` saying why, a
     tokenizer that gives an old id another parent or character, or no
     metadata at all. Capacity beyond the tokenizer's ids gets parent 0 and
     one new character row. The GPT's output head and ``config.vocab_size``

@@ -13,48 +13,37 @@ own character row ``CharEmbed[id]``. The parent table therefore has
 every id gets a distinct (parent, char) pair, because a BPE vocabulary never
 holds the same pair twice.
 
-Not provided: a "hierarchical" mode. A BPE token's longest proper prefix that
+:class:`tokenforge.BPETokenizer` and the growing vocabulary both answer their
+``embedding_metadata`` hook with it, from their ``(left, right, new_id)`` triples.
+
+Not handled: a "hierarchical" mode. A BPE token's longest proper prefix that
 is itself a token does not leave a single token as the remainder, so there is
 no trie parent + character split; :func:`bpe_embedding_metadata` refuses it.
-
-Works for any tokenizer with ``merge_list`` (the growing vocabulary) or
-``merges`` as ``(left, right, new_id)`` triples (:class:`tokenforge.BPETokenizer`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .structure import EmbeddingModeError, model_vocab_size
+from .embedding_meta import EmbeddingModeError
 
-__all__ = ["bpe_embedding_metadata", "merge_triples"]
-
-
-def merge_triples(tok) -> list[tuple[int, int, int]]:
-    """``(left, right, new_id)`` for every merge of a BPE-like tokenizer."""
-    ml = getattr(tok, "merge_list", None)
-    if ml is not None:
-        triples = ml() if callable(ml) else ml
-    else:
-        triples = tok.merges
-        if hasattr(triples, "items"):  # {(left, right): new_id}
-            triples = [(a, b, n) for (a, b), n in triples.items()]
-    return [(int(a), int(b), int(n)) for a, b, n in triples]
+__all__ = ["bpe_embedding_metadata"]
 
 
-def bpe_embedding_metadata(tok, mode: str = "structured") -> dict:
-    """Parent/character indices of a BPE vocabulary (see the module docstring)."""
+def bpe_embedding_metadata(triples, vocab_size: int, mode: str = "structured", *, who: str = "BPE tokenizer") -> dict:
+    """Parent/character indices of a BPE vocabulary of ``vocab_size`` ids built by
+    the merges ``triples`` (``(left, right, new_id)``; see the module docstring)."""
     if mode == "tuple":
         mode = "structured"
     if mode != "structured":
         raise EmbeddingModeError(
-            f"{type(tok).__name__} (BPE) offers only the 'structured' decomposition (the two parts of each "
+            f"{who} (BPE) offers only the 'structured' decomposition (the two parts of each "
             f"merge), not {mode!r}; use 'structured', 'tuple' or 'flat'"
         )
-    vocab = model_vocab_size(tok)
+    vocab = int(vocab_size)
     parent = np.zeros(vocab, dtype=np.int64)
     char = np.arange(vocab, dtype=np.int64)
-    triples = merge_triples(tok)
+    triples = [(int(a), int(b), int(n)) for a, b, n in triples]
     if triples:
         t = np.asarray(triples, dtype=np.int64)
         keep = t[:, 2] < vocab

@@ -3,9 +3,10 @@
 The tree embedding modes of :mod:`tokenforge.torch` do not give every id its
 own vector; they compose it from a *parent* row and a *character* row. This
 module says where those indices come from, for any tokenizer, without torch.
+It sits below both its users (``torch/`` and ``eval/``) and imports neither.
 
-The protocol (duck-typed): a tokenizer may provide ``embedding_metadata(mode)``
-returning a dict with
+The hook: :meth:`tokenforge.base.Tokenizer.embedding_metadata` ``(mode)``
+returns a dict with
 
 ``parent``       int64 array, one entry per id: the row of the parent table
                  (0 = no parent; the parent table has ``num_parents`` rows)
@@ -14,27 +15,29 @@ returning a dict with
 ``num_parents``  rows of the parent table (optional; default ``len(parent)``)
 
 and may say that it has no tree at all with ``"flat": True`` (or
-``"structure": "flat"``), or by raising an error itself. Tree modes refuse such
-a tokenizer with :class:`EmbeddingModeError`.
+``"structure": "flat"``), or by raising an error itself (the base class does:
+a family without a tree). Tree modes refuse such a tokenizer with
+:class:`EmbeddingModeError`.
 
 Modes:
 
 ``flat``          no metadata (one row per id)
 ``structured``    the family's own decomposition (LZ78: the LZ78 parent, i.e. the
-                  phrase the entry extended when it was created; BPE: see below)
+                  phrase the entry extended when it was created; BPE and the
+                  growing vocabulary: :mod:`tokenforge.bpe_structure`)
 ``hierarchical``  the trie parent (LZ78: the longest proper prefix that is itself
                   an output entry)
 ``tuple``         the ``structured`` indices, concatenated then projected
 
-A tokenizer with BPE merges but no ``embedding_metadata`` method (e.g. the
-growing vocabulary) gets the BPE decomposition of :mod:`.bpe_structure`.
+Not handled: metadata for ids beyond :attr:`Tokenizer.model_vocab_size` (a
+growing vocabulary's unused ids get rows only once they are in use).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..errors import TokenforgeError
+from .errors import TokenforgeError
 
 __all__ = [
     "MODES",
@@ -56,13 +59,10 @@ class EmbeddingModeError(TokenforgeError):
 
 
 def model_vocab_size(tok) -> int:
-    """Rows a language model needs for this tokenizer: the ids that can occur.
-
-    The growing vocabulary declares a maximum far above the ids in use
-    (``vocab_size`` 10,000,000); a model only needs ``current_vocab_size``.
-    """
-    cur = getattr(tok, "current_vocab_size", None)
-    return int(cur) if cur is not None else int(tok.vocab_size)
+    """Rows a language model needs for this tokenizer: the ids that can occur
+    (:attr:`tokenforge.base.Tokenizer.model_vocab_size`; the growing vocabulary
+    declares a maximum far above the ids in use)."""
+    return int(tok.model_vocab_size)
 
 
 def _metadata_mode(mode: str) -> str:
@@ -82,23 +82,12 @@ def get_embedding_metadata(tok, mode: str) -> dict | None:
         return None
     vocab = model_vocab_size(tok)
     name = type(tok).__name__
-    provider = getattr(tok, "embedding_metadata", None)
-    if provider is not None:
-        try:
-            meta = provider(meta_mode)
-        except EmbeddingModeError:
-            raise
-        except TokenforgeError as e:  # e.g. LZ78's refusal of a flat dictionary: one error type for callers
-            raise EmbeddingModeError(str(e)) from e
-    elif hasattr(tok, "merge_list") or hasattr(tok, "merges"):
-        from .bpe_structure import bpe_embedding_metadata
-
-        meta = bpe_embedding_metadata(tok, meta_mode)
-    else:
-        raise EmbeddingModeError(
-            f"{name} has no parent/character structure (no embedding_metadata method), so the {mode!r} "
-            f"embedding cannot be built; use mode 'flat'"
-        )
+    try:
+        meta = tok.embedding_metadata(meta_mode)
+    except EmbeddingModeError:
+        raise
+    except TokenforgeError as e:  # e.g. LZ78's refusal of a flat dictionary: one error type for callers
+        raise EmbeddingModeError(str(e)) from e
     return validate_metadata(meta, vocab, mode=mode, who=name)
 
 

@@ -1,0 +1,344 @@
+"""The family seam: one :class:`Family` record per tokenizer family, and :func:`load`.
+
+Everything that must know "which families exist and what each can do" reads
+:data:`FAMILIES` and nothing else: :func:`load` (each family's file sniffers,
+in order), the ``tokenforge`` command (each family's subcommand hook),
+``compare``'s spec parser and trainer (:mod:`tokenforge.eval.families`: the
+spec words, the known ``key=value`` options with their defaults, how to train
+from a spec), shards and fingerprints (the family of a tokenizer). What a
+*tokenizer* can do beyond the contract (embedding metadata, fingerprint files,
+inspect extras, a JSON-lines block encoder, the rows a model needs) are hooks
+declared with defaults on :class:`tokenforge.base.Tokenizer`; no caller probes
+with ``hasattr``.
+
+The records name the families explicitly; nothing registers itself when a
+module is imported. A record's callables import their family lazily, so
+importing this module costs nothing and never imports a family, ``eval``,
+``torch`` or the CLI.
+
+Adding a family: write its module (a :class:`~tokenforge.base.Tokenizer`
+subclass with ``train(corpus)`` and ``train_from_iterator(texts)``, see
+:mod:`tokenforge.data.corpus`), then add one :class:`Family` to
+:data:`FAMILIES` (and its sniffers' place in :data:`LOAD_ORDER`).
+
+Not handled: families from other packages (entry points); a record added at
+run time is seen by :func:`load` and ``compare`` but not by an already-built
+command-line parser.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from .errors import FormatError, TokenforgeError
+
+__all__ = ["Family", "Format", "SpecRule", "FAMILIES", "LOAD_ORDER", "family", "family_of", "load", "formats"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Format:
+    """One file kind a family reads: ``sniff(path, head)`` gets the path and its
+    first 4 KiB (b"" for a directory) and says whether ``read(path)`` can read it."""
+
+    name: str
+    sniff: Callable[[Path, bytes], bool]
+    read: Callable[[Path], Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class SpecRule:
+    """How ``compare`` trains the family from a spec ``family[:word...][:key=value...]``.
+
+    ``options``: every ``key=value`` option the family takes, with its default
+    (the one place the defaults live; an unknown key is refused). ``more_options``:
+    a lazy list of further option names whose defaults live with the family's
+    trainer (LZ78's strategy parameters). ``words``: ``(words, raw) -> [words, ...]``,
+    the family's bare words normalised (one spec may expand to several);
+    None when the family takes none. ``train(words, options, docs, vocab_size,
+    num_threads=, progress=)`` returns the tokenizer (``options`` are the defaults
+    updated with the spec's). ``fixed_vocab``: vocabulary sizes do not apply.
+    """
+
+    options: Mapping[str, Any]
+    train: Callable[..., Any]
+    words: Callable[[list[str], str], list[tuple[str, ...]]] | None = None
+    more_options: Callable[[], Sequence[str]] | None = None
+    fixed_vocab: bool = False
+
+    def known_options(self) -> list[str]:
+        names = list(self.options)
+        if self.more_options is not None:
+            names += [n for n in self.more_options() if n not in self.options]
+        return names
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    """One tokenizer family: what every part of tokenforge needs to know about it.
+
+    ``name``: the short name in files, specs and reports (``Tokenizer.family``).
+    ``module``/``class_name``: where its class lives (imported on first use).
+    ``formats``: its readers, most specific first (a lazy list). ``spec``: how
+    ``compare`` trains it. ``cli``: adds its ``tokenforge`` subcommand(s) to an
+    argparse subparsers object (None: the core commands serve it).
+    ``embedding_modes``: the tree embedding modes its tokenizers' hook
+    :meth:`~tokenforge.base.Tokenizer.embedding_metadata` answers (the hook
+    itself is on the class; this is what reports and docs state).
+    """
+
+    name: str
+    module: str
+    class_name: str
+    formats: Callable[[], Sequence[Format]]
+    spec: SpecRule
+    cli: Callable[[Any], None] | None = None
+    embedding_modes: tuple[str, ...] = ()
+
+    @property
+    def cls(self):
+        """The family's class (imports its module)."""
+        return getattr(importlib.import_module(self.module), self.class_name)
+
+
+# ---------------------------------------------------------------------------
+# bpe
+# ---------------------------------------------------------------------------
+def _bpe_formats() -> list[Format]:
+    from . import bpe
+    from .formats.hf_json import read_hf_json, sniff_hf_json
+    from .formats.seed003 import sniff_seed003
+    from .formats.tfjson import read_tfjson, sniff_tfjson
+    from .formats.tiktoken_io import read_tiktoken_file, sniff_tiktoken
+
+    cls = bpe.BPETokenizer
+    return [
+        Format("tokenforge-bpe", sniff_tfjson, lambda p: cls(read_tfjson(p))),
+        Format("tokenforge-bpe-dir", bpe._sniff_dir, cls.from_directory),
+        Format("huggingface-tokenizer.json", sniff_hf_json, lambda p: cls(read_hf_json(p))),
+        Format("tiktoken", sniff_tiktoken, lambda p: cls(read_tiktoken_file(p))),
+        Format("seed003-pickles", sniff_seed003, lambda p: cls(bpe._read_seed003_files(p))),
+    ]
+
+
+def _bpe_train(words, options, docs, vocab_size, *, num_threads=None, progress=False):
+    from .bpe import BPETokenizer
+
+    return BPETokenizer.train_from_iterator(docs, vocab_size, num_threads=num_threads, progress=progress, **options)
+
+
+# ---------------------------------------------------------------------------
+# lz78
+# ---------------------------------------------------------------------------
+def _lz78_formats() -> list[Format]:
+    from . import lz78
+    from .formats.lz78_tsv import sniff_lz78_tsv
+
+    cls = lz78.LZ78Tokenizer
+    return [
+        Format("tokenforge-lz78-tsv", sniff_lz78_tsv, lambda p: cls.from_tsv(p, tsv_format=None)),
+        Format("tokenforge-lz78-dir", lz78._sniff_dir, cls.from_directory),
+    ]
+
+
+#: LZ78 strategies a spec may name (the core's list; checked against lz78.STRATEGIES by the tests)
+LZ78_STRATEGIES = ("standard", "frequency_gated", "multi_round", "cost_adjusted", "smart_prune", "flat_prune", "compressed")
+#: the strategy of a bare ``lz78`` spec
+LZ78_DEFAULT_STRATEGY = "frequency_gated"
+
+
+def _lz78_words(words: list[str], raw: str) -> list[tuple[str, ...]]:
+    if "all" in words:
+        rest = tuple(w for w in words if w != "all")
+        return [(s, *chunk, *rest) for s in LZ78_STRATEGIES for chunk in ((), ("nochunk",))]
+    strategies = [w for w in words if w in LZ78_STRATEGIES]
+    others = [w for w in words if w not in LZ78_STRATEGIES]
+    bad = [w for w in others if w not in ("chunk", "nochunk", "compact")]
+    if bad or len(strategies) > 1:
+        raise TokenforgeError(
+            f"{raw!r}: lz78 takes one strategy ({', '.join(LZ78_STRATEGIES)}), 'chunk' or 'nochunk', and 'compact'"
+        )
+    strategy = strategies[0] if strategies else LZ78_DEFAULT_STRATEGY
+    chunk = ("nochunk",) if "nochunk" in others else ()
+    compact = ("compact",) if "compact" in others else ()
+    return [(strategy, *chunk, *compact)]
+
+
+def _lz78_params() -> list[str]:
+    from .lz78 import _ACCEPTS
+
+    return sorted(set().union(*_ACCEPTS.values()))
+
+
+def _lz78_train(words, options, docs, vocab_size, *, num_threads=None, progress=False):
+    from .lz78 import LZ78Tokenizer
+
+    tok = LZ78Tokenizer.train_from_iterator(docs, words[0], vocab_size, "nochunk" not in words,
+                                            num_threads=num_threads, progress=progress, **options)
+    if "compact" in words:
+        tok.compact_output_vocab(docs, num_threads=num_threads)
+    return tok
+
+
+def _lz78_cli(subparsers) -> None:
+    from .cli.lz78 import add_parser
+
+    add_parser(subparsers)
+
+
+# ---------------------------------------------------------------------------
+# mixedgram
+# ---------------------------------------------------------------------------
+def _mixedgram_formats() -> list[Format]:
+    from . import mixedgram
+    from .formats import mxgram
+
+    cls = mixedgram.Mixedgram
+    return [
+        Format("tokenforge-mixedgram", mxgram.sniff_vocab_json, cls.load),
+        Format("tokenforge-mixedgram-dir", mixedgram._sniff_dir, cls.load),
+        Format("mxgram", mxgram.sniff_mxgram, cls.load),
+    ]
+
+
+def _mixedgram_train(words, options, docs, vocab_size, *, num_threads=None, progress=False):
+    from .mixedgram import Mixedgram
+
+    options = dict(options)
+    parse = options.pop("parse")
+    tok = Mixedgram.train_from_iterator(docs, num_threads=num_threads, progress=progress, **options)
+    if parse is not None:
+        tok.parse = parse
+    return tok
+
+
+def _mixedgram_cli(subparsers) -> None:
+    from .cli.mixedgram import add_parser
+
+    add_parser(subparsers)
+
+
+# ---------------------------------------------------------------------------
+# growing
+# ---------------------------------------------------------------------------
+def _growing_formats() -> list[Format]:
+    from . import growing
+    from .formats.growing_json import sniff_growing_json
+
+    cls = growing.GrowingBPETokenizer
+    return [
+        Format("growing-tokenizer.json", sniff_growing_json, cls.load),
+        Format("growing-tokenizer-dir", growing._sniff_dir, cls.load),
+    ]
+
+
+def _growing_train(words, options, docs, vocab_size, *, num_threads=None, progress=False):
+    """Grown in ``rounds`` rounds over as many consecutive slices of ``docs``."""
+    from .growing import GrowingBPETokenizer
+
+    options = dict(options)
+    rounds = options.pop("rounds")
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+        raise TokenforgeError(f"growing: rounds must be an int >= 1, not {rounds!r}")
+    tok = GrowingBPETokenizer(vocab_size, pattern=options.pop("pattern"), normalization=options.pop("normalization"))
+    n = len(docs)
+    for r in range(rounds):
+        part = docs[r * n // rounds : (r + 1) * n // rounds]
+        want = (vocab_size - tok.next_merge_id) // (rounds - r)
+        if want <= 0 or not part:
+            continue
+        tok.learn_merges(part, num_merges=want, source=f"round{r + 1}", num_threads=num_threads,
+                         progress=bool(progress), **options)
+    return tok
+
+
+def _grow_cli(subparsers) -> None:
+    from .cli.grow import add_parser
+
+    add_parser(subparsers)
+
+
+# ---------------------------------------------------------------------------
+# the records
+# ---------------------------------------------------------------------------
+FAMILIES: dict[str, Family] = {
+    f.name: f
+    for f in (
+        Family(
+            "bpe", "tokenforge.bpe", "BPETokenizer", _bpe_formats,
+            SpecRule(options={"pattern": "gpt4", "special_tokens": "nanochat", "tie_break": "pair_ids",
+                              "min_frequency": 1, "layout": "nanochat"}, train=_bpe_train),
+            cli=None,  # `tokenforge train` (cli/main.py) is BPE's
+            embedding_modes=("structured", "tuple"),
+        ),
+        Family(
+            "lz78", "tokenforge.lz78", "LZ78Tokenizer", _lz78_formats,
+            SpecRule(options={"special_tokens": None}, train=_lz78_train, words=_lz78_words,
+                     more_options=_lz78_params),
+            cli=_lz78_cli,
+            embedding_modes=("structured", "hierarchical", "tuple"),
+        ),
+        Family(
+            "mixedgram", "tokenforge.mixedgram", "Mixedgram", _mixedgram_formats,
+            SpecRule(options={"special_tokens": ["<|bos|>"], "errors": "replace", "parse": None},
+                     train=_mixedgram_train, fixed_vocab=True),
+            cli=_mixedgram_cli,
+        ),
+        Family(
+            "growing", "tokenforge.growing", "GrowingBPETokenizer", _growing_formats,
+            SpecRule(options={"rounds": 1, "pattern": "cl100k", "normalization": "NFC", "min_frequency": 2},
+                     train=_growing_train),
+            cli=_grow_cli,
+            embedding_modes=("structured", "tuple"),
+        ),
+    )
+}
+
+#: the order :func:`load` tries the families' sniffers in: the most specific
+#: first (the growing vocabulary's tokenizer.json has "next_merge_id" and may
+#: also hold a key named "model", which Hugging Face's sniffer looks for;
+#: mixedgram's and LZ78's sniffers look for their own markers)
+LOAD_ORDER = ("growing", "mixedgram", "lz78", "bpe")
+
+
+def family(name: str) -> Family:
+    """The record of a family by name (a TokenforgeError naming the known ones otherwise)."""
+    try:
+        return FAMILIES[name]
+    except KeyError:
+        raise TokenforgeError(f"unknown tokenizer family {name!r}; known: {', '.join(FAMILIES)}") from None
+
+
+def family_of(tok) -> Family | None:
+    """The record of a tokenizer's family (by its ``family`` name), or None for a
+    tokenizer outside the registry (a test's stub, a user's own class)."""
+    return FAMILIES.get(tok.family)
+
+
+def formats() -> list[Format]:
+    """Every reader :func:`load` tries, in order."""
+    order = list(LOAD_ORDER) + [n for n in FAMILIES if n not in LOAD_ORDER]
+    return [fmt for name in order if name in FAMILIES for fmt in FAMILIES[name].formats()]
+
+
+def load(path):
+    """Load any tokenizer file or directory tokenforge writes (or imports)."""
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"no such file or directory: {p}")
+    head = b""
+    if p.is_file():
+        with open(p, "rb") as f:
+            head = f.read(4096)
+    known = formats()
+    for fmt in known:
+        try:
+            ok = fmt.sniff(p, head)
+        except OSError:
+            ok = False
+        if ok:
+            return fmt.read(p)
+    kinds = ", ".join(f.name for f in known)
+    raise FormatError(f"not a tokenizer file tokenforge recognises (known kinds: {kinds})", path=p)
