@@ -152,11 +152,11 @@ def run_command(func, args, prog: str) -> int:
     (``prog: warning: ...``), not Python's two-line form with a source line."""
     import warnings
 
-    def one_line(message, category, filename, lineno, file=None, line=None):
-        print(f"{prog}: warning: {' '.join(str(message).split())}", file=file or sys.stderr)
+    def one_line(message, category, filename, lineno, line=None):
+        return f"{prog}: warning: {' '.join(str(message).split())}\n"
 
-    shown = warnings.showwarning
-    warnings.showwarning = one_line
+    shown = warnings.formatwarning  # (the format only: recording warnings, as tests do, still works)
+    warnings.formatwarning = one_line
     try:
         code = int(func(args) or 0)
         sys.stdout.flush()
@@ -188,7 +188,7 @@ def run_command(func, args, prog: str) -> int:
             return EXIT_ERROR
         raise
     finally:
-        warnings.showwarning = shown
+        warnings.formatwarning = shown
 
 
 def check_inputs(paths, what: str = "corpus path") -> None:
