@@ -4,35 +4,16 @@
 //! uint16 arrays.
 
 use numpy::PyArray1;
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use std::sync::Arc;
 
-use super::{ids_from, pool};
-use crate::ngram::{self, file, pack, Model, NgramError, Parse};
-
-fn err(py: Python<'_>, e: NgramError) -> PyErr {
-    let errors = match py.import("tokenforge.errors") {
-        Ok(m) => m,
-        Err(_) => return PyValueError::new_err(e.to_string()),
-    };
-    let made = match &e {
-        NgramError::Format { offset, message } => errors.getattr("FormatError").and_then(|cls| {
-            let kw = PyDict::new(py);
-            kw.set_item("offset", *offset)?;
-            cls.call((message.as_str(),), Some(&kw))
-        }),
-        NgramError::Invalid(m) => errors.getattr("TokenforgeError").and_then(|cls| cls.call1((m.as_str(),))),
-    };
-    match made {
-        Ok(v) => PyErr::from_value(v),
-        Err(x) => x,
-    }
-}
+use super::{ids_from, pool, to_py};
+use crate::error::Error;
+use crate::ngram::{self, file, pack, Model, Parse};
 
 fn parse_of(py: Python<'_>, s: &str) -> PyResult<Parse> {
-    Parse::from_name(s).map_err(|e| err(py, e))
+    Parse::from_name(s).map_err(|e| to_py(py, e))
 }
 
 /// Ids from Python, each checked to fit 12 bits.
@@ -41,7 +22,7 @@ fn ids12(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Vec<u16>> {
     let mut out = Vec::with_capacity(v.len());
     for (i, &x) in v.iter().enumerate() {
         if x as usize >= ngram::VOCAB_SIZE {
-            return Err(err(py, NgramError::Invalid(format!("id {x} at position {i} does not fit in 12 bits (ids are 0..4095)"))));
+            return Err(to_py(py, Error::Invalid(format!("id {x} at position {i} does not fit in 12 bits (ids are 0..4095)"))));
         }
         out.push(x as u16);
     }
@@ -63,7 +44,7 @@ impl PyMixedgramModel {
     #[new]
     #[pyo3(signature = (ngrams, specials=Vec::new()))]
     fn new(py: Python<'_>, ngrams: Vec<Vec<u8>>, specials: Vec<(u32, Vec<u8>)>) -> PyResult<Self> {
-        let m = Model::new(&ngrams, &specials).map_err(|e| err(py, e))?;
+        let m = Model::new(&ngrams, &specials).map_err(|e| to_py(py, e))?;
         Ok(PyMixedgramModel { inner: Arc::new(m) })
     }
 
@@ -72,7 +53,7 @@ impl PyMixedgramModel {
     fn from_header(py: Python<'_>, data: &[u8]) -> PyResult<Self> {
         let m = py
             .detach(|| file::parse_header(data).and_then(|s| Model::from_keys(s, &[])))
-            .map_err(|e| err(py, e))?;
+            .map_err(|e| to_py(py, e))?;
         Ok(PyMixedgramModel { inner: Arc::new(m) })
     }
 
@@ -109,11 +90,11 @@ impl PyMixedgramModel {
         stop: usize,
     ) -> PyResult<(Bound<'py, PyArray1<u16>>, usize)> {
         if start > data.len() {
-            return Err(PyValueError::new_err(format!("start {start} is past the end ({})", data.len())));
+            return Err(to_py(py, Error::Invalid(format!("start {start} is past the end ({})", data.len()))));
         }
         let end = stop.min(data.len()).max(start);
         if data[start..(end + 8).min(data.len())].contains(&0) {
-            return Err(PyValueError::new_err("encode_range needs NUL-free data; strip NULs first"));
+            return Err(to_py(py, Error::invalid("encode_range needs NUL-free data; strip NULs first")));
         }
         let (v, next) = py.detach(|| {
             let mut out = Vec::new();
@@ -153,7 +134,7 @@ impl PyMixedgramModel {
 
     fn decode_bytes<'py>(&self, py: Python<'py>, ids: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
         let ids = ids_from(ids)?;
-        let b = py.detach(|| self.inner.decode(&ids)).map_err(|e| err(py, e))?;
+        let b = py.detach(|| self.inner.decode(&ids)).map_err(|e| to_py(py, e))?;
         Ok(PyBytes::new(py, &b))
     }
 
@@ -193,14 +174,14 @@ impl PyMixedgramModel {
                 let mut out = Vec::new();
                 file::decode_stream(&self.inner, data, base, is_last, &mut out).map(|_| out)
             })
-            .map_err(|e| err(py, e))?;
+            .map_err(|e| to_py(py, e))?;
         Ok(PyBytes::new(py, &out))
     }
 
     /// How often each id occurs in a packed stream chunk (uint64, 4096).
     #[pyo3(signature = (data, base=0, is_last=true))]
     fn histogram<'py>(&self, py: Python<'py>, data: &[u8], base: usize, is_last: bool) -> PyResult<Bound<'py, PyArray1<u64>>> {
-        let h = py.detach(|| file::histogram(&self.inner, data, base, is_last)).map_err(|e| err(py, e))?;
+        let h = py.detach(|| file::histogram(&self.inner, data, base, is_last)).map_err(|e| to_py(py, e))?;
         Ok(PyArray1::from_vec(py, h))
     }
 }
@@ -216,7 +197,7 @@ fn mixedgram_train<'py>(
     num_threads: Option<usize>,
 ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyDict>)> {
     if slots > ngram::NGRAM_SLOTS {
-        return Err(err(py, NgramError::Invalid(format!("slots must be at most {}", ngram::NGRAM_SLOTS))));
+        return Err(to_py(py, Error::Invalid(format!("slots must be at most {}", ngram::NGRAM_SLOTS))));
     }
     let pool = pool(num_threads)?;
     let (top, stats, removed, len) = py.detach(|| {
@@ -241,14 +222,14 @@ fn mixedgram_train<'py>(
 #[pyfunction]
 fn mixedgram_pack<'py>(py: Python<'py>, ids: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
     let ids = ids12(py, ids)?;
-    let b = py.detach(|| pack::pack_stream(&ids)).map_err(|e| err(py, e))?;
+    let b = py.detach(|| pack::pack_stream(&ids)).map_err(|e| to_py(py, e))?;
     Ok(PyBytes::new(py, &b))
 }
 
 /// Unpack a token stream (final padding dropped; FormatError with offset).
 #[pyfunction]
 fn mixedgram_unpack<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyArray1<u16>>> {
-    let v = py.detach(|| pack::unpack_stream(data)).map_err(|e| err(py, e))?;
+    let v = py.detach(|| pack::unpack_stream(data)).map_err(|e| to_py(py, e))?;
     Ok(PyArray1::from_vec(py, v))
 }
 
@@ -256,21 +237,21 @@ fn mixedgram_unpack<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, Py
 #[pyfunction]
 fn mixedgram_pack12<'py>(py: Python<'py>, ids: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
     let ids = ids12(py, ids)?;
-    let b = py.detach(|| pack::pack12(&ids)).map_err(|e| err(py, e))?;
+    let b = py.detach(|| pack::pack12(&ids)).map_err(|e| to_py(py, e))?;
     Ok(PyBytes::new(py, &b))
 }
 
 /// Raw 12-bit unpacking: two values per triple.
 #[pyfunction]
 fn mixedgram_unpack12<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyArray1<u16>>> {
-    let v = py.detach(|| pack::unpack12(data)).map_err(|e| err(py, e))?;
+    let v = py.detach(|| pack::unpack12(data)).map_err(|e| to_py(py, e))?;
     Ok(PyArray1::from_vec(py, v))
 }
 
 /// The latin1 text of a whole `.mxgram` file.
 #[pyfunction]
 fn mixedgram_decompress<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
-    let v = py.detach(|| file::decompress(data)).map_err(|e| err(py, e))?;
+    let v = py.detach(|| file::decompress(data)).map_err(|e| to_py(py, e))?;
     Ok(PyBytes::new(py, &v))
 }
 
