@@ -93,7 +93,7 @@ CASES = [
     (lambda: _core.bpe_rank_splits([(b"a", 0)], "all_but_own", [3]), TokenforgeError, "out of range"),
     (lambda: _trained_counter().add_word(b"a", 1), TokenforgeError, "already used"),
     (lambda: _core.BpeTrainer(_core.WordCounter(None), list(range(256)), [], 256, 3, "zzz"), TokenforgeError, "tie_break"),
-    (lambda: _core.Lz78Trainer("standard", 10, None, {"bogus": 1}), TokenforgeError, "unknown LZ78 parameter"),
+    (lambda: _core.Lz78Trainer("standard", 10, None, {"bogus": 1}), TokenforgeError, "strategy standard: unknown LZ78 parameter"),
     (lambda: _core.Lz78Trainer("standard", 10, None, {"rounds": "x"}), TokenforgeError, "expected a positive int"),
     (lambda: _core.Lz78Trainer("standard", 0, None), VocabSizeError, "at least one entry"),
     (lambda: _core.Lz78Model(["a"], [("<a>", 3)], None), SpecialTokenError, "a code or byte uses"),

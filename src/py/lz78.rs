@@ -63,12 +63,15 @@ encoder_class!(PyLz78Model {
     }
 });
 
-fn params_from(py: Python<'_>, strategy: Strategy, d: Option<&Bound<'_, PyDict>>) -> PyResult<Params> {
+/// The strategy's parameters: its defaults, then those in `d`. A wrong name
+/// or type is a `TokenforgeError` naming the strategy (`name`), as
+/// `LZ78Tokenizer.train` has always reported it.
+fn params_from(py: Python<'_>, name: &str, strategy: Strategy, d: Option<&Bound<'_, PyDict>>) -> PyResult<Params> {
     let mut p = Params::defaults(strategy);
     let Some(d) = d else { return Ok(p) };
     for (k, v) in d.iter() {
         let k: String = k.extract()?;
-        let err = |what: &str| to_py(py, Error::Invalid(format!("LZ78 parameter {k}: expected {what}")));
+        let err = |what: &str| to_py(py, Error::Invalid(format!("strategy {name}: LZ78 parameter {k}: expected {what}")));
         match k.as_str() {
             "pool" => {
                 let s: String = v.extract().map_err(|_| err("a strategy name"))?;
@@ -83,7 +86,7 @@ fn params_from(py: Python<'_>, strategy: Strategy, d: Option<&Bound<'_, PyDict>>
             "max_chars" => p.max_chars = v.extract().map_err(|_| err("an int"))?,
             "drop_fraction" => p.drop_fraction = v.extract().map_err(|_| err("a number"))?,
             "max_substrings" => p.max_substrings = v.extract().map_err(|_| err("an int"))?,
-            _ => return Err(Error::Invalid(format!("unknown LZ78 parameter {k:?}")).into()),
+            _ => return Err(Error::Invalid(format!("strategy {name}: unknown LZ78 parameter {k:?}")).into()),
         }
     }
     p.validate().map_err(|e| to_py(py, e))?;
@@ -102,7 +105,7 @@ impl PyLz78Trainer {
     #[pyo3(signature = (strategy, n, pattern, params=None))]
     fn new(py: Python<'_>, strategy: &str, n: usize, pattern: Option<&str>, params: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         let s = Strategy::parse(strategy).map_err(|e| to_py(py, e))?;
-        let p = params_from(py, s, params)?;
+        let p = params_from(py, strategy, s, params)?;
         let t = Trainer::new(s, n, pretok_from(pattern)?, p).map_err(|e| to_py(py, e))?;
         Ok(PyLz78Trainer { inner: Some(t) })
     }
