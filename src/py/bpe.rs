@@ -2,8 +2,8 @@
 //! `py::encoder`), the piece counter and the trainer, and the rank-split tool.
 //! Conversion, GIL release and error mapping only.
 //!
-//! Not handled: the id layout of specials and merges (`tokenforge.bpe`
-//! chooses `next_id`), progress display (the caller loops on `run`).
+//! Not handled: progress display (the caller loops on `run`), batching the
+//! corpus into `add_texts` calls (the Python caller's).
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use super::encoder::{encoder_class, PyEncoder};
 use super::{borrow_strs, pool, pretok_from, py_strs, IntTable};
 use crate::bpe::encode::{BpeModel, MergeRule, SplitRule};
+use crate::bpe::layout::Layout;
 use crate::bpe::train::{TieBreak, Trainer};
 use crate::error::Error;
 use crate::wordcount::WordCounter;
@@ -241,10 +242,26 @@ fn bpe_rank_splits(
 }
 
 
+/// Where training puts its ids (`crate::bpe::layout`): (first merge id,
+/// number of merges) for `vocab_size` ids and `specials` special tokens;
+/// `VocabSizeError` if they do not fit.
+#[pyfunction]
+fn bpe_layout(layout: &str, vocab_size: i64, specials: usize) -> PyResult<(u32, usize)> {
+    Ok(Layout::parse(layout)?.plan(vocab_size, specials)?)
+}
+
+/// The ids of the special tokens, in order, once `merges` merges were learned.
+#[pyfunction]
+fn bpe_special_ids(layout: &str, specials: usize, merges: usize) -> PyResult<Vec<u64>> {
+    Ok(Layout::parse(layout)?.special_ids(specials, merges))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyBpeModel>()?;
     m.add_class::<PyWordCounter>()?;
     m.add_class::<PyBpeTrainer>()?;
     m.add_function(wrap_pyfunction!(bpe_rank_splits, m)?)?;
+    m.add_function(wrap_pyfunction!(bpe_layout, m)?)?;
+    m.add_function(wrap_pyfunction!(bpe_special_ids, m)?)?;
     Ok(())
 }
