@@ -9,7 +9,7 @@ use pyo3::types::PyDict;
 use std::sync::Arc;
 
 use super::encoder::{encoder_class, PyEncoder};
-use super::{pool, pretok_from, to_py, IntTable};
+use super::{pool, pretok_from, IntTable};
 use crate::error::Error;
 use crate::lz78::patricia::NO_OUTPUT;
 use crate::lz78::{Lz78Model, Params, Patricia, Strategy, Trainer};
@@ -66,16 +66,16 @@ encoder_class!(PyLz78Model {
 /// The strategy's parameters: its defaults, then those in `d`. A wrong name
 /// or type is a `TokenforgeError` naming the strategy (`name`), as
 /// `LZ78Tokenizer.train` has always reported it.
-fn params_from(py: Python<'_>, name: &str, strategy: Strategy, d: Option<&Bound<'_, PyDict>>) -> PyResult<Params> {
+fn params_from(name: &str, strategy: Strategy, d: Option<&Bound<'_, PyDict>>) -> PyResult<Params> {
     let mut p = Params::defaults(strategy);
     let Some(d) = d else { return Ok(p) };
     for (k, v) in d.iter() {
         let k: String = k.extract()?;
-        let err = |what: &str| to_py(py, Error::Invalid(format!("strategy {name}: LZ78 parameter {k}: expected {what}")));
+        let err = |what: &str| PyErr::from(Error::Invalid(format!("strategy {name}: LZ78 parameter {k}: expected {what}")));
         match k.as_str() {
             "pool" => {
                 let s: String = v.extract().map_err(|_| err("a strategy name"))?;
-                p.pool = Strategy::parse(&s).map_err(|e| to_py(py, e))?;
+                p.pool = Strategy::parse(&s)?;
             }
             "pool_factor" => p.pool_factor = v.extract().map_err(|_| err("a number"))?,
             "rounds" => p.rounds = v.extract().map_err(|_| err("a positive int"))?,
@@ -89,7 +89,7 @@ fn params_from(py: Python<'_>, name: &str, strategy: Strategy, d: Option<&Bound<
             _ => return Err(Error::Invalid(format!("strategy {name}: unknown LZ78 parameter {k:?}")).into()),
         }
     }
-    p.validate().map_err(|e| to_py(py, e))?;
+    p.validate()?;
     Ok(p)
 }
 
@@ -103,10 +103,10 @@ impl PyLz78Trainer {
     /// `n`: output entries wanted; `pattern`: chunking (None: each text is one chunk).
     #[new]
     #[pyo3(signature = (strategy, n, pattern, params=None))]
-    fn new(py: Python<'_>, strategy: &str, n: usize, pattern: Option<&str>, params: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
-        let s = Strategy::parse(strategy).map_err(|e| to_py(py, e))?;
-        let p = params_from(py, strategy, s, params)?;
-        let t = Trainer::new(s, n, pretok_from(pattern)?, p).map_err(|e| to_py(py, e))?;
+    fn new(strategy: &str, n: usize, pattern: Option<&str>, params: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let s = Strategy::parse(strategy)?;
+        let p = params_from(strategy, s, params)?;
+        let t = Trainer::new(s, n, pretok_from(pattern)?, p)?;
         Ok(PyLz78Trainer { inner: Some(t) })
     }
 
@@ -115,7 +115,7 @@ impl PyLz78Trainer {
     fn feed(&mut self, py: Python<'_>, texts: Vec<String>, num_threads: Option<usize>) -> PyResult<()> {
         let pool = pool(num_threads)?;
         let t = self.inner.as_mut().ok_or_else(|| Error::invalid("this trainer has finished"))?;
-        py.detach(|| pool.install(|| t.feed(&texts))).map_err(|e| to_py(py, e))
+        Ok(py.detach(|| pool.install(|| t.feed(&texts)))?)
     }
 
     #[getter]
@@ -128,7 +128,7 @@ impl PyLz78Trainer {
     fn finish<'py>(&mut self, py: Python<'py>, num_threads: Option<usize>) -> PyResult<(Entries, bool, Bound<'py, PyDict>)> {
         let pool = pool(num_threads)?;
         let t = self.inner.take().ok_or_else(|| Error::invalid("this trainer has finished"))?;
-        let (d, st) = py.detach(|| pool.install(|| t.finish())).map_err(|e| to_py(py, e))?;
+        let (d, st) = py.detach(|| pool.install(|| t.finish()))?;
         let entries = d.entries.into_iter().map(|e| (e.parent, e.ch.to_string(), e.pattern, e.output)).collect();
         let s = PyDict::new(py);
         s.set_item("corpus_bytes", st.corpus_bytes)?;
@@ -150,7 +150,7 @@ fn items_of(items: &[(String, i64)]) -> Vec<(&str, u32)> {
 /// label, output or -1, pattern) for nodes 1.., and the plain-trie node count.
 #[pyfunction]
 fn lz78_patricia(py: Python<'_>, items: Vec<(String, i64)>) -> PyResult<(Rows, usize)> {
-    let p = py.detach(|| Patricia::build(items_of(&items))).map_err(|e| to_py(py, e))?;
+    let p = py.detach(|| Patricia::build(items_of(&items)))?;
     let rows = p.nodes[1..]
         .iter()
         .map(|n| (n.parent, n.label.clone(), if n.output == NO_OUTPUT { -1 } else { n.output as i64 }, n.pattern.clone()))
@@ -170,7 +170,7 @@ fn lz78_patricia_encode(py: Python<'_>, items: Vec<(String, i64)>, n: u32, text:
         pt.split(text, |c| p.encode_into(c.as_bytes(), n + 1, &mut out))?;
         Ok(out)
     })
-    .map_err(|e| to_py(py, e))
+    .map_err(PyErr::from)
 }
 
 pub fn register(m: &Bound<PyModule>) -> PyResult<()> {

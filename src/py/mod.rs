@@ -167,7 +167,7 @@ where
     if threads < 2 || chunks < 2 {
         let parts: Result<Vec<Vec<u32>>, Error> =
             py.detach(|| pool.install(|| texts.par_iter().with_min_len(1).map(|t| encode(t)).collect()));
-        return ints.lists(py, &parts.map_err(|e| to_py(py, e))?);
+        return ints.lists(py, &parts?);
     }
     type Chunk = (usize, Result<Vec<Vec<u32>>, Error>);
     let next = AtomicUsize::new(0);
@@ -223,7 +223,7 @@ where
             while done < chunks {
                 let Some(r) = ready[done].take() else { break };
                 done += 1;
-                let step = r.map_err(|e| to_py(py, e)).and_then(|parts| {
+                let step = r.map_err(PyErr::from).and_then(|parts| {
                     for p in &parts {
                         out.append(ints.list(py, p)?)?;
                     }
@@ -305,10 +305,10 @@ where
     let body = &body[..end];
     if narrow {
         let e = py.detach(|| pool.install(|| encode_block::<u16, _>(head, body, field, file_start, skip, bos, token_len, &encode)));
-        e.map_err(|e| to_py(py, e))?.map(|e| tuple(py, e)).transpose()
+        e?.map(|e| tuple(py, e)).transpose()
     } else {
         let e = py.detach(|| pool.install(|| encode_block::<u32, _>(head, body, field, file_start, skip, bos, token_len, &encode)));
-        e.map_err(|e| to_py(py, e))?.map(|e| tuple(py, e)).transpose()
+        e?.map(|e| tuple(py, e)).transpose()
     }
 }
 
