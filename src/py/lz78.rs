@@ -18,6 +18,7 @@ use crate::lz78::{Lz78Model, Params, Patricia, Strategy, Trainer};
 type Entries = Vec<(u32, String, String, bool)>;
 /// Patricia rows: (parent, label, output or -1, pattern).
 type Rows = Vec<(u32, String, i64, String)>;
+
 #[pyclass(module = "tokenforge._core", name = "Lz78Model", frozen)]
 pub struct PyLz78Model {
     inner: Arc<Lz78Model>,

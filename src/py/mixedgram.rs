@@ -1,7 +1,11 @@
 //! Bindings of the mixedgram core (`crate::ngram`): conversion, GIL release
 //! and error mapping only. Texts arrive as latin1 `bytes` (the Python layer
 //! turns `str` into latin1 and raises `Latin1Error`); ids leave as numpy
-//! uint16 arrays.
+//! uint16 arrays. Errors are the crate's `Error` (`Format` with its byte
+//! offset), mapped by `py::to_py` like every family's.
+//!
+//! Not handled: the encoder seam (`py::encoder`): mixedgram takes bytes, not
+//! `str`, so its class keeps its own encode and batch methods.
 
 use numpy::PyArray1;
 use pyo3::prelude::*;
