@@ -1,24 +1,53 @@
-//! The core's error type. Bindings map each variant to a Python exception of
-//! `tokenforge.errors`; the message always says what was wrong.
+//! The core's one error type, shared by every family. The bindings map each
+//! variant once (`py::to_py`) to a class of `tokenforge.errors`; the message
+//! always says what was wrong and, where it can, how to fix it.
+//!
+//! Not handled: file paths and line numbers. The core sees bytes, not files;
+//! `Format` carries a byte offset into the data it was given, and the Python
+//! readers add the path.
 
 use std::fmt;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Error {
-    /// A pre-tokenization pattern that does not compile.
+    /// A pre-tokenization pattern that does not compile (`PatternError`).
     Pattern(String),
-    /// A vocabulary size or merge count that cannot be honoured.
+    /// A vocabulary size or merge count that cannot be honoured (`VocabSizeError`).
     VocabSize(String),
-    /// An inconsistent vocabulary, merge table or id.
+    /// A special token that cannot be used: empty text, or an id that another
+    /// token or special already has (`SpecialTokenError`).
+    SpecialToken(String),
+    /// Malformed data (a packed stream, a file header); `offset` is the byte
+    /// offset of the problem from the start of the given data (`FormatError`).
+    Format { offset: u64, message: String },
+    /// Any other argument or state that cannot be honoured: an inconsistent
+    /// vocabulary, merge table or id, an unknown option (`TokenforgeError`).
     Invalid(String),
-    /// The work was interrupted by the caller.
+    /// The system refused a resource (threads) (`OSError`).
+    System(String),
+    /// The work was interrupted by the caller (`KeyboardInterrupt`).
     Cancelled,
+}
+
+impl Error {
+    /// A `Format` error at byte `offset`.
+    pub fn format(offset: usize, message: impl Into<String>) -> Self {
+        Error::Format { offset: offset as u64, message: message.into() }
+    }
+
+    /// An `Invalid` error.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Error::Invalid(message.into())
+    }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Pattern(m) | Error::VocabSize(m) | Error::Invalid(m) => f.write_str(m),
+            Error::Pattern(m) | Error::VocabSize(m) | Error::SpecialToken(m) | Error::Invalid(m) | Error::System(m) => {
+                f.write_str(m)
+            }
+            Error::Format { offset, message } => write!(f, "byte offset {offset}: {message}"),
             Error::Cancelled => f.write_str("interrupted"),
         }
     }

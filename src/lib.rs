@@ -2,6 +2,7 @@
 //! the other tokenizer families. No Python type appears outside `py/`.
 
 pub mod bpe;
+pub mod encoder;
 pub mod error;
 pub mod jsonl;
 pub mod ngram;
@@ -9,6 +10,7 @@ pub mod lz78;
 pub mod pretok;
 pub mod specials;
 pub mod unicode;
+pub mod wordcount;
 
 #[cfg(feature = "python")]
 mod py;

@@ -22,14 +22,14 @@ fn matcher<'a>(texts: impl Iterator<Item = &'a str>) -> Result<Option<AhoCorasic
         .match_kind(MatchKind::LeftmostLongest)
         .build(&texts)
         .map(Some)
-        .map_err(|e| Error::Invalid(format!("cannot index the special tokens: {e}")))
+        .map_err(|e| Error::SpecialToken(format!("cannot index the special tokens: {e}")))
 }
 
 impl Specials {
     /// `(text, id)` pairs. The families check the ids against their own layout.
     pub fn new(list: Vec<(String, u32)>) -> Result<Self> {
         if list.iter().any(|(s, _)| s.is_empty()) {
-            return Err(Error::Invalid("a special token is the empty string".into()));
+            return Err(Error::SpecialToken("a special token is the empty string".into()));
         }
         let ac = matcher(list.iter().map(|(s, _)| s.as_str()))?;
         Ok(Specials { list, ac })

@@ -40,7 +40,7 @@ from .base import CoreEncoded, Tokenizer, encode_around_surrogates, feed_around_
 from .bpe_structure import bpe_embedding_metadata
 from .chat import SPECIAL_TOKENS
 from .data.corpus import Texts, corpus_documents
-from .errors import FormatError, PatternError, SpecialTokenError, TokenforgeError, VocabSizeError, warn_user
+from .errors import FormatError, PatternError, SpecialTokenError, TokenforgeError, warn_user
 from .formats.bpe_data import BPEData
 from .progress import progress_bar
 
@@ -490,26 +490,17 @@ def _train(
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)):
         raise TypeError(f"vocab_size must be an int, not {type(vocab_size).__name__}")
     vocab_size = int(vocab_size)
-    if vocab_size < 256 + len(specials):
-        raise VocabSizeError(
-            f"vocab_size {vocab_size} is too small: 256 byte tokens + {len(specials)} special tokens need at least {256 + len(specials)}"
-        )
-    if tie_break not in TIE_BREAKS:
-        raise TokenforgeError(f"unknown tie_break {tie_break!r}; expected one of {', '.join(TIE_BREAKS)}")
     if layout not in LAYOUTS:
         raise TokenforgeError(f"unknown layout {layout!r}; expected one of {', '.join(LAYOUTS)}")
+    # the id layout lives in the core (crate::bpe::layout): VocabSizeError if vocab_size is too small
+    first_merge, num_merges = _core.bpe_layout(layout, vocab_size, len(specials))
+    if tie_break not in TIE_BREAKS:
+        raise TokenforgeError(f"unknown tie_break {tie_break!r}; expected one of {', '.join(TIE_BREAKS)}")
     if isinstance(min_frequency, bool) or not isinstance(min_frequency, int) or min_frequency < 1:
         raise TokenforgeError(f"min_frequency must be an int >= 1, not {min_frequency!r}")
     if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
         raise TokenforgeError(f"num_threads must be a positive int or None, not {num_threads!r}")
     regex, pattern_name = resolve_pattern(pattern)
-    num_merges = vocab_size - 256 - len(specials)
-    if layout == "nanochat":
-        first_merge = 256
-        special_ids = {s: 256 + num_merges + i for i, s in enumerate(specials)}
-    else:
-        first_merge = 256 + len(specials)
-        special_ids = {s: 256 + i for i, s in enumerate(specials)}
 
     show = progress if progress is not None else None
     counter = _core.WordCounter(regex)
@@ -533,9 +524,8 @@ def _train(
         while not trainer.done:
             bar.update(trainer.run(seconds=0.2))
     merges = trainer.merges()
-    if layout == "nanochat" and len(merges) < num_merges:
-        # fewer merges than asked (corpus too small or min_frequency): specials follow the merges
-        special_ids = {s: 256 + len(merges) + i for i, s in enumerate(specials)}
+    # nanochat: the specials follow the merges learned (fewer than asked leaves no gap)
+    special_ids = dict(zip(specials, _core.bpe_special_ids(layout, len(specials), len(merges))))
     training = {
         "vocab_size_requested": vocab_size,
         "merges_requested": num_merges,

@@ -164,10 +164,10 @@ impl BpeModel {
         let specials = Specials::new(specials)?;
         for (s, id) in specials.list() {
             if !tokens[*id as usize].is_empty() {
-                return Err(Error::Invalid(format!("special token {s:?} has id {id}, which a byte or merge already uses")));
+                return Err(Error::SpecialToken(format!("special token {s:?} has id {id}, which a byte or merge already uses")));
             }
             if special_text.insert(*id, s.as_bytes().to_vec()).is_some() {
-                return Err(Error::Invalid(format!("special token id {id} is used twice")));
+                return Err(Error::SpecialToken(format!("special token id {id} is used twice")));
             }
         }
         Ok(BpeModel {

@@ -1,1 +1,1 @@
-pub mod encode; pub mod train; pub mod heap; pub mod ranks;
+pub mod encode; pub mod train; pub mod heap; pub mod layout; pub mod ranks;

@@ -1,8 +1,9 @@
 //! Incremental BPE training.
 //!
-//! Counting: the corpus is split into pieces by the pre-tokenizer, in
-//! parallel, and only unique pieces with u64 counts are kept (memory bounded by
-//! the unique pieces, never by the corpus).
+//! Counting: [`WordCounter`] (`crate::wordcount`) keeps the unique pieces of
+//! the corpus with u64 counts (memory bounded by the unique pieces, never by
+//! the corpus). [`Trainer::from_counter`] is the one setup of a run: pieces
+//! to ids, earlier merges applied, the token bytes for the tie-break.
 //!
 //! Merging: every unique piece is laid out in one arena of token ids with
 //! `prev`/`next` links, and every adjacent pair keeps the arena positions where
@@ -21,9 +22,11 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use std::time::Instant;
 
+use super::encode::{BpeModel, MergeRule};
 use super::heap::Heap;
 use crate::error::{Error, Result};
 use crate::pretok::Pretokenizer;
+use crate::wordcount::WordCounter;
 
 const NONE: u32 = u32::MAX;
 
@@ -54,105 +57,6 @@ impl TieBreak {
                 "unknown tie_break {other:?}; expected \"pair_ids\" or \"lexicographic\""
             ))),
         }
-    }
-}
-
-/// Unique pieces of a corpus with their counts.
-pub struct WordCounter {
-    pretok: Pretokenizer,
-    map: FxHashMap<Box<[u8]>, u64>,
-    total_pieces: u64,
-    total_bytes: u64,
-}
-
-impl WordCounter {
-    pub fn new(pretok: Pretokenizer) -> Self {
-        WordCounter { pretok, map: FxHashMap::default(), total_pieces: 0, total_bytes: 0 }
-    }
-
-    pub fn unique(&self) -> usize {
-        self.map.len()
-    }
-
-    pub fn total_pieces(&self) -> u64 {
-        self.total_pieces
-    }
-
-    pub fn total_bytes(&self) -> u64 {
-        self.total_bytes
-    }
-
-    /// Count the pieces of `texts`; runs on the current rayon pool.
-    pub fn add_texts<S: AsRef<str> + Sync>(&mut self, texts: &[S]) -> Result<()> {
-        if texts.is_empty() {
-            return Ok(());
-        }
-        let bytes: usize = texts.iter().map(|t| t.as_ref().len()).sum();
-        let parts = (rayon::current_num_threads() * 4).max(1);
-        let target = bytes / parts + 1;
-        // contiguous groups of texts with about `target` bytes each
-        let mut groups: Vec<&[S]> = Vec::new();
-        let mut start = 0;
-        let mut acc = 0;
-        for (i, t) in texts.iter().enumerate() {
-            acc += t.as_ref().len();
-            if acc >= target {
-                groups.push(&texts[start..=i]);
-                start = i + 1;
-                acc = 0;
-            }
-        }
-        if start < texts.len() {
-            groups.push(&texts[start..]);
-        }
-        let pretok = &self.pretok;
-        let locals: Vec<Result<(FxHashMap<&str, u64>, u64)>> = groups
-            .par_iter()
-            .map(|g| {
-                let mut m: FxHashMap<&str, u64> = FxHashMap::default();
-                let mut n = 0u64;
-                for t in g.iter() {
-                    pretok.split(t.as_ref(), |p| {
-                        *m.entry(p).or_insert(0) += 1;
-                        n += 1;
-                    })?;
-                }
-                Ok((m, n))
-            })
-            .collect();
-        for r in locals {
-            let (m, n) = r?;
-            self.total_pieces += n;
-            for (k, v) in m {
-                match self.map.get_mut(k.as_bytes()) {
-                    Some(c) => *c += v,
-                    None => {
-                        self.map.insert(k.as_bytes().into(), v);
-                    }
-                }
-            }
-        }
-        self.total_bytes += bytes as u64;
-        Ok(())
-    }
-
-    /// Add one piece with a count, bypassing the pre-tokenizer.
-    pub fn add_word(&mut self, w: &[u8], count: u64) {
-        self.total_pieces += count;
-        self.total_bytes += w.len() as u64 * count;
-        match self.map.get_mut(w) {
-            Some(c) => *c += count,
-            None => {
-                self.map.insert(w.into(), count);
-            }
-        }
-    }
-
-    /// The unique pieces sorted by bytes (a deterministic order).
-    pub fn into_sorted(self) -> Vec<(Box<[u8]>, u64)> {
-        let mut v: Vec<(Box<[u8]>, u64)> = self.map.into_iter().collect();
-        v.par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        v
     }
 }
 
@@ -426,6 +330,44 @@ impl Trainer {
     }
 }
 
+impl Trainer {
+    /// The one setup of a training run, whoever asks (the Python trainer,
+    /// [`train_texts`], the growing vocabulary): the counted pieces of
+    /// `counter`, in byte order, become ids through `byte_ids`, then the
+    /// earlier `merges` are applied to them (pairs rule, lowest id first); the
+    /// bytes of every id below `next_id` seed the tie-break table, and
+    /// `num_merges` new merges will get ids from `next_id`. Runs on the
+    /// current rayon pool.
+    pub fn from_counter(
+        counter: WordCounter,
+        byte_ids: &[u32; 256],
+        merges: &[(u32, u32, u32)],
+        next_id: u32,
+        num_merges: usize,
+        tie: TieBreak,
+        min_frequency: u64,
+    ) -> Result<Self> {
+        let model = BpeModel::new(byte_ids, merges, vec![], Pretokenizer::Whole, MergeRule::Pairs)?;
+        let tokens: Vec<Vec<u8>> =
+            (0..next_id).map(|i| model.id_bytes(i).map(|x| x.to_vec()).unwrap_or_default()).collect();
+        let sorted = counter.into_sorted();
+        let words: Vec<(Vec<u32>, u64)> = sorted
+            .par_iter()
+            .map(|(w, c)| {
+                let mut ids = Vec::with_capacity(w.len());
+                if merges.is_empty() {
+                    ids.extend(w.iter().map(|&x| byte_ids[x as usize]));
+                } else {
+                    model.encode_piece(w, &mut ids);
+                }
+                (ids, *c)
+            })
+            .collect();
+        drop(sorted);
+        Trainer::new(words, tokens, next_id, num_merges, tie, min_frequency)
+    }
+}
+
 /// The whole training in one call (for tests and Rust users): count `texts`,
 /// map bytes through `byte_ids`, and learn `num_merges` merges from `first_id`.
 pub fn train_texts(
@@ -439,16 +381,7 @@ pub fn train_texts(
 ) -> Result<Vec<(u32, u32, u32)>> {
     let mut wc = WordCounter::new(pretok);
     wc.add_texts(texts)?;
-    let words: Vec<(Vec<u32>, u64)> = wc
-        .into_sorted()
-        .into_iter()
-        .map(|(w, c)| (w.iter().map(|&b| byte_ids[b as usize]).collect(), c))
-        .collect();
-    let mut tokens = vec![Vec::new(); first_id as usize];
-    for b in 0..256 {
-        tokens[byte_ids[b] as usize] = vec![b as u8];
-    }
-    let mut t = Trainer::new(words, tokens, first_id, num_merges, tie, min_frequency)?;
+    let mut t = Trainer::from_counter(wc, byte_ids, &[], first_id, num_merges, tie, min_frequency)?;
     t.run(usize::MAX, None);
     Ok(t.merges().to_vec())
 }

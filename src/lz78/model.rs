@@ -36,7 +36,7 @@ impl Lz78Model {
         let entries = n as usize + 257 + specials.list().len();
         for (s, id) in specials.list() {
             if *id <= n + 256 {
-                return Err(Error::Invalid(format!("special token {s:?} has id {id}, which a code or byte uses")));
+                return Err(Error::SpecialToken(format!("special token {s:?} has id {id}, which a code or byte uses")));
             }
             if *id as u64 >= crate::bpe::ranks::id_limit(entries) {
                 return Err(crate::bpe::ranks::id_too_large(&format!("special token {s:?}"), *id as u64, entries));
@@ -52,7 +52,7 @@ impl Lz78Model {
         }
         for (s, id) in specials.list() {
             if !tokens[*id as usize].is_empty() {
-                return Err(Error::Invalid(format!("special token id {id} is used twice")));
+                return Err(Error::SpecialToken(format!("special token id {id} is used twice")));
             }
             tokens[*id as usize] = s.as_bytes().into();
         }
@@ -110,6 +110,11 @@ impl Lz78Model {
         let mut out = Vec::with_capacity(text.len() / 3 + 1);
         self.specials.encode_with(text, allowed, &mut out, |t, out| self.encode_ordinary_into(t, out))?;
         Ok(out)
+    }
+
+    /// The first special token whose text occurs in `text` (and where).
+    pub fn find_special(&self, text: &str) -> Option<(String, usize)> {
+        self.specials.find(text)
     }
 
     pub fn id_bytes(&self, id: u32) -> Option<&[u8]> {

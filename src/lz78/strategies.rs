@@ -837,12 +837,13 @@ mod tests {
         let trie = ByteTrie::build(cands.iter().enumerate().map(|(i, c)| (&c[..], i as u32))).unwrap();
         let d = leave_one_out(&trie, &ch, cands.len());
         let base = total_tokens(&trie, &ch) as i64;
-        for e in 0..cands.len() {
+        assert_eq!(d.len(), cands.len());
+        for (e, &delta) in d.iter().enumerate() {
             let t = ByteTrie::build(
                 cands.iter().enumerate().filter(|(i, _)| *i != e).map(|(i, c)| (&c[..], i as u32)),
             )
             .unwrap();
-            assert_eq!(d[e], total_tokens(&t, &ch) as i64 - base, "entry {e}");
+            assert_eq!(delta, total_tokens(&t, &ch) as i64 - base, "entry {e}");
         }
     }
 

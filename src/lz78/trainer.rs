@@ -7,7 +7,7 @@
 
 use super::strategies::{self, OnlineBuilder, Params, Strategy};
 use super::Dictionary;
-use crate::bpe::train::WordCounter;
+use crate::wordcount::WordCounter;
 use crate::error::{Error, Result};
 use crate::pretok::Pretokenizer;
 

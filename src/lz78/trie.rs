@@ -525,7 +525,7 @@ mod tests {
             let mut best: Option<(u32, usize)> = None;
             for (k, p) in pats.iter().enumerate() {
                 let p = p.as_bytes();
-                if s[i..].starts_with(p) && best.map_or(true, |(_, l)| p.len() > l) {
+                if s[i..].starts_with(p) && best.is_none_or(|(_, l)| p.len() > l) {
                     best = Some((k as u32 + 1, p.len()));
                 }
             }

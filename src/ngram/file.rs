@@ -8,7 +8,7 @@
 
 use super::model::{Model, Parse};
 use super::pack::{pack_pair, walk_stream};
-use super::{key_len, NgramError, Result, BYTE_TOKENS, ENTRY_BYTES, HEADER_BYTES, NGRAM_SLOTS};
+use super::{key_len, Error, Result, BYTE_TOKENS, ENTRY_BYTES, HEADER_BYTES, NGRAM_SLOTS};
 use rustc_hash::FxHashMap;
 
 /// The header of a vocabulary (special tokens' slots are written as unused).
@@ -30,7 +30,7 @@ pub fn write_header(model: &Model) -> Vec<u8> {
 pub fn parse_header(data: &[u8]) -> Result<Vec<u64>> {
     if data.len() < HEADER_BYTES {
         let whole = data.len() / ENTRY_BYTES;
-        return Err(NgramError::format(
+        return Err(Error::format(
             data.len(),
             format!(
                 "the file ends after {} bytes, inside the {HEADER_BYTES}-byte vocabulary header \
@@ -50,14 +50,14 @@ pub fn parse_header(data: &[u8]) -> Result<Vec<u64>> {
             continue; // unused slot
         }
         if field != id {
-            return Err(NgramError::format(
+            return Err(Error::format(
                 off + 8,
                 format!("header entry {i}: id field is {field} (0x{field:04x}), expected {id} (entries are in id order from 256)"),
             ));
         }
         let n = key_len(key);
         if n < 2 {
-            return Err(NgramError::format(
+            return Err(Error::format(
                 off,
                 format!(
                     "header entry {i} (id {id}): the n-gram has {n} byte(s), expected 2..8 (or an all-zero unused entry)"
@@ -65,7 +65,7 @@ pub fn parse_header(data: &[u8]) -> Result<Vec<u64>> {
             ));
         }
         if let Some(z) = e[8 - n..8].iter().position(|&b| b == 0) {
-            return Err(NgramError::format(
+            return Err(Error::format(
                 off + 8 - n + z,
                 format!(
                     "header entry {i} (id {id}): zero byte inside the n-gram; n-grams are right-aligned, \
@@ -74,7 +74,7 @@ pub fn parse_header(data: &[u8]) -> Result<Vec<u64>> {
             ));
         }
         if let Some(j) = seen.insert(key, i) {
-            return Err(NgramError::format(off, format!("header entry {i} (id {id}) repeats the n-gram of entry {j} (id {})", BYTE_TOKENS + j)));
+            return Err(Error::format(off, format!("header entry {i} (id {id}) repeats the n-gram of entry {j} (id {})", BYTE_TOKENS + j)));
         }
         slots[i] = key;
     }
@@ -159,7 +159,7 @@ mod tests {
 
     fn fmt_offset(r: Result<impl std::fmt::Debug>) -> u64 {
         match r {
-            Err(NgramError::Format { offset, .. }) => offset,
+            Err(Error::Format { offset, .. }) => offset,
             other => panic!("expected a format error, got {other:?}"),
         }
     }

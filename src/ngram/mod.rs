@@ -18,7 +18,6 @@
 //! length is implied by the key, so one key space holds every n.
 
 use std::borrow::Cow;
-use std::fmt;
 
 pub mod count;
 pub mod file;
@@ -40,35 +39,10 @@ pub const MAX_N: usize = 8;
 pub const ENTRY_BYTES: usize = 10;
 pub const HEADER_BYTES: usize = NGRAM_SLOTS * ENTRY_BYTES;
 
-/// Errors of the mixedgram core. Bindings map `Format` to `FormatError`
-/// (with the byte offset) and `Invalid` to `TokenforgeError`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NgramError {
-    /// A malformed `.mxgram` file or packed stream; `offset` is the byte
-    /// offset of the problem, counted from the start of the given data.
-    Format { offset: u64, message: String },
-    /// Arguments that cannot be honoured (a bad vocabulary, an unpackable id).
-    Invalid(String),
-}
-
-impl NgramError {
-    pub(crate) fn format(offset: usize, message: impl Into<String>) -> Self {
-        NgramError::Format { offset: offset as u64, message: message.into() }
-    }
-}
-
-impl fmt::Display for NgramError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            NgramError::Format { offset, message } => write!(f, "byte offset {offset}: {message}"),
-            NgramError::Invalid(m) => f.write_str(m),
-        }
-    }
-}
-
-impl std::error::Error for NgramError {}
-
-pub type Result<T> = std::result::Result<T, NgramError>;
+// Errors: the crate's one `Error` (`Format` with the byte offset for a
+// malformed file or stream, `SpecialToken` for a bad special, `Invalid` for
+// other arguments that cannot be honoured).
+pub(crate) use crate::error::{Error, Result};
 
 /// The key of an n-gram of 1..=8 bytes (see the module docs).
 #[inline]

@@ -20,7 +20,7 @@
 //! Not handled: NUL bytes in the text (callers strip them: a NUL inside a
 //! window would alias a shorter key).
 
-use super::{key_at, key_len, load_word, NgramError, Result, BYTE_TOKENS, MAX_N, MIN_N, NGRAM_SLOTS, VOCAB_SIZE};
+use super::{key_at, key_len, load_word, Error, Result, BYTE_TOKENS, MAX_N, MIN_N, NGRAM_SLOTS, VOCAB_SIZE};
 
 /// Every key is found within this many slots of its home slot.
 const WINDOW: usize = 4;
@@ -40,7 +40,7 @@ impl Parse {
         match s {
             "greedy" => Ok(Parse::Greedy),
             "optimal" => Ok(Parse::Optimal),
-            _ => Err(NgramError::Invalid(format!("unknown parse {s:?}; expected \"greedy\" or \"optimal\""))),
+            _ => Err(Error::Invalid(format!("unknown parse {s:?}; expected \"greedy\" or \"optimal\""))),
         }
     }
 }
@@ -174,7 +174,7 @@ impl Model {
     /// in unused slots.
     pub fn new(ngrams: &[Vec<u8>], specials: &[(u32, Vec<u8>)]) -> Result<Model> {
         if ngrams.len() > NGRAM_SLOTS {
-            return Err(NgramError::Invalid(format!("{} n-grams given; a mixedgram vocabulary has {NGRAM_SLOTS} slots", ngrams.len())));
+            return Err(Error::Invalid(format!("{} n-grams given; a mixedgram vocabulary has {NGRAM_SLOTS} slots", ngrams.len())));
         }
         let mut slots = vec![0u64; NGRAM_SLOTS];
         for (i, g) in ngrams.iter().enumerate() {
@@ -182,14 +182,14 @@ impl Model {
                 continue;
             }
             if !(MIN_N..=MAX_N).contains(&g.len()) {
-                return Err(NgramError::Invalid(format!(
+                return Err(Error::Invalid(format!(
                     "n-gram of id {} has {} bytes; n-grams have {MIN_N} to {MAX_N} bytes",
                     BYTE_TOKENS + i,
                     g.len()
                 )));
             }
             if g.contains(&0) {
-                return Err(NgramError::Invalid(format!("n-gram of id {} contains a NUL byte (NUL is reserved)", BYTE_TOKENS + i)));
+                return Err(Error::Invalid(format!("n-gram of id {} contains a NUL byte (NUL is reserved)", BYTE_TOKENS + i)));
             }
             slots[i] = super::key_of(g);
         }
@@ -217,10 +217,10 @@ impl Model {
             let id = (BYTE_TOKENS + i) as u16;
             let n = key_len(key);
             if !(MIN_N..=MAX_N).contains(&n) || key.to_be_bytes()[8 - n..].contains(&0) {
-                return Err(NgramError::Invalid(format!("id {id}: not an n-gram of {MIN_N}..{MAX_N} non-zero bytes")));
+                return Err(Error::Invalid(format!("id {id}: not an n-gram of {MIN_N}..{MAX_N} non-zero bytes")));
             }
             if let Some(other) = seen.insert(key, id) {
-                return Err(NgramError::Invalid(format!(
+                return Err(Error::Invalid(format!(
                     "ids {other} and {id} are the same n-gram {:?}",
                     String::from_utf8_lossy(&super::key_bytes(key))
                 )));
@@ -236,13 +236,13 @@ impl Model {
         for (id, text) in specials {
             let i = *id as usize;
             if !(BYTE_TOKENS..VOCAB_SIZE).contains(&i) {
-                return Err(NgramError::Invalid(format!("special token id {id} is outside the n-gram ids {BYTE_TOKENS}..{}", VOCAB_SIZE - 1)));
+                return Err(Error::SpecialToken(format!("special token id {id} is outside the n-gram ids {BYTE_TOKENS}..{}", VOCAB_SIZE - 1)));
             }
             if kind[i] != Kind::Unused {
-                return Err(NgramError::Invalid(format!("special token id {id} is already used by an n-gram or another special token")));
+                return Err(Error::SpecialToken(format!("special token id {id} is already used by an n-gram or another special token")));
             }
             if text.is_empty() {
-                return Err(NgramError::Invalid(format!("special token id {id} has empty text")));
+                return Err(Error::SpecialToken(format!("special token id {id} has empty text")));
             }
             kind[i] = Kind::Special;
             sp.push((*id as u16, text.clone()));
@@ -411,7 +411,7 @@ impl Model {
         let mut out = Vec::with_capacity(ids.len() * 4);
         for (pos, &id) in ids.iter().enumerate() {
             if id as usize >= VOCAB_SIZE {
-                return Err(NgramError::Invalid(format!("token id {id} at position {pos} is out of range (mixedgram ids are 0..4095)")));
+                return Err(Error::Invalid(format!("token id {id} at position {pos} is out of range (mixedgram ids are 0..4095)")));
             }
             let i = id as usize;
             match self.kind[i] {
@@ -421,7 +421,7 @@ impl Model {
                     out.extend_from_slice(&self.specials[s].1);
                 }
                 Kind::Unused => {
-                    return Err(NgramError::Invalid(format!("token id {id} at position {pos} is not used by this vocabulary")))
+                    return Err(Error::Invalid(format!("token id {id} at position {pos} is not used by this vocabulary")))
                 }
             }
         }

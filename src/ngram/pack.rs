@@ -6,7 +6,7 @@
 //! padding and is dropped; a 0 anywhere else is an error. The raw functions
 //! ([`pack12`], [`unpack12`]) have no such rule and carry any 12-bit values.
 
-use super::{NgramError, Result, VOCAB_SIZE};
+use super::{Error, Result, VOCAB_SIZE};
 
 /// Three bytes from two 12-bit values.
 #[inline(always)]
@@ -23,10 +23,10 @@ pub fn unpack_pair(b: [u8; 3]) -> (u16, u16) {
 fn check_ids(ids: &[u16], allow_zero: bool) -> Result<()> {
     for (i, &id) in ids.iter().enumerate() {
         if id as usize >= VOCAB_SIZE {
-            return Err(NgramError::Invalid(format!("id {id} at position {i} does not fit in 12 bits (ids are 0..4095)")));
+            return Err(Error::Invalid(format!("id {id} at position {i} does not fit in 12 bits (ids are 0..4095)")));
         }
         if id == 0 && !allow_zero {
-            return Err(NgramError::Invalid(format!(
+            return Err(Error::Invalid(format!(
                 "id 0 at position {i}: id 0 (NUL) is reserved as the stream's padding and never stands for text"
             )));
         }
@@ -75,7 +75,7 @@ pub fn pack_stream(ids: &[u16]) -> Result<Vec<u8>> {
 pub fn check_length(len: usize, base: usize) -> Result<()> {
     if !len.is_multiple_of(3) {
         let whole = len - len % 3;
-        return Err(NgramError::format(
+        return Err(Error::format(
             base + whole,
             format!(
                 "the packed stream is {len} bytes, not a multiple of 3 (every 3 bytes hold 2 ids): \
@@ -100,12 +100,12 @@ pub fn walk_stream(
 ) -> Result<()> {
     check_length(data.len(), base)?;
     let triples = data.len() / 3;
-    let bad = |t: usize, which: &str, id: u16| -> NgramError {
+    let bad = |t: usize, which: &str, id: u16| -> Error {
         let off = base + 3 * t;
         if id == 0 {
-            NgramError::format(off, format!("the {which} id of the triple is 0, which is padding and may only end the stream"))
+            Error::format(off, format!("the {which} id of the triple is 0, which is padding and may only end the stream"))
         } else {
-            NgramError::format(off, format!("the {which} id of the triple is {id}, which is out of range for this vocabulary (unused entry)"))
+            Error::format(off, format!("the {which} id of the triple is {id}, which is out of range for this vocabulary (unused entry)"))
         }
     };
     for (t, c) in data.chunks_exact(3).enumerate() {
@@ -162,11 +162,11 @@ mod tests {
         assert!(pack12(&[4096]).is_err());
         // a 0 in the middle
         let e = unpack_stream(&[0, 0x10, 0x00, 0x00, 0x10, 0x01]).unwrap_err();
-        assert!(matches!(e, NgramError::Format { offset: 0, .. }), "{e:?}");
+        assert!(matches!(e, Error::Format { offset: 0, .. }), "{e:?}");
         let e = unpack_stream(&[0x00, 0x50, 0x00, 0x00, 0x10, 0x01]).unwrap_err();
-        assert!(matches!(e, NgramError::Format { offset: 0, .. }), "{e:?}");
+        assert!(matches!(e, Error::Format { offset: 0, .. }), "{e:?}");
         let e = unpack_stream(&[0x00, 0x10, 0x01, 0x00]).unwrap_err();
-        assert!(matches!(e, NgramError::Format { offset: 3, .. }), "{e:?}");
+        assert!(matches!(e, Error::Format { offset: 3, .. }), "{e:?}");
         assert_eq!(unpack12(&[0, 0, 0]).unwrap(), vec![0, 0]);
     }
 }

@@ -1,47 +1,32 @@
 //! Bindings of the mixedgram core (`crate::ngram`): conversion, GIL release
 //! and error mapping only. Texts arrive as latin1 `bytes` (the Python layer
 //! turns `str` into latin1 and raises `Latin1Error`); ids leave as numpy
-//! uint16 arrays.
+//! uint16 arrays. Errors are the crate's `Error` (`Format` with its byte
+//! offset), mapped by `py::to_py` like every family's.
+//!
+//! Not handled: the encoder seam (`py::encoder`): mixedgram takes bytes, not
+//! `str`, so its class keeps its own encode and batch methods.
 
 use numpy::PyArray1;
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use std::sync::Arc;
 
 use super::{ids_from, pool};
-use crate::ngram::{self, file, pack, Model, NgramError, Parse};
+use crate::error::Error;
+use crate::ngram::{self, file, pack, Model, Parse};
 
-fn err(py: Python<'_>, e: NgramError) -> PyErr {
-    let errors = match py.import("tokenforge.errors") {
-        Ok(m) => m,
-        Err(_) => return PyValueError::new_err(e.to_string()),
-    };
-    let made = match &e {
-        NgramError::Format { offset, message } => errors.getattr("FormatError").and_then(|cls| {
-            let kw = PyDict::new(py);
-            kw.set_item("offset", *offset)?;
-            cls.call((message.as_str(),), Some(&kw))
-        }),
-        NgramError::Invalid(m) => errors.getattr("TokenforgeError").and_then(|cls| cls.call1((m.as_str(),))),
-    };
-    match made {
-        Ok(v) => PyErr::from_value(v),
-        Err(x) => x,
-    }
-}
-
-fn parse_of(py: Python<'_>, s: &str) -> PyResult<Parse> {
-    Parse::from_name(s).map_err(|e| err(py, e))
+fn parse_of(s: &str) -> PyResult<Parse> {
+    Ok(Parse::from_name(s)?)
 }
 
 /// Ids from Python, each checked to fit 12 bits.
-fn ids12(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Vec<u16>> {
+fn ids12(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u16>> {
     let v = ids_from(obj)?;
     let mut out = Vec::with_capacity(v.len());
     for (i, &x) in v.iter().enumerate() {
         if x as usize >= ngram::VOCAB_SIZE {
-            return Err(err(py, NgramError::Invalid(format!("id {x} at position {i} does not fit in 12 bits (ids are 0..4095)"))));
+            return Err(Error::Invalid(format!("id {x} at position {i} does not fit in 12 bits (ids are 0..4095)")).into());
         }
         out.push(x as u16);
     }
@@ -62,8 +47,8 @@ impl PyMixedgramModel {
     /// (id, text bytes) in unused slots.
     #[new]
     #[pyo3(signature = (ngrams, specials=Vec::new()))]
-    fn new(py: Python<'_>, ngrams: Vec<Vec<u8>>, specials: Vec<(u32, Vec<u8>)>) -> PyResult<Self> {
-        let m = Model::new(&ngrams, &specials).map_err(|e| err(py, e))?;
+    fn new(ngrams: Vec<Vec<u8>>, specials: Vec<(u32, Vec<u8>)>) -> PyResult<Self> {
+        let m = Model::new(&ngrams, &specials)?;
         Ok(PyMixedgramModel { inner: Arc::new(m) })
     }
 
@@ -72,7 +57,7 @@ impl PyMixedgramModel {
     fn from_header(py: Python<'_>, data: &[u8]) -> PyResult<Self> {
         let m = py
             .detach(|| file::parse_header(data).and_then(|s| Model::from_keys(s, &[])))
-            .map_err(|e| err(py, e))?;
+            ?;
         Ok(PyMixedgramModel { inner: Arc::new(m) })
     }
 
@@ -93,7 +78,7 @@ impl PyMixedgramModel {
     /// Ids of latin1 bytes (NULs removed first) as uint16.
     #[pyo3(signature = (data, parse="greedy"))]
     fn encode<'py>(&self, py: Python<'py>, data: &[u8], parse: &str) -> PyResult<Bound<'py, PyArray1<u16>>> {
-        let parse = parse_of(py, parse)?;
+        let parse = parse_of(parse)?;
         let v = py.detach(|| self.inner.encode(&ngram::strip_nul(data).0, parse));
         Ok(PyArray1::from_vec(py, v))
     }
@@ -109,11 +94,11 @@ impl PyMixedgramModel {
         stop: usize,
     ) -> PyResult<(Bound<'py, PyArray1<u16>>, usize)> {
         if start > data.len() {
-            return Err(PyValueError::new_err(format!("start {start} is past the end ({})", data.len())));
+            return Err(Error::Invalid(format!("start {start} is past the end ({})", data.len())).into());
         }
         let end = stop.min(data.len()).max(start);
         if data[start..(end + 8).min(data.len())].contains(&0) {
-            return Err(PyValueError::new_err("encode_range needs NUL-free data; strip NULs first"));
+            return Err(Error::invalid("encode_range needs NUL-free data; strip NULs first").into());
         }
         let (v, next) = py.detach(|| {
             let mut out = Vec::new();
@@ -133,7 +118,7 @@ impl PyMixedgramModel {
         num_threads: Option<usize>,
     ) -> PyResult<FlatIds<'py>> {
         use rayon::prelude::*;
-        let parse = parse_of(py, parse)?;
+        let parse = parse_of(parse)?;
         let pool = pool(num_threads)?;
         let model = self.inner.clone();
         let (flat, offsets) = py.detach(|| {
@@ -153,7 +138,7 @@ impl PyMixedgramModel {
 
     fn decode_bytes<'py>(&self, py: Python<'py>, ids: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
         let ids = ids_from(ids)?;
-        let b = py.detach(|| self.inner.decode(&ids)).map_err(|e| err(py, e))?;
+        let b = py.detach(|| self.inner.decode(&ids))?;
         Ok(PyBytes::new(py, &b))
     }
 
@@ -173,7 +158,7 @@ impl PyMixedgramModel {
     /// A whole `.mxgram` file of `data` (NULs removed): (file bytes, tokens).
     #[pyo3(signature = (data, parse="greedy"))]
     fn compress<'py>(&self, py: Python<'py>, data: &[u8], parse: &str) -> PyResult<(Bound<'py, PyBytes>, usize)> {
-        let parse = parse_of(py, parse)?;
+        let parse = parse_of(parse)?;
         let (out, n) = py.detach(|| {
             let text = ngram::strip_nul(data).0;
             let ids = self.inner.encode(&text, parse);
@@ -193,14 +178,14 @@ impl PyMixedgramModel {
                 let mut out = Vec::new();
                 file::decode_stream(&self.inner, data, base, is_last, &mut out).map(|_| out)
             })
-            .map_err(|e| err(py, e))?;
+            ?;
         Ok(PyBytes::new(py, &out))
     }
 
     /// How often each id occurs in a packed stream chunk (uint64, 4096).
     #[pyo3(signature = (data, base=0, is_last=true))]
     fn histogram<'py>(&self, py: Python<'py>, data: &[u8], base: usize, is_last: bool) -> PyResult<Bound<'py, PyArray1<u64>>> {
-        let h = py.detach(|| file::histogram(&self.inner, data, base, is_last)).map_err(|e| err(py, e))?;
+        let h = py.detach(|| file::histogram(&self.inner, data, base, is_last))?;
         Ok(PyArray1::from_vec(py, h))
     }
 }
@@ -216,7 +201,7 @@ fn mixedgram_train<'py>(
     num_threads: Option<usize>,
 ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyDict>)> {
     if slots > ngram::NGRAM_SLOTS {
-        return Err(err(py, NgramError::Invalid(format!("slots must be at most {}", ngram::NGRAM_SLOTS))));
+        return Err(Error::Invalid(format!("slots must be at most {}", ngram::NGRAM_SLOTS)).into());
     }
     let pool = pool(num_threads)?;
     let (top, stats, removed, len) = py.detach(|| {
@@ -240,37 +225,37 @@ fn mixedgram_train<'py>(
 /// Pack a token stream (ids 1..4095; an odd count gets a padding 0).
 #[pyfunction]
 fn mixedgram_pack<'py>(py: Python<'py>, ids: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
-    let ids = ids12(py, ids)?;
-    let b = py.detach(|| pack::pack_stream(&ids)).map_err(|e| err(py, e))?;
+    let ids = ids12(ids)?;
+    let b = py.detach(|| pack::pack_stream(&ids))?;
     Ok(PyBytes::new(py, &b))
 }
 
 /// Unpack a token stream (final padding dropped; FormatError with offset).
 #[pyfunction]
 fn mixedgram_unpack<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyArray1<u16>>> {
-    let v = py.detach(|| pack::unpack_stream(data)).map_err(|e| err(py, e))?;
+    let v = py.detach(|| pack::unpack_stream(data))?;
     Ok(PyArray1::from_vec(py, v))
 }
 
 /// Raw 12-bit packing of any values 0..4095 (odd count: a 0 is added).
 #[pyfunction]
 fn mixedgram_pack12<'py>(py: Python<'py>, ids: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
-    let ids = ids12(py, ids)?;
-    let b = py.detach(|| pack::pack12(&ids)).map_err(|e| err(py, e))?;
+    let ids = ids12(ids)?;
+    let b = py.detach(|| pack::pack12(&ids))?;
     Ok(PyBytes::new(py, &b))
 }
 
 /// Raw 12-bit unpacking: two values per triple.
 #[pyfunction]
 fn mixedgram_unpack12<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyArray1<u16>>> {
-    let v = py.detach(|| pack::unpack12(data)).map_err(|e| err(py, e))?;
+    let v = py.detach(|| pack::unpack12(data))?;
     Ok(PyArray1::from_vec(py, v))
 }
 
 /// The latin1 text of a whole `.mxgram` file.
 #[pyfunction]
 fn mixedgram_decompress<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
-    let v = py.detach(|| file::decompress(data)).map_err(|e| err(py, e))?;
+    let v = py.detach(|| file::decompress(data))?;
     Ok(PyBytes::new(py, &v))
 }
 
