@@ -172,7 +172,7 @@ def test_cli_shards_and_fingerprint_read_the_record(toy, tmp_path, capsys):
     assert tokenizer_fingerprint(other) != tokenizer_fingerprint(tok)
 
 
-def test_cli_without_the_record_has_no_toy_command(tmp_path, capsys):
+def test_cli_without_the_record_has_no_toy_command():
     from tokenforge.cli.main import build_parser
 
     sub = next(a for a in build_parser()._actions if a.dest == "command")

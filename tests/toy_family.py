@@ -41,7 +41,7 @@ import numpy as np
 
 from tokenforge.base import Tokenizer
 from tokenforge.data.corpus import Texts, corpus_documents
-from tokenforge.errors import ChecksumError, FormatError, SpecialTokenError, VersionError, VocabSizeError
+from tokenforge.errors import ChecksumError, FormatError, SpecialTokenError, TokenforgeError, VersionError, VocabSizeError
 from tokenforge.formats.atomic import atomic_write
 from tokenforge.formats.checksum import json_checksum
 from tokenforge.registry import Family, Format, SpecRule
@@ -64,7 +64,7 @@ class CharTokenizer(Tokenizer):
         n = len(self._chars)
         self._specials = {s: n + 256 + k for k, s in enumerate(special_tokens)}
         if len(self._ids) != n or len(self._specials) != len(special_tokens):
-            raise ValueError("characters and special tokens must be unique")
+            raise TokenforgeError("characters and special tokens must be unique")
 
     # ---- training: the one corpus rule of tokenforge.data.corpus -----------
     @classmethod
@@ -207,7 +207,7 @@ def read_toy(raw: bytes, path) -> CharTokenizer:
                             path=path)
     try:
         return CharTokenizer(chars, specials)
-    except ValueError as e:
+    except TokenforgeError as e:
         raise FormatError(str(e), path=path) from None
 
 
