@@ -150,6 +150,14 @@ def test_runs_through_compare(toy, tmp_path):
     # the trained tokenizers were cached in the toy's own format and are reused (loaded by the sniffer)
     again = run_compare(opts)
     assert all(r["reused"] for r in again["rows"])
+    # and the command line: its spec parser is the same one
+    from tokenforge.cli.main import main
+
+    cli_out = tmp_path / "cli"
+    assert main(["compare", opts.corpus[0], "--families", "toy:min_count=2", "--vocab-sizes", "280",
+                 "--eval-mb", "0.05", "-o", str(cli_out), "-q"]) == 0
+    row = json.loads((cli_out / "results.json").read_text())["rows"][0]
+    assert row["label"] == "toy:min_count=2 @280" and row["cls"] == "CharTokenizer" and "error" not in row
 
 
 def test_cli_shards_and_fingerprint_read_the_record(toy, tmp_path, capsys):
