@@ -19,23 +19,33 @@ importing this module costs nothing and never imports a family, ``eval``,
 Adding a family: write its module (a :class:`~tokenforge.base.Tokenizer`
 subclass with ``train(corpus)`` and ``train_from_iterator(texts)``, see
 :mod:`tokenforge.data.corpus`), then add one :class:`Family` to
-:data:`FAMILIES` (and its sniffers' place in :data:`LOAD_ORDER`).
+:data:`FAMILIES` (and its sniffers' place in :data:`LOAD_ORDER`). A family
+that lives outside the package (a test's toy family, a user's own class) is
+added at run time with :func:`register` and removed with :func:`unregister`
+(or both, around a block, with :func:`registered`); its sniffers are tried
+after those of the built-in families, so it can never shadow their files.
+``docs/architecture.md`` walks through it.
 
-Not handled: families from other packages (entry points); a record added at
-run time is seen by :func:`load` and ``compare`` but not by an already-built
-command-line parser.
+Not handled: families from other packages found automatically (entry points);
+a record added at run time is seen by :func:`load`, ``compare``, shards and
+fingerprints at once, but by the command line only when its parser is built
+afterwards (``tokenforge.cli.main.main`` builds one per call); ``FAMILY_CLASSES``
+in :mod:`tokenforge.eval.families` lists the built-in families only.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
+import re
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from .errors import FormatError, TokenforgeError
 
-__all__ = ["Family", "Format", "SpecRule", "FAMILIES", "LOAD_ORDER", "family", "family_of", "load", "formats"]
+__all__ = ["Family", "Format", "SpecRule", "FAMILIES", "LOAD_ORDER", "family", "family_of", "load", "formats",
+           "register", "unregister", "registered"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -301,6 +311,54 @@ FAMILIES: dict[str, Family] = {
 #: also hold a key named "model", which Hugging Face's sniffer looks for;
 #: mixedgram's and LZ78's sniffers look for their own markers)
 LOAD_ORDER = ("growing", "mixedgram", "lz78", "bpe")
+
+
+#: a family name: what a spec (``name:word:key=value``, comma-separated, lower-cased) can hold
+_NAME = re.compile(r"[a-z][a-z0-9_-]*\Z")
+
+
+def register(fam: Family) -> Family:
+    """Add a family record at run time (a family defined outside the package).
+
+    From then on :func:`load` tries its sniffers (after the built-in families'),
+    ``compare`` accepts its spec, shards and fingerprints name it, and a
+    command-line parser built afterwards has its subcommand. The name must be
+    new and fit in a spec (a lower-case letter, then letters, digits, ``_`` or
+    ``-``). Returns ``fam``; :func:`unregister` undoes it."""
+    if not isinstance(fam, Family):
+        raise TypeError(f"register expects a tokenforge.registry.Family, not {type(fam).__name__}")
+    if not isinstance(fam.name, str) or not _NAME.match(fam.name):
+        raise TokenforgeError(
+            f"family name {fam.name!r} cannot be written in a spec: use a lower-case letter, then letters, digits, "
+            "'_' or '-'"
+        )
+    if fam.name in FAMILIES:
+        raise TokenforgeError(f"a family named {fam.name!r} is already registered")
+    if not isinstance(fam.spec, SpecRule):
+        raise TypeError(f"family {fam.name!r}: spec must be a SpecRule, not {type(fam.spec).__name__}")
+    FAMILIES[fam.name] = fam
+    return fam
+
+
+def unregister(name: str) -> Family:
+    """Remove a record :func:`register` added and return it; the built-in
+    families (:data:`LOAD_ORDER`) cannot be removed."""
+    if name in LOAD_ORDER:
+        raise TokenforgeError(f"{name!r} is a built-in family and cannot be unregistered")
+    if name not in FAMILIES:
+        raise TokenforgeError(f"no registered family named {name!r}")
+    return FAMILIES.pop(name)
+
+
+@contextlib.contextmanager
+def registered(fam: Family):
+    """``with registered(fam):`` the family is registered inside the block
+    only (it is removed however the block ends)."""
+    register(fam)
+    try:
+        yield fam
+    finally:
+        unregister(fam.name)
 
 
 def family(name: str) -> Family:
