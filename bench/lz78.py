@@ -32,8 +32,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 from tokenforge import BPETokenizer, LZ78Tokenizer, _core
 from tokenforge.lz78 import STRATEGIES
 

@@ -28,7 +28,6 @@ from tokenforge.formats.tiktoken_io import (
     lowest_rank_split,
     mergeable_ranks,
     read_tiktoken_file,
-    write_tiktoken_file,
 )
 
 SETTINGS = settings(max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])

@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokenforge.data.corpus import corpus_bytes, corpus_files, iter_documents
-from tokenforge.progress import Progress, progress_bar
 from tokenforge.errors import CorpusError
+from tokenforge.progress import Progress, progress_bar
 
 zstandard = pytest.importorskip("zstandard")
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from eval_stubs import DictTokenizer, FlatOnly, parse_tsv, SEED_TSV
-
 import tokenforge
+from eval_stubs import SEED_TSV, DictTokenizer, FlatOnly, parse_tsv
 from tokenforge.bpe_structure import bpe_embedding_metadata
 from tokenforge.embedding_meta import EmbeddingModeError, duplicate_pairs, get_embedding_metadata, validate_metadata
 

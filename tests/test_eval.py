@@ -9,9 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from eval_stubs import DictTokenizer
-
 import tokenforge
+from eval_stubs import DictTokenizer
 from tokenforge.eval.bpb import BPBError, bits_per_byte, select_documents, summarize
 from tokenforge.eval.families import SpecError, parse_specs
 from tokenforge.eval.metrics import compression_metrics, renyi_efficiency

@@ -87,7 +87,6 @@ def test_run_bpb_two_seeds_and_structured_mode(tmp_path):
 
 def test_run_bpb_refuses_inexact_token_bytes_before_training(tmp_path):
     from eval_stubs import DictTokenizer
-
     from tokenforge.eval.bpb import BPBError
 
     class ThreeBytes(DictTokenizer):  # nanochat's first version: a lone partial UTF-8 byte counted as 3 bytes

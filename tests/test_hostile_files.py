@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import pickle
-import re
 import random
+import re
 import struct
 from pathlib import Path
 

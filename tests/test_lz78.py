@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -20,8 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokenforge import BPETokenizer, GrowingBPETokenizer, LZ78Tokenizer, Latin1Error, Mixedgram
-from tokenforge import base, bpe, growing
+from tokenforge import BPETokenizer, GrowingBPETokenizer, Latin1Error, LZ78Tokenizer, Mixedgram, base, bpe, growing
 from tokenforge.base import SURROGATE_ERRORS, decode_utf8
 from tokenforge.errors import CorpusError
 

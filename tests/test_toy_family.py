@@ -16,11 +16,11 @@ import json
 import pickle
 
 import pytest
-from toy_family import TOY, CharTokenizer
 
 import tokenforge
 from tokenforge import registry
 from tokenforge.errors import ChecksumError, CorpusError, FormatError, TokenforgeError, VersionError
+from toy_family import TOY, CharTokenizer
 
 BUILT_IN = ["bpe", "lz78", "mixedgram", "growing"]
 DOCS = [f"Document {i}: the quick brown fox jumps over the lazy dog; café, naïve, 日本 {i}\n" for i in range(60)]

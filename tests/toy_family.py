@@ -41,7 +41,14 @@ import numpy as np
 
 from tokenforge.base import Tokenizer
 from tokenforge.data.corpus import Texts, corpus_documents
-from tokenforge.errors import ChecksumError, FormatError, SpecialTokenError, TokenforgeError, VersionError, VocabSizeError
+from tokenforge.errors import (
+    ChecksumError,
+    FormatError,
+    SpecialTokenError,
+    TokenforgeError,
+    VersionError,
+    VocabSizeError,
+)
 from tokenforge.formats.atomic import atomic_write
 from tokenforge.formats.checksum import json_checksum
 from tokenforge.registry import Family, Format, SpecRule

@@ -52,8 +52,7 @@ import numpy as np
 
 from . import _core
 from . import sync as _sync
-from .base import Tokenizer, _check_texts
-from .base import batch_ids, decode_utf8, encode_around_surrogates, feed_around_surrogates
+from .base import Tokenizer, _check_texts, batch_ids, decode_utf8, encode_around_surrogates, feed_around_surrogates
 from .bpe_structure import bpe_embedding_metadata
 from .data.corpus import Texts, corpus_documents
 from .errors import TokenforgeError, VocabSizeError

@@ -39,7 +39,6 @@ from ..registry import FAMILIES
 from . import compare as _compare_cli
 from .stats import inspect_lines, vocabulary_stats  # noqa: F401  (tokenforge.cli.main.vocabulary_stats stays)
 
-
 # ---------------------------------------------------------------------------
 # one parser class and one error handler for every command and script
 # ---------------------------------------------------------------------------

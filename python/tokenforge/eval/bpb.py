@@ -44,8 +44,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..errors import TokenforgeError
 from ..embedding_meta import model_vocab_size
+from ..errors import TokenforgeError
 
 __all__ = [
     "BPBConfig",

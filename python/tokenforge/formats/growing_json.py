@@ -45,7 +45,10 @@ from ..errors import FormatError, VersionError
 from . import checksum
 from ._jsonutil import JsonDoc, parse_json
 from .atomic import atomic_write
-from .patterns import CL100K_PATTERN, pattern_compile_problem  # CL100K: the seed's split pattern (numbers of 1-3 digits)
+from .patterns import (  # CL100K: the seed's split pattern (numbers of 1-3 digits)
+    CL100K_PATTERN,
+    pattern_compile_problem,
+)
 
 __all__ = [
     "FORMAT_NAME",
