@@ -81,7 +81,10 @@ def _tsv_expected():
     return rows, lz, trie
 
 
-@pytest.mark.parametrize("mode,cls", [("structured", StructuredEmbedding), ("hierarchical", HierarchicalEmbedding), ("tuple", TupleEmbedding)])
+@pytest.mark.parametrize(
+    "mode,cls",
+    [("structured", StructuredEmbedding), ("hierarchical", HierarchicalEmbedding), ("tuple", TupleEmbedding)],
+)
 def test_parent_tables_match_the_tsv(mode, cls):
     tok = DictTokenizer()
     emb = build_embedding(tok, mode, 8)

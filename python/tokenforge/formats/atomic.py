@@ -238,8 +238,10 @@ def atomic_open(path, mode: str = "wb", encoding: str | None = None, *, clean: b
         _after_save(directory)
         _fsync_dir(directory)
     except OSError as e:
-        ours = e.filename is None or os.fspath(e.filename) == os.fspath(directory) or (
-            Path(e.filename).parent == directory and Path(e.filename).name.startswith(f".{path.name}.")
+        ours = (
+            e.filename is None
+            or os.fspath(e.filename) == os.fspath(directory)
+            or (Path(e.filename).parent == directory and Path(e.filename).name.startswith(f".{path.name}."))
         )
         if e.errno is None or not ours:
             raise

@@ -71,9 +71,14 @@ class _Tree(nn.Module):
     def __init__(self, parent, char, num_parents: int | None, num_chars: int):
         super().__init__()
         meta = validate_metadata(
-            {"parent": np.asarray(parent), "char": np.asarray(char), "num_chars": num_chars,
-             **({} if num_parents is None else {"num_parents": num_parents})},
-            mode=self.mode, who=type(self).__name__,
+            {
+                "parent": np.asarray(parent),
+                "char": np.asarray(char),
+                "num_chars": num_chars,
+                **({} if num_parents is None else {"num_parents": num_parents}),
+            },
+            mode=self.mode,
+            who=type(self).__name__,
         )
         self.vocab_size = len(meta["parent"])
         self.num_parents, self.num_chars = meta["num_parents"], meta["num_chars"]
@@ -84,7 +89,14 @@ class _Tree(nn.Module):
     def from_metadata(cls, meta: dict, dim: int, **kwargs):
         """Build from an ``embedding_metadata`` dict (see :mod:`tokenforge.embedding_meta`)."""
         meta = validate_metadata(meta, mode=cls.mode, who="metadata")
-        return cls(meta["parent"], meta["char"], num_parents=meta["num_parents"], num_chars=meta["num_chars"], dim=dim, **kwargs)
+        return cls(
+            meta["parent"],
+            meta["char"],
+            num_parents=meta["num_parents"],
+            num_chars=meta["num_chars"],
+            dim=dim,
+            **kwargs,
+        )
 
     def _rows(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.parent[ids], self.char[ids]
@@ -100,7 +112,9 @@ class StructuredEmbedding(_Tree):
 
     mode = "structured"
 
-    def __init__(self, parent, char, *, num_chars: int, dim: int, num_parents: int | None = None, init_std: float = DEFAULT_STD):
+    def __init__(
+        self, parent, char, *, num_chars: int, dim: int, num_parents: int | None = None, init_std: float = DEFAULT_STD
+    ):
         super().__init__(parent, char, num_parents, num_chars)
         self.dim = int(dim)
         self.parent_embed = nn.Embedding(self.num_parents, self.dim)
@@ -113,7 +127,9 @@ class StructuredEmbedding(_Tree):
         return self.parent_embed(p) + self.char_embed(c)
 
     def extra_repr(self) -> str:
-        return f"vocab_size={self.vocab_size}, num_parents={self.num_parents}, num_chars={self.num_chars}, dim={self.dim}"
+        return (
+            f"vocab_size={self.vocab_size}, num_parents={self.num_parents}, num_chars={self.num_chars}, dim={self.dim}"
+        )
 
 
 class HierarchicalEmbedding(StructuredEmbedding):
@@ -161,8 +177,10 @@ class TupleEmbedding(_Tree):
         return self.proj(torch.cat([self.parent_embed(p), self.char_embed(c)], dim=-1))
 
     def extra_repr(self) -> str:
-        return (f"vocab_size={self.vocab_size}, num_parents={self.num_parents}, num_chars={self.num_chars}, "
-                f"parent_dim={self.parent_dim}, char_dim={self.char_dim}, dim={self.dim}")
+        return (
+            f"vocab_size={self.vocab_size}, num_parents={self.num_parents}, num_chars={self.num_chars}, "
+            f"parent_dim={self.parent_dim}, char_dim={self.char_dim}, dim={self.dim}"
+        )
 
 
 #: mode name -> class
