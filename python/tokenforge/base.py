@@ -35,13 +35,16 @@ import abc
 import codecs
 import itertools
 import re
-from typing import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 import numpy as np
 
 from .chat import ChatMixin
 from .embedding_meta import EmbeddingModeError
 from .errors import SpecialTokenError, TokenforgeError
+
+if TYPE_CHECKING:
+    from . import _core
 
 __all__ = [
     "Tokenizer",
@@ -481,6 +484,10 @@ class RustBacked:
     answers ``decode_bytes(ids)``, ``token_lengths()`` and ``id_bytes(id)``.
     List it before :class:`Tokenizer` in the bases."""
 
+    if TYPE_CHECKING:  # set by the family; `_check_id` comes from Tokenizer
+        _model: Any
+        _check_id: Callable[[int], int]
+
     def decode_bytes(self, ids) -> bytes:
         return self._model.decode_bytes(ids)
 
@@ -500,6 +507,11 @@ class CoreEncoded(RustBacked):
     ``encode_ordinary``, ``encode_ordinary_numpy``, ``encode(text, allowed)``,
     ``encode_batch`` / ``encode_batch_numpy``, ``encode_jsonl_block`` and
     ``vocab_size``; ``self._specials`` maps special texts to ids."""
+
+    if TYPE_CHECKING:  # set by the family; `_byte_id` comes from Tokenizer
+        _model: _core._Encoder
+        _specials: dict[str, int]
+        _byte_id: Callable[[int], int]
 
     @property
     def vocab_size(self) -> int:
@@ -546,7 +558,7 @@ class CoreEncoded(RustBacked):
 
 
 def batch_ids(
-    model, texts: list[str], num_threads: int | None, as_numpy: bool, vocab_size: int, byte_id: Callable[[int], int]
+    model, texts: Sequence[str], num_threads: int | None, as_numpy: bool, vocab_size: int, byte_id: Callable[[int], int]
 ):
     """Encode ``texts`` with a core model in parallel: lists of ids, or numpy
     arrays (views into one buffer; uint16 when ``vocab_size`` fits). Texts with
@@ -564,7 +576,7 @@ def batch_ids(
 
 
 def batch_flat(
-    model, texts: list[str], num_threads: int | None, byte_id: Callable[[int], int]
+    model, texts: Sequence[str], num_threads: int | None, byte_id: Callable[[int], int]
 ) -> tuple[np.ndarray, np.ndarray]:
     """A core model's ``encode_batch_numpy`` (flat uint32 ids, uint64 offsets),
     also for texts with lone surrogates (:func:`encode_around_surrogates`)."""

@@ -165,7 +165,7 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         data.validate()
         model = _core.BpeModel(
             list(data.byte_ids),
-            [tuple(m) for m in data.merges],
+            [(a, b, c) for a, b, c in data.merges],
             list(data.special_tokens.items()),
             data.pattern,
             "bytes",
@@ -264,7 +264,7 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         )
         data.split_specials = seed_mode
         if self is None:
-            tok = cls(data)
+            tok = cls(data)  # type: ignore[operator]  # _HybridMethod passes the class as `cls`
         else:
             self._set(data)
             tok = self
@@ -306,7 +306,7 @@ class BPETokenizer(CoreEncoded, Tokenizer):
     @property
     def merges(self) -> list[tuple[int, int, int]]:
         """(left, right, new_id) in the order learned."""
-        return [tuple(m) for m in self._data.merges]
+        return [(a, b, c) for a, b, c in self._data.merges]
 
     @property
     def data(self) -> BPEData:
@@ -557,7 +557,7 @@ def _train(
         )
     return BPEData(
         byte_ids=list(range(256)),
-        merges=[tuple(m) for m in merges],
+        merges=list(merges),
         special_tokens=special_ids,
         pattern=regex,
         pattern_name=pattern_name,

@@ -125,7 +125,7 @@ class _State:
     """
 
     data: GrowingData
-    model: object
+    model: _core.BpeModel
     views: dict = field(default_factory=dict)
 
 
@@ -369,7 +369,8 @@ class GrowingBPETokenizer(Tokenizer):
             texts = [_nfc(t) for t in texts]
         return batch_ids(st.model, texts, num_threads, as_numpy, st.data.next_merge_id, self._byte_id)
 
-    def encode(
+    # The seed's signature (HF-style special-token and padding options), not Tokenizer.encode's.
+    def encode(  # type: ignore[override]
         self,
         text,
         add_special_tokens: bool = True,

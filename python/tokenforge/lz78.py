@@ -111,6 +111,8 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
     greedy longest match over output entries as :meth:`encode`.
     """
 
+    _model: _core.Lz78Model
+
     family = "lz78"
 
     def __init__(self, data: LZ78Data, *, chunking: bool | None = None, special_tokens=None):
