@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -304,6 +305,7 @@ def cmd_pretokenize(args) -> int:
     from ..data.shards import INDEX_FILE, ShardSet, pretokenize
 
     tok = _load_tokenizer(args.tokenizer)
+    corpus: Iterable[Path] | Iterable[str]
     if args.input:
         corpus = [Path(p) for p in args.input]
         for p in corpus:

@@ -506,6 +506,7 @@ def _parquet_documents(path: Path, compression: str, text_field: str, progress) 
 
     size = path.stat().st_size
     try:
+        source: io.BytesIO | str
         if compression:
             with ExitStack() as stack:
                 stream, _ = _open_stream(stack, path, compression)

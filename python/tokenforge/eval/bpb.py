@@ -307,7 +307,8 @@ def train_and_evaluate(
     gen = torch.Generator().manual_seed(seed)
     per_epoch = math.ceil(len(data) / cfg.batch_size)
     steps = max(1, int(round(per_epoch * cfg.epochs)))
-    decay, no_decay = [], []
+    decay: list = []
+    no_decay: list = []
     for n, p in model.named_parameters():
         (decay if p.dim() >= 2 and not n.startswith("embed.") else no_decay).append(p)
     opt = torch.optim.AdamW(

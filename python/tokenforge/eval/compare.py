@@ -26,6 +26,7 @@ import platform
 import re
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ..data.fingerprint import tokenizer_fingerprint
@@ -63,7 +64,7 @@ class CompareOptions:
     command: str = "tokenforge compare"
     title: str = "Tokenizer comparison"
     reuse: bool = True
-    log: object = None  # a callable(str) for status lines; default prints to stderr
+    log: Callable[[str], None] | None = None  # status lines go here; default prints to stderr
 
 
 def _mb(x: float | None) -> int | None:

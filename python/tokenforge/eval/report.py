@@ -132,7 +132,7 @@ def bpb_table(results: dict) -> tuple[list[str], list[list[str]]]:
 
 def seed_ordering(results: dict) -> list[str]:
     """Whether the seed's ordering (BPE < frequency_gated chunked < unchunked, by BPB) holds, per vocab size and mode."""
-    by = {}
+    by: dict = {}
     for r in _rows(results):
         key = None
         if r["spec"] == "bpe":

@@ -50,6 +50,7 @@ import math
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 from ..errors import ChecksumError, FormatError
 from ._jsonutil import JsonDoc, _offset_of
@@ -137,7 +138,7 @@ def refuse_lone_surrogates(text: str) -> None:
 
 def _non_finite_path(value) -> list | None:
     """The JSON path of the first NaN/infinity in ``value``, or None (iterative: no depth limit)."""
-    stack = [([], value)]
+    stack: list[tuple[list, Any]] = [([], value)]
     while stack:
         where, v = stack.pop()
         if isinstance(v, float) and not math.isfinite(v):

@@ -126,6 +126,11 @@ class _Obj(dict):
             self[k] = v
 
 
+def _dups(obj: dict) -> list:
+    """The keys an object of a parsed document (an :class:`_Obj`) saw more than once."""
+    return getattr(obj, "dups", [])
+
+
 def _is_int(x) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
@@ -151,8 +156,8 @@ def parse_growing_json(text: str, origin) -> GrowingData:
         )
     doc = JsonDoc(origin, text, value)
     v = value
-    if v.dups:
-        raise doc.error([v.dups[0]], "key appears more than once")
+    if _dups(v):
+        raise doc.error([_dups(v)[0]], "key appears more than once")
 
     ours = "format" in v
     if ours:
@@ -216,7 +221,7 @@ def parse_growing_json(text: str, origin) -> GrowingData:
             ["sources_contributed"], f"expected an object {{source: merges}}, found {json.dumps(sources)[:60]}"
         )
     if getattr(sources, "dups", None):
-        raise doc.error(["sources_contributed", sources.dups[0]], "source appears more than once")
+        raise doc.error(["sources_contributed", _dups(sources)[0]], "source appears more than once")
     for name, count in sources.items():
         if not _is_int(count) or count < 0:
             raise doc.error(
@@ -248,8 +253,8 @@ def parse_growing_json(text: str, origin) -> GrowingData:
 def _read_merges(doc: JsonDoc, merges) -> list[tuple[int, int]]:
     if not isinstance(merges, dict):
         raise doc.error(["merges"], f'expected an object {{"left_right": id}}, found a JSON {type(merges).__name__}')
-    if merges.dups:
-        raise doc.error(["merges", merges.dups[0]], "merge key appears more than once")
+    if _dups(merges):
+        raise doc.error(["merges", _dups(merges)[0]], "merge key appears more than once")
     entries = []
     for key, mid in merges.items():
         m = _MERGE_KEY.match(key)
@@ -306,8 +311,8 @@ def _read_merge_to_tokens(doc: JsonDoc, m2t, check: list[tuple[int, int]] | None
         raise doc.error(
             ["merge_to_tokens"], f'expected an object {{"id": [left, right]}}, found a JSON {type(m2t).__name__}'
         )
-    if m2t.dups:
-        raise doc.error(["merge_to_tokens", m2t.dups[0]], "id appears more than once")
+    if _dups(m2t):
+        raise doc.error(["merge_to_tokens", _dups(m2t)[0]], "id appears more than once")
     entries = []
     for key, parts in m2t.items():
         if _ID_KEY.match(key) is None:

@@ -261,6 +261,7 @@ def _require(doc: JsonDoc, where, ok: bool, message: str) -> None:
 def _read_pattern(doc: JsonDoc) -> str | None:
     """The split pattern the pre-tokenizer stands for; FormatError if it is not byte-level BPE's."""
     pre = doc.value.get("pre_tokenizer")
+    places: list[list[str | int]]
     steps, places = [pre], [["pre_tokenizer"]]
     if isinstance(pre, dict) and pre.get("type") == "Sequence":
         steps = pre.get("pretokenizers")

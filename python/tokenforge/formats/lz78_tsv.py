@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -333,7 +334,7 @@ def _read_lines(lines: list[str], path, tsv_format: str | None, strict: bool) ->
 
 def _data_rows(lines: list[str], start: int, ours: bool, columns: tuple) -> list[tuple[int, list[str]]]:
     """(1-based line number, fields) of each data row."""
-    rows = []
+    rows: list[tuple[int, list[str]]] = []
     for i in range(start, len(lines)):
         line = lines[i]
         if line.endswith("\r") and ours:
@@ -587,7 +588,7 @@ def drop_unwritable(data: LZ78Data) -> tuple[LZ78Data, int]:
     dropped = keep.count(False)
     if not dropped:
         return data, 0
-    new = {}
+    new: dict[int, int] = {}
     for k, ok in enumerate(keep):
         if ok:
             new[k + 1] = len(new) + 1
@@ -629,7 +630,7 @@ def lz78_tsv_text(data: LZ78Data, *, style: str = "tokenforge") -> str:
         if seed:
             _seed_check(data, "compressed")
             lines = []
-            esc = str
+            esc: Callable[[str], str] = str
         else:
             lines = _header_lines(data, "compressed")
             lines.append("\t".join(COMPRESSED_COLUMNS))

@@ -46,7 +46,7 @@ def split_chunks(texts, chunking: bool) -> list[str]:
         return [t for t in texts if t]
     import regex
 
-    out = []
+    out: list[str] = []
     for t in texts:
         out.extend(m for m in regex.findall(GPT4_PATTERN, t) if m)
     return out

@@ -27,6 +27,8 @@ embedding has no single row per id to tie).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 from torch import nn
@@ -67,6 +69,11 @@ class _Tree(nn.Module):
     """Shared part of the tree modes: the per-id parent and character index buffers."""
 
     mode = "tree"
+    # buffers (register_buffer) and the subclasses' tables, for the type checker
+    parent: torch.Tensor
+    char: torch.Tensor
+    parent_embed: nn.Embedding
+    char_embed: nn.Embedding
 
     def __init__(self, parent, char, num_parents: int | None, num_chars: int):
         super().__init__()
@@ -94,7 +101,7 @@ class _Tree(nn.Module):
             meta["char"],
             num_parents=meta["num_parents"],
             num_chars=meta["num_chars"],
-            dim=dim,
+            dim=dim,  # type: ignore[call-arg]  # cls is a subclass: they all take dim
             **kwargs,
         )
 
@@ -184,7 +191,7 @@ class TupleEmbedding(_Tree):
 
 
 #: mode name -> class
-EMBEDDINGS = {
+EMBEDDINGS: dict[str, type[Any]] = {
     "flat": FlatEmbedding,
     "structured": StructuredEmbedding,
     "hierarchical": HierarchicalEmbedding,

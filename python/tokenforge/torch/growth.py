@@ -124,7 +124,7 @@ def _grow_rows(old: torch.Tensor, rows: int, init_std: float, generator) -> torc
     return new
 
 
-def _swap_in_optimizer(optimizer, old: nn.Parameter, new: nn.Parameter) -> None:
+def _swap_in_optimizer(optimizer, old: torch.Tensor, new: nn.Parameter) -> None:
     """Point the optimizer at ``new`` and grow its per-parameter state with zeros."""
     for group in optimizer.param_groups:
         group["params"] = [new if p is old else p for p in group["params"]]
@@ -359,7 +359,7 @@ def expand_vocabulary(
         if head is not None:
             _grow_head(head, old, cap, init_std, generator, optimizer, tied_to=new_w if tied else None)
     if isinstance(model_or_modules, nn.Module) and isinstance(getattr(model_or_modules, "vocab_capacity", None), int):
-        model_or_modules.vocab_capacity = cap
+        model_or_modules.vocab_capacity = cap  # type: ignore[assignment]  # a plain int attribute, not a submodule
     return cap
 
 
