@@ -3,7 +3,8 @@
 #   make demo    train on the built-in corpus and show the result
 #   make test    cargo test + the whole pytest suite
 #   make bench   build the benchmark corpus if needed, then run bench/bpe.py
-#   make lint    cargo clippy + a syntax check of the Python
+#   make lint    ruff (lint, format check), cargo fmt --check, clippy (warnings are errors),
+#                mypy on the package, and stubtest of _core.pyi against the built extension
 
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -56,9 +57,14 @@ bench: $(BUILT) $(DEV)
 	$(PY) bench/mixedgram.py
 	$(PY) bench/growing.py
 
-lint: $(BUILT)
-	cargo clippy --all-targets -q -- -D warnings
-	$(PY) -m compileall -q python tests bench scripts
+# ruff and mypy come with the dev extra; stubtest imports the extension $(BUILT) installed.
+lint: $(BUILT) $(DEV)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	cargo fmt --check
+	cargo clippy --all-targets --features python -q -- -D warnings
+	$(PY) -m mypy python/tokenforge
+	$(PY) -m mypy.stubtest tokenforge._core
 
 clean:
 	rm -rf $(VENV) target python/tokenforge/_core*.so

@@ -58,14 +58,25 @@ def main() -> int:
         print(e, file=sys.stderr)
         return 1
     tok = tokenforge.load(_tokenizer(args.spec, args.vocab))
-    print(f"{args.spec} at {args.vocab}: {type(tok).__name__} with {tok.vocab_size} ids; "
-          f"training text {args.train_mb:g} MB ({len(train)} documents), held out {args.eval_mb:g} MB")
+    print(
+        f"{args.spec} at {args.vocab}: {type(tok).__name__} with {tok.vocab_size} ids; "
+        f"training text {args.train_mb:g} MB ({len(train)} documents), held out {args.eval_mb:g} MB"
+    )
     cal = calibrate(2)["scaling"]
-    print(f"machine: 2 threads do {cal:.2f}x the work of one right now (2.0 = two free cores); "
-          f"load average {os.getloadavg()}")
+    print(
+        f"machine: 2 threads do {cal:.2f}x the work of one right now (2.0 = two free cores); "
+        f"load average {os.getloadavg()}"
+    )
     lrs = [None] if args.lr is None else [float(x) for x in args.lr.split(",")]
-    report = {"spec": args.spec, "vocab": args.vocab, "train_mb": args.train_mb, "eval_mb": args.eval_mb,
-              "machine_scaling": cal, "runs": [], "argv": sys.argv[1:]}
+    report = {
+        "spec": args.spec,
+        "vocab": args.vocab,
+        "train_mb": args.train_mb,
+        "eval_mb": args.eval_mb,
+        "machine_scaling": cal,
+        "runs": [],
+        "argv": sys.argv[1:],
+    }
     for lr in lrs:
         cfg = BPBConfig(threads=args.threads, embedding=args.embedding)
         if lr is not None:
@@ -79,13 +90,19 @@ def main() -> int:
             wall = time.perf_counter() - t0
         for r in res["runs"]:
             total = r["train_seconds"] + r["eval_seconds"]
-            print(f"lr {cfg.lr:g} seed {r['seed']}: BPB {r['bpb']:.4f}; {r['steps']} steps on {r['train_tokens']:,} tokens: "
-                  f"train {r['train_seconds']:.0f} s + eval {r['eval_seconds']:.0f} s = {total:.0f} s "
-                  f"({'PASS' if total <= 300 else 'FAIL'} <= 300 s); load {r['loadavg']}")
+            print(
+                f"lr {cfg.lr:g} seed {r['seed']}: BPB {r['bpb']:.4f}; {r['steps']} steps on {r['train_tokens']:,} tokens: "
+                f"train {r['train_seconds']:.0f} s + eval {r['eval_seconds']:.0f} s = {total:.0f} s "
+                f"({'PASS' if total <= 300 else 'FAIL'} <= 300 s); load {r['loadavg']}"
+            )
         s = summarize([r["bpb"] for r in res["runs"]])
-        print(f"lr {cfg.lr:g}: BPB {s['mean']:.4f} ± {s['std']:.4f} over {s['n']} seeds; whole run {wall:.0f} s "
-              f"(pretokenizing included); blocks {res['runs'][0]['params_blocks']:,} parameters")
-        report["runs"].append({"config": cfg.to_dict(), "lr": cfg.lr, "bpb": s, "wall_seconds": wall, "per_seed": res["runs"]})
+        print(
+            f"lr {cfg.lr:g}: BPB {s['mean']:.4f} ± {s['std']:.4f} over {s['n']} seeds; whole run {wall:.0f} s "
+            f"(pretokenizing included); blocks {res['runs'][0]['params_blocks']:,} parameters"
+        )
+        report["runs"].append(
+            {"config": cfg.to_dict(), "lr": cfg.lr, "bpb": s, "wall_seconds": wall, "per_seed": res["runs"]}
+        )
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"bpb_{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.write_text(json.dumps(report, indent=1))

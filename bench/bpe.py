@@ -189,13 +189,18 @@ def train_hf(st: dict) -> dict:
 
     tok = Tokenizer(models.BPE(unk_token=None, byte_fallback=False, fuse_unk=False))
     tok.normalizer = None
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(pattern=Regex(PATTERN), behavior="isolated", invert=False),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-    ])
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(pattern=Regex(PATTERN), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=st["vocab"], min_frequency=0, show_progress=False, special_tokens=[],
+        vocab_size=st["vocab"],
+        min_frequency=0,
+        show_progress=False,
+        special_tokens=[],
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
     )
     tok.train_from_iterator(iter(st["docs"]), trainer=trainer, length=len(st["docs"]))
@@ -207,11 +212,22 @@ def train_spm(st: dict) -> dict:
 
     prefix = os.path.join(st["out_dir"], f"spm_{st['tag']}")
     spm.SentencePieceTrainer.train(
-        input=st["path"], model_prefix=prefix, model_type="bpe", vocab_size=st["vocab"],
-        byte_fallback=True, character_coverage=0.9999, num_threads=st["threads"],
-        input_sentence_size=0, shuffle_input_sentence=False, max_sentence_length=1 << 16,
-        normalization_rule_name="identity", add_dummy_prefix=False, remove_extra_whitespaces=False,
-        allow_whitespace_only_pieces=True, split_digits=False, minloglevel=2,
+        input=st["path"],
+        model_prefix=prefix,
+        model_type="bpe",
+        vocab_size=st["vocab"],
+        byte_fallback=True,
+        character_coverage=0.9999,
+        num_threads=st["threads"],
+        input_sentence_size=0,
+        shuffle_input_sentence=False,
+        max_sentence_length=1 << 16,
+        normalization_rule_name="identity",
+        add_dummy_prefix=False,
+        remove_extra_whitespaces=False,
+        allow_whitespace_only_pieces=True,
+        split_digits=False,
+        minloglevel=2,
     )
     sp = spm.SentencePieceProcessor(model_file=prefix + ".model")
     return {"vocab_size": sp.get_piece_size()}
@@ -297,8 +313,10 @@ def enc_hf_batch(st: dict) -> dict:
 def enc_tf_scaling(st: dict) -> dict:
     """One round: our encode_batch on 1 thread, then on ``threads``, back to back."""
     enc, data, n = st["enc"], st["data"], st["threads"]
-    best = interleaved(st, {"1t": lambda: enc.encode_batch(data, num_threads=1),
-                            f"{n}t": lambda: enc.encode_batch(data, num_threads=n)})
+    best = interleaved(
+        st,
+        {"1t": lambda: enc.encode_batch(data, num_threads=1), f"{n}t": lambda: enc.encode_batch(data, num_threads=n)},
+    )
     return {**best, "ratio": best["best_1t"] / best[f"best_{n}t"]}
 
 
@@ -323,8 +341,14 @@ def check_ids(tag: str, ranks_file: str, mb: float) -> dict:
         hf = HFTokenizer.from_file(f"{d}/tokenizer.json")
     hf_ids = [i for e in hf.encode_batch(docs, add_special_tokens=False) for i in e.ids]
     hf_equal = hf_ids == [i for x in tf.encode_batch(docs) for i in x]
-    return {"equal": first is None, "batch_equal": batch_ok, "hf_equal": hf_equal, "tokens_tokenforge": len(a),
-            "tokens_tiktoken": len(b), "first_difference": first}
+    return {
+        "equal": first is None,
+        "batch_equal": batch_ok,
+        "hf_equal": hf_equal,
+        "tokens_tokenforge": len(a),
+        "tokens_tiktoken": len(b),
+        "first_difference": first,
+    }
 
 
 def check_lexicographic(mb: float, merges: int) -> dict:
@@ -335,8 +359,9 @@ def check_lexicographic(mb: float, merges: int) -> dict:
     text = load_text("train_50mb", mb)
     counts = ref.count_words([text], ref.GPT2_PATTERN)
     want = [tuple(m) for m in ref.train_reference(counts, merges, tie_break="lexicographic")]
-    got = tokenforge.BPETokenizer.train_from_iterator([text], 256 + merges, pattern="gpt2", tie_break="lexicographic",
-                                        special_tokens=None, progress=False).merges
+    got = tokenforge.BPETokenizer.train_from_iterator(
+        [text], 256 + merges, pattern="gpt2", tie_break="lexicographic", special_tokens=None, progress=False
+    ).merges
     return {"equal": got == want, "merges": len(got)}
 
 
@@ -364,17 +389,29 @@ def tokenforge_status() -> str | None:
 
 
 def parse_args(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="smoke run: 5 MB, 4,096 vocab, 2 MB encode, 0.1 MB pathological")
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--quick", action="store_true", help="smoke run: 5 MB, 4,096 vocab, 2 MB encode, 0.1 MB pathological"
+    )
     ap.add_argument("--mb", type=float, help="training text in MB (default 50; quick 5)")
     ap.add_argument("--vocab", type=int, help="vocabulary size (default 32768; quick 4096)")
     ap.add_argument("--spm-mb", type=float, help="sentencepiece's training text in MB (default: same as --mb)")
-    ap.add_argument("--encode-mb", type=float, help="held-out text to encode in MB (default 10, capped by heldout.txt; quick 2)")
+    ap.add_argument(
+        "--encode-mb", type=float, help="held-out text to encode in MB (default 10, capped by heldout.txt; quick 2)"
+    )
     ap.add_argument("--patho-mb", type=float, help="size of each pathological input in MB (default 1; quick 0.1)")
-    ap.add_argument("--patho-timeout", type=float, help="seconds before a pathological run is killed (default 60; quick 20)")
-    ap.add_argument("--train-timeout", type=float, default=3600, help="seconds before a training run is killed (default 3600)")
+    ap.add_argument(
+        "--patho-timeout", type=float, help="seconds before a pathological run is killed (default 60; quick 20)"
+    )
+    ap.add_argument(
+        "--train-timeout", type=float, default=3600, help="seconds before a training run is killed (default 3600)"
+    )
     ap.add_argument("--threads", type=int, default=2, help="threads for the parallel runs (default 2)")
-    ap.add_argument("--doc-kb", type=float, default=4, help="document size fed to iterator-based trainers, KB (default 4)")
+    ap.add_argument(
+        "--doc-kb", type=float, default=4, help="document size fed to iterator-based trainers, KB (default 4)"
+    )
     ap.add_argument("--repeat", type=int, default=3, help="encode runs per measurement, best kept (default 3)")
     ap.add_argument("--train-repeat", type=int, default=1, help="training runs per tool, best kept (default 1)")
     ap.add_argument("--only", default=",".join(PARTS), help=f"comma-separated parts to run ({','.join(PARTS)})")
@@ -418,31 +455,53 @@ def main(argv=None) -> int:
         print(f"NOTE: tokenforge is not benchmarked: {why_not}. Running the peers only.", file=sys.stderr)
     use = lambda tool: tool not in a.skip  # noqa: E731
 
-    b = Bench("bpe_quick" if a.quick else "bpe", baseline="tokenforge", baselines={"batch": "tokenforge-1t"}, meta={
-        "args": {k: (sorted(v) if isinstance(v, set) else v) for k, v in vars(a).items()},
-        "tokenforge": "ok" if have_tf else why_not,
-        "encode_mb": encode_mb,
-        "pattern": PATTERN,
-    })
-    print(f"BPE bench: train {a.mb:g} MB, vocab {a.vocab}, {a.threads} threads, encode {encode_mb:.1f} MB held-out; "
-          f"parts: {', '.join(p for p in PARTS if p in a.only)}", file=sys.stderr)
+    b = Bench(
+        "bpe_quick" if a.quick else "bpe",
+        baseline="tokenforge",
+        baselines={"batch": "tokenforge-1t"},
+        meta={
+            "args": {k: (sorted(v) if isinstance(v, set) else v) for k, v in vars(a).items()},
+            "tokenforge": "ok" if have_tf else why_not,
+            "encode_mb": encode_mb,
+            "pattern": PATTERN,
+        },
+    )
+    print(
+        f"BPE bench: train {a.mb:g} MB, vocab {a.vocab}, {a.threads} threads, encode {encode_mb:.1f} MB held-out; "
+        f"parts: {', '.join(p for p in PARTS if p in a.only)}",
+        file=sys.stderr,
+    )
 
     tmp = tempfile.TemporaryDirectory(prefix="tfbench-bpe-")
     targs = (a.mb, a.vocab, a.threads, a.doc_kb, tmp.name, tag)
-    tenv = {"RAYON_NUM_THREADS": str(a.threads), "RAYON_RS_NUM_THREADS": str(a.threads), "TOKENIZERS_PARALLELISM": "true"}
+    tenv = {
+        "RAYON_NUM_THREADS": str(a.threads),
+        "RAYON_RS_NUM_THREADS": str(a.threads),
+        "TOKENIZERS_PARALLELISM": "true",
+    }
     common_kw = dict(group="train", mb=a.mb, repeat=a.train_repeat, timeout=a.train_timeout, env=tenv)
 
     # ---- training ---------------------------------------------------------
     if "train" in a.only:
         if have_tf:
-            b.add(run_function(train_tokenforge, *targs, setup=setup_train, after=after_tokenforge, tool="tokenforge", **common_kw))
+            b.add(
+                run_function(
+                    train_tokenforge, *targs, setup=setup_train, after=after_tokenforge, tool="tokenforge", **common_kw
+                )
+            )
         if use("rustbpe"):
-            b.add(run_function(train_rustbpe, *targs, setup=setup_train, after=after_rustbpe, tool="rustbpe", **common_kw))
+            b.add(
+                run_function(train_rustbpe, *targs, setup=setup_train, after=after_rustbpe, tool="rustbpe", **common_kw)
+            )
         if use("hf"):
             b.add(run_function(train_hf, *targs, setup=setup_train, tool="hf", **common_kw))
         if use("sentencepiece"):
             spm_args = (a.spm_mb, *targs[1:])
-            b.add(run_function(train_spm, *spm_args, setup=setup_spm, tool="sentencepiece", **{**common_kw, "mb": a.spm_mb}))
+            b.add(
+                run_function(
+                    train_spm, *spm_args, setup=setup_spm, tool="sentencepiece", **{**common_kw, "mb": a.spm_mb}
+                )
+            )
 
     # The encode parts and the parity check need trained vocabularies (this
     # run's, or cached ones for the same corpus, size and vocabulary); train
@@ -463,8 +522,24 @@ def main(argv=None) -> int:
     b.meta["encode_ranks_from"] = ranks_src
 
     def enc(fn, tool, group, kind, mb, threads=1, timeout=None, env=None, repeat=None):
-        return b.add(run_function(fn, tool, rfile, tag, kind, mb, threads, setup=setup_encode, group=group, tool=tool,
-                                  mb=mb, repeat=repeat or a.repeat, timeout=timeout, env=env))
+        return b.add(
+            run_function(
+                fn,
+                tool,
+                rfile,
+                tag,
+                kind,
+                mb,
+                threads,
+                setup=setup_encode,
+                group=group,
+                tool=tool,
+                mb=mb,
+                repeat=repeat or a.repeat,
+                timeout=timeout,
+                env=env,
+            )
+        )
 
     if not Path(rfile).exists() and a.only & {"encode", "batch", "patho"}:
         print(f"no trained ranks ({rfile}); skipping the encode parts", file=sys.stderr)
@@ -477,13 +552,24 @@ def main(argv=None) -> int:
                 enc(enc_single, "tiktoken", "encode", "text", encode_mb)
         # ---- batch encode ------------------------------------------------
         if "batch" in a.only:
-            benv = {"RAYON_NUM_THREADS": str(a.threads), "RAYON_RS_NUM_THREADS": str(a.threads), "TOKENIZERS_PARALLELISM": "true"}
+            benv = {
+                "RAYON_NUM_THREADS": str(a.threads),
+                "RAYON_RS_NUM_THREADS": str(a.threads),
+                "TOKENIZERS_PARALLELISM": "true",
+            }
             if tf_ok:
                 enc(enc_tf_batch, "tokenforge-1t", "batch", "docs", encode_mb, 1)
                 enc(enc_tf_batch, f"tokenforge-{a.threads}t", "batch", "docs", encode_mb, a.threads)
                 # rounds are short (~0.3 s): many of them, so the best of each meets a quiet moment
-                enc(enc_tf_scaling, f"tokenforge-1t|{a.threads}t", "batch-scaling", "docs", encode_mb, a.threads,
-                    repeat=max(a.repeat, SCALING_ROUNDS))
+                enc(
+                    enc_tf_scaling,
+                    f"tokenforge-1t|{a.threads}t",
+                    "batch-scaling",
+                    "docs",
+                    encode_mb,
+                    a.threads,
+                    repeat=max(a.repeat, SCALING_ROUNDS),
+                )
             if use("tiktoken"):
                 enc(enc_tiktoken_batch, "tiktoken-1t", "batch", "docs", encode_mb, 1)
                 enc(enc_tiktoken_batch, f"tiktoken-{a.threads}t", "batch", "docs", encode_mb, a.threads)
@@ -509,8 +595,12 @@ def main(argv=None) -> int:
     b.target("train/hf", "≥3x", b.speedup("train", "hf"), 3.0)
     b.target("encode/tiktoken", "≥1.5x", b.speedup("encode", "tiktoken"), 1.5)
     scaling = b.get("batch-scaling", f"tokenforge-1t|{a.threads}t")
-    b.target(f"batch-scaling/tokenforge-1t|{a.threads}t", f"≥1.8x 1t (interleaved, best of {max(a.repeat, SCALING_ROUNDS)})",
-             scaling.extra.get("ratio") if scaling and scaling.ok else None, 1.8)
+    b.target(
+        f"batch-scaling/tokenforge-1t|{a.threads}t",
+        f"≥1.8x 1t (interleaved, best of {max(a.repeat, SCALING_ROUNDS)})",
+        scaling.extra.get("ratio") if scaling and scaling.ok else None,
+        1.8,
+    )
     for group in ("patho-aaaa", "patho-nospace"):
         r = b.get(group, "tokenforge")
         b.target(f"{group}/tokenforge", "≥10 MB/s", r.mbps if r else None, 10.0, unit=" MB/s")
@@ -518,8 +608,10 @@ def main(argv=None) -> int:
     b.print_table()
     if not have_tf:
         print(f"NOTE: tokenforge was not measured ({why_not}); ratios need it. Encoders used {ranks_src}'s ranks.")
-    print("targets: train ≥1.5x rustbpe and ≥3x HF, peak RSS ≤ rustbpe; encode ≥1.5x tiktoken (1 thread); "
-          f"batch on {a.threads} threads ≥1.8x our 1 thread; pathological ≥10 MB/s")
+    print(
+        "targets: train ≥1.5x rustbpe and ≥3x HF, peak RSS ≤ rustbpe; encode ≥1.5x tiktoken (1 thread); "
+        f"batch on {a.threads} threads ≥1.8x our 1 thread; pathological ≥10 MB/s"
+    )
     for name, status, detail in parity:
         print(f"parity {name}: {status}  {detail}")
     if not a.no_save:
@@ -548,31 +640,55 @@ def run_parity(a, tag: str, tf_ok: bool, encode_mb: float) -> list[tuple[str, st
         n = min(len(xs), len(ys))
         diff = next((i for i in range(n) if xs[i] != ys[i]), None)
         if diff is None:
-            note = f"{n} ranks identical" + ("" if len(xs) == len(ys) else f" (tokenforge {len(xs)}, rustbpe {len(ys)})")
+            note = f"{n} ranks identical" + (
+                "" if len(xs) == len(ys) else f" (tokenforge {len(xs)}, rustbpe {len(ys)})"
+            )
             out.append(("merges", "PASS", note))
         else:
             out.append(("merges", "FAIL", f"rank {diff}: tokenforge {xs[diff][0]!r} vs rustbpe {ys[diff][0]!r}"))
     else:
         out.append(("merges", "SKIPPED", "no rustbpe ranks"))
-    r = run_function(check_ids, tag, str(tf_r), encode_mb, group="parity", tool="ids", timeout=1800,
-                     env={"RAYON_NUM_THREADS": str(a.threads)})
+    r = run_function(
+        check_ids,
+        tag,
+        str(tf_r),
+        encode_mb,
+        group="parity",
+        tool="ids",
+        timeout=1800,
+        env={"RAYON_NUM_THREADS": str(a.threads)},
+    )
     if r.ok:
         e = r.extra
         ok = e.get("equal") and e.get("batch_equal")
-        detail = (f"{e.get('tokens_tokenforge')} tokens on {encode_mb:.1f} MB held-out; batch "
-                  f"{'equal' if e.get('batch_equal') else 'DIFFERENT'}")
+        detail = (
+            f"{e.get('tokens_tokenforge')} tokens on {encode_mb:.1f} MB held-out; batch "
+            f"{'equal' if e.get('batch_equal') else 'DIFFERENT'}"
+        )
         if not e.get("equal"):
-            detail += f"; first difference at token {e.get('first_difference')} (tiktoken {e.get('tokens_tiktoken')} tokens)"
+            detail += (
+                f"; first difference at token {e.get('first_difference')} (tiktoken {e.get('tokens_tiktoken')} tokens)"
+            )
         out.append(("ids", "PASS" if ok else "FAIL", detail))
-        out.append(("hf-ids", "PASS" if e.get("hf_equal") else "FAIL",
-                    "exported tokenizer.json in HF tokenizers: ids " + ("identical" if e.get("hf_equal") else "DIFFERENT")))
+        out.append(
+            (
+                "hf-ids",
+                "PASS" if e.get("hf_equal") else "FAIL",
+                "exported tokenizer.json in HF tokenizers: ids " + ("identical" if e.get("hf_equal") else "DIFFERENT"),
+            )
+        )
     else:
         out.append(("ids", "FAIL", f"check failed: {(r.error or r.status()).strip().splitlines()[-1]}"))
     mb, n = (0.5, 100) if a.quick else (2.0, 300)
     r = run_function(check_lexicographic, mb, n, group="parity", tool="lexicographic", timeout=3600)
     if r.ok:
-        out.append(("lexicographic", "PASS" if r.extra.get("equal") else "FAIL",
-                    f"{r.extra.get('merges')} merges on {mb} MB vs the slow reference of seed 003's rule"))
+        out.append(
+            (
+                "lexicographic",
+                "PASS" if r.extra.get("equal") else "FAIL",
+                f"{r.extra.get('merges')} merges on {mb} MB vs the slow reference of seed 003's rule",
+            )
+        )
     else:
         out.append(("lexicographic", "FAIL", f"check failed: {(r.error or r.status()).strip().splitlines()[-1]}"))
     return out

@@ -31,7 +31,9 @@ def main() -> None:
             sub.append(d)
             n += len(d.encode())
         t = time.perf_counter()
-        tokenforge.BPETokenizer.train_from_iterator(sub, 256 + args.merges, pattern=None, special_tokens=None, progress=False)
+        tokenforge.BPETokenizer.train_from_iterator(
+            sub, 256 + args.merges, pattern=None, special_tokens=None, progress=False
+        )
         dt = time.perf_counter() - t
         print(f"{n / 1e6:5.1f} {dt:8.2f} {dt / (n / 1e6):9.3f}")
 

@@ -153,9 +153,7 @@ def installed_versions(names) -> dict[str, str]:
     """name -> version for the packages of ``names`` that are installed."""
     out = {}
     for name in names:
-        r = subprocess.run(
-            ["dpkg-query", "-W", "-f=${Status}\t${Version}", name], capture_output=True, text=True
-        )
+        r = subprocess.run(["dpkg-query", "-W", "-f=${Status}\t${Version}", name], capture_output=True, text=True)
         if r.returncode == 0 and r.stdout.startswith("install ok installed"):
             out[name] = r.stdout.split("\t", 1)[1]
     return out
@@ -188,7 +186,9 @@ def install_packages(names) -> None:
     r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if r.returncode != 0:
         sys.stderr.write(r.stdout[-4000:])
-        raise SystemExit(f"apt-get install failed (exit {r.returncode}); run `apt-get update` as root, or use --no-install")
+        raise SystemExit(
+            f"apt-get install failed (exit {r.returncode}); run `apt-get update` as root, or use --no-install"
+        )
 
 
 def _has_candidate(name: str) -> bool:
@@ -308,12 +308,45 @@ class _HTMLText(HTMLParser):
 
     SKIP_TAGS = {"script", "style", "head", "nav", "noscript", "svg", "math", "template", "button", "form"}
     SKIP_CLASSES = {
-        "related", "sphinxsidebar", "sphinxsidebarwrapper", "footer", "header", "navheader", "navfooter",
-        "navigation", "breadcrumb", "breadcrumbs", "toc", "sidebar", "headerlink", "menu",
+        "related",
+        "sphinxsidebar",
+        "sphinxsidebarwrapper",
+        "footer",
+        "header",
+        "navheader",
+        "navfooter",
+        "navigation",
+        "breadcrumb",
+        "breadcrumbs",
+        "toc",
+        "sidebar",
+        "headerlink",
+        "menu",
     }
     BLOCK = {
-        "p", "div", "section", "article", "main", "table", "ul", "ol", "dl", "blockquote", "pre", "hr",
-        "h1", "h2", "h3", "h4", "h5", "h6", "figure", "center", "address", "body", "caption",
+        "p",
+        "div",
+        "section",
+        "article",
+        "main",
+        "table",
+        "ul",
+        "ol",
+        "dl",
+        "blockquote",
+        "pre",
+        "hr",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "figure",
+        "center",
+        "address",
+        "body",
+        "caption",
     }
     LINE = {"br", "li", "tr", "dt", "dd", "td", "th"}
     VOID = {"br", "hr", "img", "meta", "link", "input", "area", "base", "col", "embed", "source", "wbr", "param"}
@@ -408,7 +441,10 @@ def man_to_text(src: str) -> str | None:
     if shutil.which("groff"):
         r = subprocess.run(
             ["groff", "-Tutf8", "-man", "-t", "-P-cbou", "-rHY=0", "-rcR=1", "-rLL=100n"],
-            input=".ad l\n" + src, capture_output=True, text=True, errors="replace",
+            input=".ad l\n" + src,
+            capture_output=True,
+            text=True,
+            errors="replace",
         )
         if r.returncode == 0 and r.stdout.strip():
             return r.stdout
@@ -596,8 +632,10 @@ def build(args) -> int:
     kinds: dict[str, int] = {}
     for kind, _ in cands.values():
         kinds[kind] = kinds.get(kind, 0) + 1
-    log(f"{len(cands)} candidate files ({', '.join(f'{k}: {v}' for k, v in sorted(kinds.items()))}); "
-        f"extracting with {args.jobs} processes")
+    log(
+        f"{len(cands)} candidate files ({', '.join(f'{k}: {v}' for k, v in sorted(kinds.items()))}); "
+        f"extracting with {args.jobs} processes"
+    )
 
     texts: dict[str, str] = {}
     seen: dict[str, str] = {}
@@ -621,8 +659,11 @@ def build(args) -> int:
                     texts[path] = text
             if i % step == 0 or i == len(jobs):
                 mb = sum(map(len, texts.values())) / MB if i == len(jobs) or i % (step * 5) == 0 else None
-                log(f"  {i}/{len(jobs)} files ({100 * i // len(jobs)}%)" + (f", ~{mb:.0f} MB text" if mb else "")
-                    + f", {time.time() - t0:.0f}s")
+                log(
+                    f"  {i}/{len(jobs)} files ({100 * i // len(jobs)}%)"
+                    + (f", ~{mb:.0f} MB text" if mb else "")
+                    + f", {time.time() - t0:.0f}s"
+                )
 
     # split and order
     heldout = sorted((p for p in texts if is_heldout(p)), key=lambda p: _hash_key("order", p))

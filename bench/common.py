@@ -388,8 +388,12 @@ def run_command(
     for _ in range(max(1, int(repeat))):
         with tempfile.TemporaryFile() as log:
             proc = subprocess.Popen(
-                list(cmd), stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
-                cwd=cwd, start_new_session=True,
+                list(cmd),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **(env or {})},
+                cwd=cwd,
+                start_new_session=True,
             )
             code, wall, ru_mb = _wait(proc, timeout)
             res.peak_rss_mb = max(res.peak_rss_mb or 0.0, ru_mb)
@@ -525,7 +529,9 @@ class Bench:
     with (per group: ``baselines={"encode-batch": "tokenforge-1t"}``).
     """
 
-    def __init__(self, name: str, baseline: str | None = None, baselines: dict[str, str] | None = None, meta: dict | None = None):
+    def __init__(
+        self, name: str, baseline: str | None = None, baselines: dict[str, str] | None = None, meta: dict | None = None
+    ):
         self.name = name
         self.baseline = baseline
         self.baselines = dict(baselines or {})
@@ -570,7 +576,9 @@ class Bench:
             return None
         return b.peak_rss_mb / r.peak_rss_mb
 
-    def target(self, row: str, label: str, measured: float | None, goal: float, higher_is_better: bool = True, unit: str = "x") -> Target:
+    def target(
+        self, row: str, label: str, measured: float | None, goal: float, higher_is_better: bool = True, unit: str = "x"
+    ) -> Target:
         t = Target(row, label, measured, goal, higher_is_better, unit)
         self.targets.append(t)
         return t
@@ -593,18 +601,28 @@ class Bench:
                 ratio = "n/a"
             best = f"{r.best:.3f}" if r.ok else r.status()
             tg = "; ".join(t.render() for t in self.targets if t.row == r.name)
-            rows.append([
-                r.group, r.tool, "" if r.mb is None else f"{r.mb:.1f}", best,
-                "" if r.mbps is None else f"{r.mbps:.2f}",
-                "" if r.peak_rss_mb is None or not r.ok else f"{r.peak_rss_mb:.0f}",
-                ratio, speed, mem, tg,
-            ])
+            rows.append(
+                [
+                    r.group,
+                    r.tool,
+                    "" if r.mb is None else f"{r.mb:.1f}",
+                    best,
+                    "" if r.mbps is None else f"{r.mbps:.2f}",
+                    "" if r.peak_rss_mb is None or not r.ok else f"{r.peak_rss_mb:.0f}",
+                    ratio,
+                    speed,
+                    mem,
+                    tg,
+                ]
+            )
         orphan = [t for t in self.targets if t.row not in {r.name for r in self.results}]
         for t in orphan:
             rows.append([t.row.split("/")[0], t.row.split("/", 1)[-1], "", "not run", "", "", "", "", "", t.render()])
         right = [False, False, True, True, True, True, True, True, True, False]
-        note = ("ours/theirs: baseline time per MB / this row's; x faster: how many times faster the baseline is; "
-                "mem o/t: baseline peak RSS / this row's")
+        note = (
+            "ours/theirs: baseline time per MB / this row's; x faster: how many times faster the baseline is; "
+            "mem o/t: baseline peak RSS / this row's"
+        )
         return format_table(headers, rows, right) + "\n" + note
 
     def print_table(self) -> None:
@@ -612,8 +630,10 @@ class Bench:
         print(self.table())
         load, cpus = self.meta.get("loadavg_start"), os.cpu_count() or 1
         if load is not None and load > 0.5 * cpus:
-            print(f"WARNING: the machine was busy when the run started (1-minute load {load:.1f} on {cpus} CPUs): "
-                  "timings are unreliable")
+            print(
+                f"WARNING: the machine was busy when the run started (1-minute load {load:.1f} on {cpus} CPUs): "
+                "timings are unreliable"
+            )
         print()
 
     def to_json(self) -> dict:

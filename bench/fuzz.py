@@ -66,8 +66,20 @@ def worker_main(examples: Path, seed: int, workdir: Path) -> None:
             outcome, detail = try_load(case, d)
         finally:
             (d / target).write_bytes(case.files[target])
-        out.write(json.dumps({"k": k, "case": name, "own": case.own, "outcome": outcome, "detail": detail,
-                              "mutations": muts, "target": target}) + "\n")
+        out.write(
+            json.dumps(
+                {
+                    "k": k,
+                    "case": name,
+                    "own": case.own,
+                    "outcome": outcome,
+                    "detail": detail,
+                    "mutations": muts,
+                    "target": target,
+                }
+            )
+            + "\n"
+        )
         out.flush()
 
 
@@ -78,7 +90,12 @@ class Worker:
         env = dict(os.environ, RUST_BACKTRACE="0")
         self.proc = subprocess.Popen(
             [sys.executable, __file__, "--worker", str(examples), "--seed", str(args.seed), "--out", str(self.workdir)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True, bufsize=1,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            text=True,
+            bufsize=1,
         )
         self.buf = ""
         ready = self.read(timeout=300)
@@ -126,10 +143,21 @@ def save(args, kind: str, k: int, cases, info: dict, saved: collections.Counter)
     target, data, muts = mutate(case, random.Random(f"{args.seed}:{k}"))
     d = Path(args.out) / kind / str(k)
     case.write(d, {target: data})
-    (d / "trial.json").write_text(json.dumps({
-        "seed": args.seed, "trial": k, "case": case.name, "target": target, "mutations": muts, **info,
-        "reproduce": f"python bench/fuzz.py --seed {args.seed} --replay {k}",
-    }, indent=1) + "\n")
+    (d / "trial.json").write_text(
+        json.dumps(
+            {
+                "seed": args.seed,
+                "trial": k,
+                "case": case.name,
+                "target": target,
+                "mutations": muts,
+                **info,
+                "reproduce": f"python bench/fuzz.py --seed {args.seed} --replay {k}",
+            },
+            indent=1,
+        )
+        + "\n"
+    )
 
 
 def main() -> None:
@@ -199,8 +227,12 @@ def main() -> None:
                     w = Worker(args, examples, next_k)
                     workers[slot] = w
                 else:
-                    kind = {"error": "typed_errors", "equal": "loads_equal", "outside": "outside_hierarchy",
-                            "different": "different_own" if ans["own"] else "different_foreign"}[ans["outcome"]]
+                    kind = {
+                        "error": "typed_errors",
+                        "equal": "loads_equal",
+                        "outside": "outside_hierarchy",
+                        "different": "different_own" if ans["own"] else "different_foreign",
+                    }[ans["outcome"]]
                     record(name, kind)
                     if kind in ("outside_hierarchy", "different_own"):
                         save(args, kind, k, cases, {"detail": ans["detail"]}, saved)
@@ -222,8 +254,16 @@ def main() -> None:
             w.kill()
 
     elapsed = time.monotonic() - start
-    keys = ["mutations", "typed_errors", "loads_equal", "different_own", "different_foreign",
-            "outside_hierarchy", "aborts", "hangs"]
+    keys = [
+        "mutations",
+        "typed_errors",
+        "loads_equal",
+        "different_own",
+        "different_foreign",
+        "outside_hierarchy",
+        "aborts",
+        "hangs",
+    ]
     print(f"seed {args.seed}, {elapsed / 60:.1f} minutes, {args.workers} workers, output in {args.out}")
     print("totals: " + ", ".join(f"{k} {totals[k]}" for k in keys))
     print(f"{'format':26}" + "".join(f"{k[:12]:>13}" for k in keys[1:]))

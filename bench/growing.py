@@ -110,7 +110,12 @@ def work_ours(corpus, merges, prior, raw=False):
     n = tok.learn_merges(docs, merges, source="bench", min_frequency=1 if raw else 2)
     dt = time.perf_counter() - t0
     new = [(a, b, z) for a, b, z in tok.merge_list if z >= before]
-    return {"seconds": dt, "merges": n, "merge_list": new if not prior else None, "mb": sum(len(d.encode()) for d in docs) / MB}
+    return {
+        "seconds": dt,
+        "merges": n,
+        "merge_list": new if not prior else None,
+        "mb": sum(len(d.encode()) for d in docs) / MB,
+    }
 
 
 def work_rustbpe(corpus, merges, prior):
@@ -228,12 +233,20 @@ def main() -> int:
     if len(sys.argv) > 2 and sys.argv[1] == "--worker":
         worker_main(sys.argv[2:])
         return 0
-    ap = argparse.ArgumentParser(description="learning 10,000 merges on 50 MB: tokenforge vs rustbpe vs HF vs pure Python")
-    ap.add_argument("--corpus", default=None, help="a UTF-8 text file (default: train_50mb.txt, else the stdlib sources)")
+    ap = argparse.ArgumentParser(
+        description="learning 10,000 merges on 50 MB: tokenforge vs rustbpe vs HF vs pure Python"
+    )
+    ap.add_argument(
+        "--corpus", default=None, help="a UTF-8 text file (default: train_50mb.txt, else the stdlib sources)"
+    )
     ap.add_argument("--prior", default=None, help="source of the earlier 10,000 merges for the continued run")
     ap.add_argument("--merges", type=int, default=10_000)
-    ap.add_argument("--reference-budget", type=float, default=600.0, help="seconds of merging for the pure-Python reference")
-    ap.add_argument("--skip", default="", help="comma-separated tools to skip (ours,continued,raw,rustbpe,hf,reference)")
+    ap.add_argument(
+        "--reference-budget", type=float, default=600.0, help="seconds of merging for the pure-Python reference"
+    )
+    ap.add_argument(
+        "--skip", default="", help="comma-separated tools to skip (ours,continued,raw,rustbpe,hf,reference)"
+    )
     ap.add_argument("--timeout", type=float, default=3600.0)
     args = ap.parse_args()
 
@@ -245,17 +258,27 @@ def main() -> int:
     docs = load_docs(corpus)
     mb = sum(len(d.encode()) for d in docs) / MB
     print(f"corpus: {corpus or 'stdlib sources'} ({mb:.1f} MB, {len(docs):,} documents); {args.merges:,} merges")
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}"
+    )
     del docs
 
     rows = {}
     plan = [
         ("ours", "tokenforge (from scratch)", dict(tool="ours", prior=None)),
-        ("continued", f"tokenforge (continued, on {args.merges:,} earlier merges)", dict(tool="ours", prior=prior or "")),
+        (
+            "continued",
+            f"tokenforge (continued, on {args.merges:,} earlier merges)",
+            dict(tool="ours", prior=prior or ""),
+        ),
         ("raw", "tokenforge (no NFC, min_frequency 1: rustbpe's task)", dict(tool="ours", prior=None, raw=True)),
         ("rustbpe", "rustbpe", dict(tool="rustbpe", prior=None)),
         ("hf", "HF tokenizers", dict(tool="hf", prior=None)),
-        ("reference", "pure-Python reference (seed's algorithm)", dict(tool="reference", prior=None, budget=args.reference_budget)),
+        (
+            "reference",
+            "pure-Python reference (seed's algorithm)",
+            dict(tool="reference", prior=None, budget=args.reference_budget),
+        ),
     ]
     for key, label, kw in plan:
         if key in skip:
@@ -284,7 +307,9 @@ def main() -> int:
         t = r["seconds"]
         est = "~" if r.get("estimated") else ""
         ratio = f"{t / base:.2f}x" if base else "-"
-        print(f"{r['label']:<52} {est + format(t, '.2f'):>12} {r['merges']:>8,} {mb / t:>8.2f} {r['peak_mb']:>8.0f} {ratio:>9}")
+        print(
+            f"{r['label']:<52} {est + format(t, '.2f'):>12} {r['merges']:>8,} {mb / t:>8.2f} {r['peak_mb']:>8.0f} {ratio:>9}"
+        )
     ref = rows.get("reference", {})
     if ref.get("estimated"):
         print(
@@ -301,12 +326,16 @@ def main() -> int:
     if base and "seconds" in ref:
         x = ref["seconds"] / base
         ok &= x >= 20
-        print(f"  reference / tokenforge time = {x:,.0f}x (target >= 20x){' (reference estimated)' if ref.get('estimated') else ''}: {'met' if x >= 20 else 'NOT met'}")
+        print(
+            f"  reference / tokenforge time = {x:,.0f}x (target >= 20x){' (reference estimated)' if ref.get('estimated') else ''}: {'met' if x >= 20 else 'NOT met'}"
+        )
     for key in ("ours", "raw"):
         if rows.get(key, {}).get("merge_list") and "ranks" in rows.get("rustbpe", {}):
             same, first = _agree(rows[key]["merge_list"], rows["rustbpe"]["ranks"])
             where = "" if first is None else f"; first difference at merge {first}"
-            print(f"  {rows[key]['label']}: merges identical to rustbpe's (same bytes, same order): {same:,} of {rows[key]['merges']:,}{where}")
+            print(
+                f"  {rows[key]['label']}: merges identical to rustbpe's (same bytes, same order): {same:,} of {rows[key]['merges']:,}{where}"
+            )
     print("    (rustbpe does not NFC-normalise: where the corpus has non-NFC text the default run may differ)")
     if "merge_list" in ref and rows.get("ours", {}).get("merge_list"):
         k = len(ref["merge_list"])

@@ -32,8 +32,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 from tokenforge import BPETokenizer, LZ78Tokenizer, _core
 from tokenforge.lz78 import STRATEGIES
 
@@ -102,9 +100,18 @@ def enc_speed(encode, text: str, nbytes: int, repeat: int = 5) -> float:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", default=None)
-    ap.add_argument("--train-mb", type=float, default=10.0, help="training slice for the compression table (MB; 0 = all of train.jsonl)")
-    ap.add_argument("--full-roundtrip", action="store_true", help="also round-trip all of train.jsonl with every 32,768 tokenizer")
-    ap.add_argument("--speed-mb", type=float, default=50.0, help="slice for standard/frequency_gated training speed (MB)")
+    ap.add_argument(
+        "--train-mb",
+        type=float,
+        default=10.0,
+        help="training slice for the compression table (MB; 0 = all of train.jsonl)",
+    )
+    ap.add_argument(
+        "--full-roundtrip", action="store_true", help="also round-trip all of train.jsonl with every 32,768 tokenizer"
+    )
+    ap.add_argument(
+        "--speed-mb", type=float, default=50.0, help="slice for standard/frequency_gated training speed (MB)"
+    )
     ap.add_argument("--vocab", type=int, nargs="+", default=[8192, 32768])
     ap.add_argument("--strategies", nargs="+", default=list(STRATEGIES), choices=STRATEGIES)
     ap.add_argument("--quick", action="store_true", help="8,192 only, chunked only, no speed slice")
@@ -117,19 +124,31 @@ def main(argv=None) -> int:
 
     where, train, tbytes, speed_docs, sbytes, held, hbytes = corpus(args)
     held_text = "".join(held)
-    print(f"corpus: {where}; train {tbytes / MB:.1f} MB ({len(train)} docs), held-out {hbytes / MB:.1f} MB ({len(held)} docs); "
-          f"{os.cpu_count()} cpus, {platform.python_version()}", flush=True)
+    print(
+        f"corpus: {where}; train {tbytes / MB:.1f} MB ({len(train)} docs), held-out {hbytes / MB:.1f} MB ({len(held)} docs); "
+        f"{os.cpu_count()} cpus, {platform.python_version()}",
+        flush=True,
+    )
 
     rows = []  # dicts
     mismatch = []  # (strategy, trained chunking, bytes/token encoded the other way, same way)
     # ---- BPE and tiktoken ---------------------------------------------------------
     bpe = {}
     for V in vocabs:
-        tok, dt = timed(lambda: BPETokenizer.train_from_iterator(train, V, pattern="gpt4", special_tokens=None, num_threads=args.threads, progress=False))
+        tok, dt = timed(
+            lambda: BPETokenizer.train_from_iterator(
+                train, V, pattern="gpt4", special_tokens=None, num_threads=args.threads, progress=False
+            )
+        )
         ntok = sum(len(x) for x in tok.encode_batch(held, num_threads=args.threads))
         bpe[V] = {"tok": tok, "bpt": hbytes / ntok, "train_s": dt}
     tb = bpe[big]["tok"]
-    r = {"name": "bpe (ours)", "chunk": "gpt4", "train_s": bpe[big]["train_s"], "train_mbs": tbytes / MB / bpe[big]["train_s"]}
+    r = {
+        "name": "bpe (ours)",
+        "chunk": "gpt4",
+        "train_s": bpe[big]["train_s"],
+        "train_mbs": tbytes / MB / bpe[big]["train_s"],
+    }
     for V in vocabs:
         r[f"bpt_{V}"] = bpe[V]["bpt"]
     r["enc1"] = enc_speed(tb.encode_ordinary, held_text, hbytes)
@@ -140,8 +159,16 @@ def main(argv=None) -> int:
     try:
         enc = tb.to_tiktoken()
         tiktoken_mbs = enc_speed(enc.encode_ordinary, held_text, hbytes)
-        rows.append({"name": "tiktoken (same BPE ranks)", "chunk": "gpt4", "enc1": tiktoken_mbs,
-                     "encN": enc_speed(lambda t: enc.encode_ordinary_batch(held, num_threads=os.cpu_count() or 1), held_text, hbytes)})
+        rows.append(
+            {
+                "name": "tiktoken (same BPE ranks)",
+                "chunk": "gpt4",
+                "enc1": tiktoken_mbs,
+                "encN": enc_speed(
+                    lambda t: enc.encode_ordinary_batch(held, num_threads=os.cpu_count() or 1), held_text, hbytes
+                ),
+            }
+        )
     except Exception as e:  # pragma: no cover - tiktoken missing
         print(f"tiktoken: skipped ({e})", flush=True)
     bpe_summary = ", ".join("%d: %.3f B/tok" % (V, bpe[V]["bpt"]) for V in vocabs)
@@ -152,7 +179,11 @@ def main(argv=None) -> int:
         for chunking in chunkings:
             r = {"name": f"lz78 {strategy}", "chunk": "gpt4" if chunking else "none"}
             for V in vocabs:
-                tok, dt = timed(lambda: LZ78Tokenizer.train_from_iterator(train, strategy, V, chunking=chunking, num_threads=args.threads, progress=False))
+                tok, dt = timed(
+                    lambda: LZ78Tokenizer.train_from_iterator(
+                        train, strategy, V, chunking=chunking, num_threads=args.threads, progress=False
+                    )
+                )
                 ids = tok.encode_batch(held, num_threads=args.threads)
                 ntok = sum(len(x) for x in ids)
                 ok = all(tok.decode(x) == h for x, h in zip(ids, held))
@@ -166,8 +197,12 @@ def main(argv=None) -> int:
                     r["entries"] = len(tok.data.nodes)
                     if chunking:
                         r["enc1"] = enc_speed(tok.encode_ordinary, held_text, hbytes)
-                        r["encN"] = enc_speed(lambda t: tok.encode_batch_flat(held, num_threads=args.threads), held_text, hbytes)
-                        r["roundtrip"] = r["roundtrip"] and tok.decode(tok.encode_ordinary("".join(train))) == "".join(train)
+                        r["encN"] = enc_speed(
+                            lambda t: tok.encode_batch_flat(held, num_threads=args.threads), held_text, hbytes
+                        )
+                        r["roundtrip"] = r["roundtrip"] and tok.decode(tok.encode_ordinary("".join(train))) == "".join(
+                            train
+                        )
                     if args.full_roundtrip and getattr(args, "full_path", None):
                         r["roundtrip"] = r["roundtrip"] and full_roundtrip(tok, args.full_path, args.threads)
                     if tok.structure != "flat":
@@ -179,8 +214,9 @@ def main(argv=None) -> int:
                                 k += out
                                 items.append((pat, k if out else -1))
                         pat = _core.GPT4_PATTERN if chunking else None
-                        r["patricia_same"] = _core.lz78_patricia_encode(items, tok.num_codes, held_text if chunking else held[0], pat) == (
-                            tok.encode_ordinary(held_text if chunking else held[0]))
+                        r["patricia_same"] = _core.lz78_patricia_encode(
+                            items, tok.num_codes, held_text if chunking else held[0], pat
+                        ) == (tok.encode_ordinary(held_text if chunking else held[0]))
                         from tokenforge.lz78 import lz78_inspect
 
                         r["node_ratio"] = lz78_inspect(tok)["node_compression_ratio"]
@@ -195,8 +231,12 @@ def main(argv=None) -> int:
                         mismatch.append((strategy, chunking, hbytes / len(flat), r[f"bpt_{V}"]))
             r["vs_bpe"] = r[f"bpt_{big}"] / bpe[big]["bpt"]
             rows.append(r)
-            print(f"  {r['name']:<26} {r['chunk']:<5} " + " ".join(f"{V}: {r[f'bpt_{V}']:.3f}" for V in vocabs)
-                  + f"  ({r['vs_bpe']:.3f}x BPE, train {r['train_s']:.1f} s)", flush=True)
+            print(
+                f"  {r['name']:<26} {r['chunk']:<5} "
+                + " ".join(f"{V}: {r[f'bpt_{V}']:.3f}" for V in vocabs)
+                + f"  ({r['vs_bpe']:.3f}x BPE, train {r['train_s']:.1f} s)",
+                flush=True,
+            )
 
     # ---- training speed of the online strategies on a larger slice ---------------------
     speed = {}
@@ -204,10 +244,16 @@ def main(argv=None) -> int:
         for strategy in ("standard", "frequency_gated"):
             if strategy not in args.strategies:
                 continue
-            tok, dt = timed(lambda: LZ78Tokenizer.train_from_iterator(speed_docs, strategy, big, num_threads=args.threads, progress=False))
+            tok, dt = timed(
+                lambda: LZ78Tokenizer.train_from_iterator(
+                    speed_docs, strategy, big, num_threads=args.threads, progress=False
+                )
+            )
             read = tok.data.settings["training"]["corpus_bytes"]
             # parse rate: the trainer alone, fed in 1 MB batches until it wants no more
-            tr = _core.Lz78Trainer(strategy, tok.num_codes if strategy == "standard" else big - 260, _core.GPT4_PATTERN, {})
+            tr = _core.Lz78Trainer(
+                strategy, tok.num_codes if strategy == "standard" else big - 260, _core.GPT4_PATTERN, {}
+            )
             t0 = time.perf_counter()
             i, fed = 0, 0
             while tr.wants_more and i < len(speed_docs):
@@ -219,19 +265,41 @@ def main(argv=None) -> int:
                 i = j
             feed_s = time.perf_counter() - t0
             fed = tr.finish(args.threads)[2]["corpus_bytes"]
-            speed[strategy] = {"mb_read": read / MB, "seconds": dt, "mbs": read / MB / dt, "parse_mbs": fed / MB / feed_s}
+            speed[strategy] = {
+                "mb_read": read / MB,
+                "seconds": dt,
+                "mbs": read / MB / dt,
+                "parse_mbs": fed / MB / feed_s,
+            }
 
     # ---- the table ---------------------------------------------------------------------
-    head = ["tokenizer", "chunk"] + [f"B/tok {V}" for V in vocabs] + [f"x BPE {big}", "train s", "train MB/s", "enc MB/s 1 thr", "enc MB/s all", "nodes ratio", "round trip"]
+    head = (
+        ["tokenizer", "chunk"]
+        + [f"B/tok {V}" for V in vocabs]
+        + [f"x BPE {big}", "train s", "train MB/s", "enc MB/s 1 thr", "enc MB/s all", "nodes ratio", "round trip"]
+    )
     lines = []
     for r in rows:
+
         def f(k, fmt):
             return format(r[k], fmt) if k in r and r[k] is not None else ""
+
         rt = "" if "roundtrip" not in r else ("ok" if r["roundtrip"] else "FAIL")
         if "patricia_same" in r and not r["patricia_same"]:
             rt += " patricia!=trie"
-        lines.append([r["name"], r["chunk"]] + [f(f"bpt_{V}", ".3f") for V in vocabs]
-                     + [f("vs_bpe", ".3f"), f("train_s", ".1f"), f("train_mbs", ".1f"), f("enc1", ".1f"), f("encN", ".1f"), f("node_ratio", ".2f"), rt])
+        lines.append(
+            [r["name"], r["chunk"]]
+            + [f(f"bpt_{V}", ".3f") for V in vocabs]
+            + [
+                f("vs_bpe", ".3f"),
+                f("train_s", ".1f"),
+                f("train_mbs", ".1f"),
+                f("enc1", ".1f"),
+                f("encN", ".1f"),
+                f("node_ratio", ".2f"),
+                rt,
+            ]
+        )
     widths = [max(len(h), *(len(l[i]) for l in lines)) for i, h in enumerate(head)]
     print()
     print(f"LZ78 family vs BPE — train {tbytes / MB:.1f} MB, held-out {hbytes / MB:.1f} MB, corpus {where}")
@@ -242,30 +310,56 @@ def main(argv=None) -> int:
     if mismatch:
         print("chunking mismatch at %d (bytes/token: same setting -> other setting at encoding):" % big)
         for strategy, chunking, other, same in mismatch:
-            print(f"  {strategy:<16} trained {'gpt4' if chunking else 'none'}: {same:.3f} -> {other:.3f} ({100 * (other / same - 1):+.1f}%)")
+            print(
+                f"  {strategy:<16} trained {'gpt4' if chunking else 'none'}: {same:.3f} -> {other:.3f} ({100 * (other / same - 1):+.1f}%)"
+            )
 
     for s, v in speed.items():
-        print(f"training speed, {s} (32,768, chunked, {sbytes / MB:.0f} MB given): train() read {v['mb_read']:.1f} MB in {v['seconds']:.2f} s "
-              f"= {v['mbs']:.1f} MB/s end to end; parsing alone {v['parse_mbs']:.1f} MB/s")
+        print(
+            f"training speed, {s} (32,768, chunked, {sbytes / MB:.0f} MB given): train() read {v['mb_read']:.1f} MB in {v['seconds']:.2f} s "
+            f"= {v['mbs']:.1f} MB/s end to end; parsing alone {v['parse_mbs']:.1f} MB/s"
+        )
 
     # ---- acceptance ------------------------------------------------------------------------
     lz = [r for r in rows if r["name"].startswith("lz78")]
     best = max(lz, key=lambda r: r["vs_bpe"])
-    checks = [(f"best LZ78 config ≥ 0.95x BPE bytes/token at {big}", best["vs_bpe"] >= 0.95, f"{best['name']} ({best['chunk']}) {best['vs_bpe']:.3f}x")]
+    checks = [
+        (
+            f"best LZ78 config ≥ 0.95x BPE bytes/token at {big}",
+            best["vs_bpe"] >= 0.95,
+            f"{best['name']} ({best['chunk']}) {best['vs_bpe']:.3f}x",
+        )
+    ]
     best_chunked = max((r for r in lz if r["chunk"] == "gpt4"), key=lambda r: r["vs_bpe"], default=None)
     if best_chunked is not None:
-        checks.append(("best chunked LZ78 config ≥ 0.95x BPE (like for like)", best_chunked["vs_bpe"] >= 0.95, f"{best_chunked['name']} {best_chunked['vs_bpe']:.3f}x"))
+        checks.append(
+            (
+                "best chunked LZ78 config ≥ 0.95x BPE (like for like)",
+                best_chunked["vs_bpe"] >= 0.95,
+                f"{best_chunked['name']} {best_chunked['vs_bpe']:.3f}x",
+            )
+        )
     if tiktoken_mbs:
         slow = min((r for r in lz if "enc1" in r), key=lambda r: r["enc1"], default=None)
         if slow is not None:
-            checks.append(("single-thread encoding ≥ 3x tiktoken (every strategy)", slow["enc1"] >= 3 * tiktoken_mbs,
-                           f"slowest {slow['name']} {slow['enc1']:.1f} MB/s = {slow['enc1'] / tiktoken_mbs:.1f}x tiktoken {tiktoken_mbs:.1f} MB/s"))
+            checks.append(
+                (
+                    "single-thread encoding ≥ 3x tiktoken (every strategy)",
+                    slow["enc1"] >= 3 * tiktoken_mbs,
+                    f"slowest {slow['name']} {slow['enc1']:.1f} MB/s = {slow['enc1'] / tiktoken_mbs:.1f}x tiktoken {tiktoken_mbs:.1f} MB/s",
+                )
+            )
     for s, v in speed.items():
         if s == "standard":
             # standard stops reading once its dictionary is full (about 1 MB); its whole run is
             # fixed costs (building the tokenizer), so its MB/s is the parsing rate
-            checks.append((f"{s} training ≥ 20 MB/s (parsing rate; it reads only {v['mb_read']:.1f} MB)", v["parse_mbs"] >= 20,
-                           f"{v['parse_mbs']:.1f} MB/s parsing, whole train() {v['seconds']:.2f} s"))
+            checks.append(
+                (
+                    f"{s} training ≥ 20 MB/s (parsing rate; it reads only {v['mb_read']:.1f} MB)",
+                    v["parse_mbs"] >= 20,
+                    f"{v['parse_mbs']:.1f} MB/s parsing, whole train() {v['seconds']:.2f} s",
+                )
+            )
         else:
             checks.append((f"{s} training ≥ 20 MB/s (end to end)", v["mbs"] >= 20, f"{v['mbs']:.1f} MB/s"))
     checks.append(("every configuration round-trips exactly", all(r.get("roundtrip", True) for r in rows), ""))
@@ -276,8 +370,20 @@ def main(argv=None) -> int:
 
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"corpus": where, "train_bytes": tbytes, "heldout_bytes": hbytes, "rows": rows, "speed": speed,
-                               "checks": [{"name": n, "ok": o, "detail": d} for n, o, d in checks]}, indent=1, default=str))
+    out.write_text(
+        json.dumps(
+            {
+                "corpus": where,
+                "train_bytes": tbytes,
+                "heldout_bytes": hbytes,
+                "rows": rows,
+                "speed": speed,
+                "checks": [{"name": n, "ok": o, "detail": d} for n, o, d in checks],
+            },
+            indent=1,
+            default=str,
+        )
+    )
     return 0 if all(ok for _, ok, _ in checks) else 1
 
 

@@ -184,8 +184,12 @@ def measure(path: Path, threads: int, repeat: int) -> dict:
     row["input"] = n
     row["mx_greedy"] = len(blob)
     row["mx_optimal"] = len(model.compress(data, "optimal")[0])
-    row["gzip6"], row["gzip_s"] = (lambda r: (len(r[0]), r[1]))(timed(lambda: gzip.compress(data, compresslevel=6, mtime=0)))
-    row["zstd3"], row["zstd_s"] = (lambda r: (len(r[0]), r[1]))(timed(lambda: zstandard.ZstdCompressor(level=3).compress(data)))
+    row["gzip6"], row["gzip_s"] = (lambda r: (len(r[0]), r[1]))(
+        timed(lambda: gzip.compress(data, compresslevel=6, mtime=0))
+    )
+    row["zstd3"], row["zstd_s"] = (lambda r: (len(r[0]), r[1]))(
+        timed(lambda: zstandard.ZstdCompressor(level=3).compress(data))
+    )
     return row
 
 
@@ -202,16 +206,30 @@ def table(rows: dict[int, dict], threads: int) -> str:
     out = [
         "| metric | " + " | ".join(f"{s} MB" for s in sizes) + " |",
         "|---|" + "---|" * len(sizes),
-        line(f"train, {threads} threads (s wall / CPU of all threads)", lambda r: f"{r['train_s']:.2f} / {r['train_cpu_s']:.2f}"),
+        line(
+            f"train, {threads} threads (s wall / CPU of all threads)",
+            lambda r: f"{r['train_s']:.2f} / {r['train_cpu_s']:.2f}",
+        ),
         line("train peak RSS (MB)", lambda r: f"{r['peak_mb']:.0f}"),
-        line("encode greedy, 1 thread (MB/s wall / CPU)", lambda r: f"{r['greedy_mbs']:.0f} / {r['greedy_cpu_mbs']:.0f}"),
-        line("encode optimal, 1 thread (MB/s wall / CPU)", lambda r: f"{r['optimal_mbs']:.0f} / {r['optimal_cpu_mbs']:.0f}"),
+        line(
+            "encode greedy, 1 thread (MB/s wall / CPU)", lambda r: f"{r['greedy_mbs']:.0f} / {r['greedy_cpu_mbs']:.0f}"
+        ),
+        line(
+            "encode optimal, 1 thread (MB/s wall / CPU)",
+            lambda r: f"{r['optimal_mbs']:.0f} / {r['optimal_cpu_mbs']:.0f}",
+        ),
         line("pack (M ids/s)", lambda r: f"{r['pack_mids']:.0f}"),
         line("unpack (M ids/s)", lambda r: f"{r['unpack_mids']:.0f}"),
         line("decompress .mxgram (MB/s of text)", lambda r: f"{r['decompress_mbs']:.0f}"),
         line("tokens greedy", lambda r: f"{r['tokens_greedy']:,}"),
-        line("tokens optimal", lambda r: f"{r['tokens_optimal']:,} ({100 * (1 - r['tokens_optimal'] / r['tokens_greedy']):.1f}% fewer)"),
-        line("bytes per token greedy / optimal", lambda r: f"{r['input'] / r['tokens_greedy']:.3f} / {r['input'] / r['tokens_optimal']:.3f}"),
+        line(
+            "tokens optimal",
+            lambda r: f"{r['tokens_optimal']:,} ({100 * (1 - r['tokens_optimal'] / r['tokens_greedy']):.1f}% fewer)",
+        ),
+        line(
+            "bytes per token greedy / optimal",
+            lambda r: f"{r['input'] / r['tokens_greedy']:.3f} / {r['input'] / r['tokens_optimal']:.3f}",
+        ),
         line("input", lambda r: f"{r['input'] / MB:.2f} MB"),
         line(".mxgram greedy (ratio)", size("mx_greedy")),
         line(".mxgram optimal (ratio)", size("mx_optimal")),
@@ -250,7 +268,9 @@ def main(argv=None) -> int:
     r = rows[big]
     if big >= 100:
         ok = r["train_s"] <= 30 and r["peak_mb"] < 4096
-        verdicts.append(f"target train 100 MB <= 30 s, peak < 4 GB: {'PASS' if ok else 'FAIL'} ({r['train_s']:.2f} s, {r['peak_mb']:.0f} MB)")
+        verdicts.append(
+            f"target train 100 MB <= 30 s, peak < 4 GB: {'PASS' if ok else 'FAIL'} ({r['train_s']:.2f} s, {r['peak_mb']:.0f} MB)"
+        )
     ok = all(x["greedy_mbs"] >= 50 for x in rows.values())
     worst = min(x["greedy_mbs"] for x in rows.values())
     worst_cpu = min(x["greedy_cpu_mbs"] for x in rows.values())
@@ -264,7 +284,9 @@ def main(argv=None) -> int:
         print(v)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(
-        f"# mixedgram benchmark\n\ndata: {desc}\n\nmachine: {cpu}\n\n{tab}\n\n" + "\n".join(f"- {v}" for v in verdicts) + "\n"
+        f"# mixedgram benchmark\n\ndata: {desc}\n\nmachine: {cpu}\n\n{tab}\n\n"
+        + "\n".join(f"- {v}" for v in verdicts)
+        + "\n"
     )
     print(f"\nwritten {args.out}")
     return 0

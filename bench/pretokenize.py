@@ -134,10 +134,13 @@ def setup_pair(tok_path: str, jsonl: str, threads: int):
 def run_pair(state):
     """One round: encode/1t, then pretokenize/Nt, back to back in this process."""
     n = state["threads"]
-    best = interleaved(state, {
-        "encode_1t": lambda: run_encode((state["tok"], state["docs"], 1)),
-        f"pretokenize_{n}t": lambda: run_pretokenize((state["tok"], state["jsonl"], n, state["tmp"])),
-    })
+    best = interleaved(
+        state,
+        {
+            "encode_1t": lambda: run_encode((state["tok"], state["docs"], 1)),
+            f"pretokenize_{n}t": lambda: run_pretokenize((state["tok"], state["jsonl"], n, state["tmp"])),
+        },
+    )
     return {**best, "ratio": best["best_encode_1t"] / best[f"best_pretokenize_{n}t"]}
 
 
@@ -188,23 +191,67 @@ def main() -> int:
     n = args.threads
     cal = run_function(calibrate, n, group="machine", tool=f"sha256 x{n}", repeat=1)
     ceiling = cal.extra.get("scaling")
-    b = Bench("pretokenize", baselines={"encode": "1t", "pretokenize": "1t"},
-              meta={"spec": args.spec, "vocab": args.vocab, "text_mb": mb})
+    b = Bench(
+        "pretokenize",
+        baselines={"encode": "1t", "pretokenize": "1t"},
+        meta={"spec": args.spec, "vocab": args.vocab, "text_mb": mb},
+    )
     rows = []
     for t in sorted({1, n}):
-        rows.append(b.add(run_function(run_encode, tok_path, str(jsonl), t, setup=setup_encode, group="encode",
-                                       tool=f"{t}t", mb=mb, repeat=args.repeat)))
+        rows.append(
+            b.add(
+                run_function(
+                    run_encode,
+                    tok_path,
+                    str(jsonl),
+                    t,
+                    setup=setup_encode,
+                    group="encode",
+                    tool=f"{t}t",
+                    mb=mb,
+                    repeat=args.repeat,
+                )
+            )
+        )
     for t in sorted({1, n}):
-        rows.append(b.add(run_function(run_pretokenize, tok_path, str(jsonl), t, setup=setup_pretokenize,
-                                       after=after_pretokenize, group="pretokenize", tool=f"{t}t", mb=mb,
-                                       repeat=args.repeat)))
-    pair = b.add(run_function(run_pair, tok_path, str(jsonl), n, setup=setup_pair, after=after_pair,
-                              group="interleaved", tool=f"encode-1t|pretokenize-{n}t", mb=mb,
-                              repeat=max(args.repeat, 7)))
+        rows.append(
+            b.add(
+                run_function(
+                    run_pretokenize,
+                    tok_path,
+                    str(jsonl),
+                    t,
+                    setup=setup_pretokenize,
+                    after=after_pretokenize,
+                    group="pretokenize",
+                    tool=f"{t}t",
+                    mb=mb,
+                    repeat=args.repeat,
+                )
+            )
+        )
+    pair = b.add(
+        run_function(
+            run_pair,
+            tok_path,
+            str(jsonl),
+            n,
+            setup=setup_pair,
+            after=after_pair,
+            group="interleaved",
+            tool=f"encode-1t|pretokenize-{n}t",
+            mb=mb,
+            repeat=max(args.repeat, 7),
+        )
+    )
     enc1 = b.get("encode", "1t")
     ratio = pair.extra.get("ratio") if pair.ok else None
-    b.target(f"interleaved/encode-1t|pretokenize-{n}t", f"pretokenize/{n}t vs encode/1t, interleaved (goal >= 1.6x)",
-             ratio, 1.6)
+    b.target(
+        f"interleaved/encode-1t|pretokenize-{n}t",
+        f"pretokenize/{n}t vs encode/1t, interleaved (goal >= 1.6x)",
+        ratio,
+        1.6,
+    )
     encn = b.get("encode", f"{n}t")
     if encn and encn.ok and enc1.ok and n > 1:
         b.target(f"encode/{n}t", "encode scaling vs 1t", encn.mbps / enc1.mbps, 1.6)
@@ -212,9 +259,11 @@ def main() -> int:
     b.meta["machine_scaling"] = ceiling
     b.print_table()
     if ceiling is not None:
-        print(f"machine ceiling: {n} independent threads did {ceiling:.2f}x the work of one "
-              f"(2.0 on two free cores); pipeline ratio / ceiling = "
-              f"{'-' if ratio is None else f'{ratio / ceiling:.2f}'}")
+        print(
+            f"machine ceiling: {n} independent threads did {ceiling:.2f}x the work of one "
+            f"(2.0 on two free cores); pipeline ratio / ceiling = "
+            f"{'-' if ratio is None else f'{ratio / ceiling:.2f}'}"
+        )
     print(f"load average now: {os.getloadavg()}")
     b.save()
     return 0

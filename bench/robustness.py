@@ -81,8 +81,18 @@ def measure(docs: list[str], text: str, run: str, vocab: int, repeat: int, tmp: 
         # a run alone learns only ~log2(n) merges; the warning about fewer merges than asked is expected
         warnings.simplefilter("ignore")
         word_vocab = min(vocab, 4096)
-        out["word run"] = best(lambda: BPETokenizer.train_from_iterator([run], word_vocab, pattern=None, special_tokens=None, progress=False), repeat)
-        out["word text"] = best(lambda: BPETokenizer.train_from_iterator([text[:n]], word_vocab, pattern=None, special_tokens=None, progress=False), repeat)
+        out["word run"] = best(
+            lambda: BPETokenizer.train_from_iterator(
+                [run], word_vocab, pattern=None, special_tokens=None, progress=False
+            ),
+            repeat,
+        )
+        out["word text"] = best(
+            lambda: BPETokenizer.train_from_iterator(
+                [text[:n]], word_vocab, pattern=None, special_tokens=None, progress=False
+            ),
+            repeat,
+        )
     return out, longest
 
 
@@ -101,8 +111,10 @@ def main() -> None:
     text = "".join("".join(d.split()) for d in docs)
     while len(text) < max(sizes):
         text += text
-    print(f"corpus: {len(docs)} documents, {mb:.1f} MB of the default corpus; vocabulary {args.vocab_size}; "
-          f"runs of {args.char!r}; best of {args.repeat}")
+    print(
+        f"corpus: {len(docs)} documents, {mb:.1f} MB of the default corpus; vocabulary {args.vocab_size}; "
+        f"runs of {args.char!r}; best of {args.repeat}"
+    )
     rows = {}
     with tempfile.TemporaryDirectory() as d:
         for n in [0] + sizes:

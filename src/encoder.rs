@@ -56,7 +56,12 @@ pub trait Encoder: Send + Sync {
     }
 
     /// Many texts on the current rayon pool, one id list per text, in order.
-    fn encode_batch<S: AsRef<str> + Sync>(&self, texts: &[S], specials: bool, allowed: Option<&[u32]>) -> Result<Vec<Vec<u32>>>
+    fn encode_batch<S: AsRef<str> + Sync>(
+        &self,
+        texts: &[S],
+        specials: bool,
+        allowed: Option<&[u32]>,
+    ) -> Result<Vec<Vec<u32>>>
     where
         Self: Sized,
     {
@@ -168,8 +173,14 @@ mod tests {
     #[test]
     fn bpe_and_lz78_meet_the_seam() {
         let merges = [(104, 101, 256), (108, 108, 257), (256, 257, 258)];
-        let bpe = BpeModel::new(&ident(), &merges, vec![("<|x|>".into(), 259)], Pretokenizer::Whole, crate::bpe::encode::MergeRule::Pairs)
-            .unwrap();
+        let bpe = BpeModel::new(
+            &ident(),
+            &merges,
+            vec![("<|x|>".into(), 259)],
+            Pretokenizer::Whole,
+            crate::bpe::encode::MergeRule::Pairs,
+        )
+        .unwrap();
         check(&bpe, "<|x|>", 259);
         let outputs: Vec<String> = ["he", "ll", "o", "abc"].iter().map(|s| s.to_string()).collect();
         let lz = Lz78Model::new(&outputs, vec![("<|x|>".into(), 4 + 257)], Pretokenizer::Whole).unwrap();

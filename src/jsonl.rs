@@ -377,7 +377,8 @@ where
         }
         rest = tail;
     }
-    let conv = |id: u32| T::try_from(id).map_err(|_| Error::Invalid(format!("id {id} does not fit the shard's id type")));
+    let conv =
+        |id: u32| T::try_from(id).map_err(|_| Error::Invalid(format!("id {id} does not fit the shard's id type")));
     parts.into_par_iter().try_for_each(|(part, ids)| -> Result<()> {
         let (first, rest) = part.split_at_mut(extra as usize);
         if let Some(b) = bos {
@@ -404,7 +405,10 @@ mod tests {
     fn reads_the_field() {
         assert_eq!(text(r#"{"text": "abc", "n": [1, {"x": null}]}"#, "text"), Some(Line::Text("abc".into())));
         assert_eq!(text(r#"{"a": 1, "text": "x\ny\u00e9"}"#, "text"), Some(Line::Text("x\nyé".into())));
-        assert_eq!(text(r#"{"text": "\"\\\/\b\f\n\r\t\ud83d\ude00 \u2028"}"#, "text"), Some(Line::Text("\"\\/\u{8}\u{c}\n\r\t😀 \u{2028}".into())));
+        assert_eq!(
+            text(r#"{"text": "\"\\\/\b\f\n\r\t\ud83d\ude00 \u2028"}"#, "text"),
+            Some(Line::Text("\"\\/\u{8}\u{c}\n\r\t😀 \u{2028}".into()))
+        );
         assert_eq!(text(r#"{"text": "first", "text": "last"}"#, "text"), Some(Line::Text("last".into())));
         assert_eq!(text(r#"{"te\u0078t": "escaped key"}"#, "text"), Some(Line::Text("escaped key".into())));
         assert_eq!(text(r#" {"text": null} "#, "text"), Some(Line::Null));
@@ -458,11 +462,11 @@ mod tests {
         // the same block split anywhere into a carried-over head and a body
         let whole = encode_block::<u32, _>(b"", block, "text", true, 0, Some(299), &lens, enc).unwrap().unwrap();
         for cut in 1..10 {
-            let e = encode_block(&block[..cut], &block[cut..], "text", true, 0, Some(299), &lens, enc).unwrap().unwrap();
+            let e =
+                encode_block(&block[..cut], &block[cut..], "text", true, 0, Some(299), &lens, enc).unwrap().unwrap();
             assert_eq!(e, whole, "cut {cut}");
         }
         let e = encode_block::<u32, _>(b"{\"text\": \"z\"}", b"", "text", false, 0, None, &lens, enc).unwrap().unwrap();
         assert_eq!((e.tokens, e.lines), (vec![122], 1));
     }
 }
-

@@ -22,17 +22,20 @@ use crate::error::{Error, Result};
 use crate::unicode::{class, Cls};
 
 /// nanochat's split pattern (GPT-4's with at most two digits per number).
-pub const GPT4_PATTERN: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,2}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+";
+pub const GPT4_PATTERN: &str =
+    r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,2}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+";
 /// GPT-4's (cl100k) split pattern, also rustbpe's default.
-pub const CL100K_PATTERN: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+";
+pub const CL100K_PATTERN: &str =
+    r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+";
 /// GPT-2's split pattern.
-pub const GPT2_PATTERN: &str =
-    r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
+pub const GPT2_PATTERN: &str = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
 
 #[derive(Clone, Debug)]
 pub enum Pretokenizer {
     /// GPT-4-style pattern with numbers of 1..=digits digits.
-    Gpt4 { digits: usize },
+    Gpt4 {
+        digits: usize,
+    },
     Gpt2,
     Regex(Box<fancy_regex::Regex>, String),
     /// No splitting: the whole text is one piece.
@@ -67,8 +70,8 @@ impl Pretokenizer {
         if p.is_empty() {
             return Err(Error::Pattern("the split pattern is empty; pass None to keep whole documents".into()));
         }
-        let re = fancy_regex::Regex::new(p)
-            .map_err(|e| Error::Pattern(format!("split pattern does not compile: {e}")))?;
+        let re =
+            fancy_regex::Regex::new(p).map_err(|e| Error::Pattern(format!("split pattern does not compile: {e}")))?;
         Ok(Pretokenizer::Regex(Box::new(re), p.to_string()))
     }
 
@@ -415,8 +418,21 @@ mod tests {
 
     fn patterns() -> impl Strategy<Value = &'static str> {
         prop::sample::select(vec![
-            r"\w+", r"\d", r"\s+(?!\S)", r"[a-z]{2,3}", "a*", "x?|ab", r"\p{L}+|\p{N}", r"(?<=a)\S", r"\b\w",
-            r"'s|\s+", r"(?i)ab+", r"[^\s]+?", r"$", r"^\w", r"(\w)\1",
+            r"\w+",
+            r"\d",
+            r"\s+(?!\S)",
+            r"[a-z]{2,3}",
+            "a*",
+            "x?|ab",
+            r"\p{L}+|\p{N}",
+            r"(?<=a)\S",
+            r"\b\w",
+            r"'s|\s+",
+            r"(?i)ab+",
+            r"[^\s]+?",
+            r"$",
+            r"^\w",
+            r"(\w)\1",
         ])
     }
 
@@ -438,9 +454,48 @@ mod tests {
 
     fn alphabet() -> impl Strategy<Value = String> {
         let chars = prop::sample::select(vec![
-            'a', 'b', 'Z', 's', 'S', 'l', 'L', 'v', 'e', 'r', 'E', 't', 'd', 'm', '\'', ' ', ' ', '\t', '\n',
-            '\r', '1', '2', '٣', '!', '.', ',', '(', 'é', '中', '😀', '\u{3000}', '\u{85}', '\u{17F}',
-            '\u{301}', '\u{a0}', '\u{0}', '_', '-', 'Ⅻ', '\u{200b}', '\u{1F1E6}', '\u{FFFD}',
+            'a',
+            'b',
+            'Z',
+            's',
+            'S',
+            'l',
+            'L',
+            'v',
+            'e',
+            'r',
+            'E',
+            't',
+            'd',
+            'm',
+            '\'',
+            ' ',
+            ' ',
+            '\t',
+            '\n',
+            '\r',
+            '1',
+            '2',
+            '٣',
+            '!',
+            '.',
+            ',',
+            '(',
+            'é',
+            '中',
+            '😀',
+            '\u{3000}',
+            '\u{85}',
+            '\u{17F}',
+            '\u{301}',
+            '\u{a0}',
+            '\u{0}',
+            '_',
+            '-',
+            'Ⅻ',
+            '\u{200b}',
+            '\u{1F1E6}',
+            '\u{FFFD}',
         ]);
         prop::collection::vec(chars, 0..40).prop_map(|v| v.into_iter().collect())
     }

@@ -30,16 +30,9 @@ struct Tables {
 }
 
 fn ranges(pattern: &str) -> Vec<(u32, u32)> {
-    let hir = regex_syntax::ParserBuilder::new()
-        .build()
-        .parse(pattern)
-        .expect("built-in class pattern parses");
+    let hir = regex_syntax::ParserBuilder::new().build().parse(pattern).expect("built-in class pattern parses");
     match hir.kind() {
-        HirKind::Class(Class::Unicode(c)) => c
-            .ranges()
-            .iter()
-            .map(|r| (r.start() as u32, r.end() as u32))
-            .collect(),
+        HirKind::Class(Class::Unicode(c)) => c.ranges().iter().map(|r| (r.start() as u32, r.end() as u32)).collect(),
         other => panic!("unexpected HIR for {pattern}: {other:?}"),
     }
 }

@@ -124,7 +124,9 @@ class DictTokenizer(Tokenizer):
             if mode == "structured":
                 parent[code] = par
             elif mode == "hierarchical":
-                parent[code] = next((code_of[pattern[:k]] for k in range(len(pattern) - 1, 0, -1) if pattern[:k] in code_of), 0)
+                parent[code] = next(
+                    (code_of[pattern[:k]] for k in range(len(pattern) - 1, 0, -1) if pattern[:k] in code_of), 0
+                )
             else:
                 raise ValueError(mode)
             char[code] = cidx[ch]

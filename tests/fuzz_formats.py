@@ -35,7 +35,17 @@ from typing import Callable
 import tokenforge as tf
 from tokenforge.errors import TokenforgeError
 
-__all__ = ["Case", "SPECS", "build_cases", "write_examples", "read_cases", "mutate", "try_load", "MUTATIONS", "case_by_name"]
+__all__ = [
+    "Case",
+    "SPECS",
+    "build_cases",
+    "write_examples",
+    "read_cases",
+    "mutate",
+    "try_load",
+    "MUTATIONS",
+    "case_by_name",
+]
 
 _TEXTS = [
     "The quick brown fox jumps over the lazy dog. " * 3,
@@ -197,10 +207,46 @@ def case_by_name(cases: list[Case], name: str) -> Case:
 
 
 # ---------------------------------------------------------------- mutations
-_HUGE = [b"4294967296", b"4294967295", b"18446744073709551616", b"-1", b"1e999", b"NaN", b"-0",
-         b"9" * 5000, b"99999999999999999999999999999", b"2147483648", b"65536", b"0x10"]
-_JUNK = [b"\x00", b"\xff", b"\xc3", b"\xed\xa0\xbd", b"\\ud83d", b"\\udc00", b'"', b"\\", b"\n", b"\r", b"\t",
-         b"#", b",", b"[", b"]", b"{", b"}", b":", b"null", b"true", b"\x80", b"\x94", b"h\x00", b"r\x00\x00\x00\x04"]
+_HUGE = [
+    b"4294967296",
+    b"4294967295",
+    b"18446744073709551616",
+    b"-1",
+    b"1e999",
+    b"NaN",
+    b"-0",
+    b"9" * 5000,
+    b"99999999999999999999999999999",
+    b"2147483648",
+    b"65536",
+    b"0x10",
+]
+_JUNK = [
+    b"\x00",
+    b"\xff",
+    b"\xc3",
+    b"\xed\xa0\xbd",
+    b"\\ud83d",
+    b"\\udc00",
+    b'"',
+    b"\\",
+    b"\n",
+    b"\r",
+    b"\t",
+    b"#",
+    b",",
+    b"[",
+    b"]",
+    b"{",
+    b"}",
+    b":",
+    b"null",
+    b"true",
+    b"\x80",
+    b"\x94",
+    b"h\x00",
+    b"r\x00\x00\x00\x04",
+]
 
 
 def _flip(r: random.Random, b: bytearray) -> None:
@@ -261,7 +307,7 @@ def _duplicate(r, b):
 def _deep(r, b):
     n = r.choice([70, 1000, 100000])
     i = r.randrange(len(b) + 1)
-    opener, closer = r.choice([(b"[", b"]"), (b"{\"a\":", b"}")])
+    opener, closer = r.choice([(b"[", b"]"), (b'{"a":', b"}")])
     b[i:i] = opener * n + (closer * n if r.random() < 0.5 else b"")
 
 
@@ -273,10 +319,22 @@ def _swap_lines(r, b):
         b[:] = b"\n".join(lines)
 
 
-MUTATIONS = {f.__name__.lstrip("_"): f for f in
-             (_flip, _set_byte, _insert, _delete, _truncate, _digits, _huge_number, _duplicate, _deep, _swap_lines)}
-_WEIGHTS = {"flip": 3, "set_byte": 2, "insert": 3, "delete": 2, "truncate": 1, "digits": 4, "huge_number": 3,
-            "duplicate": 2, "deep": 1, "swap_lines": 1}
+MUTATIONS = {
+    f.__name__.lstrip("_"): f
+    for f in (_flip, _set_byte, _insert, _delete, _truncate, _digits, _huge_number, _duplicate, _deep, _swap_lines)
+}
+_WEIGHTS = {
+    "flip": 3,
+    "set_byte": 2,
+    "insert": 3,
+    "delete": 2,
+    "truncate": 1,
+    "digits": 4,
+    "huge_number": 3,
+    "duplicate": 2,
+    "deep": 1,
+    "swap_lines": 1,
+}
 
 
 def mutate(case: Case, r: random.Random) -> tuple[str, bytes, list[str]]:
@@ -352,8 +410,17 @@ def run_trials(examples: Path, scratch: Path, seed: int, per_format: int, timeou
             key = f"{case.name}/{outcome}"
             counts[key] = counts.get(key, 0) + 1
             if outcome in ("outside", "hang") or (outcome == "different" and case.own):
-                findings.append({"trial": k, "case": case.name, "own": case.own, "outcome": outcome,
-                                 "target": target, "mutations": muts, "detail": detail})
+                findings.append(
+                    {
+                        "trial": k,
+                        "case": case.name,
+                        "own": case.own,
+                        "outcome": outcome,
+                        "target": target,
+                        "mutations": muts,
+                        "detail": detail,
+                    }
+                )
     finally:
         signal.signal(signal.SIGALRM, old)
     return {"counts": counts, "findings": findings}

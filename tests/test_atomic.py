@@ -90,7 +90,11 @@ def test_stale_temporaries_are_removed_live_ones_kept(tmp_path):
     for f in (other_old, legacy_old):
         os.utime(f, (old, old))
     # not ours or not this target's: never touched
-    strangers = [tmp_path / ".tok.json.notes.tmp", tmp_path / ".other.json.tf1-otherhost-00ff.tmp", tmp_path / "tok.json.tmp"]
+    strangers = [
+        tmp_path / ".tok.json.notes.tmp",
+        tmp_path / ".other.json.tf1-otherhost-00ff.tmp",
+        tmp_path / "tok.json.tmp",
+    ]
     for f in strangers:
         f.write_text("keep")
         os.utime(f, (old, old))

@@ -28,7 +28,6 @@ from tokenforge.formats.tiktoken_io import (
     lowest_rank_split,
     mergeable_ranks,
     read_tiktoken_file,
-    write_tiktoken_file,
 )
 
 SETTINGS = settings(max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
@@ -212,7 +211,9 @@ def test_hf_import_of_a_long_token_without_a_merge(tmp_path):
 
 def test_training_with_one_long_run_in_the_corpus(tmp_path):
     corpus = ["the quick brown fox jumps over the lazy dog " * 20, "=" * 200_000]
-    tok = BPETokenizer.train_from_iterator(corpus, 310, special_tokens=None, progress=False)  # every pair merged: no warning
+    tok = BPETokenizer.train_from_iterator(
+        corpus, 310, special_tokens=None, progress=False
+    )  # every pair merged: no warning
     longest = max(len(tok._model.id_bytes(i)) for i in range(tok.vocab_size))
     assert longest == 200_000  # the whole run is one token
     tok.save(tmp_path / "t.json")
@@ -258,8 +259,11 @@ def test_first_lower_cut_matches_the_plain_rule(words, data):
     got = _core.bpe_rank_splits(tokens, "first_lower_cut")
     for (t, i), (n, parts) in zip(tokens, got):
         plain = next(
-            ((vocab[t[:c]], vocab[t[c:]]) for c in range(1, len(t))
-             if vocab.get(t[:c], i) < i and vocab.get(t[c:], i) < i),
+            (
+                (vocab[t[:c]], vocab[t[c:]])
+                for c in range(1, len(t))
+                if vocab.get(t[:c], i) < i and vocab.get(t[c:], i) < i
+            ),
             None,
         )
         assert (tuple(parts) if n == 2 else None) == plain

@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -64,7 +63,9 @@ def test_lexicographic_matches_slow_reference(docs):
     text = "".join(docs)[:120_000]
     counts = ref.count_words([text], GPT2)
     want = ref.train_reference(counts, 200, tie_break="lexicographic")
-    got = BPETokenizer.train_from_iterator([text], 256 + 200, pattern="gpt2", tie_break="lexicographic", special_tokens=None, progress=False)
+    got = BPETokenizer.train_from_iterator(
+        [text], 256 + 200, pattern="gpt2", tie_break="lexicographic", special_tokens=None, progress=False
+    )
     assert got.merges == [tuple(m) for m in want]
 
 
@@ -79,7 +80,9 @@ def test_training_matches_reference_property(texts, n, tie, pattern):
     regex = PATTERNS[pattern] if pattern else None
     counts = ref.count_words(texts, regex)
     want = ref.train_reference(counts, n, tie_break=tie)
-    got = BPETokenizer.train_from_iterator(texts, 256 + n, pattern=pattern, tie_break=tie, special_tokens=None, progress=False)
+    got = BPETokenizer.train_from_iterator(
+        texts, 256 + n, pattern=pattern, tie_break=tie, special_tokens=None, progress=False
+    )
     assert got.merges == [tuple(m) for m in want]
 
 
@@ -133,7 +136,9 @@ def test_pathological_inputs_round_trip(tok):
     ids = tok.encode_ordinary(s)
     assert tok.decode(ids) == s
     enc = tok.to_tiktoken()
-    assert ids[:5000] == enc.encode_ordinary(s[:20_000])[:5000] or tok.encode_ordinary(s[:20_000]) == enc.encode_ordinary(s[:20_000])
+    assert ids[:5000] == enc.encode_ordinary(s[:20_000])[:5000] or tok.encode_ordinary(
+        s[:20_000]
+    ) == enc.encode_ordinary(s[:20_000])
 
 
 def test_encode_batch_equals_single(tok, docs):
@@ -161,8 +166,10 @@ def test_large_batches_come_back_whole_and_in_order(tok, docs):
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(s=st.text(alphabet=st.characters(codec="utf-8"), max_size=300)
-       | st.sampled_from(["<|bos|>", "x<|assistant_end|>y", "中文テスト😀👨‍👩‍👧‍👦🇫🇷", "\x00\x01\r\n\t\u2028", "a" * 500]))
+@given(
+    s=st.text(alphabet=st.characters(codec="utf-8"), max_size=300)
+    | st.sampled_from(["<|bos|>", "x<|assistant_end|>y", "中文テスト😀👨‍👩‍👧‍👦🇫🇷", "\x00\x01\r\n\t\u2028", "a" * 500])
+)
 def test_round_trip_any_str(tok, s):
     ids = tok.encode(s)
     assert tok.decode(ids) == s
@@ -399,4 +406,6 @@ def test_cli_train_encode_decode_inspect(tmp_path, capsys, docs):
     assert main(["inspect", str(tmp_path / "tk"), "--text", str(corpus), "--json"]) == 0
     stats = json.loads(capsys.readouterr().out)
     assert stats["vocab_size"] == 600 and stats["bytes_per_token"] > 1.5
-    assert main(["train", str(tmp_path / "missing.txt"), "--vocab-size", "600", "-o", str(tmp_path / "x")]) == 3  # no such input: the OS-class exit status
+    assert (
+        main(["train", str(tmp_path / "missing.txt"), "--vocab-size", "600", "-o", str(tmp_path / "x")]) == 3
+    )  # no such input: the OS-class exit status

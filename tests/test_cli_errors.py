@@ -37,7 +37,9 @@ def tok_dir(tmp_path_factory):
 
 
 def _cli(*args, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tokenforge", *map(str, args)], capture_output=True, text=True, timeout=120, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "tokenforge", *map(str, args)], capture_output=True, text=True, timeout=120, **kw
+    )
 
 
 def _one_line(err: str) -> str:
@@ -104,7 +106,9 @@ def test_read_only_output_directory(tmp_path):
     out = tmp_path / "ro"
     out.mkdir()
     args = ["train", str(corpus), "--vocab-size", "300", "-q", "-o", str(out / "tok.json")]
-    r = subprocess.run([sys.executable, "-c", _read_only_code(str(out)), *args], capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-c", _read_only_code(str(out)), *args], capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == EXIT_OS
     line = _one_line(r.stderr)
     assert "read-only file system" in line and str(out / "tok.json") in line
@@ -149,8 +153,11 @@ def test_disk_full_is_one_line(tmp_path, tok_dir, monkeypatch, capsys):
 def test_closed_pipe_ends_quietly(tmp_path, tok_dir):
     big = tmp_path / "big.txt"
     big.write_text("hello world\n" * 200_000)
-    p = subprocess.Popen([sys.executable, "-m", "tokenforge", "encode", str(tok_dir), "--file", str(big)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "tokenforge", "encode", str(tok_dir), "--file", str(big)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         assert p.stdout.read(5)  # like `| head -c 5`: read a little, then close the read end
         p.stdout.close()
@@ -205,11 +212,19 @@ def test_both_spellings_end_to_end(tmp_path, capsys):
     corpus.write_text(CORPUS)
     for flag in ("--vocab-size", "--vocab_size"):
         out = tmp_path / f"bpe{flag}"
-        assert main(["train", str(corpus), flag, "300", "--min_frequency", "1", "--text-field=text", "-q", "-o", str(out)]) == 0
+        assert (
+            main(["train", str(corpus), flag, "300", "--min_frequency", "1", "--text-field=text", "-q", "-o", str(out)])
+            == 0
+        )
         assert BPETokenizer.load(out).vocab_size == 300
     for flag in ("--vocab-size", "--vocab_size"):
         out = tmp_path / f"lz{flag}.tsv"
-        assert main(["lz78", "train", "--input", str(corpus), flag, "300", "--num-threads", "1", "-q", "--output", str(out)]) == 0
+        assert (
+            main(
+                ["lz78", "train", "--input", str(corpus), flag, "300", "--num-threads", "1", "-q", "--output", str(out)]
+            )
+            == 0
+        )
         assert LZ78Tokenizer.from_tsv(out).vocab_size == 300
     capsys.readouterr()
 
@@ -221,17 +236,26 @@ def test_seed_script_takes_both_spellings(tmp_path):
     r = subprocess.run([sys.executable, script, "--help"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "--vocab_size" in r.stdout  # the seed's spelling is the one shown
     out = tmp_path / "d.tsv"
-    r = subprocess.run([sys.executable, script, "--input", str(corpus), "--vocab-size", "300", "--output", str(out), "-q"],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, script, "--input", str(corpus), "--vocab-size", "300", "--output", str(out), "-q"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     assert LZ78Tokenizer.from_tsv(out).vocab_size == 300
 
 
-@pytest.mark.parametrize("param", ["decay=abc", "evict_interval=1.5", "evict_interval=99999999999999999999999", "decay=-5", "bogus=1", "novalue"])
+@pytest.mark.parametrize(
+    "param",
+    ["decay=abc", "evict_interval=1.5", "evict_interval=99999999999999999999999", "decay=-5", "bogus=1", "novalue"],
+)
 def test_bad_param_is_one_line(tmp_path, param):
     corpus = tmp_path / "c.txt"
     corpus.write_text(CORPUS)
-    r = _cli("lz78", "train", "--input", corpus, "--vocab_size", 300, "--param", param, "-q", "--output", tmp_path / "x.tsv")
+    r = _cli(
+        "lz78", "train", "--input", corpus, "--vocab_size", 300, "--param", param, "-q", "--output", tmp_path / "x.tsv"
+    )
     line = _one_line(r.stderr)
     assert r.returncode == (EXIT_USAGE if param == "novalue" else EXIT_ERROR), r.stderr
     assert param.split("=")[0] in line

@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokenforge.data.corpus import corpus_bytes, corpus_files, iter_documents
-from tokenforge.progress import Progress, progress_bar
 from tokenforge.errors import CorpusError
+from tokenforge.progress import Progress, progress_bar
 
 zstandard = pytest.importorskip("zstandard")
 
@@ -371,12 +371,19 @@ def test_every_family_reads_files_with_train_and_texts_with_train_from_iterator(
     f = tmp_path / "c.txt"
     f.write_text(text, encoding="utf-8")
     trainers = {
-        "bpe": (lambda c: tf.BPETokenizer.train(c, 300, progress=False),
-                lambda t: tf.BPETokenizer.train_from_iterator(t, 300, progress=False)),
-        "lz78": (lambda c: tf.LZ78Tokenizer.train(c, "standard", 300, progress=False),
-                 lambda t: tf.LZ78Tokenizer.train_from_iterator(t, "standard", 300, progress=False)),
+        "bpe": (
+            lambda c: tf.BPETokenizer.train(c, 300, progress=False),
+            lambda t: tf.BPETokenizer.train_from_iterator(t, 300, progress=False),
+        ),
+        "lz78": (
+            lambda c: tf.LZ78Tokenizer.train(c, "standard", 300, progress=False),
+            lambda t: tf.LZ78Tokenizer.train_from_iterator(t, "standard", 300, progress=False),
+        ),
         "mixedgram": (lambda c: tf.Mixedgram.train(c), lambda t: tf.Mixedgram.train_from_iterator(t)),
-        "growing": (lambda c: tf.GrowingBPETokenizer.train(c, 400), lambda t: tf.GrowingBPETokenizer.train_from_iterator(t, 400)),
+        "growing": (
+            lambda c: tf.GrowingBPETokenizer.train(c, 400),
+            lambda t: tf.GrowingBPETokenizer.train_from_iterator(t, 400),
+        ),
     }
     probe = "the lazy fox"
     for name, (from_files, from_texts) in trainers.items():

@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from eval_stubs import DictTokenizer, FlatOnly, parse_tsv, SEED_TSV
-
 import tokenforge
+from eval_stubs import SEED_TSV, DictTokenizer, FlatOnly, parse_tsv
 from tokenforge.bpe_structure import bpe_embedding_metadata
 from tokenforge.embedding_meta import EmbeddingModeError, duplicate_pairs, get_embedding_metadata, validate_metadata
 
@@ -82,7 +81,10 @@ def _tsv_expected():
     return rows, lz, trie
 
 
-@pytest.mark.parametrize("mode,cls", [("structured", StructuredEmbedding), ("hierarchical", HierarchicalEmbedding), ("tuple", TupleEmbedding)])
+@pytest.mark.parametrize(
+    "mode,cls",
+    [("structured", StructuredEmbedding), ("hierarchical", HierarchicalEmbedding), ("tuple", TupleEmbedding)],
+)
 def test_parent_tables_match_the_tsv(mode, cls):
     tok = DictTokenizer()
     emb = build_embedding(tok, mode, 8)

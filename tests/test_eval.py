@@ -9,9 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from eval_stubs import DictTokenizer
-
 import tokenforge
+from eval_stubs import DictTokenizer
 from tokenforge.eval.bpb import BPBError, bits_per_byte, select_documents, summarize
 from tokenforge.eval.families import SpecError, parse_specs
 from tokenforge.eval.metrics import compression_metrics, renyi_efficiency
@@ -72,7 +71,9 @@ def test_bpb_byte_check():
 
 def test_bpb_accepts_torch_losses():
     torch = pytest.importorskip("torch")
-    r = bits_per_byte(lambda i, t: torch.full(t.shape, math.log(2.0)), [np.array([0, 1, 1])], np.array([0, 1]), [0], seq_len=4)
+    r = bits_per_byte(
+        lambda i, t: torch.full(t.shape, math.log(2.0)), [np.array([0, 1, 1])], np.array([0, 1]), [0], seq_len=4
+    )
     assert r["bpb"] == pytest.approx(1.0)
 
 
@@ -103,8 +104,9 @@ def test_bpe_tokens_that_are_not_valid_utf8_count_their_raw_bytes():
     nbytes = len(text.encode("utf-8"))
     assert int(tb[ids].sum()) == nbytes
     stream = np.array([tok.get_bos_token_id(), *ids])
-    r = bits_per_byte(lambda i, t: np.ones(t.shape), [stream], tb, tok.special_tokens.values(), seq_len=64,
-                      expected_bytes=nbytes)
+    r = bits_per_byte(
+        lambda i, t: np.ones(t.shape), [stream], tb, tok.special_tokens.values(), seq_len=64, expected_bytes=nbytes
+    )
     assert r["scored_tokens"] == len(ids)
     assert r["bpb"] == pytest.approx(len(ids) / (math.log(2) * nbytes))
     # counting a token that is not valid UTF-8 as 3 bytes (nanochat's first version) breaks the check
@@ -112,8 +114,14 @@ def test_bpe_tokens_that_are_not_valid_utf8_count_their_raw_bytes():
     wrong[merged_partial] = 3
     assert int(wrong[ids].sum()) != nbytes
     with pytest.raises(BPBError):
-        bits_per_byte(lambda i, t: np.ones(t.shape), [stream], wrong, tok.special_tokens.values(), seq_len=64,
-                      expected_bytes=nbytes)
+        bits_per_byte(
+            lambda i, t: np.ones(t.shape),
+            [stream],
+            wrong,
+            tok.special_tokens.values(),
+            seq_len=64,
+            expected_bytes=nbytes,
+        )
 
 
 def test_byte_fallback_ids_count_one_byte_each():
@@ -128,8 +136,14 @@ def test_byte_fallback_ids_count_one_byte_each():
     assert len(fallback) == 6
     assert int(tb[ids].sum()) == len(text.encode("utf-8"))
     stream = np.array([tok.get_bos_token_id(), *ids])
-    r = bits_per_byte(lambda i, t: np.zeros(t.shape), [stream], tb, tok.special_tokens.values(), seq_len=5,
-                      expected_bytes=len(text.encode("utf-8")))
+    r = bits_per_byte(
+        lambda i, t: np.zeros(t.shape),
+        [stream],
+        tb,
+        tok.special_tokens.values(),
+        seq_len=5,
+        expected_bytes=len(text.encode("utf-8")),
+    )
     assert r["bytes"] == len(text.encode("utf-8"))
 
 
@@ -185,9 +199,15 @@ def test_renyi_efficiency_extremes():
 
 # ---- specs -------------------------------------------------------------------------
 def test_parse_specs():
-    specs = parse_specs("bpe, lz78:frequency_gated, lz78:frequency_gated:nochunk, mixedgram:parse=optimal, growing:rounds=4")
+    specs = parse_specs(
+        "bpe, lz78:frequency_gated, lz78:frequency_gated:nochunk, mixedgram:parse=optimal, growing:rounds=4"
+    )
     assert [s.text for s in specs] == [
-        "bpe", "lz78:frequency_gated", "lz78:frequency_gated:nochunk", "mixedgram:parse=optimal", "growing:rounds=4",
+        "bpe",
+        "lz78:frequency_gated",
+        "lz78:frequency_gated:nochunk",
+        "mixedgram:parse=optimal",
+        "growing:rounds=4",
     ]
     assert dict(specs[4].kwargs) == {"rounds": 4}
     assert parse_specs("lz78")[0].text == "lz78:frequency_gated"

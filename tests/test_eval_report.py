@@ -25,6 +25,7 @@ def _matplotlib_cache_under_tmp(tmp_path_factory):
     yield
     mp.undo()
 
+
 WORDS = "the quick brown fox jumps over the lazy dog while five boxing wizards jump quickly".split()
 DOCS = [" ".join(WORDS[(i * 7 + k) % len(WORDS)] for k in range(40 + i % 30)) + f"\n{i} ünï 🙂\n" for i in range(120)]
 TINY = BPBConfig(n_layer=1, n_head=2, n_embd=16, seq_len=32, batch_size=4, threads=1)
@@ -77,17 +78,30 @@ def test_run_bpb_two_seeds_and_structured_mode(tmp_path):
     assert 0 < r["bpb"]["mean"] < 12
     again = run_bpb(tok, train, held, tmp_path / "w", cfg=TINY, seeds=[0], progress=False)  # reuses the shards
     assert again["runs"][0]["bpb"] == pytest.approx(r["runs"][0]["bpb"], rel=1e-5)  # same seed, same number
-    s = run_bpb(tok, train, held, tmp_path / "w", cfg=BPBConfig(**{**TINY.to_dict(), "embedding": "structured"}),
-                seeds=[0], progress=False)
+    s = run_bpb(
+        tok,
+        train,
+        held,
+        tmp_path / "w",
+        cfg=BPBConfig(**{**TINY.to_dict(), "embedding": "structured"}),
+        seeds=[0],
+        progress=False,
+    )
     assert s["runs"][0]["params_embedding"] == (tok.vocab_size + 1) * 16 + tok.vocab_size * 16
-    b = run_bpb(tok, train, held, tmp_path / "w", cfg=BPBConfig(**{**TINY.to_dict(), "autocast": "bf16"}), seeds=[0],
-                progress=False)
+    b = run_bpb(
+        tok,
+        train,
+        held,
+        tmp_path / "w",
+        cfg=BPBConfig(**{**TINY.to_dict(), "autocast": "bf16"}),
+        seeds=[0],
+        progress=False,
+    )
     assert abs(b["runs"][0]["bpb"] - r["runs"][0]["bpb"]) < 0.2  # bfloat16 autocast: close to float32
 
 
 def test_run_bpb_refuses_inexact_token_bytes_before_training(tmp_path):
     from eval_stubs import DictTokenizer
-
     from tokenforge.eval.bpb import BPBError
 
     class ThreeBytes(DictTokenizer):  # nanochat's first version: a lone partial UTF-8 byte counted as 3 bytes
@@ -142,8 +156,21 @@ def test_compare_writes_a_report_whose_html_parses_and_whose_plots_exist(tmp_pat
 
 def test_cli_compare(tmp_path, capsys):
     out = tmp_path / "r"
-    code = main(["compare", str(_corpus(tmp_path)), "--vocab-sizes", "300", "--families", "bpe,mixedgram",
-                 "--eval-mb", "0.05", "-o", str(out), "-q"])
+    code = main(
+        [
+            "compare",
+            str(_corpus(tmp_path)),
+            "--vocab-sizes",
+            "300",
+            "--families",
+            "bpe,mixedgram",
+            "--eval-mb",
+            "0.05",
+            "-o",
+            str(out),
+            "-q",
+        ]
+    )
     assert code == 0
     results = _check_report(out)
     assert results["command"].startswith("tokenforge compare ")
@@ -154,9 +181,34 @@ def test_cli_compare(tmp_path, capsys):
 def test_cli_compare_errors(tmp_path, capsys):
     assert main(["compare", str(_corpus(tmp_path)), "--families", "wordpiece", "-o", str(tmp_path / "x")]) == 1
     assert "unknown tokenizer family" in capsys.readouterr().err
-    code = main(["compare", str(_corpus(tmp_path)), "--families", "bpe", "--vocab-sizes", "300", "--bpb",
-                 "--embeddings", "hierarchical", "--bpb-train-mb", "0.01", "--bpb-eval-mb", "0.005", "--layers", "1",
-                 "--width", "16", "--heads", "2", "--seq-len", "16", "-o", str(tmp_path / "y"), "-q"])
+    code = main(
+        [
+            "compare",
+            str(_corpus(tmp_path)),
+            "--families",
+            "bpe",
+            "--vocab-sizes",
+            "300",
+            "--bpb",
+            "--embeddings",
+            "hierarchical",
+            "--bpb-train-mb",
+            "0.01",
+            "--bpb-eval-mb",
+            "0.005",
+            "--layers",
+            "1",
+            "--width",
+            "16",
+            "--heads",
+            "2",
+            "--seq-len",
+            "16",
+            "-o",
+            str(tmp_path / "y"),
+            "-q",
+        ]
+    )
     assert code == 0  # BPE has no hierarchical mode: reported in the report, not a crash
     results = json.loads((tmp_path / "y" / "results.json").read_text())
     assert "structured" in results["rows"][0]["bpb"]["hierarchical"]["error"]
@@ -168,8 +220,15 @@ def test_interrupted_compare_leaves_a_consistent_partial_report(tmp_path):
         if msg.startswith("training bpe @360"):
             raise KeyboardInterrupt
 
-    opts = CompareOptions(corpus=[str(_corpus(tmp_path))], families="bpe", vocab_sizes=[300, 360], eval_mb=0.05,
-                          out=str(tmp_path / "r"), log=log, progress=False)
+    opts = CompareOptions(
+        corpus=[str(_corpus(tmp_path))],
+        families="bpe",
+        vocab_sizes=[300, 360],
+        eval_mb=0.05,
+        out=str(tmp_path / "r"),
+        log=log,
+        progress=False,
+    )
     with pytest.raises(KeyboardInterrupt):
         run_compare(opts)
     results = _check_report(tmp_path / "r")
@@ -183,8 +242,17 @@ def test_report_without_matplotlib(tmp_path, monkeypatch):
     from tokenforge.eval.report import write_report
 
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    results = run_compare(CompareOptions(corpus=[str(_corpus(tmp_path))], families="bpe", vocab_sizes=[300],
-                                         eval_mb=0.05, out=str(tmp_path / "a"), progress=False, command="c"))
+    results = run_compare(
+        CompareOptions(
+            corpus=[str(_corpus(tmp_path))],
+            families="bpe",
+            vocab_sizes=[300],
+            eval_mb=0.05,
+            out=str(tmp_path / "a"),
+            progress=False,
+            command="c",
+        )
+    )
     out = tmp_path / "r"
     written = write_report(results, out)
     assert {"bytes_per_token", "bpb", "token_lengths"}.isdisjoint(written)
@@ -195,11 +263,20 @@ def test_report_without_matplotlib(tmp_path, monkeypatch):
 
 def test_seed_ordering_verdict():
     def row(spec, mean, std):
-        return {"spec": spec, "vocab_size": 8192, "label": spec,
-                "bpb": {"flat": {"bpb": {"mean": mean, "std": std, "n": 3}}}}
+        return {
+            "spec": spec,
+            "vocab_size": 8192,
+            "label": spec,
+            "bpb": {"flat": {"bpb": {"mean": mean, "std": std, "n": 3}}},
+        }
 
-    res = {"rows": [row("bpe", 0.94, 0.001), row("lz78:frequency_gated", 1.10, 0.002),
-                    row("lz78:frequency_gated:nochunk", 1.18, 0.002)]}
+    res = {
+        "rows": [
+            row("bpe", 0.94, 0.001),
+            row("lz78:frequency_gated", 1.10, 0.002),
+            row("lz78:frequency_gated:nochunk", 1.18, 0.002),
+        ]
+    }
     (line,) = seed_ordering(res)
     assert "holds" in line and "does not hold" not in line and "larger than" in line
     res["rows"][2] = row("lz78:frequency_gated:nochunk", 1.05, 0.002)

@@ -223,7 +223,11 @@ def test_tfjson_unknown_version_is_a_version_error(tmp_path):
         (lambda d: d.update(pattern_name="gpt5"), '"pattern_name"', "expected one of"),
         (lambda d: d.update(pattern=None), '"pattern_name"', '"none" exactly when'),
         (lambda d: d.update(training=[1]), '"training"', "expected an object"),
-        (lambda d: (d.update(version=1, split_specials=True), d.pop("checksum")), '"split_specials"', "unknown key 'split_specials' in a version 1"),
+        (
+            lambda d: (d.update(version=1, split_specials=True), d.pop("checksum")),
+            '"split_specials"',
+            "unknown key 'split_specials' in a version 1",
+        ),
         (lambda d: d.update(version=2, split_specials=1), '"split_specials"', "expected true or false"),
     ],
 )

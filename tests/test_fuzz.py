@@ -34,16 +34,26 @@ def fuzz_run(tmp_path_factory):
     write_examples(root / "examples")
     here = Path(__file__).parent
     proc = subprocess.run(
-        [sys.executable, str(here / "fuzz_formats.py"), str(root / "examples"), str(root / "scratch"), str(SEED),
-         str(PER_FORMAT)],
-        capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            str(here / "fuzz_formats.py"),
+            str(root / "examples"),
+            str(root / "scratch"),
+            str(SEED),
+            str(PER_FORMAT),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     if proc.returncode != 0:
         trials = [line for line in proc.stderr.splitlines() if line.startswith("trial ")]
         last = trials[-1] if trials else "before the first trial"
         said = [line for line in proc.stderr.splitlines() if line and not line.startswith(("trial ", " "))]
-        return {"died": f"the fuzzing process died (exit {proc.returncode}) in {last} (seed {SEED}): "
-                        + " | ".join(said[-3:])}
+        return {
+            "died": f"the fuzzing process died (exit {proc.returncode}) in {last} (seed {SEED}): "
+            + " | ".join(said[-3:])
+        }
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 

@@ -21,7 +21,9 @@ from tokenforge.formats.growing_json import sniff_growing_json
 from tokenforge.growing import get_neuro_tokenizer
 from tokenforge.reference import growing as ref
 
-SETTINGS = settings(max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(
+    max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 HELLO_IDS = [285, 270, 121, 54, 42, 129, 268, 290, 43]
 
 

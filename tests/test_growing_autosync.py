@@ -77,10 +77,14 @@ def test_a_bad_remote_is_ignored_with_backoff(server, local, caplog):
     h = t.auto_sync(url, interval=0.02, max_backoff=0.16)
     try:
         assert h.wait_for_checks(4, timeout=30)
-        assert h.failures >= 4 and isinstance(h.last_error, SyncError) and "rewrites existing merge" in str(h.last_error)
+        assert (
+            h.failures >= 4 and isinstance(h.last_error, SyncError) and "rewrites existing merge" in str(h.last_error)
+        )
         assert h.next_delay == min(0.02 * 2**h.failures, 0.16)  # exponential, capped
         assert t.merge_list == merges and p.read_bytes() == before  # the old vocabulary is kept
-        assert any("auto-sync" in r.message and "failed" in r.message and r.levelno == logging.WARNING for r in caplog.records)
+        assert any(
+            "auto-sync" in r.message and "failed" in r.message and r.levelno == logging.WARNING for r in caplog.records
+        )
         body["doc"] = _text(good)  # the server is fixed: the next check takes it and the backoff resets
         n = h.checks
         assert h.wait_for_checks(n + 1, timeout=30)
@@ -148,8 +152,14 @@ def test_concurrent_encode_sees_the_old_or_the_new_vocabulary(server, local):
 
 def test_arguments_are_checked_in_the_callers_thread(local):
     t, _ = local
-    for kw in ({"interval": 0}, {"interval": -1}, {"interval": 10, "max_backoff": 5}, {"interval": 1, "timeout": 0},
-               {"interval": 1, "max_bytes": 0}, {"interval": 1, "sha256": "abc"}):
+    for kw in (
+        {"interval": 0},
+        {"interval": -1},
+        {"interval": 10, "max_backoff": 5},
+        {"interval": 1, "timeout": 0},
+        {"interval": 1, "max_bytes": 0},
+        {"interval": 1, "sha256": "abc"},
+    ):
         with pytest.raises(Exception, match="interval|max_backoff|timeout|max_bytes|sha256"):
             t.auto_sync("http://127.0.0.1:9/x", **kw)
 
@@ -182,7 +192,9 @@ def test_cli_every_keeps_the_file_current_until_interrupted(server, local):
     url = _serve(server, "tok.json", lambda: body["doc"])
     proc = subprocess.Popen(
         [sys.executable, "-m", "tokenforge", "grow", "sync", url, "-t", str(p), "--every", "0.05"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         assert "checking every 0.05 s" in proc.stdout.readline()

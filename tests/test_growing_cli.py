@@ -80,7 +80,9 @@ def test_sync_from_a_path(tmp_path, capsys):
 def test_errors_are_reported(tmp_path, capsys):
     code, _, err = run(["inspect", "-t", tmp_path / "missing.json"], capsys)
     assert code == 1 and "no tokenizer at" in err
-    code, _, err = run(["learn", "-t", tmp_path / "t.json", "--source", "x", "--num-merges", 5, tmp_path / "nope.txt"], capsys)
+    code, _, err = run(
+        ["learn", "-t", tmp_path / "t.json", "--source", "x", "--num-merges", 5, tmp_path / "nope.txt"], capsys
+    )
     assert code == 3 and "does not exist" in err
     bad = tmp_path / "bad.json"
     bad.write_text('{"merges": {"10_11": 300}}')
@@ -109,5 +111,7 @@ def test_module_runs_standalone(tmp_path, corpora):
     )
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "tokenizer.json").exists()
-    r = subprocess.run([sys.executable, "-m", "tokenforge.cli.grow", "inspect"], capture_output=True, text=True, cwd=tmp_path)
+    r = subprocess.run(
+        [sys.executable, "-m", "tokenforge.cli.grow", "inspect"], capture_output=True, text=True, cwd=tmp_path
+    )
     assert r.returncode == 0 and "a  10 merges" in r.stdout

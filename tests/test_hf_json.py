@@ -248,8 +248,12 @@ def test_hf_json_round_trip(tmp_path, data):
 def test_hf_json_without_pattern_has_no_split(tmp_path):
     data = small_data(pattern=None, pattern_name="none")
     doc = hf_json_dict(data)
-    assert doc["pre_tokenizer"] == {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
-                                    "use_regex": False}
+    assert doc["pre_tokenizer"] == {
+        "type": "ByteLevel",
+        "add_prefix_space": False,
+        "trim_offsets": True,
+        "use_regex": False,
+    }
     path = tmp_path / "t.json"
     write_hf_json(path, data)
     assert read_hf_json(path).pattern is None
@@ -261,8 +265,17 @@ def test_hf_json_document_shape():
     doc = hf_json_dict(small_data())
     assert doc["model"]["ignore_merges"] is True and doc["model"]["type"] == "BPE"
     assert doc["model"]["vocab"]["\u0120abc"] == 258 and doc["model"]["vocab"]["<|endoftext|>"] == 259
-    assert doc["added_tokens"] == [{"id": 259, "content": "<|endoftext|>", "single_word": False, "lstrip": False,
-                                    "rstrip": False, "normalized": False, "special": True}]
+    assert doc["added_tokens"] == [
+        {
+            "id": 259,
+            "content": "<|endoftext|>",
+            "single_word": False,
+            "lstrip": False,
+            "rstrip": False,
+            "normalized": False,
+            "special": True,
+        }
+    ]
     split, byte_level = doc["pre_tokenizer"]["pretokenizers"]
     assert split == {"type": "Split", "pattern": {"Regex": GPT2_PATTERN}, "behavior": "Isolated", "invert": False}
     assert byte_level["type"] == "ByteLevel" and byte_level["use_regex"] is False
@@ -352,8 +365,11 @@ def test_hf_import_accepts_merge_pairs_and_later_duplicates(tmp_path):
     path = written(tmp_path, lambda d: d["model"].update(merges=[m.split(" ") for m in d["model"]["merges"]]))
     assert read_hf_json(path).merges == small_data().merges
     # a later duplicate of a token's merge (as tiktoken converters write) is accepted and dropped
-    path = written(tmp_path, lambda d: d["model"]["merges"].append("a bc"), data=small_data(
-        merges=[(97, 98, 256), (98, 99, 257), (256, 99, 258)]))
+    path = written(
+        tmp_path,
+        lambda d: d["model"]["merges"].append("a bc"),
+        data=small_data(merges=[(97, 98, 256), (98, 99, 257), (256, 99, 258)]),
+    )
     assert read_hf_json(path).merges == [(97, 98, 256), (98, 99, 257), (256, 99, 258)]
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import pickle
-import re
 import random
+import re
 import struct
 from pathlib import Path
 
@@ -62,7 +62,7 @@ def test_loads_checked_is_linear_on_hostile_text():
 
 
 def test_loads_checked_accepts_what_is_fine():
-    assert loads_checked('{"a": "\\ud83d\\ude00", "b": "\\\\ud83d"}') == {"a": "\U0001F600", "b": "\\ud83d"}
+    assert loads_checked('{"a": "\\ud83d\\ude00", "b": "\\\\ud83d"}') == {"a": "\U0001f600", "b": "\\ud83d"}
     deep_in_strings = json.dumps({"code": "[" * 1000 + "{" * 1000})
     assert loads_checked(deep_in_strings) == {"code": "[" * 1000 + "{" * 1000}
     assert loads_checked("[" * 64 + "]" * 64) is not None
@@ -122,7 +122,7 @@ def test_growing_json_merge_key_of_many_digits(tmp_path):
     g.save(tmp_path / "t.json")
     doc = json.loads((tmp_path / "t.json").read_text())
     key = next(iter(doc["merges"]))
-    doc["merges"] = {("7" * 5000 + key[key.index("_"):]) if k == key else k: v for k, v in doc["merges"].items()}
+    doc["merges"] = {("7" * 5000 + key[key.index("_") :]) if k == key else k: v for k, v in doc["merges"].items()}
     (tmp_path / "t.json").write_text(json.dumps(doc))
     with pytest.raises(FormatError, match="merge key"):
         tf.load(tmp_path / "t.json")
@@ -198,8 +198,8 @@ def test_lone_surrogate_in_jsonl_is_a_corpus_error_at_file_and_line(tmp_path):
     with pytest.raises(CorpusError, match=r"c\.jsonl, line 2: field 'text' holds the escape \\ud83d") as e:
         list(iter_documents(p))
     assert e.value.line == 2 and e.value.path == str(p)
-    assert list(iter_documents(p, errors="replace")) == ["hello world", "bad \ufffd here", "pair \U0001F600 ok"]
-    assert list(iter_documents(p, errors="ignore")) == ["hello world", "bad  here", "pair \U0001F600 ok"]
+    assert list(iter_documents(p, errors="replace")) == ["hello world", "bad \ufffd here", "pair \U0001f600 ok"]
+    assert list(iter_documents(p, errors="ignore")) == ["hello world", "bad  here", "pair \U0001f600 ok"]
     # a surrogate in another field does not matter
     p.write_text('{"text": "fine", "meta": "\\udc00"}\n')
     assert list(iter_documents(p)) == ["fine"]
@@ -237,9 +237,9 @@ def test_training_on_a_dirty_jsonl_corpus(tmp_path):
         tf.BPETokenizer.train_from_iterator(texts, vocab_size=270).mergeable_ranks()
     )
     lz = tf.LZ78Tokenizer.train(p, strategy="standard", vocab_size=300, errors="replace")
-    assert lz.encode("bad \ufffd here") == tf.LZ78Tokenizer.train_from_iterator(texts, strategy="standard", vocab_size=300).encode(
-        "bad \ufffd here"
-    )
+    assert lz.encode("bad \ufffd here") == tf.LZ78Tokenizer.train_from_iterator(
+        texts, strategy="standard", vocab_size=300
+    ).encode("bad \ufffd here")
 
 
 def test_pretokenize_a_dirty_jsonl_corpus_matches_the_python_reader(tmp_path):

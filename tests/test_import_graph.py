@@ -30,9 +30,19 @@ PKG_DIR = Path(tokenforge.__file__).parent
 PKG = "tokenforge"
 
 #: a module of these may not import tokenforge.eval (directly, at module level or inside a function)
-LOWER_LAYERS = ("tokenforge.base", "tokenforge.registry", "tokenforge.bpe", "tokenforge.lz78", "tokenforge.mixedgram",
-                "tokenforge.growing", "tokenforge.embedding_meta", "tokenforge.bpe_structure", "tokenforge.torch",
-                "tokenforge.data", "tokenforge.formats")
+LOWER_LAYERS = (
+    "tokenforge.base",
+    "tokenforge.registry",
+    "tokenforge.bpe",
+    "tokenforge.lz78",
+    "tokenforge.mixedgram",
+    "tokenforge.growing",
+    "tokenforge.embedding_meta",
+    "tokenforge.bpe_structure",
+    "tokenforge.torch",
+    "tokenforge.data",
+    "tokenforge.formats",
+)
 
 
 def _modules() -> dict[str, Path]:
@@ -82,7 +92,8 @@ def _targets(importer: str, node, mods: dict[str, Path]) -> list[str]:
 
 def _is_type_checking(test) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _import_time_nodes(body):
@@ -110,8 +121,11 @@ def _graph(lazy_too: bool = False) -> dict[str, set[str]]:
             graph[name] = set()
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        nodes = (n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))) if lazy_too \
+        nodes = (
+            (n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)))
+            if lazy_too
             else _import_time_nodes(tree.body)
+        )
         edges = set()
         for node in nodes:
             edges.update(t for t in _targets(name, node, mods) if t != name)

@@ -25,7 +25,10 @@ from tokenforge.formats.tfjson import read_tfjson, write_tfjson
 from tokenforge.growing import GrowingBPETokenizer
 
 V1 = Path(__file__).parent / "fixtures" / "v1"
-TEXTS = ["hello world, the quick brown fox jumps over the lazy dog. " * 3, "tokenforge writes files; héllo wörld 123 456"]
+TEXTS = [
+    "hello world, the quick brown fox jumps over the lazy dog. " * 3,
+    "tokenforge writes files; héllo wörld 123 456",
+]
 
 
 # ---- one small file of each of our formats ---------------------------------------------------
@@ -33,7 +36,9 @@ def _bpe(tmp_path) -> Path:
     p = tmp_path / "bpe.json"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TokenforgeWarning)
-        BPETokenizer.train_from_iterator(TEXTS, vocab_size=256 + 20 + 2, special_tokens=["<|bos|>", "<|eos|>"], progress=False).save(p)
+        BPETokenizer.train_from_iterator(
+            TEXTS, vocab_size=256 + 20 + 2, special_tokens=["<|bos|>", "<|eos|>"], progress=False
+        ).save(p)
     return p
 
 
@@ -54,7 +59,9 @@ def _lz78(tmp_path, fmt="lz78") -> Path:
 
 def _mixedgram(tmp_path) -> Path:
     p = tmp_path / "mixedgram.json"
-    tokenforge.Mixedgram.train(text="hello world, the quick brown fox. tokenforge writes files", special_tokens=["<|bos|>"]).save(p)
+    tokenforge.Mixedgram.train(
+        text="hello world, the quick brown fox. tokenforge writes files", special_tokens=["<|bos|>"]
+    ).save(p)
     return p
 
 
@@ -283,7 +290,7 @@ def test_version_1_shard_index_still_reads_and_resumes_as_version_2(tmp_path):
     assert again["version"] == 2 and again["checksum"].startswith("sha256:")
     index["version"] = 2
     index["bos_id"] = 0
-    p.write_text(checksum.seal_json_text(json.dumps(index, indent=1)).replace("bos_id\": 0", "bos_id\": 1"))
+    p.write_text(checksum.seal_json_text(json.dumps(index, indent=1)).replace('bos_id": 0', 'bos_id": 1'))
     with pytest.raises(ChecksumError):
         ShardSet(p.parent)
 
@@ -380,7 +387,7 @@ def test_lz78_header_value_with_a_carriage_return_is_refused(tmp_path):
 
 
 ODD_TRAINING = {
-    "text": "caf\u00e9 \u65e5\u672c \U0001f642 \x00 \\ \" \n",
+    "text": 'caf\u00e9 \u65e5\u672c \U0001f642 \x00 \\ " \n',
     "big": 2**80,
     "neg": -(2**70),
     "floats": [0.1, 1e-300, 1.7976931348623157e308, -0.0, 5e-324],
@@ -406,7 +413,7 @@ def test_round_trip_bpe_json_with_odd_values(tmp_path):
     data = BPEData(
         byte_ids=list(range(256)),
         merges=[(104, 105, 256), (256, 33, 400)],
-        special_tokens={"<|\u00e9\U0001f642\t\"x\"|>": 1000, "<|b|>": 300},
+        special_tokens={'<|\u00e9\U0001f642\t"x"|>': 1000, "<|b|>": 300},
         pattern=r"\p{L}+|[^\p{L}]+|'\"\\u0041",
         pattern_name="custom",
         training=ODD_TRAINING,
@@ -419,7 +426,7 @@ def test_round_trip_growing_json_with_odd_values(tmp_path):
     data = GrowingData(
         pairs=[(10 + 104, 10 + 105), (266, 10 + 33)],
         vocab_size=2**32,
-        sources_contributed={"": 0, "\u00e9\U0001f642\n\"": 2**62, "checksum": 1},
+        sources_contributed={"": 0, '\u00e9\U0001f642\n"': 2**62, "checksum": 1},
         total_tokens_processed=2**64 + 1,
         pattern=None,
         normalization=None,
@@ -472,8 +479,14 @@ def test_a_lone_surrogate_is_refused_at_save_and_nothing_is_written(tmp_path):
     every writer refuses them before writing: never a file that cannot be loaded."""
     odd = {"s": "x\ud83d"}
     bpe = BPEData(list(range(256)), [(104, 105, 256)], {}, None, "none", odd)
-    growing = GrowingData(pairs=[(114, 115)], vocab_size=1000, sources_contributed={"x\udc80": 1},
-                          total_tokens_processed=1, pattern=None, normalization=None)
+    growing = GrowingData(
+        pairs=[(114, 115)],
+        vocab_size=1000,
+        sources_contributed={"x\udc80": 1},
+        total_tokens_processed=1,
+        pattern=None,
+        normalization=None,
+    )
     lz = LZ78Data("tree", [(0, "a", "a", True)], {"strategy": "standard", "params": odd})
     cases = [
         ("b.json", lambda p: write_tfjson(p, bpe)),
@@ -488,7 +501,9 @@ def test_a_lone_surrogate_is_refused_at_save_and_nothing_is_written(tmp_path):
 
 # ---- item 9: fewer merges than asked ----------------------------------------------------------
 def test_fewer_merges_than_asked_warns_and_is_recorded(tmp_path):
-    with pytest.warns(TokenforgeWarning, match=r"learned 5 merges, not the 35 asked for: no pair of adjacent tokens is left") as w:
+    with pytest.warns(
+        TokenforgeWarning, match=r"learned 5 merges, not the 35 asked for: no pair of adjacent tokens is left"
+    ) as w:
         tok = BPETokenizer.train_from_iterator(["hello hello"], vocab_size=300, progress=False)
     assert "270 ids, not vocab_size=300" in str(w[0].message)
     assert w[0].filename == __file__  # points at the caller
@@ -498,7 +513,9 @@ def test_fewer_merges_than_asked_warns_and_is_recorded(tmp_path):
     assert training["vocab_size_requested"] == 300 and "every piece" in training["stopped_early"]
 
     with pytest.warns(TokenforgeWarning, match="min_frequency=3"):
-        tok = BPETokenizer.train_from_iterator(["hello hello world"] * 2, vocab_size=400, min_frequency=3, progress=False)
+        tok = BPETokenizer.train_from_iterator(
+            ["hello hello world"] * 2, vocab_size=400, min_frequency=3, progress=False
+        )
     assert "min_frequency=3" in tok.data.training["stopped_early"]
 
 
@@ -530,7 +547,7 @@ def test_lz78_file_with_a_damaged_first_line_is_not_read_as_a_seed_file(tmp_path
     p = tmp_path / "d.tsv"
     write_lz78_tsv(p, data)
     lines = p.read_text().split("\n")
-    for damaged in (["#hecksum" + lines[1][len("# checksum"):]] + lines[2:], lines[1:], lines[2:]):
+    for damaged in (["#hecksum" + lines[1][len("# checksum") :]] + lines[2:], lines[1:], lines[2:]):
         p.write_text("\n".join(damaged))
         with pytest.raises(FormatError, match="first line .* is missing or damaged"):
             read_lz78_tsv(p)

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -176,7 +174,9 @@ def test_standard_stops_reading_when_full(texts):
 
 # ---- chat and specials ----------------------------------------------------------------
 def test_chat_rendering_with_nanochat_specials(texts):
-    tok = LZ78Tokenizer.train_from_iterator(texts[:200], "frequency_gated", 800, special_tokens="nanochat", progress=False)
+    tok = LZ78Tokenizer.train_from_iterator(
+        texts[:200], "frequency_gated", 800, special_tokens="nanochat", progress=False
+    )
     conv = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
     ids, mask = tok.render_conversation(conv)
     assert ids[0] == tok.get_bos_token_id()
@@ -282,8 +282,16 @@ def test_flat_dictionary_refuses_tree_embeddings(trained):
 def test_inspect(trained):
     for s, tok in trained.items():
         info = lz78_inspect(tok)
-        for key in ("entries", "output_entries", "prefix_only_entries", "trie_nodes", "patricia_nodes",
-                    "node_compression_ratio", "depth_histogram", "longest_entries"):
+        for key in (
+            "entries",
+            "output_entries",
+            "prefix_only_entries",
+            "trie_nodes",
+            "patricia_nodes",
+            "node_compression_ratio",
+            "depth_histogram",
+            "longest_entries",
+        ):
             assert key in info, (s, key)
         assert info["output_entries"] == tok.num_codes
         assert sum(info["depth_histogram"].values()) == tok.num_codes

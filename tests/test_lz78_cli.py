@@ -107,9 +107,18 @@ def _write_old_lz78_shards(out: Path, tok, docs, per_shard: int) -> None:
         shards.append({"file": name, "tokens": int(arr.size), "documents": n, "first_document": done})
         done += n
         toks += int(arr.size)
-    index = {"format": "tokenforge-token-shards", "version": 1, "dtype": "uint16", "vocab_size": tok.vocab_size,
-             "bos_id": bos, "tokenizer_sha256": "ab" * 32, "shards": shards, "documents_done": done,
-             "tokens_done": toks, "complete": True}
+    index = {
+        "format": "tokenforge-token-shards",
+        "version": 1,
+        "dtype": "uint16",
+        "vocab_size": tok.vocab_size,
+        "bos_id": bos,
+        "tokenizer_sha256": "ab" * 32,
+        "shards": shards,
+        "documents_done": done,
+        "tokens_done": toks,
+        "complete": True,
+    }
     (out / "index.json").write_text(json.dumps(index, indent=1) + "\n")
 
 
@@ -158,12 +167,28 @@ def test_scripts_run_as_scripts(tmp_path, corpus):
     script = ROOT / "scripts" / "lz78_tok_train.py"
     out = tmp_path / "d.tsv"
     r = subprocess.run(
-        [sys.executable, str(script), "--strategy", "compressed", "--vocab_size", "700", "--input", str(corpus), "--output", str(out), "-q"],
+        [
+            sys.executable,
+            str(script),
+            "--strategy",
+            "compressed",
+            "--vocab_size",
+            "700",
+            "--input",
+            str(corpus),
+            "--output",
+            str(out),
+            "-q",
+        ],
         capture_output=True,
         text=True,
     )
     assert r.returncode == 0, r.stderr
     tok = LZ78Tokenizer.from_tsv(out, tsv_format="compressed")
     assert tok.structure == "compressed"
-    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "lz78_setup_tokenizer.py"), "--tsv_path", str(out)], capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "lz78_setup_tokenizer.py"), "--tsv_path", str(out)],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 1 and "tsv_format='compressed'" in r.stderr  # the error tells the user what to pass

@@ -55,8 +55,10 @@ def seed_loader(path: Path, five_columns: bool = False):
 
 @pytest.fixture(scope="module")
 def trained():
-    return {s: LZ78Tokenizer.train_from_iterator(FLAT_DOCS, s, 600, progress=False)
-            for s in ("frequency_gated", "smart_prune", "flat_prune", "compressed")}
+    return {
+        s: LZ78Tokenizer.train_from_iterator(FLAT_DOCS, s, 600, progress=False)
+        for s in ("frequency_gated", "smart_prune", "flat_prune", "compressed")
+    }
 
 
 def test_seed_style_is_exactly_the_seeds_columns(tmp_path):
@@ -109,7 +111,9 @@ def test_smart_prune_wrote_parents_after_children_before():
 
 def test_seed_style_refuses_what_it_cannot_hold(tmp_path, trained):
     with pytest.warns(UserWarning, match="gave only"):  # a tiny corpus
-        tok = LZ78Tokenizer.train_from_iterator(["a\tb\nc\r\n" * 50 + "abc abd " * 40], "frequency_gated", 300, progress=False)
+        tok = LZ78Tokenizer.train_from_iterator(
+            ["a\tb\nc\r\n" * 50 + "abc abd " * 40], "frequency_gated", 300, progress=False
+        )
     with pytest.raises(SeedStyleError, match=r"code \d+ \(pattern '.*\\[tnr].*'\).*tab, line feed or carriage return"):
         tok.save_tsv(tmp_path / "x.tsv", style="seed")
     assert not (tmp_path / "x.tsv").exists()
@@ -162,8 +166,24 @@ def test_cli_train_writes_the_seed_style(tmp_path, capsys):
     assert not out.read_text().startswith("#") and all(len(ln.split("\t")) == 4 for ln in out.read_text().splitlines())
     LZ78Tokenizer.from_tsv(out)
     with pytest.warns(UserWarning, match="left out"):
-        assert cli.main_train(base[:-3] + ["--output", str(tmp_path / "s.tsv"), "--strategy", "smart_prune", "--tsv_style",
-                                           "seed", "--tsv_format", "compressed", "--drop_unwritable", "-q"]) == 0
+        assert (
+            cli.main_train(
+                base[:-3]
+                + [
+                    "--output",
+                    str(tmp_path / "s.tsv"),
+                    "--strategy",
+                    "smart_prune",
+                    "--tsv_style",
+                    "seed",
+                    "--tsv_format",
+                    "compressed",
+                    "--drop_unwritable",
+                    "-q",
+                ]
+            )
+            == 0
+        )
     assert LZ78Tokenizer.from_tsv(tmp_path / "s.tsv", "compressed").structure == "compressed"
 
 
@@ -181,8 +201,20 @@ def test_cli_compact_output_vocab(tmp_path, capsys):
     assert compacted.decode(compacted.encode(SAMPLE)) == SAMPLE
     # setup compacts against --input
     full.save_tsv(tmp_path / "full.tsv")
-    assert cli.main_setup(["--tsv_path", str(tmp_path / "full.tsv"), "--output_dir", str(tmp_path / "tok"),
-                           "--compact_output_vocab", "--input", str(corpus)]) == 0
+    assert (
+        cli.main_setup(
+            [
+                "--tsv_path",
+                str(tmp_path / "full.tsv"),
+                "--output_dir",
+                str(tmp_path / "tok"),
+                "--compact_output_vocab",
+                "--input",
+                str(corpus),
+            ]
+        )
+        == 0
+    )
     assert LZ78Tokenizer.from_directory(tmp_path / "tok").vocab_size == full.vocab_size - unused
 
 
@@ -195,8 +227,17 @@ def test_compare_spec_compact_and_the_report(tmp_path):
     from tokenforge.eval.compare import CompareOptions, run_compare
 
     corpus = _w(tmp_path, "c.jsonl", "".join(json.dumps({"text": d}) + "\n" for d in FLAT_DOCS))
-    res = run_compare(CompareOptions(corpus=[str(corpus)], families="lz78:frequency_gated,lz78:frequency_gated:compact",
-                                     vocab_sizes=[600], eval_mb=0.05, out=str(tmp_path / "r"), progress=False, command="c"))
+    res = run_compare(
+        CompareOptions(
+            corpus=[str(corpus)],
+            families="lz78:frequency_gated,lz78:frequency_gated:compact",
+            vocab_sizes=[600],
+            eval_mb=0.05,
+            out=str(tmp_path / "r"),
+            progress=False,
+            command="c",
+        )
+    )
     plain, comp = res["rows"]
     assert plain["lz78"]["never_emitted"] > 0 and plain["lz78"]["prefix_only"] == 0
     assert comp["lz78"]["never_emitted"] == 0 and comp["lz78"]["prefix_only"] == plain["lz78"]["never_emitted"]

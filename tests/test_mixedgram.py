@@ -16,7 +16,9 @@ from tokenforge import Latin1Error, Mixedgram, _core
 from tokenforge.errors import FormatError, SpecialTokenError, TokenforgeError, VersionError
 from tokenforge.reference import mixedgram as ref
 
-SETTINGS = settings(max_examples=80, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(
+    max_examples=80, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 LATIN1 = st.characters(min_codepoint=0, max_codepoint=255)
 # Few distinct bytes make long repeats, so the n-gram pruning and long tokens are exercised.
 SMALL = st.text(alphabet=st.sampled_from("ab c\n\xe9"), max_size=400)
@@ -154,7 +156,7 @@ def test_bytes_are_latin1_text(tok):
 # ------------------------------------------------------------ latin1 and NUL
 @pytest.mark.parametrize(
     "text, char, offset",
-    [("abc\u20ac", "\u20ac", 3), ("\u0100", "\u0100", 0), ("ok \xff then \U0001F600 x", "\U0001F600", 10)],
+    [("abc\u20ac", "\u20ac", 3), ("\u0100", "\u0100", 0), ("ok \xff then \U0001f600 x", "\U0001f600", 10)],
 )
 def test_non_latin1_text_names_the_character_and_offset(tok, text, char, offset, tmp_path):
     for call in (

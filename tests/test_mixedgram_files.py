@@ -13,9 +13,13 @@ from tokenforge.errors import FormatError
 from tokenforge.mixedgram import HEADER_BYTES, inspect_file
 from tokenforge.reference import mixedgram as ref
 
-SETTINGS = settings(max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(
+    max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 LATIN1_TEXT = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=255), max_size=500)
-REPETITIVE = st.lists(st.sampled_from(["the ", "cat ", "sat", "\0", "\xe9t\xe9 ", "\n", "x"]), max_size=200).map("".join)
+REPETITIVE = st.lists(st.sampled_from(["the ", "cat ", "sat", "\0", "\xe9t\xe9 ", "\n", "x"]), max_size=200).map(
+    "".join
+)
 
 
 # ------------------------------------------------------------- the seed layout

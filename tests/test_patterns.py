@@ -41,7 +41,9 @@ def test_word_pattern_keeps_punctuation_and_spaces():
 
 def test_gaps_are_counted_in_training():
     # with \w+ only ", " sits between the words: it must be learned as a token
-    tok = BPETokenizer.train_from_iterator(["hello, world"] * 50, 270, pattern=r"\w+", special_tokens=None, progress=False)
+    tok = BPETokenizer.train_from_iterator(
+        ["hello, world"] * 50, 270, pattern=r"\w+", special_tokens=None, progress=False
+    )
     assert len(tok.encode(", ")) == 1
     assert len(tok.encode("hello, world")) == 3
 
@@ -81,7 +83,21 @@ def test_uncompilable_pattern_is_a_pattern_error():
 
 # ---- the property: any pattern from a small grammar, any text -------------------
 _LITERALS = ["a", "b", "x", " ", ",", r"\.", "é", "😀", r"\n", "'", "1"]
-_CLASSES = [r"\w", r"\d", r"\s", r"\S", r"\W", r"\p{L}", r"\p{N}", r"\P{L}", "[a-z]", "[^a-z]", ".", "[,.!?]", r"[\s\d]"]
+_CLASSES = [
+    r"\w",
+    r"\d",
+    r"\s",
+    r"\S",
+    r"\W",
+    r"\p{L}",
+    r"\p{N}",
+    r"\P{L}",
+    "[a-z]",
+    "[^a-z]",
+    ".",
+    "[,.!?]",
+    r"[\s\d]",
+]
 
 
 @st.composite

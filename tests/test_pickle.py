@@ -53,10 +53,18 @@ def _bpe_variants(tmp_path_factory) -> dict[str, Tokenizer]:
     out = {}
     out["bpe"] = _quiet(tokenforge.BPETokenizer.train_from_iterator, CORPUS, 400, progress=False)
     out["bpe-specials_first-gpt2"] = _quiet(
-        tokenforge.BPETokenizer.train_from_iterator, CORPUS, 380, layout="specials_first", pattern="gpt2", tie_break="lexicographic",
-        special_tokens=["<|endoftext|>", "<|pad|>"], progress=False,
+        tokenforge.BPETokenizer.train_from_iterator,
+        CORPUS,
+        380,
+        layout="specials_first",
+        pattern="gpt2",
+        tie_break="lexicographic",
+        special_tokens=["<|endoftext|>", "<|pad|>"],
+        progress=False,
     )
-    out["bpe-no-pattern"] = _quiet(tokenforge.BPETokenizer.train_from_iterator, CORPUS, 330, pattern=None, special_tokens=[], progress=False)
+    out["bpe-no-pattern"] = _quiet(
+        tokenforge.BPETokenizer.train_from_iterator, CORPUS, 330, pattern=None, special_tokens=[], progress=False
+    )
     toggled = _quiet(tokenforge.BPETokenizer.train_from_iterator, CORPUS, 350, progress=False)
     toggled.split_specials = True
     out["bpe-split_specials-set"] = toggled
@@ -66,7 +74,9 @@ def _bpe_variants(tmp_path_factory) -> dict[str, Tokenizer]:
     assert seed.split_specials
     out["bpe-seed-mode"] = seed
     ranks = {bytes([b]): r for r, b in enumerate(reversed(range(256)))}  # byte ids not the identity
-    out["bpe-from-ranks"] = tokenforge.BPETokenizer.from_tiktoken(ranks, pattern="gpt4", special_tokens={"<|endoftext|>": 256})
+    out["bpe-from-ranks"] = tokenforge.BPETokenizer.from_tiktoken(
+        ranks, pattern="gpt4", special_tokens={"<|endoftext|>": 256}
+    )
     return out
 
 
@@ -88,8 +98,12 @@ def _lz78_variants() -> dict[str, Tokenizer]:
     toggled = _quiet(train, CORPUS, "standard", 700, progress=False)
     _quiet(toggled.set_chunking, False)  # not what the file records: travels as transport state
     out["lz78-chunking-toggled"] = toggled
-    out["lz78-seed-tsv"] = LZ78Tokenizer.from_tsv(FIXTURES / "lz78_seed_example.tsv", chunking=False, special_tokens="nanochat")
-    out["lz78-seed-compressed-tsv"] = LZ78Tokenizer.from_tsv(FIXTURES / "lz78_seed_example_compressed.tsv", "compressed")
+    out["lz78-seed-tsv"] = LZ78Tokenizer.from_tsv(
+        FIXTURES / "lz78_seed_example.tsv", chunking=False, special_tokens="nanochat"
+    )
+    out["lz78-seed-compressed-tsv"] = LZ78Tokenizer.from_tsv(
+        FIXTURES / "lz78_seed_example_compressed.tsv", "compressed"
+    )
     return out
 
 
@@ -128,11 +142,29 @@ def variants(tmp_path_factory) -> dict[str, Tokenizer]:
 
 
 NAMES = [
-    "bpe", "bpe-specials_first-gpt2", "bpe-no-pattern", "bpe-split_specials-set", "bpe-seed-mode", "bpe-from-ranks",
-    "lz78-standard-tree", "lz78-smart_prune", "lz78-compressed", "lz78-to_compressed", "lz78-flat",
-    "lz78-unchunked", "lz78-prefix-only", "lz78-chunking-toggled", "lz78-seed-tsv", "lz78-seed-compressed-tsv",
-    "mixedgram", "mixedgram-specials-optimal-replace", "mixedgram-from-ngrams",
-    "growing-empty", "growing-learned", "growing-saved-no-nfc", "growing-seed-file",
+    "bpe",
+    "bpe-specials_first-gpt2",
+    "bpe-no-pattern",
+    "bpe-split_specials-set",
+    "bpe-seed-mode",
+    "bpe-from-ranks",
+    "lz78-standard-tree",
+    "lz78-smart_prune",
+    "lz78-compressed",
+    "lz78-to_compressed",
+    "lz78-flat",
+    "lz78-unchunked",
+    "lz78-prefix-only",
+    "lz78-chunking-toggled",
+    "lz78-seed-tsv",
+    "lz78-seed-compressed-tsv",
+    "mixedgram",
+    "mixedgram-specials-optimal-replace",
+    "mixedgram-from-ngrams",
+    "growing-empty",
+    "growing-learned",
+    "growing-saved-no-nfc",
+    "growing-seed-file",
 ]
 
 
@@ -144,15 +176,30 @@ def _settings(tok) -> dict:
     """What a family's tokenizer is, beyond its saved bytes."""
     s = {"class": type(tok), "vocab_size": tok.vocab_size, "specials": tok.special_tokens}
     if isinstance(tok, tokenforge.BPETokenizer):
-        s.update(data=tok.data, split_specials=tok.split_specials, default=tok.default_allowed_special, pattern=tok.pattern)
+        s.update(
+            data=tok.data, split_specials=tok.split_specials, default=tok.default_allowed_special, pattern=tok.pattern
+        )
     elif isinstance(tok, LZ78Tokenizer):
-        s.update(chunking=tok.chunking, structure=tok.structure, strategy=tok.strategy, n=tok.num_codes,
-                 nodes=tok.data.nodes, settings=_lz78_settings(tok))
+        s.update(
+            chunking=tok.chunking,
+            structure=tok.structure,
+            strategy=tok.strategy,
+            n=tok.num_codes,
+            nodes=tok.data.nodes,
+            settings=_lz78_settings(tok),
+        )
     elif isinstance(tok, Mixedgram):
         s.update(parse=tok.parse, errors=tok.errors, ngrams=tok.ngrams, counts=tok.counts, training=tok.training)
     elif isinstance(tok, GrowingBPETokenizer):
-        s.update(path=tok.path, merges=tok.merge_list, max=tok.vocab_size, sources=tok.sources_contributed,
-                 total=tok.total_tokens_processed, pattern=tok.pattern, normalization=tok.normalization)
+        s.update(
+            path=tok.path,
+            merges=tok.merge_list,
+            max=tok.vocab_size,
+            sources=tok.sources_contributed,
+            total=tok.total_tokens_processed,
+            pattern=tok.pattern,
+            normalization=tok.normalization,
+        )
     return s
 
 
@@ -264,7 +311,7 @@ def test_corrupt_payload_is_refused(variants):
     tok = variants["bpe"]
     rebuild, (cls, payload, state) = tok.__reduce_ex__(4)
     i = payload.index(b'"merges"') + 20
-    bad = payload[:i] + (b"9" if payload[i:i + 1] != b"9" else b"8") + payload[i + 1:]
+    bad = payload[:i] + (b"9" if payload[i : i + 1] != b"9" else b"8") + payload[i + 1 :]
     with pytest.raises(FormatError, match="<pickled BPETokenizer>"):  # errors name the origin, not a path
         rebuild(cls, bad, state)
     lz = variants["lz78-standard-tree"]
@@ -311,8 +358,18 @@ class _ByteTokenizer(Tokenizer):
         raise NotImplementedError
 
 
-@pytest.mark.parametrize("name", ["bpe-seed-mode", "lz78-chunking-toggled", "lz78-prefix-only", "lz78-compressed",
-                                  "lz78-flat", "mixedgram-specials-optimal-replace", "growing-learned"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "bpe-seed-mode",
+        "lz78-chunking-toggled",
+        "lz78-prefix-only",
+        "lz78-compressed",
+        "lz78-flat",
+        "mixedgram-specials-optimal-replace",
+        "growing-learned",
+    ],
+)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(texts=st.lists(st.text(max_size=60), min_size=1, max_size=4))
 def test_same_ids_on_any_text(variants, name, texts):
@@ -324,7 +381,10 @@ def test_same_ids_on_any_text(variants, name, texts):
 def test_spawned_pool_encodes_as_the_parent(variants):
     """Two spawned worker processes (a fresh interpreter each: nothing inherited)
     encode with the tokenizers sent to them, giving the parent's ids."""
-    toks = [variants[n] for n in ("bpe-seed-mode", "lz78-chunking-toggled", "mixedgram-specials-optimal-replace", "growing-learned")]
+    toks = [
+        variants[n]
+        for n in ("bpe-seed-mode", "lz78-chunking-toggled", "mixedgram-specials-optimal-replace", "growing-learned")
+    ]
     texts = [_texts_for(t, SAMPLE[1:4] + CORPUS[:2]) for t in toks]
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(2) as pool:

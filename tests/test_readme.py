@@ -68,10 +68,15 @@ SUBSTITUTIONS: list[tuple[str, str, str]] = [
 
 #: (regex matching a command, why it is not run).
 EXCLUDED: list[tuple[str, str]] = [
-    (r"^make\b", "make targets create .venv, build the extension and run the whole suite; CI runs `make test` "
-                 "itself, and `make demo` is `tokenforge demo`, which this test runs"),
-    (r"\bhttps?://|\bURL\b", "needs the network, which tests never use (sync is tested against a loopback "
-                              "server in test_growing_sync.py)"),
+    (
+        r"^make\b",
+        "make targets create .venv, build the extension and run the whole suite; CI runs `make test` "
+        "itself, and `make demo` is `tokenforge demo`, which this test runs",
+    ),
+    (
+        r"\bhttps?://|\bURL\b",
+        "needs the network, which tests never use (sync is tested against a loopback server in test_growing_sync.py)",
+    ),
     (r"--every\b", "runs until interrupted"),
     (r"(^|\s)(python3?\s+)?bench/", "benchmarks need the 100+ MB bench corpus (bench/build_corpus.py) and minutes"),
 ]
@@ -300,8 +305,10 @@ def run_shell_command(where: str, command: str) -> list[str]:
             stages.append(current)
             current = []
         elif w and set(w) <= set("|&;<>()"):
-            pytest.fail(f"{where}: {command!r} uses shell syntax {w!r} this test does not run; "
-                        "use a pipe or plain commands, or add the command to EXCLUDED with a reason")
+            pytest.fail(
+                f"{where}: {command!r} uses shell syntax {w!r} this test does not run; "
+                "use a pipe or plain commands, or add the command to EXCLUDED with a reason"
+            )
         else:
             current.extend(_expand(w))
     stages.append(current)
@@ -309,14 +316,23 @@ def run_shell_command(where: str, command: str) -> list[str]:
     for argv in stages:
         entry = _entry_point(argv)
         if entry is None:
-            pytest.fail(f"{where}: {command!r} is not a `tokenforge ...` (or `python scripts/....py`) command; "
-                        "run it here or add it to EXCLUDED in tests/test_readme.py with the reason")
+            pytest.fail(
+                f"{where}: {command!r} is not a `tokenforge ...` (or `python scripts/....py`) command; "
+                "run it here or add it to EXCLUDED in tests/test_readme.py with the reason"
+            )
         runner, args = entry
         code, data, err = runner(args, data)
-        assert code == 0, f"{where}: `{shlex.join(argv)}` exited with {code}\nstdout:\n{data[-2000:]}\nstderr:\n{err[-3000:]}"
+        assert code == 0, (
+            f"{where}: `{shlex.join(argv)}` exited with {code}\nstdout:\n{data[-2000:]}\nstderr:\n{err[-3000:]}"
+        )
         ran.append(shlex.join(argv))
     first, last = stages[0], stages[-1]
-    if len(stages) > 1 and first[:2] == ["tokenforge", "encode"] and last[:2] == ["tokenforge", "decode"] and len(first) == 4:
+    if (
+        len(stages) > 1
+        and first[:2] == ["tokenforge", "encode"]
+        and last[:2] == ["tokenforge", "decode"]
+        and len(first) == 4
+    ):
         assert data == first[3], f"{where}: encode | decode gave {data!r}, not {first[3]!r}"
     return ran
 
@@ -348,8 +364,10 @@ def run_readme(text: str, root: Path, names: dict) -> dict:
                     continue
                 record["commands"] += run_shell_command(f"README.md:{line}", substitute(command))
         else:
-            pytest.fail(f"{where}: a ```{block.lang or '(no language)'} block is neither run nor excluded; "
-                        "run it or add it to EXCLUDED_BLOCKS in tests/test_readme.py with the reason")
+            pytest.fail(
+                f"{where}: a ```{block.lang or '(no language)'} block is neither run nor excluded; "
+                "run it or add it to EXCLUDED_BLOCKS in tests/test_readme.py with the reason"
+            )
     return record
 
 
@@ -378,11 +396,18 @@ def test_blocks_neither_run_nor_excluded_fail(tmp_path, monkeypatch):
     ):
         with pytest.raises(pytest.fail.Exception, match=message):
             run_readme(text, tmp_path, {})
-    assert run_readme("```bash\nmake test   # all\n```\n", tmp_path, {})["excluded"] == [("README.md:2", "make test   # all")]
-    for line in ("tokenforge grow sync https://example.org/t.json", "tokenforge grow sync URL --every 10m",
-                 "python bench/bpe.py --quick"):
+    assert run_readme("```bash\nmake test   # all\n```\n", tmp_path, {})["excluded"] == [
+        ("README.md:2", "make test   # all")
+    ]
+    for line in (
+        "tokenforge grow sync https://example.org/t.json",
+        "tokenforge grow sync URL --every 10m",
+        "python bench/bpe.py --quick",
+    ):
         assert excluded(line), line
-    assert not excluded("tokenforge grow inspect") and not excluded("tokenforge train benchmark.txt --vocab-size 300 -o x")
+    assert not excluded("tokenforge grow inspect") and not excluded(
+        "tokenforge train benchmark.txt --vocab-size 300 -o x"
+    )
     assert not excluded("tokenforge grow learn --source web c.jsonl   # grow sync URL, grow inspect")
 
 
@@ -394,17 +419,28 @@ def test_drifting_examples_fail(tmp_path, monkeypatch):
         run_readme("```bash\ntokenforge decode no/such/tok 1 2 3\n```\n", tmp_path, {})
     with pytest.raises(AssertionError, match="exited with 2"):  # argparse refuses an option the CLI lacks
         run_readme("```bash\ntokenforge inspect x --no-such-option\n```\n", tmp_path, {})
-    record = run_readme("```python\nx = 2\nx + 1   # 3: prose after a colon is fine\nx   # a comment, not a literal\n```\n",
-                        tmp_path, {})
+    record = run_readme(
+        "```python\nx = 2\nx + 1   # 3: prose after a colon is fine\nx   # a comment, not a literal\n```\n",
+        tmp_path,
+        {},
+    )
     assert record["literal_checks"] == 1
 
 
 def test_parser_handles_continuations_comments_and_globs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    block = Block("bash", 10, "tokenforge compare a.jsonl \\\n    --seeds 3   # note\n# only a comment\n$ tokenforge demo")
-    assert shell_commands(block) == [(10, "tokenforge compare a.jsonl      --seeds 3   # note"), (13, "tokenforge demo")]
+    block = Block(
+        "bash", 10, "tokenforge compare a.jsonl \\\n    --seeds 3   # note\n# only a comment\n$ tokenforge demo"
+    )
+    assert shell_commands(block) == [
+        (10, "tokenforge compare a.jsonl      --seeds 3   # note"),
+        (13, "tokenforge demo"),
+    ]
     assert substitute("tokenforge compare x --seeds 3 --bpb --vocab-sizes 8192,4096").split()[3:6] == [
-        "--seeds", "1", "--bpb"]
+        "--seeds",
+        "1",
+        "--bpb",
+    ]
     assert "--bpb-train-mb 0.02" in substitute("--bpb")
     assert substitute("--bpb-train-mb 2") == "--bpb-train-mb 2"
     assert substitute("--vocab_size 32768") == "--vocab_size 600"
@@ -415,6 +451,7 @@ def test_parser_handles_continuations_comments_and_globs(tmp_path, monkeypatch):
 
 def test_python_entry_points(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    record = run_readme("```bash\npython -m tokenforge encode --help\npython3 scripts/lz78_tok_train.py --help\n```\n",
-                        tmp_path, {})
+    record = run_readme(
+        "```bash\npython -m tokenforge encode --help\npython3 scripts/lz78_tok_train.py --help\n```\n", tmp_path, {}
+    )
     assert record["commands"] == ["python -m tokenforge encode --help", "python3 scripts/lz78_tok_train.py --help"]

@@ -13,8 +13,11 @@ from tokenforge import registry
 from tokenforge.cli.main import build_parser
 from tokenforge.eval.families import SpecError, parse_specs, train_tokenizer
 
-DOCS = ["the quick brown fox jumps over the lazy dog. " * 4, "a stitch in time saves nine; " * 5,
-        "to be or not to be, that is the question " * 3] * 4
+DOCS = [
+    "the quick brown fox jumps over the lazy dog. " * 4,
+    "a stitch in time saves nine; " * 5,
+    "to be or not to be, that is the question " * 3,
+] * 4
 
 
 def test_each_record_names_its_class_and_the_class_names_its_family():
@@ -76,7 +79,9 @@ def test_unknown_spec_option_is_refused_with_the_known_ones():
         parse_specs("lz78:standard:flat_prune")
 
 
-@pytest.mark.parametrize("text", ["bpe:pattern=gpt2", "lz78:standard:compact", "mixedgram:parse=optimal", "growing:rounds=2"])
+@pytest.mark.parametrize(
+    "text", ["bpe:pattern=gpt2", "lz78:standard:compact", "mixedgram:parse=optimal", "growing:rounds=2"]
+)
 def test_every_family_trains_from_a_spec_saves_and_loads_through_the_registry(tmp_path, text):
     spec = parse_specs(text)[0]
     with warnings.catch_warnings():
@@ -109,5 +114,12 @@ def test_cli_subcommands_come_from_the_records():
 
 def test_hooks_are_declared_on_the_contract():
     base = tokenforge.Tokenizer
-    for hook in ("embedding_metadata", "normalize", "inspect_extra", "_fingerprint_files", "_jsonl_block_encoder", "model_vocab_size"):
+    for hook in (
+        "embedding_metadata",
+        "normalize",
+        "inspect_extra",
+        "_fingerprint_files",
+        "_jsonl_block_encoder",
+        "model_vocab_size",
+    ):
         assert hasattr(base, hook), hook

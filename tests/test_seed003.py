@@ -238,10 +238,15 @@ def _reduce_pickles(marker):
         yield f"protocol {protocol} inside a dict", pickle.dumps({1: b"a", 2: _Evil(marker)}, protocol=protocol)
     yield "merges list", pickle.dumps([(b"a", b"b"), _Evil(marker)], protocol=4)
     # STACK_GLOBAL of builtins.eval, with the names memoized first
-    yield "eval via memo", (
-        b"\x80\x04\x8c\x08builtins\x94\x8c\x04eval\x94\x93\x94\x8c"
-        + bytes([len(b"__import__('os').system('" + cmd + b"')")])
-        + b"__import__('os').system('" + cmd + b"')\x94\x85R."
+    yield (
+        "eval via memo",
+        (
+            b"\x80\x04\x8c\x08builtins\x94\x8c\x04eval\x94\x93\x94\x8c"
+            + bytes([len(b"__import__('os').system('" + cmd + b"')")])
+            + b"__import__('os').system('"
+            + cmd
+            + b"')\x94\x85R."
+        ),
     )
     yield "INST", b"(S'" + cmd + b"'\nios\nsystem\n."
     yield "OBJ", b"(cos\nsystem\nS'" + cmd + b"'\no."

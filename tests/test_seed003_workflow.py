@@ -81,7 +81,9 @@ def test_seed_files_load_with_plain_pickle(trained):
     tok, out = trained
     names = {p.name for p in out.iterdir()}
     assert {"bpe_vocab.pkl", "bpe_merges.pkl", "special_tokens.txt", PATTERN_FILE, "tokenforge.json"} <= names
-    run = subprocess.run([sys.executable, "-I", "-c", _PLAIN_LOAD, str(out)], capture_output=True, text=True, timeout=60)
+    run = subprocess.run(
+        [sys.executable, "-I", "-c", _PLAIN_LOAD, str(out)], capture_output=True, text=True, timeout=60
+    )
     assert run.returncode == 0, run.stderr
     got = json.loads(run.stdout)
     vocab = {int(k): bytes.fromhex(v) for k, v in got["vocab"].items()}
@@ -241,9 +243,13 @@ def test_pattern_file_line_end_and_errors(tmp_path, trained):
 
 
 def test_pattern_ending_in_a_line_break_is_refused(tmp_path):
-    tok = BPETokenizer.train_from_iterator(["a b\nc"] * 5, 260, pattern=r"\w+|\s|\n", special_tokens=None, progress=False)
+    tok = BPETokenizer.train_from_iterator(
+        ["a b\nc"] * 5, 260, pattern=r"\w+|\s|\n", special_tokens=None, progress=False
+    )
     tok.export_seed003(tmp_path / "ok")  # an escaped \n is fine
-    odd = BPETokenizer.train_from_iterator(["a b\nc"] * 5, 260, pattern="\\w+|\\s|\n", special_tokens=None, progress=False)
+    odd = BPETokenizer.train_from_iterator(
+        ["a b\nc"] * 5, 260, pattern="\\w+|\\s|\n", special_tokens=None, progress=False
+    )
     with pytest.raises(TokenforgeError, match="ends in a line break"):
         odd.export_seed003(tmp_path / "bad")
     assert not (tmp_path / "bad").exists()
@@ -301,7 +307,9 @@ def test_trainer_splits_at_the_special_and_breaks_ties_lexicographically(trained
 
 def test_explicit_settings_are_honoured_in_seed_mode(corpus, tmp_path):
     tok = BPETokenizer()
-    tok.train(input_path=corpus, vocab_size=300, save_dir=tmp_path / "o", special_tokens=[EOT], pattern="gpt4", progress=False)
+    tok.train(
+        input_path=corpus, vocab_size=300, save_dir=tmp_path / "o", special_tokens=[EOT], pattern="gpt4", progress=False
+    )
     assert tok.data.pattern == GPT4_PATTERN
     assert (tmp_path / "o" / PATTERN_FILE).read_text(encoding="utf-8") == GPT4_PATTERN
     back = BPETokenizer.from_file(tmp_path / "o" / "bpe_vocab.pkl", tmp_path / "o" / "bpe_merges.pkl")

@@ -47,7 +47,10 @@ def test_gpt_grows_in_every_mode_and_old_ids_are_unchanged(mode):
     for n, p in model.named_parameters():
         assert torch.equal(p.detach()[: old_params[n].shape[0]], old_params[n]), n
     if mode != "flat":
-        assert model.embed.parent.shape == (NEW,) and model.embed.char[OLD:].tolist() == (np.arange(OLD, NEW) % 37).tolist()
+        assert (
+            model.embed.parent.shape == (NEW,)
+            and model.embed.char[OLD:].tolist() == (np.arange(OLD, NEW) % 37).tolist()
+        )
     # new ids work, and the optimizer trains the grown parameters
     x = torch.randint(0, NEW, (2, 12))
     model.train()
@@ -69,8 +72,9 @@ def test_growing_bpe_tokenizer_grows_a_structured_gpt():
     tok.learn_merges(SOURCE_A, 40, source="A")
     n0 = tok.current_vocab_size
     torch.manual_seed(0)
-    model = GPT(GPTConfig(vocab_size=n0, n_layer=1, n_head=2, n_embd=16, seq_len=32, embedding="structured"),
-                tokenizer=tok).eval()
+    model = GPT(
+        GPTConfig(vocab_size=n0, n_layer=1, n_head=2, n_embd=16, seq_len=32, embedding="structured"), tokenizer=tok
+    ).eval()
     ids = torch.tensor([tok.encode("The fox and the dog")])
     before, embedded = model(ids).detach().clone(), model.embed(ids).detach().clone()
     tok.learn_merges(SOURCE_B, 40, source="B")
@@ -97,7 +101,9 @@ def test_modes_that_cannot_grow_say_why():
     docs = _topics()[:10] or [" ".join(SOURCE_A + SOURCE_B) * 50]
     small = LZ78Tokenizer.train_from_iterator(docs, "frequency_gated", 400, progress=False)
     big = LZ78Tokenizer.train_from_iterator(docs, "frequency_gated", 440, progress=False)
-    lz = GPT(GPTConfig(vocab_size=small.vocab_size, n_layer=1, n_head=2, n_embd=16, seq_len=16,
-                       embedding="structured"), tokenizer=small)
+    lz = GPT(
+        GPTConfig(vocab_size=small.vocab_size, n_layer=1, n_head=2, n_embd=16, seq_len=16, embedding="structured"),
+        tokenizer=small,
+    )
     with pytest.raises(EmbeddingModeError, match="byte-fallback"):
         expand_vocabulary(lz, big.vocab_size, chunk=1, tokenizer=big)

@@ -16,11 +16,11 @@ import json
 import pickle
 
 import pytest
-from toy_family import TOY, CharTokenizer
 
 import tokenforge
 from tokenforge import registry
 from tokenforge.errors import ChecksumError, CorpusError, FormatError, TokenforgeError, VersionError
+from toy_family import TOY, CharTokenizer
 
 BUILT_IN = ["bpe", "lz78", "mixedgram", "growing"]
 DOCS = [f"Document {i}: the quick brown fox jumps over the lazy dog; café, naïve, 日本 {i}\n" for i in range(60)]
@@ -130,12 +130,23 @@ def test_runs_through_compare(toy, tmp_path):
         parse_specs("toy:fast")
 
     out = tmp_path / "report"
-    opts = CompareOptions(corpus=[str(_corpus(tmp_path))], families="toy,toy:min_count=1000:special_tokens=none",
-                          vocab_sizes=[270, 300], eval_mb=0.05, out=str(out), progress=False, command="test")
+    opts = CompareOptions(
+        corpus=[str(_corpus(tmp_path))],
+        families="toy,toy:min_count=1000:special_tokens=none",
+        vocab_sizes=[270, 300],
+        eval_mb=0.05,
+        out=str(out),
+        progress=False,
+        command="test",
+    )
     results = run_compare(opts)
     rows = {r["label"]: r for r in results["rows"]}
-    assert set(rows) == {"toy @270", "toy @300", "toy:min_count=1000:special_tokens=None @270",
-                         "toy:min_count=1000:special_tokens=None @300"}
+    assert set(rows) == {
+        "toy @270",
+        "toy @300",
+        "toy:min_count=1000:special_tokens=None @270",
+        "toy:min_count=1000:special_tokens=None @300",
+    }
     for row in rows.values():
         assert "error" not in row and row["family"] == "toy" and row["cls"] == "CharTokenizer"
         assert row["metrics"]["lossless"] and row["metrics"]["bytes_per_token"] >= 1
@@ -154,8 +165,24 @@ def test_runs_through_compare(toy, tmp_path):
     from tokenforge.cli.main import main
 
     cli_out = tmp_path / "cli"
-    assert main(["compare", opts.corpus[0], "--families", "toy:min_count=2", "--vocab-sizes", "280",
-                 "--eval-mb", "0.05", "-o", str(cli_out), "-q"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                opts.corpus[0],
+                "--families",
+                "toy:min_count=2",
+                "--vocab-sizes",
+                "280",
+                "--eval-mb",
+                "0.05",
+                "-o",
+                str(cli_out),
+                "-q",
+            ]
+        )
+        == 0
+    )
     row = json.loads((cli_out / "results.json").read_text())["rows"][0]
     assert row["label"] == "toy:min_count=2 @280" and row["cls"] == "CharTokenizer" and "error" not in row
 

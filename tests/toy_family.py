@@ -41,7 +41,14 @@ import numpy as np
 
 from tokenforge.base import Tokenizer
 from tokenforge.data.corpus import Texts, corpus_documents
-from tokenforge.errors import ChecksumError, FormatError, SpecialTokenError, TokenforgeError, VersionError, VocabSizeError
+from tokenforge.errors import (
+    ChecksumError,
+    FormatError,
+    SpecialTokenError,
+    TokenforgeError,
+    VersionError,
+    VocabSizeError,
+)
 from tokenforge.formats.atomic import atomic_write
 from tokenforge.formats.checksum import json_checksum
 from tokenforge.registry import Family, Format, SpecRule
@@ -68,18 +75,32 @@ class CharTokenizer(Tokenizer):
 
     # ---- training: the one corpus rule of tokenforge.data.corpus -----------
     @classmethod
-    def train(cls, corpus, vocab_size: int = 512, *, min_count: int = 1, special_tokens=("<|bos|>",),
-              text_field: str = "text", errors: str = "strict", progress=False) -> "CharTokenizer":
+    def train(
+        cls,
+        corpus,
+        vocab_size: int = 512,
+        *,
+        min_count: int = 1,
+        special_tokens=("<|bos|>",),
+        text_field: str = "text",
+        errors: str = "strict",
+        progress=False,
+    ) -> "CharTokenizer":
         """Train on files: a path or a list of paths (``str`` or ``PathLike``)."""
         specials = _special_list(special_tokens)
         if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 256 + len(specials):
-            raise VocabSizeError(f"vocab_size must be an int >= 256 + {len(specials)} special tokens, not {vocab_size!r}")
+            raise VocabSizeError(
+                f"vocab_size must be an int >= 256 + {len(specials)} special tokens, not {vocab_size!r}"
+            )
         counts: collections.Counter = collections.Counter()
-        for doc in corpus_documents(corpus, who="CharTokenizer.train", text_field=text_field, errors=errors,
-                                    progress=progress):
+        for doc in corpus_documents(
+            corpus, who="CharTokenizer.train", text_field=text_field, errors=errors, progress=progress
+        ):
             counts.update(doc)
-        ranked = sorted(((c, k) for k, c in counts.items() if c >= min_count and not _SURROGATE.match(k)),
-                        key=lambda ck: (-ck[0], ck[1]))
+        ranked = sorted(
+            ((c, k) for k, c in counts.items() if c >= min_count and not _SURROGATE.match(k)),
+            key=lambda ck: (-ck[0], ck[1]),
+        )
         return cls([k for _, k in ranked[: vocab_size - 256 - len(specials)]], specials)
 
     @classmethod
@@ -138,8 +159,12 @@ class CharTokenizer(Tokenizer):
 
     # ---- the file format (and pickling through it) -------------------------
     def _to_bytes(self) -> bytes:
-        value = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "chars": self._chars,
-                 "special_tokens": list(self._specials)}
+        value = {
+            "format": FORMAT_NAME,
+            "version": FORMAT_VERSION,
+            "chars": self._chars,
+            "special_tokens": list(self._specials),
+        }
         value["checksum"] = json_checksum(value)
         return (json.dumps(value, ensure_ascii=True, indent=1) + "\n").encode("ascii")
 
@@ -203,8 +228,9 @@ def read_toy(raw: bytes, path) -> CharTokenizer:
     if not isinstance(specials, list) or not all(isinstance(s, str) and s for s in specials):
         raise FormatError("special_tokens: expected a list of non-empty strings", path=path)
     if value["checksum"] != json_checksum(value):
-        raise ChecksumError("the file was altered after it was written: its content does not match its checksum",
-                            path=path)
+        raise ChecksumError(
+            "the file was altered after it was written: its content does not match its checksum", path=path
+        )
     try:
         return CharTokenizer(chars, specials)
     except TokenforgeError as e:
@@ -233,7 +259,10 @@ def _cmd_toy(args) -> int:
 
 
 TOY = Family(
-    "toy", __name__, "CharTokenizer", _toy_formats,
+    "toy",
+    __name__,
+    "CharTokenizer",
+    _toy_formats,
     SpecRule(options={"min_count": 1, "special_tokens": ("<|bos|>",)}, train=_toy_train),
     cli=_toy_cli,
 )

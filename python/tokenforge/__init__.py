@@ -11,11 +11,7 @@ from . import errors
 from ._core import __version__
 from .base import Tokenizer
 from .bpe import BPETokenizer
-from .growing import GrowingBPETokenizer, NeuroTokenizer
-from .mixedgram import Mixedgram
-from .lz78 import LZ78Tokenizer
 from .chat import SPECIAL_TOKENS
-from .registry import load
 from .errors import (
     ChecksumError,
     CorpusError,
@@ -30,6 +26,10 @@ from .errors import (
     VersionError,
     VocabSizeError,
 )
+from .growing import GrowingBPETokenizer, NeuroTokenizer
+from .lz78 import LZ78Tokenizer
+from .mixedgram import Mixedgram
+from .registry import load
 
 __all__ = [
     "__version__",

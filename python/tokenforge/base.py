@@ -35,13 +35,16 @@ import abc
 import codecs
 import itertools
 import re
-from typing import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 import numpy as np
 
 from .chat import ChatMixin
 from .embedding_meta import EmbeddingModeError
 from .errors import SpecialTokenError, TokenforgeError
+
+if TYPE_CHECKING:
+    from . import _core
 
 __all__ = [
     "Tokenizer",
@@ -122,7 +125,9 @@ def feed_around_surrogates(feed: Callable, texts: list[str], *args):
         return feed(parts, *args)
 
 
-def encode_around_surrogates(texts: Sequence[str], encode_parts: Callable[[list[str]], list], byte_id: Callable[[int], int]) -> list[list[int]]:
+def encode_around_surrogates(
+    texts: Sequence[str], encode_parts: Callable[[list[str]], list], byte_id: Callable[[int], int]
+) -> list[list[int]]:
     """The one rule for lone surrogates: each text is cut at every run of lone
     surrogates; the parts between go to ``encode_parts`` (all texts' parts in one
     call, so a family's parallel batch encoder serves; it returns one list of
@@ -306,12 +311,16 @@ class Tokenizer(ChatMixin, abc.ABC):
             if arg == "all":
                 return dict(specials)
             if isinstance(arg, str):
-                raise TypeError(f"{what} must be 'all' or a collection of special-token strings, not the string {arg!r}")
+                raise TypeError(
+                    f"{what} must be 'all' or a collection of special-token strings, not the string {arg!r}"
+                )
             chosen = {}
             for name in arg:
                 if name not in specials:
                     known = ", ".join(sorted(specials)) or "none"
-                    raise SpecialTokenError(f"{what} names {name!r}, which is not a special token of this tokenizer (known: {known})")
+                    raise SpecialTokenError(
+                        f"{what} names {name!r}, which is not a special token of this tokenizer (known: {known})"
+                    )
                 chosen[name] = specials[name]
             return chosen
 
@@ -398,7 +407,9 @@ class Tokenizer(ChatMixin, abc.ABC):
             return self.special_tokens[text]
         except KeyError:
             known = ", ".join(sorted(self.special_tokens)) or "none"
-            raise SpecialTokenError(f"unknown special token {text!r}; this tokenizer's special tokens are: {known}") from None
+            raise SpecialTokenError(
+                f"unknown special token {text!r}; this tokenizer's special tokens are: {known}"
+            ) from None
 
     def _special_id(self, token) -> int:
         if isinstance(token, (int, np.integer)) and not isinstance(token, bool):
@@ -445,7 +456,9 @@ class Tokenizer(ChatMixin, abc.ABC):
         for name in ("<|bos|>", "<|endoftext|>", "<bos>", "<s>"):
             if name in self.special_tokens:
                 return self.special_tokens[name]
-        raise SpecialTokenError("this tokenizer has no BOS token (<|bos|> or <|endoftext|>); add one with special_tokens=")
+        raise SpecialTokenError(
+            "this tokenizer has no BOS token (<|bos|> or <|endoftext|>); add one with special_tokens="
+        )
 
     def get_token_bytes(self, device=None):
         """``token_bytes()``; as a torch tensor on ``device`` when one is given (nanochat)."""
@@ -471,6 +484,10 @@ class RustBacked:
     answers ``decode_bytes(ids)``, ``token_lengths()`` and ``id_bytes(id)``.
     List it before :class:`Tokenizer` in the bases."""
 
+    if TYPE_CHECKING:  # set by the family; `_check_id` comes from Tokenizer
+        _model: Any
+        _check_id: Callable[[int], int]
+
     def decode_bytes(self, ids) -> bytes:
         return self._model.decode_bytes(ids)
 
@@ -490,6 +507,11 @@ class CoreEncoded(RustBacked):
     ``encode_ordinary``, ``encode_ordinary_numpy``, ``encode(text, allowed)``,
     ``encode_batch`` / ``encode_batch_numpy``, ``encode_jsonl_block`` and
     ``vocab_size``; ``self._specials`` maps special texts to ids."""
+
+    if TYPE_CHECKING:  # set by the family; `_byte_id` comes from Tokenizer
+        _model: _core._Encoder
+        _specials: dict[str, int]
+        _byte_id: Callable[[int], int]
 
     @property
     def vocab_size(self) -> int:
@@ -521,7 +543,9 @@ class CoreEncoded(RustBacked):
         try:
             return self._model.encode(text, ids)
         except UnicodeEncodeError:  # lone surrogates (never inside a special token)
-            return encode_around_surrogates([text], lambda parts: [self._model.encode(t, ids) for t in parts], self._byte_id)[0]
+            return encode_around_surrogates(
+                [text], lambda parts: [self._model.encode(t, ids) for t in parts], self._byte_id
+            )[0]
 
     def encode_batch(self, texts: Sequence[str], num_threads: int | None = None, as_numpy: bool = False):
         """Encode many texts in parallel (GIL released). ``as_numpy`` gives one
@@ -533,7 +557,9 @@ class CoreEncoded(RustBacked):
         return self._model.encode_jsonl_block
 
 
-def batch_ids(model, texts: list[str], num_threads: int | None, as_numpy: bool, vocab_size: int, byte_id: Callable[[int], int]):
+def batch_ids(
+    model, texts: Sequence[str], num_threads: int | None, as_numpy: bool, vocab_size: int, byte_id: Callable[[int], int]
+):
     """Encode ``texts`` with a core model in parallel: lists of ids, or numpy
     arrays (views into one buffer; uint16 when ``vocab_size`` fits). Texts with
     lone surrogates: :func:`encode_around_surrogates` with ``byte_id``."""
@@ -549,7 +575,9 @@ def batch_ids(model, texts: list[str], num_threads: int | None, as_numpy: bool, 
     return np.split(flat, offsets[1:-1].astype(np.intp)) if texts else []
 
 
-def batch_flat(model, texts: list[str], num_threads: int | None, byte_id: Callable[[int], int]) -> tuple[np.ndarray, np.ndarray]:
+def batch_flat(
+    model, texts: Sequence[str], num_threads: int | None, byte_id: Callable[[int], int]
+) -> tuple[np.ndarray, np.ndarray]:
     """A core model's ``encode_batch_numpy`` (flat uint32 ids, uint64 offsets),
     also for texts with lone surrogates (:func:`encode_around_surrogates`)."""
     try:

@@ -80,7 +80,9 @@ def resolve_pattern(pattern) -> tuple[str | None, str]:
     if pattern is None:
         return None, "none"
     if not isinstance(pattern, str):
-        raise TypeError(f"pattern must be a name ({', '.join(PATTERNS)}), a regex string or None, not {type(pattern).__name__}")
+        raise TypeError(
+            f"pattern must be a name ({', '.join(PATTERNS)}), a regex string or None, not {type(pattern).__name__}"
+        )
     if pattern in PATTERNS:
         return PATTERNS[pattern], pattern
     for name, p in PATTERNS.items():
@@ -154,14 +156,16 @@ class BPETokenizer(CoreEncoded, Tokenizer):
 
     def __init__(self, data: BPEData | None = None):
         if data is None:  # seed 003: BPETokenizer() then .train(...)
-            data = BPEData(byte_ids=list(range(256)), merges=[], special_tokens={}, pattern=PATTERNS["gpt4"], pattern_name="gpt4")
+            data = BPEData(
+                byte_ids=list(range(256)), merges=[], special_tokens={}, pattern=PATTERNS["gpt4"], pattern_name="gpt4"
+            )
         self._set(data)
 
     def _set(self, data: BPEData) -> None:
         data.validate()
         model = _core.BpeModel(
             list(data.byte_ids),
-            [tuple(m) for m in data.merges],
+            [(a, b, c) for a, b, c in data.merges],
             list(data.special_tokens.items()),
             data.pattern,
             "bytes",
@@ -235,11 +239,18 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         if corpus is None:
             raise TypeError("train() needs a corpus (a path or a list of paths; texts go to train_from_iterator)")
         if seed_mode and specials:
-            documents = corpus_documents(corpus, who="BPETokenizer.train", text_field=text_field,
-                                         split_on=split_on or max(specials, key=len), errors=errors)
+            documents = corpus_documents(
+                corpus,
+                who="BPETokenizer.train",
+                text_field=text_field,
+                split_on=split_on or max(specials, key=len),
+                errors=errors,
+            )
             documents = _split_at_specials(documents, specials)
         else:
-            documents = corpus_documents(corpus, who="BPETokenizer.train", text_field=text_field, split_on=split_on, errors=errors)
+            documents = corpus_documents(
+                corpus, who="BPETokenizer.train", text_field=text_field, split_on=split_on, errors=errors
+            )
         data = _train(
             documents,
             vocab_size,
@@ -253,7 +264,7 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         )
         data.split_specials = seed_mode
         if self is None:
-            tok = cls(data)
+            tok = cls(data)  # type: ignore[operator]  # _HybridMethod passes the class as `cls`
         else:
             self._set(data)
             tok = self
@@ -295,7 +306,7 @@ class BPETokenizer(CoreEncoded, Tokenizer):
     @property
     def merges(self) -> list[tuple[int, int, int]]:
         """(left, right, new_id) in the order learned."""
-        return [tuple(m) for m in self._data.merges]
+        return [(a, b, c) for a, b, c in self._data.merges]
 
     @property
     def data(self) -> BPEData:
@@ -311,7 +322,9 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         try:
             return self._model.encode_batch(list(texts), num_threads, ids, True)
         except UnicodeEncodeError:  # lone surrogates
-            return encode_around_surrogates(list(texts), lambda parts: self._model.encode_batch(parts, num_threads, ids, True), self._byte_id)
+            return encode_around_surrogates(
+                list(texts), lambda parts: self._model.encode_batch(parts, num_threads, ids, True), self._byte_id
+            )
 
     def embedding_metadata(self, mode: str = "structured") -> dict:
         """Parent/character indices for tree embeddings: each merge's left part is the
@@ -474,7 +487,6 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         return f"BPETokenizer(vocab_size={self.vocab_size}, merges={len(self._data.merges)}, pattern={self._data.pattern_name!r}, specials={len(self._specials)}{seed})"
 
 
-
 def _train(
     documents,
     vocab_size,
@@ -519,7 +531,9 @@ def _train(
             bar.update(size)
     corpus_bytes = counter.total_bytes
     unique = counter.unique
-    trainer = _core.BpeTrainer(counter, list(range(256)), [], first_merge, num_merges, tie_break, min_frequency, num_threads)
+    trainer = _core.BpeTrainer(
+        counter, list(range(256)), [], first_merge, num_merges, tie_break, min_frequency, num_threads
+    )
     with progress_bar(total=num_merges, desc="merging", unit="merges", enabled=show is not False) as bar:
         while not trainer.done:
             bar.update(trainer.run(seconds=0.2))
@@ -538,10 +552,12 @@ def _train(
         "trainer": f"tokenforge {_core.__version__}",
     }
     if len(merges) < num_merges:
-        training["stopped_early"] = _warn_fewer_merges(len(merges), num_merges, vocab_size, len(specials), min_frequency)
+        training["stopped_early"] = _warn_fewer_merges(
+            len(merges), num_merges, vocab_size, len(specials), min_frequency
+        )
     return BPEData(
         byte_ids=list(range(256)),
-        merges=[tuple(m) for m in merges],
+        merges=list(merges),
         special_tokens=special_ids,
         pattern=regex,
         pattern_name=pattern_name,
@@ -591,4 +607,3 @@ def _warn_fewer_merges(learned: int, asked: int, vocab_size: int, num_specials: 
 
 def _sniff_dir(path: Path, head: bytes) -> bool:
     return path.is_dir() and (path / _DIR_FILE).is_file()
-

@@ -30,6 +30,7 @@ and tool output outside an assistant message.
 from __future__ import annotations
 
 import copy
+from typing import TYPE_CHECKING, Any
 
 from .errors import SpecialTokenError, TokenforgeError
 
@@ -64,6 +65,14 @@ class ChatMixin:
     message text never becomes special ids), ``special_tokens``,
     ``get_bos_token_id``, ``id_to_bytes``/``id_to_token``.
     """
+
+    if TYPE_CHECKING:  # the host class's members this mixin calls (Tokenizer has them)
+
+        def encode(self, text: Any, *args: Any, **kwargs: Any) -> Any: ...
+        @property
+        def special_tokens(self) -> dict[str, int]: ...
+        def id_to_token(self, id: int) -> str: ...
+        def get_bos_token_id(self) -> int: ...
 
     # ---- rendering -----------------------------------------------------------
     def render_conversation(self, conversation, max_tokens: int = 2048) -> tuple[list[int], list[int]]:

@@ -70,6 +70,11 @@ class VocabSizeError(TokenforgeError):
 class CorpusError(TokenforgeError):
     """A corpus file or iterator that cannot be read as text."""
 
+    # Set where the problem has a place (`tokenforge.data.corpus`).
+    path: str | None
+    line: int | None
+    offset: int | None
+
 
 class PatternError(TokenforgeError):
     """A pre-tokenization pattern that does not compile or is unknown."""

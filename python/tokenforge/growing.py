@@ -52,8 +52,7 @@ import numpy as np
 
 from . import _core
 from . import sync as _sync
-from .base import Tokenizer, _check_texts
-from .base import batch_ids, decode_utf8, encode_around_surrogates, feed_around_surrogates
+from .base import Tokenizer, _check_texts, batch_ids, decode_utf8, encode_around_surrogates, feed_around_surrogates
 from .bpe_structure import bpe_embedding_metadata
 from .data.corpus import Texts, corpus_documents
 from .errors import TokenforgeError, VocabSizeError
@@ -73,7 +72,14 @@ from .formats.growing_json import (
 from .progress import progress_bar
 from .sync import DEFAULT_MAX_BYTES, AutoSync, SyncReport
 
-__all__ = ["GrowingBPETokenizer", "NeuroTokenizer", "SyncReport", "AutoSync", "get_neuro_tokenizer", "DEFAULT_MAX_BYTES"]
+__all__ = [
+    "GrowingBPETokenizer",
+    "NeuroTokenizer",
+    "SyncReport",
+    "AutoSync",
+    "get_neuro_tokenizer",
+    "DEFAULT_MAX_BYTES",
+]
 
 _SPECIALS = {"<|pad|>": 0, "<|bos|>": 1, "<|eos|>": 2, "<|unk|>": 3}
 _SPECIAL_TEXT = {i: s.encode() for s, i in _SPECIALS.items()}
@@ -82,6 +88,8 @@ _BYTE_IDS = [b + BYTE_OFFSET for b in range(256)]
 # Text goes to the Rust counter in batches of about this many characters.
 _BATCH_CHARS = 16 << 20
 _DEFAULT_FILE = "tokenizer.json"
+
+
 def _nfc(text: str) -> str:
     # normalize() starts with a quick check, so NFC text (nearly all) costs one scan.
     return unicodedata.normalize("NFC", text)
@@ -117,7 +125,7 @@ class _State:
     """
 
     data: GrowingData
-    model: object
+    model: _core.BpeModel
     views: dict = field(default_factory=dict)
 
 
@@ -151,9 +159,19 @@ class GrowingBPETokenizer(Tokenizer):
         self._set(GrowingData(vocab_size=vocab_size, pattern=_resolve_pattern(pattern), normalization=normalization))
 
     @classmethod
-    def train(cls, corpus, vocab_size: int = DEFAULT_VOCAB_SIZE, *, num_merges: int | None = None, pattern="cl100k",
-              normalization: str | None = "NFC", text_field: str = "text", split_on: str | None = None,
-              errors: str = "strict", **learn_kwargs) -> "GrowingBPETokenizer":
+    def train(
+        cls,
+        corpus,
+        vocab_size: int = DEFAULT_VOCAB_SIZE,
+        *,
+        num_merges: int | None = None,
+        pattern="cl100k",
+        normalization: str | None = "NFC",
+        text_field: str = "text",
+        split_on: str | None = None,
+        errors: str = "strict",
+        **learn_kwargs,
+    ) -> "GrowingBPETokenizer":
         """A new vocabulary of at most ``vocab_size`` ids, its merges learned from
         files: ``corpus`` is a path or a list of paths (``str`` or ``pathlib.Path``;
         a ``str`` that names no file is a :class:`~tokenforge.errors.CorpusError`);
@@ -161,8 +179,9 @@ class GrowingBPETokenizer(Tokenizer):
         the vocabulary; ``learn_kwargs`` are :meth:`learn_merges`'s (``source``,
         ``min_frequency``, ``num_threads``, ``progress``)."""
         tok = cls(vocab_size, pattern=pattern, normalization=normalization)
-        docs = corpus_documents(corpus, who="GrowingBPETokenizer.train", text_field=text_field, split_on=split_on,
-                                errors=errors)
+        docs = corpus_documents(
+            corpus, who="GrowingBPETokenizer.train", text_field=text_field, split_on=split_on, errors=errors
+        )
         room = tok.vocab_size - tok.next_merge_id
         tok.learn_merges(docs, num_merges=room if num_merges is None else num_merges, **learn_kwargs)
         return tok
@@ -350,7 +369,8 @@ class GrowingBPETokenizer(Tokenizer):
             texts = [_nfc(t) for t in texts]
         return batch_ids(st.model, texts, num_threads, as_numpy, st.data.next_merge_id, self._byte_id)
 
-    def encode(
+    # The seed's signature (HF-style special-token and padding options), not Tokenizer.encode's.
+    def encode(  # type: ignore[override]
         self,
         text,
         add_special_tokens: bool = True,
@@ -403,7 +423,9 @@ class GrowingBPETokenizer(Tokenizer):
             ids = ids + [self.PAD_ID] * (max_length - len(ids))
         return ids
 
-    def batch_encode(self, texts: Sequence[str], max_length: int | None = None, padding: bool = True, truncation: bool = True) -> dict:
+    def batch_encode(
+        self, texts: Sequence[str], max_length: int | None = None, padding: bool = True, truncation: bool = True
+    ) -> dict:
         """The seed's batch call: ``{"input_ids": [...], "attention_mask": [...]}`` (mask 0 on PAD)."""
         ids = self.encode(list(texts), max_length=max_length, truncation=truncation, padding=padding)
         return {"input_ids": ids, "attention_mask": [[0 if t == self.PAD_ID else 1 for t in x] for x in ids]}
@@ -460,7 +482,9 @@ class GrowingBPETokenizer(Tokenizer):
             raise TokenforgeError(f"token id {i} is reserved and has no bytes")
         st = self._state
         if not 0 <= i < st.data.next_merge_id:
-            raise TokenforgeError(f"token id {i} is not in the vocabulary yet (current_vocab_size {st.data.next_merge_id})")
+            raise TokenforgeError(
+                f"token id {i} is not in the vocabulary yet (current_vocab_size {st.data.next_merge_id})"
+            )
         return st.model.id_bytes(i)
 
     # ---- learning --------------------------------------------------------------
@@ -619,7 +643,9 @@ class GrowingBPETokenizer(Tokenizer):
         """
         src, sha256, timeout, max_bytes = _sync.check_sync_options(source, sha256, timeout, max_bytes)
         target = None if path is None else self._target(path)
-        remote, digest = _sync.fetch_vocabulary(src, sha256=sha256, timeout=timeout, max_bytes=max_bytes, cancel=_cancel)
+        remote, digest = _sync.fetch_vocabulary(
+            src, sha256=sha256, timeout=timeout, max_bytes=max_bytes, cancel=_cancel
+        )
         with self._lock:  # compare with, and replace, the vocabulary as it is now
             if target is None:
                 target = self._path
@@ -661,8 +687,15 @@ class GrowingBPETokenizer(Tokenizer):
         (promptly, also in the middle of a download); it is also a context manager.
         """
         return _sync.start_auto_sync(
-            self, source, interval, sha256=sha256, timeout=timeout, path=path, max_bytes=max_bytes,
-            max_backoff=max_backoff, on_update=on_update,
+            self,
+            source,
+            interval,
+            sha256=sha256,
+            timeout=timeout,
+            path=path,
+            max_bytes=max_bytes,
+            max_backoff=max_backoff,
+            on_update=on_update,
         )
 
     def __repr__(self) -> str:
@@ -720,4 +753,3 @@ def _sniff_dir(path: Path, head: bytes) -> bool:
         return False
     with open(f, "rb") as fh:
         return sniff_growing_json(f, fh.read(4096))
-

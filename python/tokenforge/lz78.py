@@ -111,11 +111,15 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
     greedy longest match over output entries as :meth:`encode`.
     """
 
+    _model: _core.Lz78Model
+
     family = "lz78"
 
     def __init__(self, data: LZ78Data, *, chunking: bool | None = None, special_tokens=None):
         if not isinstance(data, LZ78Data):
-            raise TypeError("LZ78Tokenizer(data) takes an LZ78Data; use LZ78Tokenizer.train, from_tsv or from_directory")
+            raise TypeError(
+                "LZ78Tokenizer(data) takes an LZ78Data; use LZ78Tokenizer.train, from_tsv or from_directory"
+            )
         if data.structure not in ("tree", "flat", "compressed"):
             raise TokenforgeError(f"unknown dictionary structure {data.structure!r}; expected tree, flat or compressed")
         extras = _extra_specials(special_tokens if special_tokens is not None else data.settings.get("specials"))
@@ -137,7 +141,15 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
 
     # ---- construction ------------------------------------------------------
     @classmethod
-    def from_tsv(cls, tsv_path, tsv_format: str = "lz78", *, chunking: bool | None = None, special_tokens=None, strict: bool = True) -> "LZ78Tokenizer":
+    def from_tsv(
+        cls,
+        tsv_path,
+        tsv_format: str = "lz78",
+        *,
+        chunking: bool | None = None,
+        special_tokens=None,
+        strict: bool = True,
+    ) -> "LZ78Tokenizer":
         """Load a dictionary TSV (the seed's ``from_tsv``).
 
         ``tsv_format``: "lz78" (``code, parent_code, char, pattern``) or
@@ -206,7 +218,9 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
             if isinstance(e, TokenforgeError):
                 raise
             raise TokenforgeError(f"strategy {strategy}: {e}") from None
-        docs = corpus_documents(corpus, who="LZ78Tokenizer.train", text_field=text_field, split_on=split_on, errors=errors)
+        docs = corpus_documents(
+            corpus, who="LZ78Tokenizer.train", text_field=text_field, split_on=split_on, errors=errors
+        )
         batch: list[str] = []
         size = 0
         # standard stops once full (usually within the first MB): small batches let it stop reading early
@@ -251,8 +265,9 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
         return cls(data)
 
     @classmethod
-    def train_from_iterator(cls, iterator, strategy: str = "smart_prune", vocab_size: int = 32768, chunking: bool = True,
-                            **kwargs) -> "LZ78Tokenizer":
+    def train_from_iterator(
+        cls, iterator, strategy: str = "smart_prune", vocab_size: int = 32768, chunking: bool = True, **kwargs
+    ) -> "LZ78Tokenizer":
         """Train from an iterable of str (texts, never paths), streamed in order;
         the other arguments are :meth:`train`'s."""
         return cls.train(Texts(iterator), strategy, vocab_size, chunking, **kwargs)
@@ -265,7 +280,7 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
 
     @property
     def structure(self) -> str:
-        """"tree", "flat" (flat_prune) or "compressed" (a Patricia trie)."""
+        """ "tree", "flat" (flat_prune) or "compressed" (a Patricia trie)."""
         return self._data.structure
 
     @property
@@ -518,7 +533,9 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
             raise TypeError(f"chunking must be True, False or None, not {chunking!r}")
         return cls(lz78_tsv_from_bytes(data, f"<pickled {cls.__name__}>"), chunking=chunking)
 
-    def save_tsv(self, path, tsv_format: str | None = None, *, style: str = "tokenforge", unwritable: str = "error") -> int:
+    def save_tsv(
+        self, path, tsv_format: str | None = None, *, style: str = "tokenforge", unwritable: str = "error"
+    ) -> int:
         """Write one TSV file in ``tsv_format`` ("lz78" or "compressed"; default: the dictionary's own).
 
         ``style="tokenforge"`` (default): our header, escapes, the ``output``
@@ -540,7 +557,9 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
         if unwritable not in ("error", "drop"):
             raise TokenforgeError(f"unwritable must be 'error' or 'drop', not {unwritable!r}")
         if tsv_format == "lz78" and self._data.structure == "compressed":
-            raise TokenforgeError("a compressed (Patricia) dictionary has no LZ78 parents; it can only be written in the compressed format")
+            raise TokenforgeError(
+                "a compressed (Patricia) dictionary has no LZ78 parents; it can only be written in the compressed format"
+            )
         data = self._data
         dropped = 0
         if style == "seed" and unwritable == "drop":
@@ -639,7 +658,9 @@ def lz78_inspect(tokenizer: LZ78Tokenizer, top: int = 10) -> dict:
         "lz78_chunking": tokenizer.chunking,
         "entries": entries,
         "output_entries": len(outputs),
-        "prefix_only_entries": entries - len(outputs) if d.structure != "compressed" else sum(1 for r in d.nodes if r[2] <= 0),
+        "prefix_only_entries": entries - len(outputs)
+        if d.structure != "compressed"
+        else sum(1 for r in d.nodes if r[2] <= 0),
         "trie_nodes": int(trie_nodes),
         "patricia_nodes": len(rows),
         "node_compression_ratio": (trie_nodes / len(rows)) if rows else 1.0,
@@ -650,4 +671,3 @@ def lz78_inspect(tokenizer: LZ78Tokenizer, top: int = 10) -> dict:
 
 def _sniff_dir(path: Path, head: bytes) -> bool:
     return path.is_dir() and (path / _DIR_FILE).is_file()
-

@@ -220,9 +220,13 @@ def _special_ids(special_tokens) -> dict[str, int]:
         out = {name: first + j for j, name in enumerate(names)}
     for text, i in out.items():
         if not isinstance(text, str) or not text or not text.isascii() or "\0" in text:
-            raise SpecialTokenError(f"special token {text!r}: mixedgram special tokens are non-empty ASCII strings without NUL")
+            raise SpecialTokenError(
+                f"special token {text!r}: mixedgram special tokens are non-empty ASCII strings without NUL"
+            )
         if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not FIRST_NGRAM_ID <= int(i) < VOCAB_SIZE:
-            raise SpecialTokenError(f"special token {text!r} has id {i!r}; special ids are {FIRST_NGRAM_ID}..{VOCAB_SIZE - 1}")
+            raise SpecialTokenError(
+                f"special token {text!r} has id {i!r}; special ids are {FIRST_NGRAM_ID}..{VOCAB_SIZE - 1}"
+            )
     return {t: int(i) for t, i in out.items()}
 
 
@@ -257,7 +261,16 @@ class Mixedgram(RustBacked, Tokenizer):
 
     family = "mixedgram"
 
-    def __init__(self, ngrams=(), special_tokens=None, *, counts=None, training=None, parse: str = "greedy", errors: str = "strict"):
+    def __init__(
+        self,
+        ngrams=(),
+        special_tokens=None,
+        *,
+        counts=None,
+        training=None,
+        parse: str = "greedy",
+        errors: str = "strict",
+    ):
         grams = [bytes(g) for g in ngrams]
         if len(grams) > NGRAM_SLOTS:
             raise TokenforgeError(f"{len(grams)} n-grams given; a mixedgram vocabulary has {NGRAM_SLOTS} slots")
@@ -310,8 +323,11 @@ class Mixedgram(RustBacked, Tokenizer):
             if text is not None or path is not None:
                 raise TypeError("give exactly one of: the text or path, text=, or path=")
             # any file is read as bytes; a directory gives its corpus files (.txt, .jsonl, ...)
-            paths = [f for p in corpus_paths(text_or_path, who="Mixedgram.train")
-                     for f in (corpus_files(p) if p.is_dir() else [p])]
+            paths = [
+                f
+                for p in corpus_paths(text_or_path, who="Mixedgram.train")
+                for f in (corpus_files(p) if p.is_dir() else [p])
+            ]
         with progress_bar(total=None, desc="mixedgram: reading", unit="B", enabled=progress) as bar:
             if paths is None:
                 data, _ = _read_source(text_or_path, text, path, encoding, errors)
@@ -418,7 +434,9 @@ class Mixedgram(RustBacked, Tokenizer):
         p = self.parse if parse is None else _check_parse(parse)
         return self._model.encode(to_latin1(text, self.errors), p)
 
-    def encode_batch(self, texts: Sequence[str], num_threads: int | None = None, as_numpy: bool = False, parse: str | None = None):
+    def encode_batch(
+        self, texts: Sequence[str], num_threads: int | None = None, as_numpy: bool = False, parse: str | None = None
+    ):
         """Encode many texts in parallel (GIL released)."""
         _check_texts(texts)
         p = self.parse if parse is None else _check_parse(parse)
@@ -568,8 +586,12 @@ class Mixedgram(RustBacked, Tokenizer):
     def _from_bytes(cls, data: bytes, state: dict) -> "Mixedgram":
         d = _fmt.vocab_json_from_bytes(data, f"<pickled {cls.__name__}>")
         return cls(
-            d["ngrams"], d["special_tokens"], counts=d["counts"], training=d["training"],
-            parse=state.get("parse", "greedy"), errors=state.get("errors", "strict"),
+            d["ngrams"],
+            d["special_tokens"],
+            counts=d["counts"],
+            training=d["training"],
+            parse=state.get("parse", "greedy"),
+            errors=state.get("errors", "strict"),
         )
 
     @classmethod
@@ -642,7 +664,9 @@ def inspect_file(path, *, top: int = 20, progress: bool = False) -> dict:
                 _core.mixedgram_decompress(data)  # names the offset of the stray bytes
             hist = np.zeros(VOCAB_SIZE, np.uint64)
             step = _STEP - _STEP % 3
-            with progress_bar(total=len(data) - HEADER_BYTES, desc="mixedgram: reading stream", unit="B", enabled=progress) as bar:
+            with progress_bar(
+                total=len(data) - HEADER_BYTES, desc="mixedgram: reading stream", unit="B", enabled=progress
+            ) as bar:
                 for start in range(HEADER_BYTES, len(data), step):
                     stop = min(start + step, len(data))
                     hist += model.histogram(data[start:stop], start, stop == len(data))
@@ -699,4 +723,3 @@ def inspect_file(path, *, top: int = 20, progress: bool = False) -> dict:
 # ---------------------------------------------------------------------------
 def _sniff_dir(path: Path, head: bytes) -> bool:
     return path.is_dir() and (path / _DIR_FILE).is_file()
-

@@ -44,8 +44,20 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .errors import FormatError, TokenforgeError
 
-__all__ = ["Family", "Format", "SpecRule", "FAMILIES", "LOAD_ORDER", "family", "family_of", "load", "formats",
-           "register", "unregister", "registered"]
+__all__ = [
+    "Family",
+    "Format",
+    "SpecRule",
+    "FAMILIES",
+    "LOAD_ORDER",
+    "family",
+    "family_of",
+    "load",
+    "formats",
+    "register",
+    "unregister",
+    "registered",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,7 +166,15 @@ def _lz78_formats() -> list[Format]:
 
 
 #: LZ78 strategies a spec may name (the core's list; checked against lz78.STRATEGIES by the tests)
-LZ78_STRATEGIES = ("standard", "frequency_gated", "multi_round", "cost_adjusted", "smart_prune", "flat_prune", "compressed")
+LZ78_STRATEGIES = (
+    "standard",
+    "frequency_gated",
+    "multi_round",
+    "cost_adjusted",
+    "smart_prune",
+    "flat_prune",
+    "compressed",
+)
 #: the strategy of a bare ``lz78`` spec
 LZ78_DEFAULT_STRATEGY = "frequency_gated"
 
@@ -185,8 +205,9 @@ def _lz78_params() -> list[str]:
 def _lz78_train(words, options, docs, vocab_size, *, num_threads=None, progress=False):
     from .lz78 import LZ78Tokenizer
 
-    tok = LZ78Tokenizer.train_from_iterator(docs, words[0], vocab_size, "nochunk" not in words,
-                                            num_threads=num_threads, progress=progress, **options)
+    tok = LZ78Tokenizer.train_from_iterator(
+        docs, words[0], vocab_size, "nochunk" not in words, num_threads=num_threads, progress=progress, **options
+    )
     if "compact" in words:
         tok.compact_output_vocab(docs, num_threads=num_threads)
     return tok
@@ -259,8 +280,9 @@ def _growing_train(words, options, docs, vocab_size, *, num_threads=None, progre
         want = (vocab_size - tok.next_merge_id) // (rounds - r)
         if want <= 0 or not part:
             continue
-        tok.learn_merges(part, num_merges=want, source=f"round{r + 1}", num_threads=num_threads,
-                         progress=bool(progress), **options)
+        tok.learn_merges(
+            part, num_merges=want, source=f"round{r + 1}", num_threads=num_threads, progress=bool(progress), **options
+        )
     return tok
 
 
@@ -277,29 +299,53 @@ FAMILIES: dict[str, Family] = {
     f.name: f
     for f in (
         Family(
-            "bpe", "tokenforge.bpe", "BPETokenizer", _bpe_formats,
-            SpecRule(options={"pattern": "gpt4", "special_tokens": "nanochat", "tie_break": "pair_ids",
-                              "min_frequency": 1, "layout": "nanochat"}, train=_bpe_train),
+            "bpe",
+            "tokenforge.bpe",
+            "BPETokenizer",
+            _bpe_formats,
+            SpecRule(
+                options={
+                    "pattern": "gpt4",
+                    "special_tokens": "nanochat",
+                    "tie_break": "pair_ids",
+                    "min_frequency": 1,
+                    "layout": "nanochat",
+                },
+                train=_bpe_train,
+            ),
             cli=None,  # `tokenforge train` (cli/main.py) is BPE's
             embedding_modes=("structured", "tuple"),
         ),
         Family(
-            "lz78", "tokenforge.lz78", "LZ78Tokenizer", _lz78_formats,
-            SpecRule(options={"special_tokens": None}, train=_lz78_train, words=_lz78_words,
-                     more_options=_lz78_params),
+            "lz78",
+            "tokenforge.lz78",
+            "LZ78Tokenizer",
+            _lz78_formats,
+            SpecRule(options={"special_tokens": None}, train=_lz78_train, words=_lz78_words, more_options=_lz78_params),
             cli=_lz78_cli,
             embedding_modes=("structured", "hierarchical", "tuple"),
         ),
         Family(
-            "mixedgram", "tokenforge.mixedgram", "Mixedgram", _mixedgram_formats,
-            SpecRule(options={"special_tokens": ["<|bos|>"], "errors": "replace", "parse": None},
-                     train=_mixedgram_train, fixed_vocab=True),
+            "mixedgram",
+            "tokenforge.mixedgram",
+            "Mixedgram",
+            _mixedgram_formats,
+            SpecRule(
+                options={"special_tokens": ["<|bos|>"], "errors": "replace", "parse": None},
+                train=_mixedgram_train,
+                fixed_vocab=True,
+            ),
             cli=_mixedgram_cli,
         ),
         Family(
-            "growing", "tokenforge.growing", "GrowingBPETokenizer", _growing_formats,
-            SpecRule(options={"rounds": 1, "pattern": "cl100k", "normalization": "NFC", "min_frequency": 2},
-                     train=_growing_train),
+            "growing",
+            "tokenforge.growing",
+            "GrowingBPETokenizer",
+            _growing_formats,
+            SpecRule(
+                options={"rounds": 1, "pattern": "cl100k", "normalization": "NFC", "min_frequency": 2},
+                train=_growing_train,
+            ),
             cli=_grow_cli,
             embedding_modes=("structured", "tuple"),
         ),

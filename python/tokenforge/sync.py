@@ -48,7 +48,15 @@ from . import _core
 from .errors import FormatError, SyncError, TokenforgeError
 from .formats.growing_json import MERGE_OFFSET, GrowingData, parse_growing_json
 
-__all__ = ["SyncReport", "AutoSync", "DEFAULT_MAX_BYTES", "check_sync_options", "fetch_vocabulary", "extension", "start_auto_sync"]
+__all__ = [
+    "SyncReport",
+    "AutoSync",
+    "DEFAULT_MAX_BYTES",
+    "check_sync_options",
+    "fetch_vocabulary",
+    "extension",
+    "start_auto_sync",
+]
 
 log = logging.getLogger("tokenforge.growing")
 
@@ -123,8 +131,9 @@ def check_sync_options(source, sha256, timeout, max_bytes) -> tuple[str, str | N
     return src, sha256, float(timeout), max_bytes
 
 
-def fetch_vocabulary(src: str, *, sha256: str | None, timeout: float, max_bytes: int,
-                     cancel: threading.Event | None = None) -> tuple[GrowingData, str]:
+def fetch_vocabulary(
+    src: str, *, sha256: str | None, timeout: float, max_bytes: int, cancel: threading.Event | None = None
+) -> tuple[GrowingData, str]:
     """``(vocabulary, sha256 hex of the bytes)`` published at ``src`` (a URL or a path).
 
     Every problem is a :class:`SyncError` saying that nothing changed: the
@@ -148,7 +157,9 @@ def fetch_vocabulary(src: str, *, sha256: str | None, timeout: float, max_bytes:
     return remote, digest
 
 
-def extension(local: GrowingData, remote: GrowingData, src: str, digest: str, written: str | None) -> tuple[SyncReport, GrowingData | None]:
+def extension(
+    local: GrowingData, remote: GrowingData, src: str, digest: str, written: str | None
+) -> tuple[SyncReport, GrowingData | None]:
     """The rule of a sync: ``(report, the vocabulary to install or None)``.
 
     ``remote`` is taken only if it extends ``local`` (same pattern and
@@ -158,7 +169,9 @@ def extension(local: GrowingData, remote: GrowingData, src: str, digest: str, wr
     vocabulary to (for the report), or None."""
     if remote.pattern != local.pattern or remote.normalization != local.normalization:
         what = "split pattern" if remote.pattern != local.pattern else "normalization"
-        raise SyncError(f"{src} uses another {what} than the local tokenizer; its ids would mean other text. Nothing changed")
+        raise SyncError(
+            f"{src} uses another {what} than the local tokenizer; its ids would mean other text. Nothing changed"
+        )
     n = min(len(local.pairs), len(remote.pairs))
     if local.pairs[:n] != remote.pairs[:n]:
         k = next(i for i in range(n) if local.pairs[i] != remote.pairs[i])
@@ -185,13 +198,22 @@ def extension(local: GrowingData, remote: GrowingData, src: str, digest: str, wr
         before = local.sources_contributed.get(name, 0)
         if count != before:
             changed[name] = count - before
-    report = SyncReport(src, "updated", old_n, new.next_merge_id, len(new.pairs) - len(local.pairs), changed, written, digest)
+    report = SyncReport(
+        src, "updated", old_n, new.next_merge_id, len(new.pairs) - len(local.pairs), changed, written, digest
+    )
     return report, new
 
 
-def start_auto_sync(tokenizer, source, interval: float, *, sha256, timeout, path, max_bytes, max_backoff, on_update) -> "AutoSync":
+def start_auto_sync(
+    tokenizer, source, interval: float, *, sha256, timeout, path, max_bytes, max_backoff, on_update
+) -> "AutoSync":
     """Check the options of an auto-sync in the caller's thread, then start its :class:`AutoSync` thread."""
-    if isinstance(interval, bool) or not isinstance(interval, (int, float)) or not interval > 0 or interval == float("inf"):
+    if (
+        isinstance(interval, bool)
+        or not isinstance(interval, (int, float))
+        or not interval > 0
+        or interval == float("inf")
+    ):
         raise TokenforgeError(f"interval must be a positive number of seconds, not {interval!r}")
     if max_backoff is None:
         max_backoff = max(float(interval), 3600.0)
@@ -252,9 +274,20 @@ class AutoSync:
             self.last_error = e
             self.next_delay = min(self.interval * (2 ** min(self.failures, 60)), self.max_backoff)
             if isinstance(e, TokenforgeError):
-                log.warning("auto-sync from %s failed (%d in a row): %s; next try in %.0f s", self.source, self.failures, e, self.next_delay)
+                log.warning(
+                    "auto-sync from %s failed (%d in a row): %s; next try in %.0f s",
+                    self.source,
+                    self.failures,
+                    e,
+                    self.next_delay,
+                )
             else:
-                log.exception("auto-sync from %s failed (%d in a row); next try in %.0f s", self.source, self.failures, self.next_delay)
+                log.exception(
+                    "auto-sync from %s failed (%d in a row); next try in %.0f s",
+                    self.source,
+                    self.failures,
+                    self.next_delay,
+                )
             return
         self.failures = 0
         self.last_error = None
@@ -473,7 +506,9 @@ def _fetch(source: str, timeout: float, max_bytes: int, cancel: threading.Event 
                         except ValueError:
                             length = None
                     if length is not None and length > max_bytes:
-                        raise SyncError(f"{source}: remote file is {length} bytes, above the {max_bytes}-byte limit; nothing changed")
+                        raise SyncError(
+                            f"{source}: remote file is {length} bytes, above the {max_bytes}-byte limit; nothing changed"
+                        )
                     h = hashlib.sha256()
                     got = 0
                     read = getattr(resp, "read1", resp.read)
@@ -485,7 +520,9 @@ def _fetch(source: str, timeout: float, max_bytes: int, cancel: threading.Event 
                             break
                         got += len(chunk)
                         if got > max_bytes:
-                            raise SyncError(f"{source}: remote file exceeds the {max_bytes}-byte limit; nothing changed")
+                            raise SyncError(
+                                f"{source}: remote file exceeds the {max_bytes}-byte limit; nothing changed"
+                            )
                         h.update(chunk)
                         tmp.write(chunk)
                     if deadline.over():  # the reads ended because the deadline shut the socket
@@ -498,7 +535,9 @@ def _fetch(source: str, timeout: float, max_bytes: int, cancel: threading.Event 
                 raise SyncError(f"{source}: HTTP {e.code} {e.reason}; nothing changed") from None
             except Exception as e:
                 if deadline.over():
-                    raise _timed_out(source, deadline, "waiting for the server" if during == "connecting" else during) from None
+                    raise _timed_out(
+                        source, deadline, "waiting for the server" if during == "connecting" else during
+                    ) from None
                 if isinstance(e, urllib.error.URLError):
                     reason = e.reason
                     if isinstance(reason, (socket.timeout, TimeoutError)):
@@ -509,7 +548,9 @@ def _fetch(source: str, timeout: float, max_bytes: int, cancel: threading.Event 
                 if isinstance(e, (socket.timeout, TimeoutError)):
                     raise _timed_out(source, deadline, during) from None
                 if isinstance(e, http.client.IncompleteRead):
-                    raise SyncError(f"{source}: truncated download ({len(e.partial)} bytes received); nothing changed") from None
+                    raise SyncError(
+                        f"{source}: truncated download ({len(e.partial)} bytes received); nothing changed"
+                    ) from None
                 if isinstance(e, ConnectionError):
                     raise SyncError(f"{source}: connection failed ({e}); nothing changed") from None
                 if isinstance(e, (http.client.HTTPException, OSError)):
@@ -520,4 +561,6 @@ def _fetch(source: str, timeout: float, max_bytes: int, cancel: threading.Event 
             tmp.seek(0)
             yield tmp, h.hexdigest()
     except OSError as e:  # the temporary file itself (disk full in the temp directory)
-        raise SyncError(f"{source}: cannot store the download in a temporary file ({e.strerror or e}); nothing changed") from None
+        raise SyncError(
+            f"{source}: cannot store the download in a temporary file ({e.strerror or e}); nothing changed"
+        ) from None

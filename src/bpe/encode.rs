@@ -164,7 +164,9 @@ impl BpeModel {
         let specials = Specials::new(specials)?;
         for (s, id) in specials.list() {
             if !tokens[*id as usize].is_empty() {
-                return Err(Error::SpecialToken(format!("special token {s:?} has id {id}, which a byte or merge already uses")));
+                return Err(Error::SpecialToken(format!(
+                    "special token {s:?} has id {id}, which a byte or merge already uses"
+                )));
             }
             if special_text.insert(*id, s.as_bytes().to_vec()).is_some() {
                 return Err(Error::SpecialToken(format!("special token id {id} is used twice")));
@@ -212,9 +214,8 @@ impl BpeModel {
         }
         let mut byte_to_id = [0u32; 256];
         for (b, slot) in byte_to_id.iter_mut().enumerate() {
-            *slot = *piece_map
-                .get(&[b as u8][..])
-                .ok_or_else(|| Error::Invalid(format!("byte 0x{b:02x} has no rank")))?;
+            *slot =
+                *piece_map.get(&[b as u8][..]).ok_or_else(|| Error::Invalid(format!("byte 0x{b:02x} has no rank")))?;
         }
         let pair_map = bytes_pair_map(&piece_map)?;
         Ok(BpeModel {
@@ -245,10 +246,18 @@ impl BpeModel {
             SplitRule::BelowOwnRank => r < id,
             SplitRule::AllButOwn => r != id,
         };
-        self.merge_long_with(t, |a, b| {
-            let r = self.rank(a, b);
-            if r != NO_RANK && allowed(r) { r } else { NO_RANK }
-        }, out);
+        self.merge_long_with(
+            t,
+            |a, b| {
+                let r = self.rank(a, b);
+                if r != NO_RANK && allowed(r) {
+                    r
+                } else {
+                    NO_RANK
+                }
+            },
+            out,
+        );
     }
 
     pub fn vocab_size(&self) -> usize {
@@ -595,7 +604,9 @@ mod tests {
             let e = BpeModel::new(&ident(), &[(97, 98, id)], vec![], pt(), MergeRule::Pairs).err().expect("refused");
             assert!(e.to_string().contains(&format!("merge 0 has id {id}")), "{e}");
             // a special id
-            let e = BpeModel::new(&ident(), &[], vec![("<|x|>".into(), id)], pt(), MergeRule::Bytes).err().expect("refused");
+            let e = BpeModel::new(&ident(), &[], vec![("<|x|>".into(), id)], pt(), MergeRule::Bytes)
+                .err()
+                .expect("refused");
             assert!(e.to_string().contains(&format!("special token \"<|x|>\" has id {id}")), "{e}");
             // a rank
             let mut ranks: Vec<(Vec<u8>, u32)> = (0..256u32).map(|b| (vec![b as u8], b)).collect();
@@ -645,7 +656,8 @@ mod tests {
     fn one_long_run_token_of_a_trained_model() {
         // what training on a corpus with one run of 100,000 `=` gives
         let text = "=".repeat(100_000);
-        let merges = train_texts(&[&text, "a b c"], Pretokenizer::Whole, &ident(), 256, 40, TieBreak::PairIds, 1).unwrap();
+        let merges =
+            train_texts(&[&text, "a b c"], Pretokenizer::Whole, &ident(), 256, 40, TieBreak::PairIds, 1).unwrap();
         let m = BpeModel::new(&ident(), &merges, vec![], Pretokenizer::Whole, MergeRule::Bytes).unwrap();
         let longest = merges.iter().map(|&(_, _, z)| m.id_bytes(z).unwrap().len()).max().unwrap();
         assert!(longest >= 1 << 16, "{longest}");

@@ -41,7 +41,8 @@ impl Layout {
             Layout::Nanochat => 256,
             Layout::SpecialsFirst => floor,
         };
-        let first = u32::try_from(first).map_err(|_| Error::VocabSize(format!("{specials} special tokens are too many")))?;
+        let first =
+            u32::try_from(first).map_err(|_| Error::VocabSize(format!("{specials} special tokens are too many")))?;
         Ok((first, num_merges))
     }
 

@@ -1,1 +1,5 @@
-pub mod encode; pub mod train; pub mod heap; pub mod layout; pub mod ranks;
+pub mod encode;
+pub mod heap;
+pub mod layout;
+pub mod ranks;
+pub mod train;

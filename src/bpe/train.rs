@@ -53,9 +53,9 @@ impl TieBreak {
         match s {
             "pair_ids" => Ok(TieBreak::PairIds),
             "lexicographic" => Ok(TieBreak::Lexicographic),
-            other => Err(Error::Invalid(format!(
-                "unknown tie_break {other:?}; expected \"pair_ids\" or \"lexicographic\""
-            ))),
+            other => {
+                Err(Error::Invalid(format!("unknown tie_break {other:?}; expected \"pair_ids\" or \"lexicographic\"")))
+            }
         }
     }
 }
@@ -160,11 +160,8 @@ impl Trainer {
             info.count += w;
             info.pos.push(p as u32);
         }
-        let entries: Vec<(u64, u64)> = pair_index
-            .iter()
-            .map(|(&k, &i)| (pairs[i as usize].count as u64, k))
-            .filter(|e| e.0 > 0)
-            .collect();
+        let entries: Vec<(u64, u64)> =
+            pair_index.iter().map(|(&k, &i)| (pairs[i as usize].count as u64, k)).filter(|e| e.0 > 0).collect();
         let heap = Heap::from_vec(entries, &better(tie, &tokens));
         Ok(Trainer {
             ids,
@@ -400,7 +397,13 @@ mod tests {
     }
 
     /// Naive BPE: recount every pair every step.
-    fn naive(words: &[(Vec<u32>, u64)], tokens0: &[Vec<u8>], first: u32, n: usize, tie: TieBreak) -> Vec<(u32, u32, u32)> {
+    fn naive(
+        words: &[(Vec<u32>, u64)],
+        tokens0: &[Vec<u8>],
+        first: u32,
+        n: usize,
+        tie: TieBreak,
+    ) -> Vec<(u32, u32, u32)> {
         let mut words: Vec<(Vec<u32>, u64)> = words.to_vec();
         let mut tokens = tokens0.to_vec();
         let mut out = vec![];

@@ -8,7 +8,6 @@
 
 use std::sync::Arc;
 
-
 use super::trie::ByteTrie;
 use crate::error::{Error, Result};
 use crate::pretok::Pretokenizer;

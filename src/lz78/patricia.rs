@@ -68,10 +68,7 @@ impl Patricia {
             }
             if id != NO_OUTPUT {
                 if t[s].out != NO_OUTPUT && t[s].out != id {
-                    return Err(Error::Invalid(format!(
-                        "outputs {} and {id} have the same pattern {pat:?}",
-                        t[s].out
-                    )));
+                    return Err(Error::Invalid(format!("outputs {} and {id} have the same pattern {pat:?}", t[s].out)));
                 }
                 t[s].out = id;
             }
@@ -139,9 +136,7 @@ impl Patricia {
             let first = label.chars().next().unwrap();
             let siblings = &nodes[*parent as usize].children;
             if siblings.iter().any(|&c| nodes[c as usize].label.starts_with(first)) {
-                return Err(Error::Invalid(format!(
-                    "node {idx}: two children of node {parent} start with {first:?}"
-                )));
+                return Err(Error::Invalid(format!("node {idx}: two children of node {parent} start with {first:?}")));
             }
             let mut pattern = nodes[*parent as usize].pattern.clone();
             pattern.push_str(label);

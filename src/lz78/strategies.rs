@@ -425,7 +425,11 @@ pub fn round_target(pool: usize, n: usize, r: u32, rounds: u32) -> usize {
 
 fn pool_trie(pool: &Dictionary, alive: &[bool]) -> Result<ByteTrie> {
     ByteTrie::build(
-        pool.entries.iter().enumerate().filter(|(i, _)| alive[*i + 1]).map(|(i, e)| (e.pattern.as_bytes(), i as u32 + 1)),
+        pool.entries
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| alive[*i + 1])
+            .map(|(i, e)| (e.pattern.as_bytes(), i as u32 + 1)),
     )
 }
 
@@ -551,10 +555,8 @@ fn select_cost_adjusted(pool: &Dictionary, alive: &[bool], counts: &[u64], targe
             cost[c] = cost[p] + 1; // parents precede children in code order
         }
     }
-    let mut heap: BinaryHeap<Cand> = (1..m)
-        .filter(|&c| alive[c])
-        .map(|c| Cand { count: counts[c], cost: cost[c], code: c as u32 })
-        .collect();
+    let mut heap: BinaryHeap<Cand> =
+        (1..m).filter(|&c| alive[c]).map(|c| Cand { count: counts[c], cost: cost[c], code: c as u32 }).collect();
     let mut kept = vec![false; m];
     let mut nkept = 0usize;
     let mut stack = Vec::new();
@@ -780,7 +782,8 @@ pub fn flat_prune(chunks: &Chunks, n: usize, p: &Params) -> Result<(Dictionary, 
     let entries = alive
         .iter()
         .map(|&i| {
-            let pat = String::from_utf8(cands[i].to_vec()).map_err(|_| Error::Invalid("candidate is not UTF-8".into()))?;
+            let pat =
+                String::from_utf8(cands[i].to_vec()).map_err(|_| Error::Invalid("candidate is not UTF-8".into()))?;
             let ch = pat.chars().last().unwrap();
             Ok(DictEntry { parent: 0, ch, pattern: pat, output: true })
         })
@@ -839,10 +842,8 @@ mod tests {
         let base = total_tokens(&trie, &ch) as i64;
         assert_eq!(d.len(), cands.len());
         for (e, &delta) in d.iter().enumerate() {
-            let t = ByteTrie::build(
-                cands.iter().enumerate().filter(|(i, _)| *i != e).map(|(i, c)| (&c[..], i as u32)),
-            )
-            .unwrap();
+            let t = ByteTrie::build(cands.iter().enumerate().filter(|(i, _)| *i != e).map(|(i, c)| (&c[..], i as u32)))
+                .unwrap();
             assert_eq!(delta, total_tokens(&t, &ch) as i64 - base, "entry {e}");
         }
     }

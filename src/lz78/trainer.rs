@@ -7,9 +7,9 @@
 
 use super::strategies::{self, OnlineBuilder, Params, Strategy};
 use super::Dictionary;
-use crate::wordcount::WordCounter;
 use crate::error::{Error, Result};
 use crate::pretok::Pretokenizer;
+use crate::wordcount::WordCounter;
 
 pub struct Trainer {
     strategy: Strategy,

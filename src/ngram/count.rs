@@ -229,11 +229,13 @@ fn ranges(total: usize, parts: usize) -> Vec<std::ops::Range<usize>> {
 
 /// Dense tables computed per range, summed.
 fn pool_sum(rs: Vec<std::ops::Range<usize>>, f: impl Fn(std::ops::Range<usize>) -> Vec<u64> + Sync + Send) -> Vec<u64> {
-    rs.into_par_iter().map(f).reduce_with(|mut a, b| {
-        a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
-        a
-    })
-    .unwrap_or_else(|| vec![0u64; 1 << 16])
+    rs.into_par_iter()
+        .map(f)
+        .reduce_with(|mut a, b| {
+            a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+            a
+        })
+        .unwrap_or_else(|| vec![0u64; 1 << 16])
 }
 
 /// Hash maps computed per range, merged into the largest.

@@ -74,7 +74,10 @@ pub fn parse_header(data: &[u8]) -> Result<Vec<u64>> {
             ));
         }
         if let Some(j) = seen.insert(key, i) {
-            return Err(Error::format(off, format!("header entry {i} (id {id}) repeats the n-gram of entry {j} (id {})", BYTE_TOKENS + j)));
+            return Err(Error::format(
+                off,
+                format!("header entry {i} (id {id}) repeats the n-gram of entry {j} (id {})", BYTE_TOKENS + j),
+            ));
         }
         slots[i] = key;
     }

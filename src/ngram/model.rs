@@ -84,7 +84,9 @@ impl Filter {
     /// Bit index of a key of length n (n >= 3) inside its length's block.
     #[inline(always)]
     fn slot(key: u64, n: usize) -> usize {
-        TWO_GRAM_WORDS * 64 + (n - 3) * FILTER_WORDS * 64 + (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - FILTER_BITS)) as usize
+        TWO_GRAM_WORDS * 64
+            + (n - 3) * FILTER_WORDS * 64
+            + (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - FILTER_BITS)) as usize
     }
 
     fn insert(&mut self, key: u64, n: usize) {
@@ -130,7 +132,8 @@ impl Table {
             let size = 1usize << bits;
             'attempt: for a in 0..32u64 {
                 let mul = mul_of(a);
-                let mut t = Table { mul, shift: 64 - bits, keys: vec![0; size + WINDOW - 1], ids: vec![0; size + WINDOW - 1] };
+                let mut t =
+                    Table { mul, shift: 64 - bits, keys: vec![0; size + WINDOW - 1], ids: vec![0; size + WINDOW - 1] };
                 for &(key, id) in entries {
                     let h = t.home(key);
                     match (h..h + WINDOW).find(|&j| t.keys[j] == 0) {
@@ -174,7 +177,10 @@ impl Model {
     /// in unused slots.
     pub fn new(ngrams: &[Vec<u8>], specials: &[(u32, Vec<u8>)]) -> Result<Model> {
         if ngrams.len() > NGRAM_SLOTS {
-            return Err(Error::Invalid(format!("{} n-grams given; a mixedgram vocabulary has {NGRAM_SLOTS} slots", ngrams.len())));
+            return Err(Error::Invalid(format!(
+                "{} n-grams given; a mixedgram vocabulary has {NGRAM_SLOTS} slots",
+                ngrams.len()
+            )));
         }
         let mut slots = vec![0u64; NGRAM_SLOTS];
         for (i, g) in ngrams.iter().enumerate() {
@@ -189,7 +195,10 @@ impl Model {
                 )));
             }
             if g.contains(&0) {
-                return Err(Error::Invalid(format!("n-gram of id {} contains a NUL byte (NUL is reserved)", BYTE_TOKENS + i)));
+                return Err(Error::Invalid(format!(
+                    "n-gram of id {} contains a NUL byte (NUL is reserved)",
+                    BYTE_TOKENS + i
+                )));
             }
             slots[i] = super::key_of(g);
         }
@@ -236,10 +245,15 @@ impl Model {
         for (id, text) in specials {
             let i = *id as usize;
             if !(BYTE_TOKENS..VOCAB_SIZE).contains(&i) {
-                return Err(Error::SpecialToken(format!("special token id {id} is outside the n-gram ids {BYTE_TOKENS}..{}", VOCAB_SIZE - 1)));
+                return Err(Error::SpecialToken(format!(
+                    "special token id {id} is outside the n-gram ids {BYTE_TOKENS}..{}",
+                    VOCAB_SIZE - 1
+                )));
             }
             if kind[i] != Kind::Unused {
-                return Err(Error::SpecialToken(format!("special token id {id} is already used by an n-gram or another special token")));
+                return Err(Error::SpecialToken(format!(
+                    "special token id {id} is already used by an n-gram or another special token"
+                )));
             }
             if text.is_empty() {
                 return Err(Error::SpecialToken(format!("special token id {id} has empty text")));
@@ -374,7 +388,11 @@ impl Model {
         let mut p = 0;
         while p < len {
             let n = choice[p] as usize;
-            out.push(if n == 1 { text[p] as u16 } else { self.lookup(key_at(text, p, n)).expect("chosen n-gram is in the vocabulary") });
+            out.push(if n == 1 {
+                text[p] as u16
+            } else {
+                self.lookup(key_at(text, p, n)).expect("chosen n-gram is in the vocabulary")
+            });
             p += n;
         }
         out
@@ -411,7 +429,9 @@ impl Model {
         let mut out = Vec::with_capacity(ids.len() * 4);
         for (pos, &id) in ids.iter().enumerate() {
             if id as usize >= VOCAB_SIZE {
-                return Err(Error::Invalid(format!("token id {id} at position {pos} is out of range (mixedgram ids are 0..4095)")));
+                return Err(Error::Invalid(format!(
+                    "token id {id} at position {pos} is out of range (mixedgram ids are 0..4095)"
+                )));
             }
             let i = id as usize;
             match self.kind[i] {
@@ -421,7 +441,9 @@ impl Model {
                     out.extend_from_slice(&self.specials[s].1);
                 }
                 Kind::Unused => {
-                    return Err(Error::Invalid(format!("token id {id} at position {pos} is not used by this vocabulary")))
+                    return Err(Error::Invalid(format!(
+                        "token id {id} at position {pos} is not used by this vocabulary"
+                    )))
                 }
             }
         }
@@ -618,16 +640,30 @@ mod bench {
             p += n_found;
             toks += 1;
         }
-        eprintln!("tokens {toks} probes/token {:.2} mask bits/token {:.2}", probes as f64 / toks as f64, masked as f64 / toks as f64);
+        eprintln!(
+            "tokens {toks} probes/token {:.2} mask bits/token {:.2}",
+            probes as f64 / toks as f64,
+            masked as f64 / toks as f64
+        );
         for _ in 0..3 {
             let (t, c) = (std::time::Instant::now(), cpu_ns());
             let ids = m.encode_greedy(&text);
             let (dt, dc) = (t.elapsed().as_secs_f64(), (cpu_ns() - c) / 1e9);
-            eprintln!("greedy {:.1} MB/s wall, {:.1} MB/s cpu ({} ids)", text.len() as f64 / dt / 1e6, text.len() as f64 / dc / 1e6, ids.len());
+            eprintln!(
+                "greedy {:.1} MB/s wall, {:.1} MB/s cpu ({} ids)",
+                text.len() as f64 / dt / 1e6,
+                text.len() as f64 / dc / 1e6,
+                ids.len()
+            );
         }
         let (t, c) = (std::time::Instant::now(), cpu_ns());
         let ids = m.encode_optimal(&text);
         let (dt, dc) = (t.elapsed().as_secs_f64(), (cpu_ns() - c) / 1e9);
-        eprintln!("optimal {:.1} MB/s wall, {:.1} MB/s cpu ({} ids)", text.len() as f64 / dt / 1e6, text.len() as f64 / dc / 1e6, ids.len());
+        eprintln!(
+            "optimal {:.1} MB/s wall, {:.1} MB/s cpu ({} ids)",
+            text.len() as f64 / dt / 1e6,
+            text.len() as f64 / dc / 1e6,
+            ids.len()
+        );
     }
 }

@@ -103,9 +103,17 @@ pub fn walk_stream(
     let bad = |t: usize, which: &str, id: u16| -> Error {
         let off = base + 3 * t;
         if id == 0 {
-            Error::format(off, format!("the {which} id of the triple is 0, which is padding and may only end the stream"))
+            Error::format(
+                off,
+                format!("the {which} id of the triple is 0, which is padding and may only end the stream"),
+            )
         } else {
-            Error::format(off, format!("the {which} id of the triple is {id}, which is out of range for this vocabulary (unused entry)"))
+            Error::format(
+                off,
+                format!(
+                    "the {which} id of the triple is {id}, which is out of range for this vocabulary (unused entry)"
+                ),
+            )
         }
     };
     for (t, c) in data.chunks_exact(3).enumerate() {

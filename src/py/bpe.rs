@@ -19,7 +19,8 @@ use crate::error::Error;
 use crate::wordcount::WordCounter;
 
 fn byte_ids_from(v: Vec<u32>) -> PyResult<[u32; 256]> {
-    v.try_into().map_err(|v: Vec<u32>| Error::Invalid(format!("byte_ids must have 256 entries, not {}", v.len())).into())
+    v.try_into()
+        .map_err(|v: Vec<u32>| Error::Invalid(format!("byte_ids must have 256 entries, not {}", v.len())).into())
 }
 
 #[pyclass(module = "tokenforge._core", name = "BpeModel", frozen)]
@@ -240,7 +241,6 @@ fn bpe_rank_splits(
     });
     Ok(res?)
 }
-
 
 /// Where training puts its ids (`crate::bpe::layout`): (first merge id,
 /// number of merges) for `vocab_size` ids and `specials` special tokens;

@@ -117,7 +117,11 @@ pub(crate) fn encode_jsonl_block<'py, C: PyEncoder>(
     jsonl_block(py, head, body, end, field, file_start, skip, bos, narrow, num_threads, &lens, |t| m.encode_ordinary(t))
 }
 
-pub(crate) fn decode_bytes<'py, C: PyEncoder>(c: &C, py: Python<'py>, ids: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+pub(crate) fn decode_bytes<'py, C: PyEncoder>(
+    c: &C,
+    py: Python<'py>,
+    ids: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyBytes>> {
     let ids = ids_from(ids)?;
     let m = c.model();
     let b = py.detach(|| m.decode_bytes(&ids))?;

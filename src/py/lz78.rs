@@ -72,7 +72,8 @@ fn params_from(name: &str, strategy: Strategy, d: Option<&Bound<'_, PyDict>>) ->
     let Some(d) = d else { return Ok(p) };
     for (k, v) in d.iter() {
         let k: String = k.extract()?;
-        let err = |what: &str| PyErr::from(Error::Invalid(format!("strategy {name}: LZ78 parameter {k}: expected {what}")));
+        let err =
+            |what: &str| PyErr::from(Error::Invalid(format!("strategy {name}: LZ78 parameter {k}: expected {what}")));
         match k.as_str() {
             "pool" => {
                 let s: String = v.extract().map_err(|_| err("a strategy name"))?;
@@ -126,7 +127,11 @@ impl PyLz78Trainer {
 
     /// Build the dictionary: (entries [(parent, char, pattern, output)], flat, stats).
     #[pyo3(signature = (num_threads=None))]
-    fn finish<'py>(&mut self, py: Python<'py>, num_threads: Option<usize>) -> PyResult<(Entries, bool, Bound<'py, PyDict>)> {
+    fn finish<'py>(
+        &mut self,
+        py: Python<'py>,
+        num_threads: Option<usize>,
+    ) -> PyResult<(Entries, bool, Bound<'py, PyDict>)> {
         let pool = pool(num_threads)?;
         let t = self.inner.take().ok_or_else(|| Error::invalid("this trainer has finished"))?;
         let (d, st) = py.detach(|| pool.install(|| t.finish()))?;
@@ -154,7 +159,9 @@ fn lz78_patricia(py: Python<'_>, items: Vec<(String, i64)>) -> PyResult<(Rows, u
     let p = py.detach(|| Patricia::build(items_of(&items)))?;
     let rows = p.nodes[1..]
         .iter()
-        .map(|n| (n.parent, n.label.clone(), if n.output == NO_OUTPUT { -1 } else { n.output as i64 }, n.pattern.clone()))
+        .map(|n| {
+            (n.parent, n.label.clone(), if n.output == NO_OUTPUT { -1 } else { n.output as i64 }, n.pattern.clone())
+        })
         .collect();
     Ok((rows, p.trie_nodes))
 }
@@ -163,7 +170,13 @@ fn lz78_patricia(py: Python<'_>, items: Vec<(String, i64)>) -> PyResult<(Rows, u
 /// with byte fallback at `n + 1 + b` (for the Patricia == plain-trie tests).
 #[pyfunction]
 #[pyo3(signature = (items, n, text, pattern=None))]
-fn lz78_patricia_encode(py: Python<'_>, items: Vec<(String, i64)>, n: u32, text: &str, pattern: Option<&str>) -> PyResult<Vec<u32>> {
+fn lz78_patricia_encode(
+    py: Python<'_>,
+    items: Vec<(String, i64)>,
+    n: u32,
+    text: &str,
+    pattern: Option<&str>,
+) -> PyResult<Vec<u32>> {
     let pt = pretok_from(pattern)?;
     py.detach(|| -> Result<Vec<u32>, Error> {
         let p = Patricia::build(items_of(&items))?;

@@ -26,7 +26,9 @@ fn ids12(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u16>> {
     let mut out = Vec::with_capacity(v.len());
     for (i, &x) in v.iter().enumerate() {
         if x as usize >= ngram::VOCAB_SIZE {
-            return Err(Error::Invalid(format!("id {x} at position {i} does not fit in 12 bits (ids are 0..4095)")).into());
+            return Err(
+                Error::Invalid(format!("id {x} at position {i} does not fit in 12 bits (ids are 0..4095)")).into()
+            );
         }
         out.push(x as u16);
     }
@@ -55,9 +57,7 @@ impl PyMixedgramModel {
     /// The model of a `.mxgram` header (`data` may hold the whole file).
     #[staticmethod]
     fn from_header(py: Python<'_>, data: &[u8]) -> PyResult<Self> {
-        let m = py
-            .detach(|| file::parse_header(data).and_then(|s| Model::from_keys(s, &[])))
-            ?;
+        let m = py.detach(|| file::parse_header(data).and_then(|s| Model::from_keys(s, &[])))?;
         Ok(PyMixedgramModel { inner: Arc::new(m) })
     }
 
@@ -172,19 +172,29 @@ impl PyMixedgramModel {
     /// Decode a chunk of a packed stream (whole triples); `base` is its file
     /// offset for errors; only the last chunk may end with padding.
     #[pyo3(signature = (data, base=0, is_last=true))]
-    fn decode_stream<'py>(&self, py: Python<'py>, data: &[u8], base: usize, is_last: bool) -> PyResult<Bound<'py, PyBytes>> {
-        let out = py
-            .detach(|| {
-                let mut out = Vec::new();
-                file::decode_stream(&self.inner, data, base, is_last, &mut out).map(|_| out)
-            })
-            ?;
+    fn decode_stream<'py>(
+        &self,
+        py: Python<'py>,
+        data: &[u8],
+        base: usize,
+        is_last: bool,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let out = py.detach(|| {
+            let mut out = Vec::new();
+            file::decode_stream(&self.inner, data, base, is_last, &mut out).map(|_| out)
+        })?;
         Ok(PyBytes::new(py, &out))
     }
 
     /// How often each id occurs in a packed stream chunk (uint64, 4096).
     #[pyo3(signature = (data, base=0, is_last=true))]
-    fn histogram<'py>(&self, py: Python<'py>, data: &[u8], base: usize, is_last: bool) -> PyResult<Bound<'py, PyArray1<u64>>> {
+    fn histogram<'py>(
+        &self,
+        py: Python<'py>,
+        data: &[u8],
+        base: usize,
+        is_last: bool,
+    ) -> PyResult<Bound<'py, PyArray1<u64>>> {
         let h = py.detach(|| file::histogram(&self.inner, data, base, is_last))?;
         Ok(PyArray1::from_vec(py, h))
     }

@@ -237,7 +237,9 @@ where
             }
         }
         if result.is_ok() && done < chunks {
-            result = Err(pyo3::exceptions::PyRuntimeError::new_err("the encoding threads stopped before the batch was done"));
+            result = Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "the encoding threads stopped before the batch was done",
+            ));
         }
     });
     result.map(|_| out)
@@ -253,7 +255,9 @@ pub(crate) fn py_strs<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, P
     for (i, x) in obj.try_iter()?.enumerate() {
         let x = x?;
         let name = x.get_type().name().map(|n| n.to_string()).unwrap_or_default();
-        v.push(x.cast_into::<PyString>().map_err(|_| PyTypeError::new_err(format!("item {i} is {name}, expected str")))?);
+        v.push(
+            x.cast_into::<PyString>().map_err(|_| PyTypeError::new_err(format!("item {i} is {name}, expected str")))?,
+        );
     }
     Ok(v)
 }
@@ -304,10 +308,14 @@ where
     }
     let body = &body[..end];
     if narrow {
-        let e = py.detach(|| pool.install(|| encode_block::<u16, _>(head, body, field, file_start, skip, bos, token_len, &encode)));
+        let e = py.detach(|| {
+            pool.install(|| encode_block::<u16, _>(head, body, field, file_start, skip, bos, token_len, &encode))
+        });
         e?.map(|e| tuple(py, e)).transpose()
     } else {
-        let e = py.detach(|| pool.install(|| encode_block::<u32, _>(head, body, field, file_start, skip, bos, token_len, &encode)));
+        let e = py.detach(|| {
+            pool.install(|| encode_block::<u32, _>(head, body, field, file_start, skip, bos, token_len, &encode))
+        });
         e?.map(|e| tuple(py, e)).transpose()
     }
 }

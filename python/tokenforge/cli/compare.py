@@ -22,7 +22,9 @@ def _ints(text: str) -> list[int]:
     try:
         out = [int(x.replace("_", "")) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise SystemExit(f"tokenforge compare: error: expected a comma-separated list of integers, got {text!r}") from None
+        raise SystemExit(
+            f"tokenforge compare: error: expected a comma-separated list of integers, got {text!r}"
+        ) from None
     if not out or any(v < 1 for v in out):
         raise SystemExit(f"tokenforge compare: error: expected positive integers, got {text!r}")
     return out
@@ -46,12 +48,24 @@ def _load_arg(text: str) -> tuple[str, str]:
 
 
 def add_arguments(p) -> None:
-    p.add_argument("corpus", nargs="*", help="corpus files or directories (.txt/.jsonl/.parquet[.gz/.zst]); default: the built-in corpus")
+    p.add_argument(
+        "corpus",
+        nargs="*",
+        help="corpus files or directories (.txt/.jsonl/.parquet[.gz/.zst]); default: the built-in corpus",
+    )
     p.add_argument("--heldout", default=None, help="held-out file (default: every tenth corpus document)")
-    p.add_argument("--families", default="bpe", help="comma-separated specs: bpe, lz78:<strategy>[:nochunk], lz78:all, mixedgram, growing[:rounds=N]")
+    p.add_argument(
+        "--families",
+        default="bpe",
+        help="comma-separated specs: bpe, lz78:<strategy>[:nochunk], lz78:all, mixedgram, growing[:rounds=N]",
+    )
     p.add_argument("--vocab-sizes", default="8192", help="comma-separated vocabulary sizes (default 8192)")
-    p.add_argument("--load", action="append", default=[], metavar="LABEL=PATH", help="also compare a tokenizer file (repeatable)")
-    p.add_argument("--train-mb", type=float, default=None, help="train tokenizers on at most this many MB (default: all)")
+    p.add_argument(
+        "--load", action="append", default=[], metavar="LABEL=PATH", help="also compare a tokenizer file (repeatable)"
+    )
+    p.add_argument(
+        "--train-mb", type=float, default=None, help="train tokenizers on at most this many MB (default: all)"
+    )
     p.add_argument("--eval-mb", type=float, default=2.0, help="held-out MB for compression metrics (default 2)")
     p.add_argument("--text-field", default="text", help="JSON field / parquet column holding the text")
     b = p.add_argument_group("bits per byte")
@@ -60,7 +74,9 @@ def add_arguments(p) -> None:
     b.add_argument("--bpb-train-mb", type=float, default=2.0, help="training text per model, MB (default 2)")
     b.add_argument("--bpb-eval-mb", type=float, default=0.5, help="held-out text scored, MB (default 0.5)")
     b.add_argument("--bpb-vocab-sizes", default=None, help="measure BPB only at these vocabulary sizes (default: all)")
-    b.add_argument("--embeddings", default="flat", help="embedding modes: flat, structured, hierarchical, tuple (comma-separated)")
+    b.add_argument(
+        "--embeddings", default="flat", help="embedding modes: flat, structured, hierarchical, tuple (comma-separated)"
+    )
     b.add_argument("--layers", type=int, default=4)
     b.add_argument("--width", type=int, default=128)
     b.add_argument("--heads", type=int, default=4)
@@ -70,7 +86,9 @@ def add_arguments(p) -> None:
     b.add_argument("--lr", type=float, default=3e-3)
     b.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto")
     b.add_argument("--bf16", action="store_true", help="bfloat16 autocast for the models (faster where supported)")
-    p.add_argument("--threads", type=int, default=None, help="threads for training, encoding and torch (default: all cores)")
+    p.add_argument(
+        "--threads", type=int, default=None, help="threads for training, encoding and torch (default: all cores)"
+    )
     p.add_argument("-o", "--out", default="reports/compare", help="report directory (default reports/compare)")
     p.add_argument("--no-reuse", action="store_true", help="retrain tokenizers even when a cached one matches")
     p.add_argument("--title", default="Tokenizer comparison")
@@ -78,7 +96,9 @@ def add_arguments(p) -> None:
 
 
 def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("compare", help="train or load tokenizers, measure compression (and bits per byte), write a report")
+    p = subparsers.add_parser(
+        "compare", help="train or load tokenizers, measure compression (and bits per byte), write a report"
+    )
     add_arguments(p)
     p.set_defaults(func=cmd_compare)
 
@@ -88,8 +108,15 @@ def options_from_args(args, command: str):
     from ..eval.compare import CompareOptions
 
     cfg = BPBConfig(
-        n_layer=args.layers, n_head=args.heads, n_embd=args.width, seq_len=args.seq_len,
-        batch_size=args.batch_size, epochs=args.epochs, lr=args.lr, device=args.device, threads=args.threads,
+        n_layer=args.layers,
+        n_head=args.heads,
+        n_embd=args.width,
+        seq_len=args.seq_len,
+        batch_size=args.batch_size,
+        epochs=args.epochs,
+        lr=args.lr,
+        device=args.device,
+        threads=args.threads,
         autocast="bf16" if args.bf16 else None,
     )
     return CompareOptions(
@@ -124,9 +151,11 @@ def cmd_compare(args) -> int:
     try:
         results = run_compare(opts)
     except KeyboardInterrupt:
-        print(f"interrupted: the finished part of the report is in {opts.out}/ (status: interrupted); "
-              "trained tokenizers and pretokenized shards are kept there and the same command reuses them",
-              file=sys.stderr)
+        print(
+            f"interrupted: the finished part of the report is in {opts.out}/ (status: interrupted); "
+            "trained tokenizers and pretokenized shards are kept there and the same command reuses them",
+            file=sys.stderr,
+        )
         return 130
     print(f"report: {opts.out}/report.html and {opts.out}/report.md ({len(results['rows'])} tokenizers)")
     return 0
@@ -136,10 +165,28 @@ def _rebuild_command(args) -> str:
     """The canonical command line equivalent to ``args`` (every non-default option, in a fixed order)."""
     parts = ["tokenforge", "compare", *args.corpus]
     defaults = {
-        "heldout": None, "families": "bpe", "vocab_sizes": "8192", "train_mb": None, "eval_mb": 2.0,
-        "text_field": "text", "seeds": "1", "bpb_vocab_sizes": None, "bpb_train_mb": 2.0, "bpb_eval_mb": 0.5, "embeddings": "flat",
-        "layers": 4, "width": 128, "heads": 4, "seq_len": 256, "batch_size": 8, "epochs": 1.0, "lr": 3e-3,
-        "device": "cpu", "threads": None, "out": "reports/compare", "title": "Tokenizer comparison",
+        "heldout": None,
+        "families": "bpe",
+        "vocab_sizes": "8192",
+        "train_mb": None,
+        "eval_mb": 2.0,
+        "text_field": "text",
+        "seeds": "1",
+        "bpb_vocab_sizes": None,
+        "bpb_train_mb": 2.0,
+        "bpb_eval_mb": 0.5,
+        "embeddings": "flat",
+        "layers": 4,
+        "width": 128,
+        "heads": 4,
+        "seq_len": 256,
+        "batch_size": 8,
+        "epochs": 1.0,
+        "lr": 3e-3,
+        "device": "cpu",
+        "threads": None,
+        "out": "reports/compare",
+        "title": "Tokenizer comparison",
     }
     for key, default in defaults.items():
         v = getattr(args, key, default)

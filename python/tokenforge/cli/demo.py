@@ -53,8 +53,10 @@ def run_demo(args) -> int:
     color = not args.no_color and sys.stdout.isatty()
     max_bytes = None if args.max_mb is None else int(args.max_mb * 1e6)
     info = default_corpus_info()
-    print(f"built-in corpus: {info['num_documents']} documents from Python {sys.version.split()[0]}'s "
-          f"standard library (docs topics + sources), {info['total_bytes'] / 1e6:.1f} MB, read in place")
+    print(
+        f"built-in corpus: {info['num_documents']} documents from Python {sys.version.split()[0]}'s "
+        f"standard library (docs topics + sources), {info['total_bytes'] / 1e6:.1f} MB, read in place"
+    )
     docs = list(iter_default_corpus(max_bytes=max_bytes))
     train, held = _split(docs)
     train_mb = sum(len(d.encode()) for d in train) / 1e6
@@ -70,15 +72,19 @@ def run_demo(args) -> int:
     ids = tok.encode_ordinary(held_text)
     et = time.perf_counter() - t0
     nbytes = len(held_text.encode())
-    print(f"held-out text: {nbytes / 1e6:.2f} MB -> {len(ids):,} tokens = {nbytes / len(ids):.2f} bytes per token "
-          f"(encoded at {nbytes / 1e6 / et:.1f} MB/s on one thread)")
+    print(
+        f"held-out text: {nbytes / 1e6:.2f} MB -> {len(ids):,} tokens = {nbytes / len(ids):.2f} bytes per token "
+        f"(encoded at {nbytes / 1e6 / et:.1f} MB/s on one thread)"
+    )
     assert_roundtrip = tok.decode(ids) == held_text
     print(f"decode(encode(held-out)) == held-out: {assert_roundtrip}")
 
     stats = vocabulary_stats(tok, top=12)
-    print(f"vocabulary: {stats['vocab_size']:,} ids ({stats['special_tokens']} special), "
-          f"mean token length {stats['byte_length_mean']:.2f} bytes, "
-          f"{stats['tokens_not_valid_utf8_alone']} tokens are not valid UTF-8 on their own")
+    print(
+        f"vocabulary: {stats['vocab_size']:,} ids ({stats['special_tokens']} special), "
+        f"mean token length {stats['byte_length_mean']:.2f} bytes, "
+        f"{stats['tokens_not_valid_utf8_alone']} tokens are not valid UTF-8 on their own"
+    )
     print("longest tokens:", ", ".join(repr(t) for _, t in stats["longest_tokens"]))
 
     sample = 'def greet(name: str) -> str:\n    """Return a friendly greeting."""\n    return f"Hello, {name}!"\n'
@@ -90,8 +96,10 @@ def run_demo(args) -> int:
 
     out = Path(args.out)
     tok.save(out)
-    print(f"\nsaved to {out}/ (tokenforge.json and a readable tokenforge.vocab.txt); "
-          f"try: tokenforge inspect {out} --text <file>")
+    print(
+        f"\nsaved to {out}/ (tokenforge.json and a readable tokenforge.vocab.txt); "
+        f"try: tokenforge inspect {out} --text <file>"
+    )
     if not assert_roundtrip:
         return 1
     return run_demo_comparison(args, out)
@@ -109,8 +117,11 @@ def _demo_command(args) -> str:
 
     parts = ["tokenforge", "demo"]
     for flag, value, default in (
-        ("--vocab-size", args.vocab_size, 8192), ("--max-mb", args.max_mb, None), ("--out", args.out, "reports/demo"),
-        ("--threads", args.threads, None), ("--families", getattr(args, "families", None), None),
+        ("--vocab-size", args.vocab_size, 8192),
+        ("--max-mb", args.max_mb, None),
+        ("--out", args.out, "reports/demo"),
+        ("--threads", args.threads, None),
+        ("--families", getattr(args, "families", None), None),
         ("--seeds", getattr(args, "seeds", 2), 2),
     ):
         if value != default:
@@ -131,14 +142,18 @@ def run_demo_comparison(args, out: Path) -> int:
         try:
             import torch  # noqa: F401
         except ImportError:
-            print("\n(torch is not installed: the comparison measures compression only; "
-                  "pip install 'tokenforge[torch]' for bits per byte)")
+            print(
+                "\n(torch is not installed: the comparison measures compression only; "
+                "pip install 'tokenforge[torch]' for bits per byte)"
+            )
             bpb = False
     train_mb = DEMO_TRAIN_MB if args.max_mb is None else min(DEMO_TRAIN_MB, args.max_mb)
     seeds = list(range(max(1, getattr(args, "seeds", 2))))
-    print(f"\n== a small comparison: {DEMO_FAMILIES.replace(',', ', ')} at "
-          f"{', '.join(map(str, DEMO_VOCAB_SIZES))} ids, trained on {train_mb:g} MB"
-          + (f"; bits per byte of a 2 x 64 GPT at {DEMO_BPB_VOCAB} ids, {len(seeds)} seeds" if bpb else ""))
+    print(
+        f"\n== a small comparison: {DEMO_FAMILIES.replace(',', ', ')} at "
+        f"{', '.join(map(str, DEMO_VOCAB_SIZES))} ids, trained on {train_mb:g} MB"
+        + (f"; bits per byte of a 2 x 64 GPT at {DEMO_BPB_VOCAB} ids, {len(seeds)} seeds" if bpb else "")
+    )
     opts = CompareOptions(
         corpus=[],
         families=getattr(args, "families", None) or DEMO_FAMILIES,

@@ -35,7 +35,9 @@ def _open(path: Path, create: bool):
     if path.exists():
         return GrowingBPETokenizer.load(path), False
     if not create:
-        raise TokenforgeError(f"no tokenizer at {path}; create one with 'grow learn' or 'grow sync', or pass --tokenizer")
+        raise TokenforgeError(
+            f"no tokenizer at {path}; create one with 'grow learn' or 'grow sync', or pass --tokenizer"
+        )
     return GrowingBPETokenizer(), True
 
 
@@ -77,8 +79,19 @@ def cmd_learn(args) -> int:
 
 
 _UNITS = {"": 1, "s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
-_SIZES = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
-          "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
+_SIZES = {
+    "": 1,
+    "b": 1,
+    "k": 1 << 10,
+    "kb": 1 << 10,
+    "kib": 1 << 10,
+    "m": 1 << 20,
+    "mb": 1 << 20,
+    "mib": 1 << 20,
+    "g": 1 << 30,
+    "gb": 1 << 30,
+    "gib": 1 << 30,
+}
 
 
 def duration(text: str) -> float:
@@ -193,15 +206,21 @@ def cmd_inspect(args) -> int:
 
 def _add_commands(p: argparse.ArgumentParser) -> None:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--tokenizer", "-t", default=_DEFAULT_PATH, help="the tokenizer.json to use (default: %(default)s)")
+    common.add_argument(
+        "--tokenizer", "-t", default=_DEFAULT_PATH, help="the tokenizer.json to use (default: %(default)s)"
+    )
     sub = p.add_subparsers(dest="grow_command", metavar="{learn,sync,inspect}")
     sub.required = True
 
     learn = sub.add_parser("learn", parents=[common], help="learn merges from a corpus and append them")
     learn.add_argument("corpus", nargs="+", help="files or directories (.txt, .jsonl, .parquet, optionally .gz/.zst)")
     learn.add_argument("--source", required=True, help="the name credited with the new merges")
-    learn.add_argument("--num-merges", type=int, required=True, help="merges to learn (fewer if the vocabulary fills up)")
-    learn.add_argument("--min-frequency", type=int, default=2, help="stop when the best pair occurs fewer times (default 2)")
+    learn.add_argument(
+        "--num-merges", type=int, required=True, help="merges to learn (fewer if the vocabulary fills up)"
+    )
+    learn.add_argument(
+        "--min-frequency", type=int, default=2, help="stop when the best pair occurs fewer times (default 2)"
+    )
     learn.add_argument("--vocab-size", type=int, default=None, help="set the declared maximum number of ids")
     learn.add_argument("--threads", type=int, default=None, help="threads for counting (default: all cores)")
     learn.add_argument("--text-field", default="text", help="JSON/parquet field holding the text (default: text)")
@@ -211,12 +230,25 @@ def _add_commands(p: argparse.ArgumentParser) -> None:
     sync = sub.add_parser("sync", parents=[common], help="take a published tokenizer.json if it extends the local one")
     sync.add_argument("url", help="http(s) or file URL, or a path")
     sync.add_argument("--sha256", default=None, help="refuse the download unless it has this SHA-256")
-    sync.add_argument("--timeout", type=float, default=10.0, help="deadline in seconds for the whole download (default 10)")
-    sync.add_argument("--max-bytes", type=size, default=None,
-                      help="refuse a remote file larger than this (e.g. 64M, 1G; default 256M: ~3.8 million merges)")
-    sync.add_argument("--every", type=duration, default=None, metavar="DURATION",
-                      help="keep checking every DURATION (e.g. 10m, 600, 1h) until interrupted; failures back off")
-    sync.add_argument("--verbose", "-v", action="store_true", help="with --every: also log the checks that found nothing new")
+    sync.add_argument(
+        "--timeout", type=float, default=10.0, help="deadline in seconds for the whole download (default 10)"
+    )
+    sync.add_argument(
+        "--max-bytes",
+        type=size,
+        default=None,
+        help="refuse a remote file larger than this (e.g. 64M, 1G; default 256M: ~3.8 million merges)",
+    )
+    sync.add_argument(
+        "--every",
+        type=duration,
+        default=None,
+        metavar="DURATION",
+        help="keep checking every DURATION (e.g. 10m, 600, 1h) until interrupted; failures back off",
+    )
+    sync.add_argument(
+        "--verbose", "-v", action="store_true", help="with --every: also log the checks that found nothing new"
+    )
     sync.set_defaults(func=cmd_sync)
 
     insp = sub.add_parser("inspect", parents=[common], help="vocabulary size, per-source contributions, newest merges")
@@ -235,7 +267,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     from .main import ArgumentParser, exit_codes_epilog, run_command
 
-    p = ArgumentParser(prog="python -m tokenforge.cli.grow", description=__doc__.split("\n\n")[0], epilog=exit_codes_epilog())
+    p = ArgumentParser(
+        prog="python -m tokenforge.cli.grow", description=__doc__.split("\n\n")[0], epilog=exit_codes_epilog()
+    )
     _add_commands(p)
     args = p.parse_args(argv)
     return run_command(args.func, args, f"tokenforge grow {args.grow_command}")

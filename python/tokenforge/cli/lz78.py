@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -63,58 +64,114 @@ def _param(value: str) -> tuple[str, object]:
 def _train_args(p: argparse.ArgumentParser) -> None:
     from ..lz78 import STRATEGIES
 
-    p.add_argument("--strategy", default="frequency_gated", choices=STRATEGIES, help="training strategy (default: frequency_gated, as the seed)")
+    p.add_argument(
+        "--strategy",
+        default="frequency_gated",
+        choices=STRATEGIES,
+        help="training strategy (default: frequency_gated, as the seed)",
+    )
     p.add_argument("--vocab_size", type=int, default=32768, help="total ids, specials included (default 32768)")
-    p.add_argument("--input", nargs="*", default=None, help="corpus files or directories (default: the built-in corpus)")
+    p.add_argument(
+        "--input", nargs="*", default=None, help="corpus files or directories (default: the built-in corpus)"
+    )
     p.add_argument("--output", default=None, help="output TSV (default: lz78_<strategy>_<vocab_size>.tsv)")
     p.add_argument("--no_chunking", action="store_true", help="train without GPT-4-pattern chunking")
-    p.add_argument("--special_tokens", default="none", help="extra specials after <|pad|>: none (default), nanochat, or a comma list")
-    p.add_argument("--param", action="append", type=_param, default=[], metavar="KEY=VALUE", help="a strategy parameter (repeatable)")
+    p.add_argument(
+        "--special_tokens",
+        default="none",
+        help="extra specials after <|pad|>: none (default), nanochat, or a comma list",
+    )
+    p.add_argument(
+        "--param",
+        action="append",
+        type=_param,
+        default=[],
+        metavar="KEY=VALUE",
+        help="a strategy parameter (repeatable)",
+    )
     p.add_argument("--max_chars", type=int, default=None, help="read at most this many characters of the corpus")
     p.add_argument("--text_field", default="text", help="JSON field / parquet column holding the text")
     p.add_argument("--num_threads", type=int, default=None)
-    p.add_argument("--tsv_format", default=None, choices=["lz78", "compressed"],
-                   help="file format (default: the dictionary's own: compressed for the compressed strategy, else lz78)")
+    p.add_argument(
+        "--tsv_format",
+        default=None,
+        choices=["lz78", "compressed"],
+        help="file format (default: the dictionary's own: compressed for the compressed strategy, else lz78)",
+    )
     _style_args(p)
-    p.add_argument("--compact_output_vocab", action="store_true",
-                   help="after training, give no id to entries that encoding the training corpus never emits (fewer ids)")
+    p.add_argument(
+        "--compact_output_vocab",
+        action="store_true",
+        help="after training, give no id to entries that encoding the training corpus never emits (fewer ids)",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
 
 def _style_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tsv_style", default="tokenforge", choices=["tokenforge", "seed"],
-                   help="tokenforge (default: header, escapes, output column) or seed (exactly the seed's columns, "
-                        "no header, no escapes)")
-    p.add_argument("--drop_unwritable", action="store_true",
-                   help="with --tsv_style seed: leave out entries holding a tab, LF or CR (ids then change) "
-                        "instead of refusing")
+    p.add_argument(
+        "--tsv_style",
+        default="tokenforge",
+        choices=["tokenforge", "seed"],
+        help="tokenforge (default: header, escapes, output column) or seed (exactly the seed's columns, "
+        "no header, no escapes)",
+    )
+    p.add_argument(
+        "--drop_unwritable",
+        action="store_true",
+        help="with --tsv_style seed: leave out entries holding a tab, LF or CR (ids then change) instead of refusing",
+    )
 
 
 def _setup_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tsv_path", required=True, help="the dictionary TSV")
     p.add_argument("--tsv_format", default="lz78", choices=["lz78", "compressed"])
     p.add_argument("--output_dir", default=None, help="tokenizer directory (default: 'tokenizer' beside the TSV)")
-    p.add_argument("--special_tokens", default="none",
-                   help="extra specials after <|pad|>: none (default: the seed's layout, or the file's own), "
-                        "nanochat, or a comma list")
-    p.add_argument("--chat_tokens", action="store_true",
-                   help="add nanochat's 8 chat tokens after <|pad|> (same as --special_tokens nanochat)")
-    p.add_argument("--no_chunking", action="store_true", help="encode without chunking (only if the dictionary was trained so)")
+    p.add_argument(
+        "--special_tokens",
+        default="none",
+        help="extra specials after <|pad|>: none (default: the seed's layout, or the file's own), "
+        "nanochat, or a comma list",
+    )
+    p.add_argument(
+        "--chat_tokens",
+        action="store_true",
+        help="add nanochat's 8 chat tokens after <|pad|> (same as --special_tokens nanochat)",
+    )
+    p.add_argument(
+        "--no_chunking", action="store_true", help="encode without chunking (only if the dictionary was trained so)"
+    )
     p.add_argument("--lenient", action="store_true", help="read a seed file with the seed loader's leniency")
-    p.add_argument("--compact_output_vocab", action="store_true",
-                   help="give no id to entries that encoding the --input text never emits (fewer ids)")
-    p.add_argument("--input", nargs="*", default=None,
-                   help="with --compact_output_vocab: the text to encode (default: the built-in corpus)")
+    p.add_argument(
+        "--compact_output_vocab",
+        action="store_true",
+        help="give no id to entries that encoding the --input text never emits (fewer ids)",
+    )
+    p.add_argument(
+        "--input",
+        nargs="*",
+        default=None,
+        help="with --compact_output_vocab: the text to encode (default: the built-in corpus)",
+    )
     p.add_argument("--text_field", default="text", help="JSON field / parquet column holding the text")
 
 
 def _pretokenize_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tokenizer", default="tokenizer", help="tokenizer directory or TSV (default: ./tokenizer)")
-    p.add_argument("--input", nargs="*", default=None, help="corpus files or directories (default: the built-in corpus)")
-    p.add_argument("--output_dir", default="pretokenized", help="where shards and index.json go (default: ./pretokenized)")
-    p.add_argument("--shard_tokens", type=int, default=1 << 24,
-                   help="tokens per shard, at least (a shard ends at a document boundary; default 16M)")
-    p.add_argument("--batch_chars", type=int, default=4 << 20, help="characters encoded per parallel batch (default 4M)")
+    p.add_argument(
+        "--input", nargs="*", default=None, help="corpus files or directories (default: the built-in corpus)"
+    )
+    p.add_argument(
+        "--output_dir", default="pretokenized", help="where shards and index.json go (default: ./pretokenized)"
+    )
+    p.add_argument(
+        "--shard_tokens",
+        type=int,
+        default=1 << 24,
+        help="tokens per shard, at least (a shard ends at a document boundary; default 16M)",
+    )
+    p.add_argument(
+        "--batch_chars", type=int, default=4 << 20, help="characters encoded per parallel batch (default 4M)"
+    )
     p.add_argument("--text_field", default="text")
     p.add_argument("--num_threads", type=int, default=None)
     p.add_argument("--no_bos", action="store_true", help="do not start every document with <|bos|>")
@@ -178,7 +235,9 @@ def cmd_train(args) -> int:
 def _compact(tok, texts) -> None:
     before = tok.vocab_size
     marked = tok.compact_output_vocab(texts)
-    print(f"compact_output_vocab: {marked:,} entries are never emitted; now prefix-only, {before:,} ids became {tok.vocab_size:,}")
+    print(
+        f"compact_output_vocab: {marked:,} entries are never emitted; now prefix-only, {before:,} ids became {tok.vocab_size:,}"
+    )
 
 
 def _write(tok, out: Path, args) -> int:
@@ -197,7 +256,9 @@ def _write(tok, out: Path, args) -> int:
     except SeedStyleError as e:
         keep = out.with_name(out.stem + ".tokenforge.tsv")
         tok.save_tsv(keep, args.tsv_format)
-        print(f"error: {e}\nnot written: {out}; the dictionary is kept in the tokenforge style in {keep}", file=sys.stderr)
+        print(
+            f"error: {e}\nnot written: {out}; the dictionary is kept in the tokenforge style in {keep}", file=sys.stderr
+        )
         return 2
     print(f"wrote {out} ({args.tsv_style} style)")
     return 0
@@ -244,6 +305,7 @@ def cmd_pretokenize(args) -> int:
     from ..data.shards import INDEX_FILE, ShardSet, pretokenize
 
     tok = _load_tokenizer(args.tokenizer)
+    corpus: Iterable[Path] | Iterable[str]
     if args.input:
         corpus = [Path(p) for p in args.input]
         for p in corpus:
@@ -282,8 +344,11 @@ def cmd_pretokenize(args) -> int:
                 file=sys.stderr,
             )
         else:
-            print(f"interrupted; no shard was finished (only {out / INDEX_FILE} records the settings); "
-                  "run the same command again to start", file=sys.stderr)
+            print(
+                f"interrupted; no shard was finished (only {out / INDEX_FILE} records the settings); "
+                "run the same command again to start",
+                file=sys.stderr,
+            )
         return 130
     dt = time.perf_counter() - t0
     print(

@@ -39,7 +39,6 @@ from ..registry import FAMILIES
 from . import compare as _compare_cli
 from .stats import inspect_lines, vocabulary_stats  # noqa: F401  (tokenforge.cli.main.vocabulary_stats stays)
 
-
 # ---------------------------------------------------------------------------
 # one parser class and one error handler for every command and script
 # ---------------------------------------------------------------------------
@@ -344,7 +343,9 @@ def cmd_demo(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = ArgumentParser(prog="tokenforge", description="Train, compare and use LM tokenizers.", epilog=exit_codes_epilog())
+    p = ArgumentParser(
+        prog="tokenforge", description="Train, compare and use LM tokenizers.", epilog=exit_codes_epilog()
+    )
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
@@ -360,9 +361,13 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--layout", default="nanochat", choices=["nanochat", "specials_first"])
     t.add_argument("--text-field", default="text", help="JSON field / parquet column holding the text")
     t.add_argument("--split-on", default=None, help="split .txt files into documents at this string")
-    t.add_argument("--errors", default="strict", choices=["strict", "replace", "ignore"],
-                   help="invalid UTF-8 or a lone surrogate escape in the corpus: an error naming file and line "
-                        "(strict, default), U+FFFD (replace) or dropped (ignore)")
+    t.add_argument(
+        "--errors",
+        default="strict",
+        choices=["strict", "replace", "ignore"],
+        help="invalid UTF-8 or a lone surrogate escape in the corpus: an error naming file and line "
+        "(strict, default), U+FFFD (replace) or dropped (ignore)",
+    )
     t.add_argument("--format", default="tokenforge", choices=["tokenforge", "tiktoken", "hf"])
     t.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     t.set_defaults(func=cmd_train)
@@ -371,7 +376,11 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("tokenizer")
     e.add_argument("text", nargs="?", default=None, help="the text (default: stdin)")
     e.add_argument("--file", help="read the text from this file")
-    e.add_argument("--allow-special", action="store_true", help="turn special-token text into special ids (seed 003's tokenizers always do)")
+    e.add_argument(
+        "--allow-special",
+        action="store_true",
+        help="turn special-token text into special ids (seed 003's tokenizers always do)",
+    )
     e.add_argument("--json", action="store_true", help="print a JSON list")
     e.add_argument("--npy", help="write the ids to this .npy file instead")
     e.set_defaults(func=cmd_encode)

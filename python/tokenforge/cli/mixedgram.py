@@ -34,13 +34,23 @@ def _compress(args) -> int:
     if args.vocab:
         tok = Mixedgram.load(args.vocab)
         stats = tok.compress(
-            path=args.input, dst=args.output, parse=args.parse, train=False,
-            encoding=args.encoding, errors=args.errors, progress=not args.quiet,
+            path=args.input,
+            dst=args.output,
+            parse=args.parse,
+            train=False,
+            encoding=args.encoding,
+            errors=args.errors,
+            progress=not args.quiet,
         )
     else:
         stats = Mixedgram.compress(
-            path=args.input, dst=args.output, parse=args.parse, encoding=args.encoding,
-            errors=args.errors, num_threads=args.threads, progress=not args.quiet,
+            path=args.input,
+            dst=args.output,
+            parse=args.parse,
+            encoding=args.encoding,
+            errors=args.errors,
+            num_threads=args.threads,
+            progress=not args.quiet,
         )
     if not args.quiet:
         nul = f", {stats.nul_removed:,} NUL removed" if stats.nul_removed else ""
@@ -119,24 +129,47 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="mixedgram_command", metavar="COMMAND")
     sub.required = True
 
-    c = sub.add_parser("compress", help="write a .mxgram file of a latin1 text", description="Train a vocabulary on IN (or use --vocab) and write IN as a .mxgram file.")
+    c = sub.add_parser(
+        "compress",
+        help="write a .mxgram file of a latin1 text",
+        description="Train a vocabulary on IN (or use --vocab) and write IN as a .mxgram file.",
+    )
     c.add_argument("input", metavar="IN", help="text file (bytes taken as latin1 unless --encoding)")
     c.add_argument("output", metavar="OUT", help="the .mxgram file to write")
     c.add_argument("--parse", choices=PARSES, default="greedy", help="greedy longest match (default) or fewest tokens")
-    c.add_argument("--vocab", metavar="FILE", help="use this saved vocabulary (.json, .mxgram or directory) instead of training on IN")
-    c.add_argument("--encoding", default="latin-1", help="how IN is encoded (default latin-1); characters above U+00FF are an error")
-    c.add_argument("--errors", choices=("strict", "replace"), default="strict", help="'replace' writes '?' for characters above U+00FF")
+    c.add_argument(
+        "--vocab",
+        metavar="FILE",
+        help="use this saved vocabulary (.json, .mxgram or directory) instead of training on IN",
+    )
+    c.add_argument(
+        "--encoding",
+        default="latin-1",
+        help="how IN is encoded (default latin-1); characters above U+00FF are an error",
+    )
+    c.add_argument(
+        "--errors",
+        choices=("strict", "replace"),
+        default="strict",
+        help="'replace' writes '?' for characters above U+00FF",
+    )
     c.add_argument("--threads", type=int, default=None, help="training threads (default: all cores)")
     c.add_argument("-q", "--quiet", action="store_true", help="no progress or summary")
     c.set_defaults(func=_compress)
 
-    d = sub.add_parser("decompress", help="the text of a .mxgram file", description="Write the latin1 text of a .mxgram file.")
+    d = sub.add_parser(
+        "decompress", help="the text of a .mxgram file", description="Write the latin1 text of a .mxgram file."
+    )
     d.add_argument("input", metavar="IN", help="the .mxgram file")
     d.add_argument("output", metavar="OUT", help="the text file to write ('-' for stdout)")
     d.add_argument("-q", "--quiet", action="store_true", help="no progress or summary")
     d.set_defaults(func=_decompress)
 
-    i = sub.add_parser("inspect", help="vocabulary, overlaps and compression of a .mxgram file", description="Show a .mxgram file's (or a saved vocabulary's) entries by n, top entries, overlap statistics and compression ratio.")
+    i = sub.add_parser(
+        "inspect",
+        help="vocabulary, overlaps and compression of a .mxgram file",
+        description="Show a .mxgram file's (or a saved vocabulary's) entries by n, top entries, overlap statistics and compression ratio.",
+    )
     i.add_argument("file", metavar="FILE", help="a .mxgram file, a vocabulary .json or its directory")
     i.add_argument("--top", type=int, default=20, help="entries to list (default 20)")
     i.add_argument("--json", action="store_true", help="print the statistics as JSON")
@@ -158,7 +191,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     from .main import ArgumentParser, exit_codes_epilog, run_command
 
-    parser = ArgumentParser(prog="python -m tokenforge.cli.mixedgram", description=__doc__.split("\n\n")[0], epilog=exit_codes_epilog())
+    parser = ArgumentParser(
+        prog="python -m tokenforge.cli.mixedgram", description=__doc__.split("\n\n")[0], epilog=exit_codes_epilog()
+    )
     _add_commands(parser)
     args = parser.parse_args(argv)
     return run_command(args.func, args, _PROG)

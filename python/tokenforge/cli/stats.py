@@ -46,9 +46,20 @@ def vocabulary_stats(tok, text: str | None = None, top: int = 10) -> dict:
 
 
 # the generic statistics inspect_lines prints itself; a family's extras that repeat them are left to --json
-_GENERIC_KEYS = {"class", "vocab_size", "special_tokens", "byte_length_mean", "byte_length_max",
-                 "byte_length_histogram", "longest_tokens", "tokens_not_valid_utf8_alone",
-                 "text_bytes", "text_tokens", "bytes_per_token", "distinct_ids_used"}
+_GENERIC_KEYS = {
+    "class",
+    "vocab_size",
+    "special_tokens",
+    "byte_length_mean",
+    "byte_length_max",
+    "byte_length_histogram",
+    "longest_tokens",
+    "tokens_not_valid_utf8_alone",
+    "text_bytes",
+    "text_tokens",
+    "bytes_per_token",
+    "distinct_ids_used",
+}
 
 
 def inspect_lines(stats: dict, tok=None, width: int = 100) -> list[str]:
@@ -63,8 +74,14 @@ def inspect_lines(stats: dict, tok=None, width: int = 100) -> list[str]:
     def wrap(head: str, items: list[str]) -> list[str]:
         # lines break only between items (no-break spaces inside an item while wrapping)
         text = ", ".join(i.replace(" ", "\0") for i in items)
-        lines = textwrap.wrap(text, width=width, initial_indent=f"  {head}: ", subsequent_indent="    ",
-                              break_long_words=False, break_on_hyphens=False)
+        lines = textwrap.wrap(
+            text,
+            width=width,
+            initial_indent=f"  {head}: ",
+            subsequent_indent="    ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
         return [x.replace("\0", " ") for x in lines] or [f"  {head}: none"]
 
     def show(v) -> str:
@@ -72,8 +89,10 @@ def inspect_lines(stats: dict, tok=None, width: int = 100) -> list[str]:
 
     out = [f"{stats['class']}: {stats['vocab_size']:,} ids ({stats['special_tokens']} special tokens)"]
     bad = stats.get("tokens_not_valid_utf8_alone", 0)
-    out.append(f"  token bytes: mean {stats['byte_length_mean']:.2f}, max {stats['byte_length_max']}"
-               + (f"; {bad:,} ids are not valid UTF-8 on their own" if bad else ""))
+    out.append(
+        f"  token bytes: mean {stats['byte_length_mean']:.2f}, max {stats['byte_length_max']}"
+        + (f"; {bad:,} ids are not valid UTF-8 on their own" if bad else "")
+    )
     extras = [(k, v) for k, v in stats.items() if k not in _GENERIC_KEYS and not isinstance(v, (dict, list, tuple))]
     if extras:
         family = (tok.family if tok is not None else None) or stats["class"]
@@ -82,6 +101,8 @@ def inspect_lines(stats: dict, tok=None, width: int = 100) -> list[str]:
     out += wrap("ids by length in bytes", [f"{n}: {c:,}" for n, c in sorted(hist.items())])
     out += wrap("longest tokens", [f"{i} {t!r}" for i, t in stats["longest_tokens"]])
     if "text_bytes" in stats:
-        out.append(f"  on the text: {stats['text_bytes']:,} bytes -> {stats['text_tokens']:,} tokens "
-                   f"({stats['bytes_per_token']:.3f} bytes per token), {stats['distinct_ids_used']:,} distinct ids")
+        out.append(
+            f"  on the text: {stats['text_bytes']:,} bytes -> {stats['text_tokens']:,} tokens "
+            f"({stats['bytes_per_token']:.3f} bytes per token), {stats['distinct_ids_used']:,} distinct ids"
+        )
     return out

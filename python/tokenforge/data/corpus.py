@@ -108,7 +108,7 @@ def _decode(data: bytes, path, offset: int, errors: str, *, line: int | None = N
     except UnicodeDecodeError as e:
         of = " of the decompressed data" if compressed else ""
         raise _corpus_error(
-            f"invalid UTF-8 ({e.reason}, byte {data[e.start:e.start + 1]!r}){of}; "
+            f"invalid UTF-8 ({e.reason}, byte {data[e.start : e.start + 1]!r}){of}; "
             "pass errors='replace' to read it with U+FFFD in place of bad bytes",
             path,
             line=line,
@@ -506,6 +506,7 @@ def _parquet_documents(path: Path, compression: str, text_field: str, progress) 
 
     size = path.stat().st_size
     try:
+        source: io.BytesIO | str
         if compression:
             with ExitStack() as stack:
                 stream, _ = _open_stream(stack, path, compression)
@@ -675,11 +676,19 @@ def corpus_paths(corpus, *, who: str = "train") -> list[Path]:
     return out
 
 
-def train_documents(corpus, *, who: str = "train", text_field: str = "text", split_on: str | None = None,
-                    errors: str = "strict", progress=None) -> Iterator[str]:
+def train_documents(
+    corpus,
+    *,
+    who: str = "train",
+    text_field: str = "text",
+    split_on: str | None = None,
+    errors: str = "strict",
+    progress=None,
+) -> Iterator[str]:
     """The documents of ``train(corpus)`` (:func:`corpus_paths`, then :func:`iter_documents`)."""
-    return iter_documents(corpus_paths(corpus, who=who), text_field=text_field, split_on=split_on, errors=errors,
-                          progress=progress)
+    return iter_documents(
+        corpus_paths(corpus, who=who), text_field=text_field, split_on=split_on, errors=errors, progress=progress
+    )
 
 
 def iterator_documents(texts, *, who: str = "train_from_iterator", progress=None) -> Iterator[str]:
@@ -706,8 +715,15 @@ class Texts:
         self.texts = texts
 
 
-def corpus_documents(corpus, *, who: str = "train", text_field: str = "text", split_on: str | None = None,
-                     errors: str = "strict", progress=None) -> Iterator[str]:
+def corpus_documents(
+    corpus,
+    *,
+    who: str = "train",
+    text_field: str = "text",
+    split_on: str | None = None,
+    errors: str = "strict",
+    progress=None,
+) -> Iterator[str]:
     """The one corpus rule: :class:`Texts` -> :func:`iterator_documents`; anything
     else is ``train(corpus)``'s paths -> :func:`train_documents`."""
     if isinstance(corpus, Texts):

@@ -74,7 +74,9 @@ def tokenizer_fingerprint(tok, scratch_dir=None) -> str:
     if fam is not None:
         h.update(f"family:{fam.name}\0".encode())
     h.update(b"saved:" + (b"1" if _saved_files_digest(tok, h, scratch_dir) else b"0"))
-    h.update(json.dumps({"vocab_size": int(tok.vocab_size), "special_tokens": tok.special_tokens}, sort_keys=True).encode())
+    h.update(
+        json.dumps({"vocab_size": int(tok.vocab_size), "special_tokens": tok.special_tokens}, sort_keys=True).encode()
+    )
     h.update(np.ascontiguousarray(tok.token_bytes(), dtype=np.int64).tobytes())
     try:
         probe = tok.encode_ordinary(_PROBE)

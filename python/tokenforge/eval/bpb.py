@@ -44,8 +44,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..errors import TokenforgeError
 from ..embedding_meta import model_vocab_size
+from ..errors import TokenforgeError
 
 __all__ = [
     "BPBConfig",
@@ -267,8 +267,17 @@ def build_model(tok, cfg: BPBConfig):
     return GPT(gcfg, tokenizer=tok)
 
 
-def train_and_evaluate(tok, train_shards, eval_shards, cfg: BPBConfig, seed: int, *, expected_bytes: int | None = None,
-                       progress: bool | None = None, label: str = "") -> dict:
+def train_and_evaluate(
+    tok,
+    train_shards,
+    eval_shards,
+    cfg: BPBConfig,
+    seed: int,
+    *,
+    expected_bytes: int | None = None,
+    progress: bool | None = None,
+    label: str = "",
+) -> dict:
     """Train one model (one seed) on ``train_shards`` and score ``eval_shards``; see the module docstring."""
     torch = _torch()
     from ..progress import progress_bar
@@ -284,6 +293,7 @@ def train_and_evaluate(tok, train_shards, eval_shards, cfg: BPBConfig, seed: int
         if cfg.autocast == "bf16":
             return torch.autocast(device.type, dtype=torch.bfloat16)
         return contextlib.nullcontext()
+
     specials = _special_ids(tok)
     tb = _token_bytes(tok)
     torch.manual_seed(seed)
@@ -297,12 +307,15 @@ def train_and_evaluate(tok, train_shards, eval_shards, cfg: BPBConfig, seed: int
     gen = torch.Generator().manual_seed(seed)
     per_epoch = math.ceil(len(data) / cfg.batch_size)
     steps = max(1, int(round(per_epoch * cfg.epochs)))
-    decay, no_decay = [], []
+    decay: list = []
+    no_decay: list = []
     for n, p in model.named_parameters():
         (decay if p.dim() >= 2 and not n.startswith("embed.") else no_decay).append(p)
     opt = torch.optim.AdamW(
         [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=cfg.lr, betas=(0.9, 0.95), eps=1e-8,
+        lr=cfg.lr,
+        betas=(0.9, 0.95),
+        eps=1e-8,
     )
     t0 = time.perf_counter()
     losses = []
@@ -343,12 +356,25 @@ def train_and_evaluate(tok, train_shards, eval_shards, cfg: BPBConfig, seed: int
             return model.token_nll(torch.from_numpy(inputs).to(device), torch.from_numpy(targets).to(device))
 
     total = sum(max(0, len(s) - 1) for s in streams)
-    with progress_bar(total=total, desc=f"{label} seed {seed}: evaluating".strip(), unit="tokens",
-                      enabled=progress is not False, interval=15.0) as bar:
-        res = bits_per_byte(nll_fn, streams, tb, specials, seq_len=cfg.seq_len, batch_size=cfg.eval_batch_size,
-                            expected_bytes=expected_bytes, progress=bar)
+    with progress_bar(
+        total=total,
+        desc=f"{label} seed {seed}: evaluating".strip(),
+        unit="tokens",
+        enabled=progress is not False,
+        interval=15.0,
+    ) as bar:
+        res = bits_per_byte(
+            nll_fn,
+            streams,
+            tb,
+            specials,
+            seq_len=cfg.seq_len,
+            batch_size=cfg.eval_batch_size,
+            expected_bytes=expected_bytes,
+            progress=bar,
+        )
     eval_s = time.perf_counter() - t1
-    tail = losses[-max(1, len(losses) // 10):]
+    tail = losses[-max(1, len(losses) // 10) :]
     res.update(
         seed=seed,
         steps=steps,
@@ -384,9 +410,18 @@ def summarize(values: Sequence[float]) -> dict:
     }
 
 
-def run_bpb(tok, train_docs: Sequence[str], eval_docs: Sequence[str], work_dir, *, cfg: BPBConfig | None = None,
-            seeds: Sequence[int] = (0,), num_threads: int | None = None, progress: bool | None = None,
-            label: str = "") -> dict:
+def run_bpb(
+    tok,
+    train_docs: Sequence[str],
+    eval_docs: Sequence[str],
+    work_dir,
+    *,
+    cfg: BPBConfig | None = None,
+    seeds: Sequence[int] = (0,),
+    num_threads: int | None = None,
+    progress: bool | None = None,
+    label: str = "",
+) -> dict:
     """Bits per byte of ``tok`` over several seeds: ``{"bpb": summary, "runs": [...], ...}``.
 
     ``train_docs``/``eval_docs`` are the (already budgeted) documents; shards go
@@ -397,8 +432,12 @@ def run_bpb(tok, train_docs: Sequence[str], eval_docs: Sequence[str], work_dir, 
     cfg = cfg or BPBConfig()
     work = Path(work_dir)
     quiet = progress is False
-    train_shards = pretokenize(list(train_docs), tok, work / "train", num_threads=num_threads, progress=False if quiet else None)
-    eval_shards = pretokenize(list(eval_docs), tok, work / "eval", num_threads=num_threads, progress=False if quiet else None)
+    train_shards = pretokenize(
+        list(train_docs), tok, work / "train", num_threads=num_threads, progress=False if quiet else None
+    )
+    eval_shards = pretokenize(
+        list(eval_docs), tok, work / "eval", num_threads=num_threads, progress=False if quiet else None
+    )
     expected = text_bytes_seen(tok, eval_docs)
     if eval_shards.num_bytes != expected:  # refuse before spending any time on training
         raise BPBError(
@@ -408,8 +447,11 @@ def run_bpb(tok, train_docs: Sequence[str], eval_docs: Sequence[str], work_dir, 
         )
     runs = []
     for seed in seeds:
-        runs.append(train_and_evaluate(tok, train_shards, eval_shards, cfg, int(seed), expected_bytes=expected,
-                                       progress=progress, label=label))
+        runs.append(
+            train_and_evaluate(
+                tok, train_shards, eval_shards, cfg, int(seed), expected_bytes=expected, progress=progress, label=label
+            )
+        )
     return {
         "bpb": summarize([r["bpb"] for r in runs]),
         "runs": runs,

@@ -26,6 +26,7 @@ import platform
 import re
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ..data.fingerprint import tokenizer_fingerprint
@@ -52,7 +53,9 @@ class CompareOptions:
     bpb_train_mb: float = 2.0
     bpb_eval_mb: float = 0.5
     embeddings: list[str] = dataclasses.field(default_factory=lambda: ["flat"])
-    bpb_vocab_sizes: list[int] | None = None  # BPB only for rows of these sizes (fixed-size families always); None = all
+    bpb_vocab_sizes: list[int] | None = (
+        None  # BPB only for rows of these sizes (fixed-size families always); None = all
+    )
     bpb_config: BPBConfig = dataclasses.field(default_factory=BPBConfig)
     threads: int | None = None
     out: str = "reports/compare"
@@ -61,7 +64,7 @@ class CompareOptions:
     command: str = "tokenforge compare"
     title: str = "Tokenizer comparison"
     reuse: bool = True
-    log: object = None  # a callable(str) for status lines; default prints to stderr
+    log: Callable[[str], None] | None = None  # status lines go here; default prints to stderr
 
 
 def _mb(x: float | None) -> int | None:
@@ -136,8 +139,10 @@ def _cached_tokenizer(opts, spec: Spec, vocab: int | None, train_docs, train_dig
         cache.mkdir(parents=True, exist_ok=True)
         tok.save(cache / "tokenizer")
         load(cache / "tokenizer")  # only cache what can be read back
-        atomic_write(meta_path, json.dumps({**want, "file": "tokenizer", "train_seconds": secs,
-                                            "class": type(tok).__name__}, indent=1))
+        atomic_write(
+            meta_path,
+            json.dumps({**want, "file": "tokenizer", "train_seconds": secs, "class": type(tok).__name__}, indent=1),
+        )
     except Exception as e:  # caching is an optimisation; the run goes on without it
         _log(opts, f"  (not cached: {type(e).__name__}: {e})")
     return tok, secs, False
@@ -169,7 +174,9 @@ def run_compare(opts: CompareOptions) -> dict:
     specs = parse_specs(opts.families) if opts.families else []
     for mode in opts.embeddings:
         if mode not in ("flat", "structured", "hierarchical", "tuple"):
-            raise EmbeddingModeError(f"unknown embedding mode {mode!r}; expected flat, structured, hierarchical or tuple")
+            raise EmbeddingModeError(
+                f"unknown embedding mode {mode!r}; expected flat, structured, hierarchical or tuple"
+            )
     t_start = time.perf_counter()
     train_docs, held_docs, desc = load_corpus(opts)
     eval_docs = select_documents(held_docs, _mb(opts.eval_mb))
@@ -207,7 +214,7 @@ def run_compare(opts: CompareOptions) -> dict:
     # ---- which tokenizers --------------------------------------------------
     jobs: list[tuple[str, Spec | None, int | None, str | None]] = []  # (label, spec, vocab, path)
     for spec in specs:
-        for vocab in ([None] if spec.fixed_vocab else opts.vocab_sizes):
+        for vocab in [None] if spec.fixed_vocab else opts.vocab_sizes:
             jobs.append((spec.label(vocab), spec, vocab, None))
     for label, path in opts.load:
         jobs.append((label, None, None, path))
@@ -220,8 +227,17 @@ def run_compare(opts: CompareOptions) -> dict:
         write_report(results, out)
 
     try:
-        _run_jobs(opts, jobs, results, save, train_docs, train_digest, eval_docs,
-                  (bpb_train, bpb_eval, bpb_digest) if opts.bpb else None, out)
+        _run_jobs(
+            opts,
+            jobs,
+            results,
+            save,
+            train_docs,
+            train_digest,
+            eval_docs,
+            (bpb_train, bpb_eval, bpb_digest) if opts.bpb else None,
+            out,
+        )
     except KeyboardInterrupt:
         # keep what is finished: the report says it is partial; shards and tokenizers stay for a rerun
         results["rows"] = [r for r in results["rows"] if "metrics" in r or r.get("error")]
@@ -251,8 +267,12 @@ def _run_jobs(opts, jobs, results, save, train_docs, train_digest, eval_docs, bp
     if bpb_data is not None:
         bpb_train, bpb_eval, bpb_digest = bpb_data
     for label, spec, vocab, path in jobs:
-        row: dict = {"label": label, "spec": spec.text if spec else f"file:{path}",
-                     "family": spec.family if spec else None, "vocab_size": vocab}
+        row: dict = {
+            "label": label,
+            "spec": spec.text if spec else f"file:{path}",
+            "family": spec.family if spec else None,
+            "vocab_size": vocab,
+        }
         results["rows"].append(row)
         try:
             if spec is None:
@@ -265,8 +285,7 @@ def _run_jobs(opts, jobs, results, save, train_docs, train_digest, eval_docs, bp
                 tok, secs, reused = _cached_tokenizer(opts, spec, vocab, train_docs, train_digest)
                 if reused:
                     _log(opts, f"  reused the cached {label}")
-            row.update(cls=type(tok).__name__, family=row["family"] or tok.family,
-                       train_seconds=secs, reused=reused)
+            row.update(cls=type(tok).__name__, family=row["family"] or tok.family, train_seconds=secs, reused=reused)
             t0 = time.perf_counter()
             row["metrics"] = compression_metrics(tok, eval_docs, num_threads=opts.threads)
             row["metrics_seconds"] = time.perf_counter() - t0
@@ -275,8 +294,11 @@ def _run_jobs(opts, jobs, results, save, train_docs, train_digest, eval_docs, bp
             if row["family"] == "lz78":
                 row["lz78"] = _lz78_outputs(tok, train_docs, opts.threads)
             m = row["metrics"]
-            _log(opts, f"  {label}: {m['bytes_per_token']:.3f} bytes/token, {100 * m['vocab_utilisation']:.1f}% of ids used, "
-                       f"Rényi efficiency {m['renyi_efficiency']:.3f}")
+            _log(
+                opts,
+                f"  {label}: {m['bytes_per_token']:.3f} bytes/token, {100 * m['vocab_utilisation']:.1f}% of ids used, "
+                f"Rényi efficiency {m['renyi_efficiency']:.3f}",
+            )
         except Exception as e:  # one family failing must not end a long comparison; the report says why
             row["error"] = f"{type(e).__name__}: {e}"
             _log(opts, f"  {label}: failed: {row['error']}")
@@ -291,17 +313,29 @@ def _run_jobs(opts, jobs, results, save, train_docs, train_digest, eval_docs, bp
                     if mode != "flat":
                         get_embedding_metadata(tok, mode)  # refuse early, before pretokenizing
                     if fp is None:
-                        fp = tokenizer_fingerprint(tok, scratch_dir=out)[len("sha256:"):][:12]
+                        fp = tokenizer_fingerprint(tok, scratch_dir=out)[len("sha256:") :][:12]
                     name = spec.slug(vocab) if spec else re.sub(r"[^A-Za-z0-9_.=-]+", "_", label)
                     work = out / "work" / f"{name}-{fp}-{bpb_digest}"
                     cfg = dataclasses.replace(opts.bpb_config, embedding=mode)
                     _log(opts, f"  bits per byte of {label} [{mode}], seeds {', '.join(map(str, opts.seeds))}")
-                    res = run_bpb(tok, bpb_train, bpb_eval, work, cfg=cfg, seeds=opts.seeds, num_threads=opts.threads,
-                                  progress=opts.progress, label=f"{label} [{mode}]")
+                    res = run_bpb(
+                        tok,
+                        bpb_train,
+                        bpb_eval,
+                        work,
+                        cfg=cfg,
+                        seeds=opts.seeds,
+                        num_threads=opts.threads,
+                        progress=opts.progress,
+                        label=f"{label} [{mode}]",
+                    )
                     row["bpb"][mode] = res
                     results["bpb_setup"].setdefault("params_blocks", res["runs"][0]["params_blocks"])
                     s = res["bpb"]
-                    _log(opts, f"  {label} [{mode}]: {s['mean']:.4f} ± {s['std']:.4f} bits per byte over {s['n']} seed(s)")
+                    _log(
+                        opts,
+                        f"  {label} [{mode}]: {s['mean']:.4f} ± {s['std']:.4f} bits per byte over {s['n']} seed(s)",
+                    )
                 except Exception as e:  # e.g. a tree mode on a flat dictionary, a lossy tokenizer, out of memory
                     row["bpb"][mode] = {"error": f"{type(e).__name__}: {e}"}
                     _log(opts, f"  {label} [{mode}]: not measured: {e}")

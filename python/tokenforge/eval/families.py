@@ -121,7 +121,7 @@ def parse_specs(text: str) -> list[Spec]:
         if rule.words is None:
             if words:
                 raise SpecError(f"{raw!r}: {fam} takes only key=value options, not {', '.join(words)}")
-            expanded = [()]
+            expanded: list[tuple[str, ...]] = [()]
         else:
             try:
                 expanded = rule.words(words, raw)

@@ -35,7 +35,9 @@ __all__ = ["compression_metrics", "renyi_efficiency", "token_counts"]
 DEFAULT_ALPHA = 2.5
 
 
-def token_counts(tok, texts: Sequence[str], *, num_threads: int | None = None, batch_chars: int = 8 << 20) -> np.ndarray:
+def token_counts(
+    tok, texts: Sequence[str], *, num_threads: int | None = None, batch_chars: int = 8 << 20
+) -> np.ndarray:
     """Occurrences of every id (int64, one entry per id the model can see) when encoding ``texts``."""
     vocab = model_vocab_size(tok)
     counts = np.zeros(vocab, dtype=np.int64)
@@ -82,8 +84,9 @@ def _hist(lengths: np.ndarray, weights: np.ndarray | None = None) -> dict[int, i
     return {int(k): int(v) for k, v in enumerate(b) if v}
 
 
-def compression_metrics(tok, texts: Iterable[str] | str, *, alpha: float = DEFAULT_ALPHA,
-                        num_threads: int | None = None) -> dict:
+def compression_metrics(
+    tok, texts: Iterable[str] | str, *, alpha: float = DEFAULT_ALPHA, num_threads: int | None = None
+) -> dict:
     """The metrics of the module docstring for ``tok`` on ``texts`` (a str or an iterable of str)."""
     if isinstance(texts, str):
         texts = [texts]

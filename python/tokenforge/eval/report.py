@@ -54,11 +54,17 @@ def compression_table(results: dict) -> tuple[list[str], list[list[str]]]:
     rows = []
     for r in _rows(results):
         m = r["metrics"]
-        rows.append([
-            r["label"], f"{m['model_vocab_size']:,}", _f(m["bytes_per_token"]), _f(m["chars_per_token"]),
-            f"{100 * m['vocab_utilisation']:.1f}%", _f(m["renyi_efficiency"]),
-            _f(r.get("train_seconds"), 1) + ("" if m.get("lossless", True) else " (lossy)"),
-        ])
+        rows.append(
+            [
+                r["label"],
+                f"{m['model_vocab_size']:,}",
+                _f(m["bytes_per_token"]),
+                _f(m["chars_per_token"]),
+                f"{100 * m['vocab_utilisation']:.1f}%",
+                _f(m["renyi_efficiency"]),
+                _f(r.get("train_seconds"), 1) + ("" if m.get("lossless", True) else " (lossy)"),
+            ]
+        )
     return head, rows
 
 
@@ -71,14 +77,22 @@ def lz78_table(results: dict) -> tuple[list[str], list[list[str]]]:
         if not z:
             continue
         n = max(1, z["output_ids"])
-        rows.append([r["label"], f"{z['output_ids']:,}", f"{z['prefix_only']:,}",
-                     f"{z['never_emitted']:,} ({100 * z['never_emitted'] / n:.1f}%)"])
+        rows.append(
+            [
+                r["label"],
+                f"{z['output_ids']:,}",
+                f"{z['prefix_only']:,}",
+                f"{z['never_emitted']:,} ({100 * z['never_emitted'] / n:.1f}%)",
+            ]
+        )
     return head, rows
 
 
-_LZ78_NOTE = ("Prefix-only entries stay in the trie for matching but have no id. Output ids the training text never "
-              "emits cost softmax rows for nothing; the spec option `compact` (lz78:STRATEGY:compact) or "
-              "`--compact_output_vocab` makes them prefix-only.")
+_LZ78_NOTE = (
+    "Prefix-only entries stay in the trie for matching but have no id. Output ids the training text never "
+    "emits cost softmax rows for nothing; the spec option `compact` (lz78:STRATEGY:compact) or "
+    "`--compact_output_vocab` makes them prefix-only."
+)
 
 
 def bpb_entries(results: dict) -> list[tuple[str, str, dict]]:
@@ -98,8 +112,18 @@ def bpb_table(results: dict) -> tuple[list[str], list[list[str]]]:
     for i, (lbl, mode, b) in enumerate(ok, 1):
         runs = b["runs"]
         secs = sum(x["train_seconds"] + x["eval_seconds"] for x in runs) / max(1, len(runs))
-        rows.append([str(i), lbl, mode, _bpb_cell(b), str(b["bpb"]["n"]),
-                     ", ".join(f"{x['bpb']:.4f}" for x in runs), f"{b['train_tokens']:,}", f"{secs:.0f}"])
+        rows.append(
+            [
+                str(i),
+                lbl,
+                mode,
+                _bpb_cell(b),
+                str(b["bpb"]["n"]),
+                ", ".join(f"{x['bpb']:.4f}" for x in runs),
+                f"{b['train_tokens']:,}",
+                f"{secs:.0f}",
+            ]
+        )
     for lbl, mode, b in bpb_entries(results):
         if b.get("error"):
             rows.append(["–", lbl, mode, "n/a", "0", b["error"], "", ""])
@@ -108,7 +132,7 @@ def bpb_table(results: dict) -> tuple[list[str], list[list[str]]]:
 
 def seed_ordering(results: dict) -> list[str]:
     """Whether the seed's ordering (BPE < frequency_gated chunked < unchunked, by BPB) holds, per vocab size and mode."""
-    by = {}
+    by: dict = {}
     for r in _rows(results):
         key = None
         if r["spec"] == "bpe":
@@ -134,7 +158,11 @@ def seed_ordering(results: dict) -> list[str]:
 
         firm = holds and sep(a, b) and sep(b, c)
         verdict = "holds" if holds else "does not hold"
-        margin = " (every gap larger than the two stds together)" if firm else (" (but a gap is within the seeds' spread)" if holds else "")
+        margin = (
+            " (every gap larger than the two stds together)"
+            if firm
+            else (" (but a gap is within the seeds' spread)" if holds else "")
+        )
         lines.append(
             f"At {vocab} ids, {mode} embedding: BPE {a['mean']:.4f} ± {a['std']:.4f}, frequency_gated chunked "
             f"{b['mean']:.4f} ± {b['std']:.4f}, unchunked {c['mean']:.4f} ± {c['std']:.4f}: the seed's ordering "
@@ -318,16 +346,22 @@ def _html_table(head, rows) -> str:
 def render_html(results: dict, plots: dict[str, str]) -> str:
     e = html.escape
     title = e(results.get("title", "Tokenizer comparison"))
-    parts = [f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>"
-             f"<style>{_CSS}</style></head><body>", f"<h1>{title}</h1>"]
+    parts = [
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
+        f"<style>{_CSS}</style></head><body>",
+        f"<h1>{title}</h1>",
+    ]
     parts += [f"<p>{e(line)}</p>" for line in _setup_lines(results)]
     parts += ["<p>Reproduce with:</p>", f"<pre><code>{e(results['command'])}</code></pre>"]
     parts += [f"<p><em>{e(n)}</em></p>" for n in results.get("notes", [])]
     head, rows = compression_table(results)
     parts += ["<h2>Compression (held-out text)</h2>", _html_table(head, rows)]
-    for key, alt in (("bytes_per_token", "bytes per token against vocabulary size"), ("token_lengths", "token length distribution")):
+    for key, alt in (
+        ("bytes_per_token", "bytes per token against vocabulary size"),
+        ("token_lengths", "token length distribution"),
+    ):
         if key in plots:
-            parts.append(f"<img src=\"{e(plots[key])}\" alt=\"{e(alt)}\">")
+            parts.append(f'<img src="{e(plots[key])}" alt="{e(alt)}">')
     head, rows = lz78_table(results)
     if rows:
         parts += ["<h2>LZ78 output vocabulary</h2>", f"<p>{e(_LZ78_NOTE)}</p>", _html_table(head, rows)]
@@ -335,7 +369,7 @@ def render_html(results: dict, plots: dict[str, str]) -> str:
         head, rows = bpb_table(results)
         parts += ["<h2>Bits per byte (lower is better)</h2>", _html_table(head, rows)]
         if "bpb" in plots:
-            parts.append(f"<img src=\"{e(plots['bpb'])}\" alt=\"bits per byte with error bars\">")
+            parts.append(f'<img src="{e(plots["bpb"])}" alt="bits per byte with error bars">')
         verdicts = seed_ordering(results)
         if verdicts:
             parts += ["<h3>The seed's ordering</h3>", "<ul>" + "".join(f"<li>{e(v)}</li>" for v in verdicts) + "</ul>"]
@@ -347,7 +381,10 @@ def render_html(results: dict, plots: dict[str, str]) -> str:
         parts += ["<h2>Not measured</h2>", "<ul>" + "".join(items) + "</ul>"]
     env = results.get("environment", {})
     if env:
-        parts += ["<h2>Environment</h2>", "<ul>" + "".join(f"<li>{e(k)}: {e(str(v))}</li>" for k, v in env.items()) + "</ul>"]
+        parts += [
+            "<h2>Environment</h2>",
+            "<ul>" + "".join(f"<li>{e(k)}: {e(str(v))}</li>" for k, v in env.items()) + "</ul>",
+        ]
     parts.append("</body></html>\n")
     return "\n".join(parts)
 
@@ -363,10 +400,19 @@ def write_report(results: dict, out_dir, *, plots: bool = True) -> dict[str, Pat
             _plt()
         except ImportError:
             plots = False
-            results = {**results, "notes": [*results.get("notes", []),
-                                            "No plots: matplotlib is not installed (pip install 'tokenforge[plot]')."]}
+            results = {
+                **results,
+                "notes": [
+                    *results.get("notes", []),
+                    "No plots: matplotlib is not installed (pip install 'tokenforge[plot]').",
+                ],
+            }
     if plots:
-        for key, fn in (("bytes_per_token", plot_bytes_per_token), ("bpb", plot_bpb), ("token_lengths", plot_token_lengths)):
+        for key, fn in (
+            ("bytes_per_token", plot_bytes_per_token),
+            ("bpb", plot_bpb),
+            ("token_lengths", plot_token_lengths),
+        ):
             p = out / f"{key}.png"
             if fn(results, p):
                 names[key] = p.name

@@ -27,7 +27,16 @@ from typing import Sequence
 
 from ..errors import FormatError
 
-__all__ = ["load_json_file", "parse_json", "loads_checked", "lone_surrogate_escape", "JsonProblem", "MAX_DEPTH", "line_of", "JsonDoc"]
+__all__ = [
+    "load_json_file",
+    "parse_json",
+    "loads_checked",
+    "lone_surrogate_escape",
+    "JsonProblem",
+    "MAX_DEPTH",
+    "line_of",
+    "JsonDoc",
+]
 
 _WS = " \t\n\r"
 _decoder = json.JSONDecoder()
@@ -111,7 +120,7 @@ def _lone_surrogate_at(text: str) -> tuple[int, str] | None:
         if code < 0xDC00 and _LOW_ESCAPE.match(text, m.end()):
             pos = m.end() + 6  # a proper pair
             continue
-        return m.start(2) - 2, "\\" + m.group(0)[len(m.group(1)):]
+        return m.start(2) - 2, "\\" + m.group(0)[len(m.group(1)) :]
 
 
 def lone_surrogate_escape(text: str) -> tuple[str, int | None]:
@@ -141,14 +150,17 @@ def loads_checked(text: str, *, object_pairs_hook=None, max_depth: int | None = 
         for m in _BIG_INT_OR_STRING.finditer(text):
             if m.group(1) is not None:
                 n = len(m.group(1).lstrip("-"))
-                raise JsonProblem(f"an integer of {n} digits (at most {sys.get_int_max_str_digits()} are read)",
-                                  *_line_col(text, m.start(1))) from None
+                raise JsonProblem(
+                    f"an integer of {n} digits (at most {sys.get_int_max_str_digits()} are read)",
+                    *_line_col(text, m.start(1)),
+                ) from None
         raise JsonProblem(str(e)[:200]) from None
     if surrogates and ("\\ud" in text or "\\uD" in text):
         lone = _lone_surrogate_at(text)
         if lone is not None:
-            raise JsonProblem(f"the string escape {lone[1]} is half a surrogate pair, not a character",
-                              *_line_col(text, lone[0]))
+            raise JsonProblem(
+                f"the string escape {lone[1]} is half a surrogate pair, not a character", *_line_col(text, lone[0])
+            )
     return value
 
 

@@ -51,7 +51,7 @@ import stat
 import threading
 import time
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Any, Iterator
 
 __all__ = ["atomic_write", "atomic_open", "resolve_target", "clean_stale_temporaries", "STALE_SECONDS"]
 
@@ -114,7 +114,7 @@ def _scan(path, now: float | None = None) -> tuple[list[Path], int]:
     directory = p.parent if str(p.parent) else Path(".")
     prefix, suffix = f".{p.name}.", ".tmp"
     now = time.time() if now is None else now
-    removed = []
+    removed: list[Path] = []
     kept = 0
     try:
         names = os.listdir(directory)
@@ -222,6 +222,7 @@ def atomic_open(path, mode: str = "wb", encoding: str | None = None, *, clean: b
         try:
             if keep is not None:
                 os.fchmod(fd, keep)
+            f: IO[Any]
             if mode == "w":
                 f = os.fdopen(fd, "w", encoding=encoding or "utf-8", newline="")
             else:
@@ -238,8 +239,10 @@ def atomic_open(path, mode: str = "wb", encoding: str | None = None, *, clean: b
         _after_save(directory)
         _fsync_dir(directory)
     except OSError as e:
-        ours = e.filename is None or os.fspath(e.filename) == os.fspath(directory) or (
-            Path(e.filename).parent == directory and Path(e.filename).name.startswith(f".{path.name}.")
+        ours = (
+            e.filename is None
+            or os.fspath(e.filename) == os.fspath(directory)
+            or (Path(e.filename).parent == directory and Path(e.filename).name.startswith(f".{path.name}."))
         )
         if e.errno is None or not ours:
             raise

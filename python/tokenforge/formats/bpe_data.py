@@ -116,11 +116,15 @@ class BPEData:
                 raise FormatError(id_error(f"merge {k}", new, entries), path=path)
             for x in (a, b):
                 if x not in seen or seen[x].startswith("special"):
-                    raise FormatError(f"merge {k} ({a}, {b}) -> {new} references id {x} that is not defined before it", path=path)
+                    raise FormatError(
+                        f"merge {k} ({a}, {b}) -> {new} references id {x} that is not defined before it", path=path
+                    )
             if new in seen:
                 raise FormatError(f"merge {k} produces id {new}, already used by {seen[new]}", path=path)
             if new <= last:
-                raise FormatError(f"merge {k} produces id {new}, not larger than the previous merge's {last}", path=path)
+                raise FormatError(
+                    f"merge {k} produces id {new}, not larger than the previous merge's {last}", path=path
+                )
             last = new
             seen[new] = f"merge {k}"
         for text, i in self.special_tokens.items():

@@ -50,6 +50,7 @@ import math
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 from ..errors import ChecksumError, FormatError
 from ._jsonutil import JsonDoc, _offset_of
@@ -137,7 +138,7 @@ def refuse_lone_surrogates(text: str) -> None:
 
 def _non_finite_path(value) -> list | None:
     """The JSON path of the first NaN/infinity in ``value``, or None (iterative: no depth limit)."""
-    stack = [([], value)]
+    stack: list[tuple[list, Any]] = [([], value)]
     while stack:
         where, v = stack.pop()
         if isinstance(v, float) and not math.isfinite(v):
@@ -210,7 +211,9 @@ def tsv_checksum(lines: list[str], skip: int | None = None) -> str:
 def seal_tsv_lines(lines: list[str]) -> list[str]:
     """``lines`` with ``# checksum=...`` inserted as line 2 (after the version line)."""
     if not lines or not lines[0].startswith("# tokenforge "):
-        raise ValueError("seal_tsv_lines needs lines that start with a tokenforge header (seed-style files have no checksum)")
+        raise ValueError(
+            "seal_tsv_lines needs lines that start with a tokenforge header (seed-style files have no checksum)"
+        )
     if _header_checksum_lines(lines):
         raise ValueError("seal_tsv_lines got lines that already hold a checksum")
     return [lines[0], f"# {KEY}={tsv_checksum(lines)}", *lines[1:]]
@@ -262,7 +265,9 @@ def check_tsv(lines: list[str], path, name: str, version: int | None) -> None:
     i = found[0]
     stored = lines[i][1:].strip().split("=", 1)[1].strip()
     if not _VALUE.match(stored):
-        raise FormatError(f"expected '# {KEY}=sha256:' and 64 lower-case hex digits, found {stored[:80]!r}", path=path, line=i + 1)
+        raise FormatError(
+            f"expected '# {KEY}=sha256:' and 64 lower-case hex digits, found {stored[:80]!r}", path=path, line=i + 1
+        )
     actual = tsv_checksum(lines, i)
     if stored != actual:
         raise ChecksumError(
@@ -285,7 +290,7 @@ def reseal(path) -> str:
     raw = path.read_bytes()
     bom = "\ufeff" if raw.startswith(b"\xef\xbb\xbf") else ""
     try:
-        text = raw.decode("utf-8")[len(bom):]
+        text = raw.decode("utf-8")[len(bom) :]
     except UnicodeDecodeError as e:
         raise FormatError(f"not UTF-8 text ({e.reason}); not a tokenforge file", path=path, offset=e.start) from None
     first = text.split("\n", 1)[0]

@@ -45,7 +45,10 @@ from ..errors import FormatError, VersionError
 from . import checksum
 from ._jsonutil import JsonDoc, parse_json
 from .atomic import atomic_write
-from .patterns import CL100K_PATTERN, pattern_compile_problem  # CL100K: the seed's split pattern (numbers of 1-3 digits)
+from .patterns import (  # CL100K: the seed's split pattern (numbers of 1-3 digits)
+    CL100K_PATTERN,
+    pattern_compile_problem,
+)
 
 __all__ = [
     "FORMAT_NAME",
@@ -123,6 +126,11 @@ class _Obj(dict):
             self[k] = v
 
 
+def _dups(obj: dict) -> list:
+    """The keys an object of a parsed document (an :class:`_Obj`) saw more than once."""
+    return getattr(obj, "dups", [])
+
+
 def _is_int(x) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
@@ -148,8 +156,8 @@ def parse_growing_json(text: str, origin) -> GrowingData:
         )
     doc = JsonDoc(origin, text, value)
     v = value
-    if v.dups:
-        raise doc.error([v.dups[0]], "key appears more than once")
+    if _dups(v):
+        raise doc.error([_dups(v)[0]], "key appears more than once")
 
     ours = "format" in v
     if ours:
@@ -209,12 +217,16 @@ def parse_growing_json(text: str, origin) -> GrowingData:
 
     sources = v.get("sources_contributed", {})
     if not isinstance(sources, dict):
-        raise doc.error(["sources_contributed"], f"expected an object {{source: merges}}, found {json.dumps(sources)[:60]}")
+        raise doc.error(
+            ["sources_contributed"], f"expected an object {{source: merges}}, found {json.dumps(sources)[:60]}"
+        )
     if getattr(sources, "dups", None):
-        raise doc.error(["sources_contributed", sources.dups[0]], "source appears more than once")
+        raise doc.error(["sources_contributed", _dups(sources)[0]], "source appears more than once")
     for name, count in sources.items():
         if not _is_int(count) or count < 0:
-            raise doc.error(["sources_contributed", name], f"expected a non-negative merge count, found {json.dumps(count)}")
+            raise doc.error(
+                ["sources_contributed", name], f"expected a non-negative merge count, found {json.dumps(count)}"
+            )
 
     pattern = v.get("pattern", CL100K_PATTERN)
     if pattern is not None and (not isinstance(pattern, str) or not pattern):
@@ -241,13 +253,15 @@ def parse_growing_json(text: str, origin) -> GrowingData:
 def _read_merges(doc: JsonDoc, merges) -> list[tuple[int, int]]:
     if not isinstance(merges, dict):
         raise doc.error(["merges"], f'expected an object {{"left_right": id}}, found a JSON {type(merges).__name__}')
-    if merges.dups:
-        raise doc.error(["merges", merges.dups[0]], "merge key appears more than once")
+    if _dups(merges):
+        raise doc.error(["merges", _dups(merges)[0]], "merge key appears more than once")
     entries = []
     for key, mid in merges.items():
         m = _MERGE_KEY.match(key)
         if m is None:
-            raise doc.error(["merges", key], 'merge key must be "left_right" with two decimal token ids, e.g. "116_104"')
+            raise doc.error(
+                ["merges", key], 'merge key must be "left_right" with two decimal token ids, e.g. "116_104"'
+            )
         if not _is_int(mid):
             raise doc.error(["merges", key], f"merge id must be an integer, found {json.dumps(mid)}")
         entries.append((key, int(m.group(1)), int(m.group(2)), mid))
@@ -259,7 +273,9 @@ def _check_merges(doc: JsonDoc, section: str, entries) -> list[tuple[int, int]]:
     by_id: dict[int, tuple[str, int, int]] = {}
     for key, a, b, mid in entries:
         if mid < MERGE_OFFSET:
-            raise doc.error([section, key], f"merge id {mid} is below 266; ids 0-265 are specials, reserved ids and bytes")
+            raise doc.error(
+                [section, key], f"merge id {mid} is below 266; ids 0-265 are specials, reserved ids and bytes"
+            )
         if mid > MAX_ID:
             raise doc.error([section, key], f"merge id {mid} is above the largest id {MAX_ID}")
         if mid in by_id:
@@ -282,7 +298,9 @@ def _check_merges(doc: JsonDoc, section: str, entries) -> list[tuple[int, int]]:
                 raise doc.error([section, key], f"part {_id_str(part)} is not a byte or a merge")
             if part >= mid:
                 what = "a later merge" if part < MERGE_OFFSET + n else "an unknown id"
-                raise doc.error([section, key], f"part {part} is {what}; a merge's parts must exist before it (id {mid})")
+                raise doc.error(
+                    [section, key], f"part {part} is {what}; a merge's parts must exist before it (id {mid})"
+                )
         pairs.append((a, b))
     return pairs
 
@@ -290,22 +308,28 @@ def _check_merges(doc: JsonDoc, section: str, entries) -> list[tuple[int, int]]:
 def _read_merge_to_tokens(doc: JsonDoc, m2t, check: list[tuple[int, int]] | None) -> list[tuple[int, int]]:
     """Read ``merge_to_tokens``; with ``check``, require it to agree with the merges."""
     if not isinstance(m2t, dict):
-        raise doc.error(["merge_to_tokens"], f'expected an object {{"id": [left, right]}}, found a JSON {type(m2t).__name__}')
-    if m2t.dups:
-        raise doc.error(["merge_to_tokens", m2t.dups[0]], "id appears more than once")
+        raise doc.error(
+            ["merge_to_tokens"], f'expected an object {{"id": [left, right]}}, found a JSON {type(m2t).__name__}'
+        )
+    if _dups(m2t):
+        raise doc.error(["merge_to_tokens", _dups(m2t)[0]], "id appears more than once")
     entries = []
     for key, parts in m2t.items():
         if _ID_KEY.match(key) is None:
             raise doc.error(["merge_to_tokens", key], "key must be a decimal merge id")
         if not (isinstance(parts, list) and len(parts) == 2 and all(_is_int(x) and x >= 0 for x in parts)):
-            raise doc.error(["merge_to_tokens", key], f"expected [left, right] token ids, found {json.dumps(parts)[:60]}")
+            raise doc.error(
+                ["merge_to_tokens", key], f"expected [left, right] token ids, found {json.dumps(parts)[:60]}"
+            )
         entries.append((key, parts[0], parts[1], int(key)))
     if check is None:  # no "merges": they come from here, with the same checks
         pairs = _check_merges(doc, "merge_to_tokens", entries)
         seen: dict[tuple[int, int], int] = {}
         for k, p in enumerate(pairs):
             if p in seen:
-                raise doc.error(["merge_to_tokens", str(MERGE_OFFSET + k)], f"pair {p[0]}_{p[1]} is already merge {seen[p]}")
+                raise doc.error(
+                    ["merge_to_tokens", str(MERGE_OFFSET + k)], f"pair {p[0]}_{p[1]} is already merge {seen[p]}"
+                )
             seen[p] = MERGE_OFFSET + k
         return pairs
     by_id = {mid: (key, a, b) for key, a, b, mid in entries}
@@ -333,7 +357,9 @@ def growing_json_from_bytes(raw: bytes, origin) -> GrowingData:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise FormatError(f"not UTF-8 text ({e.reason}); expected a tokenizer.json", path=origin, offset=e.start) from None
+        raise FormatError(
+            f"not UTF-8 text ({e.reason}); expected a tokenizer.json", path=origin, offset=e.start
+        ) from None
     return parse_growing_json(text, origin)
 
 
@@ -378,7 +404,9 @@ def write_growing_json(path, data: GrowingData) -> None:
 
 
 _SNIFF_OURS = re.compile(rb'"format"\s*:\s*"tokenforge-growing"')
-_SNIFF_SEED = re.compile(rb'"next_merge_id"\s*:|"merge_to_tokens"\s*:|"merges"\s*:\s*\{\s*("(0|[1-9][0-9]*)_(0|[1-9][0-9]*)"|\})')
+_SNIFF_SEED = re.compile(
+    rb'"next_merge_id"\s*:|"merge_to_tokens"\s*:|"merges"\s*:\s*\{\s*("(0|[1-9][0-9]*)_(0|[1-9][0-9]*)"|\})'
+)
 _SNIFF_HF = re.compile(rb'"model"\s*:\s*\{')
 
 

@@ -193,8 +193,15 @@ def hf_json_dict(data: BPEData, path=None) -> dict:
     vocab.update(specials)
     vocab = dict(sorted(vocab.items(), key=lambda kv: kv[1]))
     added = [
-        {"id": i, "content": text, "single_word": False, "lstrip": False, "rstrip": False,
-         "normalized": False, "special": True}
+        {
+            "id": i,
+            "content": text,
+            "single_word": False,
+            "lstrip": False,
+            "rstrip": False,
+            "normalized": False,
+            "special": True,
+        }
         for text, i in specials
     ]
     return {
@@ -254,6 +261,7 @@ def _require(doc: JsonDoc, where, ok: bool, message: str) -> None:
 def _read_pattern(doc: JsonDoc) -> str | None:
     """The split pattern the pre-tokenizer stands for; FormatError if it is not byte-level BPE's."""
     pre = doc.value.get("pre_tokenizer")
+    places: list[list[str | int]]
     steps, places = [pre], [["pre_tokenizer"]]
     if isinstance(pre, dict) and pre.get("type") == "Sequence":
         steps = pre.get("pretokenizers")
@@ -265,24 +273,37 @@ def _read_pattern(doc: JsonDoc) -> str | None:
         kind = step.get("type") if isinstance(step, dict) else None
         last = k == len(steps) - 1
         if kind == "Split" and not last and k == 0:
-            _require(doc, at, step.get("behavior") == "Isolated" and not step.get("invert", False),
-                     'only Split with behavior "Isolated" and invert false is supported (tiktoken-style splitting)')
+            _require(
+                doc,
+                at,
+                step.get("behavior") == "Isolated" and not step.get("invert", False),
+                'only Split with behavior "Isolated" and invert false is supported (tiktoken-style splitting)',
+            )
             pat = step.get("pattern")
-            _require(doc, at, isinstance(pat, dict) and isinstance(pat.get("Regex"), str),
-                     'expected the Split pattern {"Regex": "..."}; a literal String pattern is not supported')
+            _require(
+                doc,
+                at,
+                isinstance(pat, dict) and isinstance(pat.get("Regex"), str),
+                'expected the Split pattern {"Regex": "..."}; a literal String pattern is not supported',
+            )
             pattern = pat["Regex"]
             problem = pattern_compile_problem(pattern)
             _require(doc, at, problem is None, f"the Split pattern cannot be used: {problem}")
         elif kind == "ByteLevel" and last:
-            _require(doc, at, not step.get("add_prefix_space", False),
-                     "ByteLevel with add_prefix_space=true is not supported (tokenforge never adds a prefix space)")
+            _require(
+                doc,
+                at,
+                not step.get("add_prefix_space", False),
+                "ByteLevel with add_prefix_space=true is not supported (tokenforge never adds a prefix space)",
+            )
             if step.get("use_regex", True):
                 _require(doc, at, pattern is None, "a Split followed by ByteLevel(use_regex=true) is not supported")
                 pattern = GPT2_PATTERN
         else:
             raise doc.error(
-                at, f"pre-tokenizer step {json.dumps(kind)} is not supported; byte-level BPE expects "
-                "[Split(Regex, Isolated)] followed by ByteLevel (not a byte-level BPE tokenizer?)"
+                at,
+                f"pre-tokenizer step {json.dumps(kind)} is not supported; byte-level BPE expects "
+                "[Split(Regex, Isolated)] followed by ByteLevel (not a byte-level BPE tokenizer?)",
             )
     return pattern
 
@@ -292,14 +313,26 @@ def _check_pipeline(doc: JsonDoc) -> dict:
     model = v.get("model")
     _require(doc, ["model"], isinstance(model, dict), "expected a model object")
     kind = model.get("type", "BPE" if "merges" in model else None)
-    _require(doc, ["model", "type"], kind == "BPE",
-             f"model type {json.dumps(kind)} is not BPE; only byte-level BPE tokenizer.json files can be imported")
-    _require(doc, ["normalizer"], v.get("normalizer") is None,
-             "a normalizer is not supported (byte-level BPE encodes the text as it is)")
+    _require(
+        doc,
+        ["model", "type"],
+        kind == "BPE",
+        f"model type {json.dumps(kind)} is not BPE; only byte-level BPE tokenizer.json files can be imported",
+    )
+    _require(
+        doc,
+        ["normalizer"],
+        v.get("normalizer") is None,
+        "a normalizer is not supported (byte-level BPE encodes the text as it is)",
+    )
     for key in ("continuing_subword_prefix", "end_of_word_suffix"):
         _require(doc, ["model", key], not model.get(key), f"{key} is not supported in byte-level BPE")
-    _require(doc, ["model", "byte_fallback"], not model.get("byte_fallback"),
-             "byte_fallback models are not byte-level BPE (SentencePiece-style); not supported")
+    _require(
+        doc,
+        ["model", "byte_fallback"],
+        not model.get("byte_fallback"),
+        "byte_fallback models are not byte-level BPE (SentencePiece-style); not supported",
+    )
     _require(doc, ["model", "dropout"], model.get("dropout") in (None, 0, 0.0), "BPE dropout is not supported")
     _require(doc, ["model", "vocab"], isinstance(model.get("vocab"), dict), "expected an object key -> id")
     _require(doc, ["model", "merges"], isinstance(model.get("merges"), list), "expected a list of merges")
@@ -323,8 +356,12 @@ def _read_specials(doc: JsonDoc, vocab: dict) -> dict[str, int]:
         if tok.get("special", False):
             specials[text] = i
         else:
-            _require(doc, ["added_tokens", k], vocab.get(text) == i,
-                     f"non-special added token {text!r} is not in the model vocabulary; not supported")
+            _require(
+                doc,
+                ["added_tokens", k],
+                vocab.get(text) == i,
+                f"non-special added token {text!r} is not in the model vocabulary; not supported",
+            )
     return specials
 
 
@@ -357,9 +394,13 @@ def _read_merges(doc: JsonDoc, model: dict, vocab: dict, specials: dict) -> dict
         _require(doc, where, new is not None, f"{left + right!r} (the merged token) is not in the vocabulary")
         if new in merges:
             continue
-        _require(doc, where, new > last,
-                 f"merge creates id {new} after id {last}; tokenforge ranks tokens by id, so the first "
-                 "merge of each token must come in increasing id order")
+        _require(
+            doc,
+            where,
+            new > last,
+            f"merge creates id {new} after id {last}; tokenforge ranks tokens by id, so the first "
+            "merge of each token must come in increasing id order",
+        )
         last = new
         merges[new] = (vocab[left], vocab[right])
     return merges
@@ -381,8 +422,10 @@ def _splits_of_unmerged(doc: JsonDoc, keys: list[str], vocab: dict, specials: di
     for key, (count, parts) in zip(keys, found):
         i = vocab[key]
         if count != 2:
-            raise doc.error(["model", "vocab", key],
-                            f"token {key[:60]!r} (id {i}) has no merge and cannot be split into two tokens of lower id")
+            raise doc.error(
+                ["model", "vocab", key],
+                f"token {key[:60]!r} (id {i}) has no merge and cannot be split into two tokens of lower id",
+            )
         out[i] = (parts[0], parts[1])
     return out
 
@@ -406,11 +449,19 @@ def read_hf_json(path) -> BPEData:
         _require(doc, ["model", "vocab", key], i not in owner, f"id {i} is also the id of {owner.get(i)!r}")
         owner[i] = key
         if key in specials:
-            _require(doc, ["model", "vocab", key], specials[key] == i,
-                     f"special token {key!r} has id {specials[key]} in added_tokens but {i} here")
+            _require(
+                doc,
+                ["model", "vocab", key],
+                specials[key] == i,
+                f"special token {key!r} has id {specials[key]} in added_tokens but {i} here",
+            )
         else:
-            _require(doc, ["model", "vocab", key], _from_key(key) is not None,
-                     f"{key!r} is not a byte-level token (a character outside GPT-2's byte alphabet)")
+            _require(
+                doc,
+                ["model", "vocab", key],
+                _from_key(key) is not None,
+                f"{key!r} is not a byte-level token (a character outside GPT-2's byte alphabet)",
+            )
     table = bytes_to_unicode()
     missing = [b for b in range(256) if table[b] not in vocab]
     if missing:

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -123,12 +124,12 @@ def unescape(s: str, what: str, path, line: int) -> str:
             i += 1
             continue
         if i + 1 >= len(s):
-            raise FormatError(f"bad escape in {what}: a lone backslash at the end (write \\\\ for a backslash)", path=path, line=line)
+            raise FormatError(
+                f"bad escape in {what}: a lone backslash at the end (write \\\\ for a backslash)", path=path, line=line
+            )
         e = s[i + 1]
         if e not in _ESC:
-            raise FormatError(
-                f"bad escape \\{e} in {what}; the escapes are \\t \\n \\r \\\\", path=path, line=line
-            )
+            raise FormatError(f"bad escape \\{e} in {what}; the escapes are \\t \\n \\r \\\\", path=path, line=line)
         out.append(_ESC[e])
         i += 2
     return "".join(out)
@@ -205,7 +206,7 @@ def _parse_header(lines: list[str], path) -> tuple[dict | None, int]:
     first = lines[0].rstrip("\r")
     if not first.startswith(HEADER):
         raise FormatError(f"not an LZ78 dictionary file: the header says {first[2:]!r}", path=path, line=1)
-    ver = first[len(HEADER):]
+    ver = first[len(HEADER) :]
     if not ver.isdigit():
         raise FormatError(f"bad header {first!r}; expected '{HEADER}{VERSION}'", path=path, line=1)
     if not 1 <= int(ver) <= VERSION:
@@ -258,9 +259,14 @@ def _decode_settings(raw: dict, path, lines: list[str] | None = None) -> dict:
     for k in _JSON_KEYS:
         if k in s:
             s[k] = parse_json(s[k], path, f"the JSON value of setting {k}", first_line=_setting_line(lines, k) or 1)
-    if "specials" in s and not (isinstance(s["specials"], list) and all(isinstance(x, str) and x for x in s["specials"])):
-        raise FormatError("setting specials must be a JSON list of non-empty strings", path=path,
-                          line=_setting_line(lines, "specials"))
+    if "specials" in s and not (
+        isinstance(s["specials"], list) and all(isinstance(x, str) and x for x in s["specials"])
+    ):
+        raise FormatError(
+            "setting specials must be a JSON list of non-empty strings",
+            path=path,
+            line=_setting_line(lines, "specials"),
+        )
     if "chunking" in s:
         if s["chunking"] not in ("0", "1"):
             raise FormatError(f"setting chunking must be 0 or 1, not {s['chunking']!r}", path=path)
@@ -320,7 +326,7 @@ def _read_lines(lines: list[str], path, tsv_format: str | None, strict: bool) ->
     n = settings.get("N")
     if n is not None and n != data.num_outputs:
         raise FormatError(f"the header says N={n} but the file has {data.num_outputs} output entries", path=path)
-    version = int(lines[0].rstrip("\r")[len(HEADER):]) if ours else None
+    version = int(lines[0].rstrip("\r")[len(HEADER) :]) if ours else None
     checksum.check_tsv(lines, path, _NAME, version)  # after the checks that say what is wrong where
     settings.pop(checksum.KEY, None)  # never carried over: a writer computes its own
     return data
@@ -328,7 +334,7 @@ def _read_lines(lines: list[str], path, tsv_format: str | None, strict: bool) ->
 
 def _data_rows(lines: list[str], start: int, ours: bool, columns: tuple) -> list[tuple[int, list[str]]]:
     """(1-based line number, fields) of each data row."""
-    rows = []
+    rows: list[tuple[int, list[str]]] = []
     for i in range(start, len(lines)):
         line = lines[i]
         if line.endswith("\r") and ours:
@@ -397,7 +403,9 @@ def _read_lz78(lines, start, path, ours: bool, settings: dict, strict: bool) -> 
     pattern_line: dict[str, int] = {}
     for lineno, code, parent, ch, pattern, output in rows:
         if pattern in pattern_line:
-            raise FormatError(f"pattern {pattern!r} is already defined on line {pattern_line[pattern]}", path=path, line=lineno)
+            raise FormatError(
+                f"pattern {pattern!r} is already defined on line {pattern_line[pattern]}", path=path, line=lineno
+            )
         pattern_line[pattern] = lineno
         if flat:
             continue
@@ -444,7 +452,9 @@ def _read_compressed(lines, start, path, ours: bool, settings: dict) -> LZ78Data
         if idx == 0:
             # an explicit root row: empty label and pattern, no output
             if label or pattern or f[3] not in ("", "-1"):
-                raise FormatError("node 0 is the root: its edge label, pattern and output must be empty", path=path, line=lineno)
+                raise FormatError(
+                    "node 0 is the root: its edge label, pattern and output must be empty", path=path, line=lineno
+                )
             if 0 in seen:
                 raise FormatError(f"duplicate node_idx 0 (first defined on line {seen[0]})", path=path, line=lineno)
             seen[0] = lineno
@@ -456,7 +466,9 @@ def _read_compressed(lines, start, path, ours: bool, settings: dict) -> LZ78Data
         seen[idx] = lineno
         if out > 0:
             if out in out_seen:
-                raise FormatError(f"duplicate output_code {out} (first used on line {out_seen[out]})", path=path, line=lineno)
+                raise FormatError(
+                    f"duplicate output_code {out} (first used on line {out_seen[out]})", path=path, line=lineno
+                )
             out_seen[out] = lineno
         if not label:
             raise FormatError("empty edge_label", path=path, line=lineno)
@@ -474,7 +486,9 @@ def _read_compressed(lines, start, path, ours: bool, settings: dict) -> LZ78Data
                 line=lineno,
             )
         if pattern in pattern_line:
-            raise FormatError(f"pattern {pattern!r} is already defined on line {pattern_line[pattern]}", path=path, line=lineno)
+            raise FormatError(
+                f"pattern {pattern!r} is already defined on line {pattern_line[pattern]}", path=path, line=lineno
+            )
         pattern_line[pattern] = lineno
     order = sorted(rows, key=lambda r: r[1])
     new_idx = {r[1]: k + 1 for k, r in enumerate(order)}
@@ -574,7 +588,7 @@ def drop_unwritable(data: LZ78Data) -> tuple[LZ78Data, int]:
     dropped = keep.count(False)
     if not dropped:
         return data, 0
-    new = {}
+    new: dict[int, int] = {}
     for k, ok in enumerate(keep):
         if ok:
             new[k + 1] = len(new) + 1
@@ -583,7 +597,8 @@ def drop_unwritable(data: LZ78Data) -> tuple[LZ78Data, int]:
         out_id = {o: i + 1 for i, o in enumerate(outs)}
         nodes = [
             (new.get(p, 0), lab, out_id[o] if o > 0 else -1, pt)
-            for k, (p, lab, o, pt) in enumerate(data.nodes) if keep[k]
+            for k, (p, lab, o, pt) in enumerate(data.nodes)
+            if keep[k]
         ]
     else:
         nodes = [(new.get(p, 0), c, pt, o) for k, (p, c, pt, o) in enumerate(data.nodes) if keep[k]]
@@ -615,7 +630,7 @@ def lz78_tsv_text(data: LZ78Data, *, style: str = "tokenforge") -> str:
         if seed:
             _seed_check(data, "compressed")
             lines = []
-            esc = str
+            esc: Callable[[str], str] = str
         else:
             lines = _header_lines(data, "compressed")
             lines.append("\t".join(COMPRESSED_COLUMNS))

@@ -224,4 +224,3 @@ def sniff_mxgram(path, head: bytes) -> bool:
     if path.suffix.lower() == ".mxgram":
         return True
     return len(head) >= 4000 and path.stat().st_size >= HEADER_BYTES and _entries_look_right(head)
-

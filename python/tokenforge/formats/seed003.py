@@ -390,7 +390,12 @@ def _scan_opcodes(raw: bytes, path) -> None:
                     low.append(1)
                     kids.append([])
                     stack.append(len(kids) - 1)
-                elif name == "APPEND" and len(stack) > 1 and stack[-2] >= 0 and not (marks and marks[-1] >= len(stack) - 1):
+                elif (
+                    name == "APPEND"
+                    and len(stack) > 1
+                    and stack[-2] >= 0
+                    and not (marks and marks[-1] >= len(stack) - 1)
+                ):
                     x = stack.pop()
                     t = stack[-1]
                     kids[t].append(x)
@@ -456,7 +461,9 @@ def _check_vocab(vocab, path) -> dict[int, bytes]:
     out = {}
     for i, b in vocab.items():
         if not isinstance(i, int) or isinstance(i, bool) or i < 0:
-            raise FormatError(f"expected Dict[int, bytes]; key {_describe(i, typed=False)} is not a non-negative int", path=path)
+            raise FormatError(
+                f"expected Dict[int, bytes]; key {_describe(i, typed=False)} is not a non-negative int", path=path
+            )
         if i >= 1 << 32:  # token ids are 32-bit
             raise FormatError(f"id {_describe(i)} does not fit in 32 bits", path=path)
         if not isinstance(b, (bytes, bytearray)) or not b:
@@ -536,8 +543,9 @@ def _assemble(vocab, merges, specials, paths) -> BPEData:
             if part not in id_of:
                 raise FormatError(f"merge {k} uses {part!r}, which no earlier merge made", path=merges_path)
         if left + right in id_of:
-            raise FormatError(f"merge {k} makes {left + right!r} again (already id {id_of[left + right]})",
-                              path=merges_path)
+            raise FormatError(
+                f"merge {k} makes {left + right!r} again (already id {id_of[left + right]})", path=merges_path
+            )
         id_of[left + right] = new
         out.append((id_of[left], id_of[right], new))
     data = BPEData(byte_ids, out, special_ids, GPT2_PATTERN, "gpt2", {})

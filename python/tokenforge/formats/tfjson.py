@@ -107,7 +107,11 @@ def tfjson_text(data: BPEData, path=None) -> str:
         + _merge_id_fields(data)
         + (f'  "merges": [\n{merges}\n  ],\n' if merges else '  "merges": [],\n')
         + (f'  "special_tokens": {{\n{specials}\n  }},\n' if specials else '  "special_tokens": {},\n')
-        + (f'  "training": {training},\n  "split_specials": true\n' if data.split_specials else f'  "training": {training}\n')
+        + (
+            f'  "training": {training},\n  "split_specials": true\n'
+            if data.split_specials
+            else f'  "training": {training}\n'
+        )
         + "}\n"
     )
 
@@ -221,7 +225,11 @@ def _check_header(doc: JsonDoc) -> None:
         if key not in v:
             raise doc.error([key], "required key is missing")
     for key in v:
-        if key not in _KEYS_REQUIRED and key not in _KEYS_OPTIONAL and version < _KEY_SINCE.get(key, FORMAT_VERSION + 1):
+        if (
+            key not in _KEYS_REQUIRED
+            and key not in _KEYS_OPTIONAL
+            and version < _KEY_SINCE.get(key, FORMAT_VERSION + 1)
+        ):
             raise doc.error([key], f"unknown key {key!r} in a version {version} file")
     if ("first_merge_id" in v) == ("merge_ids" in v):
         raise doc.error(["merges"], 'expected exactly one of "first_merge_id" and "merge_ids"')

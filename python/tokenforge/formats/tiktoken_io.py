@@ -41,7 +41,9 @@ __all__ = [
     "sniff_tiktoken",
 ]
 
-_LINE = re.compile(rb"^([A-Za-z0-9+/]+={0,2}) ([0-9]+)$")  # (ranks of any length: too long is refused by size, never int()-ed)
+_LINE = re.compile(
+    rb"^([A-Za-z0-9+/]+={0,2}) ([0-9]+)$"
+)  # (ranks of any length: too long is refused by size, never int()-ed)
 
 
 def mergeable_ranks(data: BPEData) -> dict[bytes, int]:
@@ -166,9 +168,7 @@ def _parse_tiktoken_lines(path: Path, raw: bytes) -> tuple[dict[bytes, int], dic
         raise FormatError("empty file; expected lines 'base64(token) rank'", path=path, line=1)
     lines = raw.split(b"\n")
     if lines[-1] != b"":
-        raise FormatError(
-            "the last line does not end with a newline (truncated file?)", path=path, line=len(lines)
-        )
+        raise FormatError("the last line does not end with a newline (truncated file?)", path=path, line=len(lines))
     ranks: dict[bytes, int] = {}
     line_of: dict[bytes, int] = {}
     for n, line in enumerate(lines[:-1], start=1):

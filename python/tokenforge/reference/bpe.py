@@ -192,14 +192,10 @@ def train_reference_texts(
         raise VocabSizeError(
             f"vocab_size {vocab_size} is below 256 bytes + {num_special} special tokens = {256 + num_special}"
         )
-    return train_reference(
-        count_words(texts, pattern), num_merges, tie_break=tie_break, min_frequency=min_frequency
-    )
+    return train_reference(count_words(texts, pattern), num_merges, tie_break=tie_break, min_frequency=min_frequency)
 
 
-def merges_to_ranks(
-    merges: Iterable[tuple[int, int, int]], byte_ids: list[int] | None = None
-) -> dict[bytes, int]:
+def merges_to_ranks(merges: Iterable[tuple[int, int, int]], byte_ids: list[int] | None = None) -> dict[bytes, int]:
     """The ``token bytes -> id`` table (tiktoken's ``mergeable_ranks``) of bytes plus merges."""
     if byte_ids is None:
         byte_ids = list(range(256))

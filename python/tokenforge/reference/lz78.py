@@ -35,7 +35,9 @@ __all__ = [
     "patricia",
 ]
 
-GPT4_PATTERN = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,2}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"
+GPT4_PATTERN = (
+    r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,2}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"
+)
 
 
 def split_chunks(texts, chunking: bool) -> list[str]:
@@ -44,7 +46,7 @@ def split_chunks(texts, chunking: bool) -> list[str]:
         return [t for t in texts if t]
     import regex
 
-    out = []
+    out: list[str] = []
     for t in texts:
         out.extend(m for m in regex.findall(GPT4_PATTERN, t) if m)
     return out
@@ -309,7 +311,12 @@ def train(texts, strategy: str, n: int, chunking: bool = True, **params):
     gated = params.get("pool", "frequency_gated") == "frequency_gated"
     pool = online(chunks, cap, gated, **okw)
     rounds = params.get("rounds", 6 if strategy == "smart_prune" else 3)
-    fn = {"multi_round": multi_round, "cost_adjusted": cost_adjusted, "smart_prune": smart_prune, "compressed": compressed}[strategy]
+    fn = {
+        "multi_round": multi_round,
+        "cost_adjusted": cost_adjusted,
+        "smart_prune": smart_prune,
+        "compressed": compressed,
+    }[strategy]
     return fn(pool, counts, n, rounds)
 
 
@@ -334,7 +341,7 @@ def patricia(items) -> list[tuple[int, str, int, str]]:
             s = trie[node][c]
             while s not in out and len(trie[s]) == 1:
                 s = next(iter(trie[s].values()))
-            rows.append((parent_idx, s[len(parent_pat):], out.get(s, -1), s))
+            rows.append((parent_idx, s[len(parent_pat) :], out.get(s, -1), s))
             visit(s, len(rows), s)
 
     visit("", 0, "")

@@ -27,6 +27,8 @@ embedding has no single row per id to tie).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 from torch import nn
@@ -67,13 +69,23 @@ class _Tree(nn.Module):
     """Shared part of the tree modes: the per-id parent and character index buffers."""
 
     mode = "tree"
+    # buffers (register_buffer) and the subclasses' tables, for the type checker
+    parent: torch.Tensor
+    char: torch.Tensor
+    parent_embed: nn.Embedding
+    char_embed: nn.Embedding
 
     def __init__(self, parent, char, num_parents: int | None, num_chars: int):
         super().__init__()
         meta = validate_metadata(
-            {"parent": np.asarray(parent), "char": np.asarray(char), "num_chars": num_chars,
-             **({} if num_parents is None else {"num_parents": num_parents})},
-            mode=self.mode, who=type(self).__name__,
+            {
+                "parent": np.asarray(parent),
+                "char": np.asarray(char),
+                "num_chars": num_chars,
+                **({} if num_parents is None else {"num_parents": num_parents}),
+            },
+            mode=self.mode,
+            who=type(self).__name__,
         )
         self.vocab_size = len(meta["parent"])
         self.num_parents, self.num_chars = meta["num_parents"], meta["num_chars"]
@@ -84,7 +96,14 @@ class _Tree(nn.Module):
     def from_metadata(cls, meta: dict, dim: int, **kwargs):
         """Build from an ``embedding_metadata`` dict (see :mod:`tokenforge.embedding_meta`)."""
         meta = validate_metadata(meta, mode=cls.mode, who="metadata")
-        return cls(meta["parent"], meta["char"], num_parents=meta["num_parents"], num_chars=meta["num_chars"], dim=dim, **kwargs)
+        return cls(
+            meta["parent"],
+            meta["char"],
+            num_parents=meta["num_parents"],
+            num_chars=meta["num_chars"],
+            dim=dim,  # type: ignore[call-arg]  # cls is a subclass: they all take dim
+            **kwargs,
+        )
 
     def _rows(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.parent[ids], self.char[ids]
@@ -100,7 +119,9 @@ class StructuredEmbedding(_Tree):
 
     mode = "structured"
 
-    def __init__(self, parent, char, *, num_chars: int, dim: int, num_parents: int | None = None, init_std: float = DEFAULT_STD):
+    def __init__(
+        self, parent, char, *, num_chars: int, dim: int, num_parents: int | None = None, init_std: float = DEFAULT_STD
+    ):
         super().__init__(parent, char, num_parents, num_chars)
         self.dim = int(dim)
         self.parent_embed = nn.Embedding(self.num_parents, self.dim)
@@ -113,7 +134,9 @@ class StructuredEmbedding(_Tree):
         return self.parent_embed(p) + self.char_embed(c)
 
     def extra_repr(self) -> str:
-        return f"vocab_size={self.vocab_size}, num_parents={self.num_parents}, num_chars={self.num_chars}, dim={self.dim}"
+        return (
+            f"vocab_size={self.vocab_size}, num_parents={self.num_parents}, num_chars={self.num_chars}, dim={self.dim}"
+        )
 
 
 class HierarchicalEmbedding(StructuredEmbedding):
@@ -161,12 +184,14 @@ class TupleEmbedding(_Tree):
         return self.proj(torch.cat([self.parent_embed(p), self.char_embed(c)], dim=-1))
 
     def extra_repr(self) -> str:
-        return (f"vocab_size={self.vocab_size}, num_parents={self.num_parents}, num_chars={self.num_chars}, "
-                f"parent_dim={self.parent_dim}, char_dim={self.char_dim}, dim={self.dim}")
+        return (
+            f"vocab_size={self.vocab_size}, num_parents={self.num_parents}, num_chars={self.num_chars}, "
+            f"parent_dim={self.parent_dim}, char_dim={self.char_dim}, dim={self.dim}"
+        )
 
 
 #: mode name -> class
-EMBEDDINGS = {
+EMBEDDINGS: dict[str, type[Any]] = {
     "flat": FlatEmbedding,
     "structured": StructuredEmbedding,
     "hierarchical": HierarchicalEmbedding,

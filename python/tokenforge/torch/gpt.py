@@ -97,6 +97,9 @@ class GPT(nn.Module):
     """The measuring GPT. ``embedding`` overrides the module built from
     ``config.embedding`` (which, for tree modes, needs ``tokenizer``)."""
 
+    rope_cos: torch.Tensor  # buffers (register_buffer), for the type checker
+    rope_sin: torch.Tensor
+
     def __init__(self, config: GPTConfig, *, tokenizer=None, embedding: nn.Module | None = None):
         super().__init__()
         self.config = config

@@ -29,7 +29,14 @@ except ImportError as e:  # pragma: no cover - exercised only without torch
 
 from ..errors import TokenforgeError, VocabSizeError
 
-__all__ = ["DEFAULT_CHUNK", "DEFAULT_MAX_SIZE", "expand_vocabulary", "vocab_capacity", "mask_logits", "sample_next_token"]
+__all__ = [
+    "DEFAULT_CHUNK",
+    "DEFAULT_MAX_SIZE",
+    "expand_vocabulary",
+    "vocab_capacity",
+    "mask_logits",
+    "sample_next_token",
+]
 
 #: rows are added in chunks of this many ids (the seed's "32K")
 DEFAULT_CHUNK = 32_000
@@ -53,7 +60,9 @@ def _find_modules(obj) -> tuple[nn.Embedding, nn.Linear | None]:
             raise TokenforgeError("pass (embedding,) or (embedding, head)")
         return _check_pair(obj[0], obj[1] if len(obj) == 2 else None)
     if not isinstance(obj, nn.Module):
-        raise TypeError(f"expected an nn.Module, an nn.Embedding, (embedding, head) or a dict, not {type(obj).__name__}")
+        raise TypeError(
+            f"expected an nn.Module, an nn.Embedding, (embedding, head) or a dict, not {type(obj).__name__}"
+        )
     emb = next((getattr(obj, k) for k in _EMBED_NAMES if isinstance(getattr(obj, k, None), nn.Embedding)), None)
     if emb is None:
         embs = [m for m in obj.modules() if isinstance(m, nn.Embedding)]
@@ -62,7 +71,9 @@ def _find_modules(obj) -> tuple[nn.Embedding, nn.Linear | None]:
         biggest = max(m.num_embeddings for m in embs)
         embs = [m for m in embs if m.num_embeddings == biggest]
         if len(embs) > 1:
-            raise TokenforgeError("the model has several token embeddings of the same size; pass (embedding, head) explicitly")
+            raise TokenforgeError(
+                "the model has several token embeddings of the same size; pass (embedding, head) explicitly"
+            )
         emb = embs[0]
     head = next((getattr(obj, k) for k in _HEAD_NAMES if isinstance(getattr(obj, k, None), nn.Linear)), None)
     if head is None:
@@ -72,7 +83,9 @@ def _find_modules(obj) -> tuple[nn.Embedding, nn.Linear | None]:
             if isinstance(m, nn.Linear) and m.out_features == emb.num_embeddings and m.in_features == emb.embedding_dim
         ]
         if len(heads) > 1:
-            raise TokenforgeError("the model has several linear layers the size of the vocabulary; pass (embedding, head) explicitly")
+            raise TokenforgeError(
+                "the model has several linear layers the size of the vocabulary; pass (embedding, head) explicitly"
+            )
         head = heads[0] if heads else None
     return _check_pair(emb, head)
 
@@ -111,7 +124,7 @@ def _grow_rows(old: torch.Tensor, rows: int, init_std: float, generator) -> torc
     return new
 
 
-def _swap_in_optimizer(optimizer, old: nn.Parameter, new: nn.Parameter) -> None:
+def _swap_in_optimizer(optimizer, old: torch.Tensor, new: nn.Parameter) -> None:
     """Point the optimizer at ``new`` and grow its per-parameter state with zeros."""
     for group in optimizer.param_groups:
         group["params"] = [new if p is old else p for p in group["params"]]
@@ -187,7 +200,9 @@ def _tokenforge_embedding(obj):
     if head is None:
         heads = [m for m in obj.modules() if isinstance(m, nn.Linear) and m.out_features == emb.vocab_size]
         if len(heads) > 1:
-            raise TokenforgeError("the model has several linear layers the size of the vocabulary; pass (embedding, head) explicitly")
+            raise TokenforgeError(
+                "the model has several linear layers the size of the vocabulary; pass (embedding, head) explicitly"
+            )
         head = heads[0] if heads else None
     return emb, head, None
 
@@ -323,7 +338,9 @@ def expand_vocabulary(
         raise TokenforgeError(f"init_std must be a finite number >= 0, not {init_std!r}")
     ours = _tokenforge_embedding(model_or_modules)
     if ours is not None:
-        return _expand_tokenforge(ours, new_size, chunk, max_size, float(init_std), generator, optimizer, tokenizer, metadata)
+        return _expand_tokenforge(
+            ours, new_size, chunk, max_size, float(init_std), generator, optimizer, tokenizer, metadata
+        )
     if tokenizer is not None or metadata is not None:
         raise TokenforgeError("tokenizer= and metadata= are for tokenforge's tree-mode embeddings; this model has none")
     emb, head = _find_modules(model_or_modules)
@@ -342,7 +359,7 @@ def expand_vocabulary(
         if head is not None:
             _grow_head(head, old, cap, init_std, generator, optimizer, tied_to=new_w if tied else None)
     if isinstance(model_or_modules, nn.Module) and isinstance(getattr(model_or_modules, "vocab_capacity", None), int):
-        model_or_modules.vocab_capacity = cap
+        model_or_modules.vocab_capacity = cap  # type: ignore[assignment]  # a plain int attribute, not a submodule
     return cap
 
 
