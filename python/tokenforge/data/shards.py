@@ -660,7 +660,7 @@ class _Pretokenizer:
         encoder, resume = self.encoder, self.resume
         self._writer = writer
         self._pending: collections.deque = collections.deque()  # writes, in order
-        self._inflight: collections.deque = collections.deque()  # (block, skip, its result's getter), in order
+        self._inflight: collections.deque = collections.deque()  # (block, skip, Future.result), in order
         reader.start()
         pools: list = []
         try:
@@ -684,9 +684,7 @@ class _Pretokenizer:
                 elif resume.remaining:  # still skipping what listed shards hold: one block at a time
                     self._settle(0)
                     skip = resume.remaining
-                    got = self._encode_block(item, skip)
-                    self._inflight.append((item, skip, lambda got=got: got))
-                    self._settle(0)
+                    self._write(self._finish_block(item, skip, self._encode_block(item, skip)))
                 else:
                     self._inflight.append((item, 0, encoding.submit(self._encode_block, item, 0).result))
                     self._settle(1)
