@@ -389,7 +389,7 @@ def test_training_on_texts_with_lone_surrogates(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         bpe_tok = BPETokenizer.train_from_iterator(docs, 300, progress=False)
-        lz = LZ78Tokenizer.train(docs, "frequency_gated", 300, progress=False)
+        lz = LZ78Tokenizer.train_from_iterator(docs, "frequency_gated", 300, progress=False)
         g = GrowingBPETokenizer()
         g.learn_merges(docs, 20)
     for tok in (bpe_tok, lz, g):
