@@ -51,13 +51,13 @@ def _quiet(fn, *args, **kwargs):
 
 def _bpe_variants(tmp_path_factory) -> dict[str, Tokenizer]:
     out = {}
-    out["bpe"] = _quiet(tokenforge.BPETokenizer.train, CORPUS, 400, progress=False)
+    out["bpe"] = _quiet(tokenforge.BPETokenizer.train_from_iterator, CORPUS, 400, progress=False)
     out["bpe-specials_first-gpt2"] = _quiet(
-        tokenforge.BPETokenizer.train, CORPUS, 380, layout="specials_first", pattern="gpt2", tie_break="lexicographic",
+        tokenforge.BPETokenizer.train_from_iterator, CORPUS, 380, layout="specials_first", pattern="gpt2", tie_break="lexicographic",
         special_tokens=["<|endoftext|>", "<|pad|>"], progress=False,
     )
-    out["bpe-no-pattern"] = _quiet(tokenforge.BPETokenizer.train, CORPUS, 330, pattern=None, special_tokens=[], progress=False)
-    toggled = _quiet(tokenforge.BPETokenizer.train, CORPUS, 350, progress=False)
+    out["bpe-no-pattern"] = _quiet(tokenforge.BPETokenizer.train_from_iterator, CORPUS, 330, pattern=None, special_tokens=[], progress=False)
+    toggled = _quiet(tokenforge.BPETokenizer.train_from_iterator, CORPUS, 350, progress=False)
     toggled.split_specials = True
     out["bpe-split_specials-set"] = toggled
     corpus = tmp_path_factory.mktemp("seed003") / "corpus.txt"
@@ -72,7 +72,7 @@ def _bpe_variants(tmp_path_factory) -> dict[str, Tokenizer]:
 
 def _lz78_variants() -> dict[str, Tokenizer]:
     out = {}
-    train = LZ78Tokenizer.train
+    train = LZ78Tokenizer.train_from_iterator
     out["lz78-standard-tree"] = _quiet(train, CORPUS, "standard", 700, progress=False)
     smart = _quiet(train, CORPUS, "smart_prune", 600, progress=False, special_tokens="nanochat")
     out["lz78-smart_prune"] = smart
