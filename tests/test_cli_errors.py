@@ -184,6 +184,83 @@ def test_interrupt_and_bugs():
         run_command(bug, None, "tokenforge x")
 
 
+def test_a_missing_corpus_is_exit_3_whichever_command_reads_it(tmp_path, capsys):
+    """Every command goes through run_command, and a named input that does not exist is the
+    OS-class error there, whichever command notices it (lz78 pretokenize said 1 before)."""
+    from tokenforge.cli import lz78 as lz78_cli
+
+    lz = tmp_path / "lz"
+    LZ78Tokenizer.train_from_iterator([CORPUS * 5], strategy="frequency_gated", vocab_size=340).save(lz)
+    missing = str(tmp_path / "missing.txt")
+    runs = {
+        "tokenforge train": lambda: main(["train", missing, "--vocab-size", "300", "-q", "-o", str(tmp_path / "t")]),
+        "tokenforge lz78 train": lambda: main(
+            ["lz78", "train", "--input", missing, "--vocab_size", "300", "-q", "--output", str(tmp_path / "x.tsv")]
+        ),
+        "tokenforge lz78 pretokenize": lambda: main(
+            [
+                "lz78",
+                "pretokenize",
+                "--input",
+                missing,
+                "--tokenizer",
+                str(lz),
+                "--output_dir",
+                str(tmp_path / "s"),
+                "-q",
+            ]
+        ),
+        "lz78_pretokenize.py": lambda: lz78_cli.main_pretokenize(
+            ["--input", missing, "--tokenizer", str(lz), "--output_dir", str(tmp_path / "s"), "-q"]
+        ),
+        "tokenforge grow learn": lambda: main(
+            [
+                "grow",
+                "learn",
+                missing,
+                "--tokenizer",
+                str(tmp_path / "g.json"),
+                "--source",
+                "s",
+                "--num-merges",
+                "5",
+                "-q",
+            ]
+        ),
+        "tokenforge compare": lambda: main(["compare", missing, "-o", str(tmp_path / "r"), "-q"]),
+        "tokenforge mixedgram compress": lambda: main(
+            ["mixedgram", "compress", missing, str(tmp_path / "m.mxgram"), "-q"]
+        ),
+    }
+    for prog, run in runs.items():
+        assert run() == EXIT_OS, prog
+        line = _one_line(capsys.readouterr().err)
+        assert line.startswith(f"{prog}: error: ") and "missing.txt" in line, line
+    assert not (tmp_path / "s").exists() or not any((tmp_path / "s").glob("shard_*"))
+
+
+@pytest.mark.parametrize(
+    "option,value",
+    [
+        ("--vocab-sizes", "abc"),
+        ("--vocab-sizes", "0"),
+        ("--seeds", "x"),
+        ("--seeds", "0"),
+        ("--seeds", "1,x"),
+        ("--bpb-vocab-sizes", "8k"),
+    ],
+)
+def test_malformed_numbers_in_compare_lists_are_usage_errors(tmp_path, capsys, option, value):
+    """Like ``--layers abc``: exit status 2 and one line naming the option, from the parser
+    (not a SystemExit of the command's own, nor Python's int() message)."""
+    with pytest.raises(SystemExit) as e:
+        main(["compare", "-o", str(tmp_path / "r"), option, value])
+    assert e.value.code == EXIT_USAGE
+    line = _one_line(capsys.readouterr().err)
+    assert line.startswith(f"tokenforge compare: error: argument {option}: ") and repr(value) in line, line
+    assert "invalid literal" not in line
+
+
 # ---- option spellings --------------------------------------------------------------------------
 def _walk(parser: argparse.ArgumentParser, path=()):
     yield path, parser

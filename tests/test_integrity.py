@@ -299,7 +299,7 @@ def test_version_1_shard_index_still_reads_and_resumes_as_version_2(tmp_path):
 def test_reseal_accepts_a_deliberate_edit(tmp_path):
     p = _bpe(tmp_path)
     p.write_text(p.read_text().replace('"<|bos|>"', '"<|start|>"'))
-    with pytest.raises(ChecksumError, match=r"python -m tokenforge\.formats\.checksum reseal"):
+    with pytest.raises(ChecksumError, match=r"`tokenforge reseal [^`]+`"):
         tokenforge.load(p)
     before = p.read_text()
     new = checksum.reseal(p)
@@ -314,6 +314,29 @@ def test_reseal_accepts_a_deliberate_edit(tmp_path):
     )
     assert r.returncode == 0 and "sha256:" in r.stdout
     assert tokenforge.load(t).chunking is False
+
+
+def test_reseal_command_runs_through_the_cli_runner(tmp_path, capsys):
+    """``tokenforge reseal`` (and its old spelling, which runs it) reports errors as every
+    command does: one line, exit 3 for a missing file, 1 for a file that is not ours."""
+    from tokenforge.cli.main import EXIT_ERROR, EXIT_OS, main
+
+    p = _bpe(tmp_path)
+    p.write_text(p.read_text().replace('"<|bos|>"', '"<|start|>"'))
+    (tmp_path / "x.json").write_text('{"model": {}}')
+    assert main(["reseal", str(p)]) == 0
+    assert capsys.readouterr().out.startswith(f"{p}: sha256:")
+    assert "<|start|>" in tokenforge.load(p).special_tokens
+    for name, code in (("missing.json", EXIT_OS), ("x.json", EXIT_ERROR)):
+        assert main(["reseal", str(tmp_path / name)]) == code
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("tokenforge reseal: error: ") and name in err and "\n" not in err, err
+    r = subprocess.run(
+        [sys.executable, "-m", "tokenforge.formats.checksum", "reseal", str(tmp_path / "missing.json")],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == EXIT_OS and "tokenforge reseal: error: " in r.stderr
 
 
 def test_reseal_refuses_what_has_no_checksum(tmp_path):

@@ -10,15 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eval_stubs import DictTokenizer
-
 import tokenforge
+from eval_stubs import DictTokenizer
 from tokenforge.data.fingerprint import tokenizer_fingerprint
 from tokenforge.data.shards import INDEX_FILE, ShardError, ShardSet, pretokenize
 from tokenforge.errors import FormatError, VersionError
 
 DOCS = [
-    f"Document {i}: " + ("the quick brown fox jumps over the lazy dog. " * (i % 7 + 1)) + ("ünïcödé 日本 🙂\n" * (i % 3))
+    f"Document {i}: "
+    + ("the quick brown fox jumps over the lazy dog. " * (i % 7 + 1))
+    + ("ünïcödé 日本 🙂\n" * (i % 3))
     for i in range(60)
 ] + ["", "x", "<|bos|> is only text here"]
 
@@ -224,7 +225,10 @@ def test_shard_dataset_windows(tmp_path, bpe):
     bos = bpe.get_bos_token_id()
     masked = ShardDataset(tmp_path / "s", 16, stride=8, mask_special=[bos])
     xs, ys = zip(*(masked[k] for k in range(len(masked))))
-    assert all(((yy == -1) == (s_next == bos)).all() for yy, s_next in zip(ys, (ShardDataset(s, 16, stride=8)[k][1] for k in range(len(masked)))))
+    assert all(
+        ((yy == -1) == (s_next == bos)).all()
+        for yy, s_next in zip(ys, (ShardDataset(s, 16, stride=8)[k][1] for k in range(len(masked))))
+    )
     loader = torch.utils.data.DataLoader(ds, batch_size=4, shuffle=True)
     xb, yb = next(iter(loader))
     assert xb.shape == (4, 16)

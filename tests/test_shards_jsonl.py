@@ -19,7 +19,9 @@ from tokenforge.data.shards import ShardSet, pretokenize
 from tokenforge.errors import CorpusError
 
 DOCS = [
-    f"Doc {i}: " + ("the quick brown fox jumps over the lazy dog.\n" * (i % 5 + 1)) + ("ünïcödé 日本 🙂\t\"q\"\\\n" * (i % 3))
+    f"Doc {i}: "
+    + ("the quick brown fox jumps over the lazy dog.\n" * (i % 5 + 1))
+    + ('ünïcödé 日本 🙂\t"q"\\\n' * (i % 3))
     for i in range(80)
 ] + ["", "x", "<|bos|> is only text here", "\u2028 line sep \x7f"]
 
@@ -31,7 +33,9 @@ def bpe():
 
 @pytest.fixture(scope="module")
 def lz78():
-    return tokenforge.LZ78Tokenizer.train_from_iterator(DOCS, vocab_size=300, strategy="frequency_gated", progress=False)
+    return tokenforge.LZ78Tokenizer.train_from_iterator(
+        DOCS, vocab_size=300, strategy="frequency_gated", progress=False
+    )
 
 
 def _write_jsonl(path, lines, gz=False):
@@ -41,7 +45,9 @@ def _write_jsonl(path, lines, gz=False):
 
 
 def _lines(docs):
-    return [json.dumps({"id": i, "text": d, "meta": {"n": [i, None]}}, ensure_ascii=i % 2 == 0) for i, d in enumerate(docs)]
+    return [
+        json.dumps({"id": i, "text": d, "meta": {"n": [i, None]}}, ensure_ascii=i % 2 == 0) for i, d in enumerate(docs)
+    ]
 
 
 def _shard_data(s: ShardSet):
@@ -187,7 +193,9 @@ def test_blocks_end_at_lines_and_keep_line_numbers(tmp_path):
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.text(max_size=60), max_size=12), st.booleans(), st.integers(0, 14))
 def test_core_block_encoder_matches_encode_batch(bpe, docs, ascii_only, skip):
-    data = "".join(json.dumps({"text": d}, ensure_ascii=ascii_only) + "\n" for d in docs).encode("utf-8", "surrogatepass")
+    data = "".join(json.dumps({"text": d}, ensure_ascii=ascii_only) + "\n" for d in docs).encode(
+        "utf-8", "surrogatepass"
+    )
     enc = bpe._jsonl_block_encoder()
     try:
         [t.encode("utf-8") for t in docs]
@@ -219,7 +227,11 @@ def test_shard_files_are_what_np_save_writes(tmp_path, bpe):
 
 
 _json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-10**20, 10**20) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**20), 10**20)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
     max_leaves=6,
 )
@@ -230,7 +242,13 @@ _json_values = st.recursive(
     st.dictionaries(st.sampled_from(["text", "id", "te\\u0078t", "meta", ""]), _json_values, max_size=4),
     st.one_of(st.none(), st.text(max_size=30)),
     st.booleans(),
-    st.one_of(st.none(), st.tuples(st.integers(0, 200), st.sampled_from(['"', "\\", "{", "}", ",", ":", " ", "\t", "x", "\x01", "\\u", "\\ud800", "NaN"]))),
+    st.one_of(
+        st.none(),
+        st.tuples(
+            st.integers(0, 200),
+            st.sampled_from(['"', "\\", "{", "}", ",", ":", " ", "\t", "x", "\x01", "\\u", "\\ud800", "NaN"]),
+        ),
+    ),
 )
 def test_core_reads_a_line_as_python_does_or_hands_it_over(bpe, obj, text, ascii_only, mutation):
     """For any line: where Python's reader accepts it, the core gives the same

@@ -14,6 +14,7 @@ HTML, PNG plots, JSON) goes to ``-o`` with the exact command that reproduces it.
 
 from __future__ import annotations
 
+import argparse
 import shlex
 import sys
 
@@ -22,22 +23,38 @@ def _ints(text: str) -> list[int]:
     try:
         out = [int(x.replace("_", "")) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise SystemExit(
-            f"tokenforge compare: error: expected a comma-separated list of integers, got {text!r}"
-        ) from None
+        raise argparse.ArgumentTypeError(f"expected a comma-separated list of integers, got {text!r}") from None
     if not out or any(v < 1 for v in out):
-        raise SystemExit(f"tokenforge compare: error: expected positive integers, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
     return out
 
 
 def _seeds(text: str) -> list[int]:
     """``3`` = seeds 0,1,2; ``0,5,7`` = those seeds."""
-    if "," in text:
-        return [int(x) for x in text.split(",") if x.strip()]
-    n = int(text)
+    try:
+        if "," in text:
+            return [int(x) for x in text.split(",") if x.strip()]
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of seeds or a comma-separated list of seeds, got {text!r}"
+        ) from None
     if n < 1:
-        raise SystemExit("tokenforge compare: error: --seeds must be >= 1")
+        raise argparse.ArgumentTypeError(f"expected a number of seeds >= 1, got {text!r}")
     return list(range(n))
+
+
+def _checked(parse):
+    """An argparse ``type``: the option's text as given (the report's command shows it so),
+    once ``parse`` accepts it; a text it refuses is a command-line error (exit status 2,
+    one line), as for any other malformed number."""
+
+    def check(text: str) -> str:
+        parse(text)
+        return text
+
+    check.__name__ = parse.__name__
+    return check
 
 
 def _load_arg(text: str) -> tuple[str, str]:
@@ -59,7 +76,9 @@ def add_arguments(p) -> None:
         default="bpe",
         help="comma-separated specs: bpe, lz78:<strategy>[:nochunk], lz78:all, mixedgram, growing[:rounds=N]",
     )
-    p.add_argument("--vocab-sizes", default="8192", help="comma-separated vocabulary sizes (default 8192)")
+    p.add_argument(
+        "--vocab-sizes", default="8192", type=_checked(_ints), help="comma-separated vocabulary sizes (default 8192)"
+    )
     p.add_argument(
         "--load", action="append", default=[], metavar="LABEL=PATH", help="also compare a tokenizer file (repeatable)"
     )
@@ -70,10 +89,17 @@ def add_arguments(p) -> None:
     p.add_argument("--text-field", default="text", help="JSON field / parquet column holding the text")
     b = p.add_argument_group("bits per byte")
     b.add_argument("--bpb", action="store_true", help="train the harness's GPT per tokenizer and report bits per byte")
-    b.add_argument("--seeds", default="1", help="number of seeds (3 = seeds 0,1,2) or a list (0,5,7)")
+    b.add_argument(
+        "--seeds", default="1", type=_checked(_seeds), help="number of seeds (3 = seeds 0,1,2) or a list (0,5,7)"
+    )
     b.add_argument("--bpb-train-mb", type=float, default=2.0, help="training text per model, MB (default 2)")
     b.add_argument("--bpb-eval-mb", type=float, default=0.5, help="held-out text scored, MB (default 0.5)")
-    b.add_argument("--bpb-vocab-sizes", default=None, help="measure BPB only at these vocabulary sizes (default: all)")
+    b.add_argument(
+        "--bpb-vocab-sizes",
+        default=None,
+        type=_checked(_ints),
+        help="measure BPB only at these vocabulary sizes (default: all)",
+    )
     b.add_argument(
         "--embeddings", default="flat", help="embedding modes: flat, structured, hierarchical, tuple (comma-separated)"
     )
@@ -156,7 +182,7 @@ def cmd_compare(args) -> int:
             "trained tokenizers and pretokenized shards are kept there and the same command reuses them",
             file=sys.stderr,
         )
-        return 130
+        return 130  # cli.main.EXIT_INTERRUPTED (cli.main imports this module)
     print(f"report: {opts.out}/report.html and {opts.out}/report.md ({len(results['rows'])} tokenizers)")
     return 0
 

@@ -303,14 +303,13 @@ def _load_tokenizer(path):
 
 def cmd_pretokenize(args) -> int:
     from ..data.shards import INDEX_FILE, ShardSet, pretokenize
+    from .main import EXIT_INTERRUPTED, check_inputs
 
     tok = _load_tokenizer(args.tokenizer)
     corpus: Iterable[Path] | Iterable[str]
     if args.input:
         corpus = [Path(p) for p in args.input]
-        for p in corpus:
-            if not p.exists():
-                raise TokenforgeError(f"corpus path {p} does not exist")
+        check_inputs(corpus)  # exit status 3, as for every command's missing input
     else:
         from ..data.default_corpus import iter_default_corpus
 
@@ -349,7 +348,7 @@ def cmd_pretokenize(args) -> int:
                 "run the same command again to start",
                 file=sys.stderr,
             )
-        return 130
+        return EXIT_INTERRUPTED
     dt = time.perf_counter() - t0
     print(
         f"{shards.num_tokens:,} tokens from {shards.num_documents:,} documents in "

@@ -5,6 +5,7 @@
     tokenforge decode TOKENIZER [IDS... | --file F]      ids -> text
     tokenforge inspect TOKENIZER [--text F]              vocabulary statistics
     tokenforge demo                                      train on the built-in corpus and show it
+    tokenforge reseal FILE...                            accept a deliberate edit of a file of ours
 
 Families add their own subcommands (``tokenforge lz78 ...``, ``tokenforge
 mixedgram ...``, ``tokenforge grow ...``) through the CLI hook of their record
@@ -336,6 +337,14 @@ def cmd_inspect(args) -> int:
     return 0
 
 
+def cmd_reseal(args) -> int:
+    from ..formats.checksum import reseal
+
+    for p in args.files:  # in order; the first error ends the command, as in every other one
+        print(f"{p}: {reseal(p)}")
+    return 0
+
+
 def cmd_demo(args) -> int:
     from .demo import run_demo
 
@@ -408,6 +417,14 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--seeds", type=int, default=2, help="seeds per bits-per-byte measurement (default 2)")
     m.add_argument("--no-bpb", action="store_true", help="compare compression only (no language models)")
     m.set_defaults(func=cmd_demo)
+
+    r = sub.add_parser(
+        "reseal",
+        help="record the checksum of a file of ours edited by hand on purpose "
+        "(also: python -m tokenforge.formats.checksum reseal FILE)",
+    )
+    r.add_argument("files", nargs="+", metavar="FILE", help="tokenizer or shard index files")
+    r.set_defaults(func=cmd_reseal)
 
     for fam in FAMILIES.values():  # each family's own subcommands (the registry's CLI hook)
         if fam.cli is not None:

@@ -155,7 +155,7 @@ class _Writer:
             starts = ends[first : last + 1] - batch.ntok[first : last + 1] - pos + self.ntok
             part = np.ascontiguousarray(batch.tokens[pos:end], dtype=self.dtype)
             self.parts.append(part)
-            self.sha.update(part)
+            self.sha.update(part.data)  # (the array's own buffer, C-contiguous)
             self.starts.append(starts)
             self.nbytes.append(batch.nbytes[first : last + 1])
             self.ntok += end - pos
@@ -175,10 +175,14 @@ class _Writer:
         # clean=False: a new name per shard; _clean_unlisted removes an interrupted run's leftovers
         with atomic_open(self.out / f"{name}.npy", "wb", clean=False) as f:
             # np.save's layout, written part by part instead of from one concatenated copy
-            header = {"descr": np.lib.format.dtype_to_descr(np.dtype(self.dtype)), "fortran_order": False, "shape": (ntok,)}
+            header = {
+                "descr": np.lib.format.dtype_to_descr(np.dtype(self.dtype)),
+                "fortran_order": False,
+                "shape": (ntok,),
+            }
             np.lib.format.write_array_header_1_0(f, header)
             for p in self.parts:
-                f.write(memoryview(p).cast("B"))
+                f.write(p.data.cast("B"))
         with atomic_open(self.out / f"{name}.docs.npy", "wb", clean=False) as f:
             np.save(f, docs, allow_pickle=False)
         self.index["shards"].append(
@@ -282,7 +286,7 @@ def _read_index(path: Path) -> dict:
     if isinstance(index, dict) and index.get("format") == LEGACY_FORMAT:
         return _legacy_index(index, p)
     if not isinstance(index, dict) or index.get("format") != FORMAT:
-        raise FormatError(f"not a tokenforge shard index (expected \"format\": \"{FORMAT}\")", path=p)
+        raise FormatError(f'not a tokenforge shard index (expected "format": "{FORMAT}")', path=p)
     v = index.get("version")
     if not isinstance(v, int) or v < 1 or v > VERSION:
         raise VersionError(f"shard index version {v!r}; this tokenforge reads versions 1..{VERSION}", path=p)
@@ -332,15 +336,17 @@ def _legacy_index(old: dict, p: Path) -> dict:
         name = sh.get("file")
         if not isinstance(name, str) or not name or Path(name).name != name or name.startswith("."):
             raise FormatError(f"shards[{i}].file must be a file name in the directory, not {name!r}", path=p)
-        out.append({
-            "tokens": name,
-            "documents": None,
-            "num_tokens": count(sh.get("tokens"), f"shards[{i}].tokens"),
-            "num_documents": count(sh.get("documents"), f"shards[{i}].documents"),
-            "num_bytes": None,
-            "num_chars": None,
-            "sha256": None,
-        })
+        out.append(
+            {
+                "tokens": name,
+                "documents": None,
+                "num_tokens": count(sh.get("tokens"), f"shards[{i}].tokens"),
+                "num_documents": count(sh.get("documents"), f"shards[{i}].documents"),
+                "num_bytes": None,
+                "num_chars": None,
+                "sha256": None,
+            }
+        )
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -366,6 +372,7 @@ _SHARD_COUNTS = ("num_tokens", "num_documents", "num_bytes")
 def _check_index_entries(index: dict, p: Path) -> None:
     """The types of what readers of the index use, so that a damaged index is a
     FormatError here rather than a KeyError or TypeError later."""
+
     def bad(what: str) -> FormatError:
         return FormatError(f"shard index: {what}", path=p)
 
@@ -489,114 +496,209 @@ def pretokenize(
     when not "strict").
     Ctrl-C stops cleanly; run again to resume. Returns the :class:`ShardSet`.
     """
-    if isinstance(shard_tokens, bool) or not isinstance(shard_tokens, int) or shard_tokens < 1:
-        raise ShardError(f"shard_tokens must be a positive int, not {shard_tokens!r}")
-    if isinstance(batch_chars, bool) or not isinstance(batch_chars, int) or batch_chars < 1:
-        raise ShardError(f"batch_chars must be a positive int, not {batch_chars!r}")
-    if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1):
-        raise ShardError(f"num_threads must be a positive int or None, not {num_threads!r}")
-    workers = num_threads or os.cpu_count() or 1
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise ShardError(f"{out} exists and is not a directory")
-    out.mkdir(parents=True, exist_ok=True)
-    vocab = _model_vocab(tokenizer)
-    dtype = _dtype_for(vocab)
-    bos_id = int(tokenizer.get_bos_token_id()) if bos else None
-    token_bytes = np.asarray(tokenizer.token_bytes(), dtype=np.int64)
-    if len(token_bytes) < vocab:
-        token_bytes = np.concatenate([token_bytes, np.zeros(vocab - len(token_bytes), np.int64)])
-    source = _describe_source(corpus)
-    settings = {
-        "tokenizer": {
-            "class": type(tokenizer).__name__,
-            "family": _family_name(tokenizer),
-            "vocab_size": vocab,
-            "fingerprint": tokenizer_fingerprint(tokenizer, scratch_dir=out),
-        },
-        "dtype": np.dtype(dtype).name,
-        "bos_id": bos_id,
-        "shard_tokens": shard_tokens,
-        "source": source,
-        "text_field": text_field,
-        "split_on": split_on,
-    }
-    check_errors(errors)
-    if errors != "strict":  # (absent when strict, so older shard sets still resume)
-        settings["errors"] = errors
-    index = None
-    if (out / INDEX_FILE).exists() and not overwrite:
-        index = _read_index(out)
-        if index.get("legacy"):
-            raise ShardError(
-                f"{out} holds shards in the old lz78 layout ({index['legacy']}), which cannot be resumed; "
-                "pass overwrite=True (--overwrite) to replace them, or choose another directory"
-            )
-        for key, want in {"errors": None, **settings}.items():
-            if index.get(key) != want:
-                what = "tokenizer" if key == "tokenizer" else key
+    run = _Pretokenizer(
+        corpus,
+        tokenizer,
+        out_dir,
+        shard_tokens=shard_tokens,
+        num_threads=num_threads,
+        batch_chars=batch_chars,
+        bos=bos,
+        text_field=text_field,
+        split_on=split_on,
+        overwrite=overwrite,
+        errors=errors,
+    )
+    return run.run(progress)
+
+
+def _positive_int(value, name: str, none_ok: bool = False) -> None:
+    if none_ok and value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ShardError(f"{name} must be a positive int{' or None' if none_ok else ''}, not {value!r}")
+
+
+class _Pretokenizer:
+    """One run of :func:`pretokenize`, in four steps:
+
+    1. :meth:`__init__` checks the arguments, creates ``out_dir`` and settles
+       what the index records (:attr:`settings`: tokenizer, dtype, BOS, source);
+    2. :meth:`_plan` compares them with an index already there (resume, refuse,
+       or nothing left to do), removes unlisted leftovers and writes the index;
+    3. the document source: :meth:`_items` reads the corpus as blocks of raw
+       JSON lines for the core's block encoder (:meth:`_encode_block`,
+       :meth:`_finish_block`) or as batches of texts for ``encode_batch``
+       (:meth:`_encode_texts`); both skip what listed shards hold (:class:`_Resume`);
+    4. :meth:`_stream` overlaps reading, encoding and writing (:class:`_Reader`,
+       :class:`_Writer`, which writes shard files and the index atomically and
+       hashes tokens as they arrive) and stops every thread on an error or Ctrl-C;
+       :meth:`run` then marks the index complete.
+    """
+
+    def __init__(
+        self,
+        corpus,
+        tokenizer,
+        out_dir,
+        *,
+        shard_tokens: int,
+        num_threads,
+        batch_chars: int,
+        bos: bool,
+        text_field: str,
+        split_on,
+        overwrite: bool,
+        errors: str,
+    ):
+        _positive_int(shard_tokens, "shard_tokens")
+        _positive_int(batch_chars, "batch_chars")
+        _positive_int(num_threads, "num_threads", none_ok=True)
+        self.corpus, self.tokenizer = corpus, tokenizer
+        self.shard_tokens, self.batch_chars = shard_tokens, batch_chars
+        self.text_field, self.split_on, self.errors, self.overwrite = text_field, split_on, errors, overwrite
+        self.workers = num_threads or os.cpu_count() or 1
+        out = self.out = Path(out_dir)
+        if out.exists() and not out.is_dir():
+            raise ShardError(f"{out} exists and is not a directory")
+        out.mkdir(parents=True, exist_ok=True)
+        vocab = _model_vocab(tokenizer)
+        self.dtype = _dtype_for(vocab)
+        self.bos_id = int(tokenizer.get_bos_token_id()) if bos else None
+        token_bytes = np.asarray(tokenizer.token_bytes(), dtype=np.int64)
+        if len(token_bytes) < vocab:
+            token_bytes = np.concatenate([token_bytes, np.zeros(vocab - len(token_bytes), np.int64)])
+        self.token_bytes = token_bytes
+        source = _describe_source(corpus)
+        self.settings = {
+            "tokenizer": {
+                "class": type(tokenizer).__name__,
+                "family": _family_name(tokenizer),
+                "vocab_size": vocab,
+                "fingerprint": tokenizer_fingerprint(tokenizer, scratch_dir=out),
+            },
+            "dtype": np.dtype(self.dtype).name,
+            "bos_id": self.bos_id,
+            "shard_tokens": shard_tokens,
+            "source": source,
+            "text_field": text_field,
+            "split_on": split_on,
+        }
+        check_errors(errors)
+        if errors != "strict":  # (absent when strict, so older shard sets still resume)
+            self.settings["errors"] = errors
+        self._line: dict = {}  # JSON-lines file -> number of its next block's first line
+
+    # ---- 2. plan: what the directory already holds ---------------------------------------
+    def _plan(self) -> dict | None:
+        """The index to continue (written back, leftovers removed), or None when
+        ``out_dir`` already holds the complete result of these settings."""
+        out, index = self.out, None
+        if (out / INDEX_FILE).exists() and not self.overwrite:
+            index = _read_index(out)
+            if index.get("legacy"):
                 raise ShardError(
-                    f"{out} holds shards made with a different {what} ({index.get(key)!r} there, {want!r} now); "
+                    f"{out} holds shards in the old lz78 layout ({index['legacy']}), which cannot be resumed; "
                     "pass overwrite=True (--overwrite) to replace them, or choose another directory"
                 )
-        if index.get("complete"):
-            return ShardSet(out)
-    if index is None:
-        index = {"format": FORMAT, "version": VERSION, **settings, "shards": [], "complete": False}
-    _clean_unlisted(out, index, all_shards=overwrite)
-    if overwrite:
-        index["shards"] = []
-        index["complete"] = False
-    _write_index(out, index)
+            for key, want in {"errors": None, **self.settings}.items():
+                if index.get(key) != want:
+                    what = "tokenizer" if key == "tokenizer" else key
+                    raise ShardError(
+                        f"{out} holds shards made with a different {what} ({index.get(key)!r} there, {want!r} now); "
+                        "pass overwrite=True (--overwrite) to replace them, or choose another directory"
+                    )
+            if index.get("complete"):
+                return None
+        if index is None:
+            index = {"format": FORMAT, "version": VERSION, **self.settings, "shards": [], "complete": False}
+        _clean_unlisted(out, index, all_shards=self.overwrite)
+        if self.overwrite:
+            index["shards"] = []
+            index["complete"] = False
+        _write_index(out, index)
+        return index
 
-    total = corpus_bytes(corpus)
-    encoder = _block_encoder(tokenizer, corpus)
-    resume = _Resume(index, out)
-    narrow = np.dtype(dtype) == np.uint16
+    def run(self, progress: bool | None) -> "ShardSet":
+        """Plan, then stream the corpus into shards with a progress bar in UTF-8 bytes
+        (off when ``progress`` is False); the index is marked complete only at the end."""
+        index = self._plan()
+        if index is None:
+            return ShardSet(self.out)
+        total = corpus_bytes(self.corpus)
+        self.encoder = _block_encoder(self.tokenizer, self.corpus)
+        self.resume = _Resume(index, self.out)
+        self.narrow = np.dtype(self.dtype) == np.uint16
+        with progress_bar(total=total, desc="pretokenizing", unit="B", enabled=progress is not False) as bar:
+            writer = _Writer(self.out, index, self.dtype, self.shard_tokens)
+            self._stream(_Reader(self._items(bar)), writer)
+        index["complete"] = True
+        _write_index(self.out, index)
+        return ShardSet(self.out)
 
-    def encode_texts(texts: list[str]):
-        """Documents, after those still to skip, to a _Flat (built on the writer thread)."""
+    # ---- 3. the document source -----------------------------------------------------------
+    def _items(self, bar) -> Iterator:
+        """Blocks of raw JSON lines (the core's block encoder) or batches of texts."""
+        if self.encoder is None:
+            docs = iter_documents(self.corpus, text_field=self.text_field, split_on=self.split_on, errors=self.errors)
+            return _batched(_metered(docs, bar), self.batch_chars)
+        return jsonl_blocks(corpus_files(self.corpus), self.batch_chars, progress=bar)
+
+    def _encode_texts(self, texts: list[str]):
+        """Documents, after those still to skip, to a _Flat maker (the _Flat is built on the writer thread)."""
+        resume = self.resume
         n = min(resume.remaining, len(texts))
         if n:
             resume.add([len(t) for t in texts[:n]])
             texts = texts[n:]
         if not texts:
             return None
-        arrays = tokenizer.encode_batch(texts, num_threads=workers, as_numpy=True)
+        arrays = self.tokenizer.encode_batch(texts, num_threads=self.workers, as_numpy=True)
+        bos_id, dtype, token_bytes = self.bos_id, self.dtype, self.token_bytes
         return lambda: _Flat.of(arrays, texts, bos_id, dtype, token_bytes)
 
-    line = {}  # file -> number of the next block's first line
+    def _encode_block(self, block, skip: int):
+        """The core's encoding of a block of JSON lines (None: a line for the Python reader)."""
+        return self.encoder(
+            block.head,
+            block.body,
+            block.end,
+            self.text_field,
+            block.offset == 0,
+            skip,
+            self.bos_id,
+            self.narrow,
+            self.workers,
+        )
 
-    def encode_block(block, skip: int):
-        return encoder(block.head, block.body, block.end, text_field, block.offset == 0, skip, bos_id, narrow, workers)
-
-    def finish_block(block, skip: int, got):
+    def _finish_block(self, block, skip: int, got):
         """In file order: the block's result (or its Python reading) to a _Flat maker."""
-        first = line.get(block.path, 1)
+        first = self._line.get(block.path, 1)
         if got is None:  # a line only the Python reader reads right (or reports right)
-            line[block.path] = first + block.count_lines()
+            self._line[block.path] = first + block.count_lines()
             # (blocks are finished in order, so what is still to skip is this block's ``skip``)
-            return encode_texts(list(jsonl_block_documents(block, first, text_field, errors)))
+            return self._encode_texts(list(jsonl_block_documents(block, first, self.text_field, self.errors)))
         tokens, ntok, nbytes, nchars, nlines = got
-        line[block.path] = first + nlines
+        self._line[block.path] = first + nlines
         n = min(skip, len(ntok))
         if n:
-            resume.add(nchars[:n])
+            self.resume.add(nchars[:n])
         if n == len(ntok):
             return None
         # skipped documents have no ids in ``tokens``
         flat = _Flat(tokens, ntok[n:].astype(np.int64), nbytes[n:].astype(np.int64), nchars[n:].astype(np.int64))
         return lambda: flat
 
-    from concurrent.futures import Future, ThreadPoolExecutor
+    # ---- 4. reading, encoding and writing at once -----------------------------------------
+    def _stream(self, reader: "_Reader", writer: _Writer) -> None:
+        """Every item of ``reader`` encoded and handed to ``writer`` in order; then the
+        resume check and the last shard. On any error or Ctrl-C every thread is stopped."""
+        from concurrent.futures import ThreadPoolExecutor
 
-    with progress_bar(total=total, desc="pretokenizing", unit="B", enabled=progress is not False) as bar:
-        if encoder is None:
-            items = _batched(_metered(iter_documents(corpus, text_field=text_field, split_on=split_on, errors=errors), bar), batch_chars)
-        else:
-            items = jsonl_blocks(corpus_files(corpus), batch_chars, progress=bar)
-        writer = _Writer(out, index, dtype, shard_tokens)
-        reader = _Reader(items)
+        encoder, resume = self.encoder, self.resume
+        self._writer = writer
+        self._pending: collections.deque = collections.deque()  # writes, in order
+        self._inflight: collections.deque = collections.deque()  # (block, skip, Future.result), in order
         reader.start()
         pools: list = []
         try:
@@ -608,43 +710,25 @@ def pretokenize(
             # block while its longest document finishes. (Several Python threads each
             # calling a single-threaded encode_batch instead would serialise on the
             # extension's shared one-thread pool.)
-            writing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokenforge-shard-writer")
-            pools.append(writing)
+            self._writing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokenforge-shard-writer")
+            pools.append(self._writing)
             encoding = None
             if encoder is not None:
                 encoding = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tokenforge-encode")
                 pools.append(encoding)
-            pending: collections.deque = collections.deque()  # writes, in order
-            inflight: collections.deque = collections.deque()  # (block, skip, result or Future), in order
-
-            def write(make) -> None:
-                if make is None:
-                    return
-                # One writer thread keeps the batches in order. Up to two may wait, so
-                # writing a finished shard does not hold up the encoding of the next.
-                while len(pending) >= 2:
-                    pending.popleft().result()
-                pending.append(writing.submit(lambda: writer.add(make())))
-
-            def settle(keep: int) -> None:
-                while len(inflight) > keep:
-                    block, skip, got = inflight.popleft()
-                    write(finish_block(block, skip, got.result() if isinstance(got, Future) else got))
-
             for item in reader:
                 if encoder is None:
-                    write(encode_texts(item))
+                    self._write(self._encode_texts(item))
                 elif resume.remaining:  # still skipping what listed shards hold: one block at a time
-                    settle(0)
+                    self._settle(0)
                     skip = resume.remaining
-                    inflight.append((item, skip, encode_block(item, skip)))
-                    settle(0)
+                    self._write(self._finish_block(item, skip, self._encode_block(item, skip)))
                 else:
-                    inflight.append((item, 0, encoding.submit(encode_block, item, 0)))
-                    settle(1)
-            settle(0)
-            while pending:
-                pending.popleft().result()
+                    self._inflight.append((item, 0, encoding.submit(self._encode_block, item, 0).result))
+                    self._settle(1)
+            self._settle(0)
+            while self._pending:
+                self._pending.popleft().result()
             resume.finish()
             writer.flush()
         finally:
@@ -652,9 +736,25 @@ def pretokenize(
             for pool in pools:
                 pool.shutdown(wait=True, cancel_futures=True)
             reader.join(timeout=5)
-    index["complete"] = True
-    _write_index(out, index)
-    return ShardSet(out)
+
+    def _write(self, make) -> None:
+        """Hand a _Flat maker to the writer thread (None: nothing to write)."""
+        if make is None:
+            return
+        # One writer thread keeps the batches in order. Up to two may wait, so
+        # writing a finished shard does not hold up the encoding of the next.
+        while len(self._pending) >= 2:
+            self._pending.popleft().result()
+        self._pending.append(self._writing.submit(self._add, make))
+
+    def _add(self, make) -> None:  # on the writer thread
+        self._writer.add(make())
+
+    def _settle(self, keep: int) -> None:
+        """Finish the oldest blocks in flight, in order, until ``keep`` are left."""
+        while len(self._inflight) > keep:
+            block, skip, get = self._inflight.popleft()
+            self._write(self._finish_block(block, skip, get()))
 
 
 def _metered(docs, bar):
@@ -754,8 +854,10 @@ class ShardSet:
         return self.num_shards
 
     def __repr__(self) -> str:
-        return (f"ShardSet({str(self.dir)!r}, shards={self.num_shards}, tokens={self.num_tokens:,}, "
-                f"documents={self.num_documents:,}, complete={self.complete})")
+        return (
+            f"ShardSet({str(self.dir)!r}, shards={self.num_shards}, tokens={self.num_tokens:,}, "
+            f"documents={self.num_documents:,}, complete={self.complete})"
+        )
 
     # ---- data ----------------------------------------------------------------
     def _file(self, i: int, key: str) -> Path:
@@ -810,8 +912,9 @@ class ShardSet:
         offsets = np.flatnonzero(np.asarray(toks) == self.bos_id)
         want = self.index["shards"][i]["num_documents"]
         if len(offsets) != want or (len(toks) and (not len(offsets) or offsets[0] != 0)):
-            raise FormatError(f"holds {len(offsets)} documents starting with BOS, the index says {want}",
-                              path=self._file(i, "tokens"))
+            raise FormatError(
+                f"holds {len(offsets)} documents starting with BOS, the index says {want}", path=self._file(i, "tokens")
+            )
         return offsets
 
     def verify(self) -> None:

@@ -29,9 +29,9 @@ The rule:
   without one trailing ``\\r``, each followed by ``\\n``, as UTF-8. So a file
   that went through a CRLF conversion still verifies; any other change does not.
 
-A file edited by hand on purpose: :func:`reseal` (or ``python -m
-tokenforge.formats.checksum reseal FILE``) records the checksum of its new
-content; it changes nothing else, and the next load checks the file's
+A file edited by hand on purpose: :func:`reseal` (or ``tokenforge reseal
+FILE``, also spelled ``python -m tokenforge.formats.checksum reseal FILE``)
+records the checksum of its new content; it changes nothing else, and the next load checks the file's
 structure as usual. It is a separate, explicit step so that a checksum that
 is right for altered content never comes about by accident: writers compute the
 checksum of the exact text they write (never carry one over from a file they
@@ -79,7 +79,7 @@ SEALED_SINCE = {
 KEY = "checksum"
 _PREFIX = "sha256:"
 _VALUE = re.compile(r"sha256:[0-9a-f]{64}\Z")
-_RESEAL = "python -m tokenforge.formats.checksum reseal FILE"
+_RESEAL = "tokenforge reseal FILE"
 
 
 def _how_to_accept(path) -> str:
@@ -346,19 +346,22 @@ def _require_sealed(path, name: str, version: int) -> None:
         )
 
 
-def _main(argv: list[str]) -> int:
-    if len(argv) < 2 or argv[0] != "reseal":
-        print("usage: python -m tokenforge.formats.checksum reseal FILE [FILE...]", file=sys.stderr)
-        return 2
-    status = 0
-    for p in argv[1:]:
-        try:
-            print(f"{p}: {reseal(p)}")
-        except (OSError, FormatError) as e:
-            print(f"error: {e}", file=sys.stderr)
-            status = 1
-    return status
+def _main(argv: list[str]) -> None:
+    """``python -m tokenforge.formats.checksum reseal FILE...`` is ``tokenforge reseal FILE...``:
+    the command itself runs, so its errors and exit statuses are every command's
+    (:func:`tokenforge.cli.main.run_command`). It is reached by name, not imported: the CLI
+    imports the formats, so the formats do not import the CLI."""
+    if not argv or argv[0] != "reseal":
+        print(
+            "usage: python -m tokenforge.formats.checksum reseal FILE [FILE...] (= tokenforge reseal FILE...)",
+            file=sys.stderr,
+        )
+        sys.exit(2)  # tokenforge.cli.main.EXIT_USAGE
+    import runpy
+
+    sys.argv = ["tokenforge", *argv]
+    runpy.run_module("tokenforge", run_name="__main__", alter_sys=True)
 
 
 if __name__ == "__main__":
-    sys.exit(_main(sys.argv[1:]))
+    _main(sys.argv[1:])
