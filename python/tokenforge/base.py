@@ -53,6 +53,7 @@ __all__ = [
     "ids_dtype",
     "SURROGATE_ERRORS",
     "feed_around_surrogates",
+    "feed_in_batches",
     "decode_utf8",
     "encode_around_surrogates",
 ]
@@ -123,6 +124,32 @@ def feed_around_surrogates(feed: Callable, texts: list[str], *args):
     except UnicodeEncodeError:
         parts = [p for t in texts for p in _SURROGATE_RUN.split(t) if p]
         return feed(parts, *args)
+
+
+def feed_in_batches(
+    feed: Callable, texts: Iterable[str], num_threads, batch_chars: int, bar=None, wants_more=None
+) -> None:
+    """The one batching rule for training: hand ``texts`` to a core trainer or
+    counter, ``feed(batch, num_threads)``, in batches of about ``batch_chars``
+    characters (lone surrogates as :func:`feed_around_surrogates` does);
+    ``bar.update(chars)`` after each batch; ``wants_more()`` returning False
+    stops reading early (a trainer that is full)."""
+    batch: list[str] = []
+    size = 0
+    for text in texts:
+        batch.append(text)
+        size += len(text)
+        if size >= batch_chars:
+            feed_around_surrogates(feed, batch, num_threads)
+            if bar is not None:
+                bar.update(size)
+            batch, size = [], 0
+            if wants_more is not None and not wants_more():
+                return
+    if batch and (wants_more is None or wants_more()):
+        feed_around_surrogates(feed, batch, num_threads)
+        if bar is not None:
+            bar.update(size)
 
 
 def encode_around_surrogates(

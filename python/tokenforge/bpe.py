@@ -36,7 +36,7 @@ from typing import Iterable
 import numpy as np
 
 from . import _core
-from .base import CoreEncoded, Tokenizer, encode_around_surrogates, feed_around_surrogates
+from .base import CoreEncoded, Tokenizer, encode_around_surrogates, feed_in_batches
 from .bpe_structure import bpe_embedding_metadata
 from .chat import SPECIAL_TOKENS
 from .data.corpus import Texts, corpus_documents
@@ -516,19 +516,8 @@ def _train(
 
     show = progress if progress is not None else None
     counter = _core.WordCounter(regex)
-    batch: list[str] = []
-    size = 0
     with progress_bar(total=None, desc="counting pieces", unit="B", enabled=show is not False) as bar:
-        for doc in documents:
-            batch.append(doc)
-            size += len(doc)
-            if size >= _BATCH_CHARS:
-                feed_around_surrogates(counter.add_texts, batch, num_threads)
-                bar.update(size)
-                batch, size = [], 0
-        if batch:
-            feed_around_surrogates(counter.add_texts, batch, num_threads)
-            bar.update(size)
+        feed_in_batches(counter.add_texts, documents, num_threads, _BATCH_CHARS, bar)
     corpus_bytes = counter.total_bytes
     unique = counter.unique
     trainer = _core.BpeTrainer(

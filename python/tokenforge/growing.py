@@ -52,7 +52,7 @@ import numpy as np
 
 from . import _core
 from . import sync as _sync
-from .base import Tokenizer, _check_texts, batch_ids, decode_utf8, encode_around_surrogates, feed_around_surrogates
+from .base import Tokenizer, _check_texts, batch_ids, decode_utf8, encode_around_surrogates, feed_in_batches
 from .bpe_structure import bpe_embedding_metadata
 from .data.corpus import Texts, corpus_documents
 from .errors import TokenforgeError, VocabSizeError
@@ -522,21 +522,15 @@ class GrowingBPETokenizer(Tokenizer):
             num = min(num_merges, room)
 
             counter = _core.WordCounter(data.pattern)
-            batch: list[str] = []
-            size = 0
-            with progress_bar(total=None, desc="counting pieces", unit="B", enabled=progress) as bar:
+
+            def normalized():
                 for i, t in enumerate(texts):
                     if not isinstance(t, str):
                         raise TypeError(f"learn_merges: item {i} is {type(t).__name__}, expected str")
-                    batch.append(self.normalize(t))
-                    size += len(t)
-                    if size >= _BATCH_CHARS:
-                        feed_around_surrogates(counter.add_texts, batch, num_threads)
-                        bar.update(size)
-                        batch, size = [], 0
-                if batch:
-                    feed_around_surrogates(counter.add_texts, batch, num_threads)
-                    bar.update(size)
+                    yield self.normalize(t)
+
+            with progress_bar(total=None, desc="counting pieces", unit="B", enabled=progress) as bar:
+                feed_in_batches(counter.add_texts, normalized(), num_threads, _BATCH_CHARS, bar)
             seen_bytes = counter.total_bytes
             if num <= 0:
                 return 0

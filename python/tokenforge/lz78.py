@@ -30,7 +30,7 @@ from typing import Sequence
 import numpy as np
 
 from . import _core
-from .base import CoreEncoded, Tokenizer, _check_texts, batch_flat, feed_around_surrogates
+from .base import CoreEncoded, Tokenizer, _check_texts, batch_flat, feed_in_batches
 from .chat import SPECIAL_TOKENS
 from .data.corpus import Texts, corpus_documents
 from .errors import PatternError, SpecialTokenError, TokenforgeError, VocabSizeError, warn_user
@@ -221,23 +221,10 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
         docs = corpus_documents(
             corpus, who="LZ78Tokenizer.train", text_field=text_field, split_on=split_on, errors=errors
         )
-        batch: list[str] = []
-        size = 0
         # standard stops once full (usually within the first MB): small batches let it stop reading early
         limit = (1 << 20) if strategy == "standard" else _BATCH_CHARS
         with progress_bar(total=None, desc=f"lz78 {strategy}", unit="B", enabled=progress is not False) as bar:
-            for doc in docs:
-                batch.append(doc)
-                size += len(doc)
-                if size >= limit:
-                    feed_around_surrogates(trainer.feed, batch, num_threads)
-                    bar.update(size)
-                    batch, size = [], 0
-                    if not trainer.wants_more:
-                        break
-            if batch and trainer.wants_more:
-                feed_around_surrogates(trainer.feed, batch, num_threads)
-                bar.update(size)
+            feed_in_batches(trainer.feed, docs, num_threads, limit, bar, wants_more=lambda: trainer.wants_more)
         entries, flat, stats = trainer.finish(num_threads)
         if not entries:
             raise TokenforgeError("the corpus is empty: no dictionary entry could be built")
