@@ -334,3 +334,26 @@ def test_huge_ints_in_a_seed_vocab(tmp_path):
         (tmp_path / "bpe_merges.pkl").write_bytes(pickle.dumps([]))
         with pytest.raises(FormatError, match="32 bits"):
             tf.load(tmp_path)
+
+
+@pytest.mark.parametrize("line", [1, "code", "N"])
+def test_lz78_numbers_of_any_length_are_format_errors(tmp_path, line):
+    """A version, code or N of thousands of digits is a FormatError, never int()'s ValueError (found by bench/fuzz.py)."""
+    tok = tf.LZ78Tokenizer.train_from_iterator(
+        ["the cat sat on the mat, the dog sat on the log. "] * 20, "standard", 300, progress=False
+    )
+    p = tmp_path / "d.tsv"
+    tok.save(p)
+    lines = p.read_text(encoding="utf-8").split("\n")
+    big = "9" * 5000
+    if line == 1:
+        lines[0] = "# tokenforge lz78 v" + big
+    elif line == "N":
+        lines = [("# N=" + big) if x.startswith("# N=") else x for x in lines]
+    else:
+        k = next(i for i, x in enumerate(lines) if x[:1].isdigit())
+        lines[k] = big + lines[k][lines[k].index("\t") :]
+    p.write_text("\n".join(lines), encoding="utf-8")
+    with pytest.raises(FormatError) as e:
+        tf.load(p)
+    assert len(str(e.value)) < 600

@@ -139,6 +139,8 @@ def unescape(s: str, what: str, path, line: int) -> str:
 # reading
 # ---------------------------------------------------------------------------
 def _int(s: str, what: str, path, line: int, minimum: int) -> int:
+    if len(s) > 20:  # no code has more digits; never int() a number of any length
+        raise FormatError(f"{what} has {len(s)} characters, too many for a code", path=path, line=line)
     try:
         v = int(s, 10)
     except ValueError:
@@ -209,9 +211,10 @@ def _parse_header(lines: list[str], path) -> tuple[dict | None, int]:
     ver = first[len(HEADER) :]
     if not ver.isdigit():
         raise FormatError(f"bad header {first!r}; expected '{HEADER}{VERSION}'", path=path, line=1)
-    if not 1 <= int(ver) <= VERSION:
+    if len(ver) > 6 or not 1 <= int(ver) <= VERSION:  # (a longer number is no version; never int() it)
         raise VersionError(
-            f"LZ78 dictionary format version {ver} is not supported (this tokenforge reads versions 1..{VERSION}); "
+            f"LZ78 dictionary format version {ver if len(ver) <= 20 else ver[:20] + '...'} is not supported "
+            f"(this tokenforge reads versions 1..{VERSION}); "
             "upgrade tokenforge",
             path=path,
             line=1,
@@ -272,6 +275,8 @@ def _decode_settings(raw: dict, path, lines: list[str] | None = None) -> dict:
             raise FormatError(f"setting chunking must be 0 or 1, not {s['chunking']!r}", path=path)
         s["chunking"] = s["chunking"] == "1"
     if "N" in s:
+        if len(s["N"]) > 20:
+            raise FormatError(f"setting N has {len(s['N'])} characters, too many for a count", path=path)
         try:
             s["N"] = int(s["N"])
         except ValueError:
