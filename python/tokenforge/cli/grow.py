@@ -144,10 +144,12 @@ def _sync_every(tok, path: Path, args) -> int:
     )
     try:
         while handle.running:
-            handle.join(1.0)
+            # sleep, not Thread.join: a Ctrl-C that interrupts join() can leave the
+            # thread's lock held, and the join in stop() below would then never return
+            time.sleep(0.5)
         return 1  # the thread never ends on its own; if it did, say so
     finally:
-        handle.stop()
+        handle.stop(timeout=30)  # a download in progress is cut off at once; bounded all the same
         logger.removeHandler(handler)
         logger.setLevel(level)
 
