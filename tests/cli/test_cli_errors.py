@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from repo_paths import SCRIPTS
 from tokenforge import BPETokenizer, LZ78Tokenizer
 from tokenforge.cli import main as cli
 from tokenforge.cli.main import (
@@ -309,7 +310,7 @@ def test_both_spellings_end_to_end(tmp_path, capsys):
 def test_seed_script_takes_both_spellings(tmp_path):
     corpus = tmp_path / "c.txt"
     corpus.write_text(CORPUS)
-    script = os.path.join(os.path.dirname(__file__), "..", "scripts", "lz78_tok_train.py")
+    script = str(SCRIPTS / "lz78_tok_train.py")
     r = subprocess.run([sys.executable, script, "--help"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "--vocab_size" in r.stdout  # the seed's spelling is the one shown
     out = tmp_path / "d.tsv"
