@@ -1,9 +1,41 @@
-"""Shared test settings: hypothesis keeps no example database (tests write
-only under tmp_path), and runs deterministically in CI."""
+"""Shared test settings and fixtures: hypothesis keeps no example database
+(tests write only under tmp_path) and runs deterministically in CI; the tiny
+committed corpus (tests/tiny_corpus.py) and a BPE tokenizer trained on it.
+
+Test files live in area folders (tests/bpe/, tests/data/, ...); pytest puts
+this directory on sys.path, so the helper modules here import by bare name.
+
+Not handled: fixtures used by one file only stay in that file."""
 
 import os
+import warnings
 
+import pytest
 from hypothesis import settings
+
+from tiny_corpus import TINY_CORPUS_PATH, TINY_DOCS
 
 settings.register_profile("tokenforge", database=None, derandomize=bool(os.environ.get("CI")), print_blob=True)
 settings.load_profile("tokenforge")
+
+
+@pytest.fixture(scope="session")
+def tiny_corpus_path():
+    """``tests/fixtures/tiny_corpus.txt``; read it, never write it."""
+    return TINY_CORPUS_PATH
+
+
+@pytest.fixture(scope="session")
+def tiny_docs():
+    """The tiny corpus's documents (a fresh list each session; do not mutate)."""
+    return list(TINY_DOCS)
+
+
+@pytest.fixture(scope="session")
+def tiny_bpe():
+    """A BPE tokenizer (nanochat settings, vocab 400) trained once on the tiny corpus; read-only."""
+    import tokenforge
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tokenforge.TokenforgeWarning)  # a tiny corpus may run out of pairs
+        return tokenforge.BPETokenizer.train_from_iterator(TINY_DOCS, 400, special_tokens="nanochat", progress=False)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import tokenforge
+from repo_paths import FIXTURES
 from tokenforge import BPETokenizer, ChecksumError, FormatError, TokenforgeError, TokenforgeWarning
 from tokenforge.data.shards import INDEX_FILE, ShardSet, pretokenize
 from tokenforge.formats import checksum
@@ -24,7 +25,7 @@ from tokenforge.formats.mxgram import read_vocab_json, write_vocab_json
 from tokenforge.formats.tfjson import read_tfjson, write_tfjson
 from tokenforge.growing import GrowingBPETokenizer
 
-V1 = Path(__file__).parent / "fixtures" / "v1"
+V1 = FIXTURES / "v1"
 TEXTS = [
     "hello world, the quick brown fox jumps over the lazy dog. " * 3,
     "tokenforge writes files; héllo wörld 123 456",

@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from repo_paths import ROOT
 from tokenforge import LZ78Tokenizer
 from tokenforge.cli import lz78 as cli
 from tokenforge.data.shards import ShardError, ShardSet
 
-ROOT = Path(__file__).resolve().parents[1]
 DOCS = [f"Document {i}: the quick brown fox jumps over the lazy dog {i * 7}.\n" * (1 + i % 5) for i in range(300)]
 
 

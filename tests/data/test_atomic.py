@@ -161,11 +161,10 @@ def test_read_only_directory_names_the_target(tmp_path, monkeypatch):
         os.chmod(d, 0o755)
 
 
-def test_shards_use_the_same_writer(tmp_path, umask022):
-    from tokenforge import BPETokenizer
+def test_shards_use_the_same_writer(tmp_path, umask022, tiny_bpe):
     from tokenforge.data.shards import pretokenize
 
-    tok = BPETokenizer.train_from_iterator(["hello world the fox " * 50], 300, special_tokens="nanochat")
+    tok = tiny_bpe
     out = tmp_path / "shards"
     pretokenize(["hello world"] * 20, tok, out)
     files = [x for x in out.iterdir()]

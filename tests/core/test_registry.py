@@ -13,12 +13,6 @@ from tokenforge import registry
 from tokenforge.cli.main import build_parser
 from tokenforge.eval.families import SpecError, parse_specs, train_tokenizer
 
-DOCS = [
-    "the quick brown fox jumps over the lazy dog. " * 4,
-    "a stitch in time saves nine; " * 5,
-    "to be or not to be, that is the question " * 3,
-] * 4
-
 
 def test_each_record_names_its_class_and_the_class_names_its_family():
     assert list(registry.FAMILIES) == ["bpe", "lz78", "mixedgram", "growing"]
@@ -82,11 +76,11 @@ def test_unknown_spec_option_is_refused_with_the_known_ones():
 @pytest.mark.parametrize(
     "text", ["bpe:pattern=gpt2", "lz78:standard:compact", "mixedgram:parse=optimal", "growing:rounds=2"]
 )
-def test_every_family_trains_from_a_spec_saves_and_loads_through_the_registry(tmp_path, text):
+def test_every_family_trains_from_a_spec_saves_and_loads_through_the_registry(tmp_path, text, tiny_docs):
     spec = parse_specs(text)[0]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # small corpora: "learned fewer merges than asked" is expected
-        tok = train_tokenizer(spec, DOCS, 320)
+        tok = train_tokenizer(spec, tiny_docs, 320)
     assert registry.family_of(tok).name == spec.family
     path = tmp_path / "tok"
     tok.save(path)

@@ -20,16 +20,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tiny_corpus import TINY_DOCS
 from tokenforge import BPETokenizer, GrowingBPETokenizer, Latin1Error, LZ78Tokenizer, Mixedgram, base, bpe, growing
 from tokenforge.base import SURROGATE_ERRORS, decode_utf8
 from tokenforge.errors import CorpusError
 
-CORPUS = [
-    "The quick brown fox jumps over the lazy dog. The dog sleeps; the fox runs. ",
-    "Then the fox jumped again, and the other foxes followed the first one there. ",
-    "Ünïcödé naïve café — 日本語のテキスト, emoji 🙂🙂 and digits 3141592653. ",
-    "def encode(self, text):\n    return [b + 10 for b in text.encode('utf-8')]\n",
-] * 8
+CORPUS = list(TINY_DOCS)  # the shared tiny corpus (tests/fixtures/tiny_corpus.txt)
 
 #: any code point, lone surrogates included
 ANY_CHAR = st.characters(categories=None, exclude_categories=())

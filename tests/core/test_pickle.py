@@ -13,7 +13,6 @@ import copy
 import multiprocessing
 import pickle
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,13 +20,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tokenforge
+from repo_paths import FIXTURES
 from tokenforge.base import Tokenizer
 from tokenforge.errors import ChecksumError, FormatError
 from tokenforge.growing import GrowingBPETokenizer
 from tokenforge.lz78 import LZ78Tokenizer
 from tokenforge.mixedgram import Mixedgram
-
-FIXTURES = Path(__file__).parent / "fixtures"
 
 CORPUS = [
     f"Document {i}: the quick brown fox jumps over the lazy dog; "

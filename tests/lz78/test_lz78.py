@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tokenforge
+from repo_paths import FIXTURES
 from tokenforge import LZ78Tokenizer, load
 from tokenforge.errors import SpecialTokenError, TokenforgeError, VocabSizeError
 from tokenforge.lz78 import STRATEGIES, lz78_inspect
 
-FIXTURES = Path(__file__).parent / "fixtures"
 SEED_TSV = FIXTURES / "lz78_seed_example.tsv"
 SEED_COMPRESSED = FIXTURES / "lz78_seed_example_compressed.tsv"
 

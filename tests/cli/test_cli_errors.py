@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from repo_paths import SCRIPTS
 from tokenforge import BPETokenizer, LZ78Tokenizer
 from tokenforge.cli import main as cli
 from tokenforge.cli.main import (
@@ -30,9 +31,9 @@ CORPUS = "the quick brown fox jumps over the lazy dog. hello world, hello tokens
 
 
 @pytest.fixture(scope="module")
-def tok_dir(tmp_path_factory):
+def tok_dir(tmp_path_factory, tiny_bpe):
     d = tmp_path_factory.mktemp("tok")
-    BPETokenizer.train_from_iterator([CORPUS], 300, special_tokens="nanochat").save(d / "tok")
+    tiny_bpe.save(d / "tok")
     return d / "tok"
 
 
@@ -100,9 +101,8 @@ def _read_only_code(out: str) -> str:
     )
 
 
-def test_read_only_output_directory(tmp_path):
-    corpus = tmp_path / "c.txt"
-    corpus.write_text(CORPUS)
+def test_read_only_output_directory(tmp_path, tiny_corpus_path):
+    corpus = tiny_corpus_path  # read only
     out = tmp_path / "ro"
     out.mkdir()
     args = ["train", str(corpus), "--vocab-size", "300", "-q", "-o", str(out / "tok.json")]
@@ -284,9 +284,8 @@ def test_every_multiword_option_takes_both_spellings():
     assert checked > 50
 
 
-def test_both_spellings_end_to_end(tmp_path, capsys):
-    corpus = tmp_path / "c.txt"
-    corpus.write_text(CORPUS)
+def test_both_spellings_end_to_end(tmp_path, capsys, tiny_corpus_path):
+    corpus = tiny_corpus_path  # read only
     for flag in ("--vocab-size", "--vocab_size"):
         out = tmp_path / f"bpe{flag}"
         assert (
@@ -306,10 +305,9 @@ def test_both_spellings_end_to_end(tmp_path, capsys):
     capsys.readouterr()
 
 
-def test_seed_script_takes_both_spellings(tmp_path):
-    corpus = tmp_path / "c.txt"
-    corpus.write_text(CORPUS)
-    script = os.path.join(os.path.dirname(__file__), "..", "scripts", "lz78_tok_train.py")
+def test_seed_script_takes_both_spellings(tmp_path, tiny_corpus_path):
+    corpus = tiny_corpus_path  # read only
+    script = str(SCRIPTS / "lz78_tok_train.py")
     r = subprocess.run([sys.executable, script, "--help"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "--vocab_size" in r.stdout  # the seed's spelling is the one shown
     out = tmp_path / "d.tsv"

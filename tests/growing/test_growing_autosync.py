@@ -13,9 +13,9 @@ import threading
 import time
 
 import pytest
+from test_growing_sync import _extended, _serve, _text, server  # noqa: F401  (server is a fixture)
 
 from growing_helpers import SOURCE_A
-from test_growing_sync import _extended, _serve, _text, server  # noqa: F401  (server is a fixture)
 from tokenforge import GrowingBPETokenizer
 from tokenforge.cli import grow
 from tokenforge.errors import SyncError

@@ -14,11 +14,11 @@ import importlib.util
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from fuzz_formats import SPECS, write_examples
+from repo_paths import TESTS
 
 SEED = 20261123
 PER_FORMAT = 24  # trials per format: a few seconds in all
@@ -32,11 +32,10 @@ HAVE_CHECKSUMS = importlib.util.find_spec("tokenforge.formats.checksum") is not 
 def fuzz_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("fuzz")
     write_examples(root / "examples")
-    here = Path(__file__).parent
     proc = subprocess.run(
         [
             sys.executable,
-            str(here / "fuzz_formats.py"),
+            str(TESTS / "fuzz_formats.py"),
             str(root / "examples"),
             str(root / "scratch"),
             str(SEED),

@@ -44,7 +44,7 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+from repo_paths import README
 
 #: (regex applied to each command or Python line, replacement, why). Applied in order.
 SUBSTITUTIONS: list[tuple[str, str, str]] = [
