@@ -575,3 +575,18 @@ def test_lz78_file_with_a_damaged_first_line_is_not_read_as_a_seed_file(tmp_path
         p.write_text("\n".join(damaged))
         with pytest.raises(FormatError, match="first line .* is missing or damaged"):
             read_lz78_tsv(p)
+
+
+def test_a_version_1_lz78_file_cut_short_or_miscounted_is_refused(tmp_path):
+    """Version 1 files have no checksum: a cut-short one must still not load as a
+    smaller dictionary (found by bench/fuzz.py: a header line alone loaded as an
+    empty dictionary), and the header's entries count must match the rows."""
+    lines = (FIXTURES / "v1" / "lz78_v1.tsv").read_text(encoding="utf-8").split("\n")
+    p = tmp_path / "cut.tsv"
+    p.write_text(lines[0] + "\n", encoding="utf-8")
+    with pytest.raises(FormatError, match="no dictionary entries"):
+        read_lz78_tsv(p)
+    # (a cut row shows as a missing parent or a wrong N; the header's entries count is checked too)
+    p.write_text("\n".join("# entries=59" if x == "# entries=58" else x for x in lines), encoding="utf-8")
+    with pytest.raises(FormatError, match="entries=.* rows"):
+        read_lz78_tsv(p)

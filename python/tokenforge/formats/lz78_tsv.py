@@ -331,6 +331,14 @@ def _read_lines(lines: list[str], path, tsv_format: str | None, strict: bool) ->
     n = settings.get("N")
     if n is not None and n != data.num_outputs:
         raise FormatError(f"the header says N={n} but the file has {data.num_outputs} output entries", path=path)
+    if ours and not data.nodes:  # training never makes an empty dictionary: this file was cut short
+        raise FormatError("the file holds no dictionary entries (truncated?)", path=path, line=len(lines))
+    entries = settings.get("entries")
+    if entries is not None and entries != str(len(data.nodes)):
+        # (a version 1 file has no checksum: this is what tells it was cut short)
+        raise FormatError(
+            f"the header says entries={entries[:20]} but the file has {len(data.nodes)} rows (truncated?)", path=path
+        )
     version = int(lines[0].rstrip("\r")[len(HEADER) :]) if ours else None
     checksum.check_tsv(lines, path, _NAME, version)  # after the checks that say what is wrong where
     settings.pop(checksum.KEY, None)  # never carried over: a writer computes its own
