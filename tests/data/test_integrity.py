@@ -571,7 +571,9 @@ def test_lz78_file_with_a_damaged_first_line_is_not_read_as_a_seed_file(tmp_path
     p = tmp_path / "d.tsv"
     write_lz78_tsv(p, data)
     lines = p.read_text().split("\n")
-    for damaged in (["#hecksum" + lines[1][len("# checksum") :]] + lines[2:], lines[1:], lines[2:]):
+    rows = [x for x in lines if x[:1].isdigit()]
+    moved = [rows[-1], lines[1]]  # the header line lost, a data row first, our checksum line after it
+    for damaged in (["#hecksum" + lines[1][len("# checksum") :]] + lines[2:], lines[1:], lines[2:], moved):
         p.write_text("\n".join(damaged))
         with pytest.raises(FormatError, match="first line .* is missing or damaged"):
             read_lz78_tsv(p)

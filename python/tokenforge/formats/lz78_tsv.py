@@ -192,10 +192,8 @@ _OUR_SETTING = re.compile(
 def _parse_header(lines: list[str], path) -> tuple[dict | None, int]:
     """(settings or None for a seed file, index of the first line after the header block)."""
     if not lines or not lines[0].startswith("# tokenforge"):
-        for i, line in enumerate(lines):
-            if not line.startswith("#"):
-                break
-            if _OUR_SETTING.match(line):
+        for i, line in enumerate(lines):  # every `#` line: a seed reader skips them wherever they stand
+            if line.startswith("#") and _OUR_SETTING.match(line):
                 # read as a seed file it would load silently as another dictionary
                 # (no escapes, no checksum): refuse instead
                 raise FormatError(
