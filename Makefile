@@ -31,7 +31,7 @@ $(BUILT): $(PY) $(RUST_SRC)
 # and the torch and plot extras, so that no test is skipped. torch from PyPI is a
 # large wheel: pip's cache serves it after the first install.
 $(DEV): $(PY) pyproject.toml
-	$(PY) -c "import tomllib, subprocess, sys; x = tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']; deps = x['dev'] + x['torch'] + x['plot']; subprocess.check_call([sys.executable, '-m', 'pip', 'install', '-q', *deps])"
+	$(PY) -c "import tomllib, subprocess, sys; x = tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']; deps = x['dev'] + x['torch'] + x['plot'] + x['dask']; subprocess.check_call([sys.executable, '-m', 'pip', 'install', '-q', *deps])"
 	touch $@
 
 # The demo's report plots need matplotlib; its bits-per-byte part runs when torch is installed.

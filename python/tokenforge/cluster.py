@@ -1,0 +1,202 @@
+"""Corpus-sized work on a Dask cluster, or in this process: one small seam.
+
+Training and pretokenizing split a corpus into partitions
+(:mod:`tokenforge.data.partition`), run one task per partition, and combine
+the results (counts are merged in a tree, ``split_every`` at a time). The
+engine is Dask's ``distributed``: :func:`runner` returns a :class:`DaskRunner`
+for a ``distributed.Client`` or a scheduler address, and a
+:class:`LocalRunner` (same calls, run here, in order) for ``None``, so every
+distributed code path also runs, and is tested, without a cluster.
+
+A *handle* is what :meth:`map`/:meth:`reduce`/:meth:`submit` return: a Dask
+future (the result stays on the worker that made it, and later tasks that
+take it run there) or, locally, the value itself. :meth:`gather` brings
+results to the caller. Dask does the scheduling, data locality, retries of a
+dead worker's tasks and the transport; nothing here re-implements any of it.
+
+``distributed`` is imported only when a client is given (the ``dask`` extra:
+``pip install 'tokenforge[dask]'``); ``import tokenforge`` never imports it.
+
+Not handled: choosing or starting a cluster (give a client or an address of
+one you run), authentication and TLS settings (configure them on the
+``Client`` you pass), and per-task resource limits.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from .errors import TokenforgeError
+from .progress import progress_bar
+
+__all__ = ["runner", "LocalRunner", "DaskRunner", "DEFAULT_SPLIT_EVERY", "import_distributed"]
+
+#: how many results one merge task combines in a tree reduction
+DEFAULT_SPLIT_EVERY = 8
+
+_EXTRA_HINT = "pip install 'tokenforge[dask]'"
+
+
+def import_distributed():
+    """The ``distributed`` module, or a TokenforgeError saying how to install it."""
+    try:
+        import distributed
+    except ImportError:
+        raise TokenforgeError(f"running on a Dask cluster needs the distributed package: {_EXTRA_HINT}") from None
+    return distributed
+
+
+def runner(client=None, *, progress: bool | None = None) -> "LocalRunner | DaskRunner":
+    """The runner for ``client``: None runs here (:class:`LocalRunner`); a
+    ``distributed.Client``, or a scheduler address such as ``"tcp://host:8786"``
+    (connected now, closed by :meth:`DaskRunner.close`), runs on that cluster."""
+    if client is None:
+        return LocalRunner(progress=progress)
+    if isinstance(client, LocalRunner | DaskRunner):
+        return client
+    distributed = import_distributed()
+    if isinstance(client, distributed.Client):
+        return DaskRunner(client, owned=False, progress=progress)
+    if isinstance(client, str):
+        try:
+            c = distributed.Client(client, timeout="30s")
+        except (OSError, TimeoutError) as e:
+            raise TokenforgeError(f"cannot reach the Dask scheduler at {client!r}: {e}") from None
+        return DaskRunner(c, owned=True, progress=progress)
+    raise TypeError(
+        f"client must be a distributed.Client, a scheduler address (str) or None, not {type(client).__name__}"
+    )
+
+
+class LocalRunner:
+    """The runner's calls, computed here, in order (no cluster)."""
+
+    def __init__(self, progress: bool | None = None):
+        self.progress = progress
+        self.bytes_shipped = 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        pass
+
+    @property
+    def workers(self) -> int:
+        return 1
+
+    def scatter(self, obj):
+        return obj
+
+    def submit(self, fn: Callable, *args) -> Any:
+        return fn(*args)
+
+    def map(
+        self,
+        fn: Callable,
+        items: Sequence,
+        *args,
+        desc: str = "",
+        weights: Sequence[int] | None = None,
+        unit: str = "B",
+    ) -> list:
+        """``[fn(item, *args) for item in items]``, with a progress bar over ``weights``."""
+        total = sum(weights) if weights is not None else len(items)
+        out = []
+        with progress_bar(
+            total=total, desc=desc, unit=unit if weights is not None else "parts", enabled=self.progress is not False
+        ) as bar:
+            for k, item in enumerate(items):
+                out.append(fn(item, *args))
+                bar.update(weights[k] if weights is not None else 1)
+        return out
+
+    def reduce(self, merge: Callable, handles: Sequence, split_every: int = DEFAULT_SPLIT_EVERY):
+        """The tree reduction of ``handles`` with ``merge(*group)``; the same
+        tree (and so the same result) as :meth:`DaskRunner.reduce`."""
+        return _tree(merge, list(handles), split_every, lambda f, group: f(*group))
+
+    def gather(self, handles):
+        return handles
+
+
+class DaskRunner:
+    """The runner's calls as tasks on a Dask cluster (``distributed.Client``)."""
+
+    def __init__(self, client, *, owned: bool = False, progress: bool | None = None):
+        self.client, self.owned, self.progress = client, owned, progress
+        self.bytes_shipped = 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.owned:
+            self.client.close()
+
+    @property
+    def workers(self) -> int:
+        return max(1, len(self.client.scheduler_info().get("workers", {})))
+
+    def scatter(self, obj):
+        """``obj`` sent once to every worker; tasks given the handle find it there."""
+        return self.client.scatter(obj, broadcast=True, hash=False)
+
+    def submit(self, fn: Callable, *args):
+        return self.client.submit(fn, *args, pure=False)
+
+    def map(
+        self,
+        fn: Callable,
+        items: Sequence,
+        *args,
+        desc: str = "",
+        weights: Sequence[int] | None = None,
+        unit: str = "B",
+    ) -> list:
+        """One task ``fn(item, *args)`` per item; waits for all of them with a
+        progress bar over ``weights`` and returns their futures (in order).
+        The first task error is raised here; Ctrl-C cancels what is left."""
+        distributed = import_distributed()
+        futures = [self.client.submit(fn, item, *args, pure=False) for item in items]
+        weight = {f.key: (weights[k] if weights is not None else 1) for k, f in enumerate(futures)}
+        total = sum(weight.values())
+        try:
+            with progress_bar(
+                total=total,
+                desc=desc,
+                unit=unit if weights is not None else "parts",
+                enabled=self.progress is not False,
+            ) as bar:
+                for f in distributed.as_completed(futures):
+                    if f.status == "error":
+                        f.result()  # raises the task's exception, with its traceback
+                    bar.update(weight[f.key])
+        except BaseException:
+            self.client.cancel(futures)
+            raise
+        return futures
+
+    def reduce(self, merge: Callable, handles: Sequence, split_every: int = DEFAULT_SPLIT_EVERY):
+        """A tree of ``merge(*group)`` tasks over ``handles`` (``split_every`` per
+        group); returns the future of the root."""
+        return _tree(merge, list(handles), split_every, lambda f, group: self.client.submit(f, *group, pure=False))
+
+    def gather(self, handles):
+        return self.client.gather(handles)
+
+
+def _tree(merge: Callable, level: list, split_every: int, call: Callable) -> Any:
+    if split_every < 2:
+        raise ValueError(f"split_every must be at least 2, not {split_every!r}")
+    if not level:
+        raise ValueError("nothing to reduce")
+    while len(level) > 1:
+        level = [call(merge, level[i : i + split_every]) for i in range(0, len(level), split_every)]
+    return level[0]
