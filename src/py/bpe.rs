@@ -122,8 +122,8 @@ impl PyWordCounter {
 
     /// The bytes of `crate::transport` (kind: pieces): what a cluster ships.
     /// Equal counts give equal bytes. GIL released.
-    fn to_bytes<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let wc = self.get()?;
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let wc = self.inner.as_ref().ok_or_else(|| Error::invalid("this WordCounter was already consumed"))?;
         let b = py.detach(|| wc.to_bytes());
         Ok(PyBytes::new(py, &b))
     }
@@ -192,7 +192,7 @@ impl PyWordCounter {
     /// Pickles through `to_bytes` (how a cluster ships a counter).
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
         let py = slf.py();
-        let data = slf.borrow_mut().to_bytes(py)?;
+        let data = slf.borrow().to_bytes(py)?;
         Ok((slf.get_type().getattr("from_bytes")?, (data,)))
     }
 
