@@ -39,3 +39,17 @@ def tiny_bpe():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", tokenforge.TokenforgeWarning)  # a tiny corpus may run out of pairs
         return tokenforge.BPETokenizer.train_from_iterator(TINY_DOCS, 400, special_tokens="nanochat", progress=False)
+
+
+@pytest.fixture(scope="session")
+def dask_client():
+    """A real Dask cluster for the distributed tests: 2 worker processes of one
+    thread each on loopback, shared by the session (starting one takes ~1 s)."""
+    distributed = pytest.importorskip("distributed")
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", host="127.0.0.1"
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        yield client

@@ -29,17 +29,17 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
 from pathlib import Path
 from typing import Iterable
 
 import numpy as np
 
 from . import _core
-from .base import CoreEncoded, Tokenizer, encode_around_surrogates, feed_in_batches
+from .base import CoreEncoded, Tokenizer, encode_around_surrogates
 from .bpe_structure import bpe_embedding_metadata
 from .chat import SPECIAL_TOKENS
-from .data.corpus import Texts, corpus_documents
+from .counting import DocRule, count_pieces
+from .data.corpus import Texts
 from .errors import FormatError, PatternError, SpecialTokenError, TokenforgeError, warn_user
 from .formats.bpe_data import BPEData
 from .progress import progress_bar
@@ -56,9 +56,6 @@ PATTERNS: dict[str, str | None] = {
 
 LAYOUTS = ("nanochat", "specials_first")
 TIE_BREAKS = ("pair_ids", "lexicographic")
-# Text is handed to the Rust counter in batches of about this many characters:
-# large enough to keep both cores busy, small enough to bound memory.
-_BATCH_CHARS = 4 << 20
 _DIR_FILE = "tokenforge.json"
 
 
@@ -120,16 +117,6 @@ def _check_seed_specials(specials: list[str]) -> None:
 
     for text in specials:
         check_special_line(text)
-
-
-def _split_at_specials(documents, specials: list[str]):
-    """Seed 003's rule: the text between special tokens, never the tokens themselves
-    (an alternation, longest first; empty pieces dropped). Linear in the text."""
-    splitter = re.compile("|".join(re.escape(t) for t in sorted(specials, key=len, reverse=True)))
-    for doc in documents:
-        for piece in splitter.split(doc):
-            if piece:
-                yield piece
 
 
 class _HybridMethod:
@@ -194,6 +181,8 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         progress: bool | None = None,
         input_path=None,
         errors: str = "strict",
+        client=None,
+        prune_below: int | None = None,
     ):
         """Train a tokenizer of ``vocab_size`` ids (specials included).
 
@@ -211,6 +200,15 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         JSON lines are read (see :func:`~tokenforge.data.corpus.iter_documents`).
         Output does not depend on ``num_threads``. Ctrl-C stops cleanly and
         writes nothing. ``save_dir``: save the result there (:meth:`save`).
+
+        ``client``: a ``distributed.Client`` or a scheduler address
+        (``"tcp://host:8786"``) counts the corpus's partitions on that Dask
+        cluster (the workers read the files: paths or fsspec URLs they can
+        open) and runs the merges here; the result is byte-identical to
+        training without it (:mod:`tokenforge.counting`). ``prune_below``
+        (bounded mode, for huge corpora): each partition drops the pieces it
+        counted fewer times than this before merging; not exact (recorded in
+        the file); None (default) is exact.
 
         Seed 003's call, with ``input_path`` (``BPETokenizer().train(input_path=...,
         vocab_size=..., save_dir=..., special_tokens=[...])``), follows that seed:
@@ -239,20 +237,28 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         if corpus is None:
             raise TypeError("train() needs a corpus (a path or a list of paths; texts go to train_from_iterator)")
         if seed_mode and specials:
-            documents = corpus_documents(
-                corpus,
-                who="BPETokenizer.train",
-                text_field=text_field,
-                split_on=split_on or max(specials, key=len),
-                errors=errors,
-            )
-            documents = _split_at_specials(documents, specials)
+            split_on = split_on or max(specials, key=len)
+            rule = DocRule(split_at=tuple(specials))
         else:
-            documents = corpus_documents(
-                corpus, who="BPETokenizer.train", text_field=text_field, split_on=split_on, errors=errors
-            )
+            rule = DocRule()
+        # checked before the corpus is read
+        _check_train_args(vocab_size, layout, len(specials), tie_break, min_frequency, num_threads)
+        regex, _ = resolve_pattern(pattern)
+        counter = count_pieces(
+            corpus,
+            regex,
+            client=client,
+            who="BPETokenizer.train",
+            rule=rule,
+            text_field=text_field,
+            split_on=split_on,
+            errors=errors,
+            num_threads=num_threads,
+            progress=progress,
+            prune_below=prune_below,
+        )
         data = _train(
-            documents,
+            counter,
             vocab_size,
             specials=specials,
             pattern=pattern,
@@ -487,8 +493,25 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         return f"BPETokenizer(vocab_size={self.vocab_size}, merges={len(self._data.merges)}, pattern={self._data.pattern_name!r}, specials={len(self._specials)}{seed})"
 
 
+def _check_train_args(vocab_size, layout, num_specials: int, tie_break, min_frequency, num_threads) -> tuple[int, int]:
+    """(first merge id, number of merges) for valid training arguments; the typed error otherwise."""
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)):
+        raise TypeError(f"vocab_size must be an int, not {type(vocab_size).__name__}")
+    if layout not in LAYOUTS:
+        raise TokenforgeError(f"unknown layout {layout!r}; expected one of {', '.join(LAYOUTS)}")
+    # the id layout lives in the core (crate::bpe::layout): VocabSizeError if vocab_size is too small
+    first_merge, num_merges = _core.bpe_layout(layout, int(vocab_size), num_specials)
+    if tie_break not in TIE_BREAKS:
+        raise TokenforgeError(f"unknown tie_break {tie_break!r}; expected one of {', '.join(TIE_BREAKS)}")
+    if isinstance(min_frequency, bool) or not isinstance(min_frequency, int) or min_frequency < 1:
+        raise TokenforgeError(f"min_frequency must be an int >= 1, not {min_frequency!r}")
+    if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
+        raise TokenforgeError(f"num_threads must be a positive int or None, not {num_threads!r}")
+    return first_merge, num_merges
+
+
 def _train(
-    documents,
+    counter,
     vocab_size,
     *,
     specials: list[str],
@@ -499,26 +522,15 @@ def _train(
     layout: str,
     progress: bool | None,
 ) -> BPEData:
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)):
-        raise TypeError(f"vocab_size must be an int, not {type(vocab_size).__name__}")
+    """Merges from the piece counts of a corpus (a ``_core.WordCounter``, consumed)."""
+    first_merge, num_merges = _check_train_args(
+        vocab_size, layout, len(specials), tie_break, min_frequency, num_threads
+    )
     vocab_size = int(vocab_size)
-    if layout not in LAYOUTS:
-        raise TokenforgeError(f"unknown layout {layout!r}; expected one of {', '.join(LAYOUTS)}")
-    # the id layout lives in the core (crate::bpe::layout): VocabSizeError if vocab_size is too small
-    first_merge, num_merges = _core.bpe_layout(layout, vocab_size, len(specials))
-    if tie_break not in TIE_BREAKS:
-        raise TokenforgeError(f"unknown tie_break {tie_break!r}; expected one of {', '.join(TIE_BREAKS)}")
-    if isinstance(min_frequency, bool) or not isinstance(min_frequency, int) or min_frequency < 1:
-        raise TokenforgeError(f"min_frequency must be an int >= 1, not {min_frequency!r}")
-    if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
-        raise TokenforgeError(f"num_threads must be a positive int or None, not {num_threads!r}")
     regex, pattern_name = resolve_pattern(pattern)
-
     show = progress if progress is not None else None
-    counter = _core.WordCounter(regex)
-    with progress_bar(total=None, desc="counting pieces", unit="B", enabled=show is not False) as bar:
-        feed_in_batches(counter.add_texts, documents, num_threads, _BATCH_CHARS, bar)
     corpus_bytes = counter.total_bytes
+    dropped = counter.dropped
     unique = counter.unique
     trainer = _core.BpeTrainer(
         counter, list(range(256)), [], first_merge, num_merges, tie_break, min_frequency, num_threads
@@ -540,6 +552,10 @@ def _train(
         "unique_pieces": int(unique),
         "trainer": f"tokenforge {_core.__version__}",
     }
+    if dropped[2]:  # bounded mode: the counts were not exact (absent when they were)
+        training["pruned_below"] = int(dropped[2])
+        training["pruned_unique"] = int(dropped[0])
+        training["pruned_pieces"] = int(dropped[1])
     if len(merges) < num_merges:
         training["stopped_early"] = _warn_fewer_merges(
             len(merges), num_merges, vocab_size, len(specials), min_frequency

@@ -41,6 +41,7 @@ what :mod:`tokenforge.sync` does not handle.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import unicodedata
 from dataclasses import dataclass, field
@@ -52,9 +53,10 @@ import numpy as np
 
 from . import _core
 from . import sync as _sync
-from .base import Tokenizer, _check_texts, batch_ids, decode_utf8, encode_around_surrogates, feed_in_batches
+from .base import Tokenizer, _check_texts, batch_ids, decode_utf8, encode_around_surrogates
 from .bpe_structure import bpe_embedding_metadata
-from .data.corpus import Texts, corpus_documents
+from .counting import DocRule, count_pieces
+from .data.corpus import Texts, corpus_paths
 from .errors import TokenforgeError, VocabSizeError
 from .formats.growing_json import (
     BYTE_OFFSET,
@@ -85,8 +87,6 @@ _SPECIALS = {"<|pad|>": 0, "<|bos|>": 1, "<|eos|>": 2, "<|unk|>": 3}
 _SPECIAL_TEXT = {i: s.encode() for s, i in _SPECIALS.items()}
 _UNK_TEXT = b"<unk>"
 _BYTE_IDS = [b + BYTE_OFFSET for b in range(256)]
-# Text goes to the Rust counter in batches of about this many characters.
-_BATCH_CHARS = 16 << 20
 _DEFAULT_FILE = "tokenizer.json"
 
 
@@ -177,13 +177,28 @@ class GrowingBPETokenizer(Tokenizer):
         a ``str`` that names no file is a :class:`~tokenforge.errors.CorpusError`);
         texts go to :meth:`train_from_iterator`. ``num_merges`` defaults to filling
         the vocabulary; ``learn_kwargs`` are :meth:`learn_merges`'s (``source``,
-        ``min_frequency``, ``num_threads``, ``progress``)."""
+        ``min_frequency``, ``num_threads``, ``progress``, ``client``)."""
         tok = cls(vocab_size, pattern=pattern, normalization=normalization)
-        docs = corpus_documents(
-            corpus, who="GrowingBPETokenizer.train", text_field=text_field, split_on=split_on, errors=errors
-        )
+        if not isinstance(corpus, Texts):
+            corpus = corpus_paths(corpus, who="GrowingBPETokenizer.train")
         room = tok.vocab_size - tok.next_merge_id
-        tok.learn_merges(docs, num_merges=room if num_merges is None else num_merges, **learn_kwargs)
+        unknown = set(learn_kwargs) - {"source", "min_frequency", "num_threads", "progress", "client"}
+        if unknown:
+            raise TypeError(
+                f"GrowingBPETokenizer.train() got unexpected keyword arguments: {', '.join(sorted(unknown))}"
+            )
+        learn_kwargs.setdefault("source", None)
+        learn_kwargs.setdefault("min_frequency", 2)
+        learn_kwargs.setdefault("num_threads", None)
+        learn_kwargs.setdefault("progress", False)
+        tok._learn(
+            corpus,
+            room if num_merges is None else num_merges,
+            text_field=text_field,
+            split_on=split_on,
+            errors=errors,
+            **learn_kwargs,
+        )
         return tok
 
     @classmethod
@@ -497,6 +512,7 @@ class GrowingBPETokenizer(Tokenizer):
         min_frequency: int = 2,
         num_threads: int | None = None,
         progress: bool = False,
+        client=None,
     ) -> int:
         """Learn up to ``num_merges`` new merges from ``texts`` and append them.
 
@@ -507,9 +523,44 @@ class GrowingBPETokenizer(Tokenizer):
         pair occurs fewer than ``min_frequency`` times or the vocabulary
         reaches ``vocab_size``. ``source`` is credited with the merges learned.
         Returns how many merges were learned. Interrupting (Ctrl-C) changes nothing.
+
+        ``texts`` may also be files: a ``pathlib.Path`` or a list of them (read
+        as ``train(corpus)`` reads its corpus). ``client``: a
+        ``distributed.Client`` or a scheduler address counts on that Dask
+        cluster (files are read by the workers; texts are shipped to them in
+        batches) and learns the merges here, with the same result as without
+        it (:mod:`tokenforge.counting`).
         """
         if isinstance(texts, (str, bytes)):
             raise TypeError("learn_merges expects an iterable of str (e.g. a list of documents), not a single str")
+        files = isinstance(texts, os.PathLike) or (
+            isinstance(texts, (list, tuple)) and bool(texts) and all(isinstance(t, os.PathLike) for t in texts)
+        )
+        return self._learn(
+            texts if files else Texts(texts),
+            num_merges,
+            source=source,
+            min_frequency=min_frequency,
+            num_threads=num_threads,
+            progress=progress,
+            client=client,
+        )
+
+    def _learn(
+        self,
+        corpus,
+        num_merges: int,
+        *,
+        source: str | None,
+        min_frequency: int,
+        num_threads: int | None,
+        progress: bool | None,
+        client=None,
+        text_field: str = "text",
+        split_on: str | None = None,
+        errors: str = "strict",
+    ) -> int:
+        """:meth:`learn_merges` on a corpus (paths, or :class:`Texts`)."""
         num_merges = _check_int("num_merges", num_merges, 0)
         min_frequency = _check_int("min_frequency", min_frequency, 1)
         if source is not None and (not isinstance(source, str) or not source):
@@ -520,17 +571,18 @@ class GrowingBPETokenizer(Tokenizer):
             data = self._data
             room = data.vocab_size - data.next_merge_id
             num = min(num_merges, room)
-
-            counter = _core.WordCounter(data.pattern)
-
-            def normalized():
-                for i, t in enumerate(texts):
-                    if not isinstance(t, str):
-                        raise TypeError(f"learn_merges: item {i} is {type(t).__name__}, expected str")
-                    yield self.normalize(t)
-
-            with progress_bar(total=None, desc="counting pieces", unit="B", enabled=progress) as bar:
-                feed_in_batches(counter.add_texts, normalized(), num_threads, _BATCH_CHARS, bar)
+            counter = count_pieces(
+                corpus,
+                data.pattern,
+                client=client,
+                who="GrowingBPETokenizer.learn_merges",
+                rule=DocRule(normalization=data.normalization),
+                text_field=text_field,
+                split_on=split_on,
+                errors=errors,
+                num_threads=num_threads,
+                progress=bool(progress),
+            )
             seen_bytes = counter.total_bytes
             if num <= 0:
                 return 0

@@ -176,7 +176,10 @@ def test_shards_use_the_same_writer(tmp_path, umask022, tiny_bpe):
 def test_repeated_saves_list_the_directory_only_when_it_may_hold_something_new(tmp_path, monkeypatch):
     calls = []
     real = os.listdir
-    monkeypatch.setattr(atomic.os, "listdir", lambda d: calls.append(d) or real(d))
+    # (os is one module: count only this directory's listings, not other threads' -- a Dask cluster's, say)
+    monkeypatch.setattr(
+        atomic.os, "listdir", lambda d: (calls.append(d) if str(d) == str(tmp_path) else None) or real(d)
+    )
     for i in range(50):  # a shard writer: a new file, then the index, again and again
         atomic_write(tmp_path / f"shard_{i}.npy", b"x", clean=False)
         atomic_write(tmp_path / "index.json", f"{i}")
