@@ -146,9 +146,9 @@ def is_url(path) -> bool:
 
 
 def _kind(path) -> tuple[str, str] | None:
-    """``(format, compression)`` of a file (a Path or a URL) from its suffixes,
+    """``(format, compression)`` of a file (a path or a URL) from its suffixes,
     e.g. ``(".jsonl", ".gz")``; None if unknown."""
-    name = (path.rstrip("/").rsplit("/", 1)[-1] if is_url(path) else path.name).lower()
+    name = (path.rstrip("/").rsplit("/", 1)[-1] if is_url(path) else Path(path).name).lower()
     compression = ""
     for c in COMPRESSIONS:
         if name.endswith(c):
