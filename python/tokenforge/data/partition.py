@@ -368,7 +368,7 @@ def _next_block_start(window: _Window, s: int, block_bytes: int) -> int:
         if i >= 0:
             return lo + i + 1
         hi = lo
-    return s + block_bytes - len(tail) + _utf8_prefix_len(tail)
+    return s + block_bytes - len(tail) + _utf8_prefix_len(bytearray(tail))
 
 
 def _row_group_ranges(path: str, size: int, target: int) -> list[tuple] | None:
