@@ -8,6 +8,8 @@ import gzip
 import io
 import json
 import pickle
+import subprocess
+import sys
 from pathlib import Path
 from unittest import mock
 
@@ -370,3 +372,17 @@ def test_planning_a_generated_remote_file_reads_small_windows():
         for p in parts[1:]:
             at = p.start % len(Generated.pattern)
             assert (Generated.pattern * 2)[at - len(before) + len(Generated.pattern) :][: len(before)] == before
+
+
+def test_local_files_never_import_fsspec(tmp_path):
+    path = tmp_path / "a.jsonl"
+    path.write_text('{"text": "x"}\n' * 100)
+    code = (
+        "import sys\n"
+        "from tokenforge.data.partition import plan_partitions, partition_documents\n"
+        f"parts = plan_partitions({str(path)!r}, target_bytes=100)\n"
+        "assert len(parts) > 5 and [d for p in parts for d in partition_documents(p)] == ['x'] * 100\n"
+        "assert 'fsspec' not in sys.modules, 'fsspec was imported'\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr

@@ -64,6 +64,7 @@ __all__ = [
     "file_documents",
     "file_size",
     "open_binary",
+    "url_filesystem",
     "is_url",
     "corpus_bytes",
     "corpus_files",
@@ -251,18 +252,27 @@ def _import_fsspec(path):
     return fsspec
 
 
+def url_filesystem(path):
+    """``(filesystem, path in it)`` of an fsspec URL."""
+    return _import_fsspec(path).core.url_to_fs(path)
+
+
 def open_binary(path):
-    """A local path with ``open``, an fsspec URL (:func:`is_url`) with ``fsspec.open``: a binary file."""
+    """A local path with ``open``, an fsspec URL (:func:`is_url`) with its filesystem: a binary file."""
     if is_url(path):
-        return _import_fsspec(path).open(path, "rb").open()
+        fs, inner = url_filesystem(path)
+        return fs.open(inner, "rb")
     return open(path, "rb")
 
 
 def file_size(path) -> int:
     """Size in bytes of a local file or of an fsspec URL's file."""
     if is_url(path):
-        fs, inner = _import_fsspec(path).core.url_to_fs(path)
-        return int(fs.size(inner))
+        fs, inner = url_filesystem(path)
+        size = fs.size(inner)
+        if size is None:
+            raise _corpus_error("its filesystem does not report its size, which reading in parts needs", path)
+        return int(size)
     return Path(path).stat().st_size
 
 

@@ -70,6 +70,8 @@ from .corpus import (
     file_documents,
     file_size,
     is_url,
+    open_binary,
+    url_filesystem,
 )
 
 __all__ = [
@@ -227,9 +229,7 @@ class _Source:
     def __init__(self, path: str, size: int):
         self.path, self.size = path, size
         if is_url(path):
-            import fsspec
-
-            self.fs, self.inner = fsspec.core.url_to_fs(path)
+            self.fs, self.inner = url_filesystem(path)
             self.file = None
         else:
             self.file = open(path, "rb", buffering=0)
@@ -381,9 +381,7 @@ def _row_group_ranges(path: str, size: int, target: int) -> list[tuple] | None:
         return None
     try:
         if is_url(path):
-            import fsspec
-
-            with fsspec.open(path, "rb") as f:
+            with open_binary(path) as f:
                 meta = pq.ParquetFile(f).metadata
         else:
             meta = pq.ParquetFile(path).metadata
