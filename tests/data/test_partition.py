@@ -23,7 +23,7 @@ from tokenforge.data.corpus import corpus_paths, iter_documents
 from tokenforge.data.partition import Partition, partition_documents, plan_partitions
 from tokenforge.errors import CorpusError
 
-SETTINGS = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 class Meter:
