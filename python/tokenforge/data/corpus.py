@@ -24,8 +24,14 @@ Formats, chosen by file suffix (case-insensitive):
 Each may end in ``.gz`` (gzip) or ``.zst`` (zstandard). pyarrow and zstandard
 are imported only when a file needs them (the ``io`` extra).
 
+The readers also read a byte range of an uncompressed file, or some row
+groups of a parquet file, exactly as they read that part of the whole file
+(:func:`file_documents`; :mod:`tokenforge.data.partition` plans the ranges),
+and open fsspec URLs there.
+
 Not handled: other encodings than UTF-8, JSON arrays (``.json``), CSV, and
-remote URLs.
+remote URLs as ``iter_documents`` sources (read them through
+:mod:`tokenforge.data.partition`).
 """
 
 from __future__ import annotations
@@ -54,6 +60,12 @@ __all__ = [
     "corpus_documents",
     "Texts",
     "check_errors",
+    "check_options",
+    "file_documents",
+    "file_size",
+    "open_binary",
+    "url_filesystem",
+    "is_url",
     "corpus_bytes",
     "corpus_files",
     "jsonl_blocks",
@@ -101,6 +113,16 @@ def check_errors(errors: str) -> None:
         )
 
 
+def check_options(split_on: str | None, block_bytes: int, errors: str) -> None:
+    """Refuse bad reading options now (ValueError, LookupError, CorpusError), as
+    :func:`iter_documents` does before it reads anything."""
+    if not isinstance(block_bytes, int) or block_bytes < 4:
+        raise ValueError(f"block_bytes must be an int >= 4, got {block_bytes!r}")
+    if split_on is not None and (not isinstance(split_on, str) or not split_on):
+        raise ValueError("split_on must be a non-empty str (or None)")
+    check_errors(errors)
+
+
 def _decode(data: bytes, path, offset: int, errors: str, *, line: int | None = None, compressed: bool = False) -> str:
     """Decode UTF-8; an error names the file and the absolute byte offset of the bad byte."""
     try:
@@ -119,9 +141,15 @@ def _decode(data: bytes, path, offset: int, errors: str, *, line: int | None = N
 # ---------------------------------------------------------------------------
 # which files
 # ---------------------------------------------------------------------------
-def _kind(path: Path) -> tuple[str, str] | None:
-    """``(format, compression)`` of a file from its suffixes, e.g. ``(".jsonl", ".gz")``; None if unknown."""
-    name = path.name.lower()
+def is_url(path) -> bool:
+    """Whether ``path`` is an fsspec URL (a str with ``"://"``, e.g. ``"s3://bucket/a.txt"``)."""
+    return isinstance(path, str) and "://" in path
+
+
+def _kind(path) -> tuple[str, str] | None:
+    """``(format, compression)`` of a file (a path or a URL) from its suffixes,
+    e.g. ``(".jsonl", ".gz")``; None if unknown."""
+    name = (path.rstrip("/").rsplit("/", 1)[-1] if is_url(path) else Path(path).name).lower()
     compression = ""
     for c in COMPRESSIONS:
         if name.endswith(c):
@@ -216,9 +244,61 @@ def _import_parquet(path):
     return pq
 
 
-def _open_stream(stack: ExitStack, path: Path, compression: str):
-    """``(stream, raw)``: a binary stream of the decompressed bytes and the file on disk under it."""
-    raw = stack.enter_context(open(path, "rb"))
+def _import_fsspec(path):
+    try:
+        import fsspec
+    except ImportError:
+        raise _corpus_error("reading a URL needs the fsspec package: pip install 'tokenforge[dask]'", path) from None
+    return fsspec
+
+
+def url_filesystem(path):
+    """``(filesystem, path in it)`` of an fsspec URL."""
+    return _import_fsspec(path).core.url_to_fs(path)
+
+
+def open_binary(path):
+    """A local path with ``open``, an fsspec URL (:func:`is_url`) with its filesystem: a binary file."""
+    if is_url(path):
+        fs, inner = url_filesystem(path)
+        return fs.open(inner, "rb")
+    return open(path, "rb")
+
+
+def file_size(path) -> int:
+    """Size in bytes of a local file or of an fsspec URL's file."""
+    if is_url(path):
+        fs, inner = url_filesystem(path)
+        size = fs.size(inner)
+        if size is None:
+            raise _corpus_error("its filesystem does not report its size, which reading in parts needs", path)
+        return int(size)
+    return Path(path).stat().st_size
+
+
+class _Limited:
+    """The bytes of a binary file up to offset ``end`` (a stream that needs only
+    ``read`` and ``tell``): a byte range read as if the file ended there."""
+
+    def __init__(self, raw, end: int):
+        self.raw, self.end = raw, end
+
+    def read(self, n: int = -1) -> bytes:
+        left = self.end - self.raw.tell()
+        if left <= 0:
+            return b""
+        return self.raw.read(left if n is None or n < 0 else min(n, left))
+
+    def tell(self) -> int:
+        return self.raw.tell()
+
+
+def _open_stream(stack: ExitStack, path, compression: str, start: int = 0):
+    """``(stream, raw)``: a binary stream of the decompressed bytes and the file on disk under it
+    (an uncompressed one positioned at ``start``)."""
+    raw = stack.enter_context(open_binary(path))
+    if start:
+        raw.seek(start)
     if compression == ".gz":
         return stack.enter_context(gzip.GzipFile(fileobj=raw, mode="rb")), raw
     if compression == ".zst":
@@ -237,15 +317,16 @@ def _decompression_errors() -> tuple[type[BaseException], ...]:
 
 
 class _Meter:
-    """Reports how far into a file on disk reading has got, as progress deltas."""
+    """Reports how far into a file on disk reading has got, as progress deltas
+    (for a byte range, from ``start`` up to ``end`` at most)."""
 
-    def __init__(self, raw, progress):
-        self.raw, self.progress, self.done = raw, progress, 0
+    def __init__(self, raw, progress, start: int = 0, end: int | None = None):
+        self.raw, self.progress, self.done, self.end = raw, progress, start, end
 
     def tick(self) -> None:
         if self.progress is None:
             return
-        pos = self.raw.tell()
+        pos = self.raw.tell() if self.end is None else min(self.raw.tell(), self.end)
         if pos > self.done:
             self.progress.update(pos - self.done)
             self.done = pos
@@ -281,11 +362,19 @@ def _utf8_prefix_len(buf: bytearray) -> int:
     return k if 0 < k and k + need > n else n
 
 
-def _txt_blocks(stream, path, meter: _Meter, block_bytes: int, errors: str, compressed: bool) -> Iterator[str]:
-    """Blocks of at most ``block_bytes`` bytes ending at a newline; memory stays under one block."""
+def _txt_blocks(
+    stream, path, meter: _Meter, block_bytes: int, errors: str, compressed: bool, start: int = 0, stop=None
+) -> Iterator[str]:
+    """Blocks of at most ``block_bytes`` bytes ending at a newline; memory stays under one block.
+
+    ``stream`` positioned at ``start``, a block start of the reading from the
+    file's start (tokenforge.data.partition finds them), gives the blocks of
+    that reading from there; they end at ``stop``, another block start, which
+    the last block's window may read past (by less than one block).
+    """
     buf = bytearray()
-    offset = 0  # position of buf[0] in the (decompressed) file
-    while True:
+    offset = start  # position of buf[0] in the (decompressed) file
+    while stop is None or offset < stop:
         data = _read_full(stream, block_bytes - len(buf))
         buf += data
         meter.tick()
@@ -301,12 +390,17 @@ def _txt_blocks(stream, path, meter: _Meter, block_bytes: int, errors: str, comp
 
 
 def _txt_documents(
-    stream, path, meter: _Meter, sep: str, block_bytes: int, errors: str, compressed: bool
+    stream, path, meter: _Meter, sep: str, block_bytes: int, errors: str, compressed: bool, start: int = 0
 ) -> Iterator[str]:
-    """The non-empty documents between occurrences of ``sep``; memory holds one document plus one block."""
+    """The non-empty documents between occurrences of ``sep``; memory holds one document plus one block.
+
+    Occurrences are found left to right, never overlapping, so the reading of
+    a stream that starts at ``start``, the end of one of those occurrences,
+    and ends at the end of a later one, is that part of the whole reading.
+    """
     sep_b = sep.encode("utf-8")
     buf = bytearray()
-    offset = 0  # position of buf[0] in the (decompressed) file
+    offset = start  # position of buf[0] in the (decompressed) file
     scanned = 0  # buf[:scanned] is known to hold no separator start
     while True:
         data = stream.read(block_bytes)
@@ -395,15 +489,43 @@ def _jsonl_line(raw_line: bytes, path, lineno: int, offset: int, text_field: str
 
 
 def _jsonl_documents(
-    stream, path, meter: _Meter, text_field: str, block_bytes: int, errors: str, compressed: bool
+    stream, path, meter: _Meter, text_field: str, block_bytes: int, errors: str, compressed: bool, start: int = 0
 ) -> Iterator[str]:
-    """The ``text_field`` string of each JSON line; blank lines and null values are skipped."""
-    offset = 0
-    for lineno, raw_line in enumerate(_lines(stream, meter, block_bytes), start=1):
-        text = _jsonl_line(raw_line, path, lineno, offset, text_field, errors, compressed)
+    """The ``text_field`` string of each JSON line; blank lines and null values are skipped.
+
+    ``stream`` may start at ``start``, a line start: the line numbers of its
+    lines are then counted only if an error needs one (:func:`_lines_before`),
+    so reading a range costs nothing for the lines before it.
+    """
+    offset = start
+    first = 1 if start == 0 else None
+    for k, raw_line in enumerate(_lines(stream, meter, block_bytes)):
+        if first is not None:
+            text = _jsonl_line(raw_line, path, first + k, offset, text_field, errors, compressed)
+        else:
+            try:  # the line number is not known yet: None (which is not line 1: no BOM is stripped)
+                text = _jsonl_line(raw_line, path, None, offset, text_field, errors, compressed)
+            except CorpusError:
+                first = _lines_before(path, start) + 1
+                # the same line again, which fails the same way, now naming its line
+                text = _jsonl_line(raw_line, path, first + k, offset, text_field, errors, compressed)
         offset += len(raw_line)
         if text is not None:
             yield text
+
+
+def _lines_before(path, start: int) -> int:
+    """Newlines in the first ``start`` bytes of an uncompressed file (read in
+    bounded blocks): the line number of a range's first line, minus one."""
+    count, at = 0, 0
+    with open_binary(path) as f:
+        while at < start:
+            data = f.read(min(1 << 20, start - at))
+            if not data:
+                break
+            count += data.count(b"\n")
+            at += len(data)
+    return count
 
 
 @dataclass(frozen=True)
@@ -495,27 +617,38 @@ def jsonl_block_documents(
 # ---------------------------------------------------------------------------
 # .parquet
 # ---------------------------------------------------------------------------
-def _parquet_documents(path: Path, compression: str, text_field: str, progress) -> Iterator[str]:
+def _parquet_documents(path, compression: str, text_field: str, progress, row_groups=None) -> Iterator[str]:
     """The ``text_field`` column, one row group in memory at a time; nulls are skipped.
 
+    ``row_groups`` ``(first, stop)`` reads only those row groups (None: all).
     A compressed parquet file (rare: parquet compresses its pages itself) is
     decompressed into memory first, because pyarrow needs to seek in it.
     """
     pq = _import_parquet(path)
     import pyarrow as pa
 
-    size = path.stat().st_size
-    try:
-        source: io.BytesIO | str
-        if compression:
-            with ExitStack() as stack:
-                stream, _ = _open_stream(stack, path, compression)
-                source = io.BytesIO(stream.read())
-        else:
-            source = str(path)
-        pf = pq.ParquetFile(source)
-    except (pa.ArrowException, OSError, *_decompression_errors()) as e:
-        raise _corpus_error(f"cannot read as parquet: {e}", path) from None
+    with ExitStack() as files:
+        size = file_size(path)
+        try:
+            source: io.BytesIO | str
+            if compression:
+                with ExitStack() as stack:
+                    stream, _ = _open_stream(stack, path, compression)
+                    source = io.BytesIO(stream.read())
+            elif is_url(path):
+                source = files.enter_context(open_binary(path))
+            else:
+                source = str(path)
+            pf = pq.ParquetFile(source)
+        except (pa.ArrowException, OSError, *_decompression_errors()) as e:
+            raise _corpus_error(f"cannot read as parquet: {e}", path) from None
+        yield from _row_groups(pf, path, size, text_field, progress, row_groups)
+
+
+def _row_groups(pf, path, size: int, text_field: str, progress, row_groups) -> Iterator[str]:
+    """The documents of an open ``pq.ParquetFile``'s row groups ``row_groups`` (None: all)."""
+    import pyarrow as pa
+
     schema = pf.schema_arrow
     if text_field not in schema.names:
         raise _corpus_error(
@@ -525,8 +658,11 @@ def _parquet_documents(path: Path, compression: str, text_field: str, progress) 
     if not (pa.types.is_string(col_type) or pa.types.is_large_string(col_type)):
         raise _corpus_error(f"column {text_field!r} has type {col_type}, expected a string column", path)
     groups = pf.num_row_groups
-    reported = 0
-    for g in range(groups):
+    first, stop = (0, groups) if row_groups is None else row_groups
+    if not 0 <= first <= stop <= groups:
+        raise _corpus_error(f"row groups {first}..{stop} asked for, the file has {groups}", path)
+    reported = size * first // groups if groups else 0
+    for g in range(first, stop):
         try:
             column = pf.read_row_group(g, columns=[text_field]).column(0)
         except pa.ArrowException as e:
@@ -545,21 +681,47 @@ def _parquet_documents(path: Path, compression: str, text_field: str, progress) 
 # ---------------------------------------------------------------------------
 # the entry point
 # ---------------------------------------------------------------------------
-def _file_documents(path: Path, *, text_field, split_on, block_bytes, errors, progress) -> Iterator[str]:
+def file_documents(
+    path,
+    *,
+    text_field: str = "text",
+    split_on: str | None = None,
+    block_bytes: int = 1 << 20,
+    errors: str = "strict",
+    progress=None,
+    start: int = 0,
+    end: int | None = None,
+    row_groups: tuple[int, int] | None = None,
+) -> Iterator[str]:
+    """The documents of one corpus file (a ``Path``, or an fsspec URL), as
+    :func:`iter_documents` reads it; options unchecked (:func:`check_options`).
+
+    Of an uncompressed ``.txt``/``.jsonl`` file, only the byte range
+    ``[start, end)`` (``end`` None: to the end), which must start and end where
+    the reading of the whole file ends a document (a line start for
+    ``.jsonl``, the end of a separator for ``split_on``, a block start for
+    ``.txt`` blocks): that reading's documents in the range, with the same
+    errors (absolute byte offsets, true line numbers) and progress (the
+    range's bytes). Of a parquet file, the row groups ``row_groups``.
+    """
     fmt, compression = _kind(path)
     if fmt == ".parquet":
-        yield from _parquet_documents(path, compression, text_field, progress)
+        yield from _parquet_documents(path, compression, text_field, progress, row_groups)
         return
+    if (start or end is not None) and compression:
+        raise _corpus_error(f"a byte range of a {compression} file cannot be read on its own", path)
     with ExitStack() as stack:
-        stream, raw = _open_stream(stack, path, compression)
-        meter = _Meter(raw, progress)
+        stream, raw = _open_stream(stack, path, compression, start)
+        meter = _Meter(raw, progress, start, end)
         compressed = bool(compression)
+        if end is not None and (fmt == ".jsonl" or split_on is not None):
+            stream = _Limited(raw, end)
         if fmt == ".jsonl":
-            docs = _jsonl_documents(stream, path, meter, text_field, block_bytes, errors, compressed)
+            docs = _jsonl_documents(stream, path, meter, text_field, block_bytes, errors, compressed, start)
         elif split_on is not None:
-            docs = _txt_documents(stream, path, meter, split_on, block_bytes, errors, compressed)
+            docs = _txt_documents(stream, path, meter, split_on, block_bytes, errors, compressed, start)
         else:
-            docs = _txt_blocks(stream, path, meter, block_bytes, errors, compressed)
+            docs = _txt_blocks(stream, path, meter, block_bytes, errors, compressed, start, end)
         try:
             yield from docs
         except _decompression_errors() as e:
@@ -611,11 +773,7 @@ def iter_documents(
     The source is checked now (missing files, unknown suffixes, bad
     arguments); files are opened and read lazily as the result is iterated.
     """
-    if not isinstance(block_bytes, int) or block_bytes < 4:
-        raise ValueError(f"block_bytes must be an int >= 4, got {block_bytes!r}")
-    if split_on is not None and (not isinstance(split_on, str) or not split_on):
-        raise ValueError("split_on must be a non-empty str (or None)")
-    check_errors(errors)
+    check_options(split_on, block_bytes, errors)
     paths = _paths_of(source)
     if paths is None:
         try:
@@ -743,7 +901,7 @@ def _generate(source, paths, progress, options) -> Iterator[str]:
             yield from _text_documents(source, progress)
             return
         for path in paths:
-            yield from _file_documents(path, progress=progress, **options)
+            yield from file_documents(path, progress=progress, **options)
     finally:
         if own_bar is not None:
             own_bar.close()
