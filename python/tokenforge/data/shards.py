@@ -502,6 +502,8 @@ def pretokenize(
     progress: bool | None = None,
     overwrite: bool = False,
     errors: str = "strict",
+    client=None,
+    partition_bytes: int | None = None,
 ) -> "ShardSet":
     """Encode a corpus into shards under ``out_dir`` (resuming a previous run there).
 
@@ -513,8 +515,37 @@ def pretokenize(
     ``errors``: how bad UTF-8 and lone surrogate escapes in JSON lines are read
     (see :func:`~tokenforge.data.corpus.iter_documents`; recorded in the index
     when not "strict").
+    ``client``: a ``distributed.Client`` or a scheduler address runs one task per
+    partition of the corpus (files; about ``partition_bytes`` each, default
+    :data:`~tokenforge.data.partition.DEFAULT_TARGET_BYTES`) on that Dask cluster,
+    each writing its shards into ``out_dir/part_NNNNN/`` (index version 3; see
+    :mod:`tokenforge.data.shards_cluster`); a
+    :class:`tokenforge.cluster.LocalRunner` runs that same path here. The
+    corpus must then be files (a path or a list of ``pathlib.Path``) and
+    ``out_dir`` a directory every worker reaches at the same path.
     Ctrl-C stops cleanly; run again to resume. Returns the :class:`ShardSet`.
     """
+    if client is not None:
+        from .shards_cluster import pretokenize_on
+
+        return pretokenize_on(
+            client,
+            corpus,
+            tokenizer,
+            out_dir,
+            partition_bytes=partition_bytes,
+            shard_tokens=shard_tokens,
+            num_threads=num_threads,
+            batch_chars=batch_chars,
+            bos=bos,
+            text_field=text_field,
+            split_on=split_on,
+            progress=progress,
+            overwrite=overwrite,
+            errors=errors,
+        )
+    if partition_bytes is not None:
+        raise ShardError("partition_bytes applies to pretokenize(..., client=...) only")
     run = _Pretokenizer(
         corpus,
         tokenizer,
