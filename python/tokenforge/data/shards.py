@@ -19,7 +19,12 @@ id, the corpus files (path and size), the target shard size, and one entry per
 *finished* shard: its files, token/document/byte/character counts and the
 SHA-256 of its tokens; from version 2 on it carries a checksum of its own
 content (:mod:`tokenforge.formats.checksum`), so an altered index is refused
-(version 1 indexes have none and still read). A document's byte count is the sum of the exact byte
+(version 1 indexes have none and still read). Version 3 is the layout of
+``pretokenize(..., client=...)`` (:mod:`tokenforge.data.shards_cluster`): one
+sub-directory per corpus partition, ``part_NNNNN/``, each a version 2 shard
+directory of its own, and a top-level index listing their shards by paths one
+sub-directory down (never ``..``, an absolute path, or a link leading out of
+the directory). A single directory is still written as version 2. A document's byte count is the sum of the exact byte
 lengths of its tokens (``token_bytes``), i.e. the UTF-8 length of the text the
 tokenizer saw.
 

@@ -51,6 +51,7 @@ resumes).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -136,7 +137,7 @@ def pretokenize_on(
                 _encode_partition,
                 todo,
                 tok,
-                str(out),
+                os.path.abspath(out),
                 options,
                 desc="pretokenizing",
                 weights=[p.nbytes for p in todo],
@@ -165,6 +166,8 @@ def _plan(corpus, partition_bytes, **read) -> list[Partition]:
         raise ShardError(f"partition_bytes must be a positive int or None, not {partition_bytes!r}")
     kw = {} if partition_bytes is None else {"target_bytes": partition_bytes}
     parts = plan_partitions(corpus, who="pretokenize", **kw, **read)
+    # Workers may run in another directory: local paths travel absolute (and are recorded so).
+    parts = [p if "://" in p.path else dataclasses.replace(p, path=os.path.abspath(p.path)) for p in parts]
     if len({p.index for p in parts}) != len(parts):
         raise ShardError("the partition plan gives two partitions the same index")  # (a bug in the planner)
     return parts
