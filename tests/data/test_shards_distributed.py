@@ -24,7 +24,9 @@ from tokenforge.formats.checksum import reseal
 
 # Latin-1 text (the mixedgram family reads Latin-1), several UTF-8 bytes per character in places.
 DOCS = [
-    f"Doc {i}: " + ("the quick brown fox jumps over the lazy dog. " * (i % 5 + 1)) + ("café naïve Ünïcödé ñ\n" * (i % 3))
+    f"Doc {i}: "
+    + ("the quick brown fox jumps over the lazy dog. " * (i % 5 + 1))
+    + ("café naïve Ünïcödé ñ\n" * (i % 3))
     for i in range(48)
 ] + ["x", "<|bos|> is only text here"]
 

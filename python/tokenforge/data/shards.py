@@ -597,7 +597,9 @@ def _output_dir(out_dir) -> Path:
     return out
 
 
-def _settings(tokenizer, out: Path, *, bos: bool, shard_tokens: int, source: dict, text_field, split_on, errors) -> dict:
+def _settings(
+    tokenizer, out: Path, *, bos: bool, shard_tokens: int, source: dict, text_field, split_on, errors
+) -> dict:
     """What an index records about how its shards were made (compared on resuming)."""
     vocab = _model_vocab(tokenizer)
     bos_id = int(tokenizer.get_bos_token_id()) if bos else None

@@ -164,7 +164,7 @@ def _plan(corpus, partition_bytes, **read) -> list[Partition]:
         isinstance(partition_bytes, bool) or not isinstance(partition_bytes, int) or partition_bytes < 1
     ):
         raise ShardError(f"partition_bytes must be a positive int or None, not {partition_bytes!r}")
-    kw = {} if partition_bytes is None else {"target_bytes": partition_bytes}
+    kw: dict = {} if partition_bytes is None else {"target_bytes": partition_bytes}
     parts = plan_partitions(corpus, who="pretokenize", **kw, **read)
     # Workers may run in another directory: local paths travel absolute (and are recorded so).
     parts = [p if "://" in p.path else dataclasses.replace(p, path=os.path.abspath(p.path)) for p in parts]
