@@ -19,7 +19,7 @@ import tokenforge
 from tokenforge.cluster import LocalRunner
 from tokenforge.data import shards_cluster
 from tokenforge.data.shards import INDEX_FILE, ShardError, ShardSet, pretokenize
-from tokenforge.errors import FormatError
+from tokenforge.errors import CorpusError, FormatError
 from tokenforge.formats.checksum import reseal
 
 # Latin-1 text (the mixedgram family reads Latin-1), several UTF-8 bytes per character in places.
@@ -299,6 +299,16 @@ def test_cluster_equals_single_machine_for_every_family(tmp_path, corpus, toks, 
         client = cluster.scheduler.address if family == "lz78" else cluster
         dist = pretokenize(corpus, tok, tmp_path / family / "dist", client=client, **OPTS)
         assert _view(dist) == _view(one), family
+    # num_threads=None: a task shares its worker's cores among the worker's task threads (1 here)
+    assert cluster.submit(shards_cluster._task_threads, None, pure=False).result() == (os.cpu_count() or 1)
+    assert shards_cluster._task_threads(None) is None and shards_cluster._task_threads(3) == 3
+    # a task's error reaches the client as itself, naming the file and line; nothing is marked complete
+    bad = tmp_path / "bad"
+    files = _write_corpus(bad)
+    files[3].write_text(files[3].read_text() + '{"text": 1}\n')
+    with pytest.raises(CorpusError, match=r"d\.jsonl, line 13"):
+        pretokenize(files, toks["bpe"], bad / "dist", client=cluster, **OPTS)
+    assert not ShardSet(bad / "dist").complete
 
 
 class KillOnce(tokenforge.BPETokenizer):
