@@ -24,9 +24,9 @@ content (:mod:`tokenforge.formats.checksum`), so an altered index is refused
 sub-directory per corpus partition, ``part_NNNNN/``, each a version 2 shard
 directory of its own, and a top-level index listing their shards by paths one
 sub-directory down (never ``..``, an absolute path, or a link leading out of
-the directory). A single directory is still written as version 2. A document's byte count is the sum of the exact byte
-lengths of its tokens (``token_bytes``), i.e. the UTF-8 length of the text the
-tokenizer saw.
+the directory). A single directory is still written as version 2. A
+document's byte count is the sum of the exact byte lengths of its tokens
+(``token_bytes``), i.e. the UTF-8 length of the text the tokenizer saw.
 
 Guarantees:
 
@@ -868,8 +868,8 @@ def _metered(docs, bar):
         yield d
 
 
-#: the sub-directory of partition ``i`` in the partitioned layout (version 3)
 def _partition_dir(i: int) -> str:
+    """The sub-directory of partition ``i`` in the partitioned layout (version 3)."""
     return f"part_{i:05d}"
 
 
