@@ -149,8 +149,9 @@ def test_interrupted_client_resumes_without_redoing_finished_partitions(tmp_path
     with pytest.raises(KeyboardInterrupt):
         pretokenize(corpus, tok, out, client=LocalRunner(progress=False), **OPTS)
     assert first.seen == [0, 1]
-    partial = ShardSet(out)
-    assert not partial.complete and partial.num_shards == 0  # the top index lists shards only at the end
+    partial = ShardSet(out)  # lists the shards of the finished partitions that begin the corpus
+    assert not partial.complete and {e["tokens"][:10] for e in partial.index["shards"]} == {"part_00000", "part_00001"}
+    assert [d.tolist() for d in partial.iter_documents()] == _view(_single(corpus[:2], tok, tmp_path / "two"))[4]
     done = {name: _mtimes(out / name) for name in ("part_00000", "part_00001")}
     assert all(done.values())
 

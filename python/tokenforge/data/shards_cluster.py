@@ -6,8 +6,10 @@ each becomes one task, which runs the single-machine pretokenizer of
 (:func:`~tokenforge.data.partition.partition_documents`) into its own
 sub-directory. The directory then holds (index version 3)::
 
-    index.json              written first (settings, no shards, complete false) and
-                            last (every shard, complete true)
+    index.json              written first (settings; complete false), listing the
+                            shards of the finished partitions that begin the corpus
+                            (also after an error or Ctrl-C), and last (every shard,
+                            complete true)
     part_00000/             partition 0: a complete single-directory shard set
         index.json          (version 2; its "source" is the partition)
         shard_00000.npy, shard_00000.docs.npy, ...
@@ -119,7 +121,8 @@ def pretokenize_on(
     index = _plan_index(out, settings, overwrite)
     if index is None:
         return ShardSet(out)
-    todo = [p for p in parts if not _finished(out, p, settings)]
+    done = [_finished(out, p, settings) for p in parts]
+    todo = [p for p, ok in zip(parts, done) if not ok]
     if todo:
         options = {
             "tokenizer": settings["tokenizer"],
@@ -131,18 +134,28 @@ def pretokenize_on(
             "split_on": split_on,
             "errors": errors,
         }
-        with runner(client, progress=progress) as r:
-            tok = r.scatter(tokenizer)
-            handles = r.map(
-                _encode_partition,
-                todo,
-                tok,
-                os.path.abspath(out),
-                options,
-                desc="pretokenizing",
-                weights=[p.nbytes for p in todo],
-            )
-            r.gather(handles)  # (small summaries; map has already raised the first task error)
+        # Meanwhile the index lists the shards of the finished partitions that
+        # begin the corpus, as a single-machine run lists the shards finished so far.
+        _list_prefix(out, index, parts, settings, done)
+        try:
+            with runner(client, progress=progress) as r:
+                tok = r.scatter(tokenizer)
+                handles = r.map(
+                    _encode_partition,
+                    todo,
+                    tok,
+                    os.path.abspath(out),
+                    options,
+                    desc="pretokenizing",
+                    weights=[p.nbytes for p in todo],
+                )
+                r.gather(handles)  # (small summaries; map has already raised the first task error)
+        except BaseException:  # an error or Ctrl-C: what did finish is listed, for readers and the message
+            try:
+                _list_prefix(out, index, parts, settings, [_finished(out, p, settings) for p in parts])
+            except Exception:  # (the original error matters more)
+                pass
+            raise
     index["shards"] = _assemble(out, parts, settings)
     index["complete"] = True
     _write_index(out, index, VERSION)
@@ -210,6 +223,13 @@ def _finished(out: Path, part: Partition, settings: dict) -> bool:
     except (ValueError, OSError):  # damaged or other: the task resumes there or says why it cannot
         return False
     return bool(index.get("complete"))
+
+
+def _list_prefix(out: Path, index: dict, parts: list[Partition], settings: dict, done: list[bool]) -> None:
+    """Write the index listing the shards of the leading finished partitions (complete false)."""
+    n = done.index(False) if False in done else len(done)
+    index["shards"] = _assemble(out, parts[:n], settings)
+    _write_index(out, index, VERSION)
 
 
 def _task_threads(num_threads: int | None) -> int | None:
