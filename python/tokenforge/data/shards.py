@@ -19,9 +19,14 @@ id, the corpus files (path and size), the target shard size, and one entry per
 *finished* shard: its files, token/document/byte/character counts and the
 SHA-256 of its tokens; from version 2 on it carries a checksum of its own
 content (:mod:`tokenforge.formats.checksum`), so an altered index is refused
-(version 1 indexes have none and still read). A document's byte count is the sum of the exact byte
-lengths of its tokens (``token_bytes``), i.e. the UTF-8 length of the text the
-tokenizer saw.
+(version 1 indexes have none and still read). Version 3 is the layout of
+``pretokenize(..., client=...)`` (:mod:`tokenforge.data.shards_cluster`): one
+sub-directory per corpus partition, ``part_NNNNN/``, each a version 2 shard
+directory of its own, and a top-level index listing their shards by paths one
+sub-directory down (never ``..``, an absolute path, or a link leading out of
+the directory). A single directory is still written as version 2. A
+document's byte count is the sum of the exact byte lengths of its tokens
+(``token_bytes``), i.e. the UTF-8 length of the text the tokenizer saw.
 
 Guarantees:
 
@@ -80,11 +85,15 @@ from ..progress import progress_bar
 from ..registry import family_of
 from .corpus import check_errors, corpus_bytes, corpus_files, iter_documents, jsonl_block_documents, jsonl_blocks
 from .fingerprint import tokenizer_fingerprint
+from .partition import Partition, partition_documents
 
 __all__ = ["pretokenize", "ShardSet", "ShardError", "FORMAT", "VERSION", "INDEX_FILE", "LEGACY_FORMAT"]
 
 FORMAT = "tokenforge-shards"
-VERSION = 2  # 2: a checksum of the index's content
+#: the newest index version (read; written by the partitioned layout)
+VERSION = 3  # 2: a checksum of the index's content; 3: shard files one sub-directory down (part_NNNNN/)
+#: the version a single directory of shards is written with (readable by older tokenforge)
+FLAT_VERSION = 2
 INDEX_FILE = "index.json"
 #: default shard size in tokens (32 MiB of uint16)
 DEFAULT_SHARD_TOKENS = 1 << 24
@@ -115,6 +124,8 @@ def _shard_name(i: int) -> str:
 
 
 def _describe_source(source) -> dict:
+    if isinstance(source, Partition):
+        return {"kind": "partition", **source.describe(), "bytes": source.nbytes}
     files = corpus_files(source)
     if files:
         return {"kind": "files", "files": [{"path": str(p), "bytes": p.stat().st_size} for p in files]}
@@ -267,8 +278,9 @@ class _Resume:
             self._check()
 
 
-def _write_index(out: Path, index: dict) -> None:
-    index["version"] = VERSION  # also when resuming a version 1 index: it is rewritten with a checksum
+def _write_index(out: Path, index: dict, version: int = FLAT_VERSION) -> None:
+    # also when resuming a version 1 index: it is rewritten with a checksum
+    index["version"] = version
     atomic_write(out / INDEX_FILE, checksum.seal_json_text(json.dumps(index, indent=1) + "\n", indent=" "))
 
 
@@ -293,7 +305,7 @@ def _read_index(path: Path) -> dict:
     for key in ("tokenizer", "dtype", "shards"):
         if key not in index:
             raise FormatError(f"shard index has no {key!r} entry", path=p)
-    _check_index_entries(index, p)
+    _check_index_entries(index, p, v)
     checksum.check_json(JsonDoc(p, text, index), FORMAT, v)
     index.pop(checksum.KEY, None)  # never carried over: _write_index computes its own
     return index
@@ -366,10 +378,12 @@ def _legacy_index(old: dict, p: Path) -> dict:
 
 
 _SHARD_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,200}\Z")  # a plain name inside the directory
+# from version 3: also one sub-directory down (no "..", no absolute path: no part may start with ".")
+_SHARD_PATH = re.compile(r"([A-Za-z0-9_][A-Za-z0-9_.-]{0,200}/)?[A-Za-z0-9_][A-Za-z0-9_.-]{0,200}\Z")
 _SHARD_COUNTS = ("num_tokens", "num_documents", "num_bytes")
 
 
-def _check_index_entries(index: dict, p: Path) -> None:
+def _check_index_entries(index: dict, p: Path, version: int = FLAT_VERSION) -> None:
     """The types of what readers of the index use, so that a damaged index is a
     FormatError here rather than a KeyError or TypeError later."""
 
@@ -386,12 +400,13 @@ def _check_index_entries(index: dict, p: Path) -> None:
         raise bad('"bos_id" must be a non-negative integer or null')
     if not isinstance(index["shards"], list):
         raise bad('"shards" must be a list')
+    names, where = (_SHARD_PATH, " or one sub-directory of it") if version >= 3 else (_SHARD_FILE, "")
     for j, e in enumerate(index["shards"]):
         if not isinstance(e, dict):
             raise bad(f"shard {j} is not an object")
         for key in ("tokens", "documents"):
-            if not isinstance(e.get(key), str) or not _SHARD_FILE.match(e[key]):
-                raise bad(f"shard {j}: {key!r} must be a file name in the shard directory")
+            if not isinstance(e.get(key), str) or not names.match(e[key]):
+                raise bad(f"shard {j}: {key!r} must be a file name in the shard directory{where}")
         for key in _SHARD_COUNTS:
             if not _is_count(e.get(key)):
                 raise bad(f"shard {j}: {key!r} must be a non-negative integer")
@@ -463,10 +478,19 @@ def _block_encoder(tokenizer, corpus):
     encoder = tokenizer._jsonl_block_encoder()
     if encoder is None:
         return None
-    files = corpus_files(corpus)
+    files = _source_files(corpus)
     if not files or any(not p.name.lower().endswith((".jsonl", ".jsonl.gz", ".jsonl.zst")) for p in files):
         return None
     return encoder
+
+
+def _source_files(source) -> list[Path]:
+    """The files of a corpus, or of a partition that is a whole local file (the
+    JSON-lines block reader reads whole files); else empty."""
+    if isinstance(source, Partition):
+        whole = source.start == 0 and source.end is None and "://" not in source.path
+        return [Path(source.path)] if whole else []
+    return corpus_files(source)
 
 
 def pretokenize(
@@ -483,6 +507,8 @@ def pretokenize(
     progress: bool | None = None,
     overwrite: bool = False,
     errors: str = "strict",
+    client=None,
+    partition_bytes: int | None = None,
 ) -> "ShardSet":
     """Encode a corpus into shards under ``out_dir`` (resuming a previous run there).
 
@@ -494,8 +520,37 @@ def pretokenize(
     ``errors``: how bad UTF-8 and lone surrogate escapes in JSON lines are read
     (see :func:`~tokenforge.data.corpus.iter_documents`; recorded in the index
     when not "strict").
+    ``client``: a ``distributed.Client`` or a scheduler address runs one task per
+    partition of the corpus (files; about ``partition_bytes`` each, default
+    :data:`~tokenforge.data.partition.DEFAULT_TARGET_BYTES`) on that Dask cluster,
+    each writing its shards into ``out_dir/part_NNNNN/`` (index version 3; see
+    :mod:`tokenforge.data.shards_cluster`); a
+    :class:`tokenforge.cluster.LocalRunner` runs that same path here. The
+    corpus must then be files (a path or a list of ``pathlib.Path``) and
+    ``out_dir`` a directory every worker reaches at the same path.
     Ctrl-C stops cleanly; run again to resume. Returns the :class:`ShardSet`.
     """
+    if client is not None:
+        from .shards_cluster import pretokenize_on
+
+        return pretokenize_on(
+            client,
+            corpus,
+            tokenizer,
+            out_dir,
+            partition_bytes=partition_bytes,
+            shard_tokens=shard_tokens,
+            num_threads=num_threads,
+            batch_chars=batch_chars,
+            bos=bos,
+            text_field=text_field,
+            split_on=split_on,
+            progress=progress,
+            overwrite=overwrite,
+            errors=errors,
+        )
+    if partition_bytes is not None:
+        raise ShardError("partition_bytes applies to pretokenize(..., client=...) only")
     run = _Pretokenizer(
         corpus,
         tokenizer,
@@ -510,6 +565,73 @@ def pretokenize(
         errors=errors,
     )
     return run.run(progress)
+
+
+def _check_options(shard_tokens, batch_chars, num_threads) -> None:
+    _positive_int(shard_tokens, "shard_tokens")
+    _positive_int(batch_chars, "batch_chars")
+    _positive_int(num_threads, "num_threads", none_ok=True)
+
+
+def _output_dir(out_dir) -> Path:
+    """``out_dir`` as a local directory, created if needed. A ``file://`` URL is its
+    path; other URLs (``s3://``, ...) are refused: shards are written with local
+    atomic renames (on a cluster: a shared filesystem mounted at the same path
+    on every worker)."""
+    text = os.fspath(out_dir) if isinstance(out_dir, os.PathLike) else out_dir
+    if isinstance(text, str) and "://" in text:
+        scheme, _, rest = text.partition("://")
+        host, slash, path = rest.partition("/")
+        if scheme.lower() != "file" or host not in ("", "localhost") or not slash:
+            raise ShardError(
+                f"cannot write shards to {text!r}: only local directories (and file:// URLs) are supported; on a "
+                "cluster, use a shared filesystem mounted at the same path on the client and every worker"
+            )
+        from urllib.parse import unquote
+
+        out_dir = "/" + unquote(path)
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ShardError(f"{out} exists and is not a directory")
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def _settings(
+    tokenizer, out: Path, *, bos: bool, shard_tokens: int, source: dict, text_field, split_on, errors
+) -> dict:
+    """What an index records about how its shards were made (compared on resuming)."""
+    vocab = _model_vocab(tokenizer)
+    bos_id = int(tokenizer.get_bos_token_id()) if bos else None
+    settings = {
+        "tokenizer": {
+            "class": type(tokenizer).__name__,
+            "family": _family_name(tokenizer),
+            "vocab_size": vocab,
+            "fingerprint": tokenizer_fingerprint(tokenizer, scratch_dir=out),
+        },
+        "dtype": np.dtype(_dtype_for(vocab)).name,
+        "bos_id": bos_id,
+        "shard_tokens": shard_tokens,
+        "source": source,
+        "text_field": text_field,
+        "split_on": split_on,
+    }
+    check_errors(errors)
+    if errors != "strict":  # (absent when strict, so older shard sets still resume)
+        settings["errors"] = errors
+    return settings
+
+
+def _check_settings(out: Path, index: dict, settings: dict) -> None:
+    """Refuse to continue an index made with other settings."""
+    for key, want in {"errors": None, **settings}.items():
+        if index.get(key) != want:
+            what = "tokenizer" if key == "tokenizer" else key
+            raise ShardError(
+                f"{out} holds shards made with a different {what} ({index.get(key)!r} there, {want!r} now); "
+                "pass overwrite=True (--overwrite) to replace them, or choose another directory"
+            )
 
 
 def _positive_int(value, name: str, none_ok: bool = False) -> None:
@@ -551,42 +673,29 @@ class _Pretokenizer:
         overwrite: bool,
         errors: str,
     ):
-        _positive_int(shard_tokens, "shard_tokens")
-        _positive_int(batch_chars, "batch_chars")
-        _positive_int(num_threads, "num_threads", none_ok=True)
+        _check_options(shard_tokens, batch_chars, num_threads)
         self.corpus, self.tokenizer = corpus, tokenizer
         self.shard_tokens, self.batch_chars = shard_tokens, batch_chars
         self.text_field, self.split_on, self.errors, self.overwrite = text_field, split_on, errors, overwrite
         self.workers = num_threads or os.cpu_count() or 1
-        out = self.out = Path(out_dir)
-        if out.exists() and not out.is_dir():
-            raise ShardError(f"{out} exists and is not a directory")
-        out.mkdir(parents=True, exist_ok=True)
+        out = self.out = _output_dir(out_dir)
         vocab = _model_vocab(tokenizer)
-        self.dtype = _dtype_for(vocab)
-        self.bos_id = int(tokenizer.get_bos_token_id()) if bos else None
         token_bytes = np.asarray(tokenizer.token_bytes(), dtype=np.int64)
         if len(token_bytes) < vocab:
             token_bytes = np.concatenate([token_bytes, np.zeros(vocab - len(token_bytes), np.int64)])
         self.token_bytes = token_bytes
-        source = _describe_source(corpus)
-        self.settings = {
-            "tokenizer": {
-                "class": type(tokenizer).__name__,
-                "family": _family_name(tokenizer),
-                "vocab_size": vocab,
-                "fingerprint": tokenizer_fingerprint(tokenizer, scratch_dir=out),
-            },
-            "dtype": np.dtype(self.dtype).name,
-            "bos_id": self.bos_id,
-            "shard_tokens": shard_tokens,
-            "source": source,
-            "text_field": text_field,
-            "split_on": split_on,
-        }
-        check_errors(errors)
-        if errors != "strict":  # (absent when strict, so older shard sets still resume)
-            self.settings["errors"] = errors
+        self.settings = _settings(
+            tokenizer,
+            out,
+            bos=bos,
+            shard_tokens=shard_tokens,
+            source=_describe_source(corpus),
+            text_field=text_field,
+            split_on=split_on,
+            errors=errors,
+        )
+        self.dtype = np.dtype(self.settings["dtype"]).type
+        self.bos_id = self.settings["bos_id"]
         self._line: dict = {}  # JSON-lines file -> number of its next block's first line
 
     # ---- 2. plan: what the directory already holds ---------------------------------------
@@ -601,13 +710,7 @@ class _Pretokenizer:
                     f"{out} holds shards in the old lz78 layout ({index['legacy']}), which cannot be resumed; "
                     "pass overwrite=True (--overwrite) to replace them, or choose another directory"
                 )
-            for key, want in {"errors": None, **self.settings}.items():
-                if index.get(key) != want:
-                    what = "tokenizer" if key == "tokenizer" else key
-                    raise ShardError(
-                        f"{out} holds shards made with a different {what} ({index.get(key)!r} there, {want!r} now); "
-                        "pass overwrite=True (--overwrite) to replace them, or choose another directory"
-                    )
+            _check_settings(out, index, self.settings)
             if index.get("complete"):
                 return None
         if index is None:
@@ -625,7 +728,7 @@ class _Pretokenizer:
         index = self._plan()
         if index is None:
             return ShardSet(self.out)
-        total = corpus_bytes(self.corpus)
+        total = self.corpus.nbytes if isinstance(self.corpus, Partition) else corpus_bytes(self.corpus)
         self.encoder = _block_encoder(self.tokenizer, self.corpus)
         self.resume = _Resume(index, self.out)
         self.narrow = np.dtype(self.dtype) == np.uint16
@@ -640,9 +743,10 @@ class _Pretokenizer:
     def _items(self, bar) -> Iterator:
         """Blocks of raw JSON lines (the core's block encoder) or batches of texts."""
         if self.encoder is None:
-            docs = iter_documents(self.corpus, text_field=self.text_field, split_on=self.split_on, errors=self.errors)
+            read = partition_documents if isinstance(self.corpus, Partition) else iter_documents
+            docs = read(self.corpus, text_field=self.text_field, split_on=self.split_on, errors=self.errors)
             return _batched(_metered(docs, bar), self.batch_chars)
-        return jsonl_blocks(corpus_files(self.corpus), self.batch_chars, progress=bar)
+        return jsonl_blocks(_source_files(self.corpus), self.batch_chars, progress=bar)
 
     def _encode_texts(self, texts: list[str]):
         """Documents, after those still to skip, to a _Flat maker (the _Flat is built on the writer thread)."""
@@ -764,8 +868,26 @@ def _metered(docs, bar):
         yield d
 
 
+def _partition_dir(i: int) -> str:
+    """The sub-directory of partition ``i`` in the partitioned layout (version 3)."""
+    return f"part_{i:05d}"
+
+
+_PARTITION_DIR = re.compile(r"part_[0-9]{5,}\Z")
+
+
 def _clean_unlisted(out: Path, index: dict, all_shards: bool) -> None:
-    """Remove shard files and temporary files the index does not list (leftovers of an interruption)."""
+    """Remove shard files and temporary files the index does not list (leftovers of an interruption);
+    with ``all_shards``, every shard file and the partition sub-directories' shards and indexes too."""
+    if all_shards:
+        for sub in out.iterdir():
+            if _PARTITION_DIR.match(sub.name) and sub.is_dir() and not sub.is_symlink():
+                _clean_unlisted(sub, {"shards": []}, all_shards=False)
+                (sub / INDEX_FILE).unlink(missing_ok=True)
+                try:
+                    sub.rmdir()
+                except OSError:  # it holds files of someone else's: left as they are
+                    pass
     listed = set()
     if not all_shards:
         for s in index["shards"]:
@@ -864,8 +986,15 @@ class ShardSet:
         if not 0 <= i < self.num_shards:
             raise IndexError(f"shard {i} out of range ({self.num_shards} shards)")
         p = self.dir / self.index["shards"][i][key]
+        if "/" in self.index["shards"][i][key] and not p.resolve().is_relative_to(self.dir.resolve()):
+            # (the index's names cannot hold ".." or start at the root; a linked sub-directory could lead out)
+            raise FormatError(
+                f"the index lists {self.index['shards'][i][key]} (shard {i}), which leads out of {self.dir}",
+                path=self.dir / INDEX_FILE,
+            )
         if not p.is_file():
-            raise FormatError(f"the index lists {p.name} (shard {i}), which is missing", path=self.dir / INDEX_FILE)
+            name = self.index["shards"][i][key]
+            raise FormatError(f"the index lists {name} (shard {i}), which is missing", path=self.dir / INDEX_FILE)
         return p
 
     @staticmethod
