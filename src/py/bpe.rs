@@ -125,6 +125,82 @@ impl PyWordCounter {
         Ok(self.get()?.total_bytes())
     }
 
+    /// The bytes of `crate::transport` (kind: pieces): what a cluster ships.
+    /// Equal counts give equal bytes. GIL released.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let wc = self.inner.as_ref().ok_or_else(|| Error::invalid("this WordCounter was already consumed"))?;
+        let b = py.detach(|| wc.to_bytes());
+        Ok(PyBytes::new(py, &b))
+    }
+
+    /// A counter from `to_bytes`' output (FormatError with the byte offset if damaged).
+    #[staticmethod]
+    fn from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<Self> {
+        Ok(PyWordCounter { inner: Some(py.detach(|| WordCounter::from_bytes(data))?) })
+    }
+
+    /// Add `other`'s counts and totals to this counter (`other` is unchanged).
+    fn merge(&mut self, py: Python<'_>, other: &Bound<'_, PyWordCounter>) -> PyResult<()> {
+        // (borrowing fails only when `other` is this counter, borrowed mutably for this call)
+        let o = other.try_borrow().map_err(|_| Error::invalid("cannot merge a WordCounter into itself"))?;
+        let theirs = o.inner.as_ref().ok_or_else(|| Error::invalid("the other WordCounter was already consumed"))?;
+        let mine = self.inner.as_mut().ok_or_else(|| Error::invalid("this WordCounter was already consumed"))?;
+        Ok(py.detach(|| mine.merge(theirs))?)
+    }
+
+    /// A new counter holding the sum of `counters` (none of them changed).
+    #[staticmethod]
+    fn merged(py: Python<'_>, counters: Vec<Bound<'_, PyWordCounter>>) -> PyResult<Self> {
+        let borrows: Vec<PyRef<'_, PyWordCounter>> =
+            counters.iter().map(|c| c.try_borrow()).collect::<Result<_, _>>()?;
+        let mut parts: Vec<&WordCounter> = Vec::with_capacity(borrows.len());
+        for (i, b) in borrows.iter().enumerate() {
+            parts.push(b.inner.as_ref().ok_or_else(|| Error::invalid(format!("counters[{i}] was already consumed")))?);
+        }
+        let Some((first, rest)) = parts.split_first() else {
+            return Err(Error::invalid("merged() needs at least one WordCounter").into());
+        };
+        let out = py.detach(|| -> Result<WordCounter, Error> {
+            let mut acc = WordCounter::new(first.pretokenizer().clone());
+            acc.merge(first)?;
+            for p in rest {
+                acc.merge(p)?;
+            }
+            Ok(acc)
+        })?;
+        Ok(PyWordCounter { inner: Some(out) })
+    }
+
+    /// Bounded mode: drop the pieces counted fewer than `min_count` times so
+    /// far; returns how many unique pieces went (recorded in `dropped`).
+    fn prune_below(&mut self, min_count: u64) -> PyResult<usize> {
+        Ok(self.get()?.prune_below(min_count))
+    }
+
+    /// (unique pieces dropped, their occurrences, largest threshold) by `prune_below`.
+    #[getter]
+    fn dropped(&mut self) -> PyResult<(u64, u64, u64)> {
+        Ok(self.get()?.dropped())
+    }
+
+    /// The split pattern the pieces were cut with (None: whole texts).
+    #[getter]
+    fn pattern(&mut self) -> PyResult<Option<String>> {
+        Ok(self.get()?.pretokenizer().pattern())
+    }
+
+    /// The count of one piece (0 if absent).
+    fn count(&mut self, piece: &[u8]) -> PyResult<u64> {
+        Ok(self.get()?.get(piece))
+    }
+
+    /// Pickles through `to_bytes` (how a cluster ships a counter).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
+        let py = slf.py();
+        let data = slf.borrow().to_bytes(py)?;
+        Ok((slf.get_type().getattr("from_bytes")?, (data,)))
+    }
+
     /// The counted pieces as (bytes, count), sorted by bytes.
     fn items<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let wc = self.inner.take().ok_or_else(|| Error::invalid("this WordCounter was already consumed"))?;
