@@ -250,8 +250,11 @@ impl Trainer {
     pub fn new(strategy: Strategy, n: usize, pretok: Pretokenizer, params: Params) -> Result<Self> {
         params.validate()?;
         check_n(n)?;
-        let online =
-            if strategy.needs_online() { Some(OnlineTrainer::new(strategy, n, pretok.clone(), &params)?) } else { None };
+        let online = if strategy.needs_online() {
+            Some(OnlineTrainer::new(strategy, n, pretok.clone(), &params)?)
+        } else {
+            None
+        };
         let counter = if strategy.needs_chunks() { Some(WordCounter::new(pretok)) } else { None };
         Ok(Trainer { strategy, params, n, online, counter, seen: Seen::default() })
     }

@@ -10,8 +10,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::sync::Arc;
 
-use super::encoder::{encoder_class, PyEncoder};
 use super::bpe::PyWordCounter;
+use super::encoder::{encoder_class, PyEncoder};
 use super::{pool, pretok_from, IntTable};
 use crate::error::Error;
 use crate::lz78::patricia::NO_OUTPUT;
