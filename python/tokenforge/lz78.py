@@ -18,8 +18,15 @@ Seven training strategies (rules and tuned defaults in docs/algorithms.md):
 ``standard``, ``frequency_gated``, ``multi_round``, ``cost_adjusted``,
 ``smart_prune``, ``flat_prune``, ``compressed``.
 
-Not handled: Unicode normalisation, and online (adaptive) LZ78 coding of text
-— the dictionary is static once trained.
+Training on a Dask cluster (``train(..., client=)``) counts the unique
+chunks on the workers and builds the online pool in one task that reads the
+partitions in order; the pruning runs on the client. The file is the one
+single-machine training writes.
+
+Not handled: Unicode normalisation; online (adaptive) LZ78 coding of text
+— the dictionary is static once trained; training from an iterator on a
+cluster (the workers read corpus files); spreading the online pool itself
+over workers (it must see the corpus in order, so it is one task).
 """
 
 from __future__ import annotations
