@@ -46,6 +46,8 @@ __all__ = [
     "mixedgram_strip_nul",
     "Lz78Model",
     "Lz78Trainer",
+    "Lz78Online",
+    "lz78_finish",
     "lz78_patricia",
     "lz78_patricia_encode",
 ]
@@ -196,6 +198,34 @@ class Lz78Trainer:
         self, num_threads: int | None = None
     ) -> tuple[list[tuple[int, str, str, bool]], bool, dict[str, int]]: ...
 
+# An online builder's pool as plain data: parent code per entry, one character
+# per entry, evictions, evicted.
+_Lz78Pool = tuple[list[int], str, int, int]
+
+@final
+class Lz78Online:
+    def __new__(
+        cls, strategy: str, n: int, pattern: str | None, params: dict[str, Any] | None = None
+    ) -> Lz78Online: ...
+    def feed(self, texts: Sequence[str], num_threads: int | None = None) -> None: ...
+    @property
+    def wants_more(self) -> bool: ...
+    @property
+    def texts(self) -> int: ...
+    @property
+    def corpus_bytes(self) -> int: ...
+    def finish(self) -> _Lz78Pool: ...
+
+def lz78_finish(
+    strategy: str,
+    n: int,
+    pool: tuple[Sequence[int], str, int, int] | None,
+    counter: WordCounter | None,
+    texts: int,
+    corpus_bytes: int,
+    params: dict[str, Any] | None = None,
+    num_threads: int | None = None,
+) -> tuple[list[tuple[int, str, str, bool]], bool, dict[str, int]]: ...
 def lz78_patricia(items: Sequence[tuple[str, int]]) -> tuple[list[tuple[int, str, int, str]], int]: ...
 def lz78_patricia_encode(
     items: Sequence[tuple[str, int]], n: int, text: str, pattern: str | None = None

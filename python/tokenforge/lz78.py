@@ -18,8 +18,15 @@ Seven training strategies (rules and tuned defaults in docs/algorithms.md):
 ``standard``, ``frequency_gated``, ``multi_round``, ``cost_adjusted``,
 ``smart_prune``, ``flat_prune``, ``compressed``.
 
-Not handled: Unicode normalisation, and online (adaptive) LZ78 coding of text
-— the dictionary is static once trained.
+Training on a Dask cluster (``train(..., client=)``) counts the unique
+chunks on the workers and builds the online pool in one task that reads the
+partitions in order; the pruning runs on the client. The file is the one
+single-machine training writes.
+
+Not handled: Unicode normalisation; online (adaptive) LZ78 coding of text
+— the dictionary is static once trained; training from an iterator on a
+cluster (the workers read corpus files); spreading the online pool itself
+over workers (it must see the corpus in order, so it is one task).
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from . import _core
 from .base import CoreEncoded, Tokenizer, _check_texts, batch_flat, feed_in_batches
 from .chat import SPECIAL_TOKENS
 from .data.corpus import Texts, corpus_documents
+from .data.partition import Partition, partition_documents, plan_partitions
 from .errors import PatternError, SpecialTokenError, TokenforgeError, VocabSizeError, warn_user
 from .formats.lz78_tsv import (
     LZ78Data,
@@ -177,6 +185,7 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
         text_field: str = "text",
         split_on: str | None = None,
         errors: str = "strict",
+        client=None,
         **strategy_params,
     ) -> "LZ78Tokenizer":
         """Train a dictionary so that the tokenizer has ``vocab_size`` ids in all.
@@ -192,6 +201,16 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
         compressed's name for ``pool_factor``). Output does not depend on
         ``num_threads``. ``errors``: how corpus files' bad UTF-8 and lone
         surrogate escapes are read (see :func:`~tokenforge.data.corpus.iter_documents`).
+
+        ``client``: train on a Dask cluster — a ``distributed.Client``, a
+        scheduler address (``"tcp://host:8786"``) or a runner of
+        :func:`tokenforge.cluster.runner` (``runner(None)`` runs the same
+        tasks in this process). The workers count the unique chunks of the
+        corpus's partitions, merged in a tree; the online pool (every
+        strategy but flat_prune) is one task reading the partitions in order;
+        the pruning runs here. The result and its saved file are
+        byte-identical to training without a client. It needs corpus files
+        (not :meth:`train_from_iterator`) that the workers can read.
         """
         if strategy not in STRATEGIES:
             raise TokenforgeError(f"unknown LZ78 strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
@@ -218,14 +237,33 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
             if isinstance(e, TokenforgeError):
                 raise
             raise TokenforgeError(f"strategy {strategy}: {e}") from None
-        docs = corpus_documents(
-            corpus, who="LZ78Tokenizer.train", text_field=text_field, split_on=split_on, errors=errors
-        )
-        # standard stops once full (usually within the first MB): small batches let it stop reading early
-        limit = (1 << 20) if strategy == "standard" else _BATCH_CHARS
-        with progress_bar(total=None, desc=f"lz78 {strategy}", unit="B", enabled=progress is not False) as bar:
-            feed_in_batches(trainer.feed, docs, num_threads, limit, bar, wants_more=lambda: trainer.wants_more)
-        entries, flat, stats = trainer.finish(num_threads)
+        if client is not None:
+            del trainer  # it only checked the parameters
+            if isinstance(corpus, Texts):
+                raise TokenforgeError(
+                    "LZ78Tokenizer.train_from_iterator cannot use a cluster (client=): the workers read corpus "
+                    "files; pass paths to LZ78Tokenizer.train"
+                )
+            entries, flat, stats = _train_on_cluster(
+                client,
+                corpus,
+                strategy,
+                n,
+                _core.GPT4_PATTERN if chunking else None,
+                params,
+                {"text_field": text_field, "split_on": split_on, "errors": errors},
+                num_threads,
+                progress,
+            )
+        else:
+            docs = corpus_documents(
+                corpus, who="LZ78Tokenizer.train", text_field=text_field, split_on=split_on, errors=errors
+            )
+            # standard stops once full (usually within the first MB): small batches let it stop reading early
+            limit = (1 << 20) if strategy == "standard" else _BATCH_CHARS
+            with progress_bar(total=None, desc=f"lz78 {strategy}", unit="B", enabled=progress is not False) as bar:
+                feed_in_batches(trainer.feed, docs, num_threads, limit, bar, wants_more=lambda: trainer.wants_more)
+            entries, flat, stats = trainer.finish(num_threads)
         if not entries:
             raise TokenforgeError("the corpus is empty: no dictionary entry could be built")
         settings = {
@@ -579,6 +617,90 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
             f"LZ78Tokenizer(vocab_size={self.vocab_size}, N={self._n}, structure={self.structure!r}, "
             f"strategy={self.strategy!r}, chunking={self._chunking})"
         )
+
+
+# ---- training on a cluster ----------------------------------------------------
+# The single-machine trainer (_core.Lz78Trainer) is an online builder and a
+# chunk counter fed side by side. On a cluster they come apart: the counting
+# is per partition on the workers (WordCounters, merged in a tree), the
+# online builder is one task that reads the partitions in order (it must see
+# the corpus in order, on one thread), and _core.lz78_finish — the same
+# strategy code Lz78Trainer.finish runs — prunes on the client.
+
+
+def _cluster_count(part: Partition, pattern: str | None, options: dict, num_threads: int | None):
+    """Worker task: (WordCounter of the partition's chunks, texts fed)."""
+    counter = _core.WordCounter(pattern)
+    texts = 0
+
+    def feed(batch: list[str], nt) -> None:
+        nonlocal texts
+        counter.add_texts(batch, nt)
+        texts += len(batch)  # after add_texts: a batch refused for lone surrogates is fed again, cut
+
+    feed_in_batches(feed, partition_documents(part, **options), num_threads, _BATCH_CHARS)
+    return counter, texts
+
+
+def _cluster_merge(*parts):
+    """Reduce task: the sum of (WordCounter, texts) pairs."""
+    return _core.WordCounter.merged([c for c, _ in parts]), sum(t for _, t in parts)
+
+
+def _cluster_pool(
+    parts: list[Partition], strategy: str, n: int, pattern: str | None, params: dict, options: dict, num_threads
+) -> dict:
+    """Worker task: the online builder over every partition, in order, as
+    plain data (``pool`` as ``_core.lz78_finish`` takes it, and the texts and
+    bytes it read: standard stops reading once full)."""
+    online = _core.Lz78Online(strategy, n, pattern, params)
+    # a standard builder (or pool) stops once full, usually within the first MB: small batches let it stop early
+    limit = (1 << 20) if "standard" in (strategy, params.get("pool")) else _BATCH_CHARS
+    for part in parts:
+        if not online.wants_more:
+            break
+        docs = partition_documents(part, **options)
+        feed_in_batches(online.feed, docs, num_threads, limit, wants_more=lambda: online.wants_more)
+    texts, nbytes = online.texts, online.corpus_bytes
+    return {"pool": online.finish(), "texts": texts, "corpus_bytes": nbytes}
+
+
+def _train_on_cluster(client, corpus, strategy, n, pattern, params, options, num_threads, progress):
+    """``Lz78Trainer``'s (entries, flat, stats), computed by tasks on ``client``'s cluster."""
+    from .cluster import runner
+
+    parts = plan_partitions(corpus, who="LZ78Tokenizer.train", **options)
+    with runner(client, progress=progress) as run:
+        pool = counted = None
+        if strategy != "flat_prune":
+            pool = run.submit(_cluster_pool, parts, strategy, n, pattern, params, options, num_threads)
+        if strategy not in ("standard", "frequency_gated"):
+            handles = run.map(
+                _cluster_count,
+                parts,
+                pattern,
+                options,
+                num_threads,
+                desc=f"lz78 {strategy} counting",
+                weights=[p.nbytes for p in parts],
+            )
+            counted = run.reduce(_cluster_merge, handles)
+        pool, counted = run.gather([pool, counted])
+    if counted is not None:
+        counter, texts = counted
+        nbytes = counter.total_bytes
+    else:
+        counter, texts, nbytes = None, pool["texts"], pool["corpus_bytes"]
+    return _core.lz78_finish(
+        strategy,
+        n,
+        pool["pool"] if pool is not None else None,
+        counter,
+        texts,
+        nbytes,
+        params,
+        num_threads,
+    )
 
 
 def _outputs_first(data: LZ78Data) -> LZ78Data:

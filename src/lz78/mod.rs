@@ -15,7 +15,7 @@ pub mod trie;
 pub use model::Lz78Model;
 pub use patricia::Patricia;
 pub use strategies::{Params, Strategy};
-pub use trainer::Trainer;
+pub use trainer::{finish, OnlineTrainer, Pool, Seen, Stats, Trainer};
 pub use trie::{ByteTrie, CharTrie};
 
 /// One dictionary entry. Codes are positions + 1.

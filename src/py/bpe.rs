@@ -80,6 +80,11 @@ impl PyWordCounter {
     fn get(&mut self) -> PyResult<&mut WordCounter> {
         Ok(self.inner.as_mut().ok_or_else(|| Error::invalid("this WordCounter was already used to start training"))?)
     }
+
+    /// The counter itself, leaving this object used up (LZ78's `lz78_finish` consumes it).
+    pub(crate) fn take(&mut self) -> PyResult<WordCounter> {
+        Ok(self.inner.take().ok_or_else(|| Error::invalid("this WordCounter was already used"))?)
+    }
 }
 
 #[pymethods]

@@ -1,6 +1,8 @@
 //! Bindings of the LZ78 family: the model (its encoder methods come from
-//! `py::encoder`), the streaming trainer and the Patricia tools. Conversion,
-//! GIL release and error mapping only.
+//! `py::encoder`), the streaming trainer, the pieces of distributed training
+//! (`Lz78Online`, the online builder alone; `lz78_finish`, pool + chunk
+//! counts to dictionary) and the Patricia tools. Conversion, GIL release and
+//! error mapping only.
 //!
 //! Not handled: reading and writing dictionary files (`tokenforge.formats`).
 
@@ -8,11 +10,12 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::sync::Arc;
 
+use super::bpe::PyWordCounter;
 use super::encoder::{encoder_class, PyEncoder};
 use super::{pool, pretok_from, IntTable};
 use crate::error::Error;
 use crate::lz78::patricia::NO_OUTPUT;
-use crate::lz78::{Lz78Model, Params, Patricia, Strategy, Trainer};
+use crate::lz78::{Dictionary, Lz78Model, OnlineTrainer, Params, Patricia, Pool, Seen, Stats, Strategy, Trainer};
 
 /// A trained dictionary as it crosses to Python: (parent, char, pattern, output) per code.
 type Entries = Vec<(u32, String, String, bool)>;
@@ -135,17 +138,124 @@ impl PyLz78Trainer {
         let pool = pool(num_threads)?;
         let t = self.inner.take().ok_or_else(|| Error::invalid("this trainer has finished"))?;
         let (d, st) = py.detach(|| pool.install(|| t.finish()))?;
-        let entries = d.entries.into_iter().map(|e| (e.parent, e.ch.to_string(), e.pattern, e.output)).collect();
-        let s = PyDict::new(py);
-        s.set_item("corpus_bytes", st.corpus_bytes)?;
-        s.set_item("texts", st.texts)?;
-        s.set_item("unique_chunks", st.unique_chunks)?;
-        s.set_item("pool_entries", st.pool_entries)?;
-        s.set_item("candidates", st.candidates)?;
-        s.set_item("evictions", st.evictions)?;
-        s.set_item("evicted", st.evicted)?;
-        Ok((entries, d.flat, s))
+        finished(py, d, &st)
     }
+}
+
+/// A trained dictionary and its stats as they cross to Python.
+fn finished<'py>(py: Python<'py>, d: Dictionary, st: &Stats) -> PyResult<(Entries, bool, Bound<'py, PyDict>)> {
+    let entries = d.entries.into_iter().map(|e| (e.parent, e.ch.to_string(), e.pattern, e.output)).collect();
+    let s = PyDict::new(py);
+    s.set_item("corpus_bytes", st.corpus_bytes)?;
+    s.set_item("texts", st.texts)?;
+    s.set_item("unique_chunks", st.unique_chunks)?;
+    s.set_item("pool_entries", st.pool_entries)?;
+    s.set_item("candidates", st.candidates)?;
+    s.set_item("evictions", st.evictions)?;
+    s.set_item("evicted", st.evicted)?;
+    Ok((entries, d.flat, s))
+}
+
+/// The online builder alone (`OnlineTrainer`): the pool of a strategy, built
+/// from the corpus in order, returned as plain data.
+#[pyclass(module = "tokenforge._core", name = "Lz78Online")]
+pub struct PyLz78Online {
+    inner: Option<OnlineTrainer>,
+}
+
+impl PyLz78Online {
+    fn get(&self) -> PyResult<&OnlineTrainer> {
+        Ok(self.inner.as_ref().ok_or_else(|| Error::invalid("this builder has finished"))?)
+    }
+}
+
+#[pymethods]
+impl PyLz78Online {
+    /// The builder of `strategy` (not flat_prune, which has none); the
+    /// arguments are `Lz78Trainer`'s.
+    #[new]
+    #[pyo3(signature = (strategy, n, pattern, params=None))]
+    fn new(strategy: &str, n: usize, pattern: Option<&str>, params: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let s = Strategy::parse(strategy)?;
+        let p = params_from(strategy, s, params)?;
+        Ok(PyLz78Online { inner: Some(OnlineTrainer::new(s, n, pretok_from(pattern)?, &p)?) })
+    }
+
+    /// Feed texts in corpus order (GIL released). The builder runs on one
+    /// thread: `num_threads` (the common batching helper passes it) is only checked.
+    #[pyo3(signature = (texts, num_threads=None))]
+    fn feed(&mut self, py: Python<'_>, texts: Vec<String>, num_threads: Option<usize>) -> PyResult<()> {
+        if num_threads == Some(0) {
+            return Err(Error::invalid("num_threads must be at least 1 (or None for all cores)").into());
+        }
+        let t = self.inner.as_mut().ok_or_else(|| Error::invalid("this builder has finished"))?;
+        Ok(py.detach(|| t.feed(&texts))?)
+    }
+
+    /// False once more text cannot change the pool (standard is full).
+    #[getter]
+    fn wants_more(&self) -> bool {
+        self.inner.as_ref().is_some_and(|t| !t.done())
+    }
+
+    /// Texts read so far (standard stops reading once full).
+    #[getter]
+    fn texts(&self) -> PyResult<u64> {
+        Ok(self.get()?.seen().texts)
+    }
+
+    /// UTF-8 bytes of the texts read so far.
+    #[getter]
+    fn corpus_bytes(&self) -> PyResult<u64> {
+        Ok(self.get()?.seen().bytes)
+    }
+
+    /// The pool as plain data, what `lz78_finish` takes: (parent code per
+    /// entry, one character per entry, evictions, evicted).
+    fn finish(&mut self, py: Python<'_>) -> PyResult<(Vec<u32>, String, u64, u64)> {
+        let t = self.inner.take().ok_or_else(|| Error::invalid("this builder has finished"))?;
+        Ok(py.detach(|| {
+            let p = t.finish();
+            let (parents, chars) = p.parents_chars();
+            (parents, chars, p.evictions, p.evicted)
+        }))
+    }
+}
+
+/// The dictionary of `strategy` from its pool (`Lz78Online.finish()`; None
+/// for flat_prune) and the corpus's chunk counts (a `WordCounter`, consumed;
+/// None for standard and frequency_gated): what `Lz78Trainer.finish` returns
+/// after the same corpus. `texts` and `corpus_bytes` go into the stats.
+#[pyfunction]
+#[pyo3(signature = (strategy, n, pool, counter, texts, corpus_bytes, params=None, num_threads=None))]
+#[allow(clippy::too_many_arguments)]
+fn lz78_finish<'py>(
+    py: Python<'py>,
+    strategy: &str,
+    n: usize,
+    pool: Option<(Vec<u32>, String, u64, u64)>,
+    counter: Option<&Bound<'py, PyWordCounter>>,
+    texts: u64,
+    corpus_bytes: u64,
+    params: Option<&Bound<'py, PyDict>>,
+    num_threads: Option<usize>,
+) -> PyResult<(Entries, bool, Bound<'py, PyDict>)> {
+    let s = Strategy::parse(strategy)?;
+    let p = params_from(strategy, s, params)?;
+    let threads = super::pool(num_threads)?;
+    let pool = match pool {
+        Some((parents, chars, evictions, evicted)) => {
+            Some(py.detach(|| Pool::from_parents(&parents, &chars, evictions, evicted))?)
+        }
+        None => None,
+    };
+    let chunks = match counter {
+        Some(c) => Some(c.borrow_mut().take()?),
+        None => None,
+    };
+    let seen = Seen { texts, bytes: corpus_bytes };
+    let (d, st) = py.detach(|| threads.install(|| crate::lz78::finish(s, n, &p, pool, chunks, seen)))?;
+    finished(py, d, &st)
 }
 
 fn items_of(items: &[(String, i64)]) -> Vec<(&str, u32)> {
@@ -190,6 +300,8 @@ fn lz78_patricia_encode(
 pub fn register(m: &Bound<PyModule>) -> PyResult<()> {
     m.add_class::<PyLz78Model>()?;
     m.add_class::<PyLz78Trainer>()?;
+    m.add_class::<PyLz78Online>()?;
+    m.add_function(wrap_pyfunction!(lz78_finish, m)?)?;
     m.add_function(wrap_pyfunction!(lz78_patricia, m)?)?;
     m.add_function(wrap_pyfunction!(lz78_patricia_encode, m)?)?;
     Ok(())
