@@ -17,7 +17,7 @@ import pytest
 
 import tokenforge
 from tokenforge.cluster import LocalRunner
-from tokenforge.data import shards_cluster
+from tokenforge.data import shards as shards_cluster  # (the cluster path's section of shards)
 from tokenforge.data.shards import INDEX_FILE, ShardError, ShardSet, pretokenize
 from tokenforge.errors import CorpusError, FormatError
 from tokenforge.formats.checksum import reseal

@@ -20,7 +20,7 @@ id, the corpus files (path and size), the target shard size, and one entry per
 SHA-256 of its tokens; from version 2 on it carries a checksum of its own
 content (:mod:`tokenforge.formats.checksum`), so an altered index is refused
 (version 1 indexes have none and still read). Version 3 is the layout of
-``pretokenize(..., client=...)`` (:mod:`tokenforge.data.shards_cluster`): one
+``pretokenize(..., client=...)`` (the last section of this module): one
 sub-directory per corpus partition, ``part_NNNNN/``, each a version 2 shard
 directory of its own, and a top-level index listing their shards by paths one
 sub-directory down (never ``..``, an absolute path, or a link leading out of
@@ -66,17 +66,20 @@ whose documents change between runs (refused on resume when detected).
 from __future__ import annotations
 
 import collections
+import dataclasses
 import hashlib
 import json
 import os
 import queue
 import re
+import sys
 import threading
 from pathlib import Path
 from typing import Iterator
 
 import numpy as np
 
+from ..cluster import runner
 from ..errors import FormatError, TokenforgeError, VersionError, warn_user
 from ..formats import checksum
 from ..formats._jsonutil import JsonDoc, parse_json
@@ -85,7 +88,7 @@ from ..progress import progress_bar
 from ..registry import family_of
 from .corpus import check_errors, corpus_bytes, corpus_files, iter_documents, jsonl_block_documents, jsonl_blocks
 from .fingerprint import tokenizer_fingerprint
-from .partition import Partition, partition_documents
+from .partition import Partition, partition_documents, plan_partitions
 
 __all__ = ["pretokenize", "ShardSet", "ShardError", "FORMAT", "VERSION", "INDEX_FILE", "LEGACY_FORMAT"]
 
@@ -524,15 +527,13 @@ def pretokenize(
     partition of the corpus (files; about ``partition_bytes`` each, default
     :data:`~tokenforge.data.partition.DEFAULT_TARGET_BYTES`) on that Dask cluster,
     each writing its shards into ``out_dir/part_NNNNN/`` (index version 3; see
-    :mod:`tokenforge.data.shards_cluster`); a
+    :func:`pretokenize_on`); a
     :class:`tokenforge.cluster.LocalRunner` runs that same path here. The
     corpus must then be files (a path or a list of ``pathlib.Path``) and
     ``out_dir`` a directory every worker reaches at the same path.
     Ctrl-C stops cleanly; run again to resume. Returns the :class:`ShardSet`.
     """
     if client is not None:
-        from .shards_cluster import pretokenize_on
-
         return pretokenize_on(
             client,
             corpus,
@@ -1078,3 +1079,270 @@ class ShardSet:
                 f"{self.dir} was made by another tokenizer ({self.index['tokenizer'].get('class')}, "
                 f"fingerprint {self.fingerprint[:19]}...); this one is {fp[:19]}..."
             )
+
+
+# ---------------------------------------------------------------------------
+# pretokenize(..., client=...): one task per corpus partition on a Dask cluster
+# ---------------------------------------------------------------------------
+# Pretokenizing on a Dask cluster: :func:`~tokenforge.data.shards.pretokenize` with ``client=``.
+#
+# The corpus is split into partitions (:func:`~tokenforge.data.partition.plan_partitions`);
+# each becomes one task, which runs the single-machine pretokenizer of
+# :mod:`tokenforge.data.shards` on that partition's documents
+# (:func:`~tokenforge.data.partition.partition_documents`) into its own
+# sub-directory. The directory then holds (index version 3)::
+#
+#     index.json              written first (settings; complete false), listing the
+#                             shards of the finished partitions that begin the corpus
+#                             (also after an error or Ctrl-C), and last (every shard,
+#                             complete true)
+#     part_00000/             partition 0: a complete single-directory shard set
+#         index.json          (version 2; its "source" is the partition)
+#         shard_00000.npy, shard_00000.docs.npy, ...
+#     part_00001/ ...
+#
+# The top-level index records the settings of a single-machine index, with
+# ``"source": {"kind": "partitions", "partitions": [...]}`` (each partition's
+# ``dir``, ``Partition.describe()`` and size), and lists every shard of every
+# partition, in partition order, by its path ``part_NNNNN/shard_MMMMM.npy``.
+# Read through :class:`ShardSet`, the token stream, the
+# document boundaries and the byte and character counts are those of the
+# single-machine run on the same corpus; only the shard files differ (a
+# partition always starts a new shard).
+#
+# How it runs: the client plans the partitions, compares the settings with an
+# index already there (a different tokenizer, shard size, corpus or partitioning
+# is refused; ``overwrite=True`` starts again), skips every partition whose
+# sub-index is complete with these settings (an interrupted client resumes
+# without redoing them), sends the tokenizer to the workers once
+# (``runner.scatter``; a tokenizer pickles as the bytes of its own file) and runs
+# one task per remaining partition (``runner.map``, progress in partition
+# bytes). A worker that dies mid-task: Dask runs the task again elsewhere, and
+# the single-machine resume takes over inside the partition (listed shards kept,
+# the rest rewritten), so the result is the same. Each task checks that the
+# tokenizer it received has the client's fingerprint. At the end the client reads
+# every sub-index, checks it, and writes the top-level index atomically.
+#
+# ``client`` is a ``distributed.Client``, a scheduler address, or a
+# :class:`tokenforge.cluster.LocalRunner` (the same code path in this process,
+# one partition after the other).
+#
+# Not handled: destinations other than local paths and ``file://`` URLs (on a
+# real cluster: a shared filesystem mounted at the same path on the client and
+# every worker); the JSON-lines block encoder only reads whole-file partitions
+# (a byte-range partition goes through the Python reader); two live attempts of
+# the same task at once (a worker Dask wrongly declared dead while it still
+# writes) may disturb each other's temporary files; and losing every worker
+# that holds the scattered tokenizer at once fails the job (run it again: it
+# resumes).
+
+
+def pretokenize_on(
+    client,
+    corpus,
+    tokenizer,
+    out_dir,
+    *,
+    partition_bytes: int | None,
+    shard_tokens: int,
+    num_threads: int | None,
+    batch_chars: int,
+    bos: bool,
+    text_field: str,
+    split_on: str | None,
+    progress: bool | None,
+    overwrite: bool,
+    errors: str,
+) -> ShardSet:
+    """:func:`~tokenforge.data.shards.pretokenize` with ``client`` (see the module docstring)."""
+    _check_options(shard_tokens, batch_chars, num_threads)
+    check_errors(errors)
+    out = _output_dir(out_dir)
+    parts = _plan(corpus, partition_bytes, text_field=text_field, split_on=split_on, errors=errors)
+    source = {
+        "kind": "partitions",
+        "partitions": [{"dir": _partition_dir(p.index), **p.describe(), "bytes": p.nbytes} for p in parts],
+    }
+    settings = _settings(
+        tokenizer,
+        out,
+        bos=bos,
+        shard_tokens=shard_tokens,
+        source=source,
+        text_field=text_field,
+        split_on=split_on,
+        errors=errors,
+    )
+    index = _plan_index(out, settings, overwrite)
+    if index is None:
+        return ShardSet(out)
+    done = [_finished(out, p, settings) for p in parts]
+    todo = [p for p, ok in zip(parts, done) if not ok]
+    if todo:
+        options = {
+            "tokenizer": settings["tokenizer"],
+            "shard_tokens": shard_tokens,
+            "num_threads": num_threads,
+            "batch_chars": batch_chars,
+            "bos": bos,
+            "text_field": text_field,
+            "split_on": split_on,
+            "errors": errors,
+        }
+        # Meanwhile the index lists the shards of the finished partitions that
+        # begin the corpus, as a single-machine run lists the shards finished so far.
+        _list_prefix(out, index, parts, settings, done)
+        try:
+            with runner(client, progress=progress) as r:
+                tok = r.scatter(tokenizer)
+                handles = r.map(
+                    _encode_partition,
+                    todo,
+                    tok,
+                    os.path.abspath(out),
+                    options,
+                    desc="pretokenizing",
+                    weights=[p.nbytes for p in todo],
+                )
+                r.gather(handles)  # (small summaries; map has already raised the first task error)
+        except BaseException:  # an error or Ctrl-C: what did finish is listed, for readers and the message
+            try:
+                _list_prefix(out, index, parts, settings, [_finished(out, p, settings) for p in parts])
+            except Exception:  # (the original error matters more)
+                pass
+            raise
+    index["shards"] = _assemble(out, parts, settings)
+    index["complete"] = True
+    _write_index(out, index, VERSION)
+    return ShardSet(out)
+
+
+def _plan(corpus, partition_bytes, **read) -> list[Partition]:
+    """The corpus's partitions; a corpus of texts (not files) cannot be split among workers."""
+    files = isinstance(corpus, (str, os.PathLike)) or (
+        isinstance(corpus, (list, tuple)) and bool(corpus) and all(isinstance(c, os.PathLike) for c in corpus)
+    )
+    if not files:
+        raise ShardError(
+            "pretokenize with client= reads files that every worker can open: pass a path or a list of "
+            "pathlib.Path (an iterable of texts, or a list of str, which pretokenize reads as texts, cannot be "
+            "split among workers)"
+        )
+    if partition_bytes is not None and (
+        isinstance(partition_bytes, bool) or not isinstance(partition_bytes, int) or partition_bytes < 1
+    ):
+        raise ShardError(f"partition_bytes must be a positive int or None, not {partition_bytes!r}")
+    kw: dict = {} if partition_bytes is None else {"target_bytes": partition_bytes}
+    parts = plan_partitions(corpus, who="pretokenize", **kw, **read)
+    # Workers may run in another directory: local paths travel absolute (and are recorded so).
+    parts = [p if "://" in p.path else dataclasses.replace(p, path=os.path.abspath(p.path)) for p in parts]
+    if len({p.index for p in parts}) != len(parts):
+        raise ShardError("the partition plan gives two partitions the same index")  # (a bug in the planner)
+    return parts
+
+
+def _plan_index(out: Path, settings: dict, overwrite: bool) -> dict | None:
+    """The top-level index to finish (written now, listing no shard), or None when
+    ``out`` already holds the complete result of these settings."""
+    if (out / INDEX_FILE).exists() and not overwrite:
+        index = _read_index(out)
+        if index.get("legacy"):
+            raise ShardError(
+                f"{out} holds shards in the old lz78 layout ({index['legacy']}), which cannot be resumed; "
+                "pass overwrite=True (--overwrite) to replace them, or choose another directory"
+            )
+        _check_settings(out, index, settings)
+        if index.get("complete"):
+            return None
+    # Top-level shard files belong to no index of this layout; with overwrite the
+    # partition sub-directories go too (else finished ones are kept, checked below).
+    _clean_unlisted(out, {"shards": []}, all_shards=overwrite)
+    index = {"format": FORMAT, "version": VERSION, **settings, "shards": [], "complete": False}
+    _write_index(out, index, VERSION)
+    return index
+
+
+def _part_settings(settings: dict, part: Partition) -> dict:
+    """What the sub-index of ``part`` records: the settings, with the partition as the source."""
+    return {**settings, "source": _describe_source(part)}
+
+
+def _finished(out: Path, part: Partition, settings: dict) -> bool:
+    """Whether ``part``'s sub-directory holds its complete shards, made with these settings."""
+    sub = out / _partition_dir(part.index)
+    if not (sub / INDEX_FILE).is_file():
+        return False
+    try:
+        index = _read_index(sub)
+        _check_settings(sub, index, _part_settings(settings, part))
+    except (ValueError, OSError):  # damaged or other: the task resumes there or says why it cannot
+        return False
+    return bool(index.get("complete"))
+
+
+def _list_prefix(out: Path, index: dict, parts: list[Partition], settings: dict, done: list[bool]) -> None:
+    """Write the index listing the shards of the leading finished partitions (complete false)."""
+    n = done.index(False) if False in done else len(done)
+    index["shards"] = _assemble(out, parts[:n], settings)
+    _write_index(out, index, VERSION)
+
+
+def _task_threads(num_threads: int | None) -> int | None:
+    """Encoding threads for a task: as asked; else, on a Dask worker, its cores
+    shared among the worker's task threads (None: all cores, off a cluster)."""
+    if num_threads is not None:
+        return num_threads
+    distributed = sys.modules.get("distributed")  # imported on a worker; never imported here for this
+    if distributed is None:
+        return None
+    try:
+        nthreads = distributed.get_worker().state.nthreads
+    except (ValueError, AttributeError):  # not on a worker (LocalRunner), or another distributed version
+        return None
+    return max(1, (os.cpu_count() or 1) // max(1, int(nthreads)))
+
+
+def _encode_partition(part: Partition, tokenizer, out: str, options: dict) -> dict:
+    """One task: ``part``'s documents into ``out/part_NNNNN/`` (resuming what an
+    earlier attempt left there); a small summary back."""
+    run = _Pretokenizer(
+        part,
+        tokenizer,
+        Path(out) / _partition_dir(part.index),
+        shard_tokens=options["shard_tokens"],
+        num_threads=_task_threads(options["num_threads"]),
+        batch_chars=options["batch_chars"],
+        bos=options["bos"],
+        text_field=options["text_field"],
+        split_on=options["split_on"],
+        overwrite=False,
+        errors=options["errors"],
+    )
+    _same_tokenizer(run.settings["tokenizer"], options["tokenizer"], part)
+    shards = run.run(progress=False)
+    return {"partition": part.index, "shards": shards.num_shards, "tokens": shards.num_tokens}
+
+
+def _same_tokenizer(got: dict, want: dict, part: Partition) -> None:
+    if got != want:
+        raise ShardError(
+            f"partition {part.index} ({part.path}): the tokenizer on the worker is not the client's (fingerprint "
+            f"{str(got.get('fingerprint'))[:19]}... there, {str(want.get('fingerprint'))[:19]}... on the client); "
+            "do the workers run the same tokenforge version as the client?"
+        )
+
+
+def _assemble(out: Path, parts: list[Partition], settings: dict) -> list[dict]:
+    """Every partition's shard entries, in partition order, with paths relative to ``out``."""
+    shards = []
+    for part in parts:
+        name = _partition_dir(part.index)
+        sub = out / name
+        index = _read_index(sub)
+        if not index.get("complete"):
+            raise ShardError(f"{sub}: partition {part.index} ({part.path}) did not finish; run again to resume")
+        _same_tokenizer(index["tokenizer"], settings["tokenizer"], part)
+        _check_settings(sub, index, _part_settings(settings, part))
+        for e in index["shards"]:
+            shards.append({**e, "tokens": f"{name}/{e['tokens']}", "documents": f"{name}/{e['documents']}"})
+    return shards
