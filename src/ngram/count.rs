@@ -228,7 +228,10 @@ pub(crate) fn ranges(total: usize, parts: usize) -> Vec<std::ops::Range<usize>> 
 }
 
 /// Dense tables computed per range, summed.
-pub(crate) fn pool_sum(rs: Vec<std::ops::Range<usize>>, f: impl Fn(std::ops::Range<usize>) -> Vec<u64> + Sync + Send) -> Vec<u64> {
+pub(crate) fn pool_sum(
+    rs: Vec<std::ops::Range<usize>>,
+    f: impl Fn(std::ops::Range<usize>) -> Vec<u64> + Sync + Send,
+) -> Vec<u64> {
     rs.into_par_iter()
         .map(f)
         .reduce_with(|mut a, b| {

@@ -278,7 +278,9 @@ fn check_level(n: usize, frequent: Option<&NgramCounts>) -> Result<Option<Filter
         (MIN_N, None) => Ok(None),
         (MIN_N, Some(_)) => Err(Error::invalid("level 2 counts every pair: give no frequent set")),
         (_, Some(f)) if f.n() == n - 1 => Ok(Some(Filter::new(f))),
-        (_, Some(f)) => Err(Error::Invalid(format!("level {n} needs the frequent {}-grams, not {}-grams", n - 1, f.n()))),
+        (_, Some(f)) => {
+            Err(Error::Invalid(format!("level {n} needs the frequent {}-grams, not {}-grams", n - 1, f.n())))
+        }
         (_, None) => Err(Error::Invalid(format!("level {n} needs the frequent {}-grams", n - 1))),
     }
 }
@@ -511,12 +513,13 @@ impl Selector {
     }
 
     /// The top `k` n-grams and the counting statistics, as `top_ngrams`.
-    pub fn finish(mut self) -> Result<(Vec<Scored>, CountStats)> {
+    pub fn finish(&self) -> Result<(Vec<Scored>, CountStats)> {
         if let Some(n) = self.next {
             return Err(Error::Invalid(format!("the selection is not complete: level {n} is still to count")));
         }
-        self.best.truncate(self.k);
-        Ok((self.best, self.stats))
+        let mut best = self.best.clone();
+        best.truncate(self.k);
+        Ok((best, self.stats.clone()))
     }
 }
 
