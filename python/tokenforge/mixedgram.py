@@ -124,15 +124,20 @@ def _read_source(src, text, path, encoding: str, errors: str) -> tuple[bytes, Pa
             text = src
     if path is not None:
         p = Path(path)
-        raw = p.read_bytes()
-        if codecs.lookup(encoding).name in _LATIN1_NAMES:
-            return raw, p
-        try:
-            decoded = raw.decode(encoding)
-        except UnicodeDecodeError as e:
-            raise FormatError(f"not valid {encoding} ({e.reason})", path=p, offset=e.start) from None
-        return to_latin1(decoded, errors, where=str(p)), p
+        return _latin1_of_file(p.read_bytes(), p, encoding, errors), p
     return to_latin1(text, errors), None
+
+
+def _latin1_of_file(raw: bytes, path, encoding: str, errors: str) -> bytes:
+    """A file's bytes as training text: as they are (latin1), or decoded with
+    ``encoding`` and turned into latin1 (FormatError / Latin1Error naming the file)."""
+    if codecs.lookup(encoding).name in _LATIN1_NAMES:
+        return raw
+    try:
+        decoded = raw.decode(encoding)
+    except UnicodeDecodeError as e:
+        raise FormatError(f"not valid {encoding} ({e.reason})", path=path, offset=e.start) from None
+    return to_latin1(decoded, errors, where=str(path))
 
 
 def _check_parse(parse) -> str:
@@ -300,6 +305,8 @@ class Mixedgram(RustBacked, Tokenizer):
         errors: str | None = None,
         num_threads: int | None = None,
         progress: bool = False,
+        client=None,
+        partition_bytes: int | None = None,
     ) -> "Mixedgram":
         """Train on one text. ``text_or_path`` follows every family's corpus rule:
         a path or a list of paths (``str`` or ``pathlib.Path``; a directory gives
@@ -313,12 +320,28 @@ class Mixedgram(RustBacked, Tokenizer):
         On the class this returns a new tokenizer; on an instance it replaces
         that instance's vocabulary and returns it. The result does not depend
         on ``num_threads``.
+
+        ``client`` (a ``distributed.Client``, a scheduler address, or a runner
+        of :mod:`tokenforge.cluster`) counts on a cluster: workers read pieces
+        of about ``partition_bytes`` of the files (URLs such as ``s3://...``
+        too) and count their n-grams level by level
+        (:mod:`tokenforge.mixedgram_dist`); the result is byte-identical to
+        training here, statistics included.
         """
         errors = errors or (self.errors if self is not None else "strict")
         if special_tokens is _KEEP:
             special_tokens = dict(self._specials) if self is not None else None
         specials = _special_ids(special_tokens)
         paths = None
+        if client is not None:
+            tok = cls._train_distributed(
+                text_or_path, text, path, specials, encoding, errors, client, partition_bytes, num_threads, progress
+            )
+            tok.errors = errors
+            if self is None:
+                return tok
+            self.__dict__.update({k: v for k, v in tok.__dict__.items() if k not in ("parse",)})
+            return self
         if text_or_path is not None and not isinstance(text_or_path, (bytes, bytearray, memoryview)):
             if text is not None or path is not None:
                 raise TypeError("give exactly one of: the text or path, text=, or path=")
@@ -353,6 +376,31 @@ class Mixedgram(RustBacked, Tokenizer):
         with progress_bar(total=None, desc="mixedgram: counting 2..8-grams", unit="B", enabled=progress) as bar:
             top, stats = _core.mixedgram_train(data, slots, num_threads)
             bar.update(len(data))
+        return cls._from_selection(top, stats, specials)
+
+    @classmethod
+    def _train_distributed(
+        cls, src, text, path, specials, encoding, errors, client, partition_bytes, num_threads, progress
+    ) -> "Mixedgram":
+        from . import mixedgram_dist as dist
+
+        target = dist.DEFAULT_TARGET_BYTES if partition_bytes is None else partition_bytes
+        if src is not None and not isinstance(src, (bytes, bytearray, memoryview)):
+            if text is not None or path is not None:
+                raise TypeError("give exactly one of: the text or path, text=, or path=")
+            pieces = dist.plan_pieces(dist.corpus_items(src), target_bytes=target, encoding=encoding, errors=errors)
+        elif path is not None and src is None and text is None:
+            pieces = dist.plan_pieces([str(path)], target_bytes=target, encoding=encoding, errors=errors)
+        else:
+            data, _ = _read_source(src, text, None, encoding, errors)
+            pieces = dist.plan_text_pieces(data, target_bytes=target)
+        top, stats = dist.select(
+            pieces, NGRAM_SLOTS - len(specials), client=client, num_threads=num_threads, progress=progress
+        )
+        return cls._from_selection(top, stats, specials)
+
+    @classmethod
+    def _from_selection(cls, top, stats: dict, specials: dict[str, int]) -> "Mixedgram":
         grams = [g for g, _ in top]
         counts = [c for _, c in top]
         # Specials sit in the last slots; n-grams fill from 256 and never reach them.
