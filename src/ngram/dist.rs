@@ -249,35 +249,47 @@ fn check_n(n: usize) -> Result<()> {
 
 /// The keys of a frequent set, with a table of their first two bytes that
 /// rejects most positions before the hash lookup.
+/// (For a short text the table costs more than it saves: it is left out.)
 struct Filter {
     n: usize,
-    first: Vec<bool>,
+    first: Option<Vec<bool>>,
     keys: FxHashSet<u64>,
 }
 
+/// Texts shorter than this skip the first-pair table and count pairs by sorting.
+const SMALL: usize = 1 << 14;
+
 impl Filter {
-    fn new(f: &NgramCounts) -> Filter {
+    fn new(f: &NgramCounts, text_len: usize) -> Filter {
         let n = f.n();
-        let mut first = vec![false; 1 << 16];
-        for &(k, _) in &f.entries {
-            first[(k >> (8 * (n - 2))) as usize & 0xffff] = true;
-        }
+        let first = (text_len >= SMALL).then(|| {
+            let mut first = vec![false; 1 << 16];
+            for &(k, _) in &f.entries {
+                first[(k >> (8 * (n - 2))) as usize & 0xffff] = true;
+            }
+            first
+        });
         Filter { n, first, keys: f.entries.iter().map(|e| e.0).collect() }
     }
 
     /// Is the (n-1)-gram at `q` frequent (`q + n <= text.len()`)?
     #[inline]
     fn at(&self, text: &[u8], q: usize) -> bool {
-        self.first[((text[q] as usize) << 8) | text[q + 1] as usize] && self.keys.contains(&key_at(text, q, self.n))
+        if let Some(first) = &self.first {
+            if !first[((text[q] as usize) << 8) | text[q + 1] as usize] {
+                return false;
+            }
+        }
+        self.keys.contains(&key_at(text, q, self.n))
     }
 }
 
-fn check_level(n: usize, frequent: Option<&NgramCounts>) -> Result<Option<Filter>> {
+fn check_level(n: usize, frequent: Option<&NgramCounts>, text_len: usize) -> Result<Option<Filter>> {
     check_n(n)?;
     match (n, frequent) {
         (MIN_N, None) => Ok(None),
         (MIN_N, Some(_)) => Err(Error::invalid("level 2 counts every pair: give no frequent set")),
-        (_, Some(f)) if f.n() == n - 1 => Ok(Some(Filter::new(f))),
+        (_, Some(f)) if f.n() == n - 1 => Ok(Some(Filter::new(f, text_len))),
         (_, Some(f)) => {
             Err(Error::Invalid(format!("level {n} needs the frequent {}-grams, not {}-grams", n - 1, f.n())))
         }
@@ -290,7 +302,7 @@ fn check_level(n: usize, frequent: Option<&NgramCounts>) -> Result<Option<Filter
 /// frequent (n-1)-grams; `None` at level 2, where every pair counts). Runs on
 /// the current rayon pool; one hash lookup per position at most.
 pub fn count_piece(text: &[u8], n: usize, frequent: Option<&NgramCounts>) -> Result<NgramCounts> {
-    let filter = check_level(n, frequent)?;
+    let filter = check_level(n, frequent, text.len())?;
     if text.contains(&0) {
         return Err(Error::invalid("the text of a piece must be NUL-free: strip NULs before counting"));
     }
@@ -300,6 +312,18 @@ pub fn count_piece(text: &[u8], n: usize, frequent: Option<&NgramCounts>) -> Res
     let starts = text.len() - n + 1;
     let threads = rayon::current_num_threads().max(1);
     let Some(filter) = filter else {
+        if starts < SMALL {
+            let mut keys: Vec<u64> = (0..starts).map(|p| key_at(text, p, 2)).collect();
+            keys.sort_unstable();
+            let mut entries: Vec<(u64, u64)> = Vec::new();
+            for k in keys {
+                match entries.last_mut() {
+                    Some(last) if last.0 == k => last.1 += 1,
+                    _ => entries.push((k, 1)),
+                }
+            }
+            return Ok(NgramCounts { n: 2, positions: starts as u64, entries });
+        }
         let dense = pool_sum(ranges(starts, threads), |r| {
             let mut c = vec![0u64; 1 << 16];
             for p in r {
@@ -436,7 +460,7 @@ impl Selector {
 
     /// The n-grams of level `n` that cross a cut, counted with the filter.
     fn crossing(&self, n: usize) -> Result<NgramCounts> {
-        let filter = check_level(n, self.frequent.as_ref())?;
+        let filter = check_level(n, self.frequent.as_ref(), self.runs.iter().map(|r| r.bytes.len()).sum())?;
         let mut m: FxHashMap<u64, u64> = FxHashMap::default();
         let mut seen = 0u64;
         for run in &self.runs {
@@ -627,6 +651,26 @@ mod tests {
         same(text, &[3, 3, 3, 20, 21, 22], 7).unwrap();
         assert_eq!(top_ngrams_of_pieces(&[], 5).unwrap(), top_ngrams(b"", 5));
         assert_eq!(top_ngrams_of_pieces(&[b"", b"a", b""], 5).unwrap(), top_ngrams(b"a", 5));
+    }
+
+    #[test]
+    fn large_pieces_use_the_tables() {
+        // Pieces above SMALL take the dense pair table and the first-pair filter.
+        let mut x = 12345u64;
+        let text: Vec<u8> = (0..120_000)
+            .map(|i| {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                if i % 97 < 40 {
+                    b"the cat sat on the mat "[i % 23]
+                } else {
+                    1 + (x >> 60) as u8
+                }
+            })
+            .collect();
+        for k in [1, 50, 3840] {
+            same(&text, &[17, 40_000, 40_001, 90_000], k).unwrap();
+            same(&text, &[], k).unwrap();
+        }
     }
 
     proptest! {
