@@ -310,7 +310,12 @@ impl PyNgramCounts {
     }
 
     fn __repr__(&self) -> String {
-        format!("NgramCounts(n={}, distinct={}, positions={})", self.inner.n(), self.inner.len(), self.inner.positions())
+        format!(
+            "NgramCounts(n={}, distinct={}, positions={})",
+            self.inner.n(),
+            self.inner.len(),
+            self.inner.positions()
+        )
     }
 }
 
