@@ -31,7 +31,6 @@ memory (files are read whole).
 
 from __future__ import annotations
 
-import codecs
 import copy
 import dataclasses
 import functools
@@ -45,9 +44,10 @@ from . import _core
 from .base import RustBacked, Tokenizer, _check_texts
 from .chat import SPECIAL_TOKENS
 from .data.corpus import corpus_files, corpus_paths, iterator_documents
-from .errors import FormatError, Latin1Error, SpecialTokenError, TokenforgeError
+from .errors import FormatError, SpecialTokenError, TokenforgeError
 from .formats import mxgram as _fmt
 from .formats.atomic import atomic_open
+from .latin1 import latin1_of_file, to_latin1
 from .progress import progress_bar
 
 __all__ = [
@@ -74,35 +74,11 @@ _DIR_FILE = "mixedgram.json"
 # Large inputs are encoded / decoded in steps of about this many bytes so a
 # progress bar can move; each step is one GIL-free Rust call.
 _STEP = 8 << 20
-_LATIN1_NAMES = ("iso8859-1",)
 
 
 # ---------------------------------------------------------------------------
 # text in and out
 # ---------------------------------------------------------------------------
-def to_latin1(text, errors: str = "strict", *, where: str | None = None) -> bytes:
-    """The latin1 bytes of ``text`` (a str, or bytes-like taken as latin1).
-
-    ``errors="strict"`` raises :class:`Latin1Error` at the first character
-    above U+00FF; ``"replace"`` writes ``?`` for each.
-    """
-    if isinstance(text, str):
-        if errors not in ("strict", "replace"):
-            raise ValueError(f"errors must be 'strict' or 'replace', not {errors!r}")
-        try:
-            return text.encode("latin-1", errors=errors)
-        except UnicodeEncodeError as e:
-            ch = e.object[e.start]
-            msg = (
-                f"{where + ': ' if where else ''}character {ch!r} (U+{ord(ch):04X}) at offset {e.start} is not latin1; "
-                "mixedgram accepts only characters U+0000..U+00FF (pass errors='replace' to write '?' instead)"
-            )
-            raise Latin1Error(ch, e.start, msg) from None
-    if isinstance(text, (bytes, bytearray, memoryview)):
-        return bytes(text)
-    raise TypeError(f"text must be str or bytes, not {type(text).__name__}")
-
-
 def _names_file(s: str) -> bool:
     return len(s) < 4096 and "\n" not in s and "\0" not in s and os.path.isfile(s)
 
@@ -124,20 +100,8 @@ def _read_source(src, text, path, encoding: str, errors: str) -> tuple[bytes, Pa
             text = src
     if path is not None:
         p = Path(path)
-        return _latin1_of_file(p.read_bytes(), p, encoding, errors), p
+        return latin1_of_file(p.read_bytes(), p, encoding, errors), p
     return to_latin1(text, errors), None
-
-
-def _latin1_of_file(raw: bytes, path, encoding: str, errors: str) -> bytes:
-    """A file's bytes as training text: as they are (latin1), or decoded with
-    ``encoding`` and turned into latin1 (FormatError / Latin1Error naming the file)."""
-    if codecs.lookup(encoding).name in _LATIN1_NAMES:
-        return raw
-    try:
-        decoded = raw.decode(encoding)
-    except UnicodeDecodeError as e:
-        raise FormatError(f"not valid {encoding} ({e.reason})", path=path, offset=e.start) from None
-    return to_latin1(decoded, errors, where=str(path))
 
 
 def _check_parse(parse) -> str:

@@ -32,7 +32,6 @@ latin1 is read whole by one worker.
 
 from __future__ import annotations
 
-import codecs
 import dataclasses
 import os
 from pathlib import Path
@@ -42,6 +41,7 @@ from . import _core
 from .cluster import runner
 from .data.corpus import corpus_files, corpus_paths
 from .data.partition import DEFAULT_TARGET_BYTES
+from .latin1 import is_latin1, latin1_of_file
 
 __all__ = [
     "DEFAULT_TARGET_BYTES",
@@ -55,8 +55,6 @@ __all__ = [
     "merge_counts",
     "select",
 ]
-
-_LATIN1_NAMES = ("iso8859-1",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,7 +112,7 @@ def plan_pieces(
     across it), whole files for other encodings."""
     if target_bytes < 1:
         raise ValueError(f"partition_bytes must be at least 1, not {target_bytes!r}")
-    latin1 = codecs.lookup(encoding).name in _LATIN1_NAMES
+    latin1 = is_latin1(encoding)
     out: list[Piece] = []
     for i, f in enumerate(files):
         if i:
@@ -161,8 +159,6 @@ def load_piece(piece: Piece) -> tuple[bytes, int]:
                 "(the file changed while training?)"
             )
     else:
-        from .mixedgram import _latin1_of_file
-
         if _is_url(piece.path):
             import fsspec
 
@@ -170,7 +166,7 @@ def load_piece(piece: Piece) -> tuple[bytes, int]:
                 whole = f.read()
         else:
             whole = Path(piece.path).read_bytes()
-        raw = _latin1_of_file(whole, piece.path, piece.encoding, piece.errors)
+        raw = latin1_of_file(whole, piece.path, piece.encoding, piece.errors)
     text, removed = _core.mixedgram_strip_nul(raw)
     return text, removed
 
