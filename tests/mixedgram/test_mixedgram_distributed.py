@@ -136,7 +136,6 @@ def test_other_encodings_read_whole_files(tmp_path):
 
 
 def test_fsspec_urls(files, tmp_path):
-    pytest.importorskip("fsspec")
     urls = [f"file://{f}" for f in files[:2]]
     want = Mixedgram.train(files[:2])
     assert_same(want, Mixedgram.train(urls, client=local(), partition_bytes=777), tmp_path)
@@ -213,9 +212,22 @@ def test_selector_refuses_counts_of_other_pieces():
         _core.NgramSelector(10, [(20, b"abc", b"")])
 
 
+@SETTINGS
+@given(data=st.binary(max_size=200), framed=st.booleans())
+def test_any_bytes_read_or_format_error(data, framed):
+    if framed:
+        data = b"TFNG\x01\x01\x03\x00" + data
+    try:
+        c = _core.NgramCounts.from_bytes(data)
+    except FormatError as e:
+        assert 0 <= e.offset <= len(data)
+    else:
+        assert c.to_bytes() == data
+
+
 # ---------------------------------------------------------------- a real cluster
 def test_local_cluster_two_processes(files, tmp_path):
-    distributed = pytest.importorskip("distributed")
+    import distributed
     want = saved(Mixedgram.train(files), tmp_path / "want.mxgram")
     with (
         distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
