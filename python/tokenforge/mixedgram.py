@@ -31,7 +31,6 @@ memory (files are read whole).
 
 from __future__ import annotations
 
-import codecs
 import copy
 import dataclasses
 import functools
@@ -45,9 +44,10 @@ from . import _core
 from .base import RustBacked, Tokenizer, _check_texts
 from .chat import SPECIAL_TOKENS
 from .data.corpus import corpus_files, corpus_paths, iterator_documents
-from .errors import FormatError, Latin1Error, SpecialTokenError, TokenforgeError
+from .errors import FormatError, SpecialTokenError, TokenforgeError
 from .formats import mxgram as _fmt
 from .formats.atomic import atomic_open
+from .latin1 import latin1_of_file, to_latin1
 from .progress import progress_bar
 
 __all__ = [
@@ -74,35 +74,11 @@ _DIR_FILE = "mixedgram.json"
 # Large inputs are encoded / decoded in steps of about this many bytes so a
 # progress bar can move; each step is one GIL-free Rust call.
 _STEP = 8 << 20
-_LATIN1_NAMES = ("iso8859-1",)
 
 
 # ---------------------------------------------------------------------------
 # text in and out
 # ---------------------------------------------------------------------------
-def to_latin1(text, errors: str = "strict", *, where: str | None = None) -> bytes:
-    """The latin1 bytes of ``text`` (a str, or bytes-like taken as latin1).
-
-    ``errors="strict"`` raises :class:`Latin1Error` at the first character
-    above U+00FF; ``"replace"`` writes ``?`` for each.
-    """
-    if isinstance(text, str):
-        if errors not in ("strict", "replace"):
-            raise ValueError(f"errors must be 'strict' or 'replace', not {errors!r}")
-        try:
-            return text.encode("latin-1", errors=errors)
-        except UnicodeEncodeError as e:
-            ch = e.object[e.start]
-            msg = (
-                f"{where + ': ' if where else ''}character {ch!r} (U+{ord(ch):04X}) at offset {e.start} is not latin1; "
-                "mixedgram accepts only characters U+0000..U+00FF (pass errors='replace' to write '?' instead)"
-            )
-            raise Latin1Error(ch, e.start, msg) from None
-    if isinstance(text, (bytes, bytearray, memoryview)):
-        return bytes(text)
-    raise TypeError(f"text must be str or bytes, not {type(text).__name__}")
-
-
 def _names_file(s: str) -> bool:
     return len(s) < 4096 and "\n" not in s and "\0" not in s and os.path.isfile(s)
 
@@ -124,14 +100,7 @@ def _read_source(src, text, path, encoding: str, errors: str) -> tuple[bytes, Pa
             text = src
     if path is not None:
         p = Path(path)
-        raw = p.read_bytes()
-        if codecs.lookup(encoding).name in _LATIN1_NAMES:
-            return raw, p
-        try:
-            decoded = raw.decode(encoding)
-        except UnicodeDecodeError as e:
-            raise FormatError(f"not valid {encoding} ({e.reason})", path=p, offset=e.start) from None
-        return to_latin1(decoded, errors, where=str(p)), p
+        return latin1_of_file(p.read_bytes(), p, encoding, errors), p
     return to_latin1(text, errors), None
 
 
@@ -300,6 +269,8 @@ class Mixedgram(RustBacked, Tokenizer):
         errors: str | None = None,
         num_threads: int | None = None,
         progress: bool = False,
+        client=None,
+        partition_bytes: int | None = None,
     ) -> "Mixedgram":
         """Train on one text. ``text_or_path`` follows every family's corpus rule:
         a path or a list of paths (``str`` or ``pathlib.Path``; a directory gives
@@ -313,12 +284,28 @@ class Mixedgram(RustBacked, Tokenizer):
         On the class this returns a new tokenizer; on an instance it replaces
         that instance's vocabulary and returns it. The result does not depend
         on ``num_threads``.
+
+        ``client`` (a ``distributed.Client``, a scheduler address, or a runner
+        of :mod:`tokenforge.cluster`) counts on a cluster: workers read pieces
+        of about ``partition_bytes`` of the files (URLs such as ``s3://...``
+        too) and count their n-grams level by level
+        (:mod:`tokenforge.mixedgram_dist`); the result is byte-identical to
+        training here, statistics included.
         """
         errors = errors or (self.errors if self is not None else "strict")
         if special_tokens is _KEEP:
             special_tokens = dict(self._specials) if self is not None else None
         specials = _special_ids(special_tokens)
         paths = None
+        if client is not None:
+            tok = cls._train_distributed(
+                text_or_path, text, path, specials, encoding, errors, client, partition_bytes, num_threads, progress
+            )
+            tok.errors = errors
+            if self is None:
+                return tok
+            self.__dict__.update({k: v for k, v in tok.__dict__.items() if k not in ("parse",)})
+            return self
         if text_or_path is not None and not isinstance(text_or_path, (bytes, bytearray, memoryview)):
             if text is not None or path is not None:
                 raise TypeError("give exactly one of: the text or path, text=, or path=")
@@ -353,6 +340,31 @@ class Mixedgram(RustBacked, Tokenizer):
         with progress_bar(total=None, desc="mixedgram: counting 2..8-grams", unit="B", enabled=progress) as bar:
             top, stats = _core.mixedgram_train(data, slots, num_threads)
             bar.update(len(data))
+        return cls._from_selection(top, stats, specials)
+
+    @classmethod
+    def _train_distributed(
+        cls, src, text, path, specials, encoding, errors, client, partition_bytes, num_threads, progress
+    ) -> "Mixedgram":
+        from . import mixedgram_dist as dist
+
+        target = dist.DEFAULT_TARGET_BYTES if partition_bytes is None else partition_bytes
+        if src is not None and not isinstance(src, (bytes, bytearray, memoryview)):
+            if text is not None or path is not None:
+                raise TypeError("give exactly one of: the text or path, text=, or path=")
+            pieces = dist.plan_pieces(dist.corpus_items(src), target_bytes=target, encoding=encoding, errors=errors)
+        elif path is not None and src is None and text is None:
+            pieces = dist.plan_pieces([str(path)], target_bytes=target, encoding=encoding, errors=errors)
+        else:
+            data, _ = _read_source(src, text, None, encoding, errors)
+            pieces = dist.plan_text_pieces(data, target_bytes=target)
+        top, stats = dist.select(
+            pieces, NGRAM_SLOTS - len(specials), client=client, num_threads=num_threads, progress=progress
+        )
+        return cls._from_selection(top, stats, specials)
+
+    @classmethod
+    def _from_selection(cls, top, stats: dict, specials: dict[str, int]) -> "Mixedgram":
         grams = [g for g, _ in top]
         counts = [c for _, c in top]
         # Specials sit in the last slots; n-grams fill from 256 and never reach them.

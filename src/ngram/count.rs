@@ -202,14 +202,14 @@ fn candidates(alive: &[u64], w: usize) -> u64 {
 }
 
 /// `ceil(threshold / MAX_N)`, at least 1.
-fn min_count(threshold: u64) -> u64 {
+pub(crate) fn min_count(threshold: u64) -> u64 {
     threshold.div_ceil(MAX_N as u64).max(1)
 }
 
 /// Add `level` to `best`, keep the top `k`, and return the new threshold: the
 /// k-th best score (0 while fewer than k are known). Only entries scoring at
 /// least `threshold` need to be given.
-fn merge_best(best: &mut Vec<Scored>, level: Vec<Scored>, k: usize, threshold: u64) -> u64 {
+pub(crate) fn merge_best(best: &mut Vec<Scored>, level: Vec<Scored>, k: usize, threshold: u64) -> u64 {
     best.extend(level.into_iter().filter(|s| s.score() >= threshold));
     best.sort_unstable_by(rank_order);
     best.truncate(k);
@@ -221,14 +221,17 @@ fn merge_best(best: &mut Vec<Scored>, level: Vec<Scored>, k: usize, threshold: u
 }
 
 /// `0..total` cut into at most `parts` contiguous ranges.
-fn ranges(total: usize, parts: usize) -> Vec<std::ops::Range<usize>> {
+pub(crate) fn ranges(total: usize, parts: usize) -> Vec<std::ops::Range<usize>> {
     let parts = parts.clamp(1, total.max(1));
     let step = total.div_ceil(parts).max(1);
     (0..total).step_by(step).map(|s| s..(s + step).min(total)).collect()
 }
 
 /// Dense tables computed per range, summed.
-fn pool_sum(rs: Vec<std::ops::Range<usize>>, f: impl Fn(std::ops::Range<usize>) -> Vec<u64> + Sync + Send) -> Vec<u64> {
+pub(crate) fn pool_sum(
+    rs: Vec<std::ops::Range<usize>>,
+    f: impl Fn(std::ops::Range<usize>) -> Vec<u64> + Sync + Send,
+) -> Vec<u64> {
     rs.into_par_iter()
         .map(f)
         .reduce_with(|mut a, b| {
@@ -239,7 +242,7 @@ fn pool_sum(rs: Vec<std::ops::Range<usize>>, f: impl Fn(std::ops::Range<usize>) 
 }
 
 /// Hash maps computed per range, merged into the largest.
-fn pool_merge(
+pub(crate) fn pool_merge(
     rs: Vec<std::ops::Range<usize>>,
     f: impl Fn(std::ops::Range<usize>) -> (FxHashMap<u64, u64>, u64) + Sync + Send,
 ) -> (FxHashMap<u64, u64>, u64) {

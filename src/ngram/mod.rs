@@ -20,6 +20,7 @@
 use std::borrow::Cow;
 
 pub mod count;
+pub mod dist;
 pub mod file;
 pub mod model;
 pub mod pack;

@@ -14,7 +14,8 @@ use std::sync::Arc;
 
 use super::{ids_from, pool};
 use crate::error::Error;
-use crate::ngram::{self, file, pack, Model, Parse};
+use crate::ngram::dist::{self, Edge, NgramCounts, Selector};
+use crate::ngram::{self, file, pack, CountStats, Model, Parse, Scored};
 
 fn parse_of(s: &str) -> PyResult<Parse> {
     Ok(Parse::from_name(s)?)
@@ -219,17 +220,172 @@ fn mixedgram_train<'py>(
         let (top, stats) = pool.install(|| ngram::top_ngrams(&text, slots));
         (top, stats, removed, text.len())
     });
+    let (l, d) = top_to_py(py, &top, &stats, len as u64)?;
+    d.set_item("nul_removed", removed)?;
+    Ok((l, d))
+}
+
+/// The selection as Python: [(bytes, count)] and {text_bytes, positions, distinct, min_count}.
+fn top_to_py<'py>(
+    py: Python<'py>,
+    top: &[Scored],
+    stats: &CountStats,
+    len: u64,
+) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyDict>)> {
     let l = PyList::empty(py);
-    for s in &top {
+    for s in top {
         l.append((PyBytes::new(py, &ngram::key_bytes(s.key)), s.count))?;
     }
     let d = PyDict::new(py);
-    d.set_item("nul_removed", removed)?;
     d.set_item("text_bytes", len)?;
     d.set_item("positions", stats.positions.to_vec())?;
     d.set_item("distinct", stats.distinct.to_vec())?;
     d.set_item("min_count", stats.min_count.to_vec())?;
     Ok((l, d))
+}
+
+// ---- distributed training (crate::ngram::dist) -------------------------------
+
+/// One level's n-gram counts (a piece's, or merged); pickles through its bytes.
+#[pyclass(module = "tokenforge._core", name = "NgramCounts", frozen)]
+pub struct PyNgramCounts {
+    inner: NgramCounts,
+}
+
+#[pymethods]
+impl PyNgramCounts {
+    /// No counts of `n`-grams.
+    #[new]
+    fn new(n: usize) -> PyResult<Self> {
+        Ok(PyNgramCounts { inner: NgramCounts::empty(n)? })
+    }
+
+    #[getter]
+    fn n(&self) -> usize {
+        self.inner.n()
+    }
+
+    /// The positions counted (the sum of the counts).
+    #[getter]
+    fn positions(&self) -> u64 {
+        self.inner.positions()
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
+    /// [(n-gram bytes, count)] in byte order.
+    fn items<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let l = PyList::empty(py);
+        for &(k, c) in self.inner.entries() {
+            l.append((PyBytes::new(py, &ngram::key_bytes(k)), c))?;
+        }
+        Ok(l)
+    }
+
+    /// The sum of counts of the same n.
+    #[staticmethod]
+    fn merge(py: Python<'_>, parts: Vec<PyRef<'_, PyNgramCounts>>) -> PyResult<Self> {
+        let refs: Vec<&NgramCounts> = parts.iter().map(|p| &p.inner).collect();
+        let inner = py.detach(|| NgramCounts::merge(&refs))?;
+        Ok(PyNgramCounts { inner })
+    }
+
+    /// Compact versioned little-endian bytes (deterministic; docs/formats.md).
+    fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.inner.to_bytes())
+    }
+
+    /// Read `to_bytes`' layout strictly (FormatError with the byte offset).
+    #[staticmethod]
+    fn from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<Self> {
+        let inner = py.detach(|| NgramCounts::from_bytes(data))?;
+        Ok(PyNgramCounts { inner })
+    }
+
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
+        let f = py.get_type::<PyNgramCounts>().getattr("from_bytes")?;
+        Ok((f, (self.to_bytes(py),)))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "NgramCounts(n={}, distinct={}, positions={})",
+            self.inner.n(),
+            self.inner.len(),
+            self.inner.positions()
+        )
+    }
+}
+
+/// The level-`n` counts of one NUL-free piece of text: the n-grams wholly
+/// inside it whose (n-1)-prefix and -suffix are in `frequent` (None at level 2).
+#[pyfunction]
+#[pyo3(signature = (text, n, frequent=None, num_threads=None))]
+fn mixedgram_count_piece(
+    py: Python<'_>,
+    text: &[u8],
+    n: usize,
+    frequent: Option<PyRef<'_, PyNgramCounts>>,
+    num_threads: Option<usize>,
+) -> PyResult<PyNgramCounts> {
+    let pool = pool(num_threads)?;
+    let f = frequent.as_ref().map(|f| &f.inner);
+    let inner = py.detach(|| pool.install(|| dist::count_piece(text, n, f)))?;
+    Ok(PyNgramCounts { inner })
+}
+
+/// (length, head, tail) of a NUL-free piece: what the selector needs of it.
+#[pyfunction]
+fn mixedgram_edge<'py>(py: Python<'py>, text: &[u8]) -> (u64, Bound<'py, PyBytes>, Bound<'py, PyBytes>) {
+    let e = Edge::of(text);
+    (e.len, PyBytes::new(py, &e.head), PyBytes::new(py, &e.tail))
+}
+
+/// The driver of distributed training: `NgramSelector(k, edges)`, then while
+/// `level` is not None: `add(merged counts of every piece at that level,
+/// counted with frequent())`; `finish()` is `mixedgram_train`'s selection.
+#[pyclass(module = "tokenforge._core", name = "NgramSelector")]
+pub struct PyNgramSelector {
+    inner: Selector,
+}
+
+#[pymethods]
+impl PyNgramSelector {
+    #[new]
+    fn new(k: usize, edges: Vec<(u64, Vec<u8>, Vec<u8>)>) -> PyResult<Self> {
+        if k > ngram::NGRAM_SLOTS {
+            return Err(Error::Invalid(format!("k must be at most {}", ngram::NGRAM_SLOTS)).into());
+        }
+        let edges: Vec<Edge> = edges.into_iter().map(|(len, head, tail)| Edge { len, head, tail }).collect();
+        Ok(PyNgramSelector { inner: Selector::new(k, &edges)? })
+    }
+
+    /// The level to count next (2..8), or None when done.
+    #[getter]
+    fn level(&self) -> Option<usize> {
+        self.inner.level()
+    }
+
+    /// The frequent (n-1)-grams for counting level n (None at level 2).
+    fn frequent(&self) -> Option<PyNgramCounts> {
+        self.inner.frequent().map(|f| PyNgramCounts { inner: f.clone() })
+    }
+
+    /// The merged counts of every piece at `level`.
+    fn add(&mut self, py: Python<'_>, counts: PyRef<'_, PyNgramCounts>) -> PyResult<()> {
+        let sel = &mut self.inner;
+        let c = &counts.inner;
+        py.detach(|| sel.add(c))?;
+        Ok(())
+    }
+
+    /// ([(bytes, count)] in vocabulary order, {text_bytes, positions, distinct, min_count}).
+    fn finish<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyDict>)> {
+        let (top, stats) = self.inner.finish()?;
+        top_to_py(py, &top, &stats, self.inner.text_len())
+    }
 }
 
 /// Pack a token stream (ids 1..4095; an odd count gets a padding 0).
@@ -297,5 +453,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(mixedgram_unpack12, m)?)?;
     m.add_function(wrap_pyfunction!(mixedgram_decompress, m)?)?;
     m.add_function(wrap_pyfunction!(mixedgram_strip_nul, m)?)?;
+    m.add_class::<PyNgramCounts>()?;
+    m.add_class::<PyNgramSelector>()?;
+    m.add_function(wrap_pyfunction!(mixedgram_count_piece, m)?)?;
+    m.add_function(wrap_pyfunction!(mixedgram_edge, m)?)?;
     Ok(())
 }
