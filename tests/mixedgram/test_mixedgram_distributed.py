@@ -228,6 +228,7 @@ def test_any_bytes_read_or_format_error(data, framed):
 # ---------------------------------------------------------------- a real cluster
 def test_local_cluster_two_processes(files, tmp_path):
     import distributed
+
     want = saved(Mixedgram.train(files), tmp_path / "want.mxgram")
     with (
         distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
