@@ -513,6 +513,7 @@ class GrowingBPETokenizer(Tokenizer):
         num_threads: int | None = None,
         progress: bool = False,
         client=None,
+        text_field: str = "text",
     ) -> int:
         """Learn up to ``num_merges`` new merges from ``texts`` and append them.
 
@@ -525,7 +526,8 @@ class GrowingBPETokenizer(Tokenizer):
         Returns how many merges were learned. Interrupting (Ctrl-C) changes nothing.
 
         ``texts`` may also be files: a ``pathlib.Path`` or a list of them (read
-        as ``train(corpus)`` reads its corpus). ``client``: a
+        as ``train(corpus)`` reads its corpus; ``text_field`` names the JSON
+        field / parquet column). ``client``: a
         ``distributed.Client`` or a scheduler address counts on that Dask
         cluster (files are read by the workers; texts are shipped to them in
         batches) and learns the merges here, with the same result as without
@@ -544,6 +546,7 @@ class GrowingBPETokenizer(Tokenizer):
             num_threads=num_threads,
             progress=progress,
             client=client,
+            text_field=text_field,
         )
 
     def _learn(

@@ -78,6 +78,11 @@ EXCLUDED: list[tuple[str, str]] = [
         "needs the network, which tests never use (sync is tested against a loopback server in test_growing_sync.py)",
     ),
     (r"--every\b", "runs until interrupted"),
+    (
+        r"--scheduler\b",
+        "needs a running Dask scheduler at that address; the same commands against a 2-process LocalCluster "
+        "are in tests/cli/test_cli_distributed.py",
+    ),
     (r"(^|\s)(python3?\s+)?bench/", "benchmarks need the 100+ MB bench corpus (bench/build_corpus.py) and minutes"),
 ]
 

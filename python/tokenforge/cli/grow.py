@@ -57,15 +57,27 @@ def cmd_learn(args) -> int:
         return 0
     before = tok.current_vocab_size
     t0 = time.perf_counter()
-    docs = iter_documents(corpus, text_field=args.text_field, progress=not args.quiet)
-    n = tok.learn_merges(
-        docs,
-        args.num_merges,
-        source=args.source,
-        min_frequency=args.min_frequency,
-        num_threads=args.threads,
-        progress=not args.quiet,
-    )
+    if args.scheduler:  # the workers read the files
+        n = tok.learn_merges(
+            corpus,
+            args.num_merges,
+            source=args.source,
+            min_frequency=args.min_frequency,
+            num_threads=args.threads,
+            progress=not args.quiet,
+            client=args.scheduler,
+            text_field=args.text_field,
+        )
+    else:
+        docs = iter_documents(corpus, text_field=args.text_field, progress=not args.quiet)
+        n = tok.learn_merges(
+            docs,
+            args.num_merges,
+            source=args.source,
+            min_frequency=args.min_frequency,
+            num_threads=args.threads,
+            progress=not args.quiet,
+        )
     dt = time.perf_counter() - t0
     tok.save(path)
     why = ""
@@ -226,6 +238,9 @@ def _add_commands(p: argparse.ArgumentParser) -> None:
     learn.add_argument("--vocab-size", type=int, default=None, help="set the declared maximum number of ids")
     learn.add_argument("--threads", type=int, default=None, help="threads for counting (default: all cores)")
     learn.add_argument("--text-field", default="text", help="JSON/parquet field holding the text (default: text)")
+    from .main import _scheduler_arg
+
+    _scheduler_arg(learn, "count the corpus")
     learn.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     learn.set_defaults(func=cmd_learn)
 

@@ -93,6 +93,12 @@ def _train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--text_field", default="text", help="JSON field / parquet column holding the text")
     p.add_argument("--num_threads", type=int, default=None)
     p.add_argument(
+        "--scheduler",
+        metavar="ADDR",
+        default=None,
+        help="count on this Dask cluster (e.g. tcp://host:8786); the workers read the --input files",
+    )
+    p.add_argument(
         "--tsv_format",
         default=None,
         choices=["lz78", "compressed"],
@@ -214,16 +220,38 @@ def cmd_train(args) -> int:
     params = dict(args.param)
     out = Path(args.output or f"lz78_{args.strategy}_{args.vocab_size}.tsv")
     t0 = time.perf_counter()
-    tok = LZ78Tokenizer.train_from_iterator(
-        _corpus(args.input, args.text_field, args.max_chars),
-        args.strategy,
-        args.vocab_size,
-        chunking=not args.no_chunking,
-        special_tokens=_specials(args.special_tokens),
-        num_threads=args.num_threads,
-        progress=not args.quiet,
-        **params,
-    )
+    if args.scheduler:
+        from .main import check_inputs
+
+        if args.max_chars is not None:
+            raise TokenforgeError("--max_chars cannot be used with --scheduler (the workers read whole files)")
+        if not args.input:
+            raise TokenforgeError("--scheduler needs --input files that the workers can read")
+        corpus = [Path(p) for p in args.input]
+        check_inputs(corpus)
+        tok = LZ78Tokenizer.train(
+            corpus,
+            args.strategy,
+            args.vocab_size,
+            chunking=not args.no_chunking,
+            special_tokens=_specials(args.special_tokens),
+            num_threads=args.num_threads,
+            progress=not args.quiet,
+            text_field=args.text_field,
+            client=args.scheduler,
+            **params,
+        )
+    else:
+        tok = LZ78Tokenizer.train_from_iterator(
+            _corpus(args.input, args.text_field, args.max_chars),
+            args.strategy,
+            args.vocab_size,
+            chunking=not args.no_chunking,
+            special_tokens=_specials(args.special_tokens),
+            num_threads=args.num_threads,
+            progress=not args.quiet,
+            **params,
+        )
     dt = time.perf_counter() - t0
     mb = tok.data.settings.get("training", {}).get("corpus_bytes", 0) / 1e6
     print(f"trained {tok!r} on {mb:.1f} MB in {dt:.1f} s")
@@ -302,8 +330,7 @@ def _load_tokenizer(path):
 
 
 def cmd_pretokenize(args) -> int:
-    from ..data.shards import INDEX_FILE, ShardSet, pretokenize
-    from .main import EXIT_INTERRUPTED, check_inputs
+    from .main import check_inputs, pretokenize_and_report
 
     tok = _load_tokenizer(args.tokenizer)
     corpus: Iterable[Path] | Iterable[str]
@@ -314,47 +341,18 @@ def cmd_pretokenize(args) -> int:
         from ..data.default_corpus import iter_default_corpus
 
         corpus = iter_default_corpus()
-    out = Path(args.output_dir)
-    t0 = time.perf_counter()
-    try:
-        shards = pretokenize(
-            corpus,
-            tok,
-            out,
-            shard_tokens=args.shard_tokens,
-            num_threads=args.num_threads,
-            batch_chars=args.batch_chars,
-            bos=not args.no_bos,
-            text_field=args.text_field,
-            progress=False if args.quiet else None,
-            overwrite=args.overwrite,
-        )
-    except KeyboardInterrupt:
-        kept = None
-        if (out / INDEX_FILE).is_file():
-            try:
-                kept = ShardSet(out)
-            except (TokenforgeError, OSError):
-                kept = None
-        if kept is not None and kept.num_shards:
-            print(
-                f"interrupted; kept {kept.num_shards} finished shard(s) ({kept.num_tokens:,} tokens, "
-                f"{kept.num_documents:,} documents) in {out}; run the same command again to resume",
-                file=sys.stderr,
-            )
-        else:
-            print(
-                f"interrupted; no shard was finished (only {out / INDEX_FILE} records the settings); "
-                "run the same command again to start",
-                file=sys.stderr,
-            )
-        return EXIT_INTERRUPTED
-    dt = time.perf_counter() - t0
-    print(
-        f"{shards.num_tokens:,} tokens from {shards.num_documents:,} documents in "
-        f"{shards.num_shards} shards ({shards.dtype.name}) in {out} ({dt:.1f} s)"
+    return pretokenize_and_report(
+        corpus,
+        tok,
+        Path(args.output_dir),
+        shard_tokens=args.shard_tokens,
+        num_threads=args.num_threads,
+        batch_chars=args.batch_chars,
+        bos=not args.no_bos,
+        text_field=args.text_field,
+        progress=False if args.quiet else None,
+        overwrite=args.overwrite,
     )
-    return 0
 
 
 # ---------------------------------------------------------------------------

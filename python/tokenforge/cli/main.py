@@ -225,6 +225,7 @@ def cmd_train(args) -> int:
         split_on=args.split_on,
         progress=not args.quiet,
         errors=args.errors,
+        client=args.scheduler,
     )
     dt = time.perf_counter() - t0
     out = Path(args.output)
@@ -237,6 +238,76 @@ def cmd_train(args) -> int:
     mb = tok.data.training.get("corpus_bytes", 0) / 1e6
     print(f"trained {tok!r} on {mb:.1f} MB in {dt:.1f} s; wrote {out}")
     return 0
+
+
+def pretokenize_and_report(corpus, tok, out: Path, **kwargs) -> int:
+    """:func:`tokenforge.data.shards.pretokenize` with a one-line summary; on
+    Ctrl-C, say what was kept (run again to resume) and exit 130."""
+    from ..data.shards import INDEX_FILE, ShardSet, pretokenize
+
+    t0 = time.perf_counter()
+    try:
+        shards = pretokenize(corpus, tok, out, **kwargs)
+    except KeyboardInterrupt:
+        kept = None
+        if (out / INDEX_FILE).is_file():
+            try:
+                kept = ShardSet(out)
+            except (TokenforgeError, OSError):
+                kept = None
+        if kept is not None and kept.num_shards:
+            print(
+                f"interrupted; kept {kept.num_shards} finished shard(s) ({kept.num_tokens:,} tokens, "
+                f"{kept.num_documents:,} documents) in {out}; run the same command again to resume",
+                file=sys.stderr,
+            )
+        else:
+            print(
+                f"interrupted; no shard was finished (only {out / INDEX_FILE} records the settings); "
+                "run the same command again to start",
+                file=sys.stderr,
+            )
+        return EXIT_INTERRUPTED
+    dt = time.perf_counter() - t0
+    print(
+        f"{shards.num_tokens:,} tokens from {shards.num_documents:,} documents in "
+        f"{shards.num_shards} shards ({shards.dtype.name}) in {out} ({dt:.1f} s)"
+    )
+    return 0
+
+
+def cmd_pretokenize(args) -> int:
+    from ..registry import load
+
+    corpus = [Path(p) for p in args.corpus]
+    check_inputs(corpus)
+    check_inputs([args.tokenizer], "tokenizer")
+    tok = load(args.tokenizer)
+    return pretokenize_and_report(
+        corpus,
+        tok,
+        Path(args.output),
+        shard_tokens=args.shard_tokens,
+        num_threads=args.threads,
+        bos=not args.no_bos,
+        text_field=args.text_field,
+        split_on=args.split_on,
+        progress=False if args.quiet else None,
+        overwrite=args.overwrite,
+        errors=args.errors,
+        client=args.scheduler,
+        partition_bytes=None if args.partition_mb is None else max(1, int(args.partition_mb * 1e6)),
+    )
+
+
+def _scheduler_arg(p, what: str) -> None:
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDR",
+        default=None,
+        help=f"{what} on this Dask cluster (a scheduler address such as tcp://host:8786); the workers read the "
+        "corpus files, at the same paths (or fsspec URLs)",
+    )
 
 
 def read_utf8(path) -> str:
@@ -378,8 +449,30 @@ def build_parser() -> argparse.ArgumentParser:
         "(strict, default), U+FFFD (replace) or dropped (ignore)",
     )
     t.add_argument("--format", default="tokenforge", choices=["tokenforge", "tiktoken", "hf"])
+    _scheduler_arg(t, "count the corpus")
     t.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     t.set_defaults(func=cmd_train)
+
+    pt = sub.add_parser(
+        "pretokenize",
+        help="encode a corpus into token shards with any tokenizer (resumable; on a Dask cluster with --scheduler)",
+    )
+    pt.add_argument("corpus", nargs="+", help=".txt/.jsonl/.parquet files or directories (optionally .gz/.zst)")
+    pt.add_argument("--tokenizer", required=True, help="a tokenizer file or directory of any family")
+    pt.add_argument("-o", "--output", required=True, help="the shard directory (index.json and shard files)")
+    pt.add_argument("--shard-tokens", type=int, default=1 << 24, help="tokens per shard (default 16,777,216)")
+    pt.add_argument("--threads", type=int, default=None, help="encoding threads (default: all cores)")
+    pt.add_argument("--text-field", default="text", help="JSON field / parquet column holding the text")
+    pt.add_argument("--split-on", default=None, help="split .txt files into documents at this string")
+    pt.add_argument(
+        "--errors", default="strict", choices=["strict", "replace", "ignore"], help="invalid UTF-8 in the corpus"
+    )
+    pt.add_argument("--no-bos", action="store_true", help="do not start every document with the BOS id")
+    pt.add_argument("--overwrite", action="store_true", help="replace what --output holds instead of resuming")
+    _scheduler_arg(pt, "encode the corpus")
+    pt.add_argument("--partition-mb", type=float, default=None, help="with --scheduler: about this many MB per task")
+    pt.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    pt.set_defaults(func=cmd_pretokenize)
 
     e = sub.add_parser("encode", help="encode text to ids")
     e.add_argument("tokenizer")

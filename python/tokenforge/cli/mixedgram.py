@@ -19,6 +19,8 @@ import json
 import sys
 from pathlib import Path
 
+from ..errors import TokenforgeError
+
 __all__ = ["add_parser", "main"]
 
 _PROG = "tokenforge mixedgram"
@@ -31,8 +33,21 @@ def _mb(n: int) -> str:
 def _compress(args) -> int:
     from ..mixedgram import Mixedgram
 
-    if args.vocab:
-        tok = Mixedgram.load(args.vocab)
+    if args.vocab and args.scheduler:
+        raise TokenforgeError("--scheduler trains the vocabulary on a cluster; with --vocab there is nothing to train")
+    trained_on_cluster = False
+    if args.scheduler:  # the workers count the n-grams; the compression itself runs here
+        tok = Mixedgram.train(
+            path=args.input,
+            encoding=args.encoding,
+            errors=args.errors,
+            num_threads=args.threads,
+            progress=not args.quiet,
+            client=args.scheduler,
+        )
+        trained_on_cluster = True
+    if args.vocab or trained_on_cluster:
+        tok = tok if trained_on_cluster else Mixedgram.load(args.vocab)
         stats = tok.compress(
             path=args.input,
             dst=args.output,
@@ -54,7 +69,7 @@ def _compress(args) -> int:
         )
     if not args.quiet:
         nul = f", {stats.nul_removed:,} NUL removed" if stats.nul_removed else ""
-        origin = f"trained on {args.input}" if stats.trained else f"from {args.vocab}"
+        origin = f"trained on {args.input}" if stats.trained or trained_on_cluster else f"from {args.vocab}"
         print(
             f"{args.input}: {_mb(stats.input_bytes)} -> {args.output}: {_mb(stats.output_bytes)} "
             f"({stats.ratio:.3f}x), {stats.tokens:,} tokens, {stats.parse} parse, "
@@ -154,6 +169,12 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
         help="'replace' writes '?' for characters above U+00FF",
     )
     c.add_argument("--threads", type=int, default=None, help="training threads (default: all cores)")
+    c.add_argument(
+        "--scheduler",
+        metavar="ADDR",
+        default=None,
+        help="count the n-grams on this Dask cluster (e.g. tcp://host:8786; the workers read IN at the same path)",
+    )
     c.add_argument("-q", "--quiet", action="store_true", help="no progress or summary")
     c.set_defaults(func=_compress)
 
