@@ -22,20 +22,17 @@
 //!   statistics (positions, distinct, min_count) are the single machine's, step
 //!   by step.
 //!
-//! [`NgramCounts`] is what travels: one level's counts, sorted by key, with a
-//! compact versioned little-endian encoding ([`NgramCounts::to_bytes`]) read
-//! back strictly ([`NgramCounts::from_bytes`]):
+//! [`NgramCounts`] is what travels: one level's counts, sorted by key, in the
+//! shared transport framing of `crate::transport` (magic `TFCT`, version,
+//! kind 2 = n-gram counts, FNV-1a 64 checksum), read back strictly
+//! ([`NgramCounts::from_bytes`]). The body:
 //!
 //! ```text
-//! offset  size  field
-//! 0       4     magic b"TFNG"
-//! 4       1     kind: 1 = n-gram counts
-//! 5       1     version: 1
-//! 6       1     n (2..8)
-//! 7       1     reserved, 0
-//! 8       8     positions: u64, the positions counted (= the sum of the counts)
-//! 16      8     entries: u64
-//! 24      16×e  entries: key u64, count u64 (count >= 1), keys strictly ascending
+//! n          u8      2..8
+//! positions  varint  the positions counted (= the sum of the counts)
+//! entries    varint  how many follow
+//! entry      varint key delta (the first key itself, then key - previous key >= 1),
+//!            varint count (>= 1)
 //! ```
 //!
 //! Not handled: texts with NUL bytes (strip them first, as for training);
@@ -47,17 +44,10 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::count::{merge_best, min_count, pool_merge, pool_sum, ranges, CountStats, Scored};
 use super::{key_at, key_len, Error, Result, MAX_N, MIN_N};
+use crate::transport::{Kind, Reader, Writer};
 
 /// The bytes of a piece's edge on either side.
 pub const EDGE: usize = MAX_N - 1;
-/// The magic of [`NgramCounts::to_bytes`].
-pub const MAGIC: &[u8; 4] = b"TFNG";
-/// The kind byte of n-gram counts.
-pub const KIND_COUNTS: u8 = 1;
-/// The version written (and the only one read).
-pub const VERSION: u8 = 1;
-const HEADER: usize = 24;
-const ENTRY: usize = 16;
 
 /// One level's n-gram counts: (key, count) sorted by key, and the number of
 /// positions counted (the sum of the counts).
@@ -132,103 +122,70 @@ impl NgramCounts {
         Ok(NgramCounts { n, positions, entries })
     }
 
-    /// The bytes of the layout in the module docs (deterministic: entries in
-    /// key order).
+    /// The transport bytes of the module docs (deterministic: entries in key order).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(HEADER + ENTRY * self.entries.len());
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&[KIND_COUNTS, VERSION, self.n, 0]);
-        out.extend_from_slice(&self.positions.to_le_bytes());
-        out.extend_from_slice(&(self.entries.len() as u64).to_le_bytes());
+        let mut w = Writer::new(Kind::Ngrams);
+        w.u8(self.n);
+        w.varint(self.positions);
+        w.varint(self.entries.len() as u64);
+        w.reserve(self.entries.len() * 4);
+        let mut prev = 0u64;
         for &(k, c) in &self.entries {
-            out.extend_from_slice(&k.to_le_bytes());
-            out.extend_from_slice(&c.to_le_bytes());
+            w.varint(k - prev);
+            w.varint(c);
+            prev = k;
         }
-        out
+        w.finish()
     }
 
-    /// Read [`NgramCounts::to_bytes`]' layout, strictly: a `Format` error with
+    /// Read [`NgramCounts::to_bytes`]' output, strictly: a `Format` error with
     /// the byte offset of the first thing wrong. Allocates only for entries
-    /// the data actually holds.
+    /// the data can hold.
     pub fn from_bytes(data: &[u8]) -> Result<NgramCounts> {
-        if data.len() < HEADER {
-            return Err(Error::format(
-                data.len(),
-                format!("n-gram counts: truncated header ({} bytes; the header is {HEADER})", data.len()),
-            ));
-        }
-        if &data[..4] != MAGIC {
-            return Err(Error::format(0, "not n-gram counts (the magic b\"TFNG\" is missing)"));
-        }
-        if data[4] != KIND_COUNTS {
-            return Err(Error::format(4, format!("n-gram counts: unknown kind {} (expected {KIND_COUNTS})", data[4])));
-        }
-        if data[5] != VERSION {
-            return Err(Error::format(
-                5,
-                format!("n-gram counts: unsupported version {} (this build reads version {VERSION})", data[5]),
-            ));
-        }
-        let n = data[6] as usize;
+        let mut r = Reader::new(data, Kind::Ngrams)?;
+        let at = r.pos();
+        let n = r.u8()? as usize;
         if !(MIN_N..=MAX_N).contains(&n) {
-            return Err(Error::format(6, format!("n-gram counts: n = {n} is not in {MIN_N}..{MAX_N}")));
+            return Err(Error::format(at, format!("n-gram counts: n = {n} is not in {MIN_N}..{MAX_N}")));
         }
-        if data[7] != 0 {
-            return Err(Error::format(7, "n-gram counts: the reserved byte is not 0"));
-        }
-        let positions = u64_at(data, 8);
-        let entries = u64_at(data, 16);
-        let room = ((data.len() - HEADER) / ENTRY) as u64;
-        if entries > room {
-            return Err(Error::format(
-                16,
-                format!(
-                    "n-gram counts: the header says {entries} entries but the {} bytes after it hold at most {room}",
-                    data.len() - HEADER
-                ),
-            ));
-        }
-        let end = HEADER + ENTRY * entries as usize;
-        if end != data.len() {
-            return Err(Error::format(
-                end,
-                format!("n-gram counts: {} stray bytes after the {entries} entries", data.len() - end),
-            ));
-        }
-        let mut out = Vec::with_capacity(entries as usize);
+        let at_positions = r.pos();
+        let positions = r.varint()?;
+        let entries = r.count(2, "n-gram entries")?;
+        let mut out: Vec<(u64, u64)> = Vec::with_capacity(entries);
         let mut sum = 0u64;
-        for i in 0..entries as usize {
-            let at = HEADER + ENTRY * i;
-            let key = u64_at(data, at);
-            let count = u64_at(data, at + 8);
+        let mut prev = 0u64;
+        for i in 0..entries {
+            let at = r.pos();
+            let delta = r.varint()?;
+            if i > 0 && delta == 0 {
+                return Err(Error::format(at, format!("n-gram counts: entry {i} is out of key order")));
+            }
+            let key = prev
+                .checked_add(delta)
+                .ok_or_else(|| Error::format(at, format!("n-gram counts: entry {i}'s key overflows 64 bits")))?;
             if !valid_key(key, n) {
                 return Err(Error::format(at, format!("n-gram counts: entry {i} is not a {n}-gram of non-zero bytes")));
             }
-            if let Some(&(prev, _)) = out.last() {
-                if key <= prev {
-                    return Err(Error::format(at, format!("n-gram counts: entry {i} is out of key order")));
-                }
-            }
+            let at_count = r.pos();
+            let count = r.varint()?;
             if count == 0 {
-                return Err(Error::format(at + 8, format!("n-gram counts: entry {i} has a zero count")));
+                return Err(Error::format(at_count, format!("n-gram counts: entry {i} has a zero count")));
             }
             sum = sum
                 .checked_add(count)
-                .ok_or_else(|| Error::format(at + 8, "n-gram counts: the counts overflow 64 bits"))?;
+                .ok_or_else(|| Error::format(at_count, "n-gram counts: the counts overflow 64 bits"))?;
             out.push((key, count));
+            prev = key;
         }
+        r.end()?;
         if sum != positions {
             return Err(Error::format(
-                8,
-                format!("n-gram counts: the header says {positions} positions but the counts sum to {sum}"),
+                at_positions,
+                format!("n-gram counts: {positions} positions are recorded but the counts sum to {sum}"),
             ));
         }
         Ok(NgramCounts { n: n as u8, positions, entries: out })
     }
-}
-
-fn u64_at(data: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(data[at..at + 8].try_into().unwrap())
 }
 
 fn valid_key(key: u64, n: usize) -> bool {
@@ -595,8 +552,15 @@ mod tests {
         assert_eq!(c.entries(), &[(key_of(b"ab"), 3), (key_of(b"bc"), 2), (key_of(b"ca"), 2)]);
         assert_eq!(c.positions(), 7);
         let b = c.to_bytes();
-        assert_eq!(&b[..8], b"TFNG\x01\x01\x02\x00");
+        assert_eq!(&b[..7], b"TFCT\x01\x02\x02");
         assert_eq!(NgramCounts::from_bytes(&b).unwrap(), c);
+    }
+
+    /// Reseal a body with the transport checksum (to build damaged-but-sealed data).
+    fn sealed(body: &[u8]) -> Vec<u8> {
+        let mut v = body.to_vec();
+        v.extend_from_slice(&crate::transport::fnv1a64(body).to_le_bytes());
+        v
     }
 
     #[test]
@@ -609,28 +573,32 @@ mod tests {
         for cut in 0..good.len() {
             offset(&good[..cut]);
         }
-        let mut bad = good.clone();
-        bad[0] = b'X';
-        assert_eq!(offset(&bad), 0);
-        let mut bad = good.clone();
-        bad[5] = 2;
-        assert_eq!(offset(&bad), 5);
-        let mut bad = good.clone();
-        bad[16..24].copy_from_slice(&u64::MAX.to_le_bytes());
-        assert_eq!(offset(&bad), 16);
-        let mut bad = good.clone();
-        bad[24..32].copy_from_slice(&key_of(b"abc").to_le_bytes());
-        assert_eq!(offset(&bad), 24);
-        let mut bad = good.clone();
-        bad[24..40].copy_from_slice(&good[40..56]);
-        bad[40..56].copy_from_slice(&good[24..40]);
-        assert_eq!(offset(&bad), 40);
-        let mut bad = good.clone();
-        bad[8] = 8;
-        assert_eq!(offset(&bad), 8);
-        let mut bad = good.clone();
-        bad.push(0);
-        assert_eq!(offset(&bad), good.len() as u64);
+        for i in 0..good.len() {
+            let mut bad = good.clone();
+            bad[i] ^= 0x10;
+            offset(&bad); // the checksum (or the header) catches any flip
+        }
+        let body = &good[..good.len() - 8];
+        // header: magic(4) version kind, then n at 6, positions at 7
+        let mut b = body.to_vec();
+        b[6] = 9;
+        assert_eq!(offset(&sealed(&b)), 6);
+        // ab=2, bc=2, ca=2 -> positions 6, 3 entries; a zero delta puts keys out of order
+        let mut b = body[..7].to_vec();
+        b.extend_from_slice(&[6, 2, 0xe2, 0xc2, 0x01, 3, 0, 3]);
+        assert_eq!(offset(&sealed(&b)), 13);
+        let mut b = body[..7].to_vec();
+        b.extend_from_slice(&[6, 0x7f]); // 127 entries cannot fit in what is left
+        assert_eq!(offset(&sealed(&b)), 8);
+        let mut b = body[..7].to_vec();
+        b.extend_from_slice(&[7, 1, 0xe2, 0xc2, 0x01, 6]); // positions 7, counts sum to 6
+        assert_eq!(offset(&sealed(&b)), 7);
+        let mut b = body[..7].to_vec();
+        b.extend_from_slice(&[0, 1, 0x61, 1]); // the key 0x61 is not a 2-gram
+        assert_eq!(offset(&sealed(&b)), 9);
+        let mut b = body.to_vec();
+        b.push(0);
+        assert_eq!(offset(&sealed(&b)), body.len() as u64);
     }
 
     #[test]

@@ -162,7 +162,7 @@ def test_counts_merge_bytes_and_pickle():
     assert m.items() == [(b"ab", 4), (b"bc", 2), (b"bx", 1), (b"ca", 2)] and m.positions == 9
     assert _core.NgramCounts.from_bytes(m.to_bytes()).to_bytes() == m.to_bytes()
     assert pickle.loads(pickle.dumps(m)).to_bytes() == m.to_bytes()
-    assert m.to_bytes()[:8] == b"TFNG\x01\x01\x02\x00"
+    assert m.to_bytes()[:7] == b"TFCT\x01\x02\x02"  # the shared transport framing, kind 2, n = 2
     three = _core.mixedgram_count_piece(b"abcabcab", 3, a)
     assert three.items() == [(b"abc", 2), (b"bca", 2), (b"cab", 2)]
     with pytest.raises(TokenforgeError):
@@ -186,17 +186,28 @@ def test_hostile_counts_bytes_are_format_errors():
     for cut in range(len(good)):
         offset(good[:cut])
     assert offset(b"XXXX" + good[4:]) == 0
-    assert offset(good[:4] + b"\x02" + good[5:]) == 4  # kind
-    assert offset(good[:5] + b"\x09" + good[6:]) == 5  # version
-    assert offset(good[:6] + b"\x09" + good[7:]) == 6  # n
-    huge = (2**64 - 1).to_bytes(8, "little")
-    assert offset(good[:16] + huge + good[24:]) == 16  # more entries than the bytes hold
-    assert offset(good[:16] + (2**40).to_bytes(8, "little")) == 16
-    assert offset(good[:8] + huge + good[16:]) == 8  # positions are not the sum of the counts
-    assert offset(good + b"\x00") == len(good)
-    assert offset(good[:24] + good[40:56] + good[24:40] + good[56:]) == 40  # keys out of order
-    assert offset(good[:24] + (0x610062).to_bytes(8, "little") + good[32:]) == 24  # not a 2-gram of non-zero bytes
-    assert offset(good[:32] + bytes(8) + good[40:]) == 32  # a zero count
+    assert offset(good[:4] + b"\x09" + good[5:]) == 4  # version
+    assert offset(good[:5] + b"\x01" + good[6:]) == 5  # kind 1 is piece counts
+    for i in range(6, len(good)):  # any other flip: the checksum
+        bad = bytearray(good)
+        bad[i] ^= 0x04
+        assert offset(bytes(bad)) >= 6
+    body = good[:-8]
+    assert offset(_seal(body[:6] + b"\x09" + body[7:])) == 6  # n
+    assert offset(_seal(body[:7] + b"\x00\x7f")) == 8  # more entries than the bytes hold
+    assert offset(_seal(body[:7] + b"\x05\x01\xe2\xc2\x01\x04")) == 7  # positions are not the sum of the counts
+    assert offset(_seal(body[:7] + b"\x02\x02\xe2\xc2\x01\x01\x00\x01")) == 13  # keys not ascending
+    assert offset(_seal(body[:7] + b"\x01\x01\xe1\x00\x01")) == 9  # not a 2-gram of non-zero bytes
+    assert offset(_seal(body[:7] + b"\x00\x01\xe2\xc2\x01\x00")) == 12  # a zero count
+    assert offset(_seal(body + b"\x00")) == len(body)  # stray bytes
+
+
+def _seal(body: bytes) -> bytes:
+    """``body`` with the transport's FNV-1a 64 checksum (damaged data that passes the checksum)."""
+    h = 0xCBF29CE484222325
+    for x in body:
+        h = ((h ^ x) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return body + h.to_bytes(8, "little")
 
 
 def test_selector_refuses_counts_of_other_pieces():
@@ -215,8 +226,8 @@ def test_selector_refuses_counts_of_other_pieces():
 @SETTINGS
 @given(data=st.binary(max_size=200), framed=st.booleans())
 def test_any_bytes_read_or_format_error(data, framed):
-    if framed:
-        data = b"TFNG\x01\x01\x03\x00" + data
+    if framed:  # past the header and the checksum: the body's own checks
+        data = _seal(b"TFCT\x01\x02\x03" + data)
     try:
         c = _core.NgramCounts.from_bytes(data)
     except FormatError as e:
