@@ -29,7 +29,7 @@ from typing import Any, Callable, Sequence
 from .errors import TokenforgeError
 from .progress import progress_bar
 
-__all__ = ["runner", "LocalRunner", "DaskRunner", "DEFAULT_SPLIT_EVERY", "import_distributed"]
+__all__ = ["runner", "LocalRunner", "DaskRunner", "DEFAULT_SPLIT_EVERY", "import_distributed", "task_threads"]
 
 #: how many results one merge task combines in a tree reduction
 DEFAULT_SPLIT_EVERY = 8
@@ -66,6 +66,16 @@ def runner(client=None, *, progress: bool | None = None) -> "LocalRunner | DaskR
     raise TypeError(
         f"client must be a distributed.Client, a scheduler address (str) or None, not {type(client).__name__}"
     )
+
+
+def task_threads(run, num_threads: int | None) -> int | None:
+    """The threads one task computes with: ``num_threads`` when given; else all
+    cores here (a :class:`LocalRunner`, one task at a time) and one on a
+    cluster, where Dask already runs one task per worker thread (more would
+    oversubscribe the cores)."""
+    if num_threads is not None:
+        return num_threads
+    return None if isinstance(run, LocalRunner) else 1
 
 
 class LocalRunner:

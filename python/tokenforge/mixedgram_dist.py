@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Sequence
 
 from . import _core
-from .cluster import runner
+from .cluster import runner, task_threads
 from .data.corpus import corpus_files, corpus_paths
 from .data.partition import DEFAULT_TARGET_BYTES
 from .latin1 import is_latin1, latin1_of_file
@@ -198,6 +198,7 @@ def select(pieces: Sequence[Piece], k: int, *, client=None, num_threads=None, pr
         removed = sum(e[0] for e in edges)
         lengths = [max(e[1], 1) for e in edges]
         sel = _core.NgramSelector(k, [e[1:] for e in edges])
+        num_threads = task_threads(r, num_threads)
         while (n := sel.level) is not None:
             frequent = sel.frequent()
             shipped = None if frequent is None else r.scatter(frequent)
