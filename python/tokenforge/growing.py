@@ -56,7 +56,7 @@ from . import sync as _sync
 from .base import Tokenizer, _check_texts, batch_ids, decode_utf8, encode_around_surrogates
 from .bpe_structure import bpe_embedding_metadata
 from .counting import DocRule, count_pieces
-from .data.corpus import Texts, corpus_paths
+from .data.corpus import Texts
 from .errors import TokenforgeError, VocabSizeError
 from .formats.growing_json import (
     BYTE_OFFSET,
@@ -179,8 +179,6 @@ class GrowingBPETokenizer(Tokenizer):
         the vocabulary; ``learn_kwargs`` are :meth:`learn_merges`'s (``source``,
         ``min_frequency``, ``num_threads``, ``progress``, ``client``)."""
         tok = cls(vocab_size, pattern=pattern, normalization=normalization)
-        if not isinstance(corpus, Texts):
-            corpus = corpus_paths(corpus, who="GrowingBPETokenizer.train")
         room = tok.vocab_size - tok.next_merge_id
         unknown = set(learn_kwargs) - {"source", "min_frequency", "num_threads", "progress", "client"}
         if unknown:
@@ -197,6 +195,7 @@ class GrowingBPETokenizer(Tokenizer):
             text_field=text_field,
             split_on=split_on,
             errors=errors,
+            who="GrowingBPETokenizer.train",
             **learn_kwargs,
         )
         return tok
@@ -562,8 +561,9 @@ class GrowingBPETokenizer(Tokenizer):
         text_field: str = "text",
         split_on: str | None = None,
         errors: str = "strict",
+        who: str = "GrowingBPETokenizer.learn_merges",
     ) -> int:
-        """:meth:`learn_merges` on a corpus (paths, or :class:`Texts`)."""
+        """:meth:`learn_merges` on a corpus (paths or URLs by the corpus rule, or :class:`Texts`)."""
         num_merges = _check_int("num_merges", num_merges, 0)
         min_frequency = _check_int("min_frequency", min_frequency, 1)
         if source is not None and (not isinstance(source, str) or not source):
@@ -578,7 +578,7 @@ class GrowingBPETokenizer(Tokenizer):
                 corpus,
                 data.pattern,
                 client=client,
-                who="GrowingBPETokenizer.learn_merges",
+                who=who,
                 rule=DocRule(normalization=data.normalization),
                 text_field=text_field,
                 split_on=split_on,

@@ -92,3 +92,13 @@ def test_bad_client_is_a_clear_error(tmp_path):
     files = _corpus(tmp_path)
     with pytest.raises(TypeError, match="client must be"):
         BPETokenizer.train(files, 300, client=42)
+
+
+def test_fsspec_urls_read_the_same_here_and_on_workers(tmp_path):
+    files = _corpus(tmp_path)
+    want = _bpe_bytes(tmp_path, "paths", corpus=files, progress=False)
+    urls = [f.as_uri() for f in files]  # file:///...: fsspec's local filesystem
+    assert _bpe_bytes(tmp_path, "urls", corpus=urls, progress=False) == want
+    assert _bpe_bytes(tmp_path, "urls_runner", corpus=urls, client=LocalRunner(progress=False)) == want
+    mixed = [urls[0], str(files[1]), *urls[2:]]
+    assert _bpe_bytes(tmp_path, "mixed", corpus=mixed, progress=False) == want

@@ -843,10 +843,32 @@ def train_documents(
     errors: str = "strict",
     progress=None,
 ) -> Iterator[str]:
-    """The documents of ``train(corpus)`` (:func:`corpus_paths`, then :func:`iter_documents`)."""
-    return iter_documents(
-        corpus_paths(corpus, who=who), text_field=text_field, split_on=split_on, errors=errors, progress=progress
-    )
+    """The documents of ``train(corpus)`` (:func:`corpus_paths`, then :func:`iter_documents`).
+    Items that are fsspec URLs (``"s3://bucket/a.jsonl"``) name one file each and are read
+    through their filesystem, in order with the local ones."""
+    items = list(corpus) if isinstance(corpus, (list, tuple)) else [corpus]
+    if not any(is_url(item) for item in items):
+        return iter_documents(
+            corpus_paths(corpus, who=who), text_field=text_field, split_on=split_on, errors=errors, progress=progress
+        )
+    check_options(split_on, 1 << 20, errors)
+    for item in items:  # refuse a bad item now, as for local paths, not when reading gets there
+        if is_url(item):
+            if _kind(item) is None:
+                raise _corpus_error(
+                    f"unsupported corpus file suffix; expected {_supported()} (a URL must name a file)", item
+                )
+        else:
+            corpus_paths(item, who=who)
+    return _url_documents(items, who, dict(text_field=text_field, split_on=split_on, errors=errors, progress=progress))
+
+
+def _url_documents(items: list, who: str, options: dict) -> Iterator[str]:
+    for item in items:
+        if is_url(item):
+            yield from file_documents(item, **options)
+        else:
+            yield from iter_documents(corpus_paths(item, who=who), **options)
 
 
 def iterator_documents(texts, *, who: str = "train_from_iterator", progress=None) -> Iterator[str]:
