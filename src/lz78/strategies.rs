@@ -353,14 +353,14 @@ pub fn frequency_gated(builder: OnlineBuilder) -> Dictionary {
 // ---------------------------------------------------------------------------
 
 /// Contiguous groups of about equal bytes for the parallel passes.
-fn groups(chunks: &Chunks) -> Vec<&Chunks> {
+fn groups<T: AsRef<[u8]>>(chunks: &[(T, u64)]) -> Vec<&[(T, u64)]> {
     let parts = (rayon::current_num_threads() * 4).max(1);
-    let total: usize = chunks.iter().map(|c| c.0.len()).sum();
+    let total: usize = chunks.iter().map(|c| c.0.as_ref().len()).sum();
     let target = total / parts + 1;
     let mut out = Vec::new();
     let (mut start, mut acc) = (0, 0);
     for (i, c) in chunks.iter().enumerate() {
-        acc += c.0.len();
+        acc += c.0.as_ref().len();
         if acc >= target {
             out.push(&chunks[start..=i]);
             start = i + 1;
@@ -374,14 +374,14 @@ fn groups(chunks: &Chunks) -> Vec<&Chunks> {
 }
 
 /// How often each id is emitted by greedy longest match over the chunks
-/// (weighted by their counts). `counts[id]`, length `n_ids`.
-pub fn usage_counts(trie: &ByteTrie, chunks: &Chunks, n_ids: usize) -> Vec<u64> {
+/// (weighted by their counts; in any order). `counts[id]`, length `n_ids`.
+pub fn usage_counts<T: AsRef<[u8]> + Sync>(trie: &ByteTrie, chunks: &[(T, u64)], n_ids: usize) -> Vec<u64> {
     let parts: Vec<Vec<u64>> = groups(chunks)
         .par_iter()
         .map(|g| {
             let mut c = vec![0u64; n_ids];
             for (s, w) in g.iter() {
-                trie.parse(s, NONE, |_, _, id| {
+                trie.parse(s.as_ref(), NONE, |_, _, id| {
                     if id != NONE {
                         c[id as usize] += *w;
                     }

@@ -23,7 +23,7 @@
 //! Not handled: moving chunk counters (the caller keeps them where they were
 //! counted) and the rules that pick a round's mask (`super::strategies`).
 
-use super::strategies::{usage_counts, Chunks};
+use super::strategies::usage_counts;
 use super::trie::ByteTrie;
 use super::Dictionary;
 use crate::error::{Error, Result};
@@ -168,7 +168,7 @@ impl PoolTrie {
     }
 
     /// Usage of the current outputs over `chunks` (the current rayon pool).
-    pub fn usage(&self, chunks: &Chunks) -> UsageCounts {
+    pub fn usage<T: AsRef<[u8]> + Sync>(&self, chunks: &[(T, u64)]) -> UsageCounts {
         UsageCounts::from_vec(usage_counts(&self.trie, chunks, self.codes))
     }
 }
