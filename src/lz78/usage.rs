@@ -125,7 +125,7 @@ pub fn mask_from_bytes(data: &[u8]) -> Result<Vec<bool>> {
         ));
     }
     let codes = codes as usize; // bounded by the bits just read
-    if codes % 8 != 0 && bits[codes / 8] >> (codes % 8) != 0 {
+    if !codes.is_multiple_of(8) && bits[codes / 8] >> (codes % 8) != 0 {
         return Err(Error::format(at_bits, "mask bits set beyond its last code"));
     }
     r.end()?;

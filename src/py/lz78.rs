@@ -17,12 +17,14 @@ use crate::error::Error;
 use crate::lz78::patricia::NO_OUTPUT;
 use crate::lz78::usage::{mask_from_bytes, mask_to_bytes};
 use crate::lz78::{
-    ChunkSource, Dictionary, Lz78Model, OnlineTrainer, Params, Patricia, Pool, PoolTrie, Seen, Stats, Strategy, Trainer,
-    UsageCounts,
+    ChunkSource, Dictionary, Lz78Model, OnlineTrainer, Params, Patricia, Pool, PoolTrie, Seen, Stats, Strategy,
+    Trainer, UsageCounts,
 };
 
 /// A trained dictionary as it crosses to Python: (parent, char, pattern, output) per code.
 type Entries = Vec<(u32, String, String, bool)>;
+/// A pool as `Lz78UsagePool` takes it: (parent code per entry, one character per entry).
+type PoolArgs = (Vec<u32>, String);
 /// Patricia rows: (parent, label, output or -1, pattern).
 type Rows = Vec<(u32, String, i64, String)>;
 
@@ -344,7 +346,7 @@ impl PyLz78UsagePool {
         Ok(PyUsageCounts { inner })
     }
 
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (Vec<u32>, String))> {
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, PoolArgs)> {
         let me = slf.get();
         Ok((slf.get_type().into_any(), (me.parents.clone(), me.chars.clone())))
     }
