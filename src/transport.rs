@@ -30,6 +30,10 @@ pub enum Kind {
     Pieces = 1,
     /// n-gram counts of one level (mixedgram).
     Ngrams = 2,
+    /// LZ78 dictionary-usage counts, one per pool code (`crate::lz78::usage`).
+    Usage = 3,
+    /// An LZ78 pruning round's mask of pool codes (`crate::lz78::usage`).
+    Mask = 4,
 }
 
 impl Kind {
@@ -37,6 +41,8 @@ impl Kind {
         match self {
             Kind::Pieces => "piece counts",
             Kind::Ngrams => "n-gram counts",
+            Kind::Usage => "dictionary-usage counts",
+            Kind::Mask => "pruning-round mask",
         }
     }
 }

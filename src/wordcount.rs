@@ -68,6 +68,11 @@ impl WordCounter {
         self.map.get(w).copied().unwrap_or(0)
     }
 
+    /// The counted pieces, in no particular order.
+    pub fn pieces(&self) -> impl Iterator<Item = (&[u8], u64)> + '_ {
+        self.map.iter().map(|(k, &v)| (&k[..], v))
+    }
+
     pub fn unique(&self) -> usize {
         self.map.len()
     }

@@ -20,7 +20,10 @@ Seven training strategies (rules and tuned defaults in docs/algorithms.md):
 
 Training on a Dask cluster (``train(..., client=)``) counts the unique
 chunks on the workers and builds the online pool in one task that reads the
-partitions in order; the pruning runs on the client. The file is the one
+partitions in order; the pruning runs on the client, and for the pool
+strategies each round's dictionary-usage counts are computed by the workers
+over the chunks they keep (only the summed counts come back; flat_prune
+gathers the chunks, its candidates are made from them). The file is the one
 single-machine training writes.
 
 Not handled: Unicode normalisation; online (adaptive) LZ78 coding of text
@@ -206,9 +209,12 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
         scheduler address (``"tcp://host:8786"``) or a runner of
         :func:`tokenforge.cluster.runner` (``runner(None)`` runs the same
         tasks in this process). The workers count the unique chunks of the
-        corpus's partitions, merged in a tree; the online pool (every
-        strategy but flat_prune) is one task reading the partitions in order;
-        the pruning runs here. The result and its saved file are
+        corpus's partitions; the online pool (every strategy but flat_prune)
+        is one task reading the partitions in order; the pruning runs here.
+        The pool strategies keep the chunk counts on the workers, which count
+        each pruning round's dictionary usage (only the sums travel here);
+        flat_prune brings the merged chunk counts here (its candidates are
+        made from the chunks). The result and its saved file are
         byte-identical to training without a client. It needs corpus files
         (not :meth:`train_from_iterator`) that the workers can read.
         """
@@ -622,10 +628,22 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
 # ---- training on a cluster ----------------------------------------------------
 # The single-machine trainer (_core.Lz78Trainer) is an online builder and a
 # chunk counter fed side by side. On a cluster they come apart: the counting
-# is per partition on the workers (WordCounters, merged in a tree), the
-# online builder is one task that reads the partitions in order (it must see
-# the corpus in order, on one thread), and _core.lz78_finish — the same
-# strategy code Lz78Trainer.finish runs — prunes on the client.
+# is per partition on the workers (WordCounters), the online builder is one
+# task that reads the partitions in order (it must see the corpus in order, on
+# one thread), and _core.lz78_finish — the same strategy code
+# Lz78Trainer.finish runs — prunes on the client.
+#
+# The pool strategies (multi_round, cost_adjusted, smart_prune, compressed)
+# never bring the chunks to the client: each partition's WordCounter stays on
+# the worker that counted it (a future), the pool is shipped to the workers
+# once (an Lz78UsagePool, its trie built once per worker), and lz78_finish
+# calls back once per pruning round with that round's mask (a bitset of the
+# pool codes, ~pool/8 bytes): each worker counts usage over its partitions'
+# chunks, the UsageCounts are summed in a tree, and only the sum (one varint
+# per pool code) reaches the client. The unique-chunk count of the stats comes
+# from a tree merge of the counters that stays on the workers (only the
+# numbers come back). flat_prune still gathers the merged chunk counter: its
+# candidate strings are generated from the chunks themselves.
 
 
 def _cluster_count(part: Partition, pattern: str | None, options: dict, num_threads: int | None):
@@ -647,6 +665,28 @@ def _cluster_merge(*parts):
     return _core.WordCounter.merged([c for c, _ in parts]), sum(t for _, t in parts)
 
 
+def _cluster_summary(counted) -> tuple[int, int, int]:
+    """Worker task: (unique chunks, texts, corpus bytes) of a merged (WordCounter, texts)."""
+    counter, texts = counted
+    return counter.unique, texts, counter.total_bytes
+
+
+def _cluster_usage_pool(pool: dict):
+    """Worker task: the pool ready to count usage (its trie built here, once)."""
+    parents, chars, _, _ = pool["pool"]
+    return _core.Lz78UsagePool(parents, chars)
+
+
+def _cluster_usage(counted, usage_pool, mask: bytes, num_threads: int | None):
+    """Worker task: one round's UsageCounts over one partition's chunks."""
+    return usage_pool.usage(counted[0], mask, num_threads)
+
+
+def _cluster_usage_merge(*parts):
+    """Reduce task: the sum of UsageCounts."""
+    return _core.UsageCounts.merged(list(parts))
+
+
 def _cluster_pool(
     parts: list[Partition], strategy: str, n: int, pattern: str | None, params: dict, options: dict, num_threads
 ) -> dict:
@@ -666,10 +706,17 @@ def _cluster_pool(
 
 
 def _train_on_cluster(client, corpus, strategy, n, pattern, params, options, num_threads, progress):
-    """``Lz78Trainer``'s (entries, flat, stats), computed by tasks on ``client``'s cluster."""
+    """``Lz78Trainer``'s (entries, flat, stats), computed by tasks on ``client``'s cluster.
+
+    The pool strategies go to :func:`_prune_on_cluster` (the chunks stay on the
+    workers). flat_prune gathers the merged chunk counter here: its candidate
+    strings are generated from the chunks themselves, not from usage counts.
+    """
     from .cluster import runner
 
     parts = plan_partitions(corpus, who="LZ78Tokenizer.train", **options)
+    if strategy in ("multi_round", "cost_adjusted", "smart_prune", "compressed"):
+        return _prune_on_cluster(client, parts, strategy, n, pattern, params, options, num_threads, progress)
     with runner(client, progress=progress) as run:
         pool = counted = None
         if strategy != "flat_prune":
@@ -701,6 +748,40 @@ def _train_on_cluster(client, corpus, strategy, n, pattern, params, options, num
         params,
         num_threads,
     )
+
+
+def _prune_on_cluster(client, parts, strategy, n, pattern, params, options, num_threads, progress):
+    """The pool strategies on a cluster: the chunk counters stay on the workers,
+    which count each pruning round's usage (see the section comment)."""
+    from .cluster import runner
+
+    weights = [p.nbytes for p in parts]
+    with runner(client, progress=progress) as run:
+        pool = run.submit(_cluster_pool, parts, strategy, n, pattern, params, options, num_threads)
+        counted = run.map(
+            _cluster_count, parts, pattern, options, num_threads, desc=f"lz78 {strategy} counting", weights=weights
+        )
+        summary = run.submit(_cluster_summary, run.reduce(_cluster_merge, counted))
+        usage_pool = run.submit(_cluster_usage_pool, pool)
+        pool, (unique, texts, nbytes) = run.gather([pool, summary])
+        del summary  # the merged counter it was made from goes with it
+
+        def usage(mask: bytes):
+            shared = run.scatter(mask)
+            per_part = run.map(
+                _cluster_usage,
+                counted,
+                usage_pool,
+                shared,
+                num_threads,
+                desc=f"lz78 {strategy} usage",
+                weights=weights,
+            )
+            return run.gather(run.reduce(_cluster_usage_merge, per_part))
+
+        return _core.lz78_finish(
+            strategy, n, pool["pool"], None, texts, nbytes, params, num_threads, unique_chunks=unique, usage=usage
+        )
 
 
 def _outputs_first(data: LZ78Data) -> LZ78Data:

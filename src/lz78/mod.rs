@@ -11,12 +11,14 @@ pub mod patricia;
 pub mod strategies;
 pub mod trainer;
 pub mod trie;
+pub mod usage;
 
 pub use model::Lz78Model;
 pub use patricia::Patricia;
 pub use strategies::{Params, Strategy};
-pub use trainer::{finish, OnlineTrainer, Pool, Seen, Stats, Trainer};
+pub use trainer::{finish, ChunkSource, OnlineTrainer, Pool, Seen, Stats, Trainer};
 pub use trie::{ByteTrie, CharTrie};
+pub use usage::{PoolTrie, UsageCounts};
 
 /// One dictionary entry. Codes are positions + 1.
 #[derive(Clone, Debug, PartialEq, Eq)]

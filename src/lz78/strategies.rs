@@ -18,6 +18,7 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use super::trie::{ByteTrie, CharTrie, NONE};
+use super::usage::PoolTrie;
 use super::{DictEntry, Dictionary};
 use crate::error::{Error, Result};
 use crate::pretok::Pretokenizer;
@@ -352,14 +353,14 @@ pub fn frequency_gated(builder: OnlineBuilder) -> Dictionary {
 // ---------------------------------------------------------------------------
 
 /// Contiguous groups of about equal bytes for the parallel passes.
-fn groups(chunks: &Chunks) -> Vec<&Chunks> {
+fn groups<T: AsRef<[u8]>>(chunks: &[(T, u64)]) -> Vec<&[(T, u64)]> {
     let parts = (rayon::current_num_threads() * 4).max(1);
-    let total: usize = chunks.iter().map(|c| c.0.len()).sum();
+    let total: usize = chunks.iter().map(|c| c.0.as_ref().len()).sum();
     let target = total / parts + 1;
     let mut out = Vec::new();
     let (mut start, mut acc) = (0, 0);
     for (i, c) in chunks.iter().enumerate() {
-        acc += c.0.len();
+        acc += c.0.as_ref().len();
         if acc >= target {
             out.push(&chunks[start..=i]);
             start = i + 1;
@@ -373,14 +374,14 @@ fn groups(chunks: &Chunks) -> Vec<&Chunks> {
 }
 
 /// How often each id is emitted by greedy longest match over the chunks
-/// (weighted by their counts). `counts[id]`, length `n_ids`.
-pub fn usage_counts(trie: &ByteTrie, chunks: &Chunks, n_ids: usize) -> Vec<u64> {
+/// (weighted by their counts; in any order). `counts[id]`, length `n_ids`.
+pub fn usage_counts<T: AsRef<[u8]> + Sync>(trie: &ByteTrie, chunks: &[(T, u64)], n_ids: usize) -> Vec<u64> {
     let parts: Vec<Vec<u64>> = groups(chunks)
         .par_iter()
         .map(|g| {
             let mut c = vec![0u64; n_ids];
             for (s, w) in g.iter() {
-                trie.parse(s, NONE, |_, _, id| {
+                trie.parse(s.as_ref(), NONE, |_, _, id| {
                     if id != NONE {
                         c[id as usize] += *w;
                     }
@@ -423,14 +424,39 @@ pub fn round_target(pool: usize, n: usize, r: u32, rounds: u32) -> usize {
     n + (pool - n) * (rounds - r) as usize / rounds as usize
 }
 
-fn pool_trie(pool: &Dictionary, alive: &[bool]) -> Result<ByteTrie> {
-    ByteTrie::build(
-        pool.entries
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| alive[*i + 1])
-            .map(|(i, e)| (e.pattern.as_bytes(), i as u32 + 1)),
-    )
+/// A pruning round's usage counter. Given the mask of pool codes counted as
+/// outputs this round (`mask[code]`, pool entries + 1 long), it returns how
+/// often greedy longest match over the corpus's chunks emits each code (the
+/// others are pass-through prefixes), weighted by the chunk counts: what
+/// [`usage_counts`] gives over the chunks here ([`local_usage`]), or what a
+/// cluster's workers give, each over its own chunks, summed.
+pub type UsageFn<'a> = dyn FnMut(&[bool]) -> Result<Vec<u64>> + 'a;
+
+/// The single-machine [`UsageFn`]: the pool's trie (built at the first
+/// round), its outputs switched to each round's mask, over `chunks`.
+pub fn local_usage<'a>(pool: &'a Dictionary, chunks: &'a Chunks) -> impl FnMut(&[bool]) -> Result<Vec<u64>> + 'a {
+    let mut trie: Option<PoolTrie> = None;
+    move |mask: &[bool]| {
+        let t = match &mut trie {
+            Some(t) => t,
+            None => trie.insert(PoolTrie::new(pool)?),
+        };
+        t.set_mask(mask)?;
+        Ok(t.usage(chunks).into_vec())
+    }
+}
+
+/// One round's counts, checked: one per pool code.
+fn round_usage(usage: &mut UsageFn, mask: &[bool]) -> Result<Vec<u64>> {
+    let counts = usage(mask)?;
+    if counts.len() != mask.len() {
+        return Err(Error::Invalid(format!(
+            "usage counts of {} codes for a pool of {} codes (counted with another pool?)",
+            counts.len(),
+            mask.len()
+        )));
+    }
+    Ok(counts)
 }
 
 /// Keep the entries with `keep[code]`, in code order, parents remapped.
@@ -456,35 +482,53 @@ fn restrict(pool: &Dictionary, keep: &[bool], output: &[bool]) -> Dictionary {
 /// `multi_round`: count usage, keep the most-used entries with the ancestors
 /// they need, shrinking linearly from the pool to N over `rounds` rounds.
 pub fn multi_round(pool: Dictionary, chunks: &Chunks, n: usize, rounds: u32) -> Result<Dictionary> {
-    prune_tree(pool, chunks, n, rounds, false)
+    prune(Strategy::MultiRound, &pool, &mut local_usage(&pool, chunks), n, rounds)
 }
 
 /// `cost_adjusted`: as multi_round, but greedy by count / (ancestor slots it
 /// would newly force in, itself included), values updated as ancestors get kept.
 pub fn cost_adjusted(pool: Dictionary, chunks: &Chunks, n: usize, rounds: u32) -> Result<Dictionary> {
-    prune_tree(pool, chunks, n, rounds, true)
+    prune(Strategy::CostAdjusted, &pool, &mut local_usage(&pool, chunks), n, rounds)
 }
 
-fn prune_tree(pool: Dictionary, chunks: &Chunks, n: usize, rounds: u32, cost: bool) -> Result<Dictionary> {
+/// The pool strategies (multi_round, cost_adjusted, smart_prune,
+/// compressed) with the usage counting as a parameter: the one home of their
+/// rules, whether the chunks are here or on a cluster's workers.
+pub fn prune(strategy: Strategy, pool: &Dictionary, usage: &mut UsageFn, n: usize, rounds: u32) -> Result<Dictionary> {
+    match strategy {
+        Strategy::MultiRound => prune_tree(pool, usage, n, rounds, false),
+        Strategy::CostAdjusted => prune_tree(pool, usage, n, rounds, true),
+        Strategy::SmartPrune | Strategy::Compressed => {
+            let output = select_outputs(pool, usage, n, rounds)?;
+            Ok(with_ancestors(pool, &output))
+        }
+        s => Err(Error::Invalid(format!("strategy {} does not prune a pool", s.name()))),
+    }
+}
+
+/// Each round counts usage with the alive entries as outputs (an entry not
+/// alive has no alive descendant: the selections keep ancestors), so the
+/// pool's trie with the others switched off parses as a trie of the alive
+/// entries alone would.
+fn prune_tree(pool: &Dictionary, usage: &mut UsageFn, n: usize, rounds: u32, cost: bool) -> Result<Dictionary> {
     let p = pool.entries.len();
     if p <= n {
-        return Ok(pool);
+        return Ok(pool.clone());
     }
     let mut alive = vec![true; p + 1];
     alive[0] = false;
     for r in 1..=rounds {
         let target = round_target(p, n, r, rounds);
-        let trie = pool_trie(&pool, &alive)?;
-        let counts = usage_counts(&trie, chunks, p + 1);
+        let counts = round_usage(usage, &alive)?;
         let kept = if cost {
-            select_cost_adjusted(&pool, &alive, &counts, target)
+            select_cost_adjusted(pool, &alive, &counts, target)
         } else {
-            select_most_used(&pool, &alive, &counts, target)
+            select_most_used(pool, &alive, &counts, target)
         };
         alive = kept;
     }
     let out = alive.clone();
-    Ok(restrict(&pool, &alive, &out))
+    Ok(restrict(pool, &alive, &out))
 }
 
 fn select_most_used(pool: &Dictionary, alive: &[bool], counts: &[u64], target: usize) -> Vec<bool> {
@@ -596,22 +640,20 @@ fn select_cost_adjusted(pool: &Dictionary, alive: &[bool], counts: &[u64], targe
 /// slot. Rounds shrink the output set linearly from the pool to N; each round
 /// counts greedy usage over the current outputs (the others stay in the trie
 /// as pass-through prefixes) and keeps the most used. Returns `output[code]`.
-pub fn select_outputs(pool: &Dictionary, chunks: &Chunks, n: usize, rounds: u32) -> Result<Vec<bool>> {
+pub fn select_outputs(pool: &Dictionary, usage: &mut UsageFn, n: usize, rounds: u32) -> Result<Vec<bool>> {
     let p = pool.entries.len();
     let mut output = vec![true; p + 1];
     output[0] = false;
     if p <= n {
         return Ok(output);
     }
-    let mut trie = pool_trie(pool, &output)?;
     for r in 1..=rounds {
         let target = round_target(p, n, r, rounds);
-        let counts = usage_counts(&trie, chunks, p + 1);
+        let counts = round_usage(usage, &output)?;
         let mut order: Vec<usize> = (1..=p).filter(|&c| output[c]).collect();
         order.sort_by(|&a, &b| counts[b].cmp(&counts[a]).then(a.cmp(&b)));
         for &c in &order[target.min(order.len())..] {
             output[c] = false;
-            trie.set_output(c as u32, false);
         }
     }
     Ok(output)
@@ -632,8 +674,7 @@ fn with_ancestors(pool: &Dictionary, output: &[bool]) -> Dictionary {
 
 /// `smart_prune`: [`select_outputs`] on the pool; ancestors stay as prefix-only nodes.
 pub fn smart_prune(pool: Dictionary, chunks: &Chunks, n: usize, rounds: u32) -> Result<Dictionary> {
-    let output = select_outputs(&pool, chunks, n, rounds)?;
-    Ok(with_ancestors(&pool, &output))
+    prune(Strategy::SmartPrune, &pool, &mut local_usage(&pool, chunks), n, rounds)
 }
 
 /// `compressed`: the dictionary a Patricia trie is built from. The base is
@@ -641,7 +682,7 @@ pub fn smart_prune(pool: Dictionary, chunks: &Chunks, n: usize, rounds: u32) -> 
 /// (nothing to select when the multiple is 1). The caller builds the
 /// Patricia trie ([`super::patricia::Patricia`]).
 pub fn compressed(pool: Dictionary, chunks: &Chunks, n: usize, rounds: u32) -> Result<Dictionary> {
-    smart_prune(pool, chunks, n, rounds)
+    prune(Strategy::Compressed, &pool, &mut local_usage(&pool, chunks), n, rounds)
 }
 
 // ---------------------------------------------------------------------------
@@ -859,7 +900,8 @@ mod tests {
         let pool = b.into_dictionary();
         let ch = chunks(&texts);
         for cost in [false, true] {
-            let d = prune_tree(pool.clone(), &ch, 10, 3, cost).unwrap();
+            let d = if cost { cost_adjusted(pool.clone(), &ch, 10, 3) } else { multi_round(pool.clone(), &ch, 10, 3) };
+            let d = d.unwrap();
             assert_eq!(d.entries.len(), 10);
             for e in &d.entries {
                 if e.parent != 0 {

@@ -162,6 +162,18 @@ impl OnlineTrainer {
     }
 }
 
+/// How the pruning strategies see the corpus.
+pub enum ChunkSource<'a> {
+    /// Its unique chunks, here: usage is counted over them
+    /// ([`strategies::local_usage`]).
+    Here(WordCounter),
+    /// Counted elsewhere (a cluster's workers keep the chunks): how many
+    /// unique chunks the whole corpus has (for the stats) and each round's
+    /// usage counter. Not for flat_prune, whose candidates come from the
+    /// chunks themselves.
+    Elsewhere { unique_chunks: u64, usage: Box<strategies::UsageFn<'a>> },
+}
+
 /// The final dictionary of `strategy` from its pool (`None` for flat_prune)
 /// and the corpus's unique chunks (`None` for standard and frequency_gated).
 /// `seen`: the corpus as the caller counted it (all of it when there are
@@ -171,7 +183,7 @@ pub fn finish(
     n: usize,
     params: &Params,
     pool: Option<Pool>,
-    chunks: Option<WordCounter>,
+    chunks: Option<ChunkSource<'_>>,
     seen: Seen,
 ) -> Result<(Dictionary, Stats)> {
     params.validate()?;
@@ -186,11 +198,20 @@ pub fn finish(
         return Err(Error::Invalid(format!("strategy {name} {what}")));
     }
     let mut st = Stats { corpus_bytes: seen.bytes, texts: seen.texts, ..Default::default() };
+    let mut remote = None;
     let chunks = match chunks {
-        Some(c) => {
+        Some(ChunkSource::Here(c)) => {
             let v = c.into_sorted();
             st.unique_chunks = v.len() as u64;
             v
+        }
+        Some(ChunkSource::Elsewhere { unique_chunks, usage }) => {
+            if strategy == Strategy::FlatPrune {
+                return Err(Error::Invalid(format!("strategy {name} needs the chunks themselves, not usage counts")));
+            }
+            st.unique_chunks = unique_chunks;
+            remote = Some(usage);
+            Vec::new()
         }
         None => Vec::new(),
     };
@@ -219,12 +240,9 @@ pub fn finish(
         }
         (s, Some(pool)) => {
             st.pool_entries = pool.entries.len() as u64;
-            match s {
-                Strategy::MultiRound => strategies::multi_round(pool, &chunks, n, rounds)?,
-                Strategy::CostAdjusted => strategies::cost_adjusted(pool, &chunks, n, rounds)?,
-                Strategy::SmartPrune => strategies::smart_prune(pool, &chunks, n, rounds)?,
-                Strategy::Compressed => strategies::compressed(pool, &chunks, n, rounds)?,
-                _ => unreachable!("checked above: only the pruning strategies are left"),
+            match remote {
+                Some(mut usage) => strategies::prune(s, &pool, &mut *usage, n, rounds)?,
+                None => strategies::prune(s, &pool, &mut strategies::local_usage(&pool, &chunks), n, rounds)?,
             }
         }
         (_, None) => unreachable!("checked above: every strategy but flat_prune has a pool"),
@@ -289,7 +307,7 @@ impl Trainer {
             _ => self.seen,
         };
         let pool = self.online.map(OnlineTrainer::finish);
-        finish(self.strategy, self.n, &self.params, pool, self.counter, seen)
+        finish(self.strategy, self.n, &self.params, pool, self.counter.map(ChunkSource::Here), seen)
     }
 }
 
@@ -348,9 +366,39 @@ mod tests {
                 Some((_, seen)) if chunks.is_none() => *seen,
                 _ => Seen { texts: 4, bytes: TEXTS.iter().map(|t| t.len() as u64).sum() },
             };
-            let (d2, s2) = finish(s, n, &p, pool.map(|x| x.0), chunks, seen).unwrap();
+            let unique = chunks.as_ref().map(|c| c.unique() as u64);
+            let sorted = chunks.as_ref().map(|c| {
+                let mut v: Vec<(Box<[u8]>, u64)> = Vec::new();
+                let mut m = WordCounter::new(pt());
+                m.merge(c).unwrap();
+                v.extend(m.into_sorted());
+                v
+            });
+            let pool2 = pool.as_ref().map(|x| x.0.clone());
+            let (d2, s2) = finish(s, n, &p, pool.map(|x| x.0), chunks.map(ChunkSource::Here), seen).unwrap();
             assert_eq!(d1, d2, "{}", s.name());
             assert_eq!(format!("{s1:?}"), format!("{s2:?}"), "{}", s.name());
+            // usage counted "elsewhere": two halves of the chunks, each its own trie, summed
+            if s.needs_chunks() && s.needs_online() {
+                let sorted = sorted.unwrap();
+                let (a, b) = sorted.split_at(sorted.len() / 2);
+                let dict = pool2.clone().unwrap().dictionary;
+                let mut rounds = 0;
+                let usage = Box::new(|mask: &[bool]| -> Result<Vec<u64>> {
+                    rounds += 1;
+                    let mut total = crate::lz78::UsageCounts::zeros(mask.len());
+                    for half in [a, b] {
+                        let mut t = crate::lz78::PoolTrie::new(&dict)?;
+                        t.set_mask(&crate::lz78::usage::mask_from_bytes(&crate::lz78::usage::mask_to_bytes(mask))?)?;
+                        total.merge(&t.usage(half))?;
+                    }
+                    Ok(total.into_vec())
+                });
+                let src = ChunkSource::Elsewhere { unique_chunks: unique.unwrap(), usage };
+                let (d3, s3) = finish(s, n, &p, pool2, Some(src), seen).unwrap();
+                assert_eq!(d1, d3, "{} elsewhere", s.name());
+                assert_eq!(format!("{s1:?}"), format!("{s3:?}"), "{} elsewhere", s.name());
+            }
         }
     }
 
@@ -365,11 +413,15 @@ mod tests {
     #[test]
     fn finish_refuses_wrong_inputs() {
         let p = Params::defaults(Strategy::SmartPrune);
-        assert!(finish(Strategy::SmartPrune, 5, &p, None, Some(WordCounter::new(pt())), Seen::default()).is_err());
+        let here = || Some(ChunkSource::Here(WordCounter::new(pt())));
+        assert!(finish(Strategy::SmartPrune, 5, &p, None, here(), Seen::default()).is_err());
         let pool = Pool::from_parents(&[0], "a", 0, 0).unwrap();
         assert!(finish(Strategy::SmartPrune, 5, &p, Some(pool.clone()), None, Seen::default()).is_err());
         let fp = Params::defaults(Strategy::FlatPrune);
-        assert!(finish(Strategy::FlatPrune, 5, &fp, Some(pool), Some(WordCounter::new(pt())), Seen::default()).is_err());
+        assert!(finish(Strategy::FlatPrune, 5, &fp, Some(pool), here(), Seen::default()).is_err());
+        let usage = Box::new(|m: &[bool]| Ok(vec![0; m.len()]));
+        let elsewhere = Some(ChunkSource::Elsewhere { unique_chunks: 1, usage });
+        assert!(finish(Strategy::FlatPrune, 5, &fp, None, elsewhere, Seen::default()).is_err());
         let big = Pool::from_parents(&[0, 0, 0], "abc", 0, 0).unwrap();
         let sp = Params::defaults(Strategy::Standard);
         assert!(finish(Strategy::Standard, 2, &sp, Some(big), None, Seen::default()).is_err());

@@ -81,6 +81,11 @@ impl PyWordCounter {
         Ok(self.inner.as_mut().ok_or_else(|| Error::invalid("this WordCounter was already used to start training"))?)
     }
 
+    /// The counter, borrowed (LZ78's usage counting reads it round after round).
+    pub(crate) fn peek(&self) -> PyResult<&WordCounter> {
+        Ok(self.inner.as_ref().ok_or_else(|| Error::invalid("this WordCounter was already consumed"))?)
+    }
+
     /// The counter itself, leaving this object used up (LZ78's `lz78_finish` consumes it).
     pub(crate) fn take(&mut self) -> PyResult<WordCounter> {
         Ok(self.inner.take().ok_or_else(|| Error::invalid("this WordCounter was already used"))?)

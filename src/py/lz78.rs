@@ -7,7 +7,7 @@
 //! Not handled: reading and writing dictionary files (`tokenforge.formats`).
 
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict};
 use std::sync::Arc;
 
 use super::bpe::PyWordCounter;
@@ -15,10 +15,16 @@ use super::encoder::{encoder_class, PyEncoder};
 use super::{pool, pretok_from, IntTable};
 use crate::error::Error;
 use crate::lz78::patricia::NO_OUTPUT;
-use crate::lz78::{Dictionary, Lz78Model, OnlineTrainer, Params, Patricia, Pool, Seen, Stats, Strategy, Trainer};
+use crate::lz78::usage::{mask_from_bytes, mask_to_bytes};
+use crate::lz78::{
+    ChunkSource, Dictionary, Lz78Model, OnlineTrainer, Params, Patricia, Pool, PoolTrie, Seen, Stats, Strategy,
+    Trainer, UsageCounts,
+};
 
 /// A trained dictionary as it crosses to Python: (parent, char, pattern, output) per code.
 type Entries = Vec<(u32, String, String, bool)>;
+/// A pool as `Lz78UsagePool` takes it: (parent code per entry, one character per entry).
+type PoolArgs = (Vec<u32>, String);
 /// Patricia rows: (parent, label, output or -1, pattern).
 type Rows = Vec<(u32, String, i64, String)>;
 
@@ -222,12 +228,142 @@ impl PyLz78Online {
     }
 }
 
+/// Dictionary-usage counts (`crate::lz78::UsageCounts`): one u64 per pool
+/// code, summed by `merge`; pickles through `to_bytes`.
+#[pyclass(module = "tokenforge._core", name = "UsageCounts")]
+pub struct PyUsageCounts {
+    inner: UsageCounts,
+}
+
+#[pymethods]
+impl PyUsageCounts {
+    #[new]
+    fn new(counts: Vec<u64>) -> Self {
+        PyUsageCounts { inner: UsageCounts::from_vec(counts) }
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
+    /// The counts, index = pool code (0: the root, always 0).
+    fn counts(&self) -> Vec<u64> {
+        self.inner.as_slice().to_vec()
+    }
+
+    /// Add `other`'s counts, code by code (same pool: same length).
+    fn merge(&mut self, other: &Bound<'_, PyUsageCounts>) -> PyResult<()> {
+        let o = other.try_borrow().map_err(|_| Error::invalid("cannot merge UsageCounts into itself"))?;
+        Ok(self.inner.merge(&o.inner)?)
+    }
+
+    /// A new object holding the sum of `parts` (none of them changed).
+    #[staticmethod]
+    fn merged(parts: Vec<PyRef<'_, PyUsageCounts>>) -> PyResult<Self> {
+        let Some((first, rest)) = parts.split_first() else {
+            return Err(Error::invalid("merged() needs at least one UsageCounts").into());
+        };
+        let mut acc = first.inner.clone();
+        for p in rest {
+            acc.merge(&p.inner)?;
+        }
+        Ok(PyUsageCounts { inner: acc })
+    }
+
+    /// The bytes of `crate::transport` (kind: usage). Equal counts give equal bytes.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.inner.to_bytes())
+    }
+
+    /// Counts from `to_bytes`' output (FormatError with the byte offset if damaged).
+    #[staticmethod]
+    fn from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<Self> {
+        Ok(PyUsageCounts { inner: py.detach(|| UsageCounts::from_bytes(data))? })
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other.downcast::<PyUsageCounts>().is_ok_and(|o| o.borrow().inner == self.inner)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("UsageCounts(codes={}, total={})", self.inner.len(), self.inner.as_slice().iter().sum::<u64>())
+    }
+
+    /// Pickles through `to_bytes` (how a cluster ships it).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
+        let data = slf.borrow().to_bytes(slf.py());
+        Ok((slf.get_type().getattr("from_bytes")?, (data,)))
+    }
+}
+
+/// A pool (`Lz78Online.finish()`'s parents and characters) ready to count
+/// usage on a worker: its byte trie is built once, here; each round's mask
+/// switches outputs on a copy. Pickles as the parents and characters.
+#[pyclass(module = "tokenforge._core", name = "Lz78UsagePool", frozen)]
+pub struct PyLz78UsagePool {
+    parents: Vec<u32>,
+    chars: String,
+    trie: PoolTrie,
+}
+
+#[pymethods]
+impl PyLz78UsagePool {
+    #[new]
+    fn new(py: Python<'_>, parents: Vec<u32>, chars: String) -> PyResult<Self> {
+        let trie = py.detach(|| -> Result<PoolTrie, Error> {
+            let pool = Pool::from_parents(&parents, &chars, 0, 0)?;
+            PoolTrie::new(&pool.dictionary)
+        })?;
+        Ok(PyLz78UsagePool { parents, chars, trie })
+    }
+
+    /// The length of a round's mask and of its counts (pool entries + 1).
+    #[getter]
+    fn codes(&self) -> usize {
+        self.trie.codes()
+    }
+
+    /// Usage over `counter`'s chunks with the outputs of `mask` (a round's
+    /// bytes, as `lz78_finish` hands them to its `usage` callback). GIL released.
+    #[pyo3(signature = (counter, mask, num_threads=None))]
+    fn usage(
+        &self,
+        py: Python<'_>,
+        counter: &Bound<'_, PyWordCounter>,
+        mask: &[u8],
+        num_threads: Option<usize>,
+    ) -> PyResult<PyUsageCounts> {
+        let threads = super::pool(num_threads)?;
+        let c = counter.borrow();
+        let wc = c.peek()?;
+        let inner = py.detach(|| -> Result<UsageCounts, Error> {
+            let mask = mask_from_bytes(mask)?;
+            let mut t = self.trie.clone();
+            t.set_mask(&mask)?;
+            let items: Vec<(&[u8], u64)> = wc.pieces().collect();
+            Ok(threads.install(|| t.usage(&items)))
+        })?;
+        Ok(PyUsageCounts { inner })
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, PoolArgs)> {
+        let me = slf.get();
+        Ok((slf.get_type().into_any(), (me.parents.clone(), me.chars.clone())))
+    }
+}
+
 /// The dictionary of `strategy` from its pool (`Lz78Online.finish()`; None
 /// for flat_prune) and the corpus's chunk counts (a `WordCounter`, consumed;
 /// None for standard and frequency_gated): what `Lz78Trainer.finish` returns
 /// after the same corpus. `texts` and `corpus_bytes` go into the stats.
+///
+/// Chunks counted elsewhere (a cluster's workers), for the pool strategies:
+/// `counter` None, `unique_chunks` the corpus's number of unique chunks, and
+/// `usage` a callable that takes a round's mask (bytes) and returns that
+/// round's `UsageCounts` over the whole corpus; it is called once per round,
+/// with the GIL, and what it raises is raised here.
 #[pyfunction]
-#[pyo3(signature = (strategy, n, pool, counter, texts, corpus_bytes, params=None, num_threads=None))]
+#[pyo3(signature = (strategy, n, pool, counter, texts, corpus_bytes, params=None, num_threads=None, unique_chunks=None, usage=None))]
 #[allow(clippy::too_many_arguments)]
 fn lz78_finish<'py>(
     py: Python<'py>,
@@ -239,6 +375,8 @@ fn lz78_finish<'py>(
     corpus_bytes: u64,
     params: Option<&Bound<'py, PyDict>>,
     num_threads: Option<usize>,
+    unique_chunks: Option<u64>,
+    usage: Option<Py<PyAny>>,
 ) -> PyResult<(Entries, bool, Bound<'py, PyDict>)> {
     let s = Strategy::parse(strategy)?;
     let p = params_from(strategy, s, params)?;
@@ -249,12 +387,42 @@ fn lz78_finish<'py>(
         }
         None => None,
     };
+    let seen = Seen { texts, bytes: corpus_bytes };
+    if let Some(cb) = usage {
+        let Some(unique_chunks) = unique_chunks.filter(|_| counter.is_none()) else {
+            return Err(Error::invalid("with usage=, give unique_chunks and no counter").into());
+        };
+        // a Python error in the callback is kept here and raised as it was
+        let mut raised: Option<PyErr> = None;
+        let out = py.detach(|| {
+            let ask = |mask: &[bool]| -> Result<Vec<u64>, Error> {
+                Python::attach(|py| {
+                    let blob = PyBytes::new(py, &mask_to_bytes(mask));
+                    let got = cb.call1(py, (blob,)).and_then(|r| {
+                        let u = r.bind(py).downcast::<PyUsageCounts>().map_err(PyErr::from)?.borrow().inner.clone();
+                        Ok(u.into_vec())
+                    });
+                    got.map_err(|e| {
+                        raised = Some(e);
+                        Error::invalid("the usage callback raised")
+                    })
+                })
+            };
+            let src = ChunkSource::Elsewhere { unique_chunks, usage: Box::new(ask) };
+            crate::lz78::finish(s, n, &p, pool, Some(src), seen)
+        });
+        if let Some(e) = raised {
+            return Err(e);
+        }
+        let (d, st) = out?;
+        return finished(py, d, &st);
+    }
     let chunks = match counter {
         Some(c) => Some(c.borrow_mut().take()?),
         None => None,
     };
-    let seen = Seen { texts, bytes: corpus_bytes };
-    let (d, st) = py.detach(|| threads.install(|| crate::lz78::finish(s, n, &p, pool, chunks, seen)))?;
+    let (d, st) =
+        py.detach(|| threads.install(|| crate::lz78::finish(s, n, &p, pool, chunks.map(ChunkSource::Here), seen)))?;
     finished(py, d, &st)
 }
 
@@ -301,6 +469,8 @@ pub fn register(m: &Bound<PyModule>) -> PyResult<()> {
     m.add_class::<PyLz78Model>()?;
     m.add_class::<PyLz78Trainer>()?;
     m.add_class::<PyLz78Online>()?;
+    m.add_class::<PyUsageCounts>()?;
+    m.add_class::<PyLz78UsagePool>()?;
     m.add_function(wrap_pyfunction!(lz78_finish, m)?)?;
     m.add_function(wrap_pyfunction!(lz78_patricia, m)?)?;
     m.add_function(wrap_pyfunction!(lz78_patricia_encode, m)?)?;

@@ -1,18 +1,24 @@
 """LZ78 training on a cluster (issue 13): the saved file is byte-identical to
 single-machine training, for every strategy, in process (the runner seam's
-LocalRunner) and on a real two-process LocalCluster."""
+LocalRunner) and on a real two-process LocalCluster; the pool strategies
+count dictionary usage on the workers (UsageCounts) and never bring the
+chunk counts to the client."""
 
 from __future__ import annotations
 
 import json
+import pickle
 
 import pytest
 
 from tokenforge import LZ78Tokenizer, _core
+from tokenforge import cluster as cluster_mod
 from tokenforge.cluster import LocalRunner
 from tokenforge.data.corpus import train_documents
-from tokenforge.errors import TokenforgeError
+from tokenforge.errors import FormatError, TokenforgeError
 from tokenforge.lz78 import STRATEGIES
+
+POOL_STRATEGIES = ["multi_round", "cost_adjusted", "smart_prune", "compressed"]
 
 VOCAB = 1024
 
@@ -107,24 +113,148 @@ def test_finish_refuses_mismatched_inputs():
         _core.Lz78Online("flat_prune", 10, None)
 
 
-# ---- a real cluster: two worker processes -------------------------------------------
-@pytest.fixture(scope="module")
-def cluster():
-    distributed = pytest.importorskip("distributed")
-    with (
-        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as c,
-        distributed.Client(c) as client,
-    ):
-        yield c, client
+# ---- dictionary-usage counts ------------------------------------------------------------
+def test_usage_counts_round_trip_merge_and_pickle():
+    a = _core.UsageCounts([0, 1, 300, 2**64 - 6])
+    b = _core.UsageCounts.from_bytes(a.to_bytes())
+    assert b == a and b.counts() == [0, 1, 300, 2**64 - 6] and len(b) == 4
+    assert pickle.loads(pickle.dumps(a)) == a
+    c = _core.UsageCounts([0, 2, 3, 5])
+    c.merge(a)
+    assert c.counts() == [0, 3, 303, 2**64 - 1]
+    assert _core.UsageCounts.merged([a, _core.UsageCounts([0, 2, 3, 5])]) == c
+    with pytest.raises(TokenforgeError, match="overflows"):
+        c.merge(a)
+    with pytest.raises(TokenforgeError, match="not the same pool"):
+        c.merge(_core.UsageCounts([0, 1]))
+    with pytest.raises(TokenforgeError, match="at least one"):
+        _core.UsageCounts.merged([])
 
 
-def test_smart_prune_on_a_local_cluster(tmp_path, corpus, cluster):
-    _, client = cluster
-    one, dist, _ = _both(tmp_path, corpus, "smart_prune", client)
+def test_usage_counts_damaged_bytes_are_format_errors():
+    blob = _core.UsageCounts([0, 7, 128, 99999]).to_bytes()
+    for i in range(len(blob)):
+        bad = bytearray(blob)
+        bad[i] ^= 0x21
+        with pytest.raises(FormatError, match="byte offset"):
+            _core.UsageCounts.from_bytes(bytes(bad))
+    for cut in range(len(blob)):
+        with pytest.raises(FormatError):
+            _core.UsageCounts.from_bytes(blob[:cut])
+    with pytest.raises(FormatError, match="not dictionary-usage counts"):
+        _core.UsageCounts.from_bytes(_core.WordCounter(None).to_bytes())
+
+
+def _pool_and_counter():
+    texts = ["the cat sat on the mat, then the hat", "that is the theme of these mathematics " * 3]
+    online = _core.Lz78Online("smart_prune", 8, _core.GPT4_PATTERN)
+    online.feed(texts)
+    parents, chars, _, _ = online.finish()
+    counter = _core.WordCounter(_core.GPT4_PATTERN)
+    counter.add_texts(texts)
+    return parents, chars, counter
+
+
+def test_usage_pool_counts_and_pickles():
+    parents, chars, counter = _pool_and_counter()
+    pool = _core.Lz78UsagePool(parents, chars)
+    assert pool.codes == len(parents) + 1
+    # a round's mask, as lz78_finish hands it over: get one from a callback
+    masks: list[bytes] = []
+
+    def usage(mask: bytes):
+        masks.append(mask)
+        return pool.usage(counter, mask)
+
+    _core.lz78_finish("smart_prune", 8, (parents, chars, 0, 0), None, 2, 1, unique_chunks=counter.unique, usage=usage)
+    assert len(masks) == 6  # smart_prune's default rounds
+    first = pool.usage(counter, masks[0])
+    assert first == pickle.loads(pickle.dumps(pool)).usage(counter, masks[0])
+    assert sum(first.counts()) > 0 and first.counts()[0] == 0
+    assert pool.usage(counter, masks[-1]) != first  # fewer outputs: other counts
+    assert counter.unique > 0  # the counter is read, not consumed
+    bad = bytearray(masks[0])
+    bad[7] ^= 0x01
+    with pytest.raises(FormatError):
+        pool.usage(counter, bytes(bad))
+    other = _core.Lz78UsagePool(parents[:3], chars[:3])
+    with pytest.raises(TokenforgeError, match="mask has"):
+        other.usage(counter, masks[0])
+
+
+def test_finish_usage_callback_errors():
+    parents, chars, counter = _pool_and_counter()
+    pool = (parents, chars, 0, 0)
+
+    class Boom(Exception):
+        pass
+
+    def boom(mask):
+        raise Boom("from the callback")
+
+    with pytest.raises(Boom, match="from the callback"):
+        _core.lz78_finish("smart_prune", 8, pool, None, 2, 1, unique_chunks=1, usage=boom)
+    with pytest.raises(TypeError):
+        _core.lz78_finish("smart_prune", 8, pool, None, 2, 1, unique_chunks=1, usage=lambda m: [1, 2])
+    with pytest.raises(TokenforgeError, match="usage counts of 2 codes"):
+        _core.lz78_finish(
+            "smart_prune", 8, pool, None, 2, 1, unique_chunks=1, usage=lambda m: _core.UsageCounts([0, 1])
+        )
+    with pytest.raises(TokenforgeError, match="give unique_chunks and no counter"):
+        _core.lz78_finish("smart_prune", 8, pool, counter, 2, 1, unique_chunks=1, usage=boom)
+    with pytest.raises(TokenforgeError, match="needs the chunks themselves"):
+        _core.lz78_finish("flat_prune", 8, None, None, 2, 1, unique_chunks=1, usage=boom)
+
+
+def _record_gathers(monkeypatch) -> list:
+    """Patch both runners' gather to record every value that reaches the client."""
+    seen: list = []
+
+    def flat(x):
+        if isinstance(x, (list, tuple)):
+            for y in x:
+                flat(y)
+        elif isinstance(x, dict):
+            for y in x.values():
+                flat(y)
+        else:
+            seen.append(x)
+
+    for cls in (cluster_mod.LocalRunner, cluster_mod.DaskRunner):
+        orig = cls.gather
+
+        def gather(self, handles, _orig=orig):
+            out = _orig(self, handles)
+            flat(out)
+            return out
+
+        monkeypatch.setattr(cls, "gather", gather)
+    return seen
+
+
+@pytest.mark.parametrize("strategy", POOL_STRATEGIES + ["flat_prune"])
+def test_pool_strategies_do_not_gather_chunk_counts(tmp_path, corpus, monkeypatch, strategy):
+    seen = _record_gathers(monkeypatch)
+    LZ78Tokenizer.train(corpus, strategy, VOCAB, split_on="\n\n", progress=False, client=LocalRunner(progress=False))
+    counters = [x for x in seen if isinstance(x, _core.WordCounter)]
+    if strategy == "flat_prune":
+        assert len(counters) == 1  # its candidates are made from the chunks: they come here
+    else:
+        assert counters == []
+        rounds = 6 if strategy == "smart_prune" else 3  # the default rounds
+        assert sum(isinstance(x, _core.UsageCounts) for x in seen) == rounds
+
+
+# ---- a real cluster: two worker processes (the session's dask_client) -----------------
+@pytest.mark.parametrize("strategy", POOL_STRATEGIES)
+def test_pool_strategies_on_a_local_cluster(tmp_path, corpus, dask_client, monkeypatch, strategy):
+    seen = _record_gathers(monkeypatch)
+    one, dist, _ = _both(tmp_path, corpus, strategy, dask_client)
     assert one == dist
+    assert not any(isinstance(x, _core.WordCounter) for x in seen)
+    assert any(isinstance(x, _core.UsageCounts) for x in seen)
 
 
-def test_flat_prune_on_a_local_cluster_by_address(tmp_path, corpus, cluster):
-    c, _ = cluster
-    one, dist, _ = _both(tmp_path, corpus, "flat_prune", c.scheduler_address)
+def test_flat_prune_on_a_local_cluster_by_address(tmp_path, corpus, dask_client):
+    one, dist, _ = _both(tmp_path, corpus, "flat_prune", dask_client.scheduler.address)
     assert one == dist
