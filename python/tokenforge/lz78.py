@@ -712,22 +712,23 @@ def _train_on_cluster(client, corpus, strategy, n, pattern, params, options, num
     workers). flat_prune gathers the merged chunk counter here: its candidate
     strings are generated from the chunks themselves, not from usage counts.
     """
-    from .cluster import runner
+    from .cluster import runner, task_threads
 
     parts = plan_partitions(corpus, who="LZ78Tokenizer.train", **options)
     if strategy in ("multi_round", "cost_adjusted", "smart_prune", "compressed"):
         return _prune_on_cluster(client, parts, strategy, n, pattern, params, options, num_threads, progress)
     with runner(client, progress=progress) as run:
+        tasks = task_threads(run, num_threads)
         pool = counted = None
         if strategy != "flat_prune":
-            pool = run.submit(_cluster_pool, parts, strategy, n, pattern, params, options, num_threads)
+            pool = run.submit(_cluster_pool, parts, strategy, n, pattern, params, options, tasks)
         if strategy not in ("standard", "frequency_gated"):
             handles = run.map(
                 _cluster_count,
                 parts,
                 pattern,
                 options,
-                num_threads,
+                tasks,
                 desc=f"lz78 {strategy} counting",
                 weights=[p.nbytes for p in parts],
             )
@@ -753,13 +754,14 @@ def _train_on_cluster(client, corpus, strategy, n, pattern, params, options, num
 def _prune_on_cluster(client, parts, strategy, n, pattern, params, options, num_threads, progress):
     """The pool strategies on a cluster: the chunk counters stay on the workers,
     which count each pruning round's usage (see the section comment)."""
-    from .cluster import runner
+    from .cluster import runner, task_threads
 
     weights = [p.nbytes for p in parts]
     with runner(client, progress=progress) as run:
-        pool = run.submit(_cluster_pool, parts, strategy, n, pattern, params, options, num_threads)
+        tasks = task_threads(run, num_threads)
+        pool = run.submit(_cluster_pool, parts, strategy, n, pattern, params, options, tasks)
         counted = run.map(
-            _cluster_count, parts, pattern, options, num_threads, desc=f"lz78 {strategy} counting", weights=weights
+            _cluster_count, parts, pattern, options, tasks, desc=f"lz78 {strategy} counting", weights=weights
         )
         summary = run.submit(_cluster_summary, run.reduce(_cluster_merge, counted))
         usage_pool = run.submit(_cluster_usage_pool, pool)
@@ -773,7 +775,7 @@ def _prune_on_cluster(client, parts, strategy, n, pattern, params, options, num_
                 counted,
                 usage_pool,
                 shared,
-                num_threads,
+                tasks,
                 desc=f"lz78 {strategy} usage",
                 weights=weights,
             )
