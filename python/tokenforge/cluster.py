@@ -88,6 +88,11 @@ class LocalRunner:
     def workers(self) -> int:
         return 1
 
+    @property
+    def threads(self) -> int:
+        """Task threads (tasks that run at once): one here."""
+        return 1
+
     def scatter(self, obj):
         return obj
 
@@ -143,6 +148,11 @@ class DaskRunner:
     @property
     def workers(self) -> int:
         return max(1, len(self.client.scheduler_info().get("workers", {})))
+
+    @property
+    def threads(self) -> int:
+        """Task threads over the workers connected now (at least 1)."""
+        return max(1, sum(int(n) for n in self.client.nthreads().values()))
 
     def scatter(self, obj):
         """``obj`` sent once to every worker; tasks given the handle find it there."""

@@ -29,7 +29,7 @@ from . import _core
 from .base import feed_in_batches
 from .cluster import LocalRunner, runner
 from .data.corpus import Texts, corpus_documents
-from .data.partition import DEFAULT_TARGET_BYTES, Partition, partition_documents, plan_partitions
+from .data.partition import Partition, auto_target_bytes, partition_documents, plan_partitions
 from .progress import progress_bar
 
 __all__ = ["DocRule", "count_pieces", "BATCH_CHARS"]
@@ -108,7 +108,9 @@ def count_pieces(
     here), or a ``distributed.Client``, a scheduler address, or a runner of
     :mod:`tokenforge.cluster`. ``num_threads``: counting threads per task
     (None: all cores here; one per task on a cluster, where Dask runs one task
-    per worker thread). ``prune_below`` is the bounded mode
+    per worker thread). ``target_bytes``: the partition size (None: about four
+    partitions per worker thread, :func:`~tokenforge.data.partition.auto_target_bytes`).
+    ``prune_below`` is the bounded mode
     (``WordCounter.prune_below`` per partition; not exact, see
     :mod:`tokenforge.counting`'s Rust twin); None is exact.
     """
@@ -132,7 +134,7 @@ def count_pieces(
             text_field=text_field,
             split_on=split_on,
             errors=errors,
-            target_bytes=DEFAULT_TARGET_BYTES if target_bytes is None else target_bytes,
+            target_bytes=auto_target_bytes(corpus, run.threads, who=who) if target_bytes is None else target_bytes,
         )
         handles = run.map(
             count_partition,

@@ -223,6 +223,52 @@ def test_mismatches_are_refused_and_overwrite_starts_again(tmp_path, corpus, tok
     assert not list(out.glob("shard_*")) and _view(dist) == want
 
 
+def _big_jsonl(path, mb: int):
+    """A .jsonl file of about ``mb`` MB (lines of ~1 kB)."""
+    line = json.dumps({"text": "lorem ipsum dolor sit amet " * 37}) + "\n"
+    path.write_text(line * (mb * 1_000_000 // len(line) + 1), encoding="utf-8")
+    return path
+
+
+def test_auto_plan_gives_several_partitions_per_worker_thread(tmp_path):
+    from tokenforge.data.partition import MIN_AUTO_TARGET_BYTES, auto_target_bytes
+
+    big = _big_jsonl(tmp_path / "big.jsonl", 20)
+    one = shards_cluster._plan(big, None, threads=LocalRunner().threads)  # LocalRunner: 1 worker, 1 thread
+    assert len(one) >= 4 and all(p.nbytes <= big.stat().st_size // 4 + 2000 for p in one)
+    assert len(shards_cluster._plan(big, None, threads=2)) == 5  # 2.5 MB each would be below the 4 MB floor
+    assert auto_target_bytes(big, 1) == -(-big.stat().st_size // 4)
+    assert auto_target_bytes(big, 64) == MIN_AUTO_TARGET_BYTES
+    assert len(shards_cluster._plan(big, 1 << 30, threads=1)) == 1  # partition_bytes given: as asked
+
+
+def test_count_pieces_plans_several_partitions_per_worker_thread(tmp_path, monkeypatch):
+    from tokenforge import counting
+
+    big = _big_jsonl(tmp_path / "big.jsonl", 17)
+    planned = []
+    real = counting.plan_partitions
+    monkeypatch.setattr(counting, "plan_partitions", lambda *a, **k: planned.append(real(*a, **k)) or planned[-1])
+    monkeypatch.setattr(counting, "count_partition", lambda part, *rest: counting._core.WordCounter(rest[0]))
+    counting.count_pieces(big, r"\S+", client=LocalRunner(progress=False))
+    assert len(planned[0]) >= 4
+
+
+def test_a_finished_job_keeps_its_recorded_partitions(tmp_path, corpus, toks):
+    """Without partition_bytes the plan depends on the cluster's size: a run
+    again (resume, or nothing left to do) keeps the partitions recorded."""
+    out, local = tmp_path / "dist", LocalRunner(progress=False)
+    first = pretokenize(corpus, toks["bpe"], out, client=local, partition_bytes=300, **OPTS)
+    assert len(first.index["source"]["partitions"]) > len(corpus)
+    again = pretokenize(corpus, toks["bpe"], out, client=local, **OPTS)
+    assert again.index == first.index
+    files = [os.path.abspath(f) for f in corpus]
+    assert shards_cluster._plan(corpus, None, resume=out) == shards_cluster._recorded_plan(out, files)
+    assert shards_cluster._recorded_plan(out, files[:3]) is None  # another corpus: planned afresh, then refused
+    with pytest.raises(ShardError, match="different source"):
+        pretokenize(corpus[:3], toks["bpe"], out, client=local, **OPTS)
+
+
 def test_client_needs_files_and_a_local_destination(tmp_path, corpus, toks):
     local, tok = LocalRunner(progress=False), toks["bpe"]
     with pytest.raises(ShardError, match="reads files"):

@@ -60,7 +60,7 @@ from pathlib import Path
 
 from ..cluster import runner
 from .corpus import check_errors
-from .partition import Partition, plan_partitions
+from .partition import Partition, _sources, auto_target_bytes, plan_partitions
 from .shards import (
     FORMAT,
     INDEX_FILE,
@@ -103,7 +103,36 @@ def pretokenize_on(
     _check_options(shard_tokens, batch_chars, num_threads)
     check_errors(errors)
     out = _output_dir(out_dir)
-    parts = _plan(corpus, partition_bytes, text_field=text_field, split_on=split_on, errors=errors)
+    with runner(client, progress=progress) as r:
+        parts = _plan(
+            corpus,
+            partition_bytes,
+            threads=r.threads,
+            resume=None if overwrite else out,
+            text_field=text_field,
+            split_on=split_on,
+            errors=errors,
+        )
+        return _run(
+            r,
+            parts,
+            tokenizer,
+            out,
+            shard_tokens,
+            num_threads,
+            batch_chars,
+            bos,
+            text_field,
+            split_on,
+            overwrite,
+            errors,
+        )
+
+
+def _run(
+    r, parts, tokenizer, out, shard_tokens, num_threads, batch_chars, bos, text_field, split_on, overwrite, errors
+):
+    """The job on runner ``r``, once the partitions are planned."""
     source = {
         "kind": "partitions",
         "partitions": [{"dir": _partition_dir(p.index), **p.describe(), "bytes": p.nbytes} for p in parts],
@@ -138,18 +167,17 @@ def pretokenize_on(
         # begin the corpus, as a single-machine run lists the shards finished so far.
         _list_prefix(out, index, parts, settings, done)
         try:
-            with runner(client, progress=progress) as r:
-                tok = r.scatter(tokenizer)
-                handles = r.map(
-                    _encode_partition,
-                    todo,
-                    tok,
-                    os.path.abspath(out),
-                    options,
-                    desc="pretokenizing",
-                    weights=[p.nbytes for p in todo],
-                )
-                r.gather(handles)  # (small summaries; map has already raised the first task error)
+            tok = r.scatter(tokenizer)
+            handles = r.map(
+                _encode_partition,
+                todo,
+                tok,
+                os.path.abspath(out),
+                options,
+                desc="pretokenizing",
+                weights=[p.nbytes for p in todo],
+            )
+            r.gather(handles)  # (small summaries; map has already raised the first task error)
         except BaseException:  # an error or Ctrl-C: what did finish is listed, for readers and the message
             try:
                 _list_prefix(out, index, parts, settings, [_finished(out, p, settings) for p in parts])
@@ -162,8 +190,14 @@ def pretokenize_on(
     return ShardSet(out)
 
 
-def _plan(corpus, partition_bytes, **read) -> list[Partition]:
-    """The corpus's partitions; a corpus of texts (not files) cannot be split among workers."""
+def _plan(corpus, partition_bytes, *, threads: int = 1, resume: Path | None = None, **read) -> list[Partition]:
+    """The corpus's partitions; a corpus of texts (not files) cannot be split among workers.
+
+    ``partition_bytes`` None: about four per task thread of the cluster
+    (:func:`~tokenforge.data.partition.auto_target_bytes`), so a cluster of
+    another size would plan another partitioning; so an unfinished job in
+    ``resume`` (the output directory, unless overwriting) keeps the
+    partitions it recorded, when they still cover the corpus's files."""
     files = isinstance(corpus, (str, os.PathLike)) or (
         isinstance(corpus, (list, tuple)) and bool(corpus) and all(isinstance(c, os.PathLike) for c in corpus)
     )
@@ -177,12 +211,62 @@ def _plan(corpus, partition_bytes, **read) -> list[Partition]:
         isinstance(partition_bytes, bool) or not isinstance(partition_bytes, int) or partition_bytes < 1
     ):
         raise ShardError(f"partition_bytes must be a positive int or None, not {partition_bytes!r}")
-    kw: dict = {} if partition_bytes is None else {"target_bytes": partition_bytes}
-    parts = plan_partitions(corpus, who="pretokenize", **kw, **read)
+    absolute = lambda path: path if "://" in path else os.path.abspath(path)  # noqa: E731
+    recorded = None
+    if partition_bytes is None and resume is not None:
+        recorded = _recorded_plan(resume, [absolute(f) for f in _sources(corpus, "pretokenize")])
+    if recorded is not None:
+        return recorded
+    target = auto_target_bytes(corpus, threads, who="pretokenize") if partition_bytes is None else partition_bytes
+    parts = plan_partitions(corpus, who="pretokenize", target_bytes=target, **read)
     # Workers may run in another directory: local paths travel absolute (and are recorded so).
-    parts = [p if "://" in p.path else dataclasses.replace(p, path=os.path.abspath(p.path)) for p in parts]
+    parts = [dataclasses.replace(p, path=absolute(p.path)) for p in parts]
     if len({p.index for p in parts}) != len(parts):
         raise ShardError("the partition plan gives two partitions the same index")  # (a bug in the planner)
+    return parts
+
+
+def _recorded_plan(out: Path, files: list[str]) -> list[Partition] | None:
+    """The partitions an unfinished index in ``out`` records, if they cover
+    ``files`` in order, each file's pieces contiguous from its start to its
+    end; else None (and the settings check then says what differs)."""
+    try:
+        source = _read_index(out).get("source") if (out / INDEX_FILE).is_file() else None
+        if not isinstance(source, dict) or source.get("kind") != "partitions":
+            return None
+        parts = []
+        for d in source["partitions"]:
+            end, groups = d["end"], d["row_groups"]
+            parts.append(
+                Partition(
+                    index=int(d["index"]),
+                    path=str(d["path"]),
+                    start=int(d["start"]),
+                    end=None if end is None else int(end),
+                    nbytes=int(d["bytes"]),
+                    row_groups=None if groups is None else (int(groups[0]), int(groups[1])),
+                )
+            )
+    except (ValueError, OSError, KeyError, TypeError, IndexError):
+        return None
+    if [p.index for p in parts] != list(range(len(parts))):
+        return None
+    paths = [p.path for k, p in enumerate(parts) if k == 0 or parts[k - 1].path != p.path]
+    if paths != files:
+        return None
+    for k, p in enumerate(parts):
+        first = k == 0 or parts[k - 1].path != p.path
+        last = k == len(parts) - 1 or parts[k + 1].path != p.path
+        if first and (p.start != 0 or (p.row_groups is not None and p.row_groups[0] != 0)):
+            return None
+        if last and p.end is not None:
+            return None
+        if not last:
+            after = parts[k + 1]
+            if p.end != after.start or (p.row_groups is None) != (after.row_groups is None):
+                return None
+            if p.row_groups is not None and p.row_groups[1] != after.row_groups[0]:
+                return None
     return parts
 
 
