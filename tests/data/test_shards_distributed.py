@@ -269,6 +269,28 @@ def test_a_finished_job_keeps_its_recorded_partitions(tmp_path, corpus, toks):
         pretokenize(corpus[:3], toks["bpe"], out, client=local, **OPTS)
 
 
+@pytest.mark.parametrize("family", ["bpe", "mixedgram"])
+def test_byte_ranges_of_jsonl_equal_single_machine(tmp_path, corpus, toks, family):
+    """Partitions inside .jsonl files go through the block encoder from their
+    byte offset (BPE) or the Python reader (families without one); the same result."""
+    tok = toks[family]
+    dist = pretokenize(corpus, tok, tmp_path / "dist", client=LocalRunner(progress=False), partition_bytes=250, **OPTS)
+    assert any(p["start"] > 0 and p["path"].endswith(".jsonl") for p in dist.index["source"]["partitions"])
+    assert _view(dist) == _view(_single(corpus, tok, tmp_path / "one"))
+
+
+def test_a_bad_line_in_a_byte_range_names_its_line(tmp_path, toks):
+    lines = [json.dumps({"text": f"document number {i} " * 5}) + "\n" for i in range(60)]
+    lines[41] = '{"text": "unterminated\n'
+    path = tmp_path / "bad.jsonl"
+    path.write_text("".join(lines), encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"line 42\b") as single:
+        pretokenize(path, toks["bpe"], tmp_path / "one", progress=False)
+    with pytest.raises(CorpusError, match=r"line 42\b") as dist:
+        pretokenize(path, toks["bpe"], tmp_path / "dist", client=LocalRunner(progress=False), partition_bytes=1000)
+    assert str(dist.value) == str(single.value)
+
+
 def test_client_needs_files_and_a_local_destination(tmp_path, corpus, toks):
     local, tok = LocalRunner(progress=False), toks["bpe"]
     with pytest.raises(ShardError, match="reads files"):

@@ -83,7 +83,15 @@ from ..formats._jsonutil import JsonDoc, parse_json
 from ..formats.atomic import atomic_open, atomic_write
 from ..progress import progress_bar
 from ..registry import family_of
-from .corpus import check_errors, corpus_bytes, corpus_files, iter_documents, jsonl_block_documents, jsonl_blocks
+from .corpus import (
+    _lines_before,
+    check_errors,
+    corpus_bytes,
+    corpus_files,
+    iter_documents,
+    jsonl_block_documents,
+    jsonl_blocks,
+)
 from .fingerprint import tokenizer_fingerprint
 from .partition import Partition, partition_documents
 
@@ -485,11 +493,10 @@ def _block_encoder(tokenizer, corpus):
 
 
 def _source_files(source) -> list[Path]:
-    """The files of a corpus, or of a partition that is a whole local file (the
-    JSON-lines block reader reads whole files); else empty."""
+    """The files of a corpus, or of a partition of a local file (the JSON-lines
+    block reader reads local files, whole or a byte range); else empty."""
     if isinstance(source, Partition):
-        whole = source.start == 0 and source.end is None and "://" not in source.path
-        return [Path(source.path)] if whole else []
+        return [Path(source.path)] if "://" not in source.path else []
     return corpus_files(source)
 
 
@@ -696,7 +703,8 @@ class _Pretokenizer:
         )
         self.dtype = np.dtype(self.settings["dtype"]).type
         self.bos_id = self.settings["bos_id"]
-        self._line: dict = {}  # JSON-lines file -> number of its next block's first line
+        self._line: dict = {}  # JSON-lines file -> lines read before its next block (from where reading began)
+        self._first_line: int | None = None  # the line number reading began at, for a byte range (counted lazily)
 
     # ---- 2. plan: what the directory already holds ---------------------------------------
     def _plan(self) -> dict | None:
@@ -746,6 +754,10 @@ class _Pretokenizer:
             read = partition_documents if isinstance(self.corpus, Partition) else iter_documents
             docs = read(self.corpus, text_field=self.text_field, split_on=self.split_on, errors=self.errors)
             return _batched(_metered(docs, bar), self.batch_chars)
+        if isinstance(self.corpus, Partition):
+            # A byte range of a .jsonl file starts at a line start (where the planner cuts).
+            start, end = self.corpus.start, self.corpus.end
+            return jsonl_blocks(_source_files(self.corpus), self.batch_chars, progress=bar, start=start, end=end)
         return jsonl_blocks(_source_files(self.corpus), self.batch_chars, progress=bar)
 
     def _encode_texts(self, texts: list[str]):
@@ -760,6 +772,17 @@ class _Pretokenizer:
         arrays = self.tokenizer.encode_batch(texts, num_threads=self.workers, as_numpy=True)
         bos_id, dtype, token_bytes = self.bos_id, self.dtype, self.token_bytes
         return lambda: _Flat.of(arrays, texts, bos_id, dtype, token_bytes)
+
+    def _start_line(self, path) -> int:
+        """The line number of the first line read from ``path``: 1, or for a
+        partition that starts inside the file, one more than the newlines
+        before it (counted only when a line needs the Python reader)."""
+        start = self.corpus.start if isinstance(self.corpus, Partition) else 0
+        if not start:
+            return 1
+        if self._first_line is None:
+            self._first_line = _lines_before(path, start) + 1
+        return self._first_line
 
     def _encode_block(self, block, skip: int):
         """The core's encoding of a block of JSON lines (None: a line for the Python reader)."""
@@ -777,13 +800,14 @@ class _Pretokenizer:
 
     def _finish_block(self, block, skip: int, got):
         """In file order: the block's result (or its Python reading) to a _Flat maker."""
-        first = self._line.get(block.path, 1)
+        before = self._line.get(block.path, 0)
         if got is None:  # a line only the Python reader reads right (or reports right)
-            self._line[block.path] = first + block.count_lines()
+            self._line[block.path] = before + block.count_lines()
+            first = before + self._start_line(block.path)
             # (blocks are finished in order, so what is still to skip is this block's ``skip``)
             return self._encode_texts(list(jsonl_block_documents(block, first, self.text_field, self.errors)))
         tokens, ntok, nbytes, nchars, nlines = got
-        self._line[block.path] = first + nlines
+        self._line[block.path] = before + nlines
         n = min(skip, len(ntok))
         if n:
             self.resume.add(nchars[:n])
