@@ -368,8 +368,8 @@ def test_cluster_equals_single_machine_for_every_family(tmp_path, corpus, toks, 
         client = cluster.scheduler.address if family == "lz78" else cluster
         dist = pretokenize(corpus, tok, tmp_path / family / "dist", client=client, **OPTS)
         assert _view(dist) == _view(one), family
-    # num_threads=None: a task shares its worker's cores among the worker's task threads (1 here)
-    assert cluster.submit(shards_cluster._task_threads, None, pure=False).result() == (os.cpu_count() or 1)
+    # num_threads=None: one encoding thread per task on a worker (a worker thread is a core)
+    assert cluster.submit(shards_cluster._task_threads, None, pure=False).result() == 1
     assert shards_cluster._task_threads(None) is None and shards_cluster._task_threads(3) == 3
     # a task's error reaches the client as itself, naming the file and line; nothing is marked complete
     bad = tmp_path / "bad"

@@ -522,13 +522,15 @@ def pretokenize(
     ``corpus``: a path, a list of ``pathlib.Path`` or an iterable of str (see
     :func:`~tokenforge.data.corpus.iter_documents`; an iterable must yield the
     same documents again to resume). ``bos``: start every document with the
-    tokenizer's BOS id. ``num_threads``: encoding threads (None: all cores).
+    tokenizer's BOS id. ``num_threads``: encoding threads (None: all cores; with
+    ``client``, per task, None is one, as a Dask worker thread is a core).
     ``overwrite``: discard what ``out_dir`` holds instead of resuming.
     ``errors``: how bad UTF-8 and lone surrogate escapes in JSON lines are read
     (see :func:`~tokenforge.data.corpus.iter_documents`; recorded in the index
     when not "strict").
     ``client``: a ``distributed.Client`` or a scheduler address runs one task per
-    partition of the corpus (files; about ``partition_bytes`` each, default
+    partition of the corpus (files or byte ranges of them, about ``partition_bytes``
+    each; None: about four per worker thread, at most
     :data:`~tokenforge.data.partition.DEFAULT_TARGET_BYTES`) on that Dask cluster,
     each writing its shards into ``out_dir/part_NNNNN/`` (index version 3; see
     :mod:`tokenforge.data.shards_cluster`); a
