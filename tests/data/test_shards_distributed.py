@@ -279,6 +279,17 @@ def test_byte_ranges_of_jsonl_equal_single_machine(tmp_path, corpus, toks, famil
     assert _view(dist) == _view(_single(corpus, tok, tmp_path / "one"))
 
 
+def test_a_worker_fingerprints_the_tokenizer_once_per_job(tmp_path, corpus, toks, monkeypatch):
+    calls = []
+    real = shards_cluster.tokenizer_fingerprint
+    monkeypatch.setattr(shards_cluster, "tokenizer_fingerprint", lambda *a, **k: calls.append(1) or real(*a, **k))
+    local = LocalRunner(progress=False)
+    dist = pretokenize(corpus, toks["bpe"], tmp_path / "a", client=local, partition_bytes=250, **OPTS)
+    assert len(dist.index["source"]["partitions"]) > 4 and len(calls) == 1
+    pretokenize(corpus, toks["lz78"], tmp_path / "b", client=local, partition_bytes=250, **OPTS)
+    assert len(calls) == 2  # another job: fingerprinted again
+
+
 def test_a_bad_line_in_a_byte_range_names_its_line(tmp_path, toks):
     lines = [json.dumps({"text": f"document number {i} " * 5}) + "\n" for i in range(60)]
     lines[41] = '{"text": "unterminated\n'

@@ -607,9 +607,10 @@ def _output_dir(out_dir) -> Path:
 
 
 def _settings(
-    tokenizer, out: Path, *, bos: bool, shard_tokens: int, source: dict, text_field, split_on, errors
+    tokenizer, out: Path, *, bos: bool, shard_tokens: int, source: dict, text_field, split_on, errors, fingerprint=None
 ) -> dict:
-    """What an index records about how its shards were made (compared on resuming)."""
+    """What an index records about how its shards were made (compared on resuming).
+    ``fingerprint``: the tokenizer's, when the caller has just computed it."""
     vocab = _model_vocab(tokenizer)
     bos_id = int(tokenizer.get_bos_token_id()) if bos else None
     settings = {
@@ -617,7 +618,7 @@ def _settings(
             "class": type(tokenizer).__name__,
             "family": _family_name(tokenizer),
             "vocab_size": vocab,
-            "fingerprint": tokenizer_fingerprint(tokenizer, scratch_dir=out),
+            "fingerprint": fingerprint or tokenizer_fingerprint(tokenizer, scratch_dir=out),
         },
         "dtype": np.dtype(_dtype_for(vocab)).name,
         "bos_id": bos_id,
@@ -681,6 +682,7 @@ class _Pretokenizer:
         split_on,
         overwrite: bool,
         errors: str,
+        fingerprint: str | None = None,
     ):
         _check_options(shard_tokens, batch_chars, num_threads)
         self.corpus, self.tokenizer = corpus, tokenizer
@@ -702,6 +704,7 @@ class _Pretokenizer:
             text_field=text_field,
             split_on=split_on,
             errors=errors,
+            fingerprint=fingerprint,
         )
         self.dtype = np.dtype(self.settings["dtype"]).type
         self.bos_id = self.settings["bos_id"]
