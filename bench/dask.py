@@ -33,7 +33,9 @@ figures of that run.
 
 Columns: wall time of the job's call (cluster start-up, including importing
 tokenforge on the workers, excluded and shown apart),
-MB/s of corpus file, the client process's peak RSS (for dask-*: the client
+MB/s of corpus file, CPU seconds (user+system) of the client process and of
+each worker during the call (less sensitive to other load than wall time),
+the client process's peak RSS (for dask-*: the client
 and the LocalCluster's scheduler, which runs in it), each worker's peak RSS
 (``ru_maxrss`` of the worker process, which starts with the cluster), and
 bytes shipped, from the workers' own counters (``Worker.transfer_outgoing_log``:
@@ -43,6 +45,13 @@ result (the merged counter's transport bytes; for pretokenize, the small task
 summaries -- the shards go to disk, their size is shown too) and of the
 tokenizer scattered to the workers. Task arguments (partitions, options) are
 not counted (a few hundred bytes per task).
+
+``--no-malloc-trim`` starts the workers without the ``MALLOC_TRIM_THRESHOLD_=65536``
+that Dask's nanny sets by default (``distributed.nanny.pre-spawn-environ``):
+setting it also fixes glibc's mmap threshold at 128 kB, so every large buffer
+(a batch of documents, a growing table) is mapped and unmapped afresh; counting
+125 MB in one process with it set costs ~0.3 s more system time and ~6x the
+page faults.
 
 Targets (issue 13): dask-2w >= 1.7 x dask-1w on count and pretokenize; dask-1w
 within 15% of local-1t, dask-2w within 15% of local-2t. The machine's load
@@ -107,6 +116,12 @@ def _worker_stats(dask_worker):
     }
 
 
+def _cpu() -> tuple[float, float, int]:
+    """This process's user and system CPU seconds and minor page faults so far."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime, r.ru_stime, r.ru_minflt
+
+
 def _warm_up() -> None:
     import tokenforge.counting  # noqa: F401
     import tokenforge.data.shards_cluster  # noqa: F401
@@ -137,7 +152,16 @@ def _dir_bytes(path) -> int:
     return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file())
 
 
-def child(job: str, config: str, corpus: str, tok_path: str, work: str, vocab: int, task_threads: int | None) -> dict:
+def child(
+    job: str,
+    config: str,
+    corpus: str,
+    tok_path: str,
+    work: str,
+    vocab: int,
+    task_threads: int | None,
+    malloc_trim: bool,
+) -> dict:
     import tokenforge
     from tokenforge.bpe import resolve_pattern
     from tokenforge.counting import count_pieces
@@ -151,6 +175,14 @@ def child(job: str, config: str, corpus: str, tok_path: str, work: str, vocab: i
     else:
         from distributed import Client, LocalCluster
 
+        import dask
+
+        if not malloc_trim:
+            # Dask's nannies start workers with MALLOC_TRIM_THRESHOLD_=65536, which also
+            # pins glibc's mmap threshold at 128 kB: every large buffer is a fresh mmap.
+            env = dict(dask.config.get("distributed.nanny.pre-spawn-environ"))
+            env.pop("MALLOC_TRIM_THRESHOLD_", None)
+            dask.config.set({"distributed.nanny.pre-spawn-environ": env})
         t0 = time.perf_counter()
         cluster = LocalCluster(
             n_workers=int(config[len("dask-") : -1]),
@@ -164,6 +196,8 @@ def child(job: str, config: str, corpus: str, tok_path: str, work: str, vocab: i
         client.run(_warm_up)
         row["startup_s"] = time.perf_counter() - t0
     threads = local_threads if client is None else task_threads
+    cpu0 = _cpu()
+    workers0 = client.run(_cpu) if client is not None else {}
     out = Path(work) / f"{job}-{config}"
     try:
         if job == "count":
@@ -200,7 +234,16 @@ def child(job: str, config: str, corpus: str, tok_path: str, work: str, vocab: i
             row["digest"] = h.hexdigest()
         else:
             raise ValueError(job)
+        cpu1 = _cpu()
+        row["client_cpu_s"] = [round(cpu1[0] - cpu0[0], 3), round(cpu1[1] - cpu0[1], 3)]
+        row["client_faults"] = cpu1[2] - cpu0[2]
         if client is not None:
+            workers1 = client.run(_cpu)
+            row["worker_cpu_s"] = [
+                [round(workers1[a][0] - workers0[a][0], 3), round(workers1[a][1] - workers0[a][1], 3)]
+                for a in sorted(workers1)
+            ]
+            row["worker_faults"] = [workers1[a][2] - workers0[a][2] for a in sorted(workers1)]
             stats = client.run(_worker_stats)
             addresses = set(stats)
             row["worker_peak_rss"] = [stats[a]["peak_rss"] for a in sorted(stats)]
@@ -270,10 +313,22 @@ def _run_child(args, job, config, corpus, tok, work) -> dict:
     ]
     if args.task_threads is not None:
         cmd += ["--task-threads", str(args.task_threads)]
+    if args.no_malloc_trim:
+        cmd += ["--no-malloc-trim"]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
     if p.returncode != 0:
         return {"job": job, "config": config, "error": (p.stderr.strip().splitlines() or ["?"])[-1]}
     return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def _cpu_text(r: dict) -> str:
+    def one(pair):
+        return f"{pair[0]:.2f}+{pair[1]:.2f}"
+
+    text = one(r["client_cpu_s"]) if "client_cpu_s" in r else "-"
+    if "worker_cpu_s" in r:
+        text += "; " + " / ".join(one(p) for p in r["worker_cpu_s"])
+    return text
 
 
 def _mb(n) -> str:
@@ -292,6 +347,7 @@ def print_table(rows: list[dict], corpus_mb: float) -> None:
         "config",
         "wall s",
         "MB/s",
+        "CPU s usr+sys: client; workers",
         "start s",
         "client RSS",
         "worker RSS",
@@ -314,6 +370,7 @@ def print_table(rows: list[dict], corpus_mb: float) -> None:
                 r["config"],
                 f"{r['wall_s']:.2f}",
                 f"{corpus_mb / r['wall_s']:.1f}",
+                _cpu_text(r),
                 f"{r['startup_s']:.1f}" if "startup_s" in r else "-",
                 _mb(r["client_peak_rss"]) + " MB",
                 " / ".join(_mb(x) for x in r.get("worker_peak_rss", [])) + (" MB" if "worker_peak_rss" in r else "-"),
@@ -369,6 +426,11 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--task-threads", type=int, help="num_threads given to the cluster jobs (default: None, the library's choice)"
     )
+    ap.add_argument(
+        "--no-malloc-trim",
+        action="store_true",
+        help="start the workers without Dask's MALLOC_TRIM_THRESHOLD_=65536 (distributed.nanny.pre-spawn-environ)",
+    )
     ap.add_argument("--repeat", type=int, default=3, help="rounds; each row keeps its best wall time")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per child")
     ap.add_argument("--json", help="write the figures to this file")
@@ -379,7 +441,9 @@ def main(argv=None) -> int:
 
     if args.child:
         job, config = args.child.split(",")
-        row = child(job, config, args.corpus, args.tok, args.work, args.vocab, args.task_threads)
+        row = child(
+            job, config, args.corpus, args.tok, args.work, args.vocab, args.task_threads, not args.no_malloc_trim
+        )
         print(json.dumps(row))
         return 0
 
