@@ -24,7 +24,9 @@ document boundaries and the byte and character counts are those of the
 single-machine run on the same corpus; only the shard files differ (a
 partition always starts a new shard).
 
-How it runs: the client plans the partitions, compares the settings with an
+How it runs: the client plans the partitions (without ``partition_bytes``,
+about four per worker thread, so that a worker that finishes early takes more;
+an unfinished job keeps the partitions its index records), compares the settings with an
 index already there (a different tokenizer, shard size, corpus or partitioning
 is refused; ``overwrite=True`` starts again), skips every partition whose
 sub-index is complete with these settings (an interrupted client resumes
@@ -43,8 +45,8 @@ one partition after the other).
 
 Not handled: destinations other than local paths and ``file://`` URLs (on a
 real cluster: a shared filesystem mounted at the same path on the client and
-every worker); the JSON-lines block encoder only reads whole-file partitions
-(a byte-range partition goes through the Python reader); two live attempts of
+every worker); the JSON-lines block encoder reads local files only (a
+partition of an fsspec URL goes through the Python reader); two live attempts of
 the same task at once (a worker Dask wrongly declared dead while it still
 writes) may disturb each other's temporary files; and losing every worker
 that holds the scattered tokenizer at once fails the job (run it again: it
