@@ -122,6 +122,28 @@ def _cpu() -> tuple[float, float, int]:
     return r.ru_utime, r.ru_stime, r.ru_minflt
 
 
+def _start(client):
+    """The timed call starts: wall clock, this process's CPU, each worker's CPU."""
+    workers = client.run(_cpu) if client is not None else {}
+    return time.perf_counter(), _cpu(), workers
+
+
+def _stop(row: dict, started, client) -> None:
+    """The timed call has returned: its wall time and the CPU spent meanwhile."""
+    wall = time.perf_counter() - started[0]
+    cpu1, cpu0, workers0 = _cpu(), started[1], started[2]
+    row["wall_s"] = wall
+    row["client_cpu_s"] = [round(cpu1[0] - cpu0[0], 3), round(cpu1[1] - cpu0[1], 3)]
+    row["client_faults"] = cpu1[2] - cpu0[2]
+    if client is not None:
+        workers1 = client.run(_cpu)
+        row["worker_cpu_s"] = [
+            [round(workers1[a][0] - workers0[a][0], 3), round(workers1[a][1] - workers0[a][1], 3)]
+            for a in sorted(workers1)
+        ]
+        row["worker_faults"] = [workers1[a][2] - workers0[a][2] for a in sorted(workers1)]
+
+
 def _warm_up() -> None:
     import tokenforge.counting  # noqa: F401
     import tokenforge.data.shards_cluster  # noqa: F401
@@ -196,15 +218,13 @@ def child(
         client.run(_warm_up)
         row["startup_s"] = time.perf_counter() - t0
     threads = local_threads if client is None else task_threads
-    cpu0 = _cpu()
-    workers0 = client.run(_cpu) if client is not None else {}
     out = Path(work) / f"{job}-{config}"
     try:
         if job == "count":
             regex, _ = resolve_pattern("gpt4")
-            t = time.perf_counter()
+            t = _start(client)
             counter = count_pieces(corpus, regex, client=client, num_threads=threads, progress=False)
-            row["wall_s"] = time.perf_counter() - t
+            _stop(row, t, client)
             data = counter.to_bytes()
             row["result_bytes"] = len(data)
             row["digest"] = hashlib.sha256(data).hexdigest()
@@ -215,18 +235,18 @@ def child(
                 import pickle
 
                 row["scattered_bytes"] = len(pickle.dumps(tok)) * len(client.nthreads())
-            t = time.perf_counter()
+            t = _start(client)
             shards = pretokenize(corpus, tok, out, client=client, num_threads=threads, progress=False)
-            row["wall_s"] = time.perf_counter() - t
+            _stop(row, t, client)
             row["tokens"] = shards.num_tokens
             row["disk_bytes"] = _dir_bytes(out)
             row["digest"] = _digest_shards(out)
         elif job == "train":
-            t = time.perf_counter()
+            t = _start(client)
             tokenforge.BPETokenizer.train(
                 corpus, vocab, save_dir=out, client=client, num_threads=local_threads, progress=False
             )
-            row["wall_s"] = time.perf_counter() - t
+            _stop(row, t, client)
             h = hashlib.sha256()
             for p in sorted(out.rglob("*")):
                 if p.is_file():
@@ -234,16 +254,7 @@ def child(
             row["digest"] = h.hexdigest()
         else:
             raise ValueError(job)
-        cpu1 = _cpu()
-        row["client_cpu_s"] = [round(cpu1[0] - cpu0[0], 3), round(cpu1[1] - cpu0[1], 3)]
-        row["client_faults"] = cpu1[2] - cpu0[2]
         if client is not None:
-            workers1 = client.run(_cpu)
-            row["worker_cpu_s"] = [
-                [round(workers1[a][0] - workers0[a][0], 3), round(workers1[a][1] - workers0[a][1], 3)]
-                for a in sorted(workers1)
-            ]
-            row["worker_faults"] = [workers1[a][2] - workers0[a][2] for a in sorted(workers1)]
             stats = client.run(_worker_stats)
             addresses = set(stats)
             row["worker_peak_rss"] = [stats[a]["peak_rss"] for a in sorted(stats)]
