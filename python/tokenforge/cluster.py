@@ -98,6 +98,11 @@ class LocalRunner:
     def workers(self) -> int:
         return 1
 
+    @property
+    def threads(self) -> int:
+        """Task threads (tasks that run at once): one here."""
+        return 1
+
     def scatter(self, obj):
         return obj
 
@@ -129,6 +134,21 @@ class LocalRunner:
         tree (and so the same result) as :meth:`DaskRunner.reduce`."""
         return _tree(merge, list(handles), split_every, lambda f, group: f(*group))
 
+    def map_reduce(
+        self,
+        fn: Callable,
+        items: Sequence,
+        *args,
+        merge: Callable,
+        split_every: int = DEFAULT_SPLIT_EVERY,
+        desc: str = "",
+        weights: Sequence[int] | None = None,
+        unit: str = "B",
+    ):
+        """``merge`` over ``fn(item, *args)`` of every item (``merge`` must be
+        associative and commutative: sums); here, :meth:`map` then :meth:`reduce`."""
+        return self.reduce(merge, self.map(fn, items, *args, desc=desc, weights=weights, unit=unit), split_every)
+
     def gather(self, handles):
         return handles
 
@@ -153,6 +173,11 @@ class DaskRunner:
     @property
     def workers(self) -> int:
         return max(1, len(self.client.scheduler_info().get("workers", {})))
+
+    @property
+    def threads(self) -> int:
+        """Task threads over the workers connected now (at least 1)."""
+        return max(1, sum(int(n) for n in self.client.nthreads().values()))
 
     def scatter(self, obj):
         """``obj`` sent once to every worker; tasks given the handle find it there."""
@@ -197,6 +222,64 @@ class DaskRunner:
         """A tree of ``merge(*group)`` tasks over ``handles`` (``split_every`` per
         group); returns the future of the root."""
         return _tree(merge, list(handles), split_every, lambda f, group: self.client.submit(f, *group, pure=False))
+
+    def map_reduce(
+        self,
+        fn: Callable,
+        items: Sequence,
+        *args,
+        merge: Callable,
+        split_every: int = DEFAULT_SPLIT_EVERY,
+        desc: str = "",
+        weights: Sequence[int] | None = None,
+        unit: str = "B",
+    ):
+        """The future of ``merge`` over ``fn(item, *args)`` of every item, merged
+        as results arrive: each ``split_every`` finished results (or merges) become
+        one merge task at once, so the merging overlaps the mapping and only a
+        short tail is left when the last item is done. ``merge`` must be
+        associative and commutative (sums: counts), so the grouping, which
+        follows the order tasks finish in, does not change the result. Progress,
+        errors and Ctrl-C as :meth:`map`."""
+        distributed = import_distributed()
+        if split_every < 2:
+            raise ValueError(f"split_every must be at least 2, not {split_every!r}")
+        if not items:
+            raise ValueError("nothing to reduce")
+        futures = [self.client.submit(fn, item, *args, pure=False) for item in items]
+        weight = {f.key: (weights[k] if weights is not None else 1) for k, f in enumerate(futures)}
+        # the futures not yet handed to a merge: what Ctrl-C cancels (a result given to a
+        # merge is released by Dask once the merge has it, so memory follows the tree)
+        live = set(futures)
+        done = distributed.as_completed(futures)
+        del futures
+        try:
+            with progress_bar(
+                total=sum(weight.values()),
+                desc=desc,
+                unit=unit if weights is not None else "parts",
+                enabled=self.progress is not False,
+            ) as bar:
+                ready: list = []
+                pending = len(live)  # results (maps or merges) not yet finished
+                for f in done:
+                    if f.status == "error":
+                        f.result()  # raises the task's exception, with its traceback
+                    pending -= 1
+                    if f.key in weight:
+                        bar.update(weight[f.key])
+                    ready.append(f)
+                    if len(ready) == split_every or (pending == 0 and len(ready) > 1):
+                        merged = self.client.submit(merge, *ready, pure=False)
+                        live.difference_update(ready)
+                        live.add(merged)
+                        ready = []
+                        pending += 1
+                        done.add(merged)
+                return ready[0]
+        except BaseException:
+            self.client.cancel(list(live))
+            raise
 
     def gather(self, handles):
         return self.client.gather(handles)

@@ -6,8 +6,8 @@ merge learning, the LZ78 strategies that rank chunks) calls
 ``_core.WordCounter`` in this process, as always. With one
 (:mod:`tokenforge.cluster`), each partition of the corpus
 (:mod:`tokenforge.data.partition`) is counted on a worker, and the counters
-are merged in a tree (``split_every`` at a time) on the workers; only the
-merged counter comes back. Counts are sums, so the result -- and everything a
+are merged in a tree (``split_every`` at a time) on the workers as the partitions finish (``map_reduce``); only the merged
+counter comes back. Counts are sums, so the result -- and everything a
 trainer derives from it -- is the single-machine one: the partitions hold
 exactly the single-machine documents.
 
@@ -29,7 +29,7 @@ from . import _core
 from .base import feed_in_batches
 from .cluster import LocalRunner, runner
 from .data.corpus import Texts, corpus_documents
-from .data.partition import DEFAULT_TARGET_BYTES, Partition, partition_documents, plan_partitions
+from .data.partition import Partition, auto_target_bytes, partition_documents, plan_partitions
 from .progress import progress_bar
 
 __all__ = ["DocRule", "count_pieces", "BATCH_CHARS"]
@@ -108,7 +108,9 @@ def count_pieces(
     here), or a ``distributed.Client``, a scheduler address, or a runner of
     :mod:`tokenforge.cluster`. ``num_threads``: counting threads per task
     (None: all cores here; one per task on a cluster, where Dask runs one task
-    per worker thread). ``prune_below`` is the bounded mode
+    per worker thread). ``target_bytes``: the partition size (None: about four
+    partitions per worker thread, :func:`~tokenforge.data.partition.auto_target_bytes`).
+    ``prune_below`` is the bounded mode
     (``WordCounter.prune_below`` per partition; not exact, see
     :mod:`tokenforge.counting`'s Rust twin); None is exact.
     """
@@ -132,9 +134,9 @@ def count_pieces(
             text_field=text_field,
             split_on=split_on,
             errors=errors,
-            target_bytes=DEFAULT_TARGET_BYTES if target_bytes is None else target_bytes,
+            target_bytes=auto_target_bytes(corpus, run.threads, who=who) if target_bytes is None else target_bytes,
         )
-        handles = run.map(
+        merged = run.map_reduce(
             count_partition,
             parts,
             pattern,
@@ -142,10 +144,12 @@ def count_pieces(
             options,
             threads,
             prune_below,
+            merge=merge_counts,
+            split_every=split_every,
             desc=desc,
             weights=[p.nbytes for p in parts],
         )
-        return run.gather(run.reduce(merge_counts, handles, split_every))
+        return run.gather(merged)
     finally:
         if run is not client:
             run.close()

@@ -43,7 +43,7 @@ from . import _core
 from .base import CoreEncoded, Tokenizer, _check_texts, batch_flat, feed_in_batches
 from .chat import SPECIAL_TOKENS
 from .data.corpus import Texts, corpus_documents
-from .data.partition import Partition, partition_documents, plan_partitions
+from .data.partition import Partition, auto_target_bytes, partition_documents, plan_partitions
 from .errors import PatternError, SpecialTokenError, TokenforgeError, VocabSizeError, warn_user
 from .formats.lz78_tsv import (
     LZ78Data,
@@ -714,10 +714,12 @@ def _train_on_cluster(client, corpus, strategy, n, pattern, params, options, num
     """
     from .cluster import runner, task_threads
 
-    parts = plan_partitions(corpus, who="LZ78Tokenizer.train", **options)
-    if strategy in ("multi_round", "cost_adjusted", "smart_prune", "compressed"):
-        return _prune_on_cluster(client, parts, strategy, n, pattern, params, options, num_threads, progress)
     with runner(client, progress=progress) as run:
+        # about four partitions per worker thread (auto_target_bytes), so the workers finish together
+        target = auto_target_bytes(corpus, run.threads, who="LZ78Tokenizer.train")
+        parts = plan_partitions(corpus, who="LZ78Tokenizer.train", target_bytes=target, **options)
+        if strategy in ("multi_round", "cost_adjusted", "smart_prune", "compressed"):
+            return _prune_on_cluster(run, parts, strategy, n, pattern, params, options, num_threads)
         tasks = task_threads(run, num_threads)
         pool = counted = None
         if strategy != "flat_prune":
@@ -751,39 +753,37 @@ def _train_on_cluster(client, corpus, strategy, n, pattern, params, options, num
     )
 
 
-def _prune_on_cluster(client, parts, strategy, n, pattern, params, options, num_threads, progress):
-    """The pool strategies on a cluster: the chunk counters stay on the workers,
-    which count each pruning round's usage (see the section comment)."""
-    from .cluster import runner, task_threads
+def _prune_on_cluster(run, parts, strategy, n, pattern, params, options, num_threads):
+    """The pool strategies on a cluster (``run``: a runner of :mod:`tokenforge.cluster`):
+    the chunk counters stay on the workers, which count each pruning round's usage
+    (see the section comment)."""
+    from .cluster import task_threads
 
     weights = [p.nbytes for p in parts]
-    with runner(client, progress=progress) as run:
-        tasks = task_threads(run, num_threads)
-        pool = run.submit(_cluster_pool, parts, strategy, n, pattern, params, options, tasks)
-        counted = run.map(
-            _cluster_count, parts, pattern, options, tasks, desc=f"lz78 {strategy} counting", weights=weights
-        )
-        summary = run.submit(_cluster_summary, run.reduce(_cluster_merge, counted))
-        usage_pool = run.submit(_cluster_usage_pool, pool)
-        pool, (unique, texts, nbytes) = run.gather([pool, summary])
-        del summary  # the merged counter it was made from goes with it
+    tasks = task_threads(run, num_threads)
+    pool = run.submit(_cluster_pool, parts, strategy, n, pattern, params, options, tasks)
+    counted = run.map(_cluster_count, parts, pattern, options, tasks, desc=f"lz78 {strategy} counting", weights=weights)
+    summary = run.submit(_cluster_summary, run.reduce(_cluster_merge, counted))
+    usage_pool = run.submit(_cluster_usage_pool, pool)
+    pool, (unique, texts, nbytes) = run.gather([pool, summary])
+    del summary  # the merged counter it was made from goes with it
 
-        def usage(mask: bytes):
-            shared = run.scatter(mask)
-            per_part = run.map(
-                _cluster_usage,
-                counted,
-                usage_pool,
-                shared,
-                tasks,
-                desc=f"lz78 {strategy} usage",
-                weights=weights,
-            )
-            return run.gather(run.reduce(_cluster_usage_merge, per_part))
-
-        return _core.lz78_finish(
-            strategy, n, pool["pool"], None, texts, nbytes, params, num_threads, unique_chunks=unique, usage=usage
+    def usage(mask: bytes):
+        shared = run.scatter(mask)
+        per_part = run.map(
+            _cluster_usage,
+            counted,
+            usage_pool,
+            shared,
+            tasks,
+            desc=f"lz78 {strategy} usage",
+            weights=weights,
         )
+        return run.gather(run.reduce(_cluster_usage_merge, per_part))
+
+    return _core.lz78_finish(
+        strategy, n, pool["pool"], None, texts, nbytes, params, num_threads, unique_chunks=unique, usage=usage
+    )
 
 
 def _outputs_first(data: LZ78Data) -> LZ78Data:

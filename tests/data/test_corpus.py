@@ -394,3 +394,24 @@ def test_every_family_reads_files_with_train_and_texts_with_train_from_iterator(
                 from_files(bad)
         with pytest.raises(TypeError, match="iterable of str"):
             from_texts("a single text")
+
+
+def test_jsonl_blocks_of_several_files_read_every_line(tmp_path):
+    """Blocks of several files in a row (the block encoder's input): each file whole,
+    whatever ends the previous file's last block (a byte range applies to one file only)."""
+    from tokenforge.data.corpus import jsonl_block_documents, jsonl_blocks
+
+    files = []
+    for k in range(3):
+        p = tmp_path / f"f{k}.jsonl"
+        p.write_text("".join(json.dumps({"text": f"file {k} line {i} " * (i % 7 + 1)}) + "\n" for i in range(200)))
+        files.append(p)
+    want = list(iter_documents(files))
+    for block_bytes in (1, 64, 1000, 1 << 20):
+        got, line = [], {}
+        for block in jsonl_blocks(files, block_bytes):
+            first = line.get(block.path, 1)
+            docs = list(jsonl_block_documents(block, first))
+            line[block.path] = first + block.count_lines()
+            got += docs
+        assert got == want, block_bytes

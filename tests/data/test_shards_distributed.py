@@ -223,6 +223,86 @@ def test_mismatches_are_refused_and_overwrite_starts_again(tmp_path, corpus, tok
     assert not list(out.glob("shard_*")) and _view(dist) == want
 
 
+def _big_jsonl(path, mb: int):
+    """A .jsonl file of about ``mb`` MB (lines of ~1 kB)."""
+    line = json.dumps({"text": "lorem ipsum dolor sit amet " * 37}) + "\n"
+    path.write_text(line * (mb * 1_000_000 // len(line) + 1), encoding="utf-8")
+    return path
+
+
+def test_auto_plan_gives_several_partitions_per_worker_thread(tmp_path):
+    from tokenforge.data.partition import MIN_AUTO_TARGET_BYTES, auto_target_bytes
+
+    big = _big_jsonl(tmp_path / "big.jsonl", 20)
+    one = shards_cluster._plan(big, None, threads=LocalRunner().threads)  # LocalRunner: 1 worker, 1 thread
+    assert len(one) >= 4 and all(p.nbytes <= big.stat().st_size // 4 + 2000 for p in one)
+    assert len(shards_cluster._plan(big, None, threads=2)) == 5  # 2.5 MB each would be below the 4 MB floor
+    assert auto_target_bytes(big, 1) == -(-big.stat().st_size // 4)
+    assert auto_target_bytes(big, 64) == MIN_AUTO_TARGET_BYTES
+    assert len(shards_cluster._plan(big, 1 << 30, threads=1)) == 1  # partition_bytes given: as asked
+
+
+def test_count_pieces_plans_several_partitions_per_worker_thread(tmp_path, monkeypatch):
+    from tokenforge import counting
+
+    big = _big_jsonl(tmp_path / "big.jsonl", 17)
+    planned = []
+    real = counting.plan_partitions
+    monkeypatch.setattr(counting, "plan_partitions", lambda *a, **k: planned.append(real(*a, **k)) or planned[-1])
+    monkeypatch.setattr(counting, "count_partition", lambda part, *rest: counting._core.WordCounter(rest[0]))
+    counting.count_pieces(big, r"\S+", client=LocalRunner(progress=False))
+    assert len(planned[0]) >= 4
+
+
+def test_a_finished_job_keeps_its_recorded_partitions(tmp_path, corpus, toks):
+    """Without partition_bytes the plan depends on the cluster's size: a run
+    again (resume, or nothing left to do) keeps the partitions recorded."""
+    out, local = tmp_path / "dist", LocalRunner(progress=False)
+    first = pretokenize(corpus, toks["bpe"], out, client=local, partition_bytes=300, **OPTS)
+    assert len(first.index["source"]["partitions"]) > len(corpus)
+    again = pretokenize(corpus, toks["bpe"], out, client=local, **OPTS)
+    assert again.index == first.index
+    files = [os.path.abspath(f) for f in corpus]
+    assert shards_cluster._plan(corpus, None, resume=out) == shards_cluster._recorded_plan(out, files)
+    assert shards_cluster._recorded_plan(out, files[:3]) is None  # another corpus: planned afresh, then refused
+    with pytest.raises(ShardError, match="different source"):
+        pretokenize(corpus[:3], toks["bpe"], out, client=local, **OPTS)
+
+
+@pytest.mark.parametrize("family", ["bpe", "mixedgram"])
+def test_byte_ranges_of_jsonl_equal_single_machine(tmp_path, corpus, toks, family):
+    """Partitions inside .jsonl files go through the block encoder from their
+    byte offset (BPE) or the Python reader (families without one); the same result."""
+    tok = toks[family]
+    dist = pretokenize(corpus, tok, tmp_path / "dist", client=LocalRunner(progress=False), partition_bytes=250, **OPTS)
+    assert any(p["start"] > 0 and p["path"].endswith(".jsonl") for p in dist.index["source"]["partitions"])
+    assert _view(dist) == _view(_single(corpus, tok, tmp_path / "one"))
+
+
+def test_a_worker_fingerprints_the_tokenizer_once_per_job(tmp_path, corpus, toks, monkeypatch):
+    calls = []
+    real = shards_cluster.tokenizer_fingerprint
+    monkeypatch.setattr(shards_cluster, "tokenizer_fingerprint", lambda *a, **k: calls.append(1) or real(*a, **k))
+    local = LocalRunner(progress=False)
+    dist = pretokenize(corpus, toks["bpe"], tmp_path / "a", client=local, partition_bytes=250, **OPTS)
+    # once on the client (the settings), once on the worker for all its partitions
+    assert len(dist.index["source"]["partitions"]) > 4 and len(calls) == 2
+    pretokenize(corpus, toks["lz78"], tmp_path / "b", client=local, partition_bytes=250, **OPTS)
+    assert len(calls) == 4  # another job: fingerprinted again
+
+
+def test_a_bad_line_in_a_byte_range_names_its_line(tmp_path, toks):
+    lines = [json.dumps({"text": f"document number {i} " * 5}) + "\n" for i in range(60)]
+    lines[41] = '{"text": "unterminated\n'
+    path = tmp_path / "bad.jsonl"
+    path.write_text("".join(lines), encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"line 42\b") as single:
+        pretokenize(path, toks["bpe"], tmp_path / "one", progress=False)
+    with pytest.raises(CorpusError, match=r"line 42\b") as dist:
+        pretokenize(path, toks["bpe"], tmp_path / "dist", client=LocalRunner(progress=False), partition_bytes=1000)
+    assert str(dist.value) == str(single.value)
+
+
 def test_client_needs_files_and_a_local_destination(tmp_path, corpus, toks):
     local, tok = LocalRunner(progress=False), toks["bpe"]
     with pytest.raises(ShardError, match="reads files"):
@@ -300,8 +380,8 @@ def test_cluster_equals_single_machine_for_every_family(tmp_path, corpus, toks, 
         client = cluster.scheduler.address if family == "lz78" else cluster
         dist = pretokenize(corpus, tok, tmp_path / family / "dist", client=client, **OPTS)
         assert _view(dist) == _view(one), family
-    # num_threads=None: a task shares its worker's cores among the worker's task threads (1 here)
-    assert cluster.submit(shards_cluster._task_threads, None, pure=False).result() == (os.cpu_count() or 1)
+    # num_threads=None: one encoding thread per task on a worker (a worker thread is a core)
+    assert cluster.submit(shards_cluster._task_threads, None, pure=False).result() == 1
     assert shards_cluster._task_threads(None) is None and shards_cluster._task_threads(3) == 3
     # a task's error reaches the client as itself, naming the file and line; nothing is marked complete
     bad = tmp_path / "bad"

@@ -559,12 +559,15 @@ class JsonlBlock:
         return n + (bool(last) and last != b"\n")
 
 
-def jsonl_blocks(paths: Iterable[Path], block_bytes: int = 4 << 20, progress=None) -> Iterator[JsonlBlock]:
+def jsonl_blocks(
+    paths: Iterable[Path], block_bytes: int = 4 << 20, progress=None, start: int = 0, end: int | None = None
+) -> Iterator[JsonlBlock]:
     """The lines of ``.jsonl`` files (plain, .gz or .zst) in blocks of about
     ``block_bytes`` bytes that end at line boundaries (a longer line is one
     block). ``progress`` is updated with bytes read from disk. Pair with
     :func:`jsonl_block_documents`, which reads a block exactly as
-    :func:`iter_documents` reads the file."""
+    :func:`iter_documents` reads the file. ``start``/``end``: only that byte
+    range of one uncompressed file (a partition's, which begins at a line start)."""
     if not isinstance(block_bytes, int) or block_bytes < 1:
         raise ValueError(f"block_bytes must be a positive int, got {block_bytes!r}")
     for path in paths:
@@ -572,11 +575,15 @@ def jsonl_blocks(paths: Iterable[Path], block_bytes: int = 4 << 20, progress=Non
         kind = _kind(path)
         if kind is None or kind[0] != ".jsonl":
             raise CorpusError(f"{path}: not a JSON-lines file ({_supported()})")
+        if (start or end is not None) and kind[1]:
+            raise ValueError(f"{path}: a byte range of a compressed file")  # (the planner never makes one)
         with ExitStack() as stack:
-            stream, raw = _open_stream(stack, path, kind[1])
-            meter = _Meter(raw, progress)
+            stream, raw = _open_stream(stack, path, kind[1], start)
+            if end is not None:
+                stream = _Limited(raw, end)
+            meter = _Meter(raw, progress, start, end)
             pieces: list[bytes] = []  # the start of a line, from earlier reads
-            offset = 0
+            offset = start
             try:
                 while True:
                     body = _read_full(stream, block_bytes)
@@ -585,14 +592,14 @@ def jsonl_blocks(paths: Iterable[Path], block_bytes: int = 4 << 20, progress=Non
                         if pieces:
                             yield JsonlBlock(path, b"".join(pieces), b"", 0, offset)
                         break
-                    end = body.rfind(b"\n") + 1
-                    if not end:  # still inside one long line: joined once it ends
+                    cut = body.rfind(b"\n") + 1  # (not `end`: that is the byte range's, for every file)
+                    if not cut:  # still inside one long line: joined once it ends
                         pieces.append(body)
                         continue
                     head = b"".join(pieces)
-                    yield JsonlBlock(path, head, body, end, offset)
-                    offset += len(head) + end
-                    pieces = [body[end:]] if end < len(body) else []
+                    yield JsonlBlock(path, head, body, cut, offset)
+                    offset += len(head) + cut
+                    pieces = [body[cut:]] if cut < len(body) else []
             except _decompression_errors() as e:
                 raise _corpus_error(f"corrupt {kind[1]} stream: {e}", path) from None
 

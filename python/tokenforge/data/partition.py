@@ -79,12 +79,17 @@ __all__ = [
     "plan_partitions",
     "partition_documents",
     "DEFAULT_TARGET_BYTES",
+    "auto_target_bytes",
     "TRAIN_BLOCK_BYTES",
     "SEARCH_BYTES",
 ]
 
 #: the partition size aimed at when planning (bytes on disk)
 DEFAULT_TARGET_BYTES = 64 << 20
+#: an automatic plan (:func:`auto_target_bytes`) aims at this many partitions per
+#: worker thread, in partitions of at least MIN_AUTO_TARGET_BYTES
+PARTS_PER_THREAD = 4
+MIN_AUTO_TARGET_BYTES = 4 << 20
 #: the ``.txt`` block size of the trainers' reader (iter_documents' default)
 TRAIN_BLOCK_BYTES = 1 << 20
 #: how far past a target the planner looks for a line start or separator
@@ -139,6 +144,23 @@ def plan_partitions(
         for start, end, nbytes, groups in _plan_file(path, target_bytes, split_on, block_bytes):
             parts.append(Partition(len(parts), path, start, end, nbytes, groups))
     return parts
+
+
+def auto_target_bytes(corpus, threads: int, *, who: str = "train") -> int:
+    """The ``target_bytes`` a cluster of ``threads`` task threads plans ``corpus``
+    with when the caller names none: about :data:`PARTS_PER_THREAD` partitions
+    per thread, within [:data:`MIN_AUTO_TARGET_BYTES`, :data:`DEFAULT_TARGET_BYTES`].
+
+    Why several per thread: tasks are taken in order, so with one partition per
+    thread the slowest partition (dense text, a busy machine) sets the end, and
+    a 125 MB file at 64 MB per partition keeps one of two workers idle half the
+    time; with four, a thread that finishes early takes the next one and the
+    tail is a quarter of a share. The floor keeps the per-task costs (a task
+    round trip, a counter to merge, a shard directory) small against the work.
+    """
+    total = sum(file_size(path) for path in _sources(corpus, who))
+    per = -(-total // (PARTS_PER_THREAD * max(1, int(threads))))
+    return max(MIN_AUTO_TARGET_BYTES, min(DEFAULT_TARGET_BYTES, per))
 
 
 def partition_documents(

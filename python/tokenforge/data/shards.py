@@ -74,6 +74,7 @@ import queue
 import re
 import sys
 import threading
+import uuid
 from pathlib import Path
 from typing import Iterator
 
@@ -86,9 +87,17 @@ from ..formats._jsonutil import JsonDoc, parse_json
 from ..formats.atomic import atomic_open, atomic_write
 from ..progress import progress_bar
 from ..registry import family_of
-from .corpus import check_errors, corpus_bytes, corpus_files, iter_documents, jsonl_block_documents, jsonl_blocks
+from .corpus import (
+    _lines_before,
+    check_errors,
+    corpus_bytes,
+    corpus_files,
+    iter_documents,
+    jsonl_block_documents,
+    jsonl_blocks,
+)
 from .fingerprint import tokenizer_fingerprint
-from .partition import Partition, partition_documents, plan_partitions
+from .partition import Partition, _sources, auto_target_bytes, partition_documents, plan_partitions
 
 __all__ = ["pretokenize", "ShardSet", "ShardError", "FORMAT", "VERSION", "INDEX_FILE", "LEGACY_FORMAT"]
 
@@ -488,11 +497,10 @@ def _block_encoder(tokenizer, corpus):
 
 
 def _source_files(source) -> list[Path]:
-    """The files of a corpus, or of a partition that is a whole local file (the
-    JSON-lines block reader reads whole files); else empty."""
+    """The files of a corpus, or of a partition of a local file (the JSON-lines
+    block reader reads local files, whole or a byte range); else empty."""
     if isinstance(source, Partition):
-        whole = source.start == 0 and source.end is None and "://" not in source.path
-        return [Path(source.path)] if whole else []
+        return [Path(source.path)] if "://" not in source.path else []
     return corpus_files(source)
 
 
@@ -518,13 +526,15 @@ def pretokenize(
     ``corpus``: a path, a list of ``pathlib.Path`` or an iterable of str (see
     :func:`~tokenforge.data.corpus.iter_documents`; an iterable must yield the
     same documents again to resume). ``bos``: start every document with the
-    tokenizer's BOS id. ``num_threads``: encoding threads (None: all cores).
+    tokenizer's BOS id. ``num_threads``: encoding threads (None: all cores; with
+    ``client``, per task, None is one, as a Dask worker thread is a core).
     ``overwrite``: discard what ``out_dir`` holds instead of resuming.
     ``errors``: how bad UTF-8 and lone surrogate escapes in JSON lines are read
     (see :func:`~tokenforge.data.corpus.iter_documents`; recorded in the index
     when not "strict").
     ``client``: a ``distributed.Client`` or a scheduler address runs one task per
-    partition of the corpus (files; about ``partition_bytes`` each, default
+    partition of the corpus (files or byte ranges of them, about ``partition_bytes``
+    each; None: about four per worker thread, at most
     :data:`~tokenforge.data.partition.DEFAULT_TARGET_BYTES`) on that Dask cluster,
     each writing its shards into ``out_dir/part_NNNNN/`` (index version 3; see
     :func:`pretokenize_on`); a
@@ -599,9 +609,10 @@ def _output_dir(out_dir) -> Path:
 
 
 def _settings(
-    tokenizer, out: Path, *, bos: bool, shard_tokens: int, source: dict, text_field, split_on, errors
+    tokenizer, out: Path, *, bos: bool, shard_tokens: int, source: dict, text_field, split_on, errors, fingerprint=None
 ) -> dict:
-    """What an index records about how its shards were made (compared on resuming)."""
+    """What an index records about how its shards were made (compared on resuming).
+    ``fingerprint``: the tokenizer's, when the caller has just computed it."""
     vocab = _model_vocab(tokenizer)
     bos_id = int(tokenizer.get_bos_token_id()) if bos else None
     settings = {
@@ -609,7 +620,7 @@ def _settings(
             "class": type(tokenizer).__name__,
             "family": _family_name(tokenizer),
             "vocab_size": vocab,
-            "fingerprint": tokenizer_fingerprint(tokenizer, scratch_dir=out),
+            "fingerprint": fingerprint or tokenizer_fingerprint(tokenizer, scratch_dir=out),
         },
         "dtype": np.dtype(_dtype_for(vocab)).name,
         "bos_id": bos_id,
@@ -673,6 +684,7 @@ class _Pretokenizer:
         split_on,
         overwrite: bool,
         errors: str,
+        fingerprint: str | None = None,
     ):
         _check_options(shard_tokens, batch_chars, num_threads)
         self.corpus, self.tokenizer = corpus, tokenizer
@@ -694,10 +706,12 @@ class _Pretokenizer:
             text_field=text_field,
             split_on=split_on,
             errors=errors,
+            fingerprint=fingerprint,
         )
         self.dtype = np.dtype(self.settings["dtype"]).type
         self.bos_id = self.settings["bos_id"]
-        self._line: dict = {}  # JSON-lines file -> number of its next block's first line
+        self._line: dict = {}  # JSON-lines file -> lines read before its next block (from where reading began)
+        self._first_line: int | None = None  # the line number reading began at, for a byte range (counted lazily)
 
     # ---- 2. plan: what the directory already holds ---------------------------------------
     def _plan(self) -> dict | None:
@@ -747,6 +761,10 @@ class _Pretokenizer:
             read = partition_documents if isinstance(self.corpus, Partition) else iter_documents
             docs = read(self.corpus, text_field=self.text_field, split_on=self.split_on, errors=self.errors)
             return _batched(_metered(docs, bar), self.batch_chars)
+        if isinstance(self.corpus, Partition):
+            # A byte range of a .jsonl file starts at a line start (where the planner cuts).
+            start, end = self.corpus.start, self.corpus.end
+            return jsonl_blocks(_source_files(self.corpus), self.batch_chars, progress=bar, start=start, end=end)
         return jsonl_blocks(_source_files(self.corpus), self.batch_chars, progress=bar)
 
     def _encode_texts(self, texts: list[str]):
@@ -761,6 +779,17 @@ class _Pretokenizer:
         arrays = self.tokenizer.encode_batch(texts, num_threads=self.workers, as_numpy=True)
         bos_id, dtype, token_bytes = self.bos_id, self.dtype, self.token_bytes
         return lambda: _Flat.of(arrays, texts, bos_id, dtype, token_bytes)
+
+    def _start_line(self, path) -> int:
+        """The line number of the first line read from ``path``: 1, or for a
+        partition that starts inside the file, one more than the newlines
+        before it (counted only when a line needs the Python reader)."""
+        start = self.corpus.start if isinstance(self.corpus, Partition) else 0
+        if not start:
+            return 1
+        if self._first_line is None:
+            self._first_line = _lines_before(path, start) + 1
+        return self._first_line
 
     def _encode_block(self, block, skip: int):
         """The core's encoding of a block of JSON lines (None: a line for the Python reader)."""
@@ -778,13 +807,14 @@ class _Pretokenizer:
 
     def _finish_block(self, block, skip: int, got):
         """In file order: the block's result (or its Python reading) to a _Flat maker."""
-        first = self._line.get(block.path, 1)
+        before = self._line.get(block.path, 0)
         if got is None:  # a line only the Python reader reads right (or reports right)
-            self._line[block.path] = first + block.count_lines()
+            self._line[block.path] = before + block.count_lines()
+            first = before + self._start_line(block.path)
             # (blocks are finished in order, so what is still to skip is this block's ``skip``)
             return self._encode_texts(list(jsonl_block_documents(block, first, self.text_field, self.errors)))
         tokens, ntok, nbytes, nchars, nlines = got
-        self._line[block.path] = first + nlines
+        self._line[block.path] = before + nlines
         n = min(skip, len(ntok))
         if n:
             self.resume.add(nchars[:n])
@@ -1105,12 +1135,14 @@ class ShardSet:
 # ``"source": {"kind": "partitions", "partitions": [...]}`` (each partition's
 # ``dir``, ``Partition.describe()`` and size), and lists every shard of every
 # partition, in partition order, by its path ``part_NNNNN/shard_MMMMM.npy``.
-# Read through :class:`ShardSet`, the token stream, the
+# Read through :class:`~tokenforge.data.shards.ShardSet`, the token stream, the
 # document boundaries and the byte and character counts are those of the
 # single-machine run on the same corpus; only the shard files differ (a
 # partition always starts a new shard).
 #
-# How it runs: the client plans the partitions, compares the settings with an
+# How it runs: the client plans the partitions (without ``partition_bytes``,
+# about four per worker thread, so that a worker that finishes early takes more;
+# an unfinished job keeps the partitions its index records), compares the settings with an
 # index already there (a different tokenizer, shard size, corpus or partitioning
 # is refused; ``overwrite=True`` starts again), skips every partition whose
 # sub-index is complete with these settings (an interrupted client resumes
@@ -1129,8 +1161,8 @@ class ShardSet:
 #
 # Not handled: destinations other than local paths and ``file://`` URLs (on a
 # real cluster: a shared filesystem mounted at the same path on the client and
-# every worker); the JSON-lines block encoder only reads whole-file partitions
-# (a byte-range partition goes through the Python reader); two live attempts of
+# every worker); the JSON-lines block encoder reads local files only (a
+# partition of an fsspec URL goes through the Python reader); two live attempts of
 # the same task at once (a worker Dask wrongly declared dead while it still
 # writes) may disturb each other's temporary files; and losing every worker
 # that holds the scattered tokenizer at once fails the job (run it again: it
@@ -1158,7 +1190,36 @@ def pretokenize_on(
     _check_options(shard_tokens, batch_chars, num_threads)
     check_errors(errors)
     out = _output_dir(out_dir)
-    parts = _plan(corpus, partition_bytes, text_field=text_field, split_on=split_on, errors=errors)
+    with runner(client, progress=progress) as r:
+        parts = _plan(
+            corpus,
+            partition_bytes,
+            threads=r.threads,
+            resume=None if overwrite else out,
+            text_field=text_field,
+            split_on=split_on,
+            errors=errors,
+        )
+        return _run(
+            r,
+            parts,
+            tokenizer,
+            out,
+            shard_tokens,
+            num_threads,
+            batch_chars,
+            bos,
+            text_field,
+            split_on,
+            overwrite,
+            errors,
+        )
+
+
+def _run(
+    r, parts, tokenizer, out, shard_tokens, num_threads, batch_chars, bos, text_field, split_on, overwrite, errors
+):
+    """The job on runner ``r``, once the partitions are planned."""
     source = {
         "kind": "partitions",
         "partitions": [{"dir": _partition_dir(p.index), **p.describe(), "bytes": p.nbytes} for p in parts],
@@ -1188,23 +1249,23 @@ def pretokenize_on(
             "text_field": text_field,
             "split_on": split_on,
             "errors": errors,
+            "job": uuid.uuid4().hex,
         }
         # Meanwhile the index lists the shards of the finished partitions that
         # begin the corpus, as a single-machine run lists the shards finished so far.
         _list_prefix(out, index, parts, settings, done)
         try:
-            with runner(client, progress=progress) as r:
-                tok = r.scatter(tokenizer)
-                handles = r.map(
-                    _encode_partition,
-                    todo,
-                    tok,
-                    os.path.abspath(out),
-                    options,
-                    desc="pretokenizing",
-                    weights=[p.nbytes for p in todo],
-                )
-                r.gather(handles)  # (small summaries; map has already raised the first task error)
+            tok = r.scatter(tokenizer)
+            handles = r.map(
+                _encode_partition,
+                todo,
+                tok,
+                os.path.abspath(out),
+                options,
+                desc="pretokenizing",
+                weights=[p.nbytes for p in todo],
+            )
+            r.gather(handles)  # (small summaries; map has already raised the first task error)
         except BaseException:  # an error or Ctrl-C: what did finish is listed, for readers and the message
             try:
                 _list_prefix(out, index, parts, settings, [_finished(out, p, settings) for p in parts])
@@ -1217,8 +1278,14 @@ def pretokenize_on(
     return ShardSet(out)
 
 
-def _plan(corpus, partition_bytes, **read) -> list[Partition]:
-    """The corpus's partitions; a corpus of texts (not files) cannot be split among workers."""
+def _plan(corpus, partition_bytes, *, threads: int = 1, resume: Path | None = None, **read) -> list[Partition]:
+    """The corpus's partitions; a corpus of texts (not files) cannot be split among workers.
+
+    ``partition_bytes`` None: about four per task thread of the cluster
+    (:func:`~tokenforge.data.partition.auto_target_bytes`), so a cluster of
+    another size would plan another partitioning; so an unfinished job in
+    ``resume`` (the output directory, unless overwriting) keeps the
+    partitions it recorded, when they still cover the corpus's files."""
     files = isinstance(corpus, (str, os.PathLike)) or (
         isinstance(corpus, (list, tuple)) and bool(corpus) and all(isinstance(c, os.PathLike) for c in corpus)
     )
@@ -1232,12 +1299,62 @@ def _plan(corpus, partition_bytes, **read) -> list[Partition]:
         isinstance(partition_bytes, bool) or not isinstance(partition_bytes, int) or partition_bytes < 1
     ):
         raise ShardError(f"partition_bytes must be a positive int or None, not {partition_bytes!r}")
-    kw: dict = {} if partition_bytes is None else {"target_bytes": partition_bytes}
-    parts = plan_partitions(corpus, who="pretokenize", **kw, **read)
+    absolute = lambda path: path if "://" in path else os.path.abspath(path)  # noqa: E731
+    recorded = None
+    if partition_bytes is None and resume is not None:
+        recorded = _recorded_plan(resume, [absolute(f) for f in _sources(corpus, "pretokenize")])
+    if recorded is not None:
+        return recorded
+    target = auto_target_bytes(corpus, threads, who="pretokenize") if partition_bytes is None else partition_bytes
+    parts = plan_partitions(corpus, who="pretokenize", target_bytes=target, **read)
     # Workers may run in another directory: local paths travel absolute (and are recorded so).
-    parts = [p if "://" in p.path else dataclasses.replace(p, path=os.path.abspath(p.path)) for p in parts]
+    parts = [dataclasses.replace(p, path=absolute(p.path)) for p in parts]
     if len({p.index for p in parts}) != len(parts):
         raise ShardError("the partition plan gives two partitions the same index")  # (a bug in the planner)
+    return parts
+
+
+def _recorded_plan(out: Path, files: list[str]) -> list[Partition] | None:
+    """The partitions an unfinished index in ``out`` records, if they cover
+    ``files`` in order, each file's pieces contiguous from its start to its
+    end; else None (and the settings check then says what differs)."""
+    try:
+        source = _read_index(out).get("source") if (out / INDEX_FILE).is_file() else None
+        if not isinstance(source, dict) or source.get("kind") != "partitions":
+            return None
+        parts = []
+        for d in source["partitions"]:
+            end, groups = d["end"], d["row_groups"]
+            parts.append(
+                Partition(
+                    index=int(d["index"]),
+                    path=str(d["path"]),
+                    start=int(d["start"]),
+                    end=None if end is None else int(end),
+                    nbytes=int(d["bytes"]),
+                    row_groups=None if groups is None else (int(groups[0]), int(groups[1])),
+                )
+            )
+    except (ValueError, OSError, KeyError, TypeError, IndexError):
+        return None
+    if [p.index for p in parts] != list(range(len(parts))):
+        return None
+    paths = [p.path for k, p in enumerate(parts) if k == 0 or parts[k - 1].path != p.path]
+    if paths != files:
+        return None
+    for k, p in enumerate(parts):
+        first = k == 0 or parts[k - 1].path != p.path
+        last = k == len(parts) - 1 or parts[k + 1].path != p.path
+        if first and (p.start != 0 or (p.row_groups is not None and p.row_groups[0] != 0)):
+            return None
+        if last and p.end is not None:
+            return None
+        if not last:
+            after = parts[k + 1]
+            if p.end != after.start or (p.row_groups is None) != (after.row_groups is None):
+                return None
+            if p.row_groups is not None and p.row_groups[1] != after.row_groups[0]:
+                return None
     return parts
 
 
@@ -1288,27 +1405,58 @@ def _list_prefix(out: Path, index: dict, parts: list[Partition], settings: dict,
 
 
 def _task_threads(num_threads: int | None) -> int | None:
-    """Encoding threads for a task: as asked; else, on a Dask worker, its cores
-    shared among the worker's task threads (None: all cores, off a cluster)."""
+    """Encoding threads for a task: as asked; else, on a Dask worker, one (None:
+    all cores, off a cluster).
+
+    Why one: in Dask's model a worker thread is a core (``threads_per_worker``
+    is how a cluster is given cores), and a worker cannot see the other workers
+    on its machine: two workers of one thread on 2 cores, each encoding with
+    every core, ran 4 encoding threads on 2 cores (1.92 s instead of 1.73 s for
+    125 MB, bench/dask.py). The pipeline's reader and writer threads still
+    overlap with the encoding. ``count_pieces`` counts with one thread per task
+    too."""
     if num_threads is not None:
         return num_threads
     distributed = sys.modules.get("distributed")  # imported on a worker; never imported here for this
     if distributed is None:
         return None
     try:
-        nthreads = distributed.get_worker().state.nthreads
-    except (ValueError, AttributeError):  # not on a worker (LocalRunner), or another distributed version
+        distributed.get_worker()
+    except ValueError:  # not on a worker (LocalRunner)
         return None
-    return max(1, (os.cpu_count() or 1) // max(1, int(nthreads)))
+    return 1
+
+
+#: (job, id of the tokenizer object) -> its fingerprint, computed on this worker: the
+#: tasks of one job get the same scattered object, kept alive by the job, so a
+#: worker fingerprints it once per job, not once per partition (0.05 s for
+#: 8,192 ids, more for larger vocabularies). A few recent jobs only.
+_FINGERPRINTS: dict[tuple[str, int], str] = {}
+_FINGERPRINTS_LOCK = threading.Lock()
+
+
+def _worker_fingerprint(tokenizer, job: str, scratch: Path) -> str:
+    key = (job, id(tokenizer))
+    with _FINGERPRINTS_LOCK:
+        got = _FINGERPRINTS.get(key)
+    if got is None:
+        got = tokenizer_fingerprint(tokenizer, scratch_dir=scratch)
+        with _FINGERPRINTS_LOCK:
+            _FINGERPRINTS[key] = got
+            while len(_FINGERPRINTS) > 8:
+                del _FINGERPRINTS[next(iter(_FINGERPRINTS))]
+    return got
 
 
 def _encode_partition(part: Partition, tokenizer, out: str, options: dict) -> dict:
     """One task: ``part``'s documents into ``out/part_NNNNN/`` (resuming what an
     earlier attempt left there); a small summary back."""
+    sub = Path(out) / _partition_dir(part.index)
+    fingerprint = _worker_fingerprint(tokenizer, options["job"], Path(out)) if "job" in options else None
     run = _Pretokenizer(
         part,
         tokenizer,
-        Path(out) / _partition_dir(part.index),
+        sub,
         shard_tokens=options["shard_tokens"],
         num_threads=_task_threads(options["num_threads"]),
         batch_chars=options["batch_chars"],
@@ -1317,6 +1465,7 @@ def _encode_partition(part: Partition, tokenizer, out: str, options: dict) -> di
         split_on=options["split_on"],
         overwrite=False,
         errors=options["errors"],
+        fingerprint=fingerprint,
     )
     _same_tokenizer(run.settings["tokenizer"], options["tokenizer"], part)
     shards = run.run(progress=False)
