@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from tokenforge import Mixedgram, _core
 from tokenforge.cluster import LocalRunner
 from tokenforge.errors import FormatError, TokenforgeError
+from transport_helpers import seal
 
 SETTINGS = settings(
     max_examples=40, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -193,21 +194,13 @@ def test_hostile_counts_bytes_are_format_errors():
         bad[i] ^= 0x04
         assert offset(bytes(bad)) >= 6
     body = good[:-8]
-    assert offset(_seal(body[:6] + b"\x09" + body[7:])) == 6  # n
-    assert offset(_seal(body[:7] + b"\x00\x7f")) == 8  # more entries than the bytes hold
-    assert offset(_seal(body[:7] + b"\x05\x01\xe2\xc2\x01\x04")) == 7  # positions are not the sum of the counts
-    assert offset(_seal(body[:7] + b"\x02\x02\xe2\xc2\x01\x01\x00\x01")) == 13  # keys not ascending
-    assert offset(_seal(body[:7] + b"\x01\x01\xe1\x00\x01")) == 9  # not a 2-gram of non-zero bytes
-    assert offset(_seal(body[:7] + b"\x00\x01\xe2\xc2\x01\x00")) == 12  # a zero count
-    assert offset(_seal(body + b"\x00")) == len(body)  # stray bytes
-
-
-def _seal(body: bytes) -> bytes:
-    """``body`` with the transport's FNV-1a 64 checksum (damaged data that passes the checksum)."""
-    h = 0xCBF29CE484222325
-    for x in body:
-        h = ((h ^ x) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return body + h.to_bytes(8, "little")
+    assert offset(seal(body[:6] + b"\x09" + body[7:])) == 6  # n
+    assert offset(seal(body[:7] + b"\x00\x7f")) == 8  # more entries than the bytes hold
+    assert offset(seal(body[:7] + b"\x05\x01\xe2\xc2\x01\x04")) == 7  # positions are not the sum of the counts
+    assert offset(seal(body[:7] + b"\x02\x02\xe2\xc2\x01\x01\x00\x01")) == 13  # keys not ascending
+    assert offset(seal(body[:7] + b"\x01\x01\xe1\x00\x01")) == 9  # not a 2-gram of non-zero bytes
+    assert offset(seal(body[:7] + b"\x00\x01\xe2\xc2\x01\x00")) == 12  # a zero count
+    assert offset(seal(body + b"\x00")) == len(body)  # stray bytes
 
 
 def test_selector_refuses_counts_of_other_pieces():
@@ -227,7 +220,7 @@ def test_selector_refuses_counts_of_other_pieces():
 @given(data=st.binary(max_size=200), framed=st.booleans())
 def test_any_bytes_read_or_format_error(data, framed):
     if framed:  # past the header and the checksum: the body's own checks
-        data = _seal(b"TFCT\x01\x02\x03" + data)
+        data = seal(b"TFCT\x01\x02\x03" + data)
     try:
         c = _core.NgramCounts.from_bytes(data)
     except FormatError as e:
