@@ -188,9 +188,9 @@ def encode_around_surrogates(
 
 
 def _flat(lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
-    """(flat uint32 ids, uint64 offsets of len(lists)+1), as the cores' ``encode_batch_numpy`` give."""
-    offsets = np.zeros(len(lists) + 1, dtype=np.uint64)
-    np.cumsum(np.fromiter(map(len, lists), dtype=np.uint64, count=len(lists)), out=offsets[1:])
+    """(flat uint32 ids, int64 offsets of len(lists)+1), as the cores' ``encode_batch_numpy`` give."""
+    offsets = np.zeros(len(lists) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, lists), dtype=np.int64, count=len(lists)), out=offsets[1:])
     flat = np.fromiter(itertools.chain.from_iterable(lists), dtype=np.uint32, count=int(offsets[-1]))
     return flat, offsets
 
@@ -403,6 +403,18 @@ class Tokenizer(ChatMixin, abc.ABC):
             return [np.asarray(x, dtype=dt) for x in out]
         return out
 
+    def encode_batch_flat(self, texts: Sequence[str], num_threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Encode many texts into one flat ``uint32`` array of ids and ``int64``
+        offsets of ``len(texts) + 1``: text ``i``'s ids are
+        ``ids[offsets[i]:offsets[i + 1]]`` (equal to ``encode_ordinary(texts[i])``).
+
+        The one batch rule for bulk ids: families with a Rust core
+        (:class:`CoreEncoded`, growing) encode with the GIL released straight
+        into the one buffer numpy wraps, without a Python object per text; this
+        default, for the others, goes through :meth:`encode_batch`."""
+        _check_texts(texts)
+        return _flat(self.encode_batch(texts, num_threads=num_threads))
+
     def decode(self, ids) -> str:
         """Decode ids to text (invalid UTF-8 becomes U+FFFD; a lone surrogate's
         bytes become the surrogate again, see :func:`decode_utf8`)."""
@@ -580,6 +592,10 @@ class CoreEncoded(RustBacked):
         _check_texts(texts)
         return batch_ids(self._model, list(texts), num_threads, as_numpy, self.vocab_size, self._byte_id)
 
+    def encode_batch_flat(self, texts: Sequence[str], num_threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        _check_texts(texts)
+        return batch_flat(self._model, list(texts), num_threads, self._byte_id)
+
     def _jsonl_block_encoder(self):
         return self._model.encode_jsonl_block
 
@@ -599,13 +615,13 @@ def batch_ids(
     dt = ids_dtype(vocab_size)
     if dt != np.uint32:
         flat = flat.astype(dt)
-    return np.split(flat, offsets[1:-1].astype(np.intp)) if texts else []
+    return np.split(flat, offsets[1:-1]) if texts else []
 
 
 def batch_flat(
     model, texts: Sequence[str], num_threads: int | None, byte_id: Callable[[int], int]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """A core model's ``encode_batch_numpy`` (flat uint32 ids, uint64 offsets),
+    """A core model's ``encode_batch_numpy`` (flat uint32 ids, int64 offsets),
     also for texts with lone surrogates (:func:`encode_around_surrogates`)."""
     try:
         return model.encode_batch_numpy(texts, num_threads)
