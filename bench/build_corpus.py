@@ -442,7 +442,17 @@ def man_to_text(src: str, utf8_input: bool = False) -> str | None:
         return None  # an alias page pointing at another page
     if shutil.which("groff"):
         r = subprocess.run(
-            ["groff", *(["-k"] if utf8_input else []), "-Tutf8", "-man", "-t", "-P-cbou", "-rHY=0", "-rcR=1", "-rLL=100n"],
+            [
+                "groff",
+                *(["-k"] if utf8_input else []),
+                "-Tutf8",
+                "-man",
+                "-t",
+                "-P-cbou",
+                "-rHY=0",
+                "-rcR=1",
+                "-rLL=100n",
+            ],
             input=".ad l\n" + src,
             capture_output=True,
             text=True,
@@ -754,7 +764,9 @@ def _class_docs(corpus: Path, want, limit: int) -> list[tuple[str, str]]:
 def _lang_docs(lang: str, limit: int, jobs: int) -> list[tuple[str, str]]:
     """Rendered man pages of one language (sorted by the hash of the path), up to ``limit`` bytes."""
     pkg, prefix = LANG_PACKAGES[lang]
-    paths = sorted((p for p in package_files(pkg) if p.startswith(prefix) and p.endswith(".gz")), key=lambda p: _hash_key("cls", p))
+    paths = sorted(
+        (p for p in package_files(pkg) if p.startswith(prefix) and p.endswith(".gz")), key=lambda p: _hash_key("cls", p)
+    )
     out, n = [], 0
     with ProcessPoolExecutor(max_workers=max(1, jobs)) as ex:
         for i in range(0, len(paths), 64):
@@ -780,7 +792,12 @@ def build_classes(corpus: Path, out: Path, mb: float, install: bool, jobs: int) 
     if install and os.geteuid() == 0:
         install_packages(pkgs)
     versions = installed_versions(pkgs)
-    config = {"classes_version": CLASSES_VERSION, "mb": mb, "corpus": file_sha256(corpus / "MANIFEST.json")[:16], "packages": versions}
+    config = {
+        "classes_version": CLASSES_VERSION,
+        "mb": mb,
+        "corpus": file_sha256(corpus / "MANIFEST.json")[:16],
+        "packages": versions,
+    }
     try:
         if json.loads((out / "CLASSES.json").read_text())["config"] == config:
             log(f"text classes in {out} are up to date")

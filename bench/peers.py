@@ -170,6 +170,10 @@ def make_hf_json(ranks_file: str, ranks: str, out: str) -> None:
     import tokenforge
 
     pat, _ = tiktoken_spec(ranks)
+    # Oniguruma (HF tokenizers) reads cl100k's possessive "\p{N}{1,3}+" as a repetition of
+    # 1-3 digits (any run of digits); at the end of its alternative the greedy "{1,3}" is
+    # the same match as the possessive one, so spell it that way for tokie.
+    pat = pat.replace(r"\p{N}{1,3}+", r"\p{N}{1,3}")
     tokenforge.BPETokenizer.from_tiktoken(ranks_file, pattern=pat).save_hf(out)
 
 
