@@ -155,12 +155,12 @@ def rank_files(workdir: Path) -> dict[str, str]:
 
 def tf_pattern(ranks: str, regex: bool):
     """(pattern argument for from_tiktoken, note) for tokenforge's rows."""
-    import tokenforge
+    from tokenforge.bpe import PATTERNS
 
     pat, _ = tiktoken_spec(ranks)
     if regex:
         return pat, "tiktoken's regex string"
-    if ranks in getattr(tokenforge, "PATTERNS", {}):
+    if ranks in PATTERNS:
         return ranks, f'pattern "{ranks}"'
     return pat, f'no "{ranks}" pattern name yet: tiktoken\'s regex string (general-regex path)'
 
