@@ -2,4 +2,5 @@ pub mod encode;
 pub mod heap;
 pub mod layout;
 pub mod ranks;
+pub mod tiktoken;
 pub mod train;

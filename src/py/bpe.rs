@@ -63,6 +63,17 @@ encoder_class!(PyBpeModel {
         Ok(PyBpeModel { inner: Arc::new(m), ints })
     }
 
+    /// The merges `(left, right, new)` in order: those given, or those
+    /// recovered from a rank file (`bpe_model_from_tiktoken`).
+    fn merges(&self) -> Vec<(u32, u32, u32)> {
+        self.inner.merges().to_vec()
+    }
+
+    /// The id of each single byte.
+    fn byte_ids(&self) -> Vec<u32> {
+        self.inner.byte_ids().to_vec()
+    }
+
     /// Encode one already-split piece (for tests and tools).
     fn encode_piece(&self, piece: &[u8]) -> Vec<u32> {
         let mut out = Vec::new();
@@ -328,6 +339,29 @@ fn bpe_rank_splits(
     Ok(res?)
 }
 
+/// The model of a `.tiktoken` file's bytes (`crate::bpe::tiktoken`) with
+/// its merges recovered (`BpeModel::from_rank_file`), or None when the file
+/// is not in the canonical shape or breaks a rule: the Python reader then
+/// reads it line by line and reports what is wrong where. GIL released.
+#[pyfunction]
+#[pyo3(signature = (raw, specials, pattern))]
+fn bpe_model_from_tiktoken(
+    py: Python<'_>,
+    raw: &[u8],
+    specials: Vec<(String, u32)>,
+    pattern: Option<&str>,
+) -> PyResult<Option<PyBpeModel>> {
+    let pt = pretok_from(pattern)?;
+    let pool = pool(None)?;
+    let m = py.detach(|| {
+        let file = crate::bpe::tiktoken::parse(raw)?;
+        pool.install(|| BpeModel::from_rank_file(&file.ranks(), specials, pt).ok())
+    });
+    let Some(m) = m else { return Ok(None) };
+    let ints = IntTable::new(py, m.vocab_size())?;
+    Ok(Some(PyBpeModel { inner: Arc::new(m), ints }))
+}
+
 /// Where training puts its ids (`crate::bpe::layout`): (first merge id,
 /// number of merges) for `vocab_size` ids and `specials` special tokens;
 /// `VocabSizeError` if they do not fit.
@@ -347,6 +381,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyWordCounter>()?;
     m.add_class::<PyBpeTrainer>()?;
     m.add_function(wrap_pyfunction!(bpe_rank_splits, m)?)?;
+    m.add_function(wrap_pyfunction!(bpe_model_from_tiktoken, m)?)?;
     m.add_function(wrap_pyfunction!(bpe_layout, m)?)?;
     m.add_function(wrap_pyfunction!(bpe_special_ids, m)?)?;
     Ok(())
