@@ -2,5 +2,6 @@ pub mod encode;
 pub mod heap;
 pub mod layout;
 pub mod ranks;
+pub mod tfjson;
 pub mod tiktoken;
 pub mod train;

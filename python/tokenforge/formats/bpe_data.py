@@ -132,10 +132,20 @@ class BPEData:
         return max(ids) + 1 if ids else 0
 
     @classmethod
-    def from_engine(cls, model, special_tokens: dict[str, int], pattern, pattern_name: str) -> "BPEData":
+    def from_engine(
+        cls, model, special_tokens: dict[str, int], pattern, pattern_name: str, training=None, split_specials=False
+    ) -> "BPEData":
         """BPEData of an engine model a fast reader built and checked (its
         merges made from it when first read; see the module doc)."""
-        data = cls(list(model.byte_ids()), _Deferred(model), dict(special_tokens), pattern, pattern_name, {})  # type: ignore[arg-type]
+        data = cls(
+            list(model.byte_ids()),
+            _Deferred(model),  # type: ignore[arg-type]
+            dict(special_tokens),
+            pattern,
+            pattern_name,
+            dict(training or {}),
+            split_specials,
+        )
         data.__dict__["_engine"] = (model, tuple(data.byte_ids), tuple(data.special_tokens.items()), pattern)
         return data
 
