@@ -1,5 +1,6 @@
 pub mod encode;
 pub mod heap;
+pub mod hfjson;
 pub mod layout;
 pub mod ranks;
 pub mod tfjson;

@@ -456,6 +456,58 @@ fn bpe_model_from_tfjson<'py>(py: Python<'py>, raw: &[u8]) -> PyResult<Option<Tf
     Ok(Some((PyBpeModel { inner: Arc::new(m), ints }, p.small, big, p.specials, p.pattern)))
 }
 
+/// A byte-level BPE `tokenizer.json` read by the engine
+/// (`crate::bpe::hfjson`), before the Python reader has worked out the split
+/// pattern from the pre-tokenizer settings; `build(pattern)` makes the model.
+#[pyclass(module = "tokenforge._core", name = "HfJsonParts")]
+pub struct PyHfJsonParts {
+    parts: Option<crate::bpe::hfjson::HfParts>,
+}
+
+#[pymethods]
+impl PyHfJsonParts {
+    /// Top-level members but `model`, as raw JSON.
+    fn top(&self) -> Vec<(String, String)> {
+        self.parts.as_ref().map_or_else(Vec::new, |p| p.top.clone())
+    }
+
+    /// `model`'s members but `vocab` and `merges`, as raw JSON.
+    fn model(&self) -> Vec<(String, String)> {
+        self.parts.as_ref().map_or_else(Vec::new, |p| p.model.clone())
+    }
+
+    /// The special tokens, in file order.
+    fn specials(&self) -> Vec<(String, u32)> {
+        self.parts.as_ref().map_or_else(Vec::new, |p| p.specials.clone())
+    }
+
+    /// The model with `pattern` (once), or None if the engine refuses the
+    /// ids (the Python reader then reports why). GIL released.
+    fn build(&mut self, py: Python<'_>, pattern: Option<&str>) -> PyResult<Option<PyBpeModel>> {
+        let p = self.parts.take().ok_or_else(|| Error::invalid("these parts were already built"))?;
+        let pt = pretok_from(pattern)?;
+        let pool = pool(None)?;
+        let Some(m) = py.detach(|| {
+            pool.install(|| BpeModel::new(&p.byte_ids, &p.merges, p.specials, pt, MergeRule::Bytes).ok())
+        }) else {
+            return Ok(None);
+        };
+        let ints = IntTable::new(py, m.vocab_size())?;
+        Ok(Some(PyBpeModel { inner: Arc::new(m), ints }))
+    }
+}
+
+/// Read a byte-level BPE `tokenizer.json`'s bytes (`crate::bpe::hfjson`),
+/// or None when the fast path declines: the Python reader then reads the
+/// file and reports what is wrong where. GIL released.
+#[pyfunction]
+fn bpe_read_hf_json(py: Python<'_>, raw: &[u8]) -> Option<PyHfJsonParts> {
+    let raw = raw.strip_prefix(b"\xef\xbb\xbf").unwrap_or(raw);
+    let text = std::str::from_utf8(raw).ok()?;
+    let parts = py.detach(|| crate::bpe::hfjson::read(text))?;
+    Some(PyHfJsonParts { parts: Some(parts) })
+}
+
 /// Where training puts its ids (`crate::bpe::layout`): (first merge id,
 /// number of merges) for `vocab_size` ids and `specials` special tokens;
 /// `VocabSizeError` if they do not fit.
@@ -477,6 +529,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bpe_rank_splits, m)?)?;
     m.add_function(wrap_pyfunction!(bpe_model_from_tiktoken, m)?)?;
     m.add_function(wrap_pyfunction!(bpe_model_from_tfjson, m)?)?;
+    m.add_function(wrap_pyfunction!(bpe_read_hf_json, m)?)?;
+    m.add_class::<PyHfJsonParts>()?;
     m.add_function(wrap_pyfunction!(bpe_layout, m)?)?;
     m.add_function(wrap_pyfunction!(bpe_special_ids, m)?)?;
     Ok(())
