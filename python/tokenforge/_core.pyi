@@ -27,6 +27,7 @@ __all__ = [
     "GPT4_PATTERN",
     "CL100K_PATTERN",
     "GPT2_PATTERN",
+    "O200K_PATTERN",
     "__version__",
     "split",
     "BpeModel",
@@ -62,6 +63,7 @@ __version__: Final[str]
 GPT4_PATTERN: Final[str]
 CL100K_PATTERN: Final[str]
 GPT2_PATTERN: Final[str]
+O200K_PATTERN: Final[str]
 MIXEDGRAM_HEADER_BYTES: Final[int]
 
 # Token ids as the bindings read them (`py::ids_from`): a list of ints or a

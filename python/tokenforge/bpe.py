@@ -46,11 +46,15 @@ from .progress import progress_bar
 
 __all__ = ["BPETokenizer", "PATTERNS", "resolve_pattern"]
 
-#: Named split patterns. "gpt4" is nanochat's (numbers of 1-2 digits).
+#: Named split patterns. "gpt4" is nanochat's (numbers of 1-2 digits); "o200k" is
+#: GPT-4o's (tiktoken's o200k_base pattern). These and the other spellings of
+#: GPT-family patterns in use (tiktoken's own cl100k ``pat_str``, Llama-3's and
+#: Qwen2's tokenizer.json) run on the core's hand-written scanners.
 PATTERNS: dict[str, str | None] = {
     "gpt4": _core.GPT4_PATTERN,
     "cl100k": _core.CL100K_PATTERN,
     "gpt2": _core.GPT2_PATTERN,
+    "o200k": _core.O200K_PATTERN,
     "none": None,
 }
 

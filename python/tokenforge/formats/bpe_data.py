@@ -109,7 +109,7 @@ class BPEData:
                     new_id strictly increasing.
     special_tokens: special token text -> id (ids not used by bytes or merges).
     pattern:        the pre-tokenization regex, or None (whole documents are sequences).
-    pattern_name:   "gpt4", "cl100k", "gpt2", "custom" or "none" (see formats.patterns).
+    pattern_name:   "gpt4", "cl100k", "gpt2", "o200k", "custom" or "none" (see formats.patterns).
     training:       free-form settings recorded at training time (JSON-serialisable).
     split_specials: how ``encode`` treats special-token text by default. False
                     (tokenforge's policy): it stays text unless the caller allows
