@@ -154,13 +154,16 @@ class BPETokenizer(CoreEncoded, Tokenizer):
 
     def _set(self, data: BPEData) -> None:
         data.validate()
-        model = _core.BpeModel(
-            list(data.byte_ids),
-            [(a, b, c) for a, b, c in data.merges],
-            list(data.special_tokens.items()),
-            data.pattern,
-            "bytes",
-        )
+        # a fast reader's model, built from the same content (formats/bpe_data.py), is used as it is
+        model = data.engine_model()
+        if model is None:
+            model = _core.BpeModel(
+                list(data.byte_ids),
+                [(a, b, c) for a, b, c in data.merges],
+                list(data.special_tokens.items()),
+                data.pattern,
+                "bytes",
+            )
         self._data = data
         self._model = model
         self._specials = dict(data.special_tokens)
