@@ -122,7 +122,13 @@ def main() -> None:
                     dt = time.perf_counter() - t
                     del obj
                     best[what] = min(best.get(what, dt), dt)
-            sizes = {"tf .tiktoken": tt_path, "tf json": json_path, "tf hf": hf_path, "tiktoken": tt_path, "hf tokenizers": hf_path}
+            sizes = {
+                "tf .tiktoken": tt_path,
+                "tf json": json_path,
+                "tf hf": hf_path,
+                "tiktoken": tt_path,
+                "hf tokenizers": hf_path,
+            }
             for what, t in best.items():
                 ratio = t / best["tiktoken"]
                 vs_hf = f"{t / best['hf tokenizers']:.2f}x" if what in ("tf hf", "hf tokenizers") else ""

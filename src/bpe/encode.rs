@@ -271,11 +271,7 @@ impl BpeModel {
     /// parts of lower rank, its parents. Ids are bounded by [`id_limit`] of
     /// the ranks and specials together. An error names the first token (by
     /// rank) that breaks a rule; the Python reader words it for the user.
-    pub fn from_rank_file(
-        ranks: &[(&[u8], u32)],
-        specials: Vec<(String, u32)>,
-        pretok: Pretokenizer,
-    ) -> Result<Self> {
+    pub fn from_rank_file(ranks: &[(&[u8], u32)], specials: Vec<(String, u32)>, pretok: Pretokenizer) -> Result<Self> {
         let entries = ranks.len() + specials.len();
         let mut m = BpeModel::from_ranks_limited(ranks, entries)?;
         // merges in rank order; the tokens are independent, so they are split on the current rayon pool

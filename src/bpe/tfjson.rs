@@ -110,8 +110,11 @@ pub fn int_array(raw: &str) -> Option<(Vec<u32>, Vec<u8>)> {
     sc.end().then_some((out, canon))
 }
 
+/// Pairs of ids and the canonical text of the array they came from.
+pub type PairsAndText = (Vec<(u32, u32)>, Vec<u8>);
+
 /// `[[1, 2], [3, 4]]` -> the pairs and `[[1,2],[3,4]]`.
-pub fn pair_array(raw: &str) -> Option<(Vec<(u32, u32)>, Vec<u8>)> {
+pub fn pair_array(raw: &str) -> Option<PairsAndText> {
     let mut sc = Scan { s: raw.as_bytes(), i: 0 };
     let mut canon = Vec::with_capacity(raw.len());
     canon.push(b'[');

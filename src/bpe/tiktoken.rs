@@ -42,7 +42,7 @@ static DECODE: [u8; 256] = table();
 /// Decode canonical standard base64 (length a multiple of 4, `=` padding
 /// only at the end, unused bits zero) onto `out`; false for anything else.
 fn decode_base64(s: &[u8], out: &mut Vec<u8>) -> bool {
-    if s.is_empty() || s.len() % 4 != 0 {
+    if s.is_empty() || !s.len().is_multiple_of(4) {
         return false;
     }
     let pad = s.iter().rev().take(2).take_while(|&&c| c == b'=').count();
@@ -100,7 +100,17 @@ mod tests {
         let f = parse(b"IQ== 0\r\nIg== 1\naGVsbG8= 2\n").unwrap();
         let r = f.ranks();
         assert_eq!(r, vec![(&b"!"[..], 0), (&b"\""[..], 1), (&b"hello"[..], 2)]);
-        for bad in [&b"IQ== 0"[..], b"IQ 0\n", b"IR== 0\n", b"IQ== x\n", b"IQ==  0\n", b"\n", b"IQ== 4294967296\n", b"I=Q= 0\n", b"IQ== 0\n\n"] {
+        for bad in [
+            &b"IQ== 0"[..],
+            b"IQ 0\n",
+            b"IR== 0\n",
+            b"IQ== x\n",
+            b"IQ==  0\n",
+            b"\n",
+            b"IQ== 4294967296\n",
+            b"I=Q= 0\n",
+            b"IQ== 0\n\n",
+        ] {
             assert!(parse(bad).is_none(), "{:?}", String::from_utf8_lossy(bad));
         }
         assert!(parse(b"IQ== 4294967295\n").is_some());

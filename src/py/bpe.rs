@@ -366,7 +366,8 @@ fn bpe_model_from_tiktoken(
 /// top-level members in order with their raw JSON text (None for the big
 /// integer arrays); the canonical text of those arrays (for the checksum);
 /// and the specials and pattern the model was built with.
-type TfjsonFast<'py> = (PyBpeModel, Vec<(String, Option<String>)>, Vec<(String, Bound<'py, PyBytes>)>, Vec<(String, u32)>, Option<String>);
+type TfjsonFast<'py> =
+    (PyBpeModel, Vec<(String, Option<String>)>, Vec<(String, Bound<'py, PyBytes>)>, Vec<(String, u32)>, Option<String>);
 
 /// The parts of a tokenforge-bpe JSON file the model is built from.
 struct TfjsonParts {
@@ -381,7 +382,8 @@ struct TfjsonParts {
 fn tfjson_parts(text: &str) -> Option<TfjsonParts> {
     use crate::bpe::tfjson::{int_array, members, pair_array};
     let m = members(text)?;
-    let (mut byte_ids, mut pairs, mut merge_ids, mut first, mut specials, mut pattern) = (None, None, None, None, None, None);
+    let (mut byte_ids, mut pairs, mut merge_ids, mut first, mut specials, mut pattern) =
+        (None, None, None, None, None, None);
     let (mut small, mut big) = (Vec::new(), Vec::new());
     let mut seen = rustc_hash::FxHashSet::default();
     for (k, v) in &m.0 {
@@ -487,9 +489,9 @@ impl PyHfJsonParts {
         let p = self.parts.take().ok_or_else(|| Error::invalid("these parts were already built"))?;
         let pt = pretok_from(pattern)?;
         let pool = pool(None)?;
-        let Some(m) = py.detach(|| {
-            pool.install(|| BpeModel::new(&p.byte_ids, &p.merges, p.specials, pt, MergeRule::Bytes).ok())
-        }) else {
+        let Some(m) =
+            py.detach(|| pool.install(|| BpeModel::new(&p.byte_ids, &p.merges, p.specials, pt, MergeRule::Bytes).ok()))
+        else {
             return Ok(None);
         };
         let ints = IntTable::new(py, m.vocab_size())?;

@@ -452,10 +452,14 @@ def _read_fast(raw: bytes, path) -> BPEData | None:
         pattern = _read_pattern(doc)
         added = value.get("added_tokens") or []
         specials = parts.specials()
-        same = isinstance(added, list) and [
-            (t.get("content"), t.get("id")) if isinstance(t, dict) and t.get("special") is True else None
-            for t in added
-        ] == specials
+        same = (
+            isinstance(added, list)
+            and [
+                (t.get("content"), t.get("id")) if isinstance(t, dict) and t.get("special") is True else None
+                for t in added
+            ]
+            == specials
+        )
         if not same or not all(type(i) is int for _, i in specials):
             return None
     except (FormatError, JsonProblem, ValueError, RecursionError, TypeError):

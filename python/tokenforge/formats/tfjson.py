@@ -39,6 +39,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 from ..errors import FormatError, VersionError
 from . import checksum
@@ -346,7 +347,7 @@ def _read_fast(raw: bytes, origin) -> BPEData | None:
         return None
     model, members, canonical, specials_used, pattern_used = got
     try:
-        value = {key: _BIG if text is None else loads_checked(text) for key, text in members}
+        value: dict[str, Any] = {key: _BIG if text is None else loads_checked(text) for key, text in members}
         doc = JsonDoc(origin, "", value)
         _check_header(doc)
         pattern, pattern_name = _read_pattern(doc)
