@@ -3,6 +3,7 @@
 #   make demo    train on the built-in corpus and show the result
 #   make test    cargo test + the whole pytest suite
 #   make bench   build the benchmark corpus if needed, then run bench/bpe.py
+#   make bench-peers  pip-install the exact-encoder and trainer peers, then run bench/peers.py
 #   make lint    ruff (lint, format check), cargo fmt --check, clippy (warnings are errors),
 #                mypy on the package, and stubtest of _core.pyi against the built extension
 
@@ -15,7 +16,7 @@ RUST_SRC := $(shell find src -name '*.rs') Cargo.toml Cargo.lock pyproject.toml
 BUILT := $(VENV)/.built
 DEV := $(VENV)/.dev
 
-.PHONY: demo test test-rust test-python bench lint clean
+.PHONY: demo test test-rust test-python bench bench-peers lint clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +57,19 @@ bench: $(BUILT) $(DEV)
 	$(PY) bench/bpe.py
 	$(PY) bench/mixedgram.py
 	$(PY) bench/growing.py
+
+# bench/peers.py's peers (issue 14), installed into the project venv with pip. bpe-openai's
+# wheel also carries the cl100k and o200k rank files every encoder reads (nothing is
+# downloaded at run time). The text classes (German/Russian/Chinese man pages: apt, as root)
+# are built once into bench/data/classes.
+PEERS_PIP := tiktoken gigatoken toktok-rs quicktok-v1 fastokens riptoken bpe-openai tokie ffbpe rustbpe tokenizers sentencepiece
+
+bench-peers: $(BUILT)
+	$(PIP) install -q $(PEERS_PIP)
+	$(PY) bench/build_corpus.py
+	$(PY) bench/build_corpus.py --classes bench/data/classes
+	mkdir -p bench/results
+	$(PY) bench/peers.py --json bench/results/peers_latest.json
 
 # ruff and mypy come with the dev extra; stubtest imports the extension $(BUILT) installed.
 lint: $(BUILT) $(DEV)

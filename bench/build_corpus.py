@@ -435,12 +435,24 @@ def _roff_strip(src: str) -> str:
     return "\n".join(out)
 
 
-def man_to_text(src: str) -> str | None:
+def man_to_text(src: str, utf8_input: bool = False) -> str | None:
+    """Render a man page; ``utf8_input`` runs groff's preconv (-k) first, which
+    translated pages (German, Russian, Chinese) need for their non-ASCII text."""
     if src.lstrip().startswith(".so "):
         return None  # an alias page pointing at another page
     if shutil.which("groff"):
         r = subprocess.run(
-            ["groff", "-Tutf8", "-man", "-t", "-P-cbou", "-rHY=0", "-rcR=1", "-rLL=100n"],
+            [
+                "groff",
+                *(["-k"] if utf8_input else []),
+                "-Tutf8",
+                "-man",
+                "-t",
+                "-P-cbou",
+                "-rHY=0",
+                "-rcR=1",
+                "-rLL=100n",
+            ],
             input=".ad l\n" + src,
             capture_output=True,
             text=True,
@@ -492,8 +504,8 @@ def extract(job: tuple[str, str]) -> tuple[str, str | None]:
             return path, None
         if kind == "html":
             text = html_to_text(src)
-        elif kind == "man":
-            text = man_to_text(src)
+        elif kind in ("man", "man-utf8"):
+            text = man_to_text(src, utf8_input=kind == "man-utf8")
         elif kind == "info":
             text = info_to_text(src)
         else:
@@ -723,6 +735,101 @@ def build(args) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------
+# text classes for bench/peers.py
+# --------------------------------------------------------------------------
+#: Translated man pages for the multilingual class: package -> man directory of the language.
+LANG_PACKAGES: dict[str, tuple[str, str]] = {
+    "de": ("manpages-de", "/usr/share/man/de/"),
+    "ru": ("manpages-ru", "/usr/share/man/ru/"),
+    "zh": ("manpages-zh", "/usr/share/man/zh_CN/"),
+}
+CLASSES_VERSION = 1
+
+
+def _class_docs(corpus: Path, want, limit: int) -> list[tuple[str, str]]:
+    """The first documents of train.jsonl (hash-shuffled order) whose source ``want`` accepts."""
+    out, n = [], 0
+    with open(corpus / "train.jsonl", encoding="utf-8") as f:
+        for line in f:
+            d = json.loads(line)
+            if want(d["source"]):
+                out.append((d["source"], d["text"]))
+                n += len(d["text"].encode())
+                if n >= limit:
+                    break
+    return out
+
+
+def _lang_docs(lang: str, limit: int, jobs: int) -> list[tuple[str, str]]:
+    """Rendered man pages of one language (sorted by the hash of the path), up to ``limit`` bytes."""
+    pkg, prefix = LANG_PACKAGES[lang]
+    paths = sorted(
+        (p for p in package_files(pkg) if p.startswith(prefix) and p.endswith(".gz")), key=lambda p: _hash_key("cls", p)
+    )
+    out, n = [], 0
+    with ProcessPoolExecutor(max_workers=max(1, jobs)) as ex:
+        for i in range(0, len(paths), 64):
+            for path, text in ex.map(extract, [(p, "man-utf8") for p in paths[i : i + 64]]):
+                if text and not text.startswith("\0error"):
+                    out.append((f"{pkg}:{path}", text))
+                    n += len(text.encode())
+            if n >= limit:
+                break
+    return out
+
+
+def build_classes(corpus: Path, out: Path, mb: float, install: bool, jobs: int) -> int:
+    """Write the text classes of bench/peers.py into ``out``: english.jsonl (prose
+    from the corpus, no Python), code.jsonl (the corpus's Python sources) and
+    multilingual.jsonl (German, Russian and Chinese man pages, ``mb / 3`` each),
+    about ``mb`` MB each, plus CLASSES.json. Languages whose package is not in
+    the archive are left out with a warning (and listed in CLASSES.json)."""
+    if not (corpus / "train.jsonl").is_file():
+        log(f"{corpus / 'train.jsonl'} is missing: build the corpus first (python bench/build_corpus.py)")
+        return 2
+    pkgs = [p for p, _ in LANG_PACKAGES.values()]
+    if install and os.geteuid() == 0:
+        install_packages(pkgs)
+    versions = installed_versions(pkgs)
+    config = {
+        "classes_version": CLASSES_VERSION,
+        "mb": mb,
+        "corpus": file_sha256(corpus / "MANIFEST.json")[:16],
+        "packages": versions,
+    }
+    try:
+        if json.loads((out / "CLASSES.json").read_text())["config"] == config:
+            log(f"text classes in {out} are up to date")
+            return 0
+    except (OSError, ValueError, KeyError):
+        pass
+    out.mkdir(parents=True, exist_ok=True)
+    limit = int(mb * MB)
+    classes = {
+        "english": _class_docs(corpus, lambda s: not s.endswith(".py"), limit),
+        "code": _class_docs(corpus, lambda s: s.endswith(".py"), limit),
+    }
+    multi, langs = [], {}
+    for lang, (pkg, _) in LANG_PACKAGES.items():
+        if pkg not in versions:
+            log(f"WARNING: {pkg} is not installed; the multilingual class has no {lang!r} text")
+            continue
+        docs = _lang_docs(lang, limit // len(LANG_PACKAGES), jobs)
+        langs[lang] = {"docs": len(docs), "bytes": sum(len(t.encode()) for _, t in docs)}
+        multi += docs
+    classes["multilingual"] = multi
+    files = {}
+    for name, docs in classes.items():
+        files[f"{name}.jsonl"] = {**write_jsonl(out / f"{name}.jsonl", docs), "docs": len(docs)}
+        log(f"{name}: {len(docs)} documents, {files[name + '.jsonl']['bytes'] / MB:.1f} MB")
+    man = {"config": config, "languages": langs, "files": files}
+    tmp = out / ".CLASSES.json.tmp"
+    tmp.write_text(json.dumps(man, indent=2) + "\n")
+    os.replace(tmp, out / "CLASSES.json")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--target-mb", type=int, default=120, help="training text to collect, in MB (default 120)")
@@ -731,7 +838,16 @@ def main(argv=None) -> int:
     ap.add_argument("--force", action="store_true", help="rebuild even if MANIFEST.json matches")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="extraction processes")
     ap.add_argument("--list-packages", action="store_true", help="print the Debian packages used and exit")
+    ap.add_argument(
+        "--classes",
+        type=Path,
+        metavar="DIR",
+        help="instead: write bench/peers.py's text classes (english, code, multilingual) into DIR from --out's corpus",
+    )
+    ap.add_argument("--classes-mb", type=float, default=3, help="MB of text per class (default 3)")
     args = ap.parse_args(argv)
+    if args.classes:
+        return build_classes(args.out, args.classes, args.classes_mb, not args.no_install, args.jobs)
     if args.list_packages:
         for name, why in PACKAGES.items():
             print(f"{name:22s} {why}")

@@ -1,12 +1,16 @@
 //! Pre-tokenization: splitting text into the pieces BPE never merges across.
 //!
-//! The GPT-4 family of patterns (nanochat's `\p{N}{1,2}`, cl100k/rustbpe's
-//! `\p{N}{1,3}`) and GPT-2's pattern are matched by hand-written scanners that
-//! reproduce fancy-regex's leftmost-first, backtracking semantics exactly (a
-//! property test checks them against fancy-regex on random text). They are
-//! several times faster than the regex engine, which is most of what makes
-//! encoding fast. Any other pattern goes through fancy-regex; `None` keeps a
-//! whole document as one piece.
+//! The GPT family of patterns is matched by hand-written scanners that
+//! reproduce fancy-regex's leftmost-first, backtracking semantics exactly:
+//! the GPT-4 scanner (nanochat's `\p{N}{1,2}`, cl100k's `\p{N}{1,3}`, Qwen2's
+//! `\p{N}`, with or without tiktoken's `\s++$`), the o200k scanner (GPT-4o's
+//! case-aware pattern) and the GPT-2 scanner. A pattern is recognised from its
+//! text: every spelling in [`KNOWN`] (ours, tiktoken's current and older
+//! `pat_str`s, Hugging Face `tokenizer.json`s) maps to a scanner, each spelling
+//! proven equal to the regex engine by property tests on random text. They
+//! are several times faster than the regex engine, which is most of what
+//! makes encoding fast. Any other pattern goes through fancy-regex; `None`
+//! keeps a whole document as one piece.
 //!
 //! Whatever the pattern, no text is lost: with a custom regex the text between
 //! matches becomes pieces of its own (Hugging Face's `Split(pattern,
@@ -16,10 +20,12 @@
 //! Not handled: the regex engine's own cost. A custom pattern with
 //! lookarounds or backreferences runs on fancy-regex's backtracking VM, which
 //! can be super-linear on some inputs; fancy-regex's backtrack limit turns
-//! catastrophic cases into an `Error::Pattern` rather than a hang.
+//! catastrophic cases into an `Error::Pattern` rather than a hang. A spelling
+//! of a GPT-family pattern not in [`KNOWN`] (even an equivalent one) also runs
+//! on the regex engine: only spellings proven equal are recognised.
 
 use crate::error::{Error, Result};
-use crate::unicode::{class, Cls};
+use crate::unicode::{class, fine, Cls, Fine};
 
 /// nanochat's split pattern (GPT-4's with at most two digits per number).
 pub const GPT4_PATTERN: &str =
@@ -29,38 +35,149 @@ pub const CL100K_PATTERN: &str =
     r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+";
 /// GPT-2's split pattern.
 pub const GPT2_PATTERN: &str = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
+/// GPT-4o's (o200k) split pattern, exactly tiktoken's `o200k_base` `pat_str`.
+pub const O200K_PATTERN: &str = concat!(
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+);
 
-#[derive(Clone, Debug)]
-pub enum Pretokenizer {
-    /// GPT-4-style pattern with numbers of 1..=digits digits.
+/// The hand-written scanners and their parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scanner {
+    /// GPT-4-style: numbers of 1..=digits digits; `ws_end`: a whitespace run
+    /// reaching the end of the text is one piece (tiktoken's `\s++$`).
     Gpt4 {
+        digits: usize,
+        ws_end: bool,
+    },
+    /// GPT-4o-style (o200k): numbers of 1..=digits digits.
+    O200k {
         digits: usize,
     },
     Gpt2,
-    Regex(Box<fancy_regex::Regex>, String),
-    /// No splitting: the whole text is one piece.
-    Whole,
 }
 
-fn gpt4_digits(pattern: &str) -> Option<usize> {
-    for d in 1..=9usize {
-        let p = GPT4_PATTERN.replace(r"\p{N}{1,2}", &format!(r"\p{{N}}{{1,{d}}}"));
-        if p == pattern {
-            return Some(d);
+/// Where `<NUM>` stands in a template, the number alternative (see [`Digits`]).
+const N: &str = "<NUM>";
+
+/// The known spellings: (template, scanner family, how `<NUM>` is spelled).
+/// Each instance is checked against fancy-regex by the property tests below.
+/// Why the spellings within a family agree (the tests are the proof; this is
+/// the argument): a possessive `++`/`?+`/`*+` at the end of an alternative, or
+/// before a part that cannot fail, never gives back anything another try
+/// would use; `[^\r\n\p{L}\p{N}]?\p{L}+` retried without its optional char
+/// must start `\p{L}+` on that (non-letter) char and fails; `\s*[\r\n]+` ends
+/// at the last newline of the run like `\s*[\r\n]`, since no newline follows
+/// it inside the run; the last `\s` after `\s+(?!\S)` is reached only for a
+/// one-char run, where `\s+` takes that one char; the contraction lists are
+/// prefix-free, so their order is irrelevant.
+const KNOWN: &[(&str, Family, Digits)] = &[
+    // ours (nanochat, rustbpe); GPT4_PATTERN and CL100K_PATTERN are its {1,2} and {1,3}
+    (
+        r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|<NUM>| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+",
+        Family::Gpt4,
+        Digits::Plain,
+    ),
+    // tiktoken's older cl100k pat_str, and Hugging Face tokenizer.json files:
+    // Llama-3 (`\p{N}{1,3}`), Qwen2 / Qwen2.5 / Qwen3 (`\p{N}`)
+    (
+        r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|<NUM>| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+        Family::Gpt4,
+        Digits::Plain,
+    ),
+    // tiktoken's current cl100k_base pat_str (tiktoken_ext/openai_public.py): possessive, `\s++$`
+    (
+        r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|<NUM>| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s",
+        Family::Gpt4End,
+        Digits::Possessive,
+    ),
+    // GPT-2: ours (Hugging Face ByteLevel's)
+    (GPT2_PATTERN, Family::Gpt2, Digits::None),
+    // GPT-2: tiktoken's original gpt2 pat_str (the comment in openai_public.py)
+    (r"'s|'t|'re|'ve|'m|'ll|'d| ?[\p{L}]+| ?[\p{N}]+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+", Family::Gpt2, Digits::None),
+    // GPT-2: tiktoken's current r50k/p50k pat_str
+    (r"'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s", Family::Gpt2, Digits::None),
+    // o200k: tiktoken's o200k_base/o200k_harmony pat_str, also GPT-4o's and
+    // Llama-4's tokenizer.json
+    (
+        concat!(
+            r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+            r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+            r"|<NUM>| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+        ),
+        Family::O200k,
+        Digits::Plain,
+    ),
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Family {
+    Gpt4,
+    Gpt4End,
+    O200k,
+    Gpt2,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Digits {
+    /// `\p{N}{1,d}` (d = 1..=9) or `\p{N}` (d = 1)
+    Plain,
+    /// `\p{N}{1,d}+` (d = 1..=9)
+    Possessive,
+    /// the template has no `<NUM>`
+    None,
+}
+
+/// The digit count a template's `<NUM>` was spelled with, if `pattern` is an instance.
+fn instance(template: &str, digits: Digits, pattern: &str) -> Option<usize> {
+    if digits == Digits::None {
+        return (template == pattern).then_some(0);
+    }
+    let at = template.find(N)?;
+    let (pre, post) = (&template[..at], &template[at + N.len()..]);
+    let mid = pattern.strip_prefix(pre)?.strip_suffix(post)?;
+    if digits == Digits::Plain && mid == r"\p{N}" {
+        return Some(1);
+    }
+    let rest = mid.strip_prefix(r"\p{N}{1,")?;
+    let rest = if digits == Digits::Possessive { rest.strip_suffix("}+")? } else { rest.strip_suffix('}')? };
+    match rest.as_bytes() {
+        [d @ b'1'..=b'9'] => Some((d - b'0') as usize),
+        _ => None,
+    }
+}
+
+/// The scanner for a known spelling of a GPT-family pattern.
+pub fn recognise(pattern: &str) -> Option<Scanner> {
+    for &(template, family, digits) in KNOWN {
+        if let Some(d) = instance(template, digits, pattern) {
+            return Some(match family {
+                Family::Gpt4 => Scanner::Gpt4 { digits: d, ws_end: false },
+                Family::Gpt4End => Scanner::Gpt4 { digits: d, ws_end: true },
+                Family::O200k => Scanner::O200k { digits: d },
+                Family::Gpt2 => Scanner::Gpt2,
+            });
         }
     }
     None
+}
+
+#[derive(Clone, Debug)]
+pub enum Pretokenizer {
+    /// A GPT-family pattern matched by a hand-written scanner (and its text).
+    Scan(Scanner, String),
+    Regex(Box<fancy_regex::Regex>, String),
+    /// No splitting: the whole text is one piece.
+    Whole,
 }
 
 impl Pretokenizer {
     /// `None` → whole text; a known pattern → the fast scanner; anything else → fancy-regex.
     pub fn new(pattern: Option<&str>) -> Result<Self> {
         let Some(p) = pattern else { return Ok(Pretokenizer::Whole) };
-        if let Some(d) = gpt4_digits(p) {
-            return Ok(Pretokenizer::Gpt4 { digits: d });
-        }
-        if p == GPT2_PATTERN {
-            return Ok(Pretokenizer::Gpt2);
+        if let Some(sc) = recognise(p) {
+            return Ok(Pretokenizer::Scan(sc, p.to_string()));
         }
         Self::regex(p)
     }
@@ -78,11 +195,7 @@ impl Pretokenizer {
     /// The pattern text (`None` for whole-text mode).
     pub fn pattern(&self) -> Option<String> {
         match self {
-            Pretokenizer::Gpt4 { digits } => {
-                Some(GPT4_PATTERN.replace(r"\p{N}{1,2}", &format!(r"\p{{N}}{{1,{digits}}}")))
-            }
-            Pretokenizer::Gpt2 => Some(GPT2_PATTERN.to_string()),
-            Pretokenizer::Regex(_, p) => Some(p.clone()),
+            Pretokenizer::Scan(_, p) | Pretokenizer::Regex(_, p) => Some(p.clone()),
             Pretokenizer::Whole => None,
         }
     }
@@ -95,15 +208,23 @@ impl Pretokenizer {
     #[inline]
     pub fn split<'a>(&self, text: &'a str, mut f: impl FnMut(&'a str)) -> Result<()> {
         match self {
-            Pretokenizer::Gpt4 { digits } => {
+            &Pretokenizer::Scan(Scanner::Gpt4 { digits, ws_end }, _) => {
                 let mut i = 0;
                 while i < text.len() {
-                    let j = gpt4_next(text, i, *digits);
+                    let j = gpt4_next(text, i, digits, ws_end);
                     f(&text[i..j]);
                     i = j;
                 }
             }
-            Pretokenizer::Gpt2 => {
+            &Pretokenizer::Scan(Scanner::O200k { digits }, _) => {
+                let mut i = 0;
+                while i < text.len() {
+                    let j = o200k_next(text, i, digits);
+                    f(&text[i..j]);
+                    i = j;
+                }
+            }
+            Pretokenizer::Scan(Scanner::Gpt2, _) => {
                 let mut i = 0;
                 while i < text.len() {
                     let j = gpt2_next(text, i);
@@ -209,10 +330,11 @@ fn run_of_max(s: &str, mut i: usize, k: Cls, max: usize) -> usize {
     i
 }
 
-/// Whitespace alternatives shared by both patterns:
-/// (GPT-4 only) `\s*[\r\n]`, then `\s+(?!\S)`, then `\s+`.
+/// Whitespace alternatives shared by the patterns: (tiktoken's cl100k only,
+/// `ws_end`) `\s++$`, then (GPT-4 and o200k only) `\s*[\r\n]`, then
+/// `\s+(?!\S)`, then `\s+`.
 #[inline(always)]
-fn whitespace(s: &str, i: usize, newline_rule: bool) -> usize {
+fn whitespace(s: &str, i: usize, newline_rule: bool, ws_end: bool) -> usize {
     let bytes = s.as_bytes();
     // the whole run of whitespace, remembering the last \r or \n and the start of the last char
     let mut j = i;
@@ -238,6 +360,9 @@ fn whitespace(s: &str, i: usize, newline_rule: bool) -> usize {
             j += l;
         }
     }
+    if ws_end && j == bytes.len() {
+        return j;
+    }
     if newline_rule && last_nl != usize::MAX {
         return last_nl + 1;
     }
@@ -254,23 +379,32 @@ fn is_ci(c: char, lower: char) -> bool {
     c == lower || c == lower.to_ascii_uppercase()
 }
 
+/// End of a case-insensitive contraction `'(?i:[sdmt]|ll|ve|re)` at byte
+/// `i` (case-insensitive: `s` also matches U+017F ſ; a test checks the case
+/// folds against regex-syntax), if there is one.
+#[inline(always)]
+fn contraction(s: &str, i: usize) -> Option<usize> {
+    if s.as_bytes().get(i) != Some(&b'\'') {
+        return None;
+    }
+    let (c1, l1) = char_at(s, i + 1)?;
+    if matches!(c1, 's' | 'S' | 'd' | 'D' | 'm' | 'M' | 't' | 'T' | '\u{17F}') {
+        return Some(i + 1 + l1);
+    }
+    let (c2, l2) = char_at(s, i + 1 + l1)?;
+    if (is_ci(c1, 'l') && is_ci(c2, 'l')) || (is_ci(c1, 'v') && is_ci(c2, 'e')) || (is_ci(c1, 'r') && is_ci(c2, 'e')) {
+        return Some(i + 1 + l1 + l2);
+    }
+    None
+}
+
 /// End of the GPT-4-pattern match starting at byte `i`.
-fn gpt4_next(s: &str, i: usize, digits: usize) -> usize {
+fn gpt4_next(s: &str, i: usize, digits: usize, ws_end: bool) -> usize {
     let (c0, l0) = char_at(s, i).unwrap();
-    // 1. '(?i:[sdmt]|ll|ve|re)   (case-insensitive: `s` also matches U+017F ſ)
+    // 1. '(?i:[sdmt]|ll|ve|re)
     if c0 == '\'' {
-        if let Some((c1, l1)) = char_at(s, i + 1) {
-            if matches!(c1, 's' | 'S' | 'd' | 'D' | 'm' | 'M' | 't' | 'T' | '\u{17F}') {
-                return i + 1 + l1;
-            }
-            if let Some((c2, l2)) = char_at(s, i + 1 + l1) {
-                if (is_ci(c1, 'l') && is_ci(c2, 'l'))
-                    || (is_ci(c1, 'v') && is_ci(c2, 'e'))
-                    || (is_ci(c1, 'r') && is_ci(c2, 'e'))
-                {
-                    return i + 1 + l1 + l2;
-                }
-            }
+        if let Some(e) = contraction(s, i) {
+            return e;
         }
     }
     let k0 = class(c0);
@@ -302,7 +436,100 @@ fn gpt4_next(s: &str, i: usize, digits: usize) -> usize {
         return j;
     }
     // 5-7. whitespace
-    whitespace(s, i, true)
+    whitespace(s, i, true, ws_end)
+}
+
+#[inline(always)]
+fn fine_at(s: &str, i: usize) -> Option<(Fine, usize)> {
+    let b = *s.as_bytes().get(i)?;
+    if b < 0x80 {
+        return Some((fine(b as char), 1));
+    }
+    char_at(s, i).map(|(c, l)| (fine(c), l))
+}
+
+/// o200k's two letter alternatives at byte `p`, without the optional prefix:
+/// (end of `U*L+`, end of `U+L*`), where U = `[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]`
+/// and L = `[\p{Ll}\p{Lm}\p{Lo}\p{M}]`. Backtracking `U*L+`: `U*` takes the
+/// whole U-run p..q; if L+ can start at q it runs to the end of the L-run;
+/// otherwise `U*` gives back chars until one is also in L (Lm, Lo, M), and
+/// `L+` takes just that char (the chars after it in the run are upper-only).
+/// `U+L*` is the U-run then the L-run after it.
+#[inline(always)]
+fn o200k_letters(s: &str, p: usize) -> (Option<usize>, Option<usize>) {
+    let bytes = s.as_bytes();
+    let mut q = p;
+    let mut last_both = None;
+    // fast path for ASCII: uppercase letters are U only
+    while q < bytes.len() && bytes[q].is_ascii_uppercase() {
+        q += 1;
+    }
+    while let Some((f, l)) = fine_at(s, q) {
+        if !f.upper() {
+            break;
+        }
+        if f.lower() {
+            last_both = Some(q + l);
+        }
+        q += l;
+    }
+    let mut e = q;
+    while e < bytes.len() && bytes[e].is_ascii_lowercase() {
+        e += 1;
+    }
+    while let Some((f, l)) = fine_at(s, e) {
+        if !f.lower() {
+            break;
+        }
+        e += l;
+    }
+    let x1 = if e > q { Some(e) } else { last_both };
+    let x2 = if q > p { Some(e) } else { None };
+    (x1, x2)
+}
+
+/// End of the o200k-pattern match starting at byte `i`:
+/// `P?U*L+C?|P?U+L*C?|\p{N}{1,digits}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+/// with P = `[^\r\n\p{L}\p{N}]` and C the contractions.
+fn o200k_next(s: &str, i: usize, digits: usize) -> usize {
+    let (c0, l0) = char_at(s, i).unwrap();
+    let f0 = fine(c0);
+    let with_suffix = |e: usize| contraction(s, e).unwrap_or(e);
+    // 1-2. the letter alternatives; P? is greedy, so each alternative is
+    // tried first with c0 as the prefix (when it can be one), then without.
+    let prefix = c0 != '\r' && c0 != '\n' && matches!(f0, Fine::Other | Fine::Mark | Fine::Space);
+    let (a1, a2) = if prefix { o200k_letters(s, i + l0) } else { (None, None) };
+    if let Some(e) = a1 {
+        return with_suffix(e);
+    }
+    let (b1, b2) = o200k_letters(s, i);
+    if let Some(e) = b1.or(a2).or(b2) {
+        return with_suffix(e);
+    }
+    let k0 = class(c0);
+    // 3. \p{N}{1,digits}
+    if k0 == Cls::Number {
+        return run_of_max(s, i, Cls::Number, digits);
+    }
+    // 4. ` ?[^\s\p{L}\p{N}]+[\r\n/]*`
+    let start = if c0 == ' ' && cls_at(s, i + 1) == Some(Cls::Other) {
+        Some(i + 1)
+    } else if k0 == Cls::Other {
+        Some(i)
+    } else {
+        None
+    };
+    if let Some(st) = start {
+        let mut j = run_of(s, st, Cls::Other);
+        let bytes = s.as_bytes();
+        while j < bytes.len() && matches!(bytes[j], b'\r' | b'\n' | b'/') {
+            j += 1;
+        }
+        return j;
+    }
+    // 5-7. whitespace (`\s*[\r\n]+` ends where `\s*[\r\n]` does: no newline
+    // follows the last newline of the run inside the run)
+    whitespace(s, i, true, false)
 }
 
 /// End of the GPT-2-pattern match starting at byte `i`.
@@ -328,7 +555,7 @@ fn gpt2_next(s: &str, i: usize) -> usize {
             }
         }
     }
-    whitespace(s, i, false)
+    whitespace(s, i, false, false)
 }
 
 #[cfg(test)]
@@ -338,14 +565,151 @@ mod tests {
 
     fn check(p: &str, text: &str) {
         let fast = Pretokenizer::new(Some(p)).unwrap();
-        assert!(!matches!(fast, Pretokenizer::Regex(..)));
+        assert!(matches!(fast, Pretokenizer::Scan(..)), "{p} is not recognised");
         let slow = Pretokenizer::regex(p).unwrap();
         assert_eq!(fast.split_vec(text).unwrap(), slow.split_vec(text).unwrap(), "text {text:?}");
     }
 
+    /// Every recognised spelling: each template with each digit spelling.
+    fn known_instances() -> Vec<String> {
+        let mut v = Vec::new();
+        for &(t, _, digits) in KNOWN {
+            match digits {
+                Digits::None => v.push(t.to_string()),
+                Digits::Plain => {
+                    v.push(t.replace(N, r"\p{N}"));
+                    for d in 1..=9 {
+                        v.push(t.replace(N, &format!(r"\p{{N}}{{1,{d}}}")));
+                    }
+                }
+                Digits::Possessive => {
+                    for d in 1..=9 {
+                        v.push(t.replace(N, &format!(r"\p{{N}}{{1,{d}}}+")));
+                    }
+                }
+            }
+        }
+        v
+    }
+
+    /// (scanner, regex engine) for every known spelling, compiled once.
+    fn pairs() -> &'static [(String, Pretokenizer, Pretokenizer)] {
+        static P: std::sync::OnceLock<Vec<(String, Pretokenizer, Pretokenizer)>> = std::sync::OnceLock::new();
+        P.get_or_init(|| {
+            known_instances()
+                .into_iter()
+                .map(|p| {
+                    let fast = Pretokenizer::new(Some(&p)).unwrap();
+                    assert!(matches!(fast, Pretokenizer::Scan(..)), "{p} is not recognised");
+                    let slow = Pretokenizer::regex(&p).unwrap();
+                    (p, fast, slow)
+                })
+                .collect()
+        })
+    }
+
+    fn check_all(text: &str) {
+        for (p, fast, slow) in pairs() {
+            assert_eq!(fast.split_vec(text).unwrap(), slow.split_vec(text).unwrap(), "pattern {p}\ntext {text:?}");
+        }
+    }
+
+    #[test]
+    fn recognised_spellings() {
+        let tiktoken_cl100k = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s";
+        let hf_cl100k = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+        let qwen2 = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+        let r50k = r"'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s";
+        assert_eq!(recognise(GPT4_PATTERN), Some(Scanner::Gpt4 { digits: 2, ws_end: false }));
+        assert_eq!(recognise(CL100K_PATTERN), Some(Scanner::Gpt4 { digits: 3, ws_end: false }));
+        assert_eq!(recognise(tiktoken_cl100k), Some(Scanner::Gpt4 { digits: 3, ws_end: true }));
+        assert_eq!(recognise(hf_cl100k), Some(Scanner::Gpt4 { digits: 3, ws_end: false }));
+        assert_eq!(recognise(qwen2), Some(Scanner::Gpt4 { digits: 1, ws_end: false }));
+        assert_eq!(recognise(O200K_PATTERN), Some(Scanner::O200k { digits: 3 }));
+        assert_eq!(recognise(GPT2_PATTERN), Some(Scanner::Gpt2));
+        assert_eq!(recognise(r50k), Some(Scanner::Gpt2));
+        // near misses are not recognised
+        for p in [
+            &CL100K_PATTERN.replace("{1,3}", "{1,10}")[..],
+            &CL100K_PATTERN.replace("{1,3}", "{0,3}"),
+            &CL100K_PATTERN.replace(r"\p{N}{1,3}", r"\p{N}+"),
+            &tiktoken_cl100k.replace("{1,3}+", "{1,3}"),
+            &O200K_PATTERN.replace("[\\r\\n/]", "[\\r\\n]"),
+            &GPT2_PATTERN[1..],
+            "",
+        ] {
+            assert_eq!(recognise(p), None, "{p}");
+        }
+        assert_eq!(Pretokenizer::new(Some(tiktoken_cl100k)).unwrap().pattern().as_deref(), Some(tiktoken_cl100k));
+    }
+
+    #[test]
+    fn contraction_case_folds_agree_with_regex_syntax() {
+        // every char the regex engine matches for `(?i:[sdmtlvre])`: the scanners know these
+        let hir = regex_syntax::ParserBuilder::new().build().parse("(?i:[sdmtlvre])").unwrap();
+        let regex_syntax::hir::HirKind::Class(regex_syntax::hir::Class::Unicode(c)) = hir.kind() else { panic!() };
+        let mut got: Vec<char> = c.ranges().iter().flat_map(|r| r.start()..=r.end()).collect();
+        got.sort();
+        let mut want: Vec<char> = "sdmtlvreSDMTLVRE\u{17F}".chars().collect();
+        want.sort();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn o200k_examples() {
+        let o = Pretokenizer::new(Some(O200K_PATTERN)).unwrap();
+        assert_eq!(o.split_vec("Hello WORLD don't").unwrap(), ["Hello", " WORLD", " don't"]);
+        assert_eq!(o.split_vec("HTMLParser").unwrap(), ["HTMLParser"]);
+        assert_eq!(o.split_vec("中A a/b\n/").unwrap(), ["中", "A", " a", "/b", "\n", "/"]);
+        for t in [
+            "\u{301}abc \u{301} x\u{301}Y\u{2b0}Z",
+            "ǅungla ǅ ʰA ʰ",
+            "path/to//file\r\n/x",
+            "I'M SHE'LL they'Re ſ'ſ 's",
+            "  \n \r\n\t end  ",
+            "12345 ٣٤٥٦ ½①",
+        ] {
+            check_all(t);
+        }
+    }
+
+    #[test]
+    fn whitespace_at_the_end() {
+        // tiktoken's `\s++$`: a run of whitespace reaching the end is one piece
+        let t = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s";
+        assert_eq!(Pretokenizer::new(Some(t)).unwrap().split_vec("x \n ").unwrap(), ["x", " \n "]);
+        assert_eq!(Pretokenizer::new(Some(CL100K_PATTERN)).unwrap().split_vec("x \n ").unwrap(), ["x", " \n", " "]);
+        check_all("x \n ");
+    }
+
+    /// Real text: the repository's own fixtures, docs and sources (prose, code, tables).
+    #[test]
+    fn real_text_matches_regex() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut n = 0;
+        for dir in ["tests/fixtures", "docs", "src", "src/bpe"] {
+            let Ok(rd) = std::fs::read_dir(root.join(dir)) else { continue };
+            for e in rd.flatten() {
+                let Ok(text) = std::fs::read_to_string(e.path()) else { continue };
+                // in slices of a few KiB, so a mismatch names a short text
+                let mut at = 0;
+                while at < text.len() {
+                    let mut end = (at + 4096).min(text.len());
+                    while !text.is_char_boundary(end) {
+                        end += 1;
+                    }
+                    check_all(&text[at..end]);
+                    n += 1;
+                    at = end;
+                }
+            }
+        }
+        assert!(n > 10, "only {n} slices of real text");
+    }
+
     #[test]
     fn examples() {
-        for p in [GPT4_PATTERN, CL100K_PATTERN, GPT2_PATTERN] {
+        for (p, _, _) in pairs() {
             for t in [
                 "Hello, world!",
                 "don't you'LL we've I'M it'ſ",
@@ -359,6 +723,8 @@ mod tests {
                 "'''''",
                 "' s",
                 "?!\r\n\r\nfoo",
+                "x  \n\n  ",
+                "HELLO World ǅx \u{301}\u{301}",
             ] {
                 check(p, t);
             }
@@ -500,8 +866,123 @@ mod tests {
         prop::collection::vec(chars, 0..40).prop_map(|v| v.into_iter().collect())
     }
 
+    /// Random Unicode: every plane (any char), mixed scripts and cases,
+    /// titlecase and modifier letters, combining marks, digits and numbers of
+    /// many scripts, CR/LF runs, apostrophes, slashes, spaces of every kind.
+    fn unicode_text() -> impl Strategy<Value = String> {
+        let special = prop::sample::select(vec![
+            'a',
+            'z',
+            'A',
+            'Z',
+            's',
+            'S',
+            't',
+            'T',
+            'l',
+            'L',
+            'v',
+            'V',
+            'e',
+            'E',
+            'r',
+            'R',
+            'd',
+            'D',
+            'm',
+            'M',
+            '\u{17F}',
+            '\u{212A}',
+            'ß',
+            'é',
+            'É',
+            'ǅ',
+            'ǈ',
+            'ʰ',
+            'ˆ',
+            'ー',
+            '中',
+            'א',
+            'ع',
+            'Ж',
+            'ж',
+            'Ω',
+            'ω',
+            'ก',
+            'क',
+            '\u{301}',
+            '\u{308}',
+            '\u{903}',
+            '\u{20DD}',
+            '\u{E0100}',
+            '\u{93F}',
+            '\u{E33}',
+            '0',
+            '1',
+            '9',
+            '٣',
+            '५',
+            '௫',
+            '\u{1D7D8}',
+            'Ⅻ',
+            '½',
+            '①',
+            '²',
+            '\'',
+            '\'',
+            '\u{2019}',
+            '/',
+            '/',
+            '\r',
+            '\n',
+            '\n',
+            ' ',
+            ' ',
+            ' ',
+            '\t',
+            '\u{b}',
+            '\u{c}',
+            '\u{85}',
+            '\u{a0}',
+            '\u{1680}',
+            '\u{2000}',
+            '\u{2009}',
+            '\u{200a}',
+            '\u{2028}',
+            '\u{2029}',
+            '\u{202f}',
+            '\u{205f}',
+            '\u{3000}',
+            '\u{200b}',
+            '\u{feff}',
+            '!',
+            '.',
+            ',',
+            '(',
+            '-',
+            '_',
+            '$',
+            '😀',
+            '\u{1F1E6}',
+            '\u{FFFD}',
+            '\u{0}',
+            '\u{10FFFF}',
+        ]);
+        let any = any::<char>();
+        let ch = prop_oneof![4 => special, 1 => any];
+        prop::collection::vec(ch, 0..48).prop_map(|v| v.into_iter().collect())
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(1500))]
+        #[test]
+        fn every_known_spelling_matches_regex(s in unicode_text()) { check_all(&s); }
+        #[test]
+        fn every_known_spelling_matches_regex_alphabet(s in alphabet()) { check_all(&s); }
+        #[test]
+        fn every_known_spelling_matches_regex_any(s in "\\PC{0,40}") { check_all(&s); }
+        #[test]
+        fn o200k_matches_regex(s in unicode_text()) { check(O200K_PATTERN, &s); }
         #[test]
         fn gpt4_matches_regex(s in alphabet()) { check(GPT4_PATTERN, &s); }
         #[test]

@@ -27,12 +27,17 @@ __all__ = [
     "GPT4_PATTERN",
     "CL100K_PATTERN",
     "GPT2_PATTERN",
+    "O200K_PATTERN",
     "__version__",
     "split",
     "BpeModel",
     "WordCounter",
     "BpeTrainer",
     "bpe_rank_splits",
+    "bpe_model_from_tiktoken",
+    "bpe_model_from_tfjson",
+    "HfJsonParts",
+    "bpe_read_hf_json",
     "bpe_layout",
     "bpe_special_ids",
     "MIXEDGRAM_HEADER_BYTES",
@@ -62,6 +67,7 @@ __version__: Final[str]
 GPT4_PATTERN: Final[str]
 CL100K_PATTERN: Final[str]
 GPT2_PATTERN: Final[str]
+O200K_PATTERN: Final[str]
 MIXEDGRAM_HEADER_BYTES: Final[int]
 
 # Token ids as the bindings read them (`py::ids_from`): a list of ints or a
@@ -129,6 +135,8 @@ class BpeModel(_Encoder):
         rule: str = "bytes",
     ) -> BpeModel: ...
     def encode_piece(self, piece: bytes) -> list[int]: ...
+    def merges(self) -> list[tuple[int, int, int]]: ...
+    def byte_ids(self) -> list[int]: ...
 
 @final
 class WordCounter:
@@ -179,6 +187,23 @@ class BpeTrainer:
 def bpe_rank_splits(
     tokens: Sequence[tuple[bytes, int]], rule: str, which: Sequence[int] | None = None
 ) -> list[tuple[int, list[int]]]: ...
+def bpe_model_from_tiktoken(
+    raw: bytes, specials: Sequence[tuple[str, int]], pattern: str | None
+) -> BpeModel | None: ...
+def bpe_model_from_tfjson(
+    raw: bytes,
+) -> (
+    tuple[BpeModel, list[tuple[str, str | None]], list[tuple[str, bytes]], list[tuple[str, int]], str | None] | None
+): ...
+
+@final
+class HfJsonParts:
+    def top(self) -> list[tuple[str, str]]: ...
+    def model(self) -> list[tuple[str, str]]: ...
+    def specials(self) -> list[tuple[str, int]]: ...
+    def build(self, pattern: str | None) -> BpeModel | None: ...
+
+def bpe_read_hf_json(raw: bytes) -> HfJsonParts | None: ...
 def bpe_layout(layout: str, vocab_size: int, specials: int) -> tuple[int, int]: ...
 def bpe_special_ids(layout: str, specials: int, merges: int) -> list[int]: ...
 

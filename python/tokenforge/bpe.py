@@ -46,11 +46,15 @@ from .progress import progress_bar
 
 __all__ = ["BPETokenizer", "PATTERNS", "resolve_pattern"]
 
-#: Named split patterns. "gpt4" is nanochat's (numbers of 1-2 digits).
+#: Named split patterns. "gpt4" is nanochat's (numbers of 1-2 digits); "o200k" is
+#: GPT-4o's (tiktoken's o200k_base pattern). These and the other spellings of
+#: GPT-family patterns in use (tiktoken's own cl100k ``pat_str``, Llama-3's and
+#: Qwen2's tokenizer.json) run on the core's hand-written scanners.
 PATTERNS: dict[str, str | None] = {
     "gpt4": _core.GPT4_PATTERN,
     "cl100k": _core.CL100K_PATTERN,
     "gpt2": _core.GPT2_PATTERN,
+    "o200k": _core.O200K_PATTERN,
     "none": None,
 }
 
@@ -150,13 +154,16 @@ class BPETokenizer(CoreEncoded, Tokenizer):
 
     def _set(self, data: BPEData) -> None:
         data.validate()
-        model = _core.BpeModel(
-            list(data.byte_ids),
-            [(a, b, c) for a, b, c in data.merges],
-            list(data.special_tokens.items()),
-            data.pattern,
-            "bytes",
-        )
+        # a fast reader's model, built from the same content (formats/bpe_data.py), is used as it is
+        model = data.engine_model()
+        if model is None:
+            model = _core.BpeModel(
+                list(data.byte_ids),
+                [(a, b, c) for a, b, c in data.merges],
+                list(data.special_tokens.items()),
+                data.pattern,
+                "bytes",
+            )
         self._data = data
         self._model = model
         self._specials = dict(data.special_tokens)

@@ -119,11 +119,8 @@ class LocalRunner:
         unit: str = "B",
     ) -> list:
         """``[fn(item, *args) for item in items]``, with a progress bar over ``weights``."""
-        total = sum(weights) if weights is not None else len(items)
         out = []
-        with progress_bar(
-            total=total, desc=desc, unit=unit if weights is not None else "parts", enabled=self.progress is not False
-        ) as bar:
+        with _bar(self.progress, weights, len(items), desc, unit) as bar:
             for k, item in enumerate(items):
                 out.append(fn(item, *args))
                 bar.update(weights[k] if weights is not None else 1)
@@ -201,14 +198,8 @@ class DaskRunner:
         distributed = import_distributed()
         futures = [self.client.submit(fn, item, *args, pure=False) for item in items]
         weight = {f.key: (weights[k] if weights is not None else 1) for k, f in enumerate(futures)}
-        total = sum(weight.values())
         try:
-            with progress_bar(
-                total=total,
-                desc=desc,
-                unit=unit if weights is not None else "parts",
-                enabled=self.progress is not False,
-            ) as bar:
+            with _bar(self.progress, weights, len(futures), desc, unit) as bar:
                 for f in distributed.as_completed(futures):
                     if f.status == "error":
                         f.result()  # raises the task's exception, with its traceback
@@ -242,10 +233,7 @@ class DaskRunner:
         follows the order tasks finish in, does not change the result. Progress,
         errors and Ctrl-C as :meth:`map`."""
         distributed = import_distributed()
-        if split_every < 2:
-            raise ValueError(f"split_every must be at least 2, not {split_every!r}")
-        if not items:
-            raise ValueError("nothing to reduce")
+        _check_reduce(split_every, len(items))
         futures = [self.client.submit(fn, item, *args, pure=False) for item in items]
         weight = {f.key: (weights[k] if weights is not None else 1) for k, f in enumerate(futures)}
         # the futures not yet handed to a merge: what Ctrl-C cancels (a result given to a
@@ -254,12 +242,7 @@ class DaskRunner:
         done = distributed.as_completed(futures)
         del futures
         try:
-            with progress_bar(
-                total=sum(weight.values()),
-                desc=desc,
-                unit=unit if weights is not None else "parts",
-                enabled=self.progress is not False,
-            ) as bar:
+            with _bar(self.progress, weights, len(live), desc, unit) as bar:
                 ready: list = []
                 pending = len(live)  # results (maps or merges) not yet finished
                 for f in done:
@@ -285,11 +268,24 @@ class DaskRunner:
         return self.client.gather(handles)
 
 
-def _tree(merge: Callable, level: list, split_every: int, call: Callable) -> Any:
+def _check_reduce(split_every: int, n: int) -> None:
+    """The arguments of every reduction: groups of at least 2, something to reduce."""
     if split_every < 2:
         raise ValueError(f"split_every must be at least 2, not {split_every!r}")
-    if not level:
+    if not n:
         raise ValueError("nothing to reduce")
+
+
+def _bar(progress, weights: Sequence[int] | None, n: int, desc: str, unit: str):
+    """The progress bar of a map over ``n`` items: over ``weights`` (in ``unit``), else over the items."""
+    total = sum(weights) if weights is not None else n
+    return progress_bar(
+        total=total, desc=desc, unit=unit if weights is not None else "parts", enabled=progress is not False
+    )
+
+
+def _tree(merge: Callable, level: list, split_every: int, call: Callable) -> Any:
+    _check_reduce(split_every, len(level))
     while len(level) > 1:
         level = [call(merge, level[i : i + split_every]) for i in range(0, len(level), split_every)]
     return level[0]

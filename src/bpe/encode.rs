@@ -12,6 +12,7 @@
 //! Long pieces (`"a" * 1_000_000`, text without whitespace, whole documents)
 //! use a linked list and a min-heap, O(n log n), so no input is quadratic.
 
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -46,33 +47,56 @@ pub enum SplitRule {
 
 /// Tiktoken's pair table: `(left, right) -> id` for every way every token
 /// splits into two tokens (so the rank of a pair is the rank of its
-/// concatenated bytes). Linear in the tokens' bytes (see `ranks.rs`); tokens
-/// up to `DIRECT_MAX` bytes are split by hashing each cut instead, which for
-/// short tokens is faster than walking the tries, and when every token is
-/// that short the tries are not built at all.
+/// concatenated bytes). Each cut of a token is tested by hashing its prefix
+/// and suffix: O(L^2) bytes for a token of L bytes, which for real
+/// vocabularies (cl100k, o200k: tokens of at most 128 bytes, sum of L^2 about
+/// 10x their bytes) is the fastest way. When the long tokens would make that
+/// quadratic term large against the vocabulary's size (one 100 KB run of `=`
+/// that training made into a token), the cuts of tokens over `DIRECT_MAX`
+/// bytes are found by walking two tries instead, linear in the tokens' bytes
+/// (see `ranks.rs`); building the tries costs far more than hashing, so they
+/// are built only then.
 fn bytes_pair_map(piece_map: &FxHashMap<Vec<u8>, u32>) -> Result<FxHashMap<u64, u32>> {
     const DIRECT_MAX: usize = 32;
     let mut pair_map: FxHashMap<u64, u32> = FxHashMap::default();
-    pair_map.reserve(piece_map.len());
-    let index = if piece_map.keys().any(|t| t.len() > DIRECT_MAX) {
+    let (total, quad) = piece_map.keys().fold((0u64, 0u64), |(t, q), k| {
+        let l = k.len() as u64;
+        (t + l, if k.len() > DIRECT_MAX { q.saturating_add(l * l) } else { q })
+    });
+    // hashing the cuts of the long tokens may cost up to 16x the vocabulary's bytes (+ 4 MB)
+    let index = if quad > 16 * total + (4 << 20) {
         Some(SplitIndex::new(piece_map.iter().map(|(t, &id)| (&t[..], id)))?)
     } else {
         None
     };
-    let mut scratch = Vec::new();
-    for (t, &id) in piece_map.iter() {
-        match &index {
-            Some(index) if t.len() > DIRECT_MAX => index.splits(t, &mut scratch, |_, l, r| {
-                pair_map.insert(pack(l, r), id);
-            }),
-            _ => {
-                for k in 1..t.len() {
-                    if let (Some(&l), Some(&r)) = (piece_map.get(&t[..k]), piece_map.get(&t[k..])) {
-                        pair_map.insert(pack(l, r), id);
+    let tokens: Vec<(&[u8], u32)> = piece_map.iter().map(|(t, &id)| (&t[..], id)).collect();
+    // The cuts are found on the current rayon pool (lookups only), then inserted here.
+    let found: Vec<Vec<(u64, u32)>> = tokens
+        .par_chunks(4096)
+        .map_init(Vec::new, |scratch, chunk| {
+            let mut v = Vec::with_capacity(chunk.len() * 2);
+            for &(t, id) in chunk {
+                match &index {
+                    Some(index) if t.len() > DIRECT_MAX => index.splits(t, scratch, |_, l, r| v.push((pack(l, r), id))),
+                    _ => {
+                        for k in 1..t.len() {
+                            // (the suffix is looked up only when the prefix is a token)
+                            if let Some(&l) = piece_map.get(&t[..k]) {
+                                if let Some(&r) = piece_map.get(&t[k..]) {
+                                    v.push((pack(l, r), id));
+                                }
+                            }
+                        }
                     }
                 }
             }
-        }
+            v
+        })
+        .collect();
+    pair_map.reserve(found.iter().map(Vec::len).sum::<usize>());
+    // two tokens never give the same pair (its bytes are one token's), so order does not matter
+    for v in found {
+        pair_map.extend(v);
     }
     Ok(pair_map)
 }
@@ -88,6 +112,9 @@ pub struct BpeModel {
     special_text: FxHashMap<u32, Vec<u8>>,
     vocab_size: usize,
     rule: MergeRule,
+    /// `(left, right, new)` in order: the merges given to [`BpeModel::new`],
+    /// or those [`BpeModel::from_rank_file`] recovered.
+    merges: Vec<(u32, u32, u32)>,
 }
 
 impl BpeModel {
@@ -182,6 +209,7 @@ impl BpeModel {
             special_text,
             vocab_size: max_id as usize + 1,
             rule,
+            merges: merges.to_vec(),
         })
     }
 
@@ -189,7 +217,11 @@ impl BpeModel {
     /// the 256 single bytes among them, bytes and ranks distinct. No
     /// pre-tokenizer, no specials (for [`BpeModel::token_parts`]).
     pub fn from_ranks(ranks: &[(&[u8], u32)]) -> Result<Self> {
-        let entries = ranks.len();
+        Self::from_ranks_limited(ranks, ranks.len())
+    }
+
+    /// [`BpeModel::from_ranks`] with ids bounded by [`id_limit`]`(entries)`.
+    fn from_ranks_limited(ranks: &[(&[u8], u32)], entries: usize) -> Result<Self> {
         let mut max_id = 0u32;
         for (t, r) in ranks {
             if t.is_empty() {
@@ -228,7 +260,68 @@ impl BpeModel {
             special_text: FxHashMap::default(),
             vocab_size: max_id as usize + 1,
             rule: MergeRule::Bytes,
+            merges: Vec::new(),
         })
+    }
+
+    /// A model with tiktoken's rule from a rank file's `(token bytes, rank)`
+    /// (see [`BpeModel::from_ranks`]), the pre-tokenizer and the special
+    /// tokens, with the merge of every longer token recovered: tiktoken's
+    /// loop on the token's own bytes with only lower ranks must end in two
+    /// parts of lower rank, its parents. Ids are bounded by [`id_limit`] of
+    /// the ranks and specials together. An error names the first token (by
+    /// rank) that breaks a rule; the Python reader words it for the user.
+    pub fn from_rank_file(ranks: &[(&[u8], u32)], specials: Vec<(String, u32)>, pretok: Pretokenizer) -> Result<Self> {
+        let entries = ranks.len() + specials.len();
+        let mut m = BpeModel::from_ranks_limited(ranks, entries)?;
+        // merges in rank order; the tokens are independent, so they are split on the current rayon pool
+        let ids: Vec<u32> = (0..m.tokens.len() as u32).filter(|&id| m.tokens[id as usize].len() >= 2).collect();
+        let found: Vec<Option<(u32, u32, u32)>> = ids
+            .par_iter()
+            .with_min_len(1024)
+            .map_init(Vec::new, |parts, &id| {
+                m.token_parts(id, SplitRule::BelowOwnRank, parts);
+                (parts.len() == 2 && parts[0] < id && parts[1] < id).then(|| (parts[0], parts[1], id))
+            })
+            .collect();
+        let mut merges = Vec::with_capacity(found.len());
+        for (f, id) in found.into_iter().zip(ids) {
+            merges.push(f.ok_or_else(|| {
+                Error::Invalid(format!("token of rank {id} cannot be built from two lower-ranked tokens"))
+            })?);
+        }
+        m.merges = merges;
+        let specials = Specials::new(specials)?;
+        let mut max_id = m.vocab_size as u64 - 1;
+        for (s, id) in specials.list() {
+            if *id as u64 >= id_limit(entries) {
+                return Err(id_too_large(&format!("special token {s:?}"), *id as u64, entries));
+            }
+            if m.tokens.get(*id as usize).is_some_and(|t| !t.is_empty()) {
+                return Err(Error::SpecialToken(format!(
+                    "special token {s:?} has id {id}, which a byte or merge already uses"
+                )));
+            }
+            if m.special_text.insert(*id, s.as_bytes().to_vec()).is_some() {
+                return Err(Error::SpecialToken(format!("special token id {id} is used twice")));
+            }
+            max_id = max_id.max(*id as u64);
+        }
+        m.vocab_size = max_id as usize + 1;
+        m.tokens.resize(m.vocab_size, Vec::new());
+        m.specials = specials;
+        m.pretok = pretok;
+        Ok(m)
+    }
+
+    /// The merges `(left, right, new)`, in order (empty for [`BpeModel::from_ranks`]).
+    pub fn merges(&self) -> &[(u32, u32, u32)] {
+        &self.merges
+    }
+
+    /// The id of each single byte.
+    pub fn byte_ids(&self) -> &[u32; 256] {
+        &self.byte_to_id
     }
 
     /// The parts tiktoken's merge loop ends with on the bytes of token `id`
@@ -246,18 +339,19 @@ impl BpeModel {
             SplitRule::BelowOwnRank => r < id,
             SplitRule::AllButOwn => r != id,
         };
-        self.merge_long_with(
-            t,
-            |a, b| {
-                let r = self.rank(a, b);
-                if r != NO_RANK && allowed(r) {
-                    r
-                } else {
-                    NO_RANK
-                }
-            },
-            out,
-        );
+        let rank = |a, b| {
+            let r = self.rank(a, b);
+            if r != NO_RANK && allowed(r) {
+                r
+            } else {
+                NO_RANK
+            }
+        };
+        if t.len() < LONG_PIECE {
+            self.merge_short_with(t, rank, out)
+        } else {
+            self.merge_long_with(t, rank, out)
+        }
     }
 
     pub fn vocab_size(&self) -> usize {
@@ -319,6 +413,12 @@ impl BpeModel {
     }
 
     fn merge_short(&self, piece: &[u8], out: &mut Vec<u32>) {
+        self.merge_short_with(piece, |a, b| self.rank(a, b), out)
+    }
+
+    /// [`Self::merge_short`] with the rank of a pair given by `rank`.
+    #[inline(always)]
+    fn merge_short_with(&self, piece: &[u8], rank: impl Fn(u32, u32) -> u32, out: &mut Vec<u32>) {
         let mut parts: [u32; LONG_PIECE] = [0; LONG_PIECE];
         let mut ranks: [u32; LONG_PIECE] = [NO_RANK; LONG_PIECE];
         let mut n = piece.len();
@@ -326,7 +426,7 @@ impl BpeModel {
             parts[i] = self.byte_to_id[b as usize];
         }
         for i in 0..n - 1 {
-            ranks[i] = self.rank(parts[i], parts[i + 1]);
+            ranks[i] = rank(parts[i], parts[i + 1]);
         }
         loop {
             let mut best = NO_RANK;
@@ -345,10 +445,10 @@ impl BpeModel {
             ranks.copy_within(at + 1..n - 1, at);
             n -= 1;
             if at + 1 < n {
-                ranks[at] = self.rank(parts[at], parts[at + 1]);
+                ranks[at] = rank(parts[at], parts[at + 1]);
             }
             if at > 0 {
-                ranks[at - 1] = self.rank(parts[at - 1], parts[at]);
+                ranks[at - 1] = rank(parts[at - 1], parts[at]);
             }
             if n == 1 {
                 break;

@@ -63,6 +63,17 @@ encoder_class!(PyBpeModel {
         Ok(PyBpeModel { inner: Arc::new(m), ints })
     }
 
+    /// The merges `(left, right, new)` in order: those given, or those
+    /// recovered from a rank file (`bpe_model_from_tiktoken`).
+    fn merges(&self) -> Vec<(u32, u32, u32)> {
+        self.inner.merges().to_vec()
+    }
+
+    /// The id of each single byte.
+    fn byte_ids(&self) -> Vec<u32> {
+        self.inner.byte_ids().to_vec()
+    }
+
     /// Encode one already-split piece (for tests and tools).
     fn encode_piece(&self, piece: &[u8]) -> Vec<u32> {
         let mut out = Vec::new();
@@ -328,6 +339,177 @@ fn bpe_rank_splits(
     Ok(res?)
 }
 
+/// The model of a `.tiktoken` file's bytes (`crate::bpe::tiktoken`) with
+/// its merges recovered (`BpeModel::from_rank_file`), or None when the file
+/// is not in the canonical shape or breaks a rule: the Python reader then
+/// reads it line by line and reports what is wrong where. GIL released.
+#[pyfunction]
+#[pyo3(signature = (raw, specials, pattern))]
+fn bpe_model_from_tiktoken(
+    py: Python<'_>,
+    raw: &[u8],
+    specials: Vec<(String, u32)>,
+    pattern: Option<&str>,
+) -> PyResult<Option<PyBpeModel>> {
+    let pt = pretok_from(pattern)?;
+    let pool = pool(None)?;
+    let m = py.detach(|| {
+        let file = crate::bpe::tiktoken::parse(raw)?;
+        pool.install(|| BpeModel::from_rank_file(&file.ranks(), specials, pt).ok())
+    });
+    let Some(m) = m else { return Ok(None) };
+    let ints = IntTable::new(py, m.vocab_size())?;
+    Ok(Some(PyBpeModel { inner: Arc::new(m), ints }))
+}
+
+/// What the fast tokenforge-bpe JSON reader hands to Python: the model; the
+/// top-level members in order with their raw JSON text (None for the big
+/// integer arrays); the canonical text of those arrays (for the checksum);
+/// and the specials and pattern the model was built with.
+type TfjsonFast<'py> =
+    (PyBpeModel, Vec<(String, Option<String>)>, Vec<(String, Bound<'py, PyBytes>)>, Vec<(String, u32)>, Option<String>);
+
+/// The parts of a tokenforge-bpe JSON file the model is built from.
+struct TfjsonParts {
+    byte_ids: [u32; 256],
+    merges: Vec<(u32, u32, u32)>,
+    specials: Vec<(String, u32)>,
+    pattern: Option<String>,
+    small: Vec<(String, Option<String>)>,
+    big: Vec<(String, Vec<u8>)>,
+}
+
+fn tfjson_parts(text: &str) -> Option<TfjsonParts> {
+    use crate::bpe::tfjson::{int_array, members, pair_array};
+    let m = members(text)?;
+    let (mut byte_ids, mut pairs, mut merge_ids, mut first, mut specials, mut pattern) =
+        (None, None, None, None, None, None);
+    let (mut small, mut big) = (Vec::new(), Vec::new());
+    let mut seen = rustc_hash::FxHashSet::default();
+    for (k, v) in &m.0 {
+        if !seen.insert(k.as_str()) {
+            return None; // a duplicate key: the Python reader's rule (the last one wins) applies
+        }
+        let raw = v.get();
+        match k.as_str() {
+            "byte_ids" | "merge_ids" => {
+                let (ids, canon) = int_array(raw)?;
+                if k == "byte_ids" {
+                    byte_ids = Some(ids);
+                } else {
+                    merge_ids = Some(ids);
+                }
+                big.push((k.clone(), canon));
+                small.push((k.clone(), None));
+                continue;
+            }
+            "merges" => {
+                let (p, canon) = pair_array(raw)?;
+                pairs = Some(p);
+                big.push((k.clone(), canon));
+                small.push((k.clone(), None));
+                continue;
+            }
+            "first_merge_id" => first = Some(serde_json::from_str::<u32>(raw).ok()?),
+            "special_tokens" => {
+                let mut sp = Vec::new();
+                for (t, i) in crate::bpe::tfjson::members(raw)?.0 {
+                    sp.push((t, serde_json::from_str::<u32>(i.get()).ok()?));
+                }
+                specials = Some(sp);
+            }
+            "pattern" => pattern = Some(serde_json::from_str::<Option<String>>(raw).ok()?),
+            _ => {}
+        }
+        small.push((k.clone(), Some(raw.to_string())));
+    }
+    let byte_ids: [u32; 256] = byte_ids?.try_into().ok()?;
+    let pairs = pairs?;
+    let ids: Vec<u32> = match (first, merge_ids) {
+        (Some(f), None) => (0..pairs.len()).map(|k| f.checked_add(u32::try_from(k).ok()?)).collect::<Option<_>>()?,
+        (None, Some(ids)) if ids.len() == pairs.len() => ids,
+        _ => return None,
+    };
+    if ids.windows(2).any(|w| w[1] <= w[0]) {
+        return None;
+    }
+    let merges = pairs.iter().zip(&ids).map(|(&(a, b), &z)| (a, b, z)).collect();
+    Some(TfjsonParts { byte_ids, merges, specials: specials?, pattern: pattern?, small, big })
+}
+
+/// The model of a tokenforge-bpe JSON file's bytes (`crate::bpe::tfjson`)
+/// with what the Python reader still checks (see [`TfjsonFast`]), or None
+/// when the fast path declines: the Python reader then reads the file and
+/// reports what is wrong where. GIL released.
+#[pyfunction]
+fn bpe_model_from_tfjson<'py>(py: Python<'py>, raw: &[u8]) -> PyResult<Option<TfjsonFast<'py>>> {
+    let raw = raw.strip_prefix(b"\xef\xbb\xbf").unwrap_or(raw);
+    let Ok(text) = std::str::from_utf8(raw) else { return Ok(None) };
+    let Some(p) = py.detach(|| tfjson_parts(text)) else { return Ok(None) };
+    let Ok(pt) = pretok_from(p.pattern.as_deref()) else { return Ok(None) };
+    let pool = pool(None)?;
+    let (byte_ids, merges, specials) = (p.byte_ids, p.merges, p.specials.clone());
+    let Some(m) = py.detach(|| pool.install(|| BpeModel::new(&byte_ids, &merges, specials, pt, MergeRule::Bytes).ok()))
+    else {
+        return Ok(None);
+    };
+    let ints = IntTable::new(py, m.vocab_size())?;
+    let big = p.big.into_iter().map(|(k, c)| (k, PyBytes::new(py, &c))).collect();
+    Ok(Some((PyBpeModel { inner: Arc::new(m), ints }, p.small, big, p.specials, p.pattern)))
+}
+
+/// A byte-level BPE `tokenizer.json` read by the engine
+/// (`crate::bpe::hfjson`), before the Python reader has worked out the split
+/// pattern from the pre-tokenizer settings; `build(pattern)` makes the model.
+#[pyclass(module = "tokenforge._core", name = "HfJsonParts")]
+pub struct PyHfJsonParts {
+    parts: Option<crate::bpe::hfjson::HfParts>,
+}
+
+#[pymethods]
+impl PyHfJsonParts {
+    /// Top-level members but `model`, as raw JSON.
+    fn top(&self) -> Vec<(String, String)> {
+        self.parts.as_ref().map_or_else(Vec::new, |p| p.top.clone())
+    }
+
+    /// `model`'s members but `vocab` and `merges`, as raw JSON.
+    fn model(&self) -> Vec<(String, String)> {
+        self.parts.as_ref().map_or_else(Vec::new, |p| p.model.clone())
+    }
+
+    /// The special tokens, in file order.
+    fn specials(&self) -> Vec<(String, u32)> {
+        self.parts.as_ref().map_or_else(Vec::new, |p| p.specials.clone())
+    }
+
+    /// The model with `pattern` (once), or None if the engine refuses the
+    /// ids (the Python reader then reports why). GIL released.
+    fn build(&mut self, py: Python<'_>, pattern: Option<&str>) -> PyResult<Option<PyBpeModel>> {
+        let p = self.parts.take().ok_or_else(|| Error::invalid("these parts were already built"))?;
+        let pt = pretok_from(pattern)?;
+        let pool = pool(None)?;
+        let Some(m) =
+            py.detach(|| pool.install(|| BpeModel::new(&p.byte_ids, &p.merges, p.specials, pt, MergeRule::Bytes).ok()))
+        else {
+            return Ok(None);
+        };
+        let ints = IntTable::new(py, m.vocab_size())?;
+        Ok(Some(PyBpeModel { inner: Arc::new(m), ints }))
+    }
+}
+
+/// Read a byte-level BPE `tokenizer.json`'s bytes (`crate::bpe::hfjson`),
+/// or None when the fast path declines: the Python reader then reads the
+/// file and reports what is wrong where. GIL released.
+#[pyfunction]
+fn bpe_read_hf_json(py: Python<'_>, raw: &[u8]) -> Option<PyHfJsonParts> {
+    let raw = raw.strip_prefix(b"\xef\xbb\xbf").unwrap_or(raw);
+    let text = std::str::from_utf8(raw).ok()?;
+    let parts = py.detach(|| crate::bpe::hfjson::read(text))?;
+    Some(PyHfJsonParts { parts: Some(parts) })
+}
+
 /// Where training puts its ids (`crate::bpe::layout`): (first merge id,
 /// number of merges) for `vocab_size` ids and `specials` special tokens;
 /// `VocabSizeError` if they do not fit.
@@ -347,6 +529,10 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyWordCounter>()?;
     m.add_class::<PyBpeTrainer>()?;
     m.add_function(wrap_pyfunction!(bpe_rank_splits, m)?)?;
+    m.add_function(wrap_pyfunction!(bpe_model_from_tiktoken, m)?)?;
+    m.add_function(wrap_pyfunction!(bpe_model_from_tfjson, m)?)?;
+    m.add_function(wrap_pyfunction!(bpe_read_hf_json, m)?)?;
+    m.add_class::<PyHfJsonParts>()?;
     m.add_function(wrap_pyfunction!(bpe_layout, m)?)?;
     m.add_function(wrap_pyfunction!(bpe_special_ids, m)?)?;
     Ok(())

@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::error::Error;
-use crate::pretok::{Pretokenizer, CL100K_PATTERN, GPT2_PATTERN, GPT4_PATTERN};
+use crate::pretok::{Pretokenizer, CL100K_PATTERN, GPT2_PATTERN, GPT4_PATTERN, O200K_PATTERN};
 
 mod bpe;
 mod encoder;
@@ -382,6 +382,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("GPT4_PATTERN", GPT4_PATTERN)?;
     m.add("CL100K_PATTERN", CL100K_PATTERN)?;
     m.add("GPT2_PATTERN", GPT2_PATTERN)?;
+    m.add("O200K_PATTERN", O200K_PATTERN)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(split, m)?)?;
     bpe::register(m)?;

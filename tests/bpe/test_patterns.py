@@ -29,6 +29,7 @@ def test_core_patterns_are_the_formats_patterns():
     assert _core.GPT4_PATTERN == patterns.GPT4_PATTERN
     assert _core.CL100K_PATTERN == patterns.CL100K_PATTERN
     assert _core.GPT2_PATTERN == patterns.GPT2_PATTERN
+    assert _core.O200K_PATTERN == patterns.O200K_PATTERN
     assert {n: p for n, p in tokenforge.bpe.PATTERNS.items() if p is not None} == patterns.NAMED_PATTERNS
 
 

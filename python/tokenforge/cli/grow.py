@@ -42,8 +42,6 @@ def _open(path: Path, create: bool):
 
 
 def cmd_learn(args) -> int:
-    from ..data.corpus import iter_documents
-
     path = Path(args.tokenizer)
     tok, new = _open(path, create=True)
     if args.vocab_size is not None:
@@ -57,27 +55,17 @@ def cmd_learn(args) -> int:
         return 0
     before = tok.current_vocab_size
     t0 = time.perf_counter()
-    if args.scheduler:  # the workers read the files
-        n = tok.learn_merges(
-            corpus,
-            args.num_merges,
-            source=args.source,
-            min_frequency=args.min_frequency,
-            num_threads=args.threads,
-            progress=not args.quiet,
-            client=args.scheduler,
-            text_field=args.text_field,
-        )
-    else:
-        docs = iter_documents(corpus, text_field=args.text_field, progress=not args.quiet)
-        n = tok.learn_merges(
-            docs,
-            args.num_merges,
-            source=args.source,
-            min_frequency=args.min_frequency,
-            num_threads=args.threads,
-            progress=not args.quiet,
-        )
+    # files: read here, or by the workers of --scheduler's cluster
+    n = tok.learn_merges(
+        corpus,
+        args.num_merges,
+        source=args.source,
+        min_frequency=args.min_frequency,
+        num_threads=args.threads,
+        progress=not args.quiet,
+        client=args.scheduler,
+        text_field=args.text_field,
+    )
     dt = time.perf_counter() - t0
     tok.save(path)
     why = ""

@@ -8,11 +8,20 @@ Ids are bounded by the number of entries (:func:`id_limit`): tables indexed
 by id are as long as the largest id, and ids come from files, so one id near
 2^32 in a file would otherwise ask for ~100 GB.
 
+A reader whose engine model was built straight from the file (the fast
+loaders: ``.tiktoken``) hands out BPEData whose ``merges`` list is made from
+that model on first access (:func:`from_engine`): encoding never needs the
+list, and 200,000 Python tuples cost more than the rest of the load. The
+model stays attached, so the tokenizer reuses it instead of building and
+checking a second one, only while the merges have not been handed out and
+the byte ids, specials and pattern are still the ones it was built with.
+
 Not handled: vocabularies that are not byte-level (every byte has an id).
 """
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 from ..errors import FormatError
@@ -50,6 +59,47 @@ def id_error(what: str, i: int, entries: int, noun: str = "id") -> str:
     )
 
 
+_LAZY_LOCK = threading.Lock()
+
+
+class _Deferred:
+    """The merges of a BPEData, still inside the engine model ``model``."""
+
+    __slots__ = ("model",)
+
+    def __init__(self, model):
+        self.model = model
+
+
+class _MergesField:
+    """The ``merges`` field: a plain list, or :class:`_Deferred` until first
+    read, then the list made once (under a lock, so two threads reading at
+    once get the same list). Setting it, or reading it, detaches the engine
+    model (``_engine``): a list handed out may be changed in place."""
+
+    def __set_name__(self, owner, name):
+        self.slot = "_" + name
+
+    def __get__(self, obj, cls=None):
+        if obj is None:
+            raise AttributeError("merges has no default")  # (dataclasses: a required field)
+        value = obj.__dict__[self.slot]
+        if isinstance(value, _Deferred):
+            with _LAZY_LOCK:
+                value = obj.__dict__[self.slot]
+                if isinstance(value, _Deferred):
+                    value = value.model.merges()
+                    obj.__dict__[self.slot] = value
+                    obj.__dict__.pop("_engine", None)
+        else:
+            obj.__dict__.pop("_engine", None)
+        return value
+
+    def __set__(self, obj, value):
+        obj.__dict__[self.slot] = value
+        obj.__dict__.pop("_engine", None)
+
+
 @dataclass
 class BPEData:
     """A byte-level BPE vocabulary.
@@ -59,7 +109,7 @@ class BPEData:
                     new_id strictly increasing.
     special_tokens: special token text -> id (ids not used by bytes or merges).
     pattern:        the pre-tokenization regex, or None (whole documents are sequences).
-    pattern_name:   "gpt4", "cl100k", "gpt2", "custom" or "none" (see formats.patterns).
+    pattern_name:   "gpt4", "cl100k", "gpt2", "o200k", "custom" or "none" (see formats.patterns).
     training:       free-form settings recorded at training time (JSON-serialisable).
     split_specials: how ``encode`` treats special-token text by default. False
                     (tokenforge's policy): it stays text unless the caller allows
@@ -69,7 +119,7 @@ class BPEData:
     """
 
     byte_ids: list[int]
-    merges: list[tuple[int, int, int]]
+    merges: list[tuple[int, int, int]] = _MergesField()  # type: ignore[assignment]
     special_tokens: dict[str, int] = field(default_factory=dict)
     pattern: str | None = None
     pattern_name: str = "custom"
@@ -80,6 +130,35 @@ class BPEData:
     def vocab_size(self) -> int:
         ids = list(self.byte_ids) + [m[2] for m in self.merges] + list(self.special_tokens.values())
         return max(ids) + 1 if ids else 0
+
+    @classmethod
+    def from_engine(
+        cls, model, special_tokens: dict[str, int], pattern, pattern_name: str, training=None, split_specials=False
+    ) -> "BPEData":
+        """BPEData of an engine model a fast reader built and checked (its
+        merges made from it when first read; see the module doc)."""
+        data = cls(
+            list(model.byte_ids()),
+            _Deferred(model),  # type: ignore[arg-type]
+            dict(special_tokens),
+            pattern,
+            pattern_name,
+            dict(training or {}),
+            split_specials,
+        )
+        data.__dict__["_engine"] = (model, tuple(data.byte_ids), tuple(data.special_tokens.items()), pattern)
+        return data
+
+    def engine_model(self):
+        """The engine model this data came with, if it still describes it
+        exactly (merges never handed out, byte ids, specials and pattern
+        unchanged); else None."""
+        engine = self.__dict__.get("_engine")
+        if engine is None or not isinstance(self.__dict__.get("_merges"), _Deferred):
+            return None
+        model, byte_ids, specials, pattern = engine
+        same = tuple(self.byte_ids) == byte_ids and tuple(self.special_tokens.items()) == specials
+        return model if same and self.pattern == pattern else None
 
     def token_bytes_list(self) -> list[bytes | None]:
         """Bytes of every id (None for special or unused ids)."""
@@ -97,6 +176,8 @@ class BPEData:
             raise FormatError(problem, path=path)
         if len(self.byte_ids) != 256:
             raise FormatError(f"expected 256 byte ids, found {len(self.byte_ids)}", path=path)
+        if self.engine_model() is not None:
+            return  # the engine checked every id when it built the model from the same content
         entries = 256 + len(self.merges) + len(self.special_tokens)
         limit = id_limit(entries)
         seen: dict[int, str] = {}

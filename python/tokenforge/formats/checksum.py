@@ -150,13 +150,31 @@ def _non_finite_path(value) -> list | None:
     return None
 
 
-def check_json(doc: JsonDoc, name: str, version: int) -> None:
+def canonical_of_parts(value: dict, canonical: dict[str, bytes]) -> bytes:
+    """The canonical text of ``value`` (checksum key left out), taking the
+    canonical text of some members as given (``canonical``: key -> bytes, e.g.
+    made by the engine from the file's integer arrays, whose canonical text is
+    their digits): the same bytes ``json.dumps`` with ``sort_keys`` makes, so
+    the same checksum, without a Python object per entry. ValueError for a
+    NaN or an infinity, as :func:`json_checksum`."""
+    parts = [
+        _canonical(k) + b":" + (canonical[k] if k in canonical else _canonical(value[k]))
+        for k in sorted(value)
+        if k != KEY
+    ]
+    return b"{" + b",".join(parts) + b"}"
+
+
+def check_json(doc: JsonDoc, name: str, version: int, canonical: bytes | None = None) -> None:
     """Check a parsed document of our format ``name`` at ``version`` (after its
     format and version were read): no NaN/infinity anywhere; the checksum key
-    present and right from :data:`SEALED_SINCE` on, absent before."""
+    present and right from :data:`SEALED_SINCE` on, absent before.
+    ``canonical``: the content's canonical text when the caller made it
+    (:func:`canonical_of_parts`)."""
     value = doc.value
     try:
-        canonical = _canonical({k: v for k, v in value.items() if k != KEY})
+        if canonical is None:
+            canonical = _canonical({k: v for k, v in value.items() if k != KEY})
     except ValueError:  # NaN or an infinity (1e999 parses as one)
         where = _non_finite_path(value) or []
         raise doc.error(

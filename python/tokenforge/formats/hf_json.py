@@ -48,9 +48,10 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
+from pathlib import Path
 
 from ..errors import FormatError
-from ._jsonutil import JsonDoc, load_json_file
+from ._jsonutil import JsonDoc, JsonProblem, json_doc_from_bytes, loads_checked
 from .atomic import atomic_write
 from .bpe_data import BPEData, id_error, id_limit, show_int
 from .patterns import GPT2_PATTERN, pattern_compile_problem, pattern_name_for
@@ -430,9 +431,53 @@ def _splits_of_unmerged(doc: JsonDoc, keys: list[str], vocab: dict, specials: di
     return out
 
 
+def _read_fast(raw: bytes, path) -> BPEData | None:
+    """The engine's reader (``_core.bpe_read_hf_json``): vocabulary, merges and
+    added tokens read and checked in Rust by the rules below, no Python object
+    per entry; the pipeline settings are parsed and checked here by the same
+    functions. None when anything is unusual: :func:`read_hf_json` then reads
+    the file as before and reports what is wrong where."""
+    from .. import _core
+
+    parts = _core.bpe_read_hf_json(raw)
+    if parts is None:
+        return None
+    try:
+        value = {key: loads_checked(text) for key, text in parts.top()}
+        model = {key: loads_checked(text) for key, text in parts.model()}
+        model["vocab"], model["merges"] = {}, []  # (read by the engine; stand-ins for the type checks)
+        value["model"] = model
+        doc = JsonDoc(path, "", value)
+        _check_pipeline(doc)
+        pattern = _read_pattern(doc)
+        added = value.get("added_tokens") or []
+        specials = parts.specials()
+        same = (
+            isinstance(added, list)
+            and [
+                (t.get("content"), t.get("id")) if isinstance(t, dict) and t.get("special") is True else None
+                for t in added
+            ]
+            == specials
+        )
+        if not same or not all(type(i) is int for _, i in specials):
+            return None
+    except (FormatError, JsonProblem, ValueError, RecursionError, TypeError):
+        return None
+    engine = parts.build(pattern)
+    if engine is None:
+        return None
+    return BPEData.from_engine(engine, dict(specials), pattern, pattern_name_for(pattern))
+
+
 def read_hf_json(path) -> BPEData:
     """Read a byte-level BPE ``tokenizer.json`` (ours, or Hugging Face's GPT-2 style)."""
-    doc = load_json_file(path, "Hugging Face tokenizer.json")
+    path = Path(path)
+    raw = path.read_bytes()
+    data = _read_fast(raw, path)
+    if data is not None:
+        return data
+    doc = json_doc_from_bytes(raw, path, "Hugging Face tokenizer.json")
     model = _check_pipeline(doc)
     pattern = _read_pattern(doc)
     vocab = model["vocab"]

@@ -21,6 +21,7 @@ __all__ = [
     "GPT4_PATTERN",
     "CL100K_PATTERN",
     "GPT2_PATTERN",
+    "O200K_PATTERN",
     "WHOLE_TEXT_PATTERN",
     "NAMED_PATTERNS",
     "PATTERN_NAMES",
@@ -42,18 +43,31 @@ CL100K_PATTERN = (
 #: GPT-2's split pattern (also what Hugging Face's ByteLevel pre-tokenizer uses with use_regex=true).
 GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 
+#: GPT-4o's (o200k) split pattern, exactly tiktoken's o200k_base ``pat_str``: case-aware words with
+#: contractions attached, numbers in groups of 1-3, ``/`` kept after punctuation.
+O200K_PATTERN = (
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?"""
+    r"""|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?"""
+    r"""|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+)
+
 #: A pattern whose single match is the whole text: "no pre-tokenization" for tools that need a pattern.
 WHOLE_TEXT_PATTERN = r"(?s).+"
 
 #: Every pattern a file may name; a file naming one must carry exactly this text (where it carries one).
-NAMED_PATTERNS: dict[str, str] = {"gpt4": GPT4_PATTERN, "cl100k": CL100K_PATTERN, "gpt2": GPT2_PATTERN}
+NAMED_PATTERNS: dict[str, str] = {
+    "gpt4": GPT4_PATTERN,
+    "cl100k": CL100K_PATTERN,
+    "gpt2": GPT2_PATTERN,
+    "o200k": O200K_PATTERN,
+}
 
 #: The values of BPEData.pattern_name: the named patterns, "custom" (any other regex) and "none" (no pattern).
 PATTERN_NAMES = (*NAMED_PATTERNS, "custom", "none")
 
 
 def pattern_name_for(pattern: str | None) -> str:
-    """The name BPEData uses for ``pattern``: "gpt4", "cl100k", "gpt2", "none" or "custom"."""
+    """The name BPEData uses for ``pattern``: "gpt4", "cl100k", "gpt2", "o200k", "none" or "custom"."""
     if pattern is None:
         return "none"
     for name, p in NAMED_PATTERNS.items():

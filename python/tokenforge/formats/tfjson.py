@@ -39,10 +39,11 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 from ..errors import FormatError, VersionError
 from . import checksum
-from ._jsonutil import JsonDoc, json_doc_from_bytes, load_json_file
+from ._jsonutil import JsonDoc, JsonProblem, json_doc_from_bytes, loads_checked
 from .atomic import atomic_write
 from .bpe_data import MAX_ID, BPEData, id_error, id_limit, show_int
 from .patterns import pattern_compile_problem, pattern_name_problem
@@ -315,13 +316,58 @@ def _read_specials(doc: JsonDoc, defined: dict[int, str]) -> dict[str, int]:
 
 def read_tfjson(path) -> BPEData:
     """Read a tokenforge-bpe JSON file written by :func:`write_tfjson` (version 1 or 2)."""
-    return _read_doc(load_json_file(path, FORMAT_NAME))
+    path = Path(path)
+    return tfjson_from_bytes(path.read_bytes(), path)
 
 
 def tfjson_from_bytes(raw: bytes, origin) -> BPEData:
     """:func:`read_tfjson` of a file's bytes in memory (e.g. :func:`tfjson_text` encoded);
     ``origin`` names them in errors."""
+    data = _read_fast(raw, origin)
+    if data is not None:
+        return data
     return _read_doc(json_doc_from_bytes(raw, origin, FORMAT_NAME))
+
+
+_BIG = object()  # stands for an integer array the engine read
+
+
+def _read_fast(raw: bytes, origin) -> BPEData | None:
+    """The engine's reader (``_core.bpe_model_from_tfjson``): the integer
+    arrays (byte ids, merges) are read and checked in Rust and the model is
+    built there; the small members are parsed and checked here by the same
+    functions as below; the checksum is computed over the same canonical text
+    (the arrays' part made by the engine). None when anything is unusual
+    (the engine declines, or a check fails): :func:`_read_doc` then reads the
+    file as before and reports what is wrong where."""
+    from .. import _core
+
+    got = _core.bpe_model_from_tfjson(raw)
+    if got is None:
+        return None
+    model, members, canonical, specials_used, pattern_used = got
+    try:
+        value: dict[str, Any] = {key: _BIG if text is None else loads_checked(text) for key, text in members}
+        doc = JsonDoc(origin, "", value)
+        _check_header(doc)
+        pattern, pattern_name = _read_pattern(doc)
+        specials, training = value["special_tokens"], value["training"]
+        split_specials = value.get("split_specials", False)
+        ok = (
+            pattern == pattern_used
+            and isinstance(specials, dict)
+            and list(specials.items()) == specials_used
+            and all(text and _is_int(i) for text, i in specials.items())
+            and isinstance(training, dict)
+            and isinstance(split_specials, bool)
+            and ("first_merge_id" not in value or _is_int(value["first_merge_id"]))
+        )
+        if not ok:
+            return None
+        checksum.check_json(doc, FORMAT_NAME, value["version"], checksum.canonical_of_parts(value, dict(canonical)))
+    except (FormatError, JsonProblem, ValueError, RecursionError):
+        return None
+    return BPEData.from_engine(model, specials, pattern, pattern_name, training, split_specials)
 
 
 def _read_doc(doc: JsonDoc) -> BPEData:

@@ -30,7 +30,7 @@ from pathlib import Path
 from ..errors import FormatError
 from .atomic import atomic_write
 from .bpe_data import MAX_ID, BPEData, id_error, id_limit, show_int
-from .patterns import GPT4_PATTERN, NAMED_PATTERNS, WHOLE_TEXT_PATTERN, pattern_name_for
+from .patterns import GPT4_PATTERN, NAMED_PATTERNS, WHOLE_TEXT_PATTERN, pattern_name_for, pattern_name_problem
 
 __all__ = [
     "mergeable_ranks",
@@ -200,8 +200,33 @@ def read_tiktoken_file(path, pattern: str | None = GPT4_PATTERN, special_tokens=
     tiktoken encodings (cl100k_base, o200k_base, ...) each have their own.
     """
     path = Path(path)
-    ranks, line_of = _parse_tiktoken_lines(path, path.read_bytes())
+    raw = path.read_bytes()
+    data = _read_fast(raw, pattern, special_tokens)
+    if data is not None:
+        return data
+    ranks, line_of = _parse_tiktoken_lines(path, raw)
     return _recover(ranks, pattern, special_tokens, lambda token: {"path": path, "line": line_of.get(token)})
+
+
+def _read_fast(raw: bytes, pattern: str | None, special_tokens) -> BPEData | None:
+    """The engine's reader (``_core.bpe_model_from_tiktoken``): one pass over
+    the bytes in Rust, merges recovered there, no Python object per token.
+    None when it declines (a file not in the canonical shape, or one that
+    breaks a rule, or specials the engine does not take as given): the line
+    by line reader then says what is wrong where, exactly as before."""
+    from .. import _core
+
+    specials = dict(special_tokens or {})
+    for text, i in specials.items():
+        if not isinstance(text, str) or not text or type(i) is not int or not 0 <= i <= MAX_ID:
+            return None
+    name = pattern_name_for(pattern)
+    if pattern_name_problem(pattern, name) is not None:
+        return None
+    model = _core.bpe_model_from_tiktoken(raw, list(specials.items()), pattern)
+    if model is None:
+        return None
+    return BPEData.from_engine(model, specials, pattern, name)
 
 
 def sniff_tiktoken(path, head: bytes) -> bool:
