@@ -381,7 +381,7 @@ class GrowingBPETokenizer(Tokenizer):
         st = self._state
         if st.data.normalization == "NFC":
             texts = [_nfc(t) for t in texts]
-        return batch_ids(st.model, texts, num_threads, as_numpy, st.data.next_merge_id, self._byte_id)
+        return batch_ids(st.model, texts, num_threads, as_numpy, self._byte_id)
 
     def encode_batch_flat(self, texts: Sequence[str], num_threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(flat uint32 ids, int64 offsets) of many texts (no BOS/EOS; see :meth:`Tokenizer.encode_batch_flat`)."""
@@ -431,7 +431,7 @@ class GrowingBPETokenizer(Tokenizer):
                 parts = [one(t) for t in text]
             else:
                 texts = [_nfc(t) for t in text] if st.data.normalization == "NFC" else list(text)
-                parts = batch_ids(st.model, texts, num_threads, False, st.data.next_merge_id, self._byte_id)
+                parts = batch_ids(st.model, texts, num_threads, False, self._byte_id)
             return [self._finish(p, add_special_tokens, max_length, truncation, padding) for p in parts]
         raise TypeError(f"encode expects a str or a list of str, not {type(text).__name__}")
 

@@ -41,7 +41,7 @@ from typing import Sequence
 import numpy as np
 
 from . import _core
-from .base import RustBacked, Tokenizer, _check_texts
+from .base import IdBatch, RustBacked, Tokenizer, _check_texts
 from .chat import SPECIAL_TOKENS
 from .data.corpus import corpus_files, corpus_paths, iterator_documents
 from .errors import FormatError, SpecialTokenError, TokenforgeError
@@ -455,7 +455,7 @@ class Mixedgram(RustBacked, Tokenizer):
         data = [to_latin1(t, self.errors) for t in texts]
         flat, offsets = self._model.encode_batch(data, p, num_threads)
         if as_numpy:
-            return np.split(flat, offsets[1:-1]) if len(data) else []
+            return IdBatch(flat.astype(np.uint32), offsets)
         ids = flat.tolist()
         off = offsets.tolist()
         return [ids[off[i] : off[i + 1]] for i in range(len(data))]

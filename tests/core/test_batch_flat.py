@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 from tokenforge import BPETokenizer, GrowingBPETokenizer, LZ78Tokenizer, Mixedgram
-
 from toy_family import CharTokenizer
 
 CORPUS = ["hello world, the quick brown fox.\n", "def f(x):\n    return x + 1\n", "héllo wörld ünïcode 漢字"] * 20
