@@ -9,7 +9,7 @@ functions that need them.
 
 from . import errors
 from ._core import __version__
-from .base import Tokenizer
+from .base import IdBatch, Tokenizer
 from .bpe import BPETokenizer
 from .chat import SPECIAL_TOKENS
 from .errors import (
@@ -39,6 +39,7 @@ __all__ = [
     "Mixedgram",
     "LZ78Tokenizer",
     "Tokenizer",
+    "IdBatch",
     "load",
     "errors",
     "SPECIAL_TOKENS",

@@ -187,10 +187,57 @@ def encode_around_surrogates(
     return out
 
 
+class IdBatch(Sequence[np.ndarray]):
+    """The ids of many texts in one flat ``uint32`` array, ``ids``, with
+    ``int64`` ``offsets`` of ``len + 1``: text ``i``'s ids are
+    ``ids[offsets[i]:offsets[i + 1]]``. What ``encode_batch(..., as_numpy=True)``
+    returns: no Python object per text is made until one is asked for
+    (``batch[i]`` is a view into ``ids``; iterating gives the views in order).
+    ``ids, offsets = batch.ids, batch.offsets`` hands the two arrays to numpy,
+    torch (``torch.from_numpy``) or a file."""
+
+    __slots__ = ("ids", "offsets")
+
+    def __init__(self, ids: np.ndarray, offsets: np.ndarray):
+        if offsets.ndim != 1 or len(offsets) == 0 or int(offsets[0]) != 0 or int(offsets[-1]) != len(ids):
+            raise ValueError("offsets must start at 0 and end at len(ids)")
+        self.ids = ids
+        self.offsets = offsets
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        n = len(self)
+        k = i + n if i < 0 else i
+        if not 0 <= k < n:
+            raise IndexError(f"batch index {i} out of range for {n} texts")
+        return self.ids[self.offsets[k] : self.offsets[k + 1]]
+
+    def __iter__(self):
+        ids, off = self.ids, self.offsets.tolist()
+        for k in range(len(off) - 1):
+            yield ids[off[k] : off[k + 1]]
+
+    def lengths(self) -> np.ndarray:
+        """The number of ids of each text (``int64``)."""
+        return np.diff(self.offsets)
+
+    def tolist(self) -> list[list[int]]:
+        """The ids as lists, as ``encode_batch`` without ``as_numpy`` gives them."""
+        ids, off = self.ids.tolist(), self.offsets.tolist()
+        return [ids[off[k] : off[k + 1]] for k in range(len(off) - 1)]
+
+    def __repr__(self) -> str:
+        return f"IdBatch({len(self)} texts, {len(self.ids)} ids)"
+
+
 def _flat(lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
-    """(flat uint32 ids, uint64 offsets of len(lists)+1), as the cores' ``encode_batch_numpy`` give."""
-    offsets = np.zeros(len(lists) + 1, dtype=np.uint64)
-    np.cumsum(np.fromiter(map(len, lists), dtype=np.uint64, count=len(lists)), out=offsets[1:])
+    """(flat uint32 ids, int64 offsets of len(lists)+1), as the cores' ``encode_batch_numpy`` give."""
+    offsets = np.zeros(len(lists) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, lists), dtype=np.int64, count=len(lists)), out=offsets[1:])
     flat = np.fromiter(itertools.chain.from_iterable(lists), dtype=np.uint32, count=int(offsets[-1]))
     return flat, offsets
 
@@ -395,13 +442,25 @@ class Tokenizer(ChatMixin, abc.ABC):
             i = j + len(name)
 
     def encode_batch(self, texts: Sequence[str], num_threads: int | None = None, as_numpy: bool = False):
-        """Encode many texts; ``as_numpy`` gives one numpy array per text."""
+        """Encode many texts: a list of id lists, or with ``as_numpy`` an
+        :class:`IdBatch` (one flat ``uint32`` array and ``int64`` offsets, a
+        numpy view per text on demand)."""
         _check_texts(texts)
-        out = [self.encode_ordinary(t) for t in texts]
         if as_numpy:
-            dt = ids_dtype(self.vocab_size)
-            return [np.asarray(x, dtype=dt) for x in out]
-        return out
+            return IdBatch(*self.encode_batch_flat(texts, num_threads=num_threads))
+        return [self.encode_ordinary(t) for t in texts]
+
+    def encode_batch_flat(self, texts: Sequence[str], num_threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Encode many texts into one flat ``uint32`` array of ids and ``int64``
+        offsets of ``len(texts) + 1``: text ``i``'s ids are
+        ``ids[offsets[i]:offsets[i + 1]]`` (equal to ``encode_ordinary(texts[i])``).
+
+        The one batch rule for bulk ids: families with a Rust core
+        (:class:`CoreEncoded`, growing) encode with the GIL released straight
+        into the one buffer numpy wraps, without a Python object per text; this
+        default, for the others, goes through :meth:`encode_batch`."""
+        _check_texts(texts)
+        return _flat([self.encode_ordinary(t) for t in texts])
 
     def decode(self, ids) -> str:
         """Decode ids to text (invalid UTF-8 becomes U+FFFD; a lone surrogate's
@@ -578,34 +637,32 @@ class CoreEncoded(RustBacked):
         """Encode many texts in parallel (GIL released). ``as_numpy`` gives one
         array per text, views into one buffer (uint16 when the vocabulary fits)."""
         _check_texts(texts)
-        return batch_ids(self._model, list(texts), num_threads, as_numpy, self.vocab_size, self._byte_id)
+        return batch_ids(self._model, list(texts), num_threads, as_numpy, self._byte_id)
+
+    def encode_batch_flat(self, texts: Sequence[str], num_threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        _check_texts(texts)
+        return batch_flat(self._model, list(texts), num_threads, self._byte_id)
 
     def _jsonl_block_encoder(self):
         return self._model.encode_jsonl_block
 
 
-def batch_ids(
-    model, texts: Sequence[str], num_threads: int | None, as_numpy: bool, vocab_size: int, byte_id: Callable[[int], int]
-):
-    """Encode ``texts`` with a core model in parallel: lists of ids, or numpy
-    arrays (views into one buffer; uint16 when ``vocab_size`` fits). Texts with
-    lone surrogates: :func:`encode_around_surrogates` with ``byte_id``."""
+def batch_ids(model, texts: Sequence[str], num_threads: int | None, as_numpy: bool, byte_id: Callable[[int], int]):
+    """Encode ``texts`` with a core model in parallel: lists of ids, or an
+    :class:`IdBatch` (one flat uint32 buffer). Texts with lone surrogates:
+    :func:`encode_around_surrogates` with ``byte_id``."""
     if not as_numpy:
         try:
             return model.encode_batch(texts, num_threads)
         except UnicodeEncodeError:
             return encode_around_surrogates(texts, lambda parts: model.encode_batch(parts, num_threads), byte_id)
-    flat, offsets = batch_flat(model, texts, num_threads, byte_id)
-    dt = ids_dtype(vocab_size)
-    if dt != np.uint32:
-        flat = flat.astype(dt)
-    return np.split(flat, offsets[1:-1].astype(np.intp)) if texts else []
+    return IdBatch(*batch_flat(model, texts, num_threads, byte_id))
 
 
 def batch_flat(
     model, texts: Sequence[str], num_threads: int | None, byte_id: Callable[[int], int]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """A core model's ``encode_batch_numpy`` (flat uint32 ids, uint64 offsets),
+    """A core model's ``encode_batch_numpy`` (flat uint32 ids, int64 offsets),
     also for texts with lone surrogates (:func:`encode_around_surrogates`)."""
     try:
         return model.encode_batch_numpy(texts, num_threads)

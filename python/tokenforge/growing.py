@@ -53,7 +53,7 @@ import numpy as np
 
 from . import _core
 from . import sync as _sync
-from .base import Tokenizer, _check_texts, batch_ids, decode_utf8, encode_around_surrogates
+from .base import Tokenizer, _check_texts, batch_flat, batch_ids, decode_utf8, encode_around_surrogates
 from .bpe_structure import bpe_embedding_metadata
 from .counting import DocRule, count_pieces
 from .data.corpus import Texts
@@ -381,7 +381,14 @@ class GrowingBPETokenizer(Tokenizer):
         st = self._state
         if st.data.normalization == "NFC":
             texts = [_nfc(t) for t in texts]
-        return batch_ids(st.model, texts, num_threads, as_numpy, st.data.next_merge_id, self._byte_id)
+        return batch_ids(st.model, texts, num_threads, as_numpy, self._byte_id)
+
+    def encode_batch_flat(self, texts: Sequence[str], num_threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(flat uint32 ids, int64 offsets) of many texts (no BOS/EOS; see :meth:`Tokenizer.encode_batch_flat`)."""
+        _check_texts(texts)
+        st = self._state
+        texts = [_nfc(t) for t in texts] if st.data.normalization == "NFC" else list(texts)
+        return batch_flat(st.model, texts, num_threads, self._byte_id)
 
     # The seed's signature (HF-style special-token and padding options), not Tokenizer.encode's.
     def encode(  # type: ignore[override]
@@ -424,7 +431,7 @@ class GrowingBPETokenizer(Tokenizer):
                 parts = [one(t) for t in text]
             else:
                 texts = [_nfc(t) for t in text] if st.data.normalization == "NFC" else list(text)
-                parts = batch_ids(st.model, texts, num_threads, False, st.data.next_merge_id, self._byte_id)
+                parts = batch_ids(st.model, texts, num_threads, False, self._byte_id)
             return [self._finish(p, add_special_tokens, max_length, truncation, padding) for p in parts]
         raise TypeError(f"encode expects a str or a list of str, not {type(text).__name__}")
 

@@ -35,7 +35,6 @@ over workers (it must see the corpus in order, so it is one task).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -341,11 +340,6 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
     def tokenize_flat(self, text: str) -> list[int]:
         """Greedy longest match over the dictionary's strings (the flat_prune encoder; same as encode_ordinary)."""
         return self.encode_ordinary(text)
-
-    def encode_batch_flat(self, texts: Sequence[str], num_threads: int | None = None):
-        """(flat uint32 ids, uint64 offsets) of many texts, without per-text lists."""
-        _check_texts(texts)
-        return batch_flat(self._model, list(texts), num_threads, self._byte_id)
 
     # ---- chunking and output vocabulary -------------------------------------
     def set_chunking(self, chunking: bool) -> None:

@@ -41,7 +41,7 @@ from typing import Sequence
 import numpy as np
 
 from . import _core
-from .base import RustBacked, Tokenizer, _check_texts
+from .base import IdBatch, RustBacked, Tokenizer, _check_texts
 from .chat import SPECIAL_TOKENS
 from .data.corpus import corpus_files, corpus_paths, iterator_documents
 from .errors import FormatError, SpecialTokenError, TokenforgeError
@@ -455,10 +455,20 @@ class Mixedgram(RustBacked, Tokenizer):
         data = [to_latin1(t, self.errors) for t in texts]
         flat, offsets = self._model.encode_batch(data, p, num_threads)
         if as_numpy:
-            return np.split(flat, offsets[1:-1].astype(np.intp)) if len(data) else []
+            return IdBatch(flat.astype(np.uint32), offsets)
         ids = flat.tolist()
         off = offsets.tolist()
         return [ids[off[i] : off[i + 1]] for i in range(len(data))]
+
+    def encode_batch_flat(
+        self, texts: Sequence[str], num_threads: int | None = None, parse: str | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(flat uint32 ids, int64 offsets) of many texts (see
+        :meth:`Tokenizer.encode_batch_flat`); the core's ids are uint16, widened once."""
+        _check_texts(texts)
+        p = self.parse if parse is None else _check_parse(parse)
+        flat, offsets = self._model.encode_batch([to_latin1(t, self.errors) for t in texts], p, num_threads)
+        return flat.astype(np.uint32), offsets
 
     def decode(self, ids) -> str:
         """The latin1 text of ``ids`` (special tokens as their text)."""

@@ -80,7 +80,7 @@ pub(crate) fn encode_batch<'py, C: PyEncoder>(
 }
 
 /// (flat ids, offsets of each text's ids).
-pub(crate) type FlatBatch<'py> = (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u64>>);
+pub(crate) type FlatBatch<'py> = (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<i64>>);
 
 pub(crate) fn encode_batch_numpy<'py, C: PyEncoder>(
     c: &C,
@@ -202,7 +202,7 @@ macro_rules! encoder_class {
                 $crate::py::encoder::encode_batch(self, py, texts, num_threads, allowed, specials)
             }
 
-            /// Many texts in parallel: (flat uint32 ids, uint64 offsets of
+            /// Many texts in parallel: (flat uint32 ids, int64 offsets of
             /// len(texts)+1), handed to numpy without a copy.
             #[pyo3(signature = (texts, num_threads=None, allowed=None, specials=false))]
             fn encode_batch_numpy<'py>(

@@ -37,7 +37,7 @@ fn ids12(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u16>> {
 }
 
 /// (flat ids, offsets of each text's ids).
-type FlatIds<'py> = (Bound<'py, PyArray1<u16>>, Bound<'py, PyArray1<u64>>);
+type FlatIds<'py> = (Bound<'py, PyArray1<u16>>, Bound<'py, PyArray1<i64>>);
 
 #[pyclass(module = "tokenforge._core", name = "MixedgramModel", frozen)]
 pub struct PyMixedgramModel {
@@ -127,10 +127,10 @@ impl PyMixedgramModel {
                 pool.install(|| texts.par_iter().map(|t| model.encode(&ngram::strip_nul(t).0, parse)).collect());
             let mut flat = Vec::with_capacity(parts.iter().map(|p| p.len()).sum());
             let mut offsets = Vec::with_capacity(parts.len() + 1);
-            offsets.push(0u64);
+            offsets.push(0i64);
             for p in &parts {
                 flat.extend_from_slice(p);
-                offsets.push(flat.len() as u64);
+                offsets.push(flat.len() as i64);
             }
             (flat, offsets)
         });

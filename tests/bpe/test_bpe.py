@@ -147,7 +147,14 @@ def test_encode_batch_equals_single(tok, docs):
     assert tok.encode_batch(texts, num_threads=2) == single
     arrays = tok.encode_batch(texts, num_threads=1, as_numpy=True)
     assert [a.tolist() for a in arrays] == single
-    assert arrays[0].dtype == np.uint16
+    # one flat uint32 buffer with int64 offsets; a view per text on demand
+    assert isinstance(arrays, tokenforge.IdBatch) and len(arrays) == len(texts)
+    assert arrays.ids.dtype == np.uint32 and arrays.offsets.dtype == np.int64
+    assert arrays.ids.tolist() == [i for s in single for i in s]
+    assert arrays.lengths().tolist() == [len(s) for s in single]
+    assert arrays.tolist() == single and arrays[-1].tolist() == single[-1]
+    assert [a.tolist() for a in arrays[1:3]] == single[1:3]
+    assert arrays[0].base is not None  # a view, not a copy
     assert tok.encode(texts) == single
     assert tok.encode_to_numpy(texts[0]).tolist() == single[0]
 

@@ -49,7 +49,7 @@ def test_shared_methods_agree_with_each_other(family):
     one = [m.encode_ordinary(t) for t in TEXTS]
     assert m.encode_batch(TEXTS, 1) == one == m.encode_batch(TEXTS, 2)
     flat, offsets = m.encode_batch_numpy(TEXTS, 2)
-    assert flat.dtype == np.uint32 and offsets.dtype == np.uint64 and len(offsets) == len(TEXTS) + 1
+    assert flat.dtype == np.uint32 and offsets.dtype == np.int64 and len(offsets) == len(TEXTS) + 1
     assert [flat[offsets[i] : offsets[i + 1]].tolist() for i in range(len(TEXTS))] == one
     assert [m.decode_bytes(ids) for ids in one] == [t.encode() for t in TEXTS]
     assert m.encode_ordinary_numpy(TEXTS[0]).tolist() == one[0]

@@ -198,9 +198,9 @@ def test_batch_and_numpy_paths_equal_single_encode(tok, texts):
         assert tok.encode(texts, add_special_tokens=False) == single
     else:
         assert tok.encode(texts, allowed_special=()) == single
-    if isinstance(tok, LZ78Tokenizer):
-        flat, offsets = tok.encode_batch_flat(texts)
-        assert flat.dtype == np.uint32 and offsets.dtype == np.uint64
+    for threads in (1, 2):  # every family: the flat batch, lone surrogates included
+        flat, offsets = tok.encode_batch_flat(texts, num_threads=threads)
+        assert flat.dtype == np.uint32 and offsets.dtype == np.int64
         assert flat.tolist() == [i for x in single for i in x]
         assert offsets.tolist() == np.cumsum([0] + [len(x) for x in single]).tolist()
 

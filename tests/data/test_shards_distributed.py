@@ -393,7 +393,7 @@ def test_cluster_equals_single_machine_for_every_family(tmp_path, corpus, toks, 
 
 
 class KillOnce(tokenforge.BPETokenizer):
-    """A BPE tokenizer whose encode_batch kills its own process (SIGKILL) on its
+    """A BPE tokenizer whose encode_batch_flat kills its own process (SIGKILL) on its
     third call in a process, once per marker file (created first, exclusively,
     holding the pid): one worker dies in the middle of a partition, after it has
     written some of its shards."""
@@ -401,7 +401,7 @@ class KillOnce(tokenforge.BPETokenizer):
     marker: str = ""
 
     def _jsonl_block_encoder(self):
-        return None  # every document through encode_batch
+        return None  # every document through encode_batch_flat
 
     def _transport_state(self) -> dict:
         return {**super()._transport_state(), "marker": self.marker}
@@ -416,7 +416,7 @@ class KillOnce(tokenforge.BPETokenizer):
 
     calls = 0
 
-    def encode_batch(self, *args, **kwargs):
+    def encode_batch_flat(self, *args, **kwargs):
         KillOnce.calls += 1
         if self.marker and KillOnce.calls == 3:
             try:
@@ -427,7 +427,7 @@ class KillOnce(tokenforge.BPETokenizer):
                 os.write(fd, str(os.getpid()).encode())
                 os.close(fd)
                 os.kill(os.getpid(), signal.SIGKILL)
-        return super().encode_batch(*args, **kwargs)
+        return super().encode_batch_flat(*args, **kwargs)
 
 
 def test_a_worker_killed_mid_task_changes_nothing(tmp_path, corpus, toks, cluster):

@@ -242,7 +242,8 @@ def test_batch_equals_one_by_one(tok):
         assert tok.encode(texts, parse=parse) == one
         assert tok.encode_batch(texts, parse=parse, num_threads=2) == one
         arrays = tok.encode_batch(texts, as_numpy=True, parse=parse)
-        assert [a.tolist() for a in arrays] == one and all(a.dtype == np.uint16 for a in arrays)
+        assert [a.tolist() for a in arrays] == one and arrays.ids.dtype == np.uint32
+        assert arrays.tolist() == one and arrays.offsets.tolist()[-1] == sum(map(len, one))
     assert tok.encode_to_numpy(TEXT).tolist() == tok.encode(TEXT)
 
 

@@ -2,7 +2,7 @@
 
 :func:`pretokenize` streams the documents of a corpus (anything
 :func:`~tokenforge.data.corpus.iter_documents` reads), encodes them in parallel
-batches with the tokenizer's ``encode_batch(num_threads=...)`` and writes a
+batches with the tokenizer's ``encode_batch_flat(num_threads=...)`` and writes a
 directory::
 
     index.json               what the directory holds (below); written last
@@ -53,7 +53,7 @@ longest document. A block holding a line that only Python's ``json`` reads
 (NaN, deep nesting, ...) or that is wrong is read by the Python reader
 instead, with the same results and errors. Other corpora and families go
 through :func:`~tokenforge.data.corpus.iter_documents` and the family's
-``encode_batch(num_threads=...)``. See ``bench/pretokenize.py``.
+``encode_batch_flat(num_threads=...)``. See ``bench/pretokenize.py``.
 
 :class:`ShardSet` also reads the directories the old ``tokenforge lz78
 pretokenize`` wrote (``"format": "tokenforge-token-shards"``: token files and
@@ -109,7 +109,7 @@ FLAT_VERSION = 2
 INDEX_FILE = "index.json"
 #: default shard size in tokens (32 MiB of uint16)
 DEFAULT_SHARD_TOKENS = 1 << 24
-#: default batch handed to encode_batch, in characters
+#: default batch handed to encode_batch_flat, in characters
 DEFAULT_BATCH_CHARS = 4 << 20
 
 
@@ -233,23 +233,22 @@ class _Flat:
         self.tokens, self.ntok, self.nbytes, self.nchars = tokens, ntok, nbytes, nchars
 
     @classmethod
-    def of(cls, arrays, texts, bos: int | None, dtype, token_bytes: np.ndarray) -> "_Flat":
-        """From ``encode_batch(..., as_numpy=True)``'s arrays and the texts."""
-        parts, ntok, nbytes = [], [], []
-        bos_arr = None if bos is None else np.array([bos], dtype=dtype)
-        for a in arrays:
-            a = np.asarray(a)
-            if len(a) and (int(a.max()) >= len(token_bytes) or int(a.min()) < 0):
-                raise ShardError(f"the tokenizer produced an id outside its {len(token_bytes)} ids")
-            # Per document rather than over one concatenated batch: the gathers stay in cache.
-            nbytes.append(int(token_bytes[a].sum()) if len(a) else 0)
-            if bos_arr is not None:
-                parts.append(bos_arr)
-            parts.append(a.astype(dtype, copy=False))
-            ntok.append(len(a) + (bos_arr is not None))
-        tokens = np.concatenate(parts) if parts else np.zeros(0, dtype)
-        i64 = np.int64
-        return cls(tokens, np.array(ntok, i64), np.array(nbytes, i64), np.array([len(t) for t in texts], i64))
+    def of(cls, flat, offsets, texts, bos: int | None, dtype, token_bytes: np.ndarray) -> "_Flat":
+        """From ``encode_batch_flat``'s ids and offsets and the texts: whole-batch
+        array operations, no Python step per document."""
+        flat, offsets = np.asarray(flat), np.asarray(offsets, dtype=np.int64)
+        if len(flat) and (int(flat.max()) >= len(token_bytes) or int(flat.min()) < 0):
+            raise ShardError(f"the tokenizer produced an id outside its {len(token_bytes)} ids")
+        # byte counts per document: differences of the running byte total at the offsets
+        run = np.zeros(len(flat) + 1, dtype=np.int64)
+        np.cumsum(token_bytes[flat], out=run[1:])
+        nbytes = run[offsets[1:]] - run[offsets[:-1]]
+        ntok = np.diff(offsets)
+        tokens = flat.astype(dtype, copy=False)
+        if bos is not None:
+            tokens = np.insert(tokens, offsets[:-1], np.asarray(bos, dtype=dtype))
+            ntok = ntok + 1
+        return cls(tokens, ntok, nbytes, np.array([len(t) for t in texts], np.int64))
 
 
 class _Resume:
@@ -486,7 +485,7 @@ def _batched(docs: Iterator[str], batch_chars: int) -> Iterator[list[str]]:
 def _block_encoder(tokenizer, corpus):
     """The tokenizer's JSON-lines block encoder when the corpus is ``.jsonl``
     files only and the family has one; else None (documents go through
-    ``iter_documents`` and ``encode_batch``)."""
+    ``iter_documents`` and ``encode_batch_flat``)."""
     encoder = tokenizer._jsonl_block_encoder()
     if encoder is None:
         return None
@@ -662,7 +661,7 @@ class _Pretokenizer:
        or nothing left to do), removes unlisted leftovers and writes the index;
     3. the document source: :meth:`_items` reads the corpus as blocks of raw
        JSON lines for the core's block encoder (:meth:`_encode_block`,
-       :meth:`_finish_block`) or as batches of texts for ``encode_batch``
+       :meth:`_finish_block`) or as batches of texts for ``encode_batch_flat``
        (:meth:`_encode_texts`); both skip what listed shards hold (:class:`_Resume`);
     4. :meth:`_stream` overlaps reading, encoding and writing (:class:`_Reader`,
        :class:`_Writer`, which writes shard files and the index atomically and
@@ -776,9 +775,9 @@ class _Pretokenizer:
             texts = texts[n:]
         if not texts:
             return None
-        arrays = self.tokenizer.encode_batch(texts, num_threads=self.workers, as_numpy=True)
+        flat, offsets = self.tokenizer.encode_batch_flat(texts, num_threads=self.workers)
         bos_id, dtype, token_bytes = self.bos_id, self.dtype, self.token_bytes
-        return lambda: _Flat.of(arrays, texts, bos_id, dtype, token_bytes)
+        return lambda: _Flat.of(flat, offsets, texts, bos_id, dtype, token_bytes)
 
     def _start_line(self, path) -> int:
         """The line number of the first line read from ``path``: 1, or for a

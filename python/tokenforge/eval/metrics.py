@@ -47,9 +47,9 @@ def token_counts(
     def flush():
         if not batch:
             return
-        for arr in tok.encode_batch(batch, num_threads=num_threads, as_numpy=True):
-            if len(arr):
-                counts[:] += np.bincount(np.asarray(arr, dtype=np.int64), minlength=vocab)[:vocab]
+        ids, _ = tok.encode_batch_flat(batch, num_threads=num_threads)
+        if len(ids):  # one count over the whole batch's flat ids
+            counts[:] += np.bincount(ids, minlength=vocab)[:vocab]
         batch.clear()
 
     for t in texts:
