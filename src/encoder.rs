@@ -286,7 +286,8 @@ mod tests {
         let merges = [(104, 101, 256), (108, 108, 257), (256, 257, 258)];
         let bpe = BpeModel::new(&ident(), &merges, vec![], Pretokenizer::Whole, crate::bpe::encode::MergeRule::Pairs)
             .unwrap();
-        let texts: Vec<String> = (0..3000).map(|i| if i % 7 == 0 { String::new() } else { "hello ".repeat(i % 50) }).collect();
+        let texts: Vec<String> =
+            (0..3000).map(|i| if i % 7 == 0 { String::new() } else { "hello ".repeat(i % 50) }).collect();
         let one: Vec<Vec<u32>> = texts.iter().map(|t| bpe.encode_ordinary(t).unwrap()).collect();
         for threads in [1, 2, 3] {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();

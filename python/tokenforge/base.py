@@ -207,7 +207,7 @@ class IdBatch(Sequence[np.ndarray]):
     def __len__(self) -> int:
         return len(self.offsets) - 1
 
-    def __getitem__(self, i):  # type: ignore[override]
+    def __getitem__(self, i):
         if isinstance(i, slice):
             return [self[k] for k in range(*i.indices(len(self)))]
         n = len(self)
