@@ -77,7 +77,7 @@ def test_training_with_named_patterns_is_unchanged_by_the_gap_rule():
 
 
 def test_uncompilable_pattern_is_a_pattern_error():
-    for bad in ("(unclosed", "a{3,1}", "(?<=a+)b", "[z-a]", ""):
+    for bad in ("(unclosed", "a\\", "x**", "(?z)a", "a{3,1}", "[z-a]", ""):
         with pytest.raises(PatternError):
             BPETokenizer.train_from_iterator(CORPUS, 280, pattern=bad, progress=False)
 
@@ -122,7 +122,7 @@ def split_patterns(draw):
     for _ in range(draw(st.integers(1, 3))):
         seq = "".join(draw(st.lists(_quantified(), min_size=1, max_size=3)))
         look = draw(st.sampled_from(["", "", "", r"(?!\S)", r"(?=\s)", r"(?!\d)"]))
-        behind = draw(st.sampled_from(["", "", "", "(?<=a)", r"(?<!\s)", "(?<=a+)"]))  # a+: not fixed-length
+        behind = draw(st.sampled_from(["", "", "", "(?<=a)", r"(?<!\s)", "(?<=a+)"]))  # a+: variable length (fancy-regex >= 0.16 accepts it)
         alternatives.append(behind + seq + look)
     return "|".join(alternatives)
 
