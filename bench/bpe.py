@@ -17,6 +17,7 @@ train   Train a ``--vocab`` vocabulary on the first ``--mb`` MB of the training
         text with tokenforge (``num_threads=--threads``), rustbpe, HF tokenizers
         (byte-level BPE, same split regex) and sentencepiece (BPE with byte
         fallback, from a text file; ``--spm-mb`` gives it a smaller slice).
+        Each tool's module is imported before timing (import is not training).
         Iterator-based trainers get the same documents: the text cut at
         paragraph breaks into pieces of about ``--doc-kb`` KB. All use the same
         split pattern: ``--pattern gpt4`` (default), nanochat's (:data:`PATTERN`,
@@ -140,6 +141,26 @@ def setup_train(
     }
 
 
+def setup_train_tokenforge(*args) -> dict:
+    """``setup_train`` plus the import of tokenforge: module import is not
+    training, for any tool (each trainer's setup imports its own module)."""
+    import tokenforge  # noqa: F401
+
+    return setup_train(*args)
+
+
+def setup_train_rustbpe(*args) -> dict:
+    import rustbpe  # noqa: F401
+
+    return setup_train(*args)
+
+
+def setup_train_hf(*args) -> dict:
+    import tokenizers  # noqa: F401
+
+    return setup_train(*args)
+
+
 def setup_spm(
     mb: float, vocab: int, threads: int, doc_kb: float, out_dir: str, tag: str, pattern: str = "gpt4"
 ) -> dict:
@@ -199,7 +220,9 @@ def tf_train_kwargs(threads: int, pattern: str = "gpt4") -> dict:
 def train_tokenforge(st: dict) -> dict:
     import tokenforge
 
-    tok = tokenforge.BPETokenizer.train_from_iterator(iter(st["docs"]), st["vocab"], **tf_train_kwargs(st["threads"], st["pattern"]))
+    tok = tokenforge.BPETokenizer.train_from_iterator(
+        iter(st["docs"]), st["vocab"], **tf_train_kwargs(st["threads"], st["pattern"])
+    )
     st["tok"] = tok
     return {"vocab_size": tok.vocab_size}
 
@@ -535,15 +558,22 @@ def main(argv=None) -> int:
         if have_tf:
             b.add(
                 run_function(
-                    train_tokenforge, *targs, setup=setup_train, after=after_tokenforge, tool="tokenforge", **common_kw
+                    train_tokenforge,
+                    *targs,
+                    setup=setup_train_tokenforge,
+                    after=after_tokenforge,
+                    tool="tokenforge",
+                    **common_kw,
                 )
             )
         if use("rustbpe"):
             b.add(
-                run_function(train_rustbpe, *targs, setup=setup_train, after=after_rustbpe, tool="rustbpe", **common_kw)
+                run_function(
+                    train_rustbpe, *targs, setup=setup_train_rustbpe, after=after_rustbpe, tool="rustbpe", **common_kw
+                )
             )
         if use("hf"):
-            b.add(run_function(train_hf, *targs, setup=setup_train, tool="hf", **common_kw))
+            b.add(run_function(train_hf, *targs, setup=setup_train_hf, tool="hf", **common_kw))
         if use("sentencepiece"):
             spm_args = (a.spm_mb, *targs[1:])
             b.add(

@@ -734,7 +734,7 @@ pub fn train_texts(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pretok::GPT4_PATTERN;
+    use crate::pretok::{GPT4_PATTERN, O200K_PATTERN};
 
     fn ident() -> [u32; 256] {
         let mut b = [0u32; 256];
@@ -835,10 +835,10 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(200))]
         #[test]
-        fn matches_naive(texts in prop::collection::vec("[ab c\n.é]{0,30}", 1..6), n in 0usize..40, lex in any::<bool>(), whole in any::<bool>()) {
+        fn matches_naive(texts in prop::collection::vec("[ab c\n.éA'ŝD1]{0,30}", 1..6), n in 0usize..40, lex in any::<bool>(), pat in 0usize..3) {
             let refs: Vec<&str> = texts.iter().map(|s| s.as_str()).collect();
             let tie = if lex { TieBreak::Lexicographic } else { TieBreak::PairIds };
-            check(&refs, if whole { None } else { Some(GPT4_PATTERN) }, n, tie);
+            check(&refs, [None, Some(GPT4_PATTERN), Some(O200K_PATTERN)][pat], n, tie);
         }
 
         /// Long pieces (whole documents), repetitive ones, and many merges.
@@ -848,6 +848,7 @@ mod tests {
             let tie = if lex { TieBreak::Lexicographic } else { TieBreak::PairIds };
             check(&refs, None, n, tie);
             check(&refs, Some(GPT4_PATTERN), n, tie);
+            check(&refs, Some(O200K_PATTERN), n, tie);
         }
     }
 }
