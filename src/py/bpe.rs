@@ -109,8 +109,7 @@ impl PyWordCounter {
         // every non-ASCII str for as long as the caller keeps its documents (15 MB
         // more peak memory on a 50 MB corpus held in a list). A surrogate raises
         // UnicodeEncodeError, as `to_str` does.
-        let utf8: Vec<Bound<'_, PyBytes>> =
-            py_strs(texts)?.iter().map(|s| s.encode_utf8()).collect::<PyResult<_>>()?;
+        let utf8: Vec<Bound<'_, PyBytes>> = py_strs(texts)?.iter().map(|s| s.encode_utf8()).collect::<PyResult<_>>()?;
         let refs: Vec<&str> = utf8
             .iter()
             .map(|b| std::str::from_utf8(b.as_bytes()).map_err(|e| Error::invalid(format!("not UTF-8: {e}"))))
