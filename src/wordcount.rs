@@ -269,12 +269,6 @@ impl WordCounter {
         Ok(wc)
     }
 
-    /// The unique pieces in no particular order, consuming the counter (each
-    /// piece's memory goes back as it is taken).
-    pub fn into_pieces(self) -> impl Iterator<Item = (Box<[u8]>, u64)> {
-        self.map.into_iter()
-    }
-
     /// The unique pieces sorted by bytes (a deterministic order).
     pub fn into_sorted(self) -> Vec<(Box<[u8]>, u64)> {
         let mut v: Vec<(Box<[u8]>, u64)> = self.map.into_iter().collect();
