@@ -6,6 +6,7 @@ Usage::
     python bench/bpe.py --quick                   # smoke run: 5 MB, 4,096 vocab, small inputs
     python bench/bpe.py                           # full: 50 MB, 32,768 vocab
     python bench/bpe.py --only train,parity       # parts: train, encode, batch, patho, parity
+    python bench/bpe.py --pattern o200k           # every tool splits with tiktoken's o200k pattern
     python bench/bpe.py --skip sentencepiece,hf   # leave peers out
     python bench/bpe.py --spm-mb 10               # sentencepiece on a smaller slice
 
@@ -16,9 +17,12 @@ train   Train a ``--vocab`` vocabulary on the first ``--mb`` MB of the training
         text with tokenforge (``num_threads=--threads``), rustbpe, HF tokenizers
         (byte-level BPE, same split regex) and sentencepiece (BPE with byte
         fallback, from a text file; ``--spm-mb`` gives it a smaller slice).
+        Each tool's module is imported before timing (import is not training).
         Iterator-based trainers get the same documents: the text cut at
-        paragraph breaks into pieces of about ``--doc-kb`` KB. All use nanochat's
-        split pattern (:data:`PATTERN`, numbers of 1-2 digits). Throughput is
+        paragraph breaks into pieces of about ``--doc-kb`` KB. All use the same
+        split pattern: ``--pattern gpt4`` (default), nanochat's (:data:`PATTERN`,
+        numbers of 1-2 digits), or ``--pattern o200k``, tiktoken's o200k_base
+        ``pat_str`` (read from the installed tiktoken; tokenforge gets the name). Throughput is
         MB/s of training text, so a smaller sentencepiece slice stays comparable.
 encode  Single-thread ``encode_ordinary`` of ``--encode-mb`` MB of held-out text
         as one string: tokenforge vs tiktoken (an ``Encoding`` built from the
@@ -76,6 +80,31 @@ from common import (  # noqa: E402
 PATTERN = (
     r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,2}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"""
 )
+
+
+def o200k_pat_str() -> str:
+    """tiktoken's o200k_base ``pat_str``, read from the installed tiktoken
+    (its constructor, with the rank loader stubbed out: nothing is downloaded)."""
+    from tiktoken_ext import openai_public
+
+    real = openai_public.load_tiktoken_bpe
+    openai_public.load_tiktoken_bpe = lambda *a, **k: {}
+    try:
+        return openai_public.ENCODING_CONSTRUCTORS["o200k_base"]()["pat_str"]
+    finally:
+        openai_public.load_tiktoken_bpe = real
+
+
+#: ``--pattern`` choices: our pattern name -> the regex string the peers get
+#: (rustbpe, HF tokenizers and tiktoken take the regex text; tokenforge takes
+#: the name, and would recognise the text too).
+PATTERN_REGEX = {"gpt4": lambda: PATTERN, "o200k": o200k_pat_str}
+
+
+def pattern_regex(name: str) -> str:
+    return PATTERN_REGEX[name]()
+
+
 CACHE = BENCH_DIR / "data" / "bpe"
 #: rounds of the interleaved 1-thread / N-thread batch measurement (at least)
 SCALING_ROUNDS = 15
@@ -94,14 +123,47 @@ def training_text(mb: float) -> str:
     return text.encode()[: int(mb * MB)].decode("utf-8", "ignore")
 
 
-def setup_train(mb: float, vocab: int, threads: int, doc_kb: float, out_dir: str, tag: str) -> dict:
+def setup_train(
+    mb: float, vocab: int, threads: int, doc_kb: float, out_dir: str, tag: str, pattern: str = "gpt4"
+) -> dict:
     text = training_text(mb)
     docs = split_docs(text, int(doc_kb * 1024))
     del text
-    return {"docs": docs, "vocab": vocab, "threads": threads, "out_dir": out_dir, "tag": tag, "mb": mb}
+    return {
+        "docs": docs,
+        "vocab": vocab,
+        "threads": threads,
+        "out_dir": out_dir,
+        "tag": tag,
+        "mb": mb,
+        "pattern": pattern,
+        "regex": pattern_regex(pattern),
+    }
 
 
-def setup_spm(mb: float, vocab: int, threads: int, doc_kb: float, out_dir: str, tag: str) -> dict:
+def setup_train_tokenforge(*args) -> dict:
+    """``setup_train`` plus the import of tokenforge: module import is not
+    training, for any tool (each trainer's setup imports its own module)."""
+    import tokenforge  # noqa: F401
+
+    return setup_train(*args)
+
+
+def setup_train_rustbpe(*args) -> dict:
+    import rustbpe  # noqa: F401
+
+    return setup_train(*args)
+
+
+def setup_train_hf(*args) -> dict:
+    import tokenizers  # noqa: F401
+
+    return setup_train(*args)
+
+
+def setup_spm(
+    mb: float, vocab: int, threads: int, doc_kb: float, out_dir: str, tag: str, pattern: str = "gpt4"
+) -> dict:
     path = Path(out_dir) / f"spm_input_{mb:g}mb.txt"
     if not path.exists():
         path.write_text(training_text(mb), encoding="utf-8")
@@ -139,13 +201,13 @@ def tf_model_path(tag: str) -> Path:
 # --------------------------------------------------------------------------
 # training (timed functions; each runs in its own child)
 # --------------------------------------------------------------------------
-def tf_train_kwargs(threads: int) -> dict:
+def tf_train_kwargs(threads: int, pattern: str = "gpt4") -> dict:
     """tokenforge.BPETokenizer.train keyword arguments: the documented ones, and
     no special tokens when the signature allows it (so that the number of
     merges is the same as the peers')."""
     import tokenforge
 
-    kw = {"pattern": "gpt4", "num_threads": threads, "progress": False}
+    kw = {"pattern": pattern, "num_threads": threads, "progress": False}
     try:
         params = inspect.signature(tokenforge.BPETokenizer.train).parameters
     except (TypeError, ValueError):
@@ -158,7 +220,9 @@ def tf_train_kwargs(threads: int) -> dict:
 def train_tokenforge(st: dict) -> dict:
     import tokenforge
 
-    tok = tokenforge.BPETokenizer.train_from_iterator(iter(st["docs"]), st["vocab"], **tf_train_kwargs(st["threads"]))
+    tok = tokenforge.BPETokenizer.train_from_iterator(
+        iter(st["docs"]), st["vocab"], **tf_train_kwargs(st["threads"], st["pattern"])
+    )
     st["tok"] = tok
     return {"vocab_size": tok.vocab_size}
 
@@ -174,7 +238,7 @@ def train_rustbpe(st: dict) -> dict:
     import rustbpe
 
     tok = rustbpe.Tokenizer()
-    tok.train_from_iterator(iter(st["docs"]), st["vocab"], pattern=PATTERN)
+    tok.train_from_iterator(iter(st["docs"]), st["vocab"], pattern=st["regex"])
     st["tok"] = tok
     return {"vocab_size": tok.vocab_size}
 
@@ -191,7 +255,7 @@ def train_hf(st: dict) -> dict:
     tok.normalizer = None
     tok.pre_tokenizer = pre_tokenizers.Sequence(
         [
-            pre_tokenizers.Split(pattern=Regex(PATTERN), behavior="isolated", invert=False),
+            pre_tokenizers.Split(pattern=Regex(st["regex"]), behavior="isolated", invert=False),
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
         ]
     )
@@ -236,13 +300,13 @@ def train_spm(st: dict) -> dict:
 # --------------------------------------------------------------------------
 # encoders built from ranks
 # --------------------------------------------------------------------------
-def tiktoken_encoding(ranks: dict[bytes, int]):
+def tiktoken_encoding(ranks: dict[bytes, int], pattern: str = "gpt4"):
     import tiktoken
 
-    return tiktoken.Encoding("bench", pat_str=PATTERN, mergeable_ranks=ranks, special_tokens={})
+    return tiktoken.Encoding("bench", pat_str=pattern_regex(pattern), mergeable_ranks=ranks, special_tokens={})
 
 
-def hf_tokenizer(ranks: dict[bytes, int]):
+def hf_tokenizer(ranks: dict[bytes, int], pattern: str = "gpt4"):
     """An HF byte-level BPE tokenizer with the vocabulary of ``ranks``, built
     by tokenforge's own tokenizer.json exporter (the one the parity check tests)."""
     import json
@@ -252,7 +316,7 @@ def hf_tokenizer(ranks: dict[bytes, int]):
     from tokenforge.formats.hf_json import hf_json_dict
     from tokenforge.formats.tiktoken_io import data_from_ranks
 
-    return Tokenizer.from_str(json.dumps(hf_json_dict(data_from_ranks(ranks, PATTERN))))
+    return Tokenizer.from_str(json.dumps(hf_json_dict(data_from_ranks(ranks, pattern_regex(pattern)))))
 
 
 def load_tokenforge(tag: str):
@@ -272,7 +336,9 @@ def patho_text(kind: str, mb: float) -> str:
     return "".join(rng.choices(string.ascii_letters + string.punctuation, k=n))
 
 
-def setup_encode(tool: str, ranks_file: str, tag: str, input_kind: str, mb: float, threads: int) -> dict:
+def setup_encode(
+    tool: str, ranks_file: str, tag: str, input_kind: str, mb: float, threads: int, pattern: str = "gpt4"
+) -> dict:
     if input_kind in ("text", "docs"):
         text = heldout_text(mb)
         data = text if input_kind == "text" else split_docs(text, 4096)
@@ -281,9 +347,9 @@ def setup_encode(tool: str, ranks_file: str, tag: str, input_kind: str, mb: floa
     if tool.startswith("tokenforge"):
         enc = load_tokenforge(tag)
     elif tool.startswith("tiktoken"):
-        enc = tiktoken_encoding(load_ranks(ranks_file))
+        enc = tiktoken_encoding(load_ranks(ranks_file), pattern)
     elif tool.startswith("hf"):
-        enc = hf_tokenizer(load_ranks(ranks_file))
+        enc = hf_tokenizer(load_ranks(ranks_file), pattern)
     else:
         raise ValueError(tool)
     return {"enc": enc, "data": data, "threads": threads}
@@ -320,11 +386,11 @@ def enc_tf_scaling(st: dict) -> dict:
     return {**best, "ratio": best["best_1t"] / best[f"best_{n}t"]}
 
 
-def check_ids(tag: str, ranks_file: str, mb: float) -> dict:
+def check_ids(tag: str, ranks_file: str, mb: float, pattern: str = "gpt4") -> dict:
     """tokenforge ids == tiktoken ids on held-out text, whole and as a batch."""
     text = heldout_text(mb)
     tf = load_tokenforge(tag)
-    tk = tiktoken_encoding(load_ranks(ranks_file))
+    tk = tiktoken_encoding(load_ranks(ranks_file), pattern)
     a, b = tf.encode_ordinary(text), tk.encode_ordinary(text)
     first = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None)
     if first is None and len(a) != len(b):
@@ -408,6 +474,12 @@ def parse_args(argv=None):
     ap.add_argument(
         "--train-timeout", type=float, default=3600, help="seconds before a training run is killed (default 3600)"
     )
+    ap.add_argument(
+        "--pattern",
+        choices=sorted(PATTERN_REGEX),
+        default="gpt4",
+        help="split pattern for every tool: gpt4 (nanochat's, default) or o200k (tiktoken's o200k_base pat_str)",
+    )
     ap.add_argument("--threads", type=int, default=2, help="threads for the parallel runs (default 2)")
     ap.add_argument(
         "--doc-kb", type=float, default=4, help="document size fed to iterator-based trainers, KB (default 4)"
@@ -443,7 +515,7 @@ def main(argv=None) -> int:
         return 2
     encode_mb = min(a.encode_mb, heldout_mb)
     CACHE.mkdir(parents=True, exist_ok=True)
-    tag = f"{a.mb:g}mb_v{a.vocab}_{corpus_id()}"
+    tag = f"{a.mb:g}mb_v{a.vocab}_{corpus_id()}" + ("" if a.pattern == "gpt4" else f"_{a.pattern}")
     if "train" in a.only:  # this run's training results, never an older run's, feed the later parts
         for p in (ranks_path("tokenforge", tag), ranks_path("rustbpe", tag)):
             p.unlink(missing_ok=True)
@@ -463,17 +535,17 @@ def main(argv=None) -> int:
             "args": {k: (sorted(v) if isinstance(v, set) else v) for k, v in vars(a).items()},
             "tokenforge": "ok" if have_tf else why_not,
             "encode_mb": encode_mb,
-            "pattern": PATTERN,
+            "pattern": pattern_regex(a.pattern),
         },
     )
     print(
-        f"BPE bench: train {a.mb:g} MB, vocab {a.vocab}, {a.threads} threads, encode {encode_mb:.1f} MB held-out; "
+        f"BPE bench: train {a.mb:g} MB, vocab {a.vocab}, pattern {a.pattern}, {a.threads} threads, encode {encode_mb:.1f} MB held-out; "
         f"parts: {', '.join(p for p in PARTS if p in a.only)}",
         file=sys.stderr,
     )
 
     tmp = tempfile.TemporaryDirectory(prefix="tfbench-bpe-")
-    targs = (a.mb, a.vocab, a.threads, a.doc_kb, tmp.name, tag)
+    targs = (a.mb, a.vocab, a.threads, a.doc_kb, tmp.name, tag, a.pattern)
     tenv = {
         "RAYON_NUM_THREADS": str(a.threads),
         "RAYON_RS_NUM_THREADS": str(a.threads),
@@ -486,15 +558,22 @@ def main(argv=None) -> int:
         if have_tf:
             b.add(
                 run_function(
-                    train_tokenforge, *targs, setup=setup_train, after=after_tokenforge, tool="tokenforge", **common_kw
+                    train_tokenforge,
+                    *targs,
+                    setup=setup_train_tokenforge,
+                    after=after_tokenforge,
+                    tool="tokenforge",
+                    **common_kw,
                 )
             )
         if use("rustbpe"):
             b.add(
-                run_function(train_rustbpe, *targs, setup=setup_train, after=after_rustbpe, tool="rustbpe", **common_kw)
+                run_function(
+                    train_rustbpe, *targs, setup=setup_train_rustbpe, after=after_rustbpe, tool="rustbpe", **common_kw
+                )
             )
         if use("hf"):
-            b.add(run_function(train_hf, *targs, setup=setup_train, tool="hf", **common_kw))
+            b.add(run_function(train_hf, *targs, setup=setup_train_hf, tool="hf", **common_kw))
         if use("sentencepiece"):
             spm_args = (a.spm_mb, *targs[1:])
             b.add(
@@ -531,6 +610,7 @@ def main(argv=None) -> int:
                 kind,
                 mb,
                 threads,
+                a.pattern,
                 setup=setup_encode,
                 group=group,
                 tool=tool,
@@ -653,6 +733,7 @@ def run_parity(a, tag: str, tf_ok: bool, encode_mb: float) -> list[tuple[str, st
         tag,
         str(tf_r),
         encode_mb,
+        a.pattern,
         group="parity",
         tool="ids",
         timeout=1800,

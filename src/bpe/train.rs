@@ -5,18 +5,38 @@
 //! the corpus). [`Trainer::from_counter`] is the one setup of a run: pieces
 //! to ids, earlier merges applied, the token bytes for the tie-break.
 //!
-//! Merging: every unique piece is laid out in one arena of token ids with
-//! `prev`/`next` links, and every adjacent pair keeps the arena positions where
-//! it occurs. Merging a pair visits only its own positions: each merge is
-//! O(occurrences), not O(pieces × length), so training is near-linear in the
-//! corpus even when whole documents are the pieces (`pattern=None`). Pair
-//! counts change by deltas; a max-heap with lazy refresh picks the next pair
-//! (a popped entry whose count is stale is pushed back with its current count).
+//! Merging: every unique piece is laid out in one arena of `u32` slots, each
+//! piece followed by two separator slots that hold its count (30 bits each, so
+//! the count is read from the cache line of the piece itself). A slot is a token id where a token starts; a token that covers
+//! `s >= 2` slots (a merged one) stores `SPAN | s` in its second and its last
+//! slot, so the next and the previous token are found in O(1) from either side
+//! without `prev`/`next` links (4 bytes a slot instead of 16). Slots inside a
+//! token never hold an id, so a stale position is recognised by its slot.
 //!
-//! The pair chosen at every step is the one with the largest count; ties go to
-//! the smaller `(left_id, right_id)` (rustbpe's rule) or to the lexicographically
-//! largest pair of byte strings (seed 003's rule). Since counts are exact and
-//! the order is total, the merges do not depend on the thread count.
+//! Every adjacent pair keeps the arena positions where it occurs, in one shared
+//! pool of `u32` (a pair's positions are all written when the pair is created:
+//! a pair only gains occurrences at the merge that creates its newer token).
+//! Merging a pair visits only its own positions: each merge is O(occurrences)
+//! (reading an occurrence's count walks at most 64 tokens to the separators, or
+//! binary-searches the few longer pieces), not O(pieces × length), so training
+//! stays near-linear in the corpus even when whole documents are the pieces
+//! (`pattern=None`). A pair whose count falls to zero leaves the index; the pool,
+//! when full, is compacted in place if a quarter of it is stale, and the heap is
+//! rebuilt when it holds more than twice the live pairs, so memory follows the
+//! live structure, not the number of merges run.
+//!
+//! Pair counts change by deltas; a max-heap with lazy refresh picks the next
+//! pair (a popped entry whose count is stale is pushed back with its current
+//! count). The pair chosen at every step is the one with the largest count;
+//! ties go to the smaller `(left_id, right_id)` (rustbpe's rule) or to the
+//! lexicographically largest pair of byte strings (seed 003's rule; two pairs
+//! with the same bytes, which merges along different paths can make, go to the
+//! smaller ids). Since counts are exact and the order is total, the merges do
+//! not depend on the thread count or on the order of the pieces.
+//!
+//! Not handled: a piece longer than 2^30 tokens, a piece counted 2^60 times or
+//! more, or more than 2^32 - 2 slots in all (an error names the limit); ids
+//! from 2^31 up.
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -28,7 +48,31 @@ use crate::error::{Error, Result};
 use crate::pretok::Pretokenizer;
 use crate::wordcount::WordCounter;
 
-const NONE: u32 = u32::MAX;
+/// Slot tags: below `SPAN` a token id; `SPAN | s` the span marker of a token
+/// covering `s` slots; `SEP | hi`, `SEP | lo` the two separators after a piece
+/// (its count is `hi << 30 | lo`).
+const SPAN: u32 = 0x8000_0000;
+const SEP: u32 = 0xC000_0000;
+const MASK: u32 = 0x3FFF_FFFF;
+/// Pieces longer than this many slots are listed in `Trainer::long`, so that
+/// finding the piece of a position never walks more than this many tokens.
+/// (The unit tests use tiny thresholds so that every path runs on small input.)
+#[cfg(not(test))]
+const LONG: usize = 64;
+#[cfg(test)]
+const LONG: usize = 3;
+/// The pool, when full, is compacted if it holds more stale entries than this
+/// and more than a quarter of its length.
+#[cfg(not(test))]
+const COMPACT_MIN: usize = 1 << 16;
+#[cfg(test)]
+const COMPACT_MIN: usize = 4;
+/// The heap is rebuilt when it holds more than twice the live pairs plus this.
+#[cfg(not(test))]
+const HEAP_SLACK: usize = 1 << 12;
+#[cfg(test)]
+const HEAP_SLACK: usize = 2;
+const NO_POS: u32 = u32::MAX;
 
 #[inline(always)]
 pub fn pack(a: u32, b: u32) -> u64 {
@@ -60,20 +104,35 @@ impl TieBreak {
     }
 }
 
+/// A live pair: its weighted count and its positions `pool[off..off + len]`
+/// (ascending), `live` of which are occurrences still (the others are stale).
+#[derive(Clone, Copy, Default)]
 struct PairInfo {
     count: i64,
-    /// Arena positions of the pair's left token, ascending; may hold stale entries.
-    pos: Vec<u32>,
+    off: usize,
+    len: u32,
+    live: u32,
+}
+
+/// A pair created by the merge under way.
+struct Fresh {
+    key: u64,
+    count: i64,
+    last: u32,
+    n: u32,
+    live: u32,
 }
 
 pub struct Trainer {
-    ids: Vec<u32>,
-    next: Vec<u32>,
-    prev: Vec<u32>,
-    wid: Vec<u32>,
-    counts: Vec<u64>,
-    pair_index: FxHashMap<u64, u32>,
-    pairs: Vec<PairInfo>,
+    /// The arena (see the module notes).
+    slots: Vec<u32>,
+    /// (first slot, count) of the pieces longer than `LONG` slots, ascending.
+    long: Vec<(u32, u64)>,
+    /// Every pair with a count above zero (one hash probe reaches its count).
+    pairs: FxHashMap<u64, PairInfo>,
+    pool: Vec<u32>,
+    /// Pool entries that are stale or belong to no pair (what compaction frees).
+    stale: usize,
     heap: Heap<(u64, u64)>,
     /// Bytes of every id (empty for special or unused ids).
     tokens: Vec<Vec<u8>>,
@@ -83,6 +142,10 @@ pub struct Trainer {
     min_frequency: u64,
     remaining: usize,
     done: bool,
+    // scratch of `merge`, kept between merges
+    fresh_index: FxHashMap<u64, u32>,
+    fresh: Vec<Fresh>,
+    fresh_pos: Vec<(u32, u32)>,
 }
 
 fn better(tie: TieBreak, tokens: &[Vec<u8>]) -> impl Fn(&(u64, u64), &(u64, u64)) -> bool + '_ {
@@ -97,9 +160,53 @@ fn better(tie: TieBreak, tokens: &[Vec<u8>]) -> impl Fn(&(u64, u64), &(u64, u64)
                 let (bl, br) = unpack(b.1);
                 let x = (&tokens[al as usize][..], &tokens[ar as usize][..]);
                 let y = (&tokens[bl as usize][..], &tokens[br as usize][..]);
-                x > y
+                x > y || (x == y && a.1 < b.1)
             }
         }
+    }
+}
+
+/// Lays pieces out in the arena (the first step of [`Trainer::new`]).
+struct Layout {
+    slots: Vec<u32>,
+    long: Vec<(u32, u64)>,
+    pieces: usize,
+}
+
+impl Layout {
+    fn new(slots_hint: usize) -> Self {
+        let mut slots = Vec::with_capacity(slots_hint + 1);
+        slots.push(SEP | MASK);
+        Layout { slots, long: Vec::new(), pieces: 0 }
+    }
+
+    fn push(&mut self, w: &[u32], c: u64, id_limit: u32) -> Result<()> {
+        if w.len() < 2 || c == 0 {
+            return Ok(());
+        }
+        if w.len() > MASK as usize || self.slots.len() + w.len() + 2 >= NO_POS as usize {
+            return Err(Error::Invalid(format!(
+                "the unique pieces are too long for training (at most {} tokens a piece, {} slots in all, \
+                 two more a piece; use a split pattern)",
+                MASK,
+                NO_POS - 1
+            )));
+        }
+        if c >> 60 != 0 {
+            return Err(Error::Invalid(format!("a piece is counted {c} times; training supports fewer than 2^60")));
+        }
+        if let Some(&t) = w.iter().find(|&&t| t >= id_limit) {
+            return Err(Error::Invalid(format!("token id {t} is not below the first new id {id_limit}")));
+        }
+        let start = self.slots.len();
+        if w.len() > LONG {
+            self.long.push((start as u32, c));
+        }
+        self.slots.extend_from_slice(w);
+        self.slots.push(SEP | (c >> 30) as u32);
+        self.slots.push(SEP | (c as u32 & MASK));
+        self.pieces += 1;
+        Ok(())
     }
 }
 
@@ -115,62 +222,81 @@ impl Trainer {
         tie: TieBreak,
         min_frequency: u64,
     ) -> Result<Self> {
-        let total: usize = words.iter().filter(|w| w.0.len() >= 2).map(|w| w.0.len()).sum();
-        if total >= NONE as usize {
-            return Err(Error::Invalid(format!(
-                "the unique pieces hold {total} tokens; training supports at most {} (use a split pattern)",
-                NONE - 1
-            )));
+        check_ids(next_id, num_merges)?;
+        let total: usize = words.iter().filter(|w| w.0.len() >= 2).map(|w| w.0.len() + 2).sum();
+        let mut lay = Layout::new(total.min(NO_POS as usize));
+        for (w, c) in &words {
+            lay.push(w, *c, next_id)?;
         }
-        let mut ids = Vec::with_capacity(total);
-        let mut next = Vec::with_capacity(total);
-        let mut prev = Vec::with_capacity(total);
-        let mut wid = Vec::with_capacity(total);
-        let mut counts = Vec::new();
-        for (w, c) in words {
-            if w.len() < 2 || c == 0 {
+        drop(words);
+        Ok(Trainer::from_layout(lay, tokens, next_id, num_merges, tie, min_frequency))
+    }
+
+    fn from_layout(
+        lay: Layout,
+        tokens: Vec<Vec<u8>>,
+        next_id: u32,
+        num_merges: usize,
+        tie: TieBreak,
+        min_frequency: u64,
+    ) -> Self {
+        let Layout { mut slots, long, .. } = lay;
+        slots.shrink_to_fit();
+        let count_at = |e: usize| ((slots[e] & MASK) as u64) << 30 | (slots[e + 1] & MASK) as u64;
+        // Pass 1: every adjacent pair's count and number of positions.
+        let mut pairs: FxHashMap<u64, PairInfo> = FxHashMap::default();
+        let mut p = 1;
+        let mut w = 0i64;
+        while p + 1 < slots.len() {
+            if p == 1 || slots[p - 1] >= SEP {
+                // a piece starts: its count is after its end
+                let mut e = p;
+                while slots[e] < SEP {
+                    e += 1;
+                }
+                w = count_at(e) as i64;
+            }
+            let x = slots[p + 1];
+            if x >= SEP {
+                p += 3;
                 continue;
             }
-            let k = counts.len() as u32;
-            counts.push(c);
-            let base = ids.len() as u32;
-            let n = w.len() as u32;
-            for (j, &t) in w.iter().enumerate() {
-                let j = j as u32;
-                ids.push(t);
-                prev.push(if j == 0 { NONE } else { base + j - 1 });
-                next.push(if j + 1 == n { NONE } else { base + j + 1 });
-                wid.push(k);
-            }
-        }
-        let mut pair_index: FxHashMap<u64, u32> = FxHashMap::default();
-        let mut pairs: Vec<PairInfo> = Vec::new();
-        for p in 0..ids.len() {
-            let q = next[p];
-            if q == NONE {
-                continue;
-            }
-            let key = pack(ids[p], ids[q as usize]);
-            let w = counts[wid[p] as usize] as i64;
-            let idx = *pair_index.entry(key).or_insert_with(|| {
-                pairs.push(PairInfo { count: 0, pos: Vec::new() });
-                (pairs.len() - 1) as u32
-            });
-            let info = &mut pairs[idx as usize];
+            let key = pack(slots[p], x);
+            let info = pairs.entry(key).or_default();
             info.count += w;
-            info.pos.push(p as u32);
+            info.len += 1;
+            info.live += 1;
+            p += 1;
         }
-        let entries: Vec<(u64, u64)> =
-            pair_index.iter().map(|(&k, &i)| (pairs[i as usize].count as u64, k)).filter(|e| e.0 > 0).collect();
+        // Pass 2: the positions, pair after pair in the pool, ascending.
+        let mut off = 0usize;
+        for info in pairs.values_mut() {
+            info.off = off;
+            off += info.len as usize;
+            info.len = 0; // counted again as pass 2 fills
+        }
+        let mut pool = vec![0u32; off];
+        let mut p = 1;
+        while p + 1 < slots.len() {
+            let x = slots[p + 1];
+            if x >= SEP {
+                p += 3;
+                continue;
+            }
+            let info = pairs.get_mut(&pack(slots[p], x)).expect("counted in pass 1");
+            pool[info.off + info.len as usize] = p as u32;
+            info.len += 1;
+            p += 1;
+        }
+        pairs.retain(|_, i| i.count > 0);
+        let entries: Vec<(u64, u64)> = pairs.iter().map(|(&k, i)| (i.count as u64, k)).collect();
         let heap = Heap::from_vec(entries, &better(tie, &tokens));
-        Ok(Trainer {
-            ids,
-            next,
-            prev,
-            wid,
-            counts,
-            pair_index,
+        Trainer {
+            slots,
+            long,
             pairs,
+            pool,
+            stale: 0,
             heap,
             tokens,
             next_id,
@@ -179,7 +305,10 @@ impl Trainer {
             min_frequency: min_frequency.max(1),
             remaining: num_merges,
             done: num_merges == 0,
-        })
+            fresh_index: FxHashMap::default(),
+            fresh: Vec::new(),
+            fresh_pos: Vec::new(),
+        }
     }
 
     pub fn is_done(&self) -> bool {
@@ -196,7 +325,7 @@ impl Trainer {
 
     /// The count of the pair merged last (for progress display).
     pub fn distinct_pairs(&self) -> usize {
-        self.heap.len()
+        self.pairs.len()
     }
 
     /// Run up to `max_merges` merges, or until `deadline`. Returns how many ran.
@@ -231,8 +360,8 @@ impl Trainer {
                 let cmp = better(self.tie, &self.tokens);
                 self.heap.pop(&cmp)?
             };
-            let idx = self.pair_index[&top.1] as usize;
-            let cur = self.pairs[idx].count;
+            let Some(info) = self.pairs.get(&top.1) else { continue };
+            let cur = info.count;
             if cur <= 0 {
                 continue;
             }
@@ -248,6 +377,102 @@ impl Trainer {
         }
     }
 
+    /// The start of the token after the one starting at `p`, if in the same piece.
+    #[inline(always)]
+    fn next_start(&self, p: usize) -> Option<usize> {
+        let x = self.slots[p + 1];
+        if x >= SEP {
+            None
+        } else if x >= SPAN {
+            let q = p + (x & MASK) as usize;
+            if self.slots[q] >= SEP {
+                None
+            } else {
+                Some(q)
+            }
+        } else {
+            Some(p + 1)
+        }
+    }
+
+    /// The start of the token before the one starting at `p`, if in the same piece.
+    #[inline(always)]
+    fn prev_start(&self, p: usize) -> Option<usize> {
+        let x = self.slots[p - 1];
+        if x >= SEP {
+            None
+        } else if x >= SPAN {
+            Some(p - (x & MASK) as usize)
+        } else {
+            Some(p - 1)
+        }
+    }
+
+    /// Slots covered by the token starting at `p`.
+    #[inline(always)]
+    fn span(&self, p: usize) -> usize {
+        let x = self.slots[p + 1];
+        if (SPAN..SEP).contains(&x) {
+            (x & MASK) as usize
+        } else {
+            1
+        }
+    }
+
+    /// The count of the piece holding the token that starts at `p`: walk to
+    /// its separators (at most `LONG` tokens), else look it up among the long
+    /// pieces.
+    #[inline(always)]
+    fn count_at(&self, p: usize) -> u64 {
+        let s = &self.slots;
+        let at = |e: usize| ((s[e] & MASK) as u64) << 30 | (s[e + 1] & MASK) as u64;
+        let mut t = p;
+        for _ in 0..=LONG {
+            let x = s[t + 1];
+            if x >= SEP {
+                return at(t + 1);
+            }
+            t += if x >= SPAN { (x & MASK) as usize } else { 1 };
+            if s[t] >= SEP {
+                return at(t);
+            }
+        }
+        let i = self.long.partition_point(|&(start, _)| start as usize <= p);
+        self.long[i - 1].1
+    }
+
+    /// One occurrence of `key` is gone: its count drops by `w`; a pair with
+    /// nothing left leaves the index.
+    #[inline(always)]
+    fn sub(&mut self, key: u64, w: i64) {
+        let info = self.pairs.get_mut(&key).expect("a live occurrence's pair is counted");
+        info.count -= w;
+        info.live -= 1;
+        self.stale += 1;
+        if info.count == 0 {
+            // every position of it is stale now, and counted so
+            debug_assert_eq!(info.live, 0);
+            self.pairs.remove(&key);
+        }
+    }
+
+    #[inline(always)]
+    fn add_fresh(&mut self, key: u64, w: i64, pos: u32) {
+        let fresh = &mut self.fresh;
+        let i = *self.fresh_index.entry(key).or_insert_with(|| {
+            fresh.push(Fresh { key, count: 0, last: NO_POS, n: 0, live: 0 });
+            (fresh.len() - 1) as u32
+        });
+        let f = &mut self.fresh[i as usize];
+        f.count += w;
+        if f.last != pos {
+            f.last = pos;
+            f.n += 1;
+            f.live += 1;
+            self.fresh_pos.push((i, pos));
+        }
+    }
+
     fn merge(&mut self, pair: u64) {
         let (a, b) = unpack(pair);
         let z = self.next_id;
@@ -260,81 +485,188 @@ impl Trainer {
         }
         self.tokens[z as usize] = tok;
 
-        let idx = self.pair_index[&pair] as usize;
-        let positions = std::mem::take(&mut self.pairs[idx].pos);
-        // New pairs (those holding z) collect here: count and ascending positions.
-        let mut fresh: FxHashMap<u64, (i64, Vec<u32>)> = FxHashMap::default();
-        let pair_index = &self.pair_index;
-        let pairs = &mut self.pairs;
-        let mut sub = |key: u64, d: i64| {
-            let i = pair_index[&key] as usize;
-            pairs[i].count -= d;
-        };
-        for &p in &positions {
-            let p = p as usize;
-            if self.ids[p] != a {
+        let info = self.pairs[&pair];
+        let end = info.off + info.len as usize;
+        for j in info.off..end {
+            // The positions are scattered over the arena: ask for the slots of
+            // one a few steps ahead (a cache miss each, else the loop's main cost).
+            if j + PREFETCH < end {
+                prefetch(&self.slots, self.pool[j + PREFETCH] as usize);
+            }
+            let p = self.pool[j] as usize;
+            if self.slots[p] != a {
                 continue;
             }
-            let q = self.next[p];
-            if q == NONE || self.ids[q as usize] != b {
+            let Some(q) = self.next_start(p) else { continue };
+            if self.slots[q] != b {
                 continue;
             }
-            let q = q as usize;
-            let w = self.counts[self.wid[p] as usize] as i64;
-            let x = self.prev[p];
-            let r = self.next[q];
+            let w = self.count_at(p) as i64;
+            let x = self.prev_start(p);
+            let r = self.next_start(q);
+            let s = (q - p + self.span(q)) as u32;
             // the occurrence itself
-            sub(pair, w);
-            if x != NONE {
-                let xi = self.ids[x as usize];
+            self.sub(pair, w);
+            if let Some(x) = x {
+                let xi = self.slots[x];
                 let old = pack(xi, a);
                 if xi == z {
-                    fresh.get_mut(&old).expect("(z, a) was created by the previous occurrence").0 -= w;
+                    // (z, a) was made by the previous occurrence
+                    let f = &mut self.fresh[self.fresh_index[&old] as usize];
+                    f.count -= w;
+                    f.live -= 1;
                 } else {
-                    sub(old, w);
+                    self.sub(old, w);
                 }
-                let e = fresh.entry(pack(xi, z)).or_insert((0, Vec::new()));
-                e.0 += w;
-                if e.1.last() != Some(&x) {
-                    e.1.push(x);
-                }
+                self.add_fresh(pack(xi, z), w, x as u32);
             }
-            if r != NONE {
-                let yi = self.ids[r as usize];
-                sub(pack(b, yi), w);
-                let e = fresh.entry(pack(z, yi)).or_insert((0, Vec::new()));
-                e.0 += w;
-                if e.1.last() != Some(&(p as u32)) {
-                    e.1.push(p as u32);
-                }
+            if let Some(r) = r {
+                let yi = self.slots[r];
+                self.sub(pack(b, yi), w);
+                self.add_fresh(pack(z, yi), w, p as u32);
             }
-            self.ids[p] = z;
-            self.ids[q] = NONE;
-            self.next[p] = r;
-            if r != NONE {
-                self.prev[r as usize] = p as u32;
+            let sl = &mut self.slots;
+            sl[q] = SPAN | s;
+            sl[p] = z;
+            sl[p + 1] = SPAN | s;
+            sl[p + s as usize - 1] = SPAN | s;
+        }
+
+        // The new pairs: positions into the pool (each pair's ascending, pairs in
+        // key order for a deterministic layout), then into the index and the heap.
+        let mut order: Vec<u32> = (0..self.fresh.len() as u32).filter(|&i| self.fresh[i as usize].count > 0).collect();
+        order.sort_unstable_by_key(|&i| self.fresh[i as usize].key);
+        let needed: usize = order.iter().map(|&i| self.fresh[i as usize].n as usize).sum();
+        if self.pool.len() + needed > self.pool.capacity() {
+            // Full: compact if a quarter of the pool is stale (so compactions cost
+            // O(1) a stale entry), else grow by a quarter, not double. (Compacting
+            // earlier, at half stale, saves ~5 MB at 50 MB of text for ~30% more
+            // merge time: the check of each position is a cache miss.)
+            if self.stale > COMPACT_MIN && 4 * self.stale > self.pool.len() {
+                self.compact_pool();
+            }
+            if self.pool.len() + needed > self.pool.capacity() {
+                self.pool.reserve_exact(needed.max(self.pool.len() / 4));
             }
         }
-        let mut fresh: Vec<(u64, (i64, Vec<u32>))> = fresh.into_iter().filter(|e| e.1 .0 > 0).collect();
-        // deterministic push order (the heap order is total anyway)
-        fresh.sort_unstable_by_key(|e| e.0);
-        let cmp = better(self.tie, &self.tokens);
-        for (key, (count, pos)) in fresh {
-            self.pairs.push(PairInfo { count, pos });
-            self.pair_index.insert(key, (self.pairs.len() - 1) as u32);
-            self.heap.push((count as u64, key), &cmp);
+        let mut start: Vec<usize> = vec![usize::MAX; self.fresh.len()];
+        let mut off = self.pool.len();
+        for &i in &order {
+            start[i as usize] = off;
+            off += self.fresh[i as usize].n as usize;
+        }
+        let base = self.pool.len();
+        self.pool.resize(off, 0);
+        for &(i, pos) in &self.fresh_pos {
+            let c = &mut start[i as usize];
+            if *c != usize::MAX {
+                self.pool[*c] = pos;
+                *c += 1;
+            }
+        }
+        let mut off = base;
+        for &i in &order {
+            let f = &self.fresh[i as usize];
+            off += f.n as usize;
+            self.stale += (f.n - f.live) as usize;
+            self.pairs.insert(f.key, PairInfo { count: f.count, off: off - f.n as usize, len: f.n, live: f.live });
+            let cmp = better(self.tie, &self.tokens);
+            self.heap.push((f.count as u64, f.key), &cmp);
+        }
+        self.fresh.clear();
+        self.fresh_index.clear();
+        self.fresh_pos.clear();
+
+        if self.heap.len() > 2 * self.pairs.len() + HEAP_SLACK {
+            let entries: Vec<(u64, u64)> = self.pairs.iter().map(|(&k, i)| (i.count as u64, k)).collect();
+            self.heap = Heap::from_vec(entries, &better(self.tie, &self.tokens));
         }
     }
+
+    /// Drop the stale positions and the ranges of dead pairs from the pool, in
+    /// place (live ranges move down in pool order; only the ranges that hold
+    /// stale positions are checked, slot by slot).
+    fn compact_pool(&mut self) {
+        let mut live: Vec<(usize, u64)> = self.pairs.iter().map(|(&k, i)| (i.off, k)).collect();
+        live.sort_unstable();
+        let mut w = 0usize;
+        for (off, key) in live {
+            let info = self.pairs.get_mut(&key).expect("listed above");
+            let len = info.len as usize;
+            let new_off = w;
+            if info.live as usize == len {
+                self.pool.copy_within(off..off + len, w);
+                w += len;
+            } else {
+                let (a, b) = unpack(key);
+                for j in off..off + len {
+                    if j + PREFETCH < off + len {
+                        prefetch(&self.slots, self.pool[j + PREFETCH] as usize);
+                    }
+                    let p = self.pool[j] as usize;
+                    let s = &self.slots;
+                    let valid = s[p] == a && {
+                        let x = s[p + 1];
+                        let q = if x >= SEP {
+                            None
+                        } else if x >= SPAN {
+                            Some(p + (x & MASK) as usize).filter(|&q| s[q] < SEP)
+                        } else {
+                            Some(p + 1)
+                        };
+                        q.is_some_and(|q| s[q] == b)
+                    };
+                    if valid {
+                        self.pool[w] = p as u32;
+                        w += 1;
+                    }
+                }
+            }
+            let info = self.pairs.get_mut(&key).expect("listed above");
+            info.off = new_off;
+            info.len = (w - new_off) as u32;
+            debug_assert_eq!(info.len, info.live);
+        }
+        self.pool.truncate(w);
+        self.stale = 0;
+    }
+}
+
+/// How many positions ahead `merge` prefetches.
+const PREFETCH: usize = 8;
+
+/// A hint to load the cache line of `v[i]`; no effect on the result.
+#[inline(always)]
+fn prefetch(v: &[u32], i: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if i < v.len() {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: prefetching never faults and reads nothing; the pointer is in bounds anyway.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(v.as_ptr().add(i) as *const i8) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (v, i);
+}
+
+fn check_ids(next_id: u32, num_merges: usize) -> Result<()> {
+    if next_id as u64 + num_merges as u64 > SPAN as u64 {
+        return Err(Error::Invalid(format!(
+            "training supports ids below {SPAN}; {next_id} + {num_merges} merges go beyond"
+        )));
+    }
+    Ok(())
 }
 
 impl Trainer {
     /// The one setup of a training run, whoever asks (the Python trainer,
     /// [`train_texts`], the growing vocabulary): the counted pieces of
-    /// `counter`, in byte order, become ids through `byte_ids`, then the
-    /// earlier `merges` are applied to them (pairs rule, lowest id first); the
-    /// bytes of every id below `next_id` seed the tie-break table, and
-    /// `num_merges` new merges will get ids from `next_id`. Runs on the
-    /// current rayon pool.
+    /// `counter` become ids through `byte_ids`, then the earlier `merges` are
+    /// applied to them (pairs rule, lowest id first); the bytes of every id
+    /// below `next_id` seed the tie-break table, and `num_merges` new merges
+    /// will get ids from `next_id`. The counter is consumed; its pieces are
+    /// laid out in byte order (pieces that share a prefix sit together, so a
+    /// pair's positions are less scattered: ~20% faster merges than hash order).
+    /// Runs on the current rayon pool.
     pub fn from_counter(
         counter: WordCounter,
         byte_ids: &[u32; 256],
@@ -344,24 +676,44 @@ impl Trainer {
         tie: TieBreak,
         min_frequency: u64,
     ) -> Result<Self> {
+        check_ids(next_id, num_merges)?;
         let model = BpeModel::new(byte_ids, merges, vec![], Pretokenizer::Whole, MergeRule::Pairs)?;
         let tokens: Vec<Vec<u8>> =
             (0..next_id).map(|i| model.id_bytes(i).map(|x| x.to_vec()).unwrap_or_default()).collect();
-        let sorted = counter.into_sorted();
-        let words: Vec<(Vec<u32>, u64)> = sorted
-            .par_iter()
-            .map(|(w, c)| {
-                let mut ids = Vec::with_capacity(w.len());
-                if merges.is_empty() {
-                    ids.extend(w.iter().map(|&x| byte_ids[x as usize]));
-                } else {
-                    model.encode_piece(w, &mut ids);
+        let slots_hint: usize = counter.pieces().filter(|(w, _)| w.len() >= 2).map(|(w, _)| w.len() + 2).sum();
+        let mut lay = Layout::new(slots_hint.min(NO_POS as usize));
+        let mut ids: Vec<u32> = Vec::new();
+        if merges.is_empty() {
+            for (w, c) in counter.into_sorted() {
+                ids.clear();
+                ids.extend(w.iter().map(|&x| byte_ids[x as usize]));
+                drop(w);
+                lay.push(&ids, c, next_id)?;
+            }
+        } else {
+            // earlier merges applied in parallel, a batch of pieces at a time
+            const BATCH: usize = 1 << 14;
+            let mut it = counter.into_sorted().into_iter();
+            loop {
+                let batch: Vec<(Box<[u8]>, u64)> = it.by_ref().take(BATCH).collect();
+                if batch.is_empty() {
+                    break;
                 }
-                (ids, *c)
-            })
-            .collect();
-        drop(sorted);
-        Trainer::new(words, tokens, next_id, num_merges, tie, min_frequency)
+                let encoded: Vec<(Vec<u32>, u64)> = batch
+                    .par_iter()
+                    .map(|(w, c)| {
+                        let mut out = Vec::with_capacity(w.len());
+                        model.encode_piece(w, &mut out);
+                        (out, *c)
+                    })
+                    .collect();
+                drop(batch);
+                for (w, c) in &encoded {
+                    lay.push(w, *c, next_id)?;
+                }
+            }
+        }
+        Ok(Trainer::from_layout(lay, tokens, next_id, num_merges, tie, min_frequency))
     }
 }
 
@@ -386,7 +738,7 @@ pub fn train_texts(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pretok::GPT4_PATTERN;
+    use crate::pretok::{GPT4_PATTERN, O200K_PATTERN};
 
     fn ident() -> [u32; 256] {
         let mut b = [0u32; 256];
@@ -417,8 +769,10 @@ mod tests {
             let best = counts.iter().max_by(|x, y| {
                 x.1.cmp(y.1).then_with(|| match tie {
                     TieBreak::PairIds => y.0.cmp(x.0),
+                    // equal bytes (two merge paths to one string): the smaller ids
                     TieBreak::Lexicographic => (&tokens[x.0 .0 as usize], &tokens[x.0 .1 as usize])
-                        .cmp(&(&tokens[y.0 .0 as usize], &tokens[y.0 .1 as usize])),
+                        .cmp(&(&tokens[y.0 .0 as usize], &tokens[y.0 .1 as usize]))
+                        .then_with(|| y.0.cmp(x.0)),
                 })
             });
             let Some((&(a, b), _)) = best else { break };
@@ -485,10 +839,20 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(200))]
         #[test]
-        fn matches_naive(texts in prop::collection::vec("[ab c\n.é]{0,30}", 1..6), n in 0usize..40, lex in any::<bool>(), whole in any::<bool>()) {
+        fn matches_naive(texts in prop::collection::vec("[ab c\n.éA'ŝD1]{0,30}", 1..6), n in 0usize..40, lex in any::<bool>(), pat in 0usize..3) {
             let refs: Vec<&str> = texts.iter().map(|s| s.as_str()).collect();
             let tie = if lex { TieBreak::Lexicographic } else { TieBreak::PairIds };
-            check(&refs, if whole { None } else { Some(GPT4_PATTERN) }, n, tie);
+            check(&refs, [None, Some(GPT4_PATTERN), Some(O200K_PATTERN)][pat], n, tie);
+        }
+
+        /// Long pieces (whole documents), repetitive ones, and many merges.
+        #[test]
+        fn matches_naive_long(texts in prop::collection::vec("(ab|a|b| |c){0,80}", 1..4), n in 0usize..120, lex in any::<bool>()) {
+            let refs: Vec<&str> = texts.iter().map(|s| s.as_str()).collect();
+            let tie = if lex { TieBreak::Lexicographic } else { TieBreak::PairIds };
+            check(&refs, None, n, tie);
+            check(&refs, Some(GPT4_PATTERN), n, tie);
+            check(&refs, Some(O200K_PATTERN), n, tie);
         }
     }
 }

@@ -49,7 +49,7 @@ def test_import_pulls_no_heavy_dependency():
 
 
 # ---- parity ---------------------------------------------------------------
-@pytest.mark.parametrize("pattern", [GPT4, GPT2, PATTERNS["cl100k"]])
+@pytest.mark.parametrize("pattern", [GPT4, GPT2, PATTERNS["cl100k"], PATTERNS["o200k"]])
 def test_merges_identical_to_rustbpe(docs, pattern):
     rustbpe = pytest.importorskip("rustbpe")
     r = rustbpe.Tokenizer()
@@ -74,7 +74,7 @@ def test_lexicographic_matches_slow_reference(docs):
     texts=st.lists(st.text(alphabet="ab c\n.xé'0", min_size=0, max_size=40), min_size=1, max_size=5),
     n=st.integers(0, 40),
     tie=st.sampled_from(["pair_ids", "lexicographic"]),
-    pattern=st.sampled_from(["gpt4", "gpt2", None]),
+    pattern=st.sampled_from(["gpt4", "gpt2", "o200k", None]),
 )
 def test_training_matches_reference_property(texts, n, tie, pattern):
     regex = PATTERNS[pattern] if pattern else None

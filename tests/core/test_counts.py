@@ -100,3 +100,20 @@ def test_counts_read_from_the_data_are_bounded_by_it():
     with pytest.raises(FormatError, match="count 0"):
         _core.WordCounter.from_bytes(seal(ok + b"\x01\x01a\x00"))
     assert _core.WordCounter.from_bytes(seal(ok + b"\x02\x01a\x01\x01b\x05")).count(b"b") == 5
+
+
+def test_counting_leaves_no_utf8_copy_on_the_callers_strs():
+    """CPython caches a UTF-8 copy inside a non-ASCII str once asked for its
+    UTF-8 view, for the str's lifetime (``sys.getsizeof`` counts it): counting
+    reads the texts through temporary bytes, so a corpus held in memory does
+    not grow by its UTF-8 size."""
+    import sys
+
+    texts = ["été à Zürich " * 200, "日本語のテキスト " * 100, "plain ascii " * 50]
+    before = [sys.getsizeof(t) for t in texts]
+    c = _core.WordCounter(None)
+    c.add_texts(texts, 2)
+    assert c.total_bytes == sum(len(t.encode()) for t in texts)
+    assert [sys.getsizeof(t) for t in texts] == before
+    with pytest.raises(UnicodeEncodeError):
+        c.add_texts(["ok", "lone \ud800 surrogate"])

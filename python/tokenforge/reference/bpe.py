@@ -13,7 +13,8 @@ two documented tie-breaking rules:
     rustbpe's (nanochat's) rule.
 ``"lexicographic"``
     highest count, ties to the lexicographically largest
-    ``(bytes(left), bytes(right))``; this is gpt_from_scratch's rule, minus its
+    ``(bytes(left), bytes(right))`` (then to the smaller ids, when two pairs
+    spell the same bytes); this is gpt_from_scratch's rule, minus its
     "scan only the 1000 most common pairs" shortcut, which can miss the maximum.
 
 Encoding (:func:`encode_reference`) follows tiktoken: a pre-token that is
@@ -163,7 +164,8 @@ def train_reference(
         if tie_break == "pair_ids":
             pair = min(tied)
         else:
-            pair = max(tied, key=lambda p: (id_bytes[p[0]], id_bytes[p[1]]))
+            # sorted first: of two pairs with the same bytes, the smaller ids
+            pair = max(sorted(tied), key=lambda p: (id_bytes[p[0]], id_bytes[p[1]]))
         new_id = first_merge_id + k
         id_bytes[new_id] = id_bytes[pair[0]] + id_bytes[pair[1]]
         words = [_merge_word(w, pair, new_id) for w in words]
