@@ -58,6 +58,17 @@ const W_MAX: usize = 4096;
 /// Bytes of window work allowed per byte of the piece before falling back.
 const BUDGET: usize = 4;
 
+/// The windowed encoder's knobs (the tests shrink them to force every path).
+#[derive(Clone, Copy)]
+struct Params {
+    w0: usize,
+    margin: usize,
+    budget: usize,
+    slack: usize,
+}
+
+const PARAMS: Params = Params { w0: W0, margin: MARGIN, budget: BUDGET, slack: 4 * W_MAX };
+
 /// A direct-mapped cache of `(a, b) -> rank` in front of the rank function.
 struct Memo<R> {
     slots: Vec<(u64, u32)>,
@@ -97,7 +108,7 @@ pub(crate) fn merge_long(
     let bits = (usize::BITS - (n / 4).leading_zeros()).clamp(8, 14);
     let mut memo = Memo::new(bits, rank);
     let base = out.len();
-    if !windows(piece, byte_to_id, tokens, &mut memo, out) {
+    if windows(piece, byte_to_id, tokens, &mut memo, PARAMS, out).is_none() {
         out.truncate(base);
         merge_general(piece, byte_to_id, &mut |a, b| memo.get(a, b), out);
     }
@@ -112,24 +123,30 @@ fn merge_any(piece: &[u8], byte_to_id: &[u32; 256], rank: &mut impl FnMut(u32, u
     }
 }
 
-/// The windowed encoder; false if it gave up (budget or window size), with
-/// `out` to be truncated by the caller.
+/// The windowed encoder: the number of junctions that failed their check,
+/// or None if it gave up (budget or window size), with `out` to be truncated
+/// by the caller.
 fn windows<R: Fn(u32, u32) -> u32>(
     piece: &[u8],
     byte_to_id: &[u32; 256],
     tokens: &[Vec<u8>],
     memo: &mut Memo<R>,
+    p: Params,
     out: &mut Vec<u32>,
-) -> bool {
+) -> Option<usize> {
     const NONE: u32 = u32::MAX;
     let n = piece.len();
     let base = out.len();
-    let budget = BUDGET * n + 4 * W_MAX;
+    let budget = p.budget * n + p.slack;
+    // (every pass either merges a window, which the budget counts, or moves
+    // `pos` or `w`; the bound on passes is insurance)
+    let mut passes = 0usize;
+    let mut failed = 0;
     let mut work = 0usize;
-    let mut w = W0;
+    let mut w = p.w0;
     let mut pos = 0usize;
     // committed segments: (start byte, out length before it, the token that followed it in its window)
-    let mut segs: Vec<(usize, usize, u32)> = Vec::with_capacity(n / (W0 / 2) + 1);
+    let mut segs: Vec<(usize, usize, u32)> = Vec::with_capacity(n / (p.w0 / 2).max(1) + 1);
     // the token after the last segment in its window: compatible with `out.last()`
     let mut follow = NONE;
     // the last window merged: its bytes' range and its tokens
@@ -141,12 +158,16 @@ fn windows<R: Fn(u32, u32) -> u32>(
     let mut tmp: Vec<u32> = Vec::with_capacity(SCAN_MAX);
     let mut rank = |a: u32, b: u32| memo.get(a, b);
     while pos < n {
+        passes += 1;
+        if passes > 2 * budget {
+            return None;
+        }
         let end = n.min(pos + w);
         let win = &piece[pos..end];
         if win_at.1 != win.len() || &piece[win_at.0..win_at.0 + win_at.1] != win {
             work += win.len();
             if work > budget {
-                return false;
+                return None;
             }
             e.clear();
             merge_any(win, byte_to_id, &mut rank, &mut e);
@@ -161,7 +182,7 @@ fn windows<R: Fn(u32, u32) -> u32>(
             let mut bytes = 0;
             for &t in &e[..e.len() - 1] {
                 let l = tokens[t as usize].len();
-                if bytes + l + MARGIN > win.len() {
+                if bytes + l + p.margin > win.len() {
                     break;
                 }
                 bytes += l;
@@ -170,7 +191,7 @@ fn windows<R: Fn(u32, u32) -> u32>(
             if take == 0 {
                 // one token fills the window: widen it
                 if w >= W_MAX {
-                    return false;
+                    return None;
                 }
                 w *= 2;
                 continue;
@@ -189,7 +210,7 @@ fn windows<R: Fn(u32, u32) -> u32>(
                 joined.extend_from_slice(&tokens[b as usize]);
                 work += joined.len();
                 if work > budget {
-                    return false;
+                    return None;
                 }
                 tmp.clear();
                 merge_any(&joined, byte_to_id, &mut rank, &mut tmp);
@@ -198,6 +219,7 @@ fn windows<R: Fn(u32, u32) -> u32>(
                 ok
             };
             if !ok {
+                failed += 1;
                 // drop the last segment; merge a wider window from its start
                 let (s, o, _) = segs.pop().expect("a segment precedes a junction");
                 pos = s;
@@ -214,9 +236,9 @@ fn windows<R: Fn(u32, u32) -> u32>(
         follow = e.get(take).copied().unwrap_or(NONE);
         segs.push((pos, before, follow));
         pos += bytes;
-        w = W0;
+        w = p.w0;
     }
-    true
+    Some(failed)
 }
 
 /// The merge process by a linear scan for the lowest rank: `piece.len() <= SCAN_MAX`.
@@ -347,5 +369,183 @@ pub(crate) fn merge_general(
     while i != END {
         out.push(ids[i as usize]);
         i = next[i as usize];
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use rustc_hash::FxHashMap;
+
+    /// A vocabulary over a few letters: `tokens[id]`, ids 0..256 the bytes.
+    struct Vocab {
+        tokens: Vec<Vec<u8>>,
+        byte_to_id: [u32; 256],
+        pairs: FxHashMap<u64, u32>,
+    }
+
+    fn ident() -> [u32; 256] {
+        std::array::from_fn(|i| i as u32)
+    }
+
+    /// Tiktoken's rule (`bytes_rule`: every split of a token into two
+    /// tokens has the token's rank) or learned pairs only; `ops` picks the
+    /// parents, `order` scrambles the ranks (a permutation of the new ids).
+    fn vocab(ops: &[(usize, usize)], order: &[u32], bytes_rule: bool) -> Vocab {
+        let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        tokens.resize(256 + ops.len(), Vec::new());
+        let mut known: Vec<u32> = b"abc".iter().map(|&b| b as u32).collect();
+        let mut by_bytes: FxHashMap<Vec<u8>, u32> = (0..256u32).map(|b| (vec![b as u8], b)).collect();
+        let mut pairs = FxHashMap::default();
+        for (k, &(x, y)) in ops.iter().enumerate() {
+            let (a, b) = (known[x % known.len()], known[y % known.len()]);
+            let mut t = tokens[a as usize].clone();
+            t.extend_from_slice(&tokens[b as usize]);
+            if by_bytes.contains_key(&t) {
+                continue;
+            }
+            let z = 256 + order[k];
+            by_bytes.insert(t.clone(), z);
+            tokens[z as usize] = t;
+            known.push(z);
+            if !bytes_rule {
+                pairs.insert(pack(a, b), z);
+            }
+        }
+        if bytes_rule {
+            for (t, &z) in &by_bytes {
+                for cut in 1..t.len() {
+                    if let (Some(&l), Some(&r)) = (by_bytes.get(&t[..cut]), by_bytes.get(&t[cut..])) {
+                        pairs.insert(pack(l, r), z);
+                    }
+                }
+            }
+        }
+        Vocab { tokens, byte_to_id: ident(), pairs }
+    }
+
+    impl Vocab {
+        fn rank(&self) -> impl Fn(u32, u32) -> u32 + '_ {
+            |a, b| *self.pairs.get(&pack(a, b)).unwrap_or(&NO_RANK)
+        }
+    }
+
+    /// The reference: repeatedly merge the leftmost pair of lowest rank.
+    fn slow(piece: &[u8], byte_to_id: &[u32; 256], rank: impl Fn(u32, u32) -> u32) -> Vec<u32> {
+        let mut parts: Vec<u32> = piece.iter().map(|&b| byte_to_id[b as usize]).collect();
+        loop {
+            let best = (0..parts.len().saturating_sub(1))
+                .map(|i| (rank(parts[i], parts[i + 1]), i))
+                .filter(|&(r, _)| r != NO_RANK)
+                .min();
+            let Some((r, i)) = best else { return parts };
+            parts[i] = r;
+            parts.remove(i + 1);
+        }
+    }
+
+    fn permutation(len: usize, seed: u64) -> Vec<u32> {
+        let mut p: Vec<u32> = (0..len as u32).collect();
+        let mut x = seed | 1;
+        for i in (1..p.len()).rev() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            p.swap(i, (x % (i as u64 + 1)) as usize);
+        }
+        p
+    }
+
+    /// A piece over `abc` with long runs and repeats: chunks copied, runs of one letter.
+    fn piece_from(chunks: &[(u8, usize)]) -> Vec<u8> {
+        let mut v = Vec::new();
+        for &(c, len) in chunks {
+            match c % 4 {
+                0 if !v.is_empty() => {
+                    let from = (len * 7919) % v.len();
+                    let take = (len % 64).min(v.len() - from);
+                    v.extend_from_within(from..from + take);
+                }
+                _ => v.extend(std::iter::repeat_n(b"abc"[c as usize % 3], len % 24 + 1)),
+            }
+        }
+        v
+    }
+
+    fn check(v: &Vocab, piece: &[u8], p: Params) -> Option<usize> {
+        let want = slow(piece, &v.byte_to_id, v.rank());
+        let mut memo = Memo::new(6, v.rank());
+        let mut out = vec![7];
+        let failed = windows(piece, &v.byte_to_id, &v.tokens, &mut memo, p, &mut out);
+        if failed.is_some() {
+            assert_eq!(&out[1..], &want[..], "windows {:?}", std::str::from_utf8(piece));
+        }
+        let mut g = vec![];
+        merge_general(piece, &v.byte_to_id, &mut v.rank(), &mut g);
+        assert_eq!(g, want, "general");
+        let mut l = vec![];
+        merge_long(piece, &v.byte_to_id, &v.tokens, v.rank(), &mut l);
+        assert_eq!(l, want, "merge_long");
+        failed
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+        #[test]
+        fn windows_equal_the_reference(
+            ops in prop::collection::vec((0usize..60, 0usize..60), 1..60),
+            seed in any::<u64>(),
+            scramble in any::<bool>(),
+            bytes_rule in any::<bool>(),
+            chunks in prop::collection::vec((any::<u8>(), 0usize..200), 1..80),
+            w0 in 2usize..40,
+            margin in 0usize..10,
+        ) {
+            let order = if scramble { permutation(ops.len(), seed) } else { (0..ops.len() as u32).collect() };
+            let v = vocab(&ops, &order, bytes_rule);
+            let piece = piece_from(&chunks);
+            check(&v, &piece, Params { w0, margin, budget: 64, slack: 0 });
+            check(&v, &piece, PARAMS);
+            // a budget too small for the windows: the general merge answers
+            check(&v, &piece, Params { w0, margin, budget: 0, slack: 0 });
+        }
+    }
+
+    #[test]
+    fn failed_junctions_are_retried_and_exact() {
+        // many small windows without a margin cut where the result does not
+        // decompose; count that the retries really happen
+        let mut failed = 0;
+        for seed in 0..300u64 {
+            let ops: Vec<(usize, usize)> =
+                (0..40).map(|k| ((seed as usize * 31 + k * 17) % 50, (seed as usize * 7 + k * 13) % 45)).collect();
+            let v = vocab(&ops, &permutation(ops.len(), seed), seed % 2 == 0);
+            let chunks: Vec<(u8, usize)> = (0..60).map(|k| ((seed + k) as u8 * 37, (seed as usize + k as usize * 11) % 150)).collect();
+            let piece = piece_from(&chunks);
+            failed += check(&v, &piece, Params { w0: 4, margin: 0, budget: 64, slack: 0 }).unwrap_or(0);
+        }
+        assert!(failed > 100, "{failed}");
+    }
+
+    #[test]
+    fn runs_and_periods_of_a_doubling_vocabulary() {
+        // a, aa, aaaa, ... and ab, abab, ...: every window of a run is the same
+        let mut ops = vec![(0, 0)];
+        for k in 0..6 {
+            ops.push((3 + k, 3 + k));
+        }
+        let v = vocab(&ops, &(0..ops.len() as u32).collect::<Vec<_>>(), true);
+        for len in [96, 97, 200, 1000, 4099, 100_000] {
+            let piece = vec![b'a'; len];
+            let mut out = vec![];
+            merge_long(&piece, &v.byte_to_id, &v.tokens, v.rank(), &mut out);
+            assert_eq!(out.iter().map(|&t| v.tokens[t as usize].len()).sum::<usize>(), len);
+            if len < 5000 {
+                assert_eq!(out, slow(&piece, &v.byte_to_id, v.rank()));
+            }
+            // 64-byte tokens, then the binary digits of the rest
+            assert!(out.len() <= len / 64 + 7, "{len}: {}", out.len());
+        }
     }
 }
