@@ -117,7 +117,7 @@ pub(crate) fn merge_long(
 /// Merge `piece` in any way that is exact: the scan when it is short.
 fn merge_any(piece: &[u8], byte_to_id: &[u32; 256], rank: &mut impl FnMut(u32, u32) -> u32, out: &mut Vec<u32>) {
     if piece.len() <= SCAN_MAX {
-        merge_scan(piece, byte_to_id, rank, out)
+        merge_scan(piece, byte_to_id, rank, out, None)
     } else {
         merge_general(piece, byte_to_id, rank, out)
     }
@@ -152,6 +152,9 @@ fn windows<R: Fn(u32, u32) -> u32>(
     // the last window merged: its bytes' range and its tokens
     let mut win_at = (0usize, 0usize);
     let mut e: Vec<u32> = Vec::with_capacity(SCAN_MAX);
+    // where each token of `e` ends in the window (read from the merge, not
+    // from `tokens`, whose entries are scattered over the vocabulary)
+    let mut ends: Vec<u32> = Vec::with_capacity(SCAN_MAX);
     // (a, b) -> compatible, for the junction checks
     let mut compat: [(u64, bool); 64] = [(u64::MAX, false); 64];
     let mut joined: Vec<u8> = Vec::with_capacity(2 * SCAN_MAX);
@@ -170,7 +173,17 @@ fn windows<R: Fn(u32, u32) -> u32>(
                 return None;
             }
             e.clear();
-            merge_any(win, byte_to_id, &mut rank, &mut e);
+            ends.clear();
+            if win.len() <= SCAN_MAX {
+                merge_scan(win, byte_to_id, &mut rank, &mut e, Some(&mut ends));
+            } else {
+                merge_general(win, byte_to_id, &mut rank, &mut e);
+                let mut at = 0;
+                ends.extend(e.iter().map(|&t| {
+                    at += tokens[t as usize].len() as u32;
+                    at
+                }));
+            }
             win_at = (pos, win.len());
         }
         // keep the tokens that end at least `MARGIN` bytes before the window's
@@ -178,16 +191,10 @@ fn windows<R: Fn(u32, u32) -> u32>(
         let (take, bytes) = if end == n {
             (e.len(), win.len())
         } else {
-            let mut take = 0;
-            let mut bytes = 0;
-            for &t in &e[..e.len() - 1] {
-                let l = tokens[t as usize].len();
-                if bytes + l + p.margin > win.len() {
-                    break;
-                }
-                bytes += l;
-                take += 1;
-            }
+            // the tokens but the last that end `margin` bytes before the window's end
+            let limit = win.len().saturating_sub(p.margin) as u32;
+            let take = ends[..e.len() - 1].partition_point(|&x| x <= limit);
+            let bytes = if take > 0 { ends[take - 1] as usize } else { 0 };
             if take == 0 {
                 // one token fills the window: widen it
                 if w >= W_MAX {
@@ -241,8 +248,15 @@ fn windows<R: Fn(u32, u32) -> u32>(
     Some(failed)
 }
 
-/// The merge process by a linear scan for the lowest rank: `piece.len() <= SCAN_MAX`.
-fn merge_scan(piece: &[u8], byte_to_id: &[u32; 256], rank: &mut impl FnMut(u32, u32) -> u32, out: &mut Vec<u32>) {
+/// The merge process by a linear scan for the lowest rank: `piece.len() <=
+/// SCAN_MAX`. With `ends`, also where each token ends in `piece`.
+fn merge_scan(
+    piece: &[u8],
+    byte_to_id: &[u32; 256],
+    rank: &mut impl FnMut(u32, u32) -> u32,
+    out: &mut Vec<u32>,
+    ends: Option<&mut Vec<u32>>,
+) {
     let mut n = piece.len();
     debug_assert!(n <= SCAN_MAX);
     if n == 0 {
@@ -250,8 +264,16 @@ fn merge_scan(piece: &[u8], byte_to_id: &[u32; 256], rank: &mut impl FnMut(u32, 
     }
     let mut parts = [0u32; SCAN_MAX];
     let mut ranks = [NO_RANK; SCAN_MAX];
+    // where each part ends, shifted down with the parts (only with `ends`)
+    let mut at_end = [0u32; SCAN_MAX];
+    let track = ends.is_some();
     for (p, &b) in parts.iter_mut().zip(piece) {
         *p = byte_to_id[b as usize];
+    }
+    if track {
+        for (i, x) in at_end[..n].iter_mut().enumerate() {
+            *x = i as u32 + 1;
+        }
     }
     for i in 0..n - 1 {
         ranks[i] = rank(parts[i], parts[i + 1]);
@@ -268,6 +290,9 @@ fn merge_scan(piece: &[u8], byte_to_id: &[u32; 256], rank: &mut impl FnMut(u32, 
         parts[at] = best;
         parts.copy_within(at + 2..n, at + 1);
         ranks.copy_within(at + 1..n - 1, at);
+        if track {
+            at_end.copy_within(at + 1..n, at);
+        }
         n -= 1;
         if at + 1 < n {
             ranks[at] = rank(parts[at], parts[at + 1]);
@@ -277,6 +302,9 @@ fn merge_scan(piece: &[u8], byte_to_id: &[u32; 256], rank: &mut impl FnMut(u32, 
         }
     }
     out.extend_from_slice(&parts[..n]);
+    if let Some(ends) = ends {
+        ends.extend_from_slice(&at_end[..n]);
+    }
 }
 
 /// Any length: pairs are kept in buckets by rank and the lowest rank is
@@ -491,7 +519,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(400))]
+        #![proptest_config(ProptestConfig::with_cases(200))]
         #[test]
         fn windows_equal_the_reference(
             ops in prop::collection::vec((0usize..60, 0usize..60), 1..60),
@@ -521,7 +549,9 @@ mod tests {
             let ops: Vec<(usize, usize)> =
                 (0..40).map(|k| ((seed as usize * 31 + k * 17) % 50, (seed as usize * 7 + k * 13) % 45)).collect();
             let v = vocab(&ops, &permutation(ops.len(), seed), seed % 2 == 0);
-            let chunks: Vec<(u8, usize)> = (0..60).map(|k| ((seed + k) as u8 * 37, (seed as usize + k as usize * 11) % 150)).collect();
+            let chunks: Vec<(u8, usize)> = (0..60)
+                .map(|k| (((seed + k) as u8).wrapping_mul(37), (seed as usize + k as usize * 11) % 150))
+                .collect();
             let piece = piece_from(&chunks);
             failed += check(&v, &piece, Params { w0: 4, margin: 0, budget: 64, slack: 0 }).unwrap_or(0);
         }
