@@ -85,7 +85,7 @@ impl<R: Fn(u32, u32) -> u32> Memo<R> {
     fn get(&mut self, a: u32, b: u32) -> u32 {
         let k = pack(a, b);
         let h = (k.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize;
-        // SAFETY-free: `h < 1 << bits` by the shift
+        // (`h < 1 << bits`: the shift keeps the top `bits` bits)
         let s = &mut self.slots[h];
         if s.0 == k {
             return s.1;
