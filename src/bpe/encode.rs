@@ -10,12 +10,11 @@
 //!
 //! Short pieces use a linear scan for the minimum (fast, cache-resident).
 //! Long pieces (`"a" * 1_000_000`, text without whitespace, whole documents)
-//! use a linked list and a min-heap, O(n log n), so no input is quadratic.
+//! go to `long.rs` (windows stitched exactly, O(n log n) at worst), so no
+//! input is quadratic.
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 use super::ranks::{id_limit, id_too_large, SplitIndex};
 use super::train::pack;
@@ -457,14 +456,8 @@ impl BpeModel {
         out.extend_from_slice(&parts[..n]);
     }
 
-    /// Long pieces: pairs are kept in buckets by rank and the lowest rank is
-    /// processed left to right in one pass, which is what repeatedly merging
-    /// the leftmost lowest-rank pair does, because a merge never creates a pair
-    /// of the rank being processed (the merged pair is a longer byte string).
-    /// If a merge creates a pair of a *lower* rank (possible with arbitrary
-    /// tiktoken ranks), the pass stops there and resumes after that rank.
-    /// Work is O(n) bucket operations plus O(distinct ranks · log), with no
-    /// per-merge heap traffic: `"a" * 1_000_000` is a few sequential passes.
+    /// Long pieces: windows stitched where the result provably decomposes,
+    /// O(n log n) at worst (see `long.rs`).
     fn merge_long(&self, piece: &[u8], out: &mut Vec<u32>) {
         self.merge_long_with(piece, |a, b| self.rank(a, b), out)
     }
@@ -472,81 +465,7 @@ impl BpeModel {
     /// [`Self::merge_long`] with the rank of a pair given by `rank`.
     #[inline(always)]
     fn merge_long_with(&self, piece: &[u8], rank: impl Fn(u32, u32) -> u32, out: &mut Vec<u32>) {
-        const END: u32 = u32::MAX;
-        let n = piece.len();
-        let mut ids: Vec<u32> = piece.iter().map(|&b| self.byte_to_id[b as usize]).collect();
-        let mut next: Vec<u32> = (1..=n as u32).collect();
-        next[n - 1] = END;
-        let mut prev: Vec<u32> = (0..n as u32).map(|i| i.wrapping_sub(1)).collect();
-        prev[0] = END;
-        let mut buckets: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
-        let mut pending: BinaryHeap<Reverse<u32>> = BinaryHeap::new();
-        for i in 0..n - 1 {
-            let r = rank(ids[i], ids[i + 1]);
-            if r != NO_RANK {
-                buckets.entry(r).or_default().push(i as u32);
-            }
-        }
-        pending.extend(buckets.keys().map(|&r| Reverse(r)));
-        let add = |buckets: &mut FxHashMap<u32, Vec<u32>>, pending: &mut BinaryHeap<Reverse<u32>>, r: u32, at: u32| {
-            match buckets.entry(r) {
-                std::collections::hash_map::Entry::Occupied(mut e) => e.get_mut().push(at),
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    e.insert(vec![at]);
-                    pending.push(Reverse(r));
-                }
-            }
-        };
-        while let Some(Reverse(r)) = pending.pop() {
-            let Some(mut list) = buckets.remove(&r) else { continue };
-            if !list.is_sorted() {
-                list.sort_unstable();
-            }
-            let mut k = 0;
-            while k < list.len() {
-                let i = list[k] as usize;
-                k += 1;
-                let j = next[i];
-                if ids[i] == END || j == END || rank(ids[i], ids[j as usize]) != r {
-                    continue;
-                }
-                let j = j as usize;
-                ids[i] = r;
-                ids[j] = END;
-                let nx = next[j];
-                next[i] = nx;
-                let mut lower = false;
-                if nx != END {
-                    prev[nx as usize] = i as u32;
-                    let r2 = rank(r, ids[nx as usize]);
-                    if r2 != NO_RANK {
-                        add(&mut buckets, &mut pending, r2, i as u32);
-                        lower |= r2 < r;
-                    }
-                }
-                let p = prev[i];
-                if p != END {
-                    let r2 = rank(ids[p as usize], r);
-                    if r2 != NO_RANK {
-                        add(&mut buckets, &mut pending, r2, p);
-                        lower |= r2 < r;
-                    }
-                }
-                if lower && k < list.len() {
-                    // a lower rank appeared: finish it first, then come back
-                    let rest = list.split_off(k);
-                    for at in rest {
-                        add(&mut buckets, &mut pending, r, at);
-                    }
-                    break;
-                }
-            }
-        }
-        let mut i = 0u32;
-        while i != END {
-            out.push(ids[i as usize]);
-            i = next[i as usize];
-        }
+        super::long::merge_long(piece, &self.byte_to_id, &self.tokens, rank, out)
     }
 
     /// Encode text; special-token text is ordinary text.

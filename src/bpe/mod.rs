@@ -2,6 +2,7 @@ pub mod encode;
 pub mod heap;
 pub mod hfjson;
 pub mod layout;
+pub mod long;
 pub mod ranks;
 pub mod tfjson;
 pub mod tiktoken;
