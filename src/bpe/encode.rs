@@ -17,8 +17,9 @@ use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use super::fast::{Key, PairTable, PieceCache, PieceTable, CACHE_MAX, PIECE_MAX};
 use super::ranks::{id_limit, id_too_large, SplitIndex};
-use super::train::pack;
+use super::train::{pack, unpack};
 use crate::error::{Error, Result};
 use crate::pretok::Pretokenizer;
 use crate::specials::Specials;
@@ -115,6 +116,28 @@ pub struct BpeModel {
     /// `(left, right, new)` in order: the merges given to [`BpeModel::new`],
     /// or those [`BpeModel::from_rank_file`] recovered.
     merges: Vec<(u32, u32, u32)>,
+    /// The encoder's tables, built on the first encode (see `fast.rs`).
+    fast: FastCell,
+}
+
+/// The tables of `fast.rs` for one model: the vocabulary's short tokens
+/// (tiktoken's rule only), the pair table, the bounded piece cache.
+struct Fast {
+    pieces: Option<PieceTable>,
+    pairs: Option<PairTable>,
+    cache: PieceCache,
+}
+
+/// Built once, on the first encode, by whichever thread gets there first. A
+/// clone of the model starts empty (the tables are derived, and the cache's
+/// atomics are not clonable).
+#[derive(Default)]
+struct FastCell(std::sync::OnceLock<Box<Fast>>);
+
+impl Clone for FastCell {
+    fn clone(&self) -> Self {
+        FastCell::default()
+    }
 }
 
 impl BpeModel {
@@ -210,6 +233,7 @@ impl BpeModel {
             vocab_size: max_id as usize + 1,
             rule,
             merges: merges.to_vec(),
+            fast: FastCell::default(),
         })
     }
 
@@ -261,6 +285,7 @@ impl BpeModel {
             vocab_size: max_id as usize + 1,
             rule: MergeRule::Bytes,
             merges: Vec::new(),
+            fast: FastCell::default(),
         })
     }
 
@@ -385,9 +410,73 @@ impl BpeModel {
         v
     }
 
+    /// The fast tables, built on first use.
+    #[inline]
+    fn fast(&self) -> &Fast {
+        self.fast.0.get_or_init(|| {
+            let pieces = (self.rule == MergeRule::Bytes)
+                .then(|| PieceTable::new(self.piece_map.iter().map(|(t, &id)| (&t[..], id))));
+            let pairs = PairTable::new(self.pair_map.iter().map(|(&p, &z)| ((unpack(p).0, unpack(p).1), z)));
+            Box::new(Fast { pieces, pairs, cache: PieceCache::new() })
+        })
+    }
+
+    /// Bytes held by the encoder's tables (0 before the first encode): the
+    /// short-token table, the pair table and the fixed-size piece cache.
+    pub fn fast_memory(&self) -> usize {
+        self.fast.0.get().map_or(0, |f| {
+            f.pieces.as_ref().map_or(0, |p| p.memory()) + f.pairs.as_ref().map_or(0, |p| p.memory()) + f.cache.memory()
+        })
+    }
+
     /// Encode one piece (already split) and append its ids.
     #[inline]
     pub fn encode_piece(&self, piece: &[u8], out: &mut Vec<u32>) {
+        self.encode_piece_with(self.fast(), piece, out)
+    }
+
+    /// [`Self::encode_piece`] with the tables.
+    #[inline(always)]
+    fn encode_piece_with(&self, fast: &Fast, piece: &[u8], out: &mut Vec<u32>) {
+        let n = piece.len();
+        if n < 2 || n > CACHE_MAX {
+            return self.encode_piece_slow(fast, piece, out);
+        }
+        self.encode_keyed(fast, piece, &Key::new(piece), out)
+    }
+
+    /// A piece of 2..=`CACHE_MAX` bytes and its key: if it has at most
+    /// `PIECE_MAX` bytes and is a token, the short-token table has it; any
+    /// other piece may be in the cache; what the cache misses is encoded by
+    /// the rule (and then cached).
+    #[inline(always)]
+    fn encode_keyed(&self, fast: &Fast, piece: &[u8], key: &Key, out: &mut Vec<u32>) {
+        let n = piece.len();
+        if n <= PIECE_MAX {
+            if let Some(t) = &fast.pieces {
+                if let Some(id) = t.get(key) {
+                    out.push(id);
+                    return;
+                }
+            }
+        }
+        if fast.cache.get(key, out) {
+            return;
+        }
+        let start = out.len();
+        if n <= PIECE_MAX && fast.pieces.is_some() {
+            // not a token (the table has every token of these lengths)
+            self.merge_short_fast(fast, piece, out);
+        } else {
+            self.encode_piece_slow(fast, piece, out);
+        }
+        fast.cache.put(key, &out[start..], piece.as_ptr() as usize >> 4);
+    }
+
+    /// The rule itself, without the cache: whole-piece lookup (tiktoken's
+    /// rule), then the merge loop.
+    #[inline]
+    fn encode_piece_slow(&self, fast: &Fast, piece: &[u8], out: &mut Vec<u32>) {
         match piece.len() {
             0 => {}
             1 => out.push(self.byte_to_id[piece[0] as usize]),
@@ -399,11 +488,20 @@ impl BpeModel {
                     }
                 }
                 if n < LONG_PIECE {
-                    self.merge_short(piece, out)
+                    self.merge_short_fast(fast, piece, out)
                 } else {
                     self.merge_long(piece, out)
                 }
             }
+        }
+    }
+
+    /// [`Self::merge_short`] with the pair table when there is one.
+    #[inline(always)]
+    fn merge_short_fast(&self, fast: &Fast, piece: &[u8], out: &mut Vec<u32>) {
+        match &fast.pairs {
+            Some(p) => self.merge_short_with(piece, |a, b| p.get(a, b, NO_RANK), out),
+            None => self.merge_short(piece, out),
         }
     }
 
@@ -551,7 +649,44 @@ impl BpeModel {
 
     /// Encode text; special-token text is ordinary text.
     pub fn encode_ordinary_into(&self, text: &str, out: &mut Vec<u32>) -> Result<()> {
-        self.pretok.split(text, |p| self.encode_piece(p.as_bytes(), out))
+        // Pieces are encoded BATCH at a time: when a piece is split off, its
+        // key is computed and its table slots are prefetched; it is looked up
+        // when the batch is full, by which time the slots (random lines of
+        // tables of several MiB) have had the time of BATCH pieces to arrive,
+        // and the misses of a batch overlap instead of stalling one by one.
+        const BATCH: usize = 16;
+        let fast = self.fast();
+        let mut pieces: [&[u8]; BATCH] = [&[]; BATCH];
+        let mut keys = [Key { w: [0; 4], hash: 0 }; BATCH];
+        let mut k = 0;
+        let flush = |pieces: &[&[u8]], keys: &[Key], out: &mut Vec<u32>| {
+            for (p, key) in pieces.iter().zip(keys) {
+                if (2..=CACHE_MAX).contains(&p.len()) {
+                    self.encode_keyed(fast, p, key, out)
+                } else {
+                    self.encode_piece_slow(fast, p, out)
+                }
+            }
+        };
+        self.pretok.split(text, |p| {
+            let p = p.as_bytes();
+            pieces[k] = p;
+            if (2..=CACHE_MAX).contains(&p.len()) {
+                let key = Key::new(p);
+                match &fast.pieces {
+                    Some(t) if p.len() <= PIECE_MAX => t.prefetch(&key),
+                    _ => fast.cache.prefetch(&key),
+                }
+                keys[k] = key;
+            }
+            k += 1;
+            if k == BATCH {
+                flush(&pieces, &keys, out);
+                k = 0;
+            }
+        })?;
+        flush(&pieces[..k], &keys[..k], out);
+        Ok(())
     }
 
     pub fn encode_ordinary(&self, text: &str) -> Result<Vec<u32>> {

@@ -1,0 +1,527 @@
+//! The encoder's fast tables: what [`super::encode::BpeModel`] looks up for
+//! every piece, built on the first encode and never changed except the
+//! bounded cache.
+//!
+//! - [`PieceTable`]: token bytes (2 to [`PIECE_MAX`] bytes) -> id, for
+//!   tiktoken's rule (a piece that is a token is emitted whole). The key is
+//!   the bytes themselves packed into two words (with the length in the top
+//!   byte), stored inline in 32-byte slots, so a probe is one cache line and
+//!   no pointer is followed (a `HashMap<Vec<u8>, u32>` hashes, then compares
+//!   against a heap key: a second cache miss). This is the cache "seeded from
+//!   the vocabulary": on unseen text every piece that is one token (70-90% of
+//!   pieces of English or code) is answered here. Memory: 32 bytes times the
+//!   next power of two at or above twice the number of such tokens (8 MiB for
+//!   cl100k, 16 MiB for o200k).
+//! - [`PairTable`]: `(left, right) -> merged id` for the merge loop, one
+//!   `u64` per slot (42 bits of key, 21 of value), open addressing; used when
+//!   every id is below 2^21 - 1. Memory: 8 bytes times the next power of two
+//!   at or above twice the number of pairs.
+//! - [`PieceCache`]: piece (2 to [`CACHE_MAX`] bytes) -> its ids (at most
+//!   [`CACHE_IDS`], each below 2^24), for pieces that are not one token (and
+//!   for single tokens longer than [`PIECE_MAX`]). Shared by every thread
+//!   encoding with the model (`encode_batch` on rayon): each 64-byte slot is
+//!   guarded by a sequence number (a seqlock: a reader that sees the
+//!   number change, or odd, treats the slot as a miss), so readers never
+//!   block and never see a torn entry, and a writer that finds the slot
+//!   busy skips the insert. Two-way set associative, a new entry replaces an
+//!   empty way or else one of the two; nothing else is ever allocated, so
+//!   its memory is fixed: [`CACHE_SLOTS`] slots of 64 bytes (4 MiB per model).
+//!   A cached entry is exactly what the merge loop returned for those bytes,
+//!   so a hit can never change the ids, only skip the work.
+//!
+//! Not handled: pieces longer than [`CACHE_MAX`] bytes (merged every time,
+//! their whole-piece lookup in the model's hash map), results of more than
+//! [`CACHE_IDS`] ids (not cached), vocabularies with ids of 2^21 - 1 or more
+//! (no pair table: the model's hash map answers) or 2^24 or more (no cache).
+
+use std::sync::atomic::{fence, AtomicU64, Ordering};
+
+/// Longest token kept in [`PieceTable`] (the key is two words minus the length byte).
+pub const PIECE_MAX: usize = 15;
+/// Longest piece kept in [`PieceCache`] (four words minus the length byte).
+pub const CACHE_MAX: usize = 31;
+/// Most ids of one cached piece (24 bits each in three words).
+pub const CACHE_IDS: usize = 8;
+/// Slots of the cache (two per set).
+pub const CACHE_SLOTS: usize = 1 << 16;
+
+const K1: u64 = 0x9E37_79B9_7F4A_7C15;
+const K2: u64 = 0xC2B2_AE3D_27D4_EB4F;
+const K3: u64 = 0x1656_67B1_9E37_79F9;
+const K4: u64 = 0x27D4_EB2F_1656_67C5;
+
+/// A piece of at most [`CACHE_MAX`] bytes as four little-endian words,
+/// zero-padded, the length in the top byte of the last word (so no two
+/// pieces share a key and no key is all zero), and its hash.
+#[derive(Clone, Copy)]
+pub struct Key {
+    pub w: [u64; 4],
+    pub hash: u64,
+}
+
+impl Key {
+    /// `piece.len()` must be 1..=[`CACHE_MAX`].
+    #[inline(always)]
+    pub fn new(piece: &[u8]) -> Key {
+        let n = piece.len();
+        debug_assert!((1..=CACHE_MAX).contains(&n));
+        // word by word with (overlapping) loads: copying the piece into a
+        // zeroed buffer and reading it back as words stalls on store forwarding
+        let word = |i: usize| if 8 * i < n { le(&piece[8 * i..n.min(8 * i + 8)]) } else { 0 };
+        let (w0, w1, w2, w3) = (word(0), word(1), word(2), word(3) | (n as u64) << 56);
+        let h = w0.wrapping_mul(K1) ^ w1.wrapping_mul(K2) ^ w2.wrapping_mul(K3) ^ w3.wrapping_mul(K4);
+        let hash = (h ^ (h >> 29)).wrapping_mul(K1);
+        Key { w: [w0, w1, w2, w3], hash }
+    }
+
+    /// The two-word key of [`PieceTable`] (the piece is at most [`PIECE_MAX`] bytes).
+    #[inline(always)]
+    fn short(&self) -> (u64, u64) {
+        (self.w[0], self.w[1] | (self.w[3] & (0xFF << 56)))
+    }
+}
+
+/// Ask for the cache line at `p` ahead of its use (a hint: no effect on
+/// what is computed; nothing on other targets).
+#[inline(always)]
+fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch reads nothing architecturally and cannot fault,
+    // whatever the address; SSE is part of the x86_64 baseline.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// Up to 8 bytes as a little-endian word, zero-padded.
+#[inline(always)]
+fn le(p: &[u8]) -> u64 {
+    let n = p.len();
+    let u16_at = |i: usize| u16::from_le_bytes([p[i], p[i + 1]]) as u64;
+    let u32_at = |i: usize| u32::from_le_bytes([p[i], p[i + 1], p[i + 2], p[i + 3]]) as u64;
+    match n {
+        8.. => u64::from_le_bytes(p[..8].try_into().unwrap()),
+        4..=7 => u32_at(0) | u32_at(n - 4) << (8 * (n - 4)),
+        2..=3 => u16_at(0) | u16_at(n - 2) << (8 * (n - 2)),
+        1 => p[0] as u64,
+        0 => 0,
+    }
+}
+
+/// One slot of [`PieceTable`]: two per cache line.
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(32))]
+struct Slot {
+    lo: u64,
+    /// bytes 8..15 and the length in the top byte; 0 = empty
+    hi: u64,
+    id: u32,
+}
+
+/// Token bytes (2..=[`PIECE_MAX`]) -> id, open addressing with linear probing.
+pub struct PieceTable {
+    slots: Vec<Slot>,
+    shift: u32,
+}
+
+impl PieceTable {
+    /// From `(bytes, id)`; tokens of other lengths are skipped, and of two
+    /// equal byte strings the first given wins.
+    pub fn new<'a>(tokens: impl Iterator<Item = (&'a [u8], u32)> + Clone) -> PieceTable {
+        let count = tokens.clone().filter(|(t, _)| (2..=PIECE_MAX).contains(&t.len())).count();
+        let size = (2 * count).next_power_of_two().max(16);
+        let mut table = PieceTable { slots: vec![Slot::default(); size], shift: 64 - size.trailing_zeros() };
+        let mask = size - 1;
+        for (t, id) in tokens {
+            if !(2..=PIECE_MAX).contains(&t.len()) {
+                continue;
+            }
+            let (lo, hi) = Key::new(t).short();
+            let mut i = (Key::new(t).hash >> table.shift) as usize;
+            loop {
+                let s = &mut table.slots[i];
+                if s.hi == 0 {
+                    *s = Slot { lo, hi, id };
+                    break;
+                }
+                if s.lo == lo && s.hi == hi {
+                    break;
+                }
+                i = (i + 1) & mask;
+            }
+        }
+        table
+    }
+
+    /// Start loading the slot [`Self::get`] will look at first.
+    #[inline(always)]
+    pub fn prefetch(&self, key: &Key) {
+        prefetch(&self.slots[(key.hash >> self.shift) as usize]);
+    }
+
+    /// The id of the token with these bytes (`key` of 2..=[`PIECE_MAX`] bytes).
+    #[inline(always)]
+    pub fn get(&self, key: &Key) -> Option<u32> {
+        let (lo, hi) = key.short();
+        let mask = self.slots.len() - 1;
+        let mut i = (key.hash >> self.shift) as usize;
+        loop {
+            let s = &self.slots[i];
+            if s.hi == hi && s.lo == lo {
+                return Some(s.id);
+            }
+            if s.hi == 0 {
+                return None;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Bytes held.
+    pub fn memory(&self) -> usize {
+        self.slots.len() * std::mem::size_of::<Slot>()
+    }
+}
+
+/// Ids below this fit the pair table.
+pub const PAIR_ID_LIMIT: u64 = (1 << 21) - 1;
+const PAIR_EMPTY: u64 = u64::MAX;
+
+/// `(left, right) -> merged id`, every id below [`PAIR_ID_LIMIT`]: a slot is
+/// `left << 42 | right << 21 | merged`, all ones when empty (impossible for
+/// a real entry, whose ids are below 2^21 - 1).
+pub struct PairTable {
+    slots: Vec<u64>,
+    shift: u32,
+}
+
+impl PairTable {
+    /// From `((left, right), merged)`; None if an id is too large.
+    pub fn new(pairs: impl ExactSizeIterator<Item = ((u32, u32), u32)>) -> Option<PairTable> {
+        let size = (2 * pairs.len()).next_power_of_two().max(16);
+        let mut table = PairTable { slots: vec![PAIR_EMPTY; size], shift: 64 - size.trailing_zeros() };
+        let mask = size - 1;
+        for ((a, b), z) in pairs {
+            if [a, b, z].iter().any(|&x| x as u64 >= PAIR_ID_LIMIT) {
+                return None;
+            }
+            let key = (a as u64) << 21 | b as u64;
+            let mut i = table.home(key);
+            while table.slots[i] != PAIR_EMPTY {
+                if table.slots[i] >> 21 == key {
+                    break;
+                }
+                i = (i + 1) & mask;
+            }
+            table.slots[i] = key << 21 | z as u64;
+        }
+        Some(table)
+    }
+
+    #[inline(always)]
+    fn home(&self, key: u64) -> usize {
+        (key.wrapping_mul(K1) >> self.shift) as usize
+    }
+
+    /// The merged id of `(a, b)`, or `none`.
+    #[inline(always)]
+    pub fn get(&self, a: u32, b: u32, none: u32) -> u32 {
+        if a as u64 >= PAIR_ID_LIMIT || b as u64 >= PAIR_ID_LIMIT {
+            return none;
+        }
+        let key = (a as u64) << 21 | b as u64;
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(key);
+        loop {
+            let s = self.slots[i];
+            if s >> 21 == key {
+                return (s & ((1 << 21) - 1)) as u32;
+            }
+            if s == PAIR_EMPTY {
+                return none;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Bytes held.
+    pub fn memory(&self) -> usize {
+        self.slots.len() * 8
+    }
+}
+
+/// Ids below this fit the cache.
+pub const CACHE_ID_LIMIT: u64 = 1 << 24;
+
+/// One slot of [`PieceCache`]: `seq` (bit 8 up: a sequence number, odd while
+/// written; low byte: the number of ids), the four key words, the ids packed
+/// 24 bits each into three words. All zero = empty (no key is all zero).
+#[repr(C, align(64))]
+struct CacheSlot {
+    seq: AtomicU64,
+    key: [AtomicU64; 4],
+    ids: [AtomicU64; 3],
+}
+
+/// Piece -> ids, bounded, shared by threads (see the module docs).
+pub struct PieceCache {
+    slots: Box<[CacheSlot]>,
+    shift: u32,
+}
+
+impl Default for PieceCache {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PieceCache {
+    pub fn new() -> PieceCache {
+        let slots: Box<[CacheSlot]> = (0..CACHE_SLOTS)
+            .map(|_| CacheSlot {
+                seq: AtomicU64::new(0),
+                key: Default::default(),
+                ids: Default::default(),
+            })
+            .collect();
+        // sets of two slots: the set index takes log2(slots) - 1 bits of the hash
+        PieceCache { slots, shift: 64 - (CACHE_SLOTS.trailing_zeros() - 1) }
+    }
+
+    #[inline(always)]
+    fn set(&self, key: &Key) -> usize {
+        ((key.hash >> self.shift) as usize) * 2
+    }
+
+    /// Start loading the set [`Self::get`] will look at.
+    #[inline(always)]
+    pub fn prefetch(&self, key: &Key) {
+        let set = self.set(key);
+        prefetch(&self.slots[set]);
+        prefetch(&self.slots[set + 1]);
+    }
+
+    /// Append the cached ids of `key` to `out`; false on a miss.
+    #[inline(always)]
+    pub fn get(&self, key: &Key, out: &mut Vec<u32>) -> bool {
+        let set = self.set(key);
+        for s in &self.slots[set..set + 2] {
+            if s.key[0].load(Ordering::Relaxed) != key.w[0] || s.key[3].load(Ordering::Relaxed) != key.w[3] {
+                continue;
+            }
+            let seq = s.seq.load(Ordering::Acquire);
+            if seq & 0x100 != 0 {
+                return false;
+            }
+            let k1 = s.key[1].load(Ordering::Relaxed);
+            let k2 = s.key[2].load(Ordering::Relaxed);
+            let k0 = s.key[0].load(Ordering::Relaxed);
+            let k3 = s.key[3].load(Ordering::Relaxed);
+            let ids = [s.ids[0].load(Ordering::Relaxed), s.ids[1].load(Ordering::Relaxed), s.ids[2].load(Ordering::Relaxed)];
+            fence(Ordering::Acquire);
+            if s.seq.load(Ordering::Relaxed) != seq {
+                return false;
+            }
+            if [k0, k1, k2, k3] != key.w {
+                continue;
+            }
+            let n = (seq & 0xFF) as usize;
+            if n == 0 || n > CACHE_IDS {
+                return false;
+            }
+            // ids[k / 8 * 3 ..]: id k is bits 24k.. of the 192-bit little-endian number
+            let bits = |k: usize| -> u32 {
+                let at = 24 * k;
+                let (w, o) = (at / 64, at % 64);
+                let mut v = ids[w] >> o;
+                if o > 40 {
+                    v |= ids[w + 1] << (64 - o);
+                }
+                (v & 0xFF_FFFF) as u32
+            };
+            for k in 0..n {
+                out.push(bits(k));
+            }
+            return true;
+        }
+        false
+    }
+
+    /// Remember `ids` for `key` (skipped if there are more than
+    /// [`CACHE_IDS`], an id is too large, or the slot is being written).
+    /// `pick` chooses the way to replace when neither is empty.
+    #[inline]
+    pub fn put(&self, key: &Key, ids: &[u32], pick: usize) {
+        if ids.is_empty() || ids.len() > CACHE_IDS || ids.iter().any(|&i| i as u64 >= CACHE_ID_LIMIT) {
+            return;
+        }
+        let mut packed = [0u64; 3];
+        for (k, &id) in ids.iter().enumerate() {
+            let at = 24 * k;
+            let (w, o) = (at / 64, at % 64);
+            packed[w] |= (id as u64) << o;
+            if o > 40 {
+                packed[w + 1] |= (id as u64) >> (64 - o);
+            }
+        }
+        let set = self.set(key);
+        let empty = |s: &CacheSlot| s.key[3].load(Ordering::Relaxed) == 0;
+        let way = if empty(&self.slots[set]) {
+            0
+        } else if empty(&self.slots[set + 1]) {
+            1
+        } else {
+            pick & 1
+        };
+        let s = &self.slots[set + way];
+        let seq = s.seq.load(Ordering::Relaxed);
+        if seq & 0x100 != 0 {
+            return;
+        }
+        let busy = (seq | 0xFF) + 1; // the sequence number + 1: odd
+        if s.seq.compare_exchange(seq, busy, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            return;
+        }
+        fence(Ordering::Release);
+        for (slot, &w) in s.key.iter().zip(&key.w) {
+            slot.store(w, Ordering::Relaxed);
+        }
+        for (slot, &w) in s.ids.iter().zip(&packed) {
+            slot.store(w, Ordering::Relaxed);
+        }
+        // the next even sequence number, and the count
+        s.seq.store(((busy >> 8) + 1) << 8 | ids.len() as u64, Ordering::Release);
+    }
+
+    /// Bytes held (fixed).
+    pub fn memory(&self) -> usize {
+        self.slots.len() * std::mem::size_of::<CacheSlot>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_are_the_bytes_zero_padded() {
+        let bytes: Vec<u8> = (1..=40u8).map(|b| b.wrapping_mul(37)).collect();
+        for n in 1..=CACHE_MAX {
+            let mut buf = [0u8; 32];
+            buf[..n].copy_from_slice(&bytes[..n]);
+            let want: Vec<u64> = buf.chunks(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
+            let k = Key::new(&bytes[..n]);
+            assert_eq!(&k.w[..3], &want[..3], "{n}");
+            assert_eq!(k.w[3], want[3] | (n as u64) << 56, "{n}");
+        }
+    }
+
+    #[test]
+    fn keys_differ_by_length_and_bytes() {
+        let a = Key::new(b"ab");
+        let b = Key::new(b"ab\0");
+        assert_ne!(a.w, b.w);
+        assert_ne!(Key::new(&[0u8; 31]).w, Key::new(&[0u8; 30]).w);
+        assert_ne!(Key::new(&[0u8; 15]).short(), Key::new(&[0u8; 14]).short());
+    }
+
+    #[test]
+    fn piece_table_finds_every_token_and_nothing_else() {
+        let toks: Vec<Vec<u8>> = (0..5000u32).map(|i| format!("t{i}").into_bytes()).collect();
+        let t = PieceTable::new(toks.iter().enumerate().map(|(i, t)| (&t[..], i as u32)));
+        for (i, tok) in toks.iter().enumerate() {
+            assert_eq!(t.get(&Key::new(tok)), Some(i as u32));
+        }
+        assert_eq!(t.get(&Key::new(b"x1")), None);
+        assert_eq!(t.get(&Key::new(b"t1\0")), None);
+    }
+
+    #[test]
+    fn pair_table() {
+        let pairs: Vec<((u32, u32), u32)> = (0..3000u32).map(|i| ((i, i * 7 % 1000), 5000 + i)).collect();
+        let t = PairTable::new(pairs.iter().copied()).unwrap();
+        for &((a, b), z) in &pairs {
+            assert_eq!(t.get(a, b, u32::MAX), z);
+        }
+        assert_eq!(t.get(1, 2, u32::MAX), u32::MAX);
+        assert_eq!(t.get(u32::MAX, 2, 7), 7);
+        assert!(PairTable::new([((1u32 << 21, 0u32), 3u32)].into_iter()).is_none());
+    }
+
+    #[test]
+    fn cache_round_trip_and_bounds() {
+        let c = PieceCache::new();
+        let mut out = vec![];
+        let k = Key::new(b"hello world");
+        assert!(!c.get(&k, &mut out));
+        let ids = [1, 0xFF_FFFF, 3, 4, 5, 6, 7, 0xAB_CDEF];
+        c.put(&k, &ids, 0);
+        assert!(c.get(&k, &mut out));
+        assert_eq!(out, ids);
+        // too many ids or too large an id: not kept
+        let k2 = Key::new(b"other");
+        c.put(&k2, &[1; 9], 0);
+        c.put(&k2, &[1 << 24], 0);
+        assert!(!c.get(&k2, &mut out));
+        // many keys: the cache never grows, and what it answers is right
+        for i in 0..200_000u32 {
+            let p = format!("p{i}");
+            c.put(&Key::new(p.as_bytes()), &[i, i + 1], i as usize);
+        }
+        let mut hits = 0;
+        for i in 0..200_000u32 {
+            let p = format!("p{i}");
+            out.clear();
+            if c.get(&Key::new(p.as_bytes()), &mut out) {
+                assert_eq!(out, [i, i + 1]);
+                hits += 1;
+            }
+        }
+        assert!(hits > 0 && hits <= CACHE_SLOTS);
+        assert_eq!(c.memory(), CACHE_SLOTS * 64);
+    }
+
+    #[test]
+    fn cache_under_threads_never_tears() {
+        use rayon::prelude::*;
+        let c = PieceCache::new();
+        // few keys, many writers: readers must see each key's own ids or miss
+        (0..400_000u32).into_par_iter().for_each(|i| {
+            let k = i % 97;
+            let p = format!("key{k}");
+            let key = Key::new(p.as_bytes());
+            let mut out = vec![];
+            if c.get(&key, &mut out) {
+                assert_eq!(out, [k, k * 3, k * 5 + 1]);
+            } else {
+                c.put(&key, &[k, k * 3, k * 5 + 1], i as usize);
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod scratch {
+    use super::*;
+    #[test]
+    #[ignore]
+    fn probe_stats() {
+        let raw = std::fs::read("/tmp/prof/cl100k.tiktoken").unwrap();
+        let f = crate::bpe::tiktoken::parse(&raw).unwrap();
+        let r = f.ranks();
+        let t = PieceTable::new(r.iter().copied());
+        let mask = t.slots.len() - 1;
+        let (mut total, mut n, mut maxp) = (0usize, 0usize, 0usize);
+        for (tok, _) in r.iter().filter(|(t, _)| (2..=PIECE_MAX).contains(&t.len())) {
+            let k = Key::new(tok);
+            let (lo, hi) = k.short();
+            let mut i = (k.hash >> t.shift) as usize;
+            let mut p = 1;
+            while !(t.slots[i].lo == lo && t.slots[i].hi == hi) { i = (i + 1) & mask; p += 1; }
+            total += p; n += 1; maxp = maxp.max(p);
+        }
+        eprintln!("slots {} n {} avg probe {} max {}", t.slots.len(), n, total as f64 / n as f64, maxp);
+    }
+}
