@@ -17,7 +17,10 @@ use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::fast::{Key, PairTable, PieceCache, PieceTable, CACHE_MAX, PIECE_MAX};
+use super::fast::{
+    LongCache, LongKey, PairTable, PieceCache, PieceTable, ShortKey, CACHE_ID_LIMIT, CACHE_MAX, CACHE_SLOTS,
+    LONG_CACHE_MAX, LONG_CACHE_SLOTS, PIECE_MAX,
+};
 use super::ranks::{id_limit, id_too_large, SplitIndex};
 use super::train::{pack, unpack};
 use crate::error::{Error, Result};
@@ -125,7 +128,8 @@ pub struct BpeModel {
 struct Fast {
     pieces: Option<PieceTable>,
     pairs: Option<PairTable>,
-    cache: PieceCache,
+    /// None if an id is 2^24 or more
+    cache: Option<(PieceCache, LongCache)>,
 }
 
 /// Built once, on the first encode, by whichever thread gets there first. A
@@ -417,7 +421,10 @@ impl BpeModel {
             let pieces = (self.rule == MergeRule::Bytes)
                 .then(|| PieceTable::new(self.piece_map.iter().map(|(t, &id)| (&t[..], id))));
             let pairs = PairTable::new(self.pair_map.iter().map(|(&p, &z)| ((unpack(p).0, unpack(p).1), z)));
-            Box::new(Fast { pieces, pairs, cache: PieceCache::new() })
+            let ids = self.vocab_size as u64;
+            let cache = (ids <= CACHE_ID_LIMIT)
+                .then(|| (PieceCache::new(CACHE_SLOTS, ids), LongCache::new(LONG_CACHE_SLOTS, ids)));
+            Box::new(Fast { pieces, pairs, cache })
         })
     }
 
@@ -425,7 +432,9 @@ impl BpeModel {
     /// short-token table, the pair table and the fixed-size piece cache.
     pub fn fast_memory(&self) -> usize {
         self.fast.0.get().map_or(0, |f| {
-            f.pieces.as_ref().map_or(0, |p| p.memory()) + f.pairs.as_ref().map_or(0, |p| p.memory()) + f.cache.memory()
+            f.pieces.as_ref().map_or(0, |p| p.memory())
+                + f.pairs.as_ref().map_or(0, |p| p.memory())
+                + f.cache.as_ref().map_or(0, |(c, l)| c.memory() + l.memory())
         })
     }
 
@@ -440,9 +449,9 @@ impl BpeModel {
     fn encode_piece_with(&self, fast: &Fast, piece: &[u8], out: &mut Vec<u32>) {
         let n = piece.len();
         if n < 2 || n > CACHE_MAX {
-            return self.encode_piece_slow(fast, piece, out);
+            return self.encode_piece_cold(fast, piece, out);
         }
-        self.encode_keyed(fast, piece, &Key::new(piece), out)
+        self.encode_keyed(fast, piece, &ShortKey::new(piece), out)
     }
 
     /// A piece of 2..=`CACHE_MAX` bytes and its key: if it has at most
@@ -450,7 +459,7 @@ impl BpeModel {
     /// other piece may be in the cache; what the cache misses is encoded by
     /// the rule (and then cached).
     #[inline(always)]
-    fn encode_keyed(&self, fast: &Fast, piece: &[u8], key: &Key, out: &mut Vec<u32>) {
+    fn encode_keyed(&self, fast: &Fast, piece: &[u8], key: &ShortKey, out: &mut Vec<u32>) {
         let n = piece.len();
         if n <= PIECE_MAX {
             if let Some(t) = &fast.pieces {
@@ -460,7 +469,10 @@ impl BpeModel {
                 }
             }
         }
-        if fast.cache.get(key, out) {
+        let Some((cache, _)) = &fast.cache else {
+            return self.encode_piece_slow(fast, piece, out);
+        };
+        if cache.get(key, out) {
             return;
         }
         let start = out.len();
@@ -470,7 +482,26 @@ impl BpeModel {
         } else {
             self.encode_piece_slow(fast, piece, out);
         }
-        fast.cache.put(key, &out[start..], piece.as_ptr() as usize >> 4);
+        cache.put(key, &out[start..], piece.as_ptr() as usize >> 4);
+    }
+
+    /// A piece of 1 or more than `CACHE_MAX` bytes: the long-piece cache
+    /// (up to `LONG_CACHE_MAX` bytes), then the rule.
+    #[inline]
+    fn encode_piece_cold(&self, fast: &Fast, piece: &[u8], out: &mut Vec<u32>) {
+        let n = piece.len();
+        match &fast.cache {
+            Some((_, long)) if n > CACHE_MAX && n <= LONG_CACHE_MAX => {
+                let key = LongKey::new(piece);
+                if long.get(&key, out) {
+                    return;
+                }
+                let start = out.len();
+                self.encode_piece_slow(fast, piece, out);
+                long.put(&key, &out[start..], piece.as_ptr() as usize >> 4);
+            }
+            _ => self.encode_piece_slow(fast, piece, out),
+        }
     }
 
     /// The rule itself, without the cache: whole-piece lookup (tiktoken's
@@ -657,14 +688,14 @@ impl BpeModel {
         const BATCH: usize = 16;
         let fast = self.fast();
         let mut pieces: [&[u8]; BATCH] = [&[]; BATCH];
-        let mut keys = [Key { w: [0; 4], hash: 0 }; BATCH];
+        let mut keys = [ShortKey::EMPTY; BATCH];
         let mut k = 0;
-        let flush = |pieces: &[&[u8]], keys: &[Key], out: &mut Vec<u32>| {
+        let flush = |pieces: &[&[u8]], keys: &[ShortKey], out: &mut Vec<u32>| {
             for (p, key) in pieces.iter().zip(keys) {
                 if (2..=CACHE_MAX).contains(&p.len()) {
                     self.encode_keyed(fast, p, key, out)
                 } else {
-                    self.encode_piece_slow(fast, p, out)
+                    self.encode_piece_cold(fast, p, out)
                 }
             }
         };
@@ -672,10 +703,11 @@ impl BpeModel {
             let p = p.as_bytes();
             pieces[k] = p;
             if (2..=CACHE_MAX).contains(&p.len()) {
-                let key = Key::new(p);
-                match &fast.pieces {
-                    Some(t) if p.len() <= PIECE_MAX => t.prefetch(&key),
-                    _ => fast.cache.prefetch(&key),
+                let key = ShortKey::new(p);
+                match (&fast.pieces, &fast.cache) {
+                    (Some(t), _) if p.len() <= PIECE_MAX => t.prefetch(&key),
+                    (_, Some((c, _))) => c.prefetch(&key),
+                    _ => {}
                 }
                 keys[k] = key;
             }
@@ -902,6 +934,149 @@ mod tests {
         for &(a, b, z) in &merges {
             m.token_parts(z, SplitRule::BelowOwnRank, &mut out);
             assert_eq!(out, vec![a, b]);
+        }
+    }
+
+    /// The encoder before the fast tables: whole-piece lookup in the hash
+    /// map (tiktoken's rule), the merge loops with the hash map's ranks.
+    fn old_path(m: &BpeModel, piece: &[u8]) -> Vec<u32> {
+        let mut out = vec![];
+        if piece.len() == 1 {
+            return vec![m.byte_to_id[piece[0] as usize]];
+        }
+        if m.rule == MergeRule::Bytes {
+            if let Some(&id) = m.piece_map.get(piece) {
+                return vec![id];
+            }
+        }
+        if piece.len() < LONG_PIECE {
+            m.merge_short(piece, &mut out)
+        } else {
+            m.merge_long(piece, &mut out)
+        }
+        out
+    }
+
+    /// Lengths around every limit of the fast path (short-token table,
+    /// short cache, long cache, the long-piece merge).
+    fn near_limits() -> impl Strategy<Value = usize> {
+        prop::sample::select(vec![1, 2, 3, 8, 14, 15, 16, 17, 30, 31, 32, 33, 62, 63, 64, 65, 94, 95, 96, 97, 130])
+    }
+
+    /// Bytes that are not UTF-8 on their own, ASCII and a space: trained
+    /// tokens that cut characters in half.
+    fn bytes_of(len: usize, seed: u64) -> Vec<u8> {
+        const ALPHA: &[u8] = b"ab \xC3\xA9\xE4\xB8\xFF\x00";
+        let mut x = seed | 1;
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                ALPHA[(x % ALPHA.len() as u64) as usize]
+            })
+            .collect()
+    }
+
+    fn trained(train: &[u8], n: usize, rule: MergeRule) -> BpeModel {
+        let t = latin1(train);
+        let m = train_texts(&[&t], Pretokenizer::Whole, &ident(), 256, n, TieBreak::PairIds, 1).unwrap();
+        BpeModel::new(&ident(), &m, vec![], Pretokenizer::new(Some(GPT4_PATTERN)).unwrap(), rule).unwrap()
+    }
+
+    /// Training takes `str`: bytes are mapped 1:1 onto chars below 256, so
+    /// each becomes one or two UTF-8 bytes (tokens that are not UTF-8).
+    fn latin1(b: &[u8]) -> String {
+        b.iter().map(|&c| c as char).collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(120))]
+        #[test]
+        fn fast_paths_equal_the_old_path(
+            seed in any::<u64>(),
+            lens in prop::collection::vec(near_limits(), 1..12),
+            pairs in any::<bool>(),
+        ) {
+            let rule = if pairs { MergeRule::Pairs } else { MergeRule::Bytes };
+            let m = trained(&bytes_of(600, seed ^ 0x5555), 150, rule);
+            for (k, &len) in lens.iter().enumerate() {
+                let piece = bytes_of(len, seed.wrapping_add(k as u64));
+                let want = old_path(&m, &piece);
+                if rule == MergeRule::Bytes {
+                    prop_assert_eq!(&want, &slow(&m, &piece));
+                }
+                // twice: the first fills the cache, the second reads it
+                for _ in 0..2 {
+                    let mut o = vec![];
+                    m.encode_piece(&piece, &mut o);
+                    prop_assert_eq!(&o, &want, "len {}", len);
+                }
+            }
+        }
+
+        #[test]
+        fn batched_text_equals_piece_by_piece(s in "\\PC{0,300}", pairs in any::<bool>()) {
+            let rule = if pairs { MergeRule::Pairs } else { MergeRule::Bytes };
+            let m = trained("the quick brown fox jumps over the lazy dog, déjà vu 東京 Привет".as_bytes(), 120, rule);
+            let mut want = vec![];
+            for p in m.pretok.split_vec(&s).unwrap() {
+                want.extend(old_path(&m, p.as_bytes()));
+            }
+            prop_assert_eq!(&m.encode_ordinary(&s).unwrap(), &want);
+            prop_assert_eq!(&m.encode_ordinary(&s).unwrap(), &want);
+        }
+    }
+
+    #[test]
+    fn a_piece_of_every_length_up_to_the_long_merge() {
+        // tokens of every length from 1 to 70 ("a" * k), and pieces of every
+        // length to 130: whole tokens, near tokens, long merges
+        let mut merges = vec![];
+        let mut prev = 97u32;
+        for k in 2..=70u32 {
+            merges.push((prev, 97, 254 + k));
+            prev = 254 + k;
+        }
+        for rule in [MergeRule::Bytes, MergeRule::Pairs] {
+            let m = BpeModel::new(&ident(), &merges, vec![], Pretokenizer::Whole, rule).unwrap();
+            for len in 1..=130 {
+                let mut piece = vec![b'a'; len];
+                for tail in [None, Some(b'b')] {
+                    if let Some(t) = tail {
+                        piece.push(t);
+                    }
+                    let want = old_path(&m, &piece);
+                    for _ in 0..2 {
+                        let mut o = vec![];
+                        m.encode_piece(&piece, &mut o);
+                        assert_eq!(o, want, "{rule:?} len {}", piece.len());
+                    }
+                }
+            }
+            assert!(m.fast_memory() > 0);
+        }
+    }
+
+    #[test]
+    fn threads_share_the_cache_and_agree() {
+        use rayon::prelude::*;
+        let m = trained(&bytes_of(2000, 7), 300, MergeRule::Bytes);
+        let pieces: Vec<Vec<u8>> = (0..3000u64).map(|k| bytes_of(2 + (k % 60) as usize, k % 400)).collect();
+        let want: Vec<Vec<u32>> = pieces.iter().map(|p| old_path(&m, p)).collect();
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap();
+        for _ in 0..3 {
+            let got: Vec<Vec<u32>> = pool.install(|| {
+                pieces
+                    .par_iter()
+                    .map(|p| {
+                        let mut o = vec![];
+                        m.encode_piece(p, &mut o);
+                        o
+                    })
+                    .collect()
+            });
+            assert_eq!(got, want);
         }
     }
 

@@ -16,22 +16,26 @@
 //!   `u64` per slot (42 bits of key, 21 of value), open addressing; used when
 //!   every id is below 2^21 - 1. Memory: 8 bytes times the next power of two
 //!   at or above twice the number of pairs.
-//! - [`PieceCache`]: piece (2 to [`CACHE_MAX`] bytes) -> its ids (at most
-//!   [`CACHE_IDS`], each below 2^24), for pieces that are not one token (and
-//!   for single tokens longer than [`PIECE_MAX`]). Shared by every thread
+//! - [`PieceCache`]: piece (2 to [`CACHE_MAX`] bytes) -> its ids, for
+//!   pieces that are not one token (and for single tokens longer than
+//!   [`PIECE_MAX`]); [`LongCache`] the same for pieces of 32 to
+//!   [`LONG_CACHE_MAX`] bytes. Ids are packed with as many bits as the
+//!   vocabulary's largest id needs (17 for cl100k, 18 for o200k: an entry
+//!   holds up to 11 or 10 ids, 26 or 24 in the long cache). Shared by every thread
 //!   encoding with the model (`encode_batch` on rayon): each 64-byte slot is
 //!   guarded by a sequence number (a seqlock: a reader that sees the
 //!   number change, or odd, treats the slot as a miss), so readers never
 //!   block and never see a torn entry, and a writer that finds the slot
 //!   busy skips the insert. Two-way set associative, a new entry replaces an
 //!   empty way or else one of the two; nothing else is ever allocated, so
-//!   its memory is fixed: [`CACHE_SLOTS`] slots of 64 bytes (4 MiB per model).
+//!   its memory is fixed: [`CACHE_SLOTS`] slots of 64 bytes (8 MiB per
+//!   model) and [`LONG_CACHE_SLOTS`] of 128 bytes (2 MiB).
 //!   A cached entry is exactly what the merge loop returned for those bytes,
 //!   so a hit can never change the ids, only skip the work.
 //!
-//! Not handled: pieces longer than [`CACHE_MAX`] bytes (merged every time,
-//! their whole-piece lookup in the model's hash map), results of more than
-//! [`CACHE_IDS`] ids (not cached), vocabularies with ids of 2^21 - 1 or more
+//! Not handled: pieces longer than [`LONG_CACHE_MAX`] bytes (merged every
+//! time, their whole-piece lookup in the model's hash map), results with
+//! more ids than an entry holds (not cached), vocabularies with ids of 2^21 - 1 or more
 //! (no pair table: the model's hash map answers) or 2^24 or more (no cache).
 
 use std::sync::atomic::{fence, AtomicU64, Ordering};
@@ -40,46 +44,64 @@ use std::sync::atomic::{fence, AtomicU64, Ordering};
 pub const PIECE_MAX: usize = 15;
 /// Longest piece kept in [`PieceCache`] (four words minus the length byte).
 pub const CACHE_MAX: usize = 31;
-/// Most ids of one cached piece (24 bits each in three words).
-pub const CACHE_IDS: usize = 8;
 /// Slots of the cache (two per set).
-pub const CACHE_SLOTS: usize = 1 << 16;
+pub const CACHE_SLOTS: usize = 1 << 17;
 
 const K1: u64 = 0x9E37_79B9_7F4A_7C15;
 const K2: u64 = 0xC2B2_AE3D_27D4_EB4F;
 const K3: u64 = 0x1656_67B1_9E37_79F9;
 const K4: u64 = 0x27D4_EB2F_1656_67C5;
 
-/// A piece of at most [`CACHE_MAX`] bytes as four little-endian words,
+/// A piece of at most `8 * W - 1` bytes as `W` little-endian words,
 /// zero-padded, the length in the top byte of the last word (so no two
 /// pieces share a key and no key is all zero), and its hash.
 #[derive(Clone, Copy)]
-pub struct Key {
-    pub w: [u64; 4],
+pub struct Key<const W: usize = 4> {
+    pub w: [u64; W],
     pub hash: u64,
 }
 
-impl Key {
-    /// `piece.len()` must be 1..=[`CACHE_MAX`].
+/// The key of a piece of up to [`CACHE_MAX`] bytes.
+pub type ShortKey = Key<4>;
+/// The key of a long piece (up to [`LONG_CACHE_MAX`] bytes).
+pub type LongKey = Key<8>;
+
+impl<const W: usize> Key<W> {
+    /// `piece.len()` must be 1..`8 * W`.
     #[inline(always)]
-    pub fn new(piece: &[u8]) -> Key {
+    pub fn new(piece: &[u8]) -> Self {
         let n = piece.len();
-        debug_assert!((1..=CACHE_MAX).contains(&n));
+        debug_assert!(n >= 1 && n < 8 * W);
         // word by word with (overlapping) loads: copying the piece into a
         // zeroed buffer and reading it back as words stalls on store forwarding
-        let word = |i: usize| if 8 * i < n { le(&piece[8 * i..n.min(8 * i + 8)]) } else { 0 };
-        let (w0, w1, w2, w3) = (word(0), word(1), word(2), word(3) | (n as u64) << 56);
-        let h = w0.wrapping_mul(K1) ^ w1.wrapping_mul(K2) ^ w2.wrapping_mul(K3) ^ w3.wrapping_mul(K4);
+        let mut w = [0u64; W];
+        let mut h = 0u64;
+        for (i, x) in w.iter_mut().enumerate() {
+            if 8 * i < n {
+                *x = le(&piece[8 * i..n.min(8 * i + 8)]);
+            }
+            if i == W - 1 {
+                *x |= (n as u64) << 56;
+            }
+            h ^= x.wrapping_mul(MULS[i % 4]).rotate_left(i as u32 * 7);
+        }
         let hash = (h ^ (h >> 29)).wrapping_mul(K1);
-        Key { w: [w0, w1, w2, w3], hash }
+        Key { w, hash }
     }
 
+    /// An unused key (all zero: never equal to a piece's).
+    pub const EMPTY: Self = Key { w: [0; W], hash: 0 };
+}
+
+impl Key<4> {
     /// The two-word key of [`PieceTable`] (the piece is at most [`PIECE_MAX`] bytes).
     #[inline(always)]
     fn short(&self) -> (u64, u64) {
         (self.w[0], self.w[1] | (self.w[3] & (0xFF << 56)))
     }
 }
+
+const MULS: [u64; 4] = [K1, K2, K3, K4];
 
 /// Ask for the cache line at `p` ahead of its use (a hint: no effect on
 /// what is computed; nothing on other targets).
@@ -138,8 +160,8 @@ impl PieceTable {
             if !(2..=PIECE_MAX).contains(&t.len()) {
                 continue;
             }
-            let (lo, hi) = Key::new(t).short();
-            let mut i = (Key::new(t).hash >> table.shift) as usize;
+            let (lo, hi) = ShortKey::new(t).short();
+            let mut i = (ShortKey::new(t).hash >> table.shift) as usize;
             loop {
                 let s = &mut table.slots[i];
                 if s.hi == 0 {
@@ -252,52 +274,66 @@ impl PairTable {
     }
 }
 
-/// Ids below this fit the cache.
+/// Ids below this fit the caches.
 pub const CACHE_ID_LIMIT: u64 = 1 << 24;
 
-/// One slot of [`PieceCache`]: `seq` (bit 8 up: a sequence number, odd while
-/// written; low byte: the number of ids), the four key words, the ids packed
-/// 24 bits each into three words. All zero = empty (no key is all zero).
+/// One slot of a [`Cache`]: `seq` (bit 8 up: a sequence number, odd while
+/// written; low byte: the number of ids), the key words, the ids packed
+/// `bits` each into the id words. All zero = empty (no key is all zero).
 #[repr(C, align(64))]
-struct CacheSlot {
+struct CacheSlot<const KW: usize, const IW: usize> {
     seq: AtomicU64,
-    key: [AtomicU64; 4],
-    ids: [AtomicU64; 3],
+    key: [AtomicU64; KW],
+    ids: [AtomicU64; IW],
 }
 
-/// Piece -> ids, bounded, shared by threads (see the module docs).
-pub struct PieceCache {
-    slots: Box<[CacheSlot]>,
+/// Piece -> ids, bounded, shared by threads (see the module docs): `KW` key
+/// words (pieces of up to `8 * KW - 1` bytes), `IW` words of ids.
+pub struct Cache<const KW: usize, const IW: usize> {
+    slots: Box<[CacheSlot<KW, IW>]>,
     shift: u32,
+    /// bits per id: enough for the largest id of the vocabulary
+    bits: u32,
+    /// most ids of one entry: `64 * IW / bits`
+    most: usize,
 }
 
-impl Default for PieceCache {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+/// Pieces of up to [`CACHE_MAX`] bytes, 64-byte slots.
+pub type PieceCache = Cache<4, 3>;
+/// Pieces of up to [`LONG_CACHE_MAX`] bytes, 128-byte slots.
+pub type LongCache = Cache<8, 7>;
 
-impl PieceCache {
-    pub fn new() -> PieceCache {
-        let slots: Box<[CacheSlot]> = (0..CACHE_SLOTS)
+/// Longest piece kept in [`LongCache`].
+pub const LONG_CACHE_MAX: usize = 63;
+/// Slots of the long-piece cache.
+pub const LONG_CACHE_SLOTS: usize = 1 << 14;
+
+impl<const KW: usize, const IW: usize> Cache<KW, IW> {
+    /// `slots` (a power of two, at least 2) for ids below `id_limit` (at
+    /// most [`CACHE_ID_LIMIT`]).
+    pub fn new(slots: usize, id_limit: u64) -> Self {
+        debug_assert!(slots.is_power_of_two() && slots >= 2 && id_limit <= CACHE_ID_LIMIT);
+        let slots_box: Box<[CacheSlot<KW, IW>]> = (0..slots)
             .map(|_| CacheSlot {
                 seq: AtomicU64::new(0),
-                key: Default::default(),
-                ids: Default::default(),
+                key: std::array::from_fn(|_| AtomicU64::new(0)),
+                ids: std::array::from_fn(|_| AtomicU64::new(0)),
             })
             .collect();
+        let bits = (64 - id_limit.saturating_sub(1).leading_zeros()).max(1);
+        let most = (64 * IW / bits as usize).min(255);
         // sets of two slots: the set index takes log2(slots) - 1 bits of the hash
-        PieceCache { slots, shift: 64 - (CACHE_SLOTS.trailing_zeros() - 1) }
+        Cache { slots: slots_box, shift: 64 - (slots.trailing_zeros() - 1), bits, most }
     }
 
     #[inline(always)]
-    fn set(&self, key: &Key) -> usize {
+    fn set(&self, key: &Key<KW>) -> usize {
         ((key.hash >> self.shift) as usize) * 2
     }
 
     /// Start loading the set [`Self::get`] will look at.
     #[inline(always)]
-    pub fn prefetch(&self, key: &Key) {
+    pub fn prefetch(&self, key: &Key<KW>) {
         let set = self.set(key);
         prefetch(&self.slots[set]);
         prefetch(&self.slots[set + 1]);
@@ -305,69 +341,65 @@ impl PieceCache {
 
     /// Append the cached ids of `key` to `out`; false on a miss.
     #[inline(always)]
-    pub fn get(&self, key: &Key, out: &mut Vec<u32>) -> bool {
+    pub fn get(&self, key: &Key<KW>, out: &mut Vec<u32>) -> bool {
         let set = self.set(key);
         for s in &self.slots[set..set + 2] {
-            if s.key[0].load(Ordering::Relaxed) != key.w[0] || s.key[3].load(Ordering::Relaxed) != key.w[3] {
+            if s.key[0].load(Ordering::Relaxed) != key.w[0] || s.key[KW - 1].load(Ordering::Relaxed) != key.w[KW - 1] {
                 continue;
             }
             let seq = s.seq.load(Ordering::Acquire);
             if seq & 0x100 != 0 {
                 return false;
             }
-            let k1 = s.key[1].load(Ordering::Relaxed);
-            let k2 = s.key[2].load(Ordering::Relaxed);
-            let k0 = s.key[0].load(Ordering::Relaxed);
-            let k3 = s.key[3].load(Ordering::Relaxed);
-            let ids = [s.ids[0].load(Ordering::Relaxed), s.ids[1].load(Ordering::Relaxed), s.ids[2].load(Ordering::Relaxed)];
+            let k: [u64; KW] = std::array::from_fn(|i| s.key[i].load(Ordering::Relaxed));
+            let ids: [u64; IW] = std::array::from_fn(|i| s.ids[i].load(Ordering::Relaxed));
             fence(Ordering::Acquire);
             if s.seq.load(Ordering::Relaxed) != seq {
                 return false;
             }
-            if [k0, k1, k2, k3] != key.w {
+            if k != key.w {
                 continue;
             }
             let n = (seq & 0xFF) as usize;
-            if n == 0 || n > CACHE_IDS {
+            if n == 0 || n > self.most {
                 return false;
             }
-            // ids[k / 8 * 3 ..]: id k is bits 24k.. of the 192-bit little-endian number
-            let bits = |k: usize| -> u32 {
-                let at = 24 * k;
+            // id j is bits `bits * j ..` of the little-endian number in `ids`
+            let (bits, mask) = (self.bits as usize, (1u64 << self.bits) - 1);
+            for j in 0..n {
+                let at = bits * j;
                 let (w, o) = (at / 64, at % 64);
                 let mut v = ids[w] >> o;
-                if o > 40 {
+                if o + bits > 64 {
                     v |= ids[w + 1] << (64 - o);
                 }
-                (v & 0xFF_FFFF) as u32
-            };
-            for k in 0..n {
-                out.push(bits(k));
+                out.push((v & mask) as u32);
             }
             return true;
         }
         false
     }
 
-    /// Remember `ids` for `key` (skipped if there are more than
-    /// [`CACHE_IDS`], an id is too large, or the slot is being written).
-    /// `pick` chooses the way to replace when neither is empty.
+    /// Remember `ids` for `key` (skipped if there are too many, an id is
+    /// too large, or the slot is being written). `pick` chooses the way to
+    /// replace when neither is empty.
     #[inline]
-    pub fn put(&self, key: &Key, ids: &[u32], pick: usize) {
-        if ids.is_empty() || ids.len() > CACHE_IDS || ids.iter().any(|&i| i as u64 >= CACHE_ID_LIMIT) {
+    pub fn put(&self, key: &Key<KW>, ids: &[u32], pick: usize) {
+        if ids.is_empty() || ids.len() > self.most || ids.iter().any(|&i| i as u64 >> self.bits != 0) {
             return;
         }
-        let mut packed = [0u64; 3];
-        for (k, &id) in ids.iter().enumerate() {
-            let at = 24 * k;
+        let bits = self.bits as usize;
+        let mut packed = [0u64; IW];
+        for (j, &id) in ids.iter().enumerate() {
+            let at = bits * j;
             let (w, o) = (at / 64, at % 64);
             packed[w] |= (id as u64) << o;
-            if o > 40 {
+            if o + bits > 64 {
                 packed[w + 1] |= (id as u64) >> (64 - o);
             }
         }
         let set = self.set(key);
-        let empty = |s: &CacheSlot| s.key[3].load(Ordering::Relaxed) == 0;
+        let empty = |s: &CacheSlot<KW, IW>| s.key[KW - 1].load(Ordering::Relaxed) == 0;
         let way = if empty(&self.slots[set]) {
             0
         } else if empty(&self.slots[set + 1]) {
@@ -395,9 +427,14 @@ impl PieceCache {
         s.seq.store(((busy >> 8) + 1) << 8 | ids.len() as u64, Ordering::Release);
     }
 
+    /// Most ids of one entry.
+    pub fn most(&self) -> usize {
+        self.most
+    }
+
     /// Bytes held (fixed).
     pub fn memory(&self) -> usize {
-        self.slots.len() * std::mem::size_of::<CacheSlot>()
+        self.slots.len() * std::mem::size_of::<CacheSlot<KW, IW>>()
     }
 }
 
@@ -412,7 +449,7 @@ mod tests {
             let mut buf = [0u8; 32];
             buf[..n].copy_from_slice(&bytes[..n]);
             let want: Vec<u64> = buf.chunks(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
-            let k = Key::new(&bytes[..n]);
+            let k = Key::<4>::new(&bytes[..n]);
             assert_eq!(&k.w[..3], &want[..3], "{n}");
             assert_eq!(k.w[3], want[3] | (n as u64) << 56, "{n}");
         }
@@ -420,11 +457,11 @@ mod tests {
 
     #[test]
     fn keys_differ_by_length_and_bytes() {
-        let a = Key::new(b"ab");
-        let b = Key::new(b"ab\0");
+        let a = Key::<4>::new(b"ab");
+        let b = Key::<4>::new(b"ab\0");
         assert_ne!(a.w, b.w);
-        assert_ne!(Key::new(&[0u8; 31]).w, Key::new(&[0u8; 30]).w);
-        assert_ne!(Key::new(&[0u8; 15]).short(), Key::new(&[0u8; 14]).short());
+        assert_ne!(Key::<4>::new(&[0u8; 31]).w, Key::<4>::new(&[0u8; 30]).w);
+        assert_ne!(Key::<4>::new(&[0u8; 15]).short(), Key::<4>::new(&[0u8; 14]).short());
     }
 
     #[test]
@@ -432,10 +469,10 @@ mod tests {
         let toks: Vec<Vec<u8>> = (0..5000u32).map(|i| format!("t{i}").into_bytes()).collect();
         let t = PieceTable::new(toks.iter().enumerate().map(|(i, t)| (&t[..], i as u32)));
         for (i, tok) in toks.iter().enumerate() {
-            assert_eq!(t.get(&Key::new(tok)), Some(i as u32));
+            assert_eq!(t.get(&ShortKey::new(tok)), Some(i as u32));
         }
-        assert_eq!(t.get(&Key::new(b"x1")), None);
-        assert_eq!(t.get(&Key::new(b"t1\0")), None);
+        assert_eq!(t.get(&ShortKey::new(b"x1")), None);
+        assert_eq!(t.get(&ShortKey::new(b"t1\0")), None);
     }
 
     #[test]
@@ -452,29 +489,30 @@ mod tests {
 
     #[test]
     fn cache_round_trip_and_bounds() {
-        let c = PieceCache::new();
+        let c = PieceCache::new(CACHE_SLOTS, CACHE_ID_LIMIT);
+        assert_eq!(c.most(), 8); // 24-bit ids
         let mut out = vec![];
-        let k = Key::new(b"hello world");
+        let k = ShortKey::new(b"hello world");
         assert!(!c.get(&k, &mut out));
         let ids = [1, 0xFF_FFFF, 3, 4, 5, 6, 7, 0xAB_CDEF];
         c.put(&k, &ids, 0);
         assert!(c.get(&k, &mut out));
         assert_eq!(out, ids);
         // too many ids or too large an id: not kept
-        let k2 = Key::new(b"other");
+        let k2 = ShortKey::new(b"other");
         c.put(&k2, &[1; 9], 0);
         c.put(&k2, &[1 << 24], 0);
         assert!(!c.get(&k2, &mut out));
         // many keys: the cache never grows, and what it answers is right
         for i in 0..200_000u32 {
             let p = format!("p{i}");
-            c.put(&Key::new(p.as_bytes()), &[i, i + 1], i as usize);
+            c.put(&ShortKey::new(p.as_bytes()), &[i, i + 1], i as usize);
         }
         let mut hits = 0;
         for i in 0..200_000u32 {
             let p = format!("p{i}");
             out.clear();
-            if c.get(&Key::new(p.as_bytes()), &mut out) {
+            if c.get(&ShortKey::new(p.as_bytes()), &mut out) {
                 assert_eq!(out, [i, i + 1]);
                 hits += 1;
             }
@@ -484,14 +522,39 @@ mod tests {
     }
 
     #[test]
+    fn narrow_ids_fit_more_and_long_keys() {
+        // ids below 2^17: 11 ids of 17 bits in three words
+        let c = PieceCache::new(1 << 8, 100_256);
+        assert_eq!(c.most(), 11);
+        let ids: Vec<u32> = (0..11).map(|j| 100_255 - j * 9_000).collect();
+        let k = ShortKey::new(b"abcdefghijklmnopqrstuvwxyz01234");
+        c.put(&k, &ids, 0);
+        let mut out = vec![];
+        assert!(c.get(&k, &mut out));
+        assert_eq!(out, ids);
+        c.put(&ShortKey::new(b"x"), &[1 << 17], 0);
+        assert!(!c.get(&ShortKey::new(b"x"), &mut out));
+        let l = LongCache::new(1 << 8, 200_019);
+        assert_eq!(l.most(), 24); // 18-bit ids
+        assert_eq!(l.memory(), 256 * 128);
+        let piece = [7u8; 63];
+        let ids: Vec<u32> = (0..24).map(|j| 200_018 - j).collect();
+        l.put(&LongKey::new(&piece), &ids, 1);
+        out.clear();
+        assert!(l.get(&LongKey::new(&piece), &mut out));
+        assert_eq!(out, ids);
+        assert!(!l.get(&LongKey::new(&piece[..62]), &mut out));
+    }
+
+    #[test]
     fn cache_under_threads_never_tears() {
         use rayon::prelude::*;
-        let c = PieceCache::new();
+        let c = PieceCache::new(1 << 10, 1 << 17);
         // few keys, many writers: readers must see each key's own ids or miss
         (0..400_000u32).into_par_iter().for_each(|i| {
             let k = i % 97;
             let p = format!("key{k}");
-            let key = Key::new(p.as_bytes());
+            let key = ShortKey::new(p.as_bytes());
             let mut out = vec![];
             if c.get(&key, &mut out) {
                 assert_eq!(out, [k, k * 3, k * 5 + 1]);
@@ -515,7 +578,7 @@ mod scratch {
         let mask = t.slots.len() - 1;
         let (mut total, mut n, mut maxp) = (0usize, 0usize, 0usize);
         for (tok, _) in r.iter().filter(|(t, _)| (2..=PIECE_MAX).contains(&t.len())) {
-            let k = Key::new(tok);
+            let k = ShortKey::new(tok);
             let (lo, hi) = k.short();
             let mut i = (k.hash >> t.shift) as usize;
             let mut p = 1;
