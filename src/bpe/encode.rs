@@ -128,6 +128,8 @@ pub struct BpeModel {
 struct Fast {
     pieces: Option<PieceTable>,
     pairs: Option<PairTable>,
+    /// the rank of each pair of single bytes, `first << 8 | second` (256 KiB)
+    byte_pairs: Vec<u32>,
     /// None if an id is 2^24 or more
     cache: Option<(PieceCache, LongCache)>,
 }
@@ -424,7 +426,10 @@ impl BpeModel {
             let ids = self.vocab_size as u64;
             let cache = (ids <= CACHE_ID_LIMIT)
                 .then(|| (PieceCache::new(CACHE_SLOTS, ids), LongCache::new(LONG_CACHE_SLOTS, ids)));
-            Box::new(Fast { pieces, pairs, cache })
+            let byte_pairs = (0..1usize << 16)
+                .map(|ab| self.rank(self.byte_to_id[ab >> 8], self.byte_to_id[ab & 0xFF]))
+                .collect();
+            Box::new(Fast { pieces, pairs, byte_pairs, cache })
         })
     }
 
@@ -435,6 +440,7 @@ impl BpeModel {
             f.pieces.as_ref().map_or(0, |p| p.memory())
                 + f.pairs.as_ref().map_or(0, |p| p.memory())
                 + f.cache.as_ref().map_or(0, |(c, l)| c.memory() + l.memory())
+                + f.byte_pairs.len() * 4
         })
     }
 
@@ -527,13 +533,49 @@ impl BpeModel {
         }
     }
 
-    /// [`Self::merge_short`] with the pair table when there is one.
+    /// [`Self::merge_short`] with the fast tables: the ranks of the first
+    /// round (pairs of single bytes) from the dense byte-pair table, the
+    /// rest from the pair table when there is one. Same loop, same ids.
     #[inline(always)]
     fn merge_short_fast(&self, fast: &Fast, piece: &[u8], out: &mut Vec<u32>) {
-        match &fast.pairs {
-            Some(p) => self.merge_short_with(piece, |a, b| p.get(a, b, NO_RANK), out),
-            None => self.merge_short(piece, out),
+        let Some(p) = &fast.pairs else { return self.merge_short(piece, out) };
+        let mut parts: [u32; LONG_PIECE] = [0; LONG_PIECE];
+        let mut ranks: [u32; LONG_PIECE] = [NO_RANK; LONG_PIECE];
+        let mut n = piece.len();
+        for (i, &b) in piece.iter().enumerate() {
+            parts[i] = self.byte_to_id[b as usize];
         }
+        for i in 0..n - 1 {
+            ranks[i] = fast.byte_pairs[(piece[i] as usize) << 8 | piece[i + 1] as usize];
+        }
+        let rank = |a, b| p.get(a, b, NO_RANK);
+        loop {
+            let mut best = NO_RANK;
+            let mut at = 0;
+            for (i, &r) in ranks[..n - 1].iter().enumerate() {
+                if r < best {
+                    best = r;
+                    at = i;
+                }
+            }
+            if best == NO_RANK {
+                break;
+            }
+            parts[at] = best;
+            parts.copy_within(at + 2..n, at + 1);
+            ranks.copy_within(at + 1..n - 1, at);
+            n -= 1;
+            if at + 1 < n {
+                ranks[at] = rank(parts[at], parts[at + 1]);
+            }
+            if at > 0 {
+                ranks[at - 1] = rank(parts[at - 1], parts[at]);
+            }
+            if n == 1 {
+                break;
+            }
+        }
+        out.extend_from_slice(&parts[..n]);
     }
 
     #[inline(always)]
@@ -704,10 +746,12 @@ impl BpeModel {
             pieces[k] = p;
             if (2..=CACHE_MAX).contains(&p.len()) {
                 let key = ShortKey::new(p);
-                match (&fast.pieces, &fast.cache) {
-                    (Some(t), _) if p.len() <= PIECE_MAX => t.prefetch(&key),
-                    (_, Some((c, _))) => c.prefetch(&key),
-                    _ => {}
+                // both: a piece that is not a token is looked up in the cache next
+                if let (Some(t), true) = (&fast.pieces, p.len() <= PIECE_MAX) {
+                    t.prefetch(&key);
+                }
+                if let Some((c, _)) = &fast.cache {
+                    c.prefetch(&key);
                 }
                 keys[k] = key;
             }
