@@ -38,7 +38,85 @@
 //! more ids than an entry holds (not cached), vocabularies with ids of 2^21 - 1 or more
 //! (no pair table: the model's hash map answers) or 2^24 or more (no cache).
 
+use std::alloc::{alloc_zeroed, dealloc, handle_alloc_error, Layout};
+use std::ptr::NonNull;
 use std::sync::atomic::{fence, AtomicU64, Ordering};
+
+/// Types for which all-zero bytes are a valid value (plain integers, atomics).
+///
+/// # Safety
+/// An implementor must be valid when every byte is zero.
+pub unsafe trait ZeroValid {}
+// SAFETY: integers and atomic integers are valid at zero.
+unsafe impl ZeroValid for u64 {}
+// SAFETY: as above.
+unsafe impl ZeroValid for AtomicU64 {}
+
+/// A zeroed array of `len` values, aligned to 2 MiB and advised to the
+/// kernel as huge-page memory when it is that big. The tables are probed at
+/// random: with 4 KiB pages every probe of an 8 MiB table also misses the
+/// TLB (the profile showed the prefetches themselves stalling on the page
+/// walk), with 2 MiB pages the whole table is a handful of TLB entries.
+/// Pages are only touched when written, so an untouched cache costs no RAM.
+pub struct Zeroed<T: ZeroValid> {
+    ptr: NonNull<T>,
+    len: usize,
+    layout: Layout,
+}
+
+const HUGE: usize = 2 << 20;
+
+#[cfg(target_os = "linux")]
+extern "C" {
+    fn madvise(addr: *mut std::ffi::c_void, len: usize, advice: std::ffi::c_int) -> std::ffi::c_int;
+}
+
+impl<T: ZeroValid> Zeroed<T> {
+    /// `len` must be at least 1.
+    pub fn new(len: usize) -> Self {
+        let layout = Layout::array::<T>(len.max(1)).expect("table size");
+        let layout = if layout.size() >= HUGE { layout.align_to(HUGE) } else { layout.align_to(64) };
+        let layout = layout.expect("table layout");
+        // SAFETY: the layout has a non-zero size (len >= 1, T sized and not zero-sized here).
+        let raw = unsafe { alloc_zeroed(layout) };
+        let Some(ptr) = NonNull::new(raw as *mut T) else { handle_alloc_error(layout) };
+        #[cfg(target_os = "linux")]
+        if layout.size() >= HUGE {
+            // SAFETY: the range is one live allocation of ours; MADV_HUGEPAGE (14)
+            // only changes how its pages are backed, never their contents. A
+            // kernel without transparent huge pages refuses, which is harmless.
+            unsafe { madvise(raw as *mut std::ffi::c_void, layout.size(), 14) };
+        }
+        Zeroed { ptr, len, layout }
+    }
+}
+
+impl<T: ZeroValid> std::ops::Deref for Zeroed<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // SAFETY: `len` values were allocated, zeroed (valid by ZeroValid) and are owned by self.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: ZeroValid> std::ops::DerefMut for Zeroed<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as in deref, and `&mut self` makes the borrow unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: ZeroValid> Drop for Zeroed<T> {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout; the values need no drop (integers, atomics).
+        unsafe { dealloc(self.ptr.as_ptr() as *mut u8, self.layout) }
+    }
+}
+
+// SAFETY: Zeroed owns its values like a Box<[T]>.
+unsafe impl<T: ZeroValid + Send> Send for Zeroed<T> {}
+// SAFETY: as above; shared access is through &[T].
+unsafe impl<T: ZeroValid + Sync> Sync for Zeroed<T> {}
 
 /// Longest token kept in [`PieceTable`] (the key is two words minus the length byte).
 pub const PIECE_MAX: usize = 15;
@@ -142,9 +220,12 @@ struct Slot {
     id: u32,
 }
 
+// SAFETY: integers only; all zero is the empty slot.
+unsafe impl ZeroValid for Slot {}
+
 /// Token bytes (2..=[`PIECE_MAX`]) -> id, open addressing with linear probing.
 pub struct PieceTable {
-    slots: Vec<Slot>,
+    slots: Zeroed<Slot>,
     shift: u32,
 }
 
@@ -154,7 +235,7 @@ impl PieceTable {
     pub fn new<'a>(tokens: impl Iterator<Item = (&'a [u8], u32)> + Clone) -> PieceTable {
         let count = tokens.clone().filter(|(t, _)| (2..=PIECE_MAX).contains(&t.len())).count();
         let size = (2 * count).next_power_of_two().max(16);
-        let mut table = PieceTable { slots: vec![Slot::default(); size], shift: 64 - size.trailing_zeros() };
+        let mut table = PieceTable { slots: Zeroed::new(size), shift: 64 - size.trailing_zeros() };
         let mask = size - 1;
         for (t, id) in tokens {
             if !(2..=PIECE_MAX).contains(&t.len()) {
@@ -215,7 +296,7 @@ const PAIR_EMPTY: u64 = u64::MAX;
 /// `left << 42 | right << 21 | merged`, all ones when empty (impossible for
 /// a real entry, whose ids are below 2^21 - 1).
 pub struct PairTable {
-    slots: Vec<u64>,
+    slots: Zeroed<u64>,
     shift: u32,
 }
 
@@ -223,7 +304,9 @@ impl PairTable {
     /// From `((left, right), merged)`; None if an id is too large.
     pub fn new(pairs: impl ExactSizeIterator<Item = ((u32, u32), u32)>) -> Option<PairTable> {
         let size = (2 * pairs.len()).next_power_of_two().max(16);
-        let mut table = PairTable { slots: vec![PAIR_EMPTY; size], shift: 64 - size.trailing_zeros() };
+        let mut slots = Zeroed::new(size);
+        slots.fill(PAIR_EMPTY);
+        let mut table = PairTable { slots, shift: 64 - size.trailing_zeros() };
         let mask = size - 1;
         for ((a, b), z) in pairs {
             if [a, b, z].iter().any(|&x| x as u64 >= PAIR_ID_LIMIT) {
@@ -287,10 +370,13 @@ struct CacheSlot<const KW: usize, const IW: usize> {
     ids: [AtomicU64; IW],
 }
 
+// SAFETY: atomics only; all zero is the empty slot.
+unsafe impl<const KW: usize, const IW: usize> ZeroValid for CacheSlot<KW, IW> {}
+
 /// Piece -> ids, bounded, shared by threads (see the module docs): `KW` key
 /// words (pieces of up to `8 * KW - 1` bytes), `IW` words of ids.
 pub struct Cache<const KW: usize, const IW: usize> {
-    slots: Box<[CacheSlot<KW, IW>]>,
+    slots: Zeroed<CacheSlot<KW, IW>>,
     shift: u32,
     /// bits per id: enough for the largest id of the vocabulary
     bits: u32,
@@ -313,13 +399,7 @@ impl<const KW: usize, const IW: usize> Cache<KW, IW> {
     /// most [`CACHE_ID_LIMIT`]).
     pub fn new(slots: usize, id_limit: u64) -> Self {
         debug_assert!(slots.is_power_of_two() && slots >= 2 && id_limit <= CACHE_ID_LIMIT);
-        let slots_box: Box<[CacheSlot<KW, IW>]> = (0..slots)
-            .map(|_| CacheSlot {
-                seq: AtomicU64::new(0),
-                key: std::array::from_fn(|_| AtomicU64::new(0)),
-                ids: std::array::from_fn(|_| AtomicU64::new(0)),
-            })
-            .collect();
+        let slots_box = Zeroed::new(slots);
         let bits = (64 - id_limit.saturating_sub(1).leading_zeros()).max(1);
         let most = (64 * IW / bits as usize).min(255);
         // sets of two slots: the set index takes log2(slots) - 1 bits of the hash
