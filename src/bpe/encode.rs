@@ -8,6 +8,14 @@
 //! rule). Both are answered by one table from a pair of ids to the merged id,
 //! and the merged id is the rank.
 //!
+//! Encoding a text goes through the tables of `fast.rs`, built on the first
+//! encode: a piece of up to 15 bytes that is a token is found in the
+//! short-token table, any other piece of up to 63 bytes in a bounded cache
+//! shared by threads (10 MiB per model, fixed), and only what the cache misses
+//! is merged; pieces are looked up in batches with their slots prefetched.
+//! The fast path gives exactly the ids of the rule (tests: `old_path` below,
+//! tests/bpe/test_encode_fast.py against tiktoken and the reference).
+//!
 //! Short pieces use a linear scan for the minimum (fast, cache-resident).
 //! Long pieces (`"a" * 1_000_000`, text without whitespace, whole documents)
 //! use a linked list and a min-heap, O(n log n), so no input is quadratic.
@@ -426,9 +434,8 @@ impl BpeModel {
             let ids = self.vocab_size as u64;
             let cache = (ids <= CACHE_ID_LIMIT)
                 .then(|| (PieceCache::new(CACHE_SLOTS, ids), LongCache::new(LONG_CACHE_SLOTS, ids)));
-            let byte_pairs = (0..1usize << 16)
-                .map(|ab| self.rank(self.byte_to_id[ab >> 8], self.byte_to_id[ab & 0xFF]))
-                .collect();
+            let byte_pairs =
+                (0..1usize << 16).map(|ab| self.rank(self.byte_to_id[ab >> 8], self.byte_to_id[ab & 0xFF])).collect();
             Box::new(Fast { pieces, pairs, byte_pairs, cache })
         })
     }
@@ -454,7 +461,7 @@ impl BpeModel {
     #[inline(always)]
     fn encode_piece_with(&self, fast: &Fast, piece: &[u8], out: &mut Vec<u32>) {
         let n = piece.len();
-        if n < 2 || n > CACHE_MAX {
+        if !(2..=CACHE_MAX).contains(&n) {
             return self.encode_piece_cold(fast, piece, out);
         }
         self.encode_keyed(fast, piece, &ShortKey::new(piece), out)

@@ -662,8 +662,13 @@ mod scratch {
             let (lo, hi) = k.short();
             let mut i = (k.hash >> t.shift) as usize;
             let mut p = 1;
-            while !(t.slots[i].lo == lo && t.slots[i].hi == hi) { i = (i + 1) & mask; p += 1; }
-            total += p; n += 1; maxp = maxp.max(p);
+            while !(t.slots[i].lo == lo && t.slots[i].hi == hi) {
+                i = (i + 1) & mask;
+                p += 1;
+            }
+            total += p;
+            n += 1;
+            maxp = maxp.max(p);
         }
         eprintln!("slots {} n {} avg probe {} max {}", t.slots.len(), n, total as f64 / n as f64, maxp);
     }
