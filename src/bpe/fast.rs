@@ -644,32 +644,3 @@ mod tests {
         });
     }
 }
-
-#[cfg(test)]
-mod scratch {
-    use super::*;
-    #[test]
-    #[ignore]
-    fn probe_stats() {
-        let raw = std::fs::read("/tmp/prof/cl100k.tiktoken").unwrap();
-        let f = crate::bpe::tiktoken::parse(&raw).unwrap();
-        let r = f.ranks();
-        let t = PieceTable::new(r.iter().copied());
-        let mask = t.slots.len() - 1;
-        let (mut total, mut n, mut maxp) = (0usize, 0usize, 0usize);
-        for (tok, _) in r.iter().filter(|(t, _)| (2..=PIECE_MAX).contains(&t.len())) {
-            let k = ShortKey::new(tok);
-            let (lo, hi) = k.short();
-            let mut i = (k.hash >> t.shift) as usize;
-            let mut p = 1;
-            while !(t.slots[i].lo == lo && t.slots[i].hi == hi) {
-                i = (i + 1) & mask;
-                p += 1;
-            }
-            total += p;
-            n += 1;
-            maxp = maxp.max(p);
-        }
-        eprintln!("slots {} n {} avg probe {} max {}", t.slots.len(), n, total as f64 / n as f64, maxp);
-    }
-}
