@@ -132,7 +132,9 @@ def trained():
     rnd = random.Random(5)
     docs = []
     for _ in range(300):
-        docs.append(" ".join("".join(rnd.choice(a) for _ in range(rnd.randint(1, 40))) for a in rnd.sample(ALPHABETS, 4)))
+        docs.append(
+            " ".join("".join(rnd.choice(a) for _ in range(rnd.randint(1, 40))) for a in rnd.sample(ALPHABETS, 4))
+        )
     tok = BPETokenizer.train_from_iterator(docs, 256 + 700, pattern="cl100k", special_tokens=None, progress=False)
     return tok, docs
 
