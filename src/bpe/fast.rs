@@ -38,7 +38,7 @@
 //! more ids than an entry holds (not cached), vocabularies with ids of 2^21 - 1 or more
 //! (no pair table: the model's hash map answers) or 2^24 or more (no cache).
 
-use std::alloc::{alloc_zeroed, dealloc, handle_alloc_error, Layout};
+use std::alloc::{alloc, alloc_zeroed, dealloc, handle_alloc_error, Layout};
 use std::ptr::NonNull;
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
@@ -77,16 +77,28 @@ impl<T: ZeroValid> Zeroed<T> {
         let layout = Layout::array::<T>(len.max(1)).expect("table size");
         let layout = if layout.size() >= HUGE { layout.align_to(HUGE) } else { layout.align_to(64) };
         let layout = layout.expect("table layout");
-        // SAFETY: the layout has a non-zero size (len >= 1, T sized and not zero-sized here).
-        let raw = unsafe { alloc_zeroed(layout) };
+        if layout.size() < HUGE {
+            // SAFETY: the layout has a non-zero size (len >= 1, T sized and not zero-sized here).
+            let raw = unsafe { alloc_zeroed(layout) };
+            let Some(ptr) = NonNull::new(raw as *mut T) else { handle_alloc_error(layout) };
+            return Zeroed { ptr, len, layout };
+        }
+        // Big: advise first, then zero, so the pages are faulted in as huge
+        // pages (an aligned `alloc_zeroed` zeroes, and so faults 4 KiB pages,
+        // before the advice could apply).
+        // SAFETY: as above, a non-zero size.
+        let raw = unsafe { alloc(layout) };
         let Some(ptr) = NonNull::new(raw as *mut T) else { handle_alloc_error(layout) };
         #[cfg(target_os = "linux")]
-        if layout.size() >= HUGE {
-            // SAFETY: the range is one live allocation of ours; MADV_HUGEPAGE (14)
-            // only changes how its pages are backed, never their contents. A
-            // kernel without transparent huge pages refuses, which is harmless.
-            unsafe { madvise(raw as *mut std::ffi::c_void, layout.size(), 14) };
-        }
+        // SAFETY: the range is one live allocation of ours; MADV_HUGEPAGE (14)
+        // only changes how its pages are backed, never their contents. A
+        // kernel without transparent huge pages refuses, which is harmless.
+        unsafe {
+            madvise(raw as *mut std::ffi::c_void, layout.size(), 14)
+        };
+        // SAFETY: `raw` is valid for writes of `layout.size()` bytes; all-zero
+        // bytes are valid values of T (ZeroValid), so the slice is initialised.
+        unsafe { std::ptr::write_bytes(raw, 0, layout.size()) };
         Zeroed { ptr, len, layout }
     }
 }
@@ -232,17 +244,21 @@ pub struct PieceTable {
 impl PieceTable {
     /// From `(bytes, id)`; tokens of other lengths are skipped, and of two
     /// equal byte strings the first given wins.
-    pub fn new<'a>(tokens: impl Iterator<Item = (&'a [u8], u32)> + Clone) -> PieceTable {
-        let count = tokens.clone().filter(|(t, _)| (2..=PIECE_MAX).contains(&t.len())).count();
-        let size = (2 * count).next_power_of_two().max(16);
-        let mut table = PieceTable { slots: Zeroed::new(size), shift: 64 - size.trailing_zeros() };
+    pub fn new<'a>(tokens: impl Iterator<Item = (&'a [u8], u32)>) -> PieceTable {
+        let items: Vec<(u64, u64, u64, u32)> = tokens
+            .filter(|(t, _)| (2..=PIECE_MAX).contains(&t.len()))
+            .map(|(t, id)| {
+                let k = ShortKey::new(t);
+                let (lo, hi) = k.short();
+                (k.hash, lo, hi, id)
+            })
+            .collect();
+        let size = (2 * items.len()).next_power_of_two().max(16);
+        let shift = 64 - size.trailing_zeros();
+        let mut table = PieceTable { slots: Zeroed::new(size), shift };
         let mask = size - 1;
-        for (t, id) in tokens {
-            if !(2..=PIECE_MAX).contains(&t.len()) {
-                continue;
-            }
-            let (lo, hi) = ShortKey::new(t).short();
-            let mut i = (ShortKey::new(t).hash >> table.shift) as usize;
+        for (hash, lo, hi, id) in items {
+            let mut i = (hash >> shift) as usize;
             loop {
                 let s = &mut table.slots[i];
                 if s.hi == 0 {
@@ -307,20 +323,27 @@ impl PairTable {
         let mut slots = Zeroed::new(size);
         slots.fill(PAIR_EMPTY);
         let mut table = PairTable { slots, shift: 64 - size.trailing_zeros() };
-        let mask = size - 1;
+        let mut items = Vec::with_capacity(pairs.len());
         for ((a, b), z) in pairs {
             if [a, b, z].iter().any(|&x| x as u64 >= PAIR_ID_LIMIT) {
                 return None;
             }
             let key = (a as u64) << 21 | b as u64;
-            let mut i = table.home(key);
+            items.push((table.home(key), key << 21 | z as u64));
+        }
+        let mask = size - 1;
+        for (home, entry) in items {
+            let key = entry >> 21;
+            let mut i = home;
             while table.slots[i] != PAIR_EMPTY {
                 if table.slots[i] >> 21 == key {
                     break;
                 }
                 i = (i + 1) & mask;
             }
-            table.slots[i] = key << 21 | z as u64;
+            if table.slots[i] == PAIR_EMPTY {
+                table.slots[i] = entry;
+            }
         }
         Some(table)
     }
