@@ -1,6 +1,7 @@
 //! The encoder's fast tables: what [`super::encode::BpeModel`] looks up for
-//! every piece, built on the first encode and never changed except the
-//! bounded cache.
+//! every piece, built with a model read from a rank file (or on the first
+//! encode of any other model) and never changed except the bounded caches.
+//! In all, 22 MiB for cl100k and 34 MiB for o200k (figures below).
 //!
 //! - [`PieceTable`]: token bytes (2 to [`PIECE_MAX`] bytes) -> id, for
 //!   tiktoken's rule (a piece that is a token is emitted whole). The key is
@@ -15,7 +16,9 @@
 //! - [`PairTable`]: `(left, right) -> merged id` for the merge loop, one
 //!   `u64` per slot (42 bits of key, 21 of value), open addressing; used when
 //!   every id is below 2^21 - 1. Memory: 8 bytes times the next power of two
-//!   at or above twice the number of pairs.
+//!   at or above twice the number of pairs (cl100k: 233,378 pairs, 4 MiB;
+//!   o200k: 446,189, 8 MiB). The first merge round (pairs of single bytes)
+//!   reads a dense 256 x 256 table instead (256 KiB).
 //! - [`PieceCache`]: piece (2 to [`CACHE_MAX`] bytes) -> its ids, for
 //!   pieces that are not one token (and for single tokens longer than
 //!   [`PIECE_MAX`]); [`LongCache`] the same for pieces of 32 to
@@ -57,7 +60,8 @@ unsafe impl ZeroValid for AtomicU64 {}
 /// random: with 4 KiB pages every probe of an 8 MiB table also misses the
 /// TLB (the profile showed the prefetches themselves stalling on the page
 /// walk), with 2 MiB pages the whole table is a handful of TLB entries.
-/// Pages are only touched when written, so an untouched cache costs no RAM.
+/// A big array is advised before it is zeroed, so zeroing faults it in as
+/// huge pages (where the kernel allows them).
 pub struct Zeroed<T: ZeroValid> {
     ptr: NonNull<T>,
     len: usize,
