@@ -8,6 +8,14 @@
 //! rule). Both are answered by one table from a pair of ids to the merged id,
 //! and the merged id is the rank.
 //!
+//! Encoding a text goes through the tables of `fast.rs`, built on the first
+//! encode: a piece of up to 15 bytes that is a token is found in the
+//! short-token table, any other piece of up to 63 bytes in a bounded cache
+//! shared by threads (10 MiB per model, fixed), and only what the cache misses
+//! is merged; pieces are looked up in batches with their slots prefetched.
+//! The fast path gives exactly the ids of the rule (tests: `old_path` below,
+//! tests/bpe/test_encode_fast.py against tiktoken and the reference).
+//!
 //! Short pieces use a linear scan for the minimum (fast, cache-resident).
 //! Long pieces (`"a" * 1_000_000`, text without whitespace, whole documents)
 //! go to `long.rs` (windows stitched exactly, O(n log n) at worst), so no
@@ -16,8 +24,12 @@
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
+use super::fast::{
+    LongCache, LongKey, PairTable, PieceCache, PieceTable, ShortKey, CACHE_ID_LIMIT, CACHE_MAX, CACHE_SLOTS,
+    LONG_CACHE_MAX, LONG_CACHE_SLOTS, PIECE_MAX,
+};
 use super::ranks::{id_limit, id_too_large, SplitIndex};
-use super::train::pack;
+use super::train::{pack, unpack};
 use crate::error::{Error, Result};
 use crate::pretok::Pretokenizer;
 use crate::specials::Specials;
@@ -114,6 +126,31 @@ pub struct BpeModel {
     /// `(left, right, new)` in order: the merges given to [`BpeModel::new`],
     /// or those [`BpeModel::from_rank_file`] recovered.
     merges: Vec<(u32, u32, u32)>,
+    /// The encoder's tables, built on the first encode (see `fast.rs`).
+    fast: FastCell,
+}
+
+/// The tables of `fast.rs` for one model: the vocabulary's short tokens
+/// (tiktoken's rule only), the pair table, the bounded piece cache.
+struct Fast {
+    pieces: Option<PieceTable>,
+    pairs: Option<PairTable>,
+    /// the rank of each pair of single bytes, `first << 8 | second` (256 KiB)
+    byte_pairs: Vec<u32>,
+    /// None if an id is 2^24 or more
+    cache: Option<(PieceCache, LongCache)>,
+}
+
+/// Built once, on the first encode, by whichever thread gets there first. A
+/// clone of the model starts empty (the tables are derived, and the cache's
+/// atomics are not clonable).
+#[derive(Default)]
+struct FastCell(std::sync::OnceLock<Box<Fast>>);
+
+impl Clone for FastCell {
+    fn clone(&self) -> Self {
+        FastCell::default()
+    }
 }
 
 impl BpeModel {
@@ -209,6 +246,7 @@ impl BpeModel {
             vocab_size: max_id as usize + 1,
             rule,
             merges: merges.to_vec(),
+            fast: FastCell::default(),
         })
     }
 
@@ -260,6 +298,7 @@ impl BpeModel {
             vocab_size: max_id as usize + 1,
             rule: MergeRule::Bytes,
             merges: Vec::new(),
+            fast: FastCell::default(),
         })
     }
 
@@ -310,6 +349,9 @@ impl BpeModel {
         m.tokens.resize(m.vocab_size, Vec::new());
         m.specials = specials;
         m.pretok = pretok;
+        // the encoder's tables with the model (15-25 ms for cl100k/o200k),
+        // as tiktoken builds its maps at load: the first text is not charged
+        m.fast();
         Ok(m)
     }
 
@@ -384,9 +426,103 @@ impl BpeModel {
         v
     }
 
+    /// The fast tables, built on first use.
+    #[inline]
+    fn fast(&self) -> &Fast {
+        self.fast.0.get_or_init(|| {
+            let pieces = (self.rule == MergeRule::Bytes)
+                .then(|| PieceTable::new(self.piece_map.iter().map(|(t, &id)| (&t[..], id))));
+            let pairs = PairTable::new(self.pair_map.iter().map(|(&p, &z)| ((unpack(p).0, unpack(p).1), z)));
+            let ids = self.vocab_size as u64;
+            let cache = (ids <= CACHE_ID_LIMIT)
+                .then(|| (PieceCache::new(CACHE_SLOTS, ids), LongCache::new(LONG_CACHE_SLOTS, ids)));
+            let byte_pairs =
+                (0..1usize << 16).map(|ab| self.rank(self.byte_to_id[ab >> 8], self.byte_to_id[ab & 0xFF])).collect();
+            Box::new(Fast { pieces, pairs, byte_pairs, cache })
+        })
+    }
+
+    /// Bytes held by the encoder's tables (0 before the first encode): the
+    /// short-token table, the pair table and the fixed-size piece cache.
+    pub fn fast_memory(&self) -> usize {
+        self.fast.0.get().map_or(0, |f| {
+            f.pieces.as_ref().map_or(0, |p| p.memory())
+                + f.pairs.as_ref().map_or(0, |p| p.memory())
+                + f.cache.as_ref().map_or(0, |(c, l)| c.memory() + l.memory())
+                + f.byte_pairs.len() * 4
+        })
+    }
+
     /// Encode one piece (already split) and append its ids.
     #[inline]
     pub fn encode_piece(&self, piece: &[u8], out: &mut Vec<u32>) {
+        self.encode_piece_with(self.fast(), piece, out)
+    }
+
+    /// [`Self::encode_piece`] with the tables.
+    #[inline(always)]
+    fn encode_piece_with(&self, fast: &Fast, piece: &[u8], out: &mut Vec<u32>) {
+        let n = piece.len();
+        if !(2..=CACHE_MAX).contains(&n) {
+            return self.encode_piece_cold(fast, piece, out);
+        }
+        self.encode_keyed(fast, piece, &ShortKey::new(piece), out)
+    }
+
+    /// A piece of 2..=`CACHE_MAX` bytes and its key: if it has at most
+    /// `PIECE_MAX` bytes and is a token, the short-token table has it; any
+    /// other piece may be in the cache; what the cache misses is encoded by
+    /// the rule (and then cached).
+    #[inline(always)]
+    fn encode_keyed(&self, fast: &Fast, piece: &[u8], key: &ShortKey, out: &mut Vec<u32>) {
+        let n = piece.len();
+        if n <= PIECE_MAX {
+            if let Some(t) = &fast.pieces {
+                if let Some(id) = t.get(key) {
+                    out.push(id);
+                    return;
+                }
+            }
+        }
+        let Some((cache, _)) = &fast.cache else {
+            return self.encode_piece_slow(fast, piece, out);
+        };
+        if cache.get(key, out) {
+            return;
+        }
+        let start = out.len();
+        if n <= PIECE_MAX && fast.pieces.is_some() {
+            // not a token (the table has every token of these lengths)
+            self.merge_short_fast(fast, piece, out);
+        } else {
+            self.encode_piece_slow(fast, piece, out);
+        }
+        cache.put(key, &out[start..], piece.as_ptr() as usize >> 4);
+    }
+
+    /// A piece of 1 or more than `CACHE_MAX` bytes: the long-piece cache
+    /// (up to `LONG_CACHE_MAX` bytes), then the rule.
+    #[inline]
+    fn encode_piece_cold(&self, fast: &Fast, piece: &[u8], out: &mut Vec<u32>) {
+        let n = piece.len();
+        match &fast.cache {
+            Some((_, long)) if n > CACHE_MAX && n <= LONG_CACHE_MAX => {
+                let key = LongKey::new(piece);
+                if long.get(&key, out) {
+                    return;
+                }
+                let start = out.len();
+                self.encode_piece_slow(fast, piece, out);
+                long.put(&key, &out[start..], piece.as_ptr() as usize >> 4);
+            }
+            _ => self.encode_piece_slow(fast, piece, out),
+        }
+    }
+
+    /// The rule itself, without the cache: whole-piece lookup (tiktoken's
+    /// rule), then the merge loop.
+    #[inline]
+    fn encode_piece_slow(&self, fast: &Fast, piece: &[u8], out: &mut Vec<u32>) {
         match piece.len() {
             0 => {}
             1 => out.push(self.byte_to_id[piece[0] as usize]),
@@ -398,12 +534,57 @@ impl BpeModel {
                     }
                 }
                 if n < LONG_PIECE {
-                    self.merge_short(piece, out)
+                    self.merge_short_fast(fast, piece, out)
                 } else {
                     self.merge_long(piece, out)
                 }
             }
         }
+    }
+
+    /// [`Self::merge_short`] with the fast tables: the ranks of the first
+    /// round (pairs of single bytes) from the dense byte-pair table, the
+    /// rest from the pair table when there is one. Same loop, same ids.
+    #[inline(always)]
+    fn merge_short_fast(&self, fast: &Fast, piece: &[u8], out: &mut Vec<u32>) {
+        let Some(p) = &fast.pairs else { return self.merge_short(piece, out) };
+        let mut parts: [u32; LONG_PIECE] = [0; LONG_PIECE];
+        let mut ranks: [u32; LONG_PIECE] = [NO_RANK; LONG_PIECE];
+        let mut n = piece.len();
+        for (i, &b) in piece.iter().enumerate() {
+            parts[i] = self.byte_to_id[b as usize];
+        }
+        for i in 0..n - 1 {
+            ranks[i] = fast.byte_pairs[(piece[i] as usize) << 8 | piece[i + 1] as usize];
+        }
+        let rank = |a, b| p.get(a, b, NO_RANK);
+        loop {
+            let mut best = NO_RANK;
+            let mut at = 0;
+            for (i, &r) in ranks[..n - 1].iter().enumerate() {
+                if r < best {
+                    best = r;
+                    at = i;
+                }
+            }
+            if best == NO_RANK {
+                break;
+            }
+            parts[at] = best;
+            parts.copy_within(at + 2..n, at + 1);
+            ranks.copy_within(at + 1..n - 1, at);
+            n -= 1;
+            if at + 1 < n {
+                ranks[at] = rank(parts[at], parts[at + 1]);
+            }
+            if at > 0 {
+                ranks[at - 1] = rank(parts[at - 1], parts[at]);
+            }
+            if n == 1 {
+                break;
+            }
+        }
+        out.extend_from_slice(&parts[..n]);
     }
 
     #[inline(always)]
@@ -470,7 +651,47 @@ impl BpeModel {
 
     /// Encode text; special-token text is ordinary text.
     pub fn encode_ordinary_into(&self, text: &str, out: &mut Vec<u32>) -> Result<()> {
-        self.pretok.split(text, |p| self.encode_piece(p.as_bytes(), out))
+        // Pieces are encoded BATCH at a time: when a piece is split off, its
+        // key is computed and its table slots are prefetched; it is looked up
+        // when the batch is full, by which time the slots (random lines of
+        // tables of several MiB) have had the time of BATCH pieces to arrive,
+        // and the misses of a batch overlap instead of stalling one by one.
+        const BATCH: usize = 16;
+        let fast = self.fast();
+        let mut pieces: [&[u8]; BATCH] = [&[]; BATCH];
+        let mut keys = [ShortKey::EMPTY; BATCH];
+        let mut k = 0;
+        let flush = |pieces: &[&[u8]], keys: &[ShortKey], out: &mut Vec<u32>| {
+            for (p, key) in pieces.iter().zip(keys) {
+                if (2..=CACHE_MAX).contains(&p.len()) {
+                    self.encode_keyed(fast, p, key, out)
+                } else {
+                    self.encode_piece_cold(fast, p, out)
+                }
+            }
+        };
+        self.pretok.split(text, |p| {
+            let p = p.as_bytes();
+            pieces[k] = p;
+            if (2..=CACHE_MAX).contains(&p.len()) {
+                let key = ShortKey::new(p);
+                // both: a piece that is not a token is looked up in the cache next
+                if let (Some(t), true) = (&fast.pieces, p.len() <= PIECE_MAX) {
+                    t.prefetch(&key);
+                }
+                if let Some((c, _)) = &fast.cache {
+                    c.prefetch(&key);
+                }
+                keys[k] = key;
+            }
+            k += 1;
+            if k == BATCH {
+                flush(&pieces, &keys, out);
+                k = 0;
+            }
+        })?;
+        flush(&pieces[..k], &keys[..k], out);
+        Ok(())
     }
 
     pub fn encode_ordinary(&self, text: &str) -> Result<Vec<u32>> {
@@ -686,6 +907,149 @@ mod tests {
         for &(a, b, z) in &merges {
             m.token_parts(z, SplitRule::BelowOwnRank, &mut out);
             assert_eq!(out, vec![a, b]);
+        }
+    }
+
+    /// The encoder before the fast tables: whole-piece lookup in the hash
+    /// map (tiktoken's rule), the merge loops with the hash map's ranks.
+    fn old_path(m: &BpeModel, piece: &[u8]) -> Vec<u32> {
+        let mut out = vec![];
+        if piece.len() == 1 {
+            return vec![m.byte_to_id[piece[0] as usize]];
+        }
+        if m.rule == MergeRule::Bytes {
+            if let Some(&id) = m.piece_map.get(piece) {
+                return vec![id];
+            }
+        }
+        if piece.len() < LONG_PIECE {
+            m.merge_short(piece, &mut out)
+        } else {
+            m.merge_long(piece, &mut out)
+        }
+        out
+    }
+
+    /// Lengths around every limit of the fast path (short-token table,
+    /// short cache, long cache, the long-piece merge).
+    fn near_limits() -> impl Strategy<Value = usize> {
+        prop::sample::select(vec![1, 2, 3, 8, 14, 15, 16, 17, 30, 31, 32, 33, 62, 63, 64, 65, 94, 95, 96, 97, 130])
+    }
+
+    /// Bytes that are not UTF-8 on their own, ASCII and a space: trained
+    /// tokens that cut characters in half.
+    fn bytes_of(len: usize, seed: u64) -> Vec<u8> {
+        const ALPHA: &[u8] = b"ab \xC3\xA9\xE4\xB8\xFF\x00";
+        let mut x = seed | 1;
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                ALPHA[(x % ALPHA.len() as u64) as usize]
+            })
+            .collect()
+    }
+
+    fn trained(train: &[u8], n: usize, rule: MergeRule) -> BpeModel {
+        let t = latin1(train);
+        let m = train_texts(&[&t], Pretokenizer::Whole, &ident(), 256, n, TieBreak::PairIds, 1).unwrap();
+        BpeModel::new(&ident(), &m, vec![], Pretokenizer::new(Some(GPT4_PATTERN)).unwrap(), rule).unwrap()
+    }
+
+    /// Training takes `str`: bytes are mapped 1:1 onto chars below 256, so
+    /// each becomes one or two UTF-8 bytes (tokens that are not UTF-8).
+    fn latin1(b: &[u8]) -> String {
+        b.iter().map(|&c| c as char).collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(120))]
+        #[test]
+        fn fast_paths_equal_the_old_path(
+            seed in any::<u64>(),
+            lens in prop::collection::vec(near_limits(), 1..12),
+            pairs in any::<bool>(),
+        ) {
+            let rule = if pairs { MergeRule::Pairs } else { MergeRule::Bytes };
+            let m = trained(&bytes_of(600, seed ^ 0x5555), 150, rule);
+            for (k, &len) in lens.iter().enumerate() {
+                let piece = bytes_of(len, seed.wrapping_add(k as u64));
+                let want = old_path(&m, &piece);
+                if rule == MergeRule::Bytes {
+                    prop_assert_eq!(&want, &slow(&m, &piece));
+                }
+                // twice: the first fills the cache, the second reads it
+                for _ in 0..2 {
+                    let mut o = vec![];
+                    m.encode_piece(&piece, &mut o);
+                    prop_assert_eq!(&o, &want, "len {}", len);
+                }
+            }
+        }
+
+        #[test]
+        fn batched_text_equals_piece_by_piece(s in "\\PC{0,300}", pairs in any::<bool>()) {
+            let rule = if pairs { MergeRule::Pairs } else { MergeRule::Bytes };
+            let m = trained("the quick brown fox jumps over the lazy dog, déjà vu 東京 Привет".as_bytes(), 120, rule);
+            let mut want = vec![];
+            for p in m.pretok.split_vec(&s).unwrap() {
+                want.extend(old_path(&m, p.as_bytes()));
+            }
+            prop_assert_eq!(&m.encode_ordinary(&s).unwrap(), &want);
+            prop_assert_eq!(&m.encode_ordinary(&s).unwrap(), &want);
+        }
+    }
+
+    #[test]
+    fn a_piece_of_every_length_up_to_the_long_merge() {
+        // tokens of every length from 1 to 70 ("a" * k), and pieces of every
+        // length to 130: whole tokens, near tokens, long merges
+        let mut merges = vec![];
+        let mut prev = 97u32;
+        for k in 2..=70u32 {
+            merges.push((prev, 97, 254 + k));
+            prev = 254 + k;
+        }
+        for rule in [MergeRule::Bytes, MergeRule::Pairs] {
+            let m = BpeModel::new(&ident(), &merges, vec![], Pretokenizer::Whole, rule).unwrap();
+            for len in 1..=130 {
+                let mut piece = vec![b'a'; len];
+                for tail in [None, Some(b'b')] {
+                    if let Some(t) = tail {
+                        piece.push(t);
+                    }
+                    let want = old_path(&m, &piece);
+                    for _ in 0..2 {
+                        let mut o = vec![];
+                        m.encode_piece(&piece, &mut o);
+                        assert_eq!(o, want, "{rule:?} len {}", piece.len());
+                    }
+                }
+            }
+            assert!(m.fast_memory() > 0);
+        }
+    }
+
+    #[test]
+    fn threads_share_the_cache_and_agree() {
+        use rayon::prelude::*;
+        let m = trained(&bytes_of(2000, 7), 300, MergeRule::Bytes);
+        let pieces: Vec<Vec<u8>> = (0..3000u64).map(|k| bytes_of(2 + (k % 60) as usize, k % 400)).collect();
+        let want: Vec<Vec<u32>> = pieces.iter().map(|p| old_path(&m, p)).collect();
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap();
+        for _ in 0..3 {
+            let got: Vec<Vec<u32>> = pool.install(|| {
+                pieces
+                    .par_iter()
+                    .map(|p| {
+                        let mut o = vec![];
+                        m.encode_piece(p, &mut o);
+                        o
+                    })
+                    .collect()
+            });
+            assert_eq!(got, want);
         }
     }
 

@@ -1,4 +1,5 @@
 pub mod encode;
+pub mod fast;
 pub mod heap;
 pub mod hfjson;
 pub mod layout;

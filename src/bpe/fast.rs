@@ -1,0 +1,673 @@
+//! The encoder's fast tables: what [`super::encode::BpeModel`] looks up for
+//! every piece, built with a model read from a rank file (or on the first
+//! encode of any other model) and never changed except the bounded caches.
+//! In all, 22 MiB for cl100k and 34 MiB for o200k (figures below).
+//!
+//! - [`PieceTable`]: token bytes (2 to [`PIECE_MAX`] bytes) -> id, for
+//!   tiktoken's rule (a piece that is a token is emitted whole). The key is
+//!   the bytes themselves packed into two words (with the length in the top
+//!   byte), stored inline in 32-byte slots, so a probe is one cache line and
+//!   no pointer is followed (a `HashMap<Vec<u8>, u32>` hashes, then compares
+//!   against a heap key: a second cache miss). This is the cache "seeded from
+//!   the vocabulary": on unseen text every piece that is one token (70-90% of
+//!   pieces of English or code) is answered here. Memory: 32 bytes times the
+//!   next power of two at or above twice the number of such tokens (8 MiB for
+//!   cl100k, 16 MiB for o200k).
+//! - [`PairTable`]: `(left, right) -> merged id` for the merge loop, one
+//!   `u64` per slot (42 bits of key, 21 of value), open addressing; used when
+//!   every id is below 2^21 - 1. Memory: 8 bytes times the next power of two
+//!   at or above twice the number of pairs (cl100k: 233,378 pairs, 4 MiB;
+//!   o200k: 446,189, 8 MiB). The first merge round (pairs of single bytes)
+//!   reads a dense 256 x 256 table instead (256 KiB).
+//! - [`PieceCache`]: piece (2 to [`CACHE_MAX`] bytes) -> its ids, for
+//!   pieces that are not one token (and for single tokens longer than
+//!   [`PIECE_MAX`]); [`LongCache`] the same for pieces of 32 to
+//!   [`LONG_CACHE_MAX`] bytes. Ids are packed with as many bits as the
+//!   vocabulary's largest id needs (17 for cl100k, 18 for o200k: an entry
+//!   holds up to 11 or 10 ids, 26 or 24 in the long cache). Shared by every thread
+//!   encoding with the model (`encode_batch` on rayon): each 64-byte slot is
+//!   guarded by a sequence number (a seqlock: a reader that sees the
+//!   number change, or odd, treats the slot as a miss), so readers never
+//!   block and never see a torn entry, and a writer that finds the slot
+//!   busy skips the insert. Two-way set associative, a new entry replaces an
+//!   empty way or else one of the two; nothing else is ever allocated, so
+//!   its memory is fixed: [`CACHE_SLOTS`] slots of 64 bytes (8 MiB per
+//!   model) and [`LONG_CACHE_SLOTS`] of 128 bytes (2 MiB).
+//!   A cached entry is exactly what the merge loop returned for those bytes,
+//!   so a hit can never change the ids, only skip the work.
+//!
+//! Not handled: pieces longer than [`LONG_CACHE_MAX`] bytes (merged every
+//! time, their whole-piece lookup in the model's hash map), results with
+//! more ids than an entry holds (not cached), vocabularies with ids of 2^21 - 1 or more
+//! (no pair table: the model's hash map answers) or 2^24 or more (no cache).
+
+use std::alloc::{alloc, alloc_zeroed, dealloc, handle_alloc_error, Layout};
+use std::ptr::NonNull;
+use std::sync::atomic::{fence, AtomicU64, Ordering};
+
+/// Types for which all-zero bytes are a valid value (plain integers, atomics).
+///
+/// # Safety
+/// An implementor must be valid when every byte is zero.
+pub unsafe trait ZeroValid {}
+// SAFETY: integers and atomic integers are valid at zero.
+unsafe impl ZeroValid for u64 {}
+// SAFETY: as above.
+unsafe impl ZeroValid for AtomicU64 {}
+
+/// A zeroed array of `len` values, aligned to 2 MiB and advised to the
+/// kernel as huge-page memory when it is that big. The tables are probed at
+/// random: with 4 KiB pages every probe of an 8 MiB table also misses the
+/// TLB (the profile showed the prefetches themselves stalling on the page
+/// walk), with 2 MiB pages the whole table is a handful of TLB entries.
+/// A big array is advised before it is zeroed, so zeroing faults it in as
+/// huge pages (where the kernel allows them).
+pub struct Zeroed<T: ZeroValid> {
+    ptr: NonNull<T>,
+    len: usize,
+    layout: Layout,
+}
+
+const HUGE: usize = 2 << 20;
+
+#[cfg(target_os = "linux")]
+extern "C" {
+    fn madvise(addr: *mut std::ffi::c_void, len: usize, advice: std::ffi::c_int) -> std::ffi::c_int;
+}
+
+impl<T: ZeroValid> Zeroed<T> {
+    /// `len` must be at least 1.
+    pub fn new(len: usize) -> Self {
+        let layout = Layout::array::<T>(len.max(1)).expect("table size");
+        let layout = if layout.size() >= HUGE { layout.align_to(HUGE) } else { layout.align_to(64) };
+        let layout = layout.expect("table layout");
+        if layout.size() < HUGE {
+            // SAFETY: the layout has a non-zero size (len >= 1, T sized and not zero-sized here).
+            let raw = unsafe { alloc_zeroed(layout) };
+            let Some(ptr) = NonNull::new(raw as *mut T) else { handle_alloc_error(layout) };
+            return Zeroed { ptr, len, layout };
+        }
+        // Big: advise first, then zero, so the pages are faulted in as huge
+        // pages (an aligned `alloc_zeroed` zeroes, and so faults 4 KiB pages,
+        // before the advice could apply).
+        // SAFETY: as above, a non-zero size.
+        let raw = unsafe { alloc(layout) };
+        let Some(ptr) = NonNull::new(raw as *mut T) else { handle_alloc_error(layout) };
+        #[cfg(target_os = "linux")]
+        // SAFETY: the range is one live allocation of ours; MADV_HUGEPAGE (14)
+        // only changes how its pages are backed, never their contents. A
+        // kernel without transparent huge pages refuses, which is harmless.
+        unsafe {
+            madvise(raw as *mut std::ffi::c_void, layout.size(), 14)
+        };
+        // SAFETY: `raw` is valid for writes of `layout.size()` bytes; all-zero
+        // bytes are valid values of T (ZeroValid), so the slice is initialised.
+        unsafe { std::ptr::write_bytes(raw, 0, layout.size()) };
+        Zeroed { ptr, len, layout }
+    }
+}
+
+impl<T: ZeroValid> std::ops::Deref for Zeroed<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // SAFETY: `len` values were allocated, zeroed (valid by ZeroValid) and are owned by self.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: ZeroValid> std::ops::DerefMut for Zeroed<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as in deref, and `&mut self` makes the borrow unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: ZeroValid> Drop for Zeroed<T> {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout; the values need no drop (integers, atomics).
+        unsafe { dealloc(self.ptr.as_ptr() as *mut u8, self.layout) }
+    }
+}
+
+// SAFETY: Zeroed owns its values like a Box<[T]>.
+unsafe impl<T: ZeroValid + Send> Send for Zeroed<T> {}
+// SAFETY: as above; shared access is through &[T].
+unsafe impl<T: ZeroValid + Sync> Sync for Zeroed<T> {}
+
+/// Longest token kept in [`PieceTable`] (the key is two words minus the length byte).
+pub const PIECE_MAX: usize = 15;
+/// Longest piece kept in [`PieceCache`] (four words minus the length byte).
+pub const CACHE_MAX: usize = 31;
+/// Slots of the cache (two per set).
+pub const CACHE_SLOTS: usize = 1 << 17;
+
+const K1: u64 = 0x9E37_79B9_7F4A_7C15;
+const K2: u64 = 0xC2B2_AE3D_27D4_EB4F;
+const K3: u64 = 0x1656_67B1_9E37_79F9;
+const K4: u64 = 0x27D4_EB2F_1656_67C5;
+
+/// A piece of at most `8 * W - 1` bytes as `W` little-endian words,
+/// zero-padded, the length in the top byte of the last word (so no two
+/// pieces share a key and no key is all zero), and its hash.
+#[derive(Clone, Copy)]
+pub struct Key<const W: usize = 4> {
+    pub w: [u64; W],
+    pub hash: u64,
+}
+
+/// The key of a piece of up to [`CACHE_MAX`] bytes.
+pub type ShortKey = Key<4>;
+/// The key of a long piece (up to [`LONG_CACHE_MAX`] bytes).
+pub type LongKey = Key<8>;
+
+impl<const W: usize> Key<W> {
+    /// `piece.len()` must be 1..`8 * W`.
+    #[inline(always)]
+    pub fn new(piece: &[u8]) -> Self {
+        let n = piece.len();
+        debug_assert!(n >= 1 && n < 8 * W);
+        // word by word with (overlapping) loads: copying the piece into a
+        // zeroed buffer and reading it back as words stalls on store forwarding
+        let mut w = [0u64; W];
+        let mut h = 0u64;
+        for (i, x) in w.iter_mut().enumerate() {
+            if 8 * i < n {
+                *x = le(&piece[8 * i..n.min(8 * i + 8)]);
+            }
+            if i == W - 1 {
+                *x |= (n as u64) << 56;
+            }
+            h ^= x.wrapping_mul(MULS[i % 4]).rotate_left(i as u32 * 7);
+        }
+        let hash = (h ^ (h >> 29)).wrapping_mul(K1);
+        Key { w, hash }
+    }
+
+    /// An unused key (all zero: never equal to a piece's).
+    pub const EMPTY: Self = Key { w: [0; W], hash: 0 };
+}
+
+impl Key<4> {
+    /// The two-word key of [`PieceTable`] (the piece is at most [`PIECE_MAX`] bytes).
+    #[inline(always)]
+    fn short(&self) -> (u64, u64) {
+        (self.w[0], self.w[1] | (self.w[3] & (0xFF << 56)))
+    }
+}
+
+const MULS: [u64; 4] = [K1, K2, K3, K4];
+
+/// Ask for the cache line at `p` ahead of its use (a hint: no effect on
+/// what is computed; nothing on other targets).
+#[inline(always)]
+fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch reads nothing architecturally and cannot fault,
+    // whatever the address; SSE is part of the x86_64 baseline.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// Up to 8 bytes as a little-endian word, zero-padded.
+#[inline(always)]
+fn le(p: &[u8]) -> u64 {
+    let n = p.len();
+    let u16_at = |i: usize| u16::from_le_bytes([p[i], p[i + 1]]) as u64;
+    let u32_at = |i: usize| u32::from_le_bytes([p[i], p[i + 1], p[i + 2], p[i + 3]]) as u64;
+    match n {
+        8.. => u64::from_le_bytes(p[..8].try_into().unwrap()),
+        4..=7 => u32_at(0) | u32_at(n - 4) << (8 * (n - 4)),
+        2..=3 => u16_at(0) | u16_at(n - 2) << (8 * (n - 2)),
+        1 => p[0] as u64,
+        0 => 0,
+    }
+}
+
+/// One slot of [`PieceTable`]: two per cache line.
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(32))]
+struct Slot {
+    lo: u64,
+    /// bytes 8..15 and the length in the top byte; 0 = empty
+    hi: u64,
+    id: u32,
+}
+
+// SAFETY: integers only; all zero is the empty slot.
+unsafe impl ZeroValid for Slot {}
+
+/// Token bytes (2..=[`PIECE_MAX`]) -> id, open addressing with linear probing.
+pub struct PieceTable {
+    slots: Zeroed<Slot>,
+    shift: u32,
+}
+
+impl PieceTable {
+    /// From `(bytes, id)`; tokens of other lengths are skipped, and of two
+    /// equal byte strings the first given wins.
+    pub fn new<'a>(tokens: impl Iterator<Item = (&'a [u8], u32)>) -> PieceTable {
+        let items: Vec<(u64, u64, u64, u32)> = tokens
+            .filter(|(t, _)| (2..=PIECE_MAX).contains(&t.len()))
+            .map(|(t, id)| {
+                let k = ShortKey::new(t);
+                let (lo, hi) = k.short();
+                (k.hash, lo, hi, id)
+            })
+            .collect();
+        let size = (2 * items.len()).next_power_of_two().max(16);
+        let shift = 64 - size.trailing_zeros();
+        let mut table = PieceTable { slots: Zeroed::new(size), shift };
+        let mask = size - 1;
+        for (hash, lo, hi, id) in items {
+            let mut i = (hash >> shift) as usize;
+            loop {
+                let s = &mut table.slots[i];
+                if s.hi == 0 {
+                    *s = Slot { lo, hi, id };
+                    break;
+                }
+                if s.lo == lo && s.hi == hi {
+                    break;
+                }
+                i = (i + 1) & mask;
+            }
+        }
+        table
+    }
+
+    /// Start loading the slot [`Self::get`] will look at first.
+    #[inline(always)]
+    pub fn prefetch(&self, key: &Key) {
+        prefetch(&self.slots[(key.hash >> self.shift) as usize]);
+    }
+
+    /// The id of the token with these bytes (`key` of 2..=[`PIECE_MAX`] bytes).
+    #[inline(always)]
+    pub fn get(&self, key: &Key) -> Option<u32> {
+        let (lo, hi) = key.short();
+        let mask = self.slots.len() - 1;
+        let mut i = (key.hash >> self.shift) as usize;
+        loop {
+            let s = &self.slots[i];
+            if s.hi == hi && s.lo == lo {
+                return Some(s.id);
+            }
+            if s.hi == 0 {
+                return None;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Bytes held.
+    pub fn memory(&self) -> usize {
+        self.slots.len() * std::mem::size_of::<Slot>()
+    }
+}
+
+/// Ids below this fit the pair table.
+pub const PAIR_ID_LIMIT: u64 = (1 << 21) - 1;
+const PAIR_EMPTY: u64 = u64::MAX;
+
+/// `(left, right) -> merged id`, every id below [`PAIR_ID_LIMIT`]: a slot is
+/// `left << 42 | right << 21 | merged`, all ones when empty (impossible for
+/// a real entry, whose ids are below 2^21 - 1).
+pub struct PairTable {
+    slots: Zeroed<u64>,
+    shift: u32,
+}
+
+impl PairTable {
+    /// From `((left, right), merged)`; None if an id is too large.
+    pub fn new(pairs: impl ExactSizeIterator<Item = ((u32, u32), u32)>) -> Option<PairTable> {
+        let size = (2 * pairs.len()).next_power_of_two().max(16);
+        let mut slots = Zeroed::new(size);
+        slots.fill(PAIR_EMPTY);
+        let mut table = PairTable { slots, shift: 64 - size.trailing_zeros() };
+        let mut items = Vec::with_capacity(pairs.len());
+        for ((a, b), z) in pairs {
+            if [a, b, z].iter().any(|&x| x as u64 >= PAIR_ID_LIMIT) {
+                return None;
+            }
+            let key = (a as u64) << 21 | b as u64;
+            items.push((table.home(key), key << 21 | z as u64));
+        }
+        let mask = size - 1;
+        for (home, entry) in items {
+            let key = entry >> 21;
+            let mut i = home;
+            while table.slots[i] != PAIR_EMPTY {
+                if table.slots[i] >> 21 == key {
+                    break;
+                }
+                i = (i + 1) & mask;
+            }
+            if table.slots[i] == PAIR_EMPTY {
+                table.slots[i] = entry;
+            }
+        }
+        Some(table)
+    }
+
+    #[inline(always)]
+    fn home(&self, key: u64) -> usize {
+        (key.wrapping_mul(K1) >> self.shift) as usize
+    }
+
+    /// The merged id of `(a, b)`, or `none`.
+    #[inline(always)]
+    pub fn get(&self, a: u32, b: u32, none: u32) -> u32 {
+        if a as u64 >= PAIR_ID_LIMIT || b as u64 >= PAIR_ID_LIMIT {
+            return none;
+        }
+        let key = (a as u64) << 21 | b as u64;
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(key);
+        loop {
+            let s = self.slots[i];
+            if s >> 21 == key {
+                return (s & ((1 << 21) - 1)) as u32;
+            }
+            if s == PAIR_EMPTY {
+                return none;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Bytes held.
+    pub fn memory(&self) -> usize {
+        self.slots.len() * 8
+    }
+}
+
+/// Ids below this fit the caches.
+pub const CACHE_ID_LIMIT: u64 = 1 << 24;
+
+/// One slot of a [`Cache`]: `seq` (bit 8 up: a sequence number, odd while
+/// written; low byte: the number of ids), the key words, the ids packed
+/// `bits` each into the id words. All zero = empty (no key is all zero).
+#[repr(C, align(64))]
+struct CacheSlot<const KW: usize, const IW: usize> {
+    seq: AtomicU64,
+    key: [AtomicU64; KW],
+    ids: [AtomicU64; IW],
+}
+
+// SAFETY: atomics only; all zero is the empty slot.
+unsafe impl<const KW: usize, const IW: usize> ZeroValid for CacheSlot<KW, IW> {}
+
+/// Piece -> ids, bounded, shared by threads (see the module docs): `KW` key
+/// words (pieces of up to `8 * KW - 1` bytes), `IW` words of ids.
+pub struct Cache<const KW: usize, const IW: usize> {
+    slots: Zeroed<CacheSlot<KW, IW>>,
+    shift: u32,
+    /// bits per id: enough for the largest id of the vocabulary
+    bits: u32,
+    /// most ids of one entry: `64 * IW / bits`
+    most: usize,
+}
+
+/// Pieces of up to [`CACHE_MAX`] bytes, 64-byte slots.
+pub type PieceCache = Cache<4, 3>;
+/// Pieces of up to [`LONG_CACHE_MAX`] bytes, 128-byte slots.
+pub type LongCache = Cache<8, 7>;
+
+/// Longest piece kept in [`LongCache`].
+pub const LONG_CACHE_MAX: usize = 63;
+/// Slots of the long-piece cache.
+pub const LONG_CACHE_SLOTS: usize = 1 << 14;
+
+impl<const KW: usize, const IW: usize> Cache<KW, IW> {
+    /// `slots` (a power of two, at least 2) for ids below `id_limit` (at
+    /// most [`CACHE_ID_LIMIT`]).
+    pub fn new(slots: usize, id_limit: u64) -> Self {
+        debug_assert!(slots.is_power_of_two() && slots >= 2 && id_limit <= CACHE_ID_LIMIT);
+        let slots_box = Zeroed::new(slots);
+        let bits = (64 - id_limit.saturating_sub(1).leading_zeros()).max(1);
+        let most = (64 * IW / bits as usize).min(255);
+        // sets of two slots: the set index takes log2(slots) - 1 bits of the hash
+        Cache { slots: slots_box, shift: 64 - (slots.trailing_zeros() - 1), bits, most }
+    }
+
+    #[inline(always)]
+    fn set(&self, key: &Key<KW>) -> usize {
+        ((key.hash >> self.shift) as usize) * 2
+    }
+
+    /// Start loading the set [`Self::get`] will look at.
+    #[inline(always)]
+    pub fn prefetch(&self, key: &Key<KW>) {
+        let set = self.set(key);
+        prefetch(&self.slots[set]);
+        prefetch(&self.slots[set + 1]);
+    }
+
+    /// Append the cached ids of `key` to `out`; false on a miss.
+    #[inline(always)]
+    pub fn get(&self, key: &Key<KW>, out: &mut Vec<u32>) -> bool {
+        let set = self.set(key);
+        for s in &self.slots[set..set + 2] {
+            if s.key[0].load(Ordering::Relaxed) != key.w[0] || s.key[KW - 1].load(Ordering::Relaxed) != key.w[KW - 1] {
+                continue;
+            }
+            let seq = s.seq.load(Ordering::Acquire);
+            if seq & 0x100 != 0 {
+                return false;
+            }
+            let k: [u64; KW] = std::array::from_fn(|i| s.key[i].load(Ordering::Relaxed));
+            let ids: [u64; IW] = std::array::from_fn(|i| s.ids[i].load(Ordering::Relaxed));
+            fence(Ordering::Acquire);
+            if s.seq.load(Ordering::Relaxed) != seq {
+                return false;
+            }
+            if k != key.w {
+                continue;
+            }
+            let n = (seq & 0xFF) as usize;
+            if n == 0 || n > self.most {
+                return false;
+            }
+            // id j is bits `bits * j ..` of the little-endian number in `ids`
+            let (bits, mask) = (self.bits as usize, (1u64 << self.bits) - 1);
+            for j in 0..n {
+                let at = bits * j;
+                let (w, o) = (at / 64, at % 64);
+                let mut v = ids[w] >> o;
+                if o + bits > 64 {
+                    v |= ids[w + 1] << (64 - o);
+                }
+                out.push((v & mask) as u32);
+            }
+            return true;
+        }
+        false
+    }
+
+    /// Remember `ids` for `key` (skipped if there are too many, an id is
+    /// too large, or the slot is being written). `pick` chooses the way to
+    /// replace when neither is empty.
+    #[inline]
+    pub fn put(&self, key: &Key<KW>, ids: &[u32], pick: usize) {
+        if ids.is_empty() || ids.len() > self.most || ids.iter().any(|&i| i as u64 >> self.bits != 0) {
+            return;
+        }
+        let bits = self.bits as usize;
+        let mut packed = [0u64; IW];
+        for (j, &id) in ids.iter().enumerate() {
+            let at = bits * j;
+            let (w, o) = (at / 64, at % 64);
+            packed[w] |= (id as u64) << o;
+            if o + bits > 64 {
+                packed[w + 1] |= (id as u64) >> (64 - o);
+            }
+        }
+        let set = self.set(key);
+        let empty = |s: &CacheSlot<KW, IW>| s.key[KW - 1].load(Ordering::Relaxed) == 0;
+        let way = if empty(&self.slots[set]) {
+            0
+        } else if empty(&self.slots[set + 1]) {
+            1
+        } else {
+            pick & 1
+        };
+        let s = &self.slots[set + way];
+        let seq = s.seq.load(Ordering::Relaxed);
+        if seq & 0x100 != 0 {
+            return;
+        }
+        let busy = (seq | 0xFF) + 1; // the sequence number + 1: odd
+        if s.seq.compare_exchange(seq, busy, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            return;
+        }
+        fence(Ordering::Release);
+        for (slot, &w) in s.key.iter().zip(&key.w) {
+            slot.store(w, Ordering::Relaxed);
+        }
+        for (slot, &w) in s.ids.iter().zip(&packed) {
+            slot.store(w, Ordering::Relaxed);
+        }
+        // the next even sequence number, and the count
+        s.seq.store(((busy >> 8) + 1) << 8 | ids.len() as u64, Ordering::Release);
+    }
+
+    /// Most ids of one entry.
+    pub fn most(&self) -> usize {
+        self.most
+    }
+
+    /// Bytes held (fixed).
+    pub fn memory(&self) -> usize {
+        self.slots.len() * std::mem::size_of::<CacheSlot<KW, IW>>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_are_the_bytes_zero_padded() {
+        let bytes: Vec<u8> = (1..=40u8).map(|b| b.wrapping_mul(37)).collect();
+        for n in 1..=CACHE_MAX {
+            let mut buf = [0u8; 32];
+            buf[..n].copy_from_slice(&bytes[..n]);
+            let want: Vec<u64> = buf.chunks(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
+            let k = Key::<4>::new(&bytes[..n]);
+            assert_eq!(&k.w[..3], &want[..3], "{n}");
+            assert_eq!(k.w[3], want[3] | (n as u64) << 56, "{n}");
+        }
+    }
+
+    #[test]
+    fn keys_differ_by_length_and_bytes() {
+        let a = Key::<4>::new(b"ab");
+        let b = Key::<4>::new(b"ab\0");
+        assert_ne!(a.w, b.w);
+        assert_ne!(Key::<4>::new(&[0u8; 31]).w, Key::<4>::new(&[0u8; 30]).w);
+        assert_ne!(Key::<4>::new(&[0u8; 15]).short(), Key::<4>::new(&[0u8; 14]).short());
+    }
+
+    #[test]
+    fn piece_table_finds_every_token_and_nothing_else() {
+        let toks: Vec<Vec<u8>> = (0..5000u32).map(|i| format!("t{i}").into_bytes()).collect();
+        let t = PieceTable::new(toks.iter().enumerate().map(|(i, t)| (&t[..], i as u32)));
+        for (i, tok) in toks.iter().enumerate() {
+            assert_eq!(t.get(&ShortKey::new(tok)), Some(i as u32));
+        }
+        assert_eq!(t.get(&ShortKey::new(b"x1")), None);
+        assert_eq!(t.get(&ShortKey::new(b"t1\0")), None);
+    }
+
+    #[test]
+    fn pair_table() {
+        let pairs: Vec<((u32, u32), u32)> = (0..3000u32).map(|i| ((i, i * 7 % 1000), 5000 + i)).collect();
+        let t = PairTable::new(pairs.iter().copied()).unwrap();
+        for &((a, b), z) in &pairs {
+            assert_eq!(t.get(a, b, u32::MAX), z);
+        }
+        assert_eq!(t.get(1, 2, u32::MAX), u32::MAX);
+        assert_eq!(t.get(u32::MAX, 2, 7), 7);
+        assert!(PairTable::new([((1u32 << 21, 0u32), 3u32)].into_iter()).is_none());
+    }
+
+    #[test]
+    fn cache_round_trip_and_bounds() {
+        let c = PieceCache::new(CACHE_SLOTS, CACHE_ID_LIMIT);
+        assert_eq!(c.most(), 8); // 24-bit ids
+        let mut out = vec![];
+        let k = ShortKey::new(b"hello world");
+        assert!(!c.get(&k, &mut out));
+        let ids = [1, 0xFF_FFFF, 3, 4, 5, 6, 7, 0xAB_CDEF];
+        c.put(&k, &ids, 0);
+        assert!(c.get(&k, &mut out));
+        assert_eq!(out, ids);
+        // too many ids or too large an id: not kept
+        let k2 = ShortKey::new(b"other");
+        c.put(&k2, &[1; 9], 0);
+        c.put(&k2, &[1 << 24], 0);
+        assert!(!c.get(&k2, &mut out));
+        // many keys: the cache never grows, and what it answers is right
+        for i in 0..200_000u32 {
+            let p = format!("p{i}");
+            c.put(&ShortKey::new(p.as_bytes()), &[i, i + 1], i as usize);
+        }
+        let mut hits = 0;
+        for i in 0..200_000u32 {
+            let p = format!("p{i}");
+            out.clear();
+            if c.get(&ShortKey::new(p.as_bytes()), &mut out) {
+                assert_eq!(out, [i, i + 1]);
+                hits += 1;
+            }
+        }
+        assert!(hits > 0 && hits <= CACHE_SLOTS);
+        assert_eq!(c.memory(), CACHE_SLOTS * 64);
+    }
+
+    #[test]
+    fn narrow_ids_fit_more_and_long_keys() {
+        // ids below 2^17: 11 ids of 17 bits in three words
+        let c = PieceCache::new(1 << 8, 100_256);
+        assert_eq!(c.most(), 11);
+        let ids: Vec<u32> = (0..11).map(|j| 100_255 - j * 9_000).collect();
+        let k = ShortKey::new(b"abcdefghijklmnopqrstuvwxyz01234");
+        c.put(&k, &ids, 0);
+        let mut out = vec![];
+        assert!(c.get(&k, &mut out));
+        assert_eq!(out, ids);
+        c.put(&ShortKey::new(b"x"), &[1 << 17], 0);
+        assert!(!c.get(&ShortKey::new(b"x"), &mut out));
+        let l = LongCache::new(1 << 8, 200_019);
+        assert_eq!(l.most(), 24); // 18-bit ids
+        assert_eq!(l.memory(), 256 * 128);
+        let piece = [7u8; 63];
+        let ids: Vec<u32> = (0..24).map(|j| 200_018 - j).collect();
+        l.put(&LongKey::new(&piece), &ids, 1);
+        out.clear();
+        assert!(l.get(&LongKey::new(&piece), &mut out));
+        assert_eq!(out, ids);
+        assert!(!l.get(&LongKey::new(&piece[..62]), &mut out));
+    }
+
+    #[test]
+    fn cache_under_threads_never_tears() {
+        use rayon::prelude::*;
+        let c = PieceCache::new(1 << 10, 1 << 17);
+        // few keys, many writers: readers must see each key's own ids or miss
+        (0..400_000u32).into_par_iter().for_each(|i| {
+            let k = i % 97;
+            let p = format!("key{k}");
+            let key = ShortKey::new(p.as_bytes());
+            let mut out = vec![];
+            if c.get(&key, &mut out) {
+                assert_eq!(out, [k, k * 3, k * 5 + 1]);
+            } else {
+                c.put(&key, &[k, k * 3, k * 5 + 1], i as usize);
+            }
+        });
+    }
+}

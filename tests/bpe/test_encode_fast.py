@@ -1,0 +1,158 @@
+"""The encoder's fast path (short-token table, pair table, bounded piece caches,
+batched lookups; ``src/bpe/fast.rs``) gives exactly the ids of the rule.
+
+Against tiktoken with the real cl100k and o200k rank files (from the bpe-openai
+wheel, as in test_gpt_patterns.py) and against the slow Python reference with
+vocabularies our trainer makes, on pieces whose lengths sit at every limit of the
+fast path (15/16 bytes: the short-token table; 31/32: the short cache; 63/64: the
+long cache; 95/96: the long merge), pieces that cut characters (CJK, Cyrillic,
+emoji), text with lone surrogates, and each text encoded twice (the second time
+from the cache) through every entry point: encode_ordinary, encode_batch on two
+threads (lists and numpy), encode_to_numpy.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import gzip
+import importlib.util
+import random
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tokenforge import BPETokenizer
+from tokenforge.bpe import PATTERNS
+from tokenforge.reference import bpe as ref
+
+LIMITS = [1, 2, 3, 14, 15, 16, 17, 30, 31, 32, 33, 62, 63, 64, 65, 94, 95, 96, 97, 140]
+ALPHABETS = ["abcdefghij", "абвгдежзик", "東京都大阪府", "αβγδε", "0123456789", "!?.,;:-", "😀🚀"]
+
+
+def near_limit_texts(seed: int) -> list[str]:
+    """Words of every limit length (in UTF-8 bytes, or just above when a
+    character does not fit), alone, after a space, glued to others."""
+    rnd = random.Random(seed)
+    words = []
+    for n in LIMITS:
+        for alpha in ALPHABETS:
+            w = ""
+            while len((w + alpha[0]).encode()) <= n:
+                w += rnd.choice(alpha)
+            words.append(w or alpha[0])
+    texts = [" ".join(words), "".join(words), "\n".join(words[::-1]) + "  \n"]
+    texts += [" " + w for w in words]
+    return texts
+
+
+@functools.cache
+def ranks(name: str) -> dict[bytes, int]:
+    spec = importlib.util.find_spec("bpe_openai")
+    assert spec is not None and spec.submodule_search_locations, "bpe-openai (a dev dependency) is not installed"
+    path = Path(next(iter(spec.submodule_search_locations))) / "data" / f"{name}.tiktoken.gz"
+    out = {}
+    for line in gzip.decompress(path.read_bytes()).splitlines():
+        if line:
+            tok, rank = line.split()
+            out[base64.b64decode(tok)] = int(rank)
+    return out
+
+
+@functools.cache
+def pair(name: str):
+    import tiktoken
+
+    named = {"cl100k_base": "cl100k", "o200k_base": "o200k"}[name]
+    enc = tiktoken.Encoding(name, pat_str=PATTERNS[named], mergeable_ranks=ranks(name), special_tokens={})
+    return enc, BPETokenizer.from_tiktoken(ranks(name), pattern=named)
+
+
+def all_paths(tok, texts: list[str]) -> list[list[list[int]]]:
+    """The ids of `texts` by every entry point, each twice (cold, then cached)."""
+    got = []
+    for _ in range(2):
+        got.append([tok.encode_ordinary(t) for t in texts])
+        got.append(tok.encode_batch(texts, num_threads=2))
+        got.append([a.tolist() for a in tok.encode_batch(texts, num_threads=2, as_numpy=True)])
+        got.append([tok.encode_to_numpy(t).tolist() for t in texts])
+    return got
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_ids_equal_tiktoken_at_every_limit(name):
+    enc, tok = pair(name)
+    texts = near_limit_texts(1) + near_limit_texts(2)
+    want = [enc.encode_ordinary(t) for t in texts]
+    for k, got in enumerate(all_paths(tok, texts)):
+        assert got == want, k
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    words=st.lists(
+        st.text(alphabet=st.sampled_from("ab éз東😀1.'\n"), min_size=1, max_size=70),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_ids_equal_tiktoken_twice_on_random_words(words):
+    text = " ".join(words)
+    for name in ("cl100k_base", "o200k_base"):
+        enc, tok = pair(name)
+        want = enc.encode_ordinary(text)
+        assert tok.encode_ordinary(text) == want
+        assert tok.encode_ordinary(text) == want
+
+
+def test_lone_surrogates_around_cached_pieces():
+    # the rule (base.encode_around_surrogates): the text between runs of lone
+    # surrogates is encoded, each surrogate is its three bytes' ids
+    enc, tok = pair("cl100k_base")
+    byte = {b: ranks("cl100k_base")[bytes([b])] for b in range(256)}
+    for word in ["internationalization", "東京都大阪府東京都", "зазазазазазазазаза"]:
+        text = f"{word}\ud800{word} {word}\udfff\ud800x"
+        want = []
+        for part in re.split("([\ud800-\udfff]+)", text):
+            if part and "\ud800" <= part[0] <= "\udfff":
+                want += [byte[b] for ch in part for b in ch.encode("utf-8", "surrogatepass")]
+            elif part:
+                want += enc.encode_ordinary(part)
+        for _ in range(2):
+            assert tok.encode_ordinary(text) == want
+            assert tok.encode_batch([text, word], num_threads=2) == [want, enc.encode_ordinary(word)]
+
+
+@pytest.fixture(scope="module")
+def trained():
+    rnd = random.Random(5)
+    docs = []
+    for _ in range(300):
+        docs.append(
+            " ".join("".join(rnd.choice(a) for _ in range(rnd.randint(1, 40))) for a in rnd.sample(ALPHABETS, 4))
+        )
+    tok = BPETokenizer.train_from_iterator(docs, 256 + 700, pattern="cl100k", special_tokens=None, progress=False)
+    return tok, docs
+
+
+def test_trained_vocabulary_equals_reference(trained):
+    tok, docs = trained
+    rk = tok.mergeable_ranks()
+    assert max(len(t) for t in rk) > 16  # tokens long enough to reach the tables' limits
+    texts = docs[:40] + near_limit_texts(3)
+    want = [ref.encode_reference(rk, t, PATTERNS["cl100k"]) for t in texts]
+    for k, got in enumerate(all_paths(tok, texts)):
+        assert got == want, k
+
+
+def test_numpy_and_lists_agree_on_a_big_batch():
+    _, tok = pair("o200k_base")
+    texts = near_limit_texts(4) * 20
+    lists = tok.encode_batch(texts, num_threads=2)
+    flat = tok.encode_batch(texts, num_threads=2, as_numpy=True)
+    assert [a.tolist() for a in flat] == lists
+    assert all(a.dtype == np.uint32 for a in flat)
