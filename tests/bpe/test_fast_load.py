@@ -495,6 +495,49 @@ def test_random_mutations_give_the_same_result_both_ways(tmp_path, fmt):
     assert kinds.get("ok", 0) < 120  # (the mutations do break files)
 
 
+def read_and_build(read, path: Path):
+    """("ok", fields, ids of a sample) or (step, error type, message) of
+    reading ``path`` and making a tokenizer of it (a bad pattern fails there)."""
+    try:
+        data = read(path)
+    except TokenforgeError as e:
+        return "read", type(e).__name__, str(e)
+    try:
+        tok = tf.BPETokenizer(data)
+    except TokenforgeError as e:
+        return "build", type(e).__name__, str(e)
+    return "ok", fields(data), tok.encode(" ".join(TINY_DOCS[:3]))
+
+
+@pytest.mark.parametrize(
+    "pattern, specials",
+    [
+        ("(", None),  # regression: the fast reader raised PatternError where the Python reader read the file
+        ("[a-z", {"<|x|>": 400}),
+        (r"\w+|\s+", {"<|x|>": 400}),
+        ("gpt4", {"<|x|>": 5}),
+        ("gpt4", {"<|x|>": 10**6}),
+        ("gpt4", {"<|x|>": 2**32}),
+        ("gpt4", {"<|x|>": -1}),
+        ("gpt4", {"<|x|>": 400, "<|y|>": 400}),
+        ("gpt4", {"": 400}),
+        ("gpt4", {5: 400}),
+        ("gpt4", {"<|x|>": True}),
+        (None, {"<|x|>": 400.0}),
+    ],
+)
+def test_tiktoken_caller_settings_give_the_same_result_both_ways(tmp_path, pattern, specials):
+    """The pattern and specials a .tiktoken file is read with come from the
+    caller: bad ones are reported alike (and at the same step) either way."""
+    pattern = NAMED_PATTERNS.get(pattern, pattern)
+    path = tmp_path / "ranks.tiktoken"
+    path.write_bytes(small_files()["tiktoken"])
+    read = reader("tiktoken", pattern, specials)
+    fast = read_and_build(read, path)
+    with slow_path():
+        assert read_and_build(read, path) == fast
+
+
 # ---------------------------------------------------------------- lazily made merges
 @pytest.fixture
 def small_paths(tmp_path):
