@@ -33,7 +33,6 @@ import gzip
 import importlib.util
 import json
 import pickle
-import random
 import re
 import threading
 from pathlib import Path
@@ -336,7 +335,9 @@ def tfjson_hostile() -> dict[str, bytes]:
         "training NaN": raw.replace(b'"training": {', b'"training": {"x": NaN, ', 1),
         "training infinity": raw.replace(b'"training": {', b'"training": {"x": 1e999, ', 1),
         "training deep": raw.replace(b'"training": {', b'"training": {"x": ' + b"[" * 100 + b"]" * 100 + b", ", 1),
-        "training very deep": raw.replace(b'"training": {', b'"training": {"x": ' + b"[" * 5000 + b"]" * 5000 + b", ", 1),
+        "training very deep": raw.replace(
+            b'"training": {', b'"training": {"x": ' + b"[" * 5000 + b"]" * 5000 + b", ", 1
+        ),
         "training big int": raw.replace(b'"training": {', b'"training": {"x": ' + b"9" * 5000 + b", ", 1),
         "training lone surrogate": raw.replace(b'"training": {', b'"training": {"x": "\\ud800", ', 1),
         "checksum wrong": re.sub(rb"sha256:[0-9a-f]", b"sha256:f" if b"sha256:0" in raw else b"sha256:0", raw, 1),
@@ -357,10 +358,23 @@ def tfjson_hostile() -> dict[str, bytes]:
         "unknown key": _sub("tfjson", b'  "training"', b'  "extra": 1,\n  "training"'),
         "both merge id keys": _sub("tfjson", b'"first_merge_id": 256,', b'"first_merge_id": 256, "merge_ids": [],'),
         "merge_ids not increasing": _json_edit(
-            "tfjson", lambda v: (v.pop("first_merge_id"), v.__setitem__("merge_ids", [256 + (k ^ 1) for k in range(len(v["merges"]))]))
+            "tfjson",
+            lambda v: (
+                v.pop("first_merge_id"),
+                v.__setitem__("merge_ids", [256 + (k ^ 1) for k in range(len(v["merges"]))]),
+            ),
         ),
         "not utf-8": raw.replace(b'"training": {', b'"training": {"\xff": 1, ', 1),
         "bom twice": b"\xef\xbb\xbf\xef\xbb\xbf" + raw,
+        "special duplicate key": _sub("tfjson", b'"<|endoftext|>": ', b'"<|bos|>": 999, "<|endoftext|>": '),
+        "special escaped": _sub("tfjson", b'"<|bos|>"', b'"<|b\\u006fs|>"'),
+        "training duplicate key": raw.replace(b'"training": {', b'"training": {"x": 1, "x": 2, ', 1),
+        "pattern null": _json_edit("tfjson", lambda v: v.__setitem__("pattern", None)),
+        "pattern number": _json_edit("tfjson", lambda v: v.__setitem__("pattern", 5)),
+        "merges null": _json_edit("tfjson", lambda v: v.__setitem__("merges", None)),
+        "specials a list": _json_edit("tfjson", lambda v: v.__setitem__("special_tokens", [])),
+        "first_merge_id float": raw.replace(b'"first_merge_id": 256', b'"first_merge_id": 256.0', 1),
+        "first_merge_id bool": raw.replace(b'"first_merge_id": 256', b'"first_merge_id": true', 1),
         "trailing garbage": raw + b"x",
     }
 
@@ -384,7 +398,7 @@ def hf_hostile() -> dict[str, bytes]:
         "vocab id beyond limit": edit(lambda v: v["model"]["vocab"].__setitem__(key, 100000)),
         "vocab id negative": edit(lambda v: v["model"]["vocab"].__setitem__(key, -3)),
         "vocab id float": edit(lambda v: v["model"]["vocab"].__setitem__(key, 290.0)),
-        "vocab id NaN": raw.replace(f'"{key}": 290'.encode(), f'"{key}": NaN'.encode(), 1),
+        "vocab id NaN": _sub("hf", b": 290,", b": NaN,"),
         "vocab id twice": edit(lambda v: v["model"]["vocab"].__setitem__(key, 289)),
         "vocab key not byte-level": edit(lambda v: v["model"]["vocab"].__setitem__("日本", 300)),
         "byte missing": edit(lambda v: v["model"]["vocab"].pop("a")),
@@ -418,6 +432,35 @@ def hf_hostile() -> dict[str, bytes]:
         "not utf-8": raw.replace(b'"truncation": null', b'"truncation": "\xff"', 1),
         "a list": b"[]",
         "trailing garbage": raw + b"]",
+        "empty vocab key": edit(lambda v: v["model"]["vocab"].__setitem__("", 300)),
+        "special id differs in vocab": edit(lambda v: v["model"]["vocab"].__setitem__("<|bos|>", 297)),
+        "special id of an ordinary token": edit(lambda v: v["added_tokens"][0].__setitem__("id", 290)),
+        "special not in vocab": edit(lambda v: v["model"]["vocab"].pop("<|bos|>")),
+        "special flag a number": edit(lambda v: v["added_tokens"][0].__setitem__("special", 1)),
+        "special flag missing": edit(lambda v: v["added_tokens"][0].pop("special")),
+        "added extra field": edit(lambda v: v["added_tokens"][0].__setitem__("extra", [1])),
+        "non-special added in vocab": edit(
+            lambda v: v["added_tokens"].append({"id": 290, "content": key, "special": False})
+        ),
+        "merge of a new token": edit(
+            lambda v: (v["model"]["vocab"].__setitem__("<|", 300), v["model"]["merges"].append("< |"))
+        ),
+        "merges as lists": edit(
+            lambda v: v["model"].__setitem__("merges", [m.split(" ") for m in v["model"]["merges"]])
+        ),
+        "merge repeated": edit(lambda v: v["model"]["merges"].append(v["model"]["merges"][0])),
+        "model without type": edit(lambda v: v["model"].pop("type")),
+        "model without merges": edit(lambda v: v["model"].pop("merges")),
+        "no added_tokens": edit(lambda v: v.pop("added_tokens")),
+        "added_tokens null": edit(lambda v: v.__setitem__("added_tokens", None)),
+        "duplicate key in model": raw.replace(b'"type": "BPE",', b'"type": "BPE",\n    "type": "BPE",', 1),
+        "duplicate key in an added token": raw.replace(b'"special": true', b'"special": true, "special": false', 1),
+        "pre_tokenizer ByteLevel only": edit(
+            lambda v: v.__setitem__("pre_tokenizer", v["pre_tokenizer"]["pretokenizers"][1])
+        ),
+        "pre_tokenizer GPT-2 ByteLevel": edit(
+            lambda v: v.__setitem__("pre_tokenizer", {**v["pre_tokenizer"]["pretokenizers"][1], "use_regex": True})
+        ),
     }
 
 
@@ -460,6 +503,28 @@ def tiktoken_hostile() -> dict[str, bytes]:
 
 
 HOSTILE = {"tfjson": tfjson_hostile, "hf": hf_hostile, "tiktoken": tiktoken_hostile}
+#: the edits that leave a file the Python reader takes (all others must be refused)
+LOADS = {
+    "tfjson": {"duplicate key", "special duplicate key", "special escaped"},
+    "hf": {
+        "duplicate vocab key",
+        "duplicate top key",
+        "merges dropped",
+        "added twice",
+        "special not in vocab",
+        "special flag a number",
+        "added extra field",
+        "non-special added in vocab",
+        "merge of a new token",
+        "merges as lists",
+        "merge repeated",
+        "model without type",
+        "duplicate key in model",
+        "pre_tokenizer ByteLevel only",
+        "pre_tokenizer GPT-2 ByteLevel",
+    },
+    "tiktoken": {"rank leading zeros", "ranks out of order"},
+}
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -472,27 +537,24 @@ def test_broken_files_give_the_python_readers_errors(tmp_path, fmt):
     for what, raw in HOSTILE[fmt]().items():
         path.write_bytes(raw)
         results[what] = same_outcome(read, path)
-    errors = sum(1 for kind, _ in results.values() if kind != "ok")
-    assert errors >= len(results) - 6, {w: r[0] for w, r in results.items()}
+    loaded = {what for what, (kind, _) in results.items() if kind == "ok"}
+    assert loaded <= LOADS[fmt], loaded - LOADS[fmt]  # (the others are errors, alike both ways)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_random_mutations_give_the_same_result_both_ways(tmp_path, fmt):
-    """Seeded random edits (bit flips, digits, truncation, huge numbers, deep
-    nesting, ...): loaded alike or refused with the same error either way."""
+@settings(max_examples=120, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(r=st.randoms(use_true_random=False), count=st.sampled_from([1, 1, 2, 3]))
+def test_random_mutations_give_the_same_result_both_ways(tmp_path, fmt, r, count):
+    """Random edits (bit flips, digits, truncation, huge numbers, deep nesting,
+    duplicated or swapped lines, ...; ``fuzz_formats.MUTATIONS``) of a small
+    valid file: loaded alike or refused with the same error either way."""
     read = small_reader(fmt)
     path = tmp_path / f"tok.{fmt}"
-    base = small_files()[fmt]
-    kinds: dict[str, int] = {}
-    for k in range(120):
-        r = random.Random(f"fast-load:{fmt}:{k}")
-        b = bytearray(base)
-        for name in r.choices(list(MUTATIONS), k=r.choice([1, 1, 2, 3])):
-            MUTATIONS[name](r, b)
-        path.write_bytes(bytes(b))
-        kind, _ = same_outcome(read, path)
-        kinds[kind] = kinds.get(kind, 0) + 1
-    assert kinds.get("ok", 0) < 120  # (the mutations do break files)
+    b = bytearray(small_files()[fmt])
+    for name in r.choices(sorted(MUTATIONS), k=count):
+        MUTATIONS[name](r, b)
+    path.write_bytes(bytes(b))
+    same_outcome(read, path)
 
 
 def read_and_build(read, path: Path):
