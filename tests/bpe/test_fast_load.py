@@ -340,7 +340,7 @@ def tfjson_hostile() -> dict[str, bytes]:
         ),
         "training big int": raw.replace(b'"training": {', b'"training": {"x": ' + b"9" * 5000 + b", ", 1),
         "training lone surrogate": raw.replace(b'"training": {', b'"training": {"x": "\\ud800", ', 1),
-        "checksum wrong": re.sub(rb"sha256:[0-9a-f]", b"sha256:f" if b"sha256:0" in raw else b"sha256:0", raw, 1),
+        "checksum wrong": re.sub(rb"sha256:[0-9a-f]", b"sha256:f" if b"sha256:0" in raw else b"sha256:0", raw, count=1),
         "checksum missing": re.sub(rb',\n  "checksum": "sha256:[0-9a-f]{64}"', b"", raw),
         "checksum in v1": raw.replace(b'"version": 2', b'"version": 1'),
         "version 3": raw.replace(b'"version": 2', b'"version": 3'),
