@@ -318,3 +318,53 @@ pub fn read(text: &str) -> Option<HfParts> {
         merged.iter().enumerate().filter(|(_, &m)| m != NONE).map(|(z, &(a, b))| (a, b, z as u32)).collect();
     Some(HfParts { byte_ids, merges, specials, top, model })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tokenizer.json of the 256 bytes, `ab` (256), `abc` (257) and one special (258).
+    fn doc(merges: &str, extra_vocab: &str, added: &str) -> String {
+        let chars = byte_chars();
+        let mut vocab: Vec<String> =
+            (0..256).map(|b| format!("{}: {b}", serde_json::to_string(&chars[b].to_string()).unwrap())).collect();
+        vocab.push(r#""ab": 256, "abc": 257, "<|s|>": 258"#.to_string());
+        format!(
+            r#"{{"added_tokens": [{added}], "model": {{"type": "BPE", "vocab": {{{}{extra_vocab}}}, "merges": {merges}}}}}"#,
+            vocab.join(", ")
+        )
+    }
+
+    const ADDED: &str = r#"{"id": 258, "content": "<|s|>", "special": true}"#;
+
+    #[test]
+    fn reads_merges_as_strings_or_pairs_escaped_or_not() {
+        for merges in [r#"["a b", "ab c"]"#, r#"[["a", "b"], ["ab", "c"]]"#, r#"["\u0061 b", ["a\u0062", "c"]]"#] {
+            let p = read(&doc(merges, "", ADDED)).unwrap_or_else(|| panic!("{merges}"));
+            assert_eq!(p.merges, vec![(97, 98, 256), (256, 99, 257)], "{merges}");
+            assert_eq!(p.specials, vec![("<|s|>".to_string(), 258)]);
+            assert_eq!(p.byte_ids[b'a' as usize], 97);
+        }
+        // a token with no merge: its first split into two tokens of lower id
+        assert_eq!(read(&doc(r#"["a b"]"#, "", ADDED)).unwrap().merges, vec![(97, 98, 256), (256, 99, 257)]);
+    }
+
+    #[test]
+    fn declines_what_the_python_reader_must_word() {
+        for (merges, extra, added) in [
+            (r#"["a b c"]"#, "", ADDED),                                                // three parts
+            (r#"["a  b"]"#, "", ADDED),                                                 // an empty part
+            (r#"[["a", "b", "c"]]"#, "", ADDED),                                        // three parts
+            (r#"["ab c", "a b"]"#, "", ADDED),                                          // not in id order
+            (r#"["a x"]"#, "", ADDED),                                                  // "ax" is no token
+            (r#"["a b"]"#, r#", "a": 5"#, ADDED),                                       // a duplicate key
+            (r#"["a b"]"#, r#", "日": 259"#, ADDED),                                    // not a byte-level key
+            (r#"["a b"]"#, r#", "zz": 99999"#, ADDED),                                  // an id beyond the limit
+            (r#"["a b"]"#, "", r#"{"id": 258, "content": "<|s|>", "special": false}"#), // not special
+            (r#"["a b"]"#, "", r#"{"id": 257, "content": "<|s|>", "special": true}"#),  // another id
+            (r#"["<|s|> a"]"#, "", ADDED),                                              // a special in a merge
+        ] {
+            assert!(read(&doc(merges, extra, added)).is_none(), "{merges} {extra} {added}");
+        }
+    }
+}
