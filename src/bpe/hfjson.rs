@@ -9,8 +9,12 @@
 //!
 //! Not handled: error messages (see above).
 
+use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
+use serde::de::{Deserialize, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
+use std::borrow::Cow;
+use std::fmt;
 
 use super::ranks::{first_lower_splits, id_limit};
 use super::tfjson::members;
@@ -43,6 +47,32 @@ fn byte_chars() -> [char; 256] {
     t
 }
 
+/// Every character of GPT-2's table is below U+0144.
+const CHAR_END: usize = 0x144;
+
+/// The inverse of [`byte_chars`], indexed by code point; `NO_BYTE` elsewhere.
+fn char_bytes(chars: &[char; 256]) -> [u16; CHAR_END] {
+    let mut back = [NO_BYTE; CHAR_END];
+    for (b, &c) in chars.iter().enumerate() {
+        back[c as usize] = b as u16;
+    }
+    back
+}
+
+const NO_BYTE: u16 = u16::MAX;
+
+/// A key's bytes (its characters through [`char_bytes`]) onto `out`; false
+/// if a character is outside GPT-2's table.
+fn key_bytes(key: &str, back: &[u16; CHAR_END], out: &mut Vec<u8>) -> bool {
+    for c in key.chars() {
+        match back.get(c as usize) {
+            Some(&b) if b != NO_BYTE => out.push(b as u8),
+            _ => return false,
+        }
+    }
+    true
+}
+
 fn unique_members(raw: &str) -> Option<Vec<(String, &RawValue)>> {
     let m = members(raw)?.0;
     let mut seen = FxHashSet::default();
@@ -50,22 +80,97 @@ fn unique_members(raw: &str) -> Option<Vec<(String, &RawValue)>> {
     Some(m)
 }
 
-fn merge_parts(raw: &RawValue) -> Option<(String, String)> {
-    let (l, r) = if raw.get().starts_with('"') {
-        let s: String = serde_json::from_str(raw.get()).ok()?;
-        let mut it = s.split(' ');
-        let (l, r) = (it.next()?.to_string(), it.next()?.to_string());
-        if it.next().is_some() {
-            return None;
+/// A JSON string, borrowed from the text when it has no escapes.
+struct Text<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Text<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Owned(s.to_string())))
+            }
         }
-        (l, r)
-    } else {
-        serde_json::from_str::<(String, String)>(raw.get()).ok()?
-    };
-    (!l.is_empty() && !r.is_empty()).then_some((l, r))
+        d.deserialize_str(V)
+    }
+}
+
+/// `model.vocab`: its entries in file order, keys borrowed where possible
+/// (one pass, no Python-style dict; duplicates kept, the caller refuses them).
+struct Vocab<'a>(Vec<(Cow<'a, str>, u32)>);
+
+impl<'de> Deserialize<'de> for Vocab<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Vocab<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object key -> id")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Self::Value, A::Error> {
+                let mut v = Vec::with_capacity(m.size_hint().unwrap_or(0));
+                while let Some((k, id)) = m.next_entry::<Text<'de>, u32>()? {
+                    v.push((k.0, id));
+                }
+                Ok(Vocab(v))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// One merge, `"left right"` or `["left", "right"]`, by the Python reader's
+/// rule (`_split_merge`: exactly two non-empty parts).
+struct Merge<'a>(Cow<'a, str>, Cow<'a, str>);
+
+fn split_merge<'a>(s: Cow<'a, str>) -> Option<Merge<'a>> {
+    let sp = s.find(' ')?;
+    let (l, r) = (&s[..sp], &s[sp + 1..]);
+    if l.is_empty() || r.is_empty() || r.contains(' ') {
+        return None;
+    }
+    Some(match s {
+        Cow::Borrowed(b) => Merge(Cow::Borrowed(&b[..sp]), Cow::Borrowed(&b[sp + 1..])),
+        Cow::Owned(_) => Merge(Cow::Owned(l.to_string()), Cow::Owned(r.to_string())),
+    })
+}
+
+impl<'de> Deserialize<'de> for Merge<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Merge<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("\"left right\" or [left, right]")
+            }
+            fn visit_borrowed_str<E: serde::de::Error>(self, s: &'de str) -> Result<Self::Value, E> {
+                split_merge(Cow::Borrowed(s)).ok_or_else(|| E::custom("not two parts"))
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Self::Value, E> {
+                split_merge(Cow::Owned(s.to_string())).ok_or_else(|| E::custom("not two parts"))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
+                let l = a.next_element::<Text<'de>>()?.ok_or_else(|| A::Error::custom("empty"))?;
+                let r = a.next_element::<Text<'de>>()?.ok_or_else(|| A::Error::custom("one part"))?;
+                if a.next_element::<serde::de::IgnoredAny>()?.is_some() || l.0.is_empty() || r.0.is_empty() {
+                    return Err(A::Error::custom("not two parts"));
+                }
+                Ok(Merge(l.0, r.0))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// Read a byte-level BPE `tokenizer.json`; None: let the Python reader do it.
+/// Runs the merges' lookups on the current rayon pool.
 pub fn read(text: &str) -> Option<HfParts> {
     let mut top = Vec::new();
     let (mut model_raw, mut added_raw) = (None, None);
@@ -111,31 +216,37 @@ pub fn read(text: &str) -> Option<HfParts> {
     if special_ids.len() != specials.len() {
         return None; // the same text twice: the Python reader's dict keeps the last
     }
-    // the vocabulary
-    let mut vocab: Vec<(String, u32)> = Vec::new();
-    for (k, v) in unique_members(vocab_raw?.get())? {
-        vocab.push((k, serde_json::from_str::<u32>(v.get()).ok()?));
+    // the vocabulary, in one pass (keys borrowed from the text unless escaped)
+    let vocab = serde_json::from_str::<Vocab>(vocab_raw?.get()).ok()?.0;
+    let mut id_of: FxHashMap<&str, u32> = FxHashMap::default();
+    id_of.reserve(vocab.len());
+    for (key, id) in &vocab {
+        if id_of.insert(key, *id).is_some() {
+            return None; // a duplicate key: the Python reader's dict keeps the last
+        }
     }
-    let keys: FxHashSet<&str> = vocab.iter().map(|(k, _)| k.as_str()).collect();
-    let entries = vocab.len() + specials.iter().filter(|(t, _)| !keys.contains(t.as_str())).count();
+    let entries = vocab.len() + specials.iter().filter(|(t, _)| !id_of.contains_key(t.as_str())).count();
     let limit = id_limit(entries);
     let chars = byte_chars();
-    let mut back: FxHashMap<char, u8> = FxHashMap::default();
-    for (b, &c) in chars.iter().enumerate() {
-        back.insert(c, b as u8);
-    }
-    let mut id_of: FxHashMap<&str, u32> = FxHashMap::default();
-    let mut owners = FxHashSet::default();
-    let mut tokens: Vec<(Vec<u8>, u32)> = Vec::with_capacity(vocab.len()); // the ordinary tokens
+    let back = char_bytes(&chars);
+    // the ordinary tokens' bytes, one after another, and (start, end, id) of each
+    let mut bytes: Vec<u8> = Vec::with_capacity(vocab_raw?.get().len() / 2);
+    let mut tokens: Vec<(usize, usize, u32)> = Vec::with_capacity(vocab.len());
+    let mut owned = vec![false; limit as usize];
     for (key, id) in &vocab {
-        if *id as u64 >= limit || !owners.insert(*id) {
+        if *id as u64 >= limit || std::mem::replace(&mut owned[*id as usize], true) {
             return None;
         }
-        id_of.insert(key.as_str(), *id);
-        match special_ids.get(key.as_str()) {
+        match special_ids.get(&**key) {
             Some(&s) if s != *id => return None,
             Some(_) => {}
-            None => tokens.push((key.chars().map(|c| back.get(&c).copied()).collect::<Option<Vec<u8>>>()?, *id)),
+            None => {
+                let start = bytes.len();
+                if !key_bytes(key, &back, &mut bytes) {
+                    return None;
+                }
+                tokens.push((start, bytes.len(), *id));
+            }
         }
     }
     for (_, i) in &specials {
@@ -148,40 +259,112 @@ pub fn read(text: &str) -> Option<HfParts> {
         let mut s = [0u8; 4];
         *slot = *id_of.get(&*chars[b].encode_utf8(&mut s))?;
     }
-    // merges: the first merge producing each token, in increasing id order
-    let mut merged: FxHashMap<u32, (u32, u32)> = FxHashMap::default();
+    // merges: the first merge producing each token, in increasing id order.
+    // (Three lookups of a string key per merge, which miss the cache: the
+    // lookups run on the current rayon pool, the order is checked after.)
+    let mut special_id = vec![false; limit as usize];
+    for (_, i) in &specials {
+        special_id[*i as usize] = true;
+    }
+    let merge_list = serde_json::from_str::<Vec<Merge>>(merges_raw?.get()).ok()?;
+    let found: Vec<Option<(u32, u32, u32)>> = merge_list
+        .par_iter()
+        .with_min_len(4096)
+        .map_init(String::new, |whole, Merge(l, r)| {
+            // (a special token's text is no ordinary token: its id says so, the vocabulary gave it the same)
+            let (a, b) = (*id_of.get(&**l)?, *id_of.get(&**r)?);
+            if special_id[a as usize] || special_id[b as usize] {
+                return None;
+            }
+            whole.clear();
+            whole.push_str(l);
+            whole.push_str(r);
+            id_of.get(whole.as_str()).map(|&z| (a, b, z))
+        })
+        .collect();
+    const NONE: (u32, u32) = (u32::MAX, u32::MAX);
+    let mut merged: Vec<(u32, u32)> = vec![NONE; limit as usize];
     let mut last: i64 = -1;
-    let ordinary = |k: &str| if special_ids.contains_key(k) { None } else { id_of.get(k).copied() };
-    for m in serde_json::from_str::<Vec<&RawValue>>(merges_raw?.get()).ok()? {
-        let (l, r) = merge_parts(m)?;
-        let (a, b) = (ordinary(&l)?, ordinary(&r)?);
-        let new = *id_of.get(format!("{l}{r}").as_str())?;
-        if merged.contains_key(&new) {
+    for f in found {
+        let (a, b, new) = f?;
+        if merged[new as usize] != NONE {
             continue;
         }
         if (new as i64) <= last {
             return None;
         }
         last = new as i64;
-        merged.insert(new, (a, b));
+        merged[new as usize] = (a, b);
     }
     // tokens with no merge, or one from a later token: the first split into two of lower id
-    let mut reached: FxHashSet<u32> = byte_ids.iter().copied().collect();
-    reached.extend(merged.keys().copied());
-    reached.extend(specials.iter().map(|(_, i)| *i));
+    let mut reached = vec![false; limit as usize];
+    for &i in byte_ids.iter().chain(specials.iter().map(|(_, i)| i)) {
+        reached[i as usize] = true;
+    }
     let which: Vec<usize> = (0..tokens.len())
         .filter(|&k| {
-            let id = tokens[k].1;
-            !reached.contains(&id) || merged.get(&id).is_some_and(|&(a, b)| a.max(b) >= id)
+            let id = tokens[k].2;
+            let (a, b) = merged[id as usize];
+            !reached[id as usize] && (a == u32::MAX || a.max(b) >= id)
         })
         .collect();
     if !which.is_empty() {
-        let refs: Vec<(&[u8], u32)> = tokens.iter().map(|(t, i)| (&t[..], *i)).collect();
+        let refs: Vec<(&[u8], u32)> = tokens.iter().map(|&(s, e, i)| (&bytes[s..e], i)).collect();
         for (k, split) in which.iter().zip(first_lower_splits(&refs, &which).ok()?) {
-            merged.insert(tokens[*k].1, split?);
+            merged[tokens[*k].2 as usize] = split?;
         }
     }
-    let mut merges: Vec<(u32, u32, u32)> = merged.into_iter().map(|(z, (a, b))| (a, b, z)).collect();
-    merges.sort_unstable_by_key(|m| m.2);
+    let merges: Vec<(u32, u32, u32)> =
+        merged.iter().enumerate().filter(|(_, &m)| m != NONE).map(|(z, &(a, b))| (a, b, z as u32)).collect();
     Some(HfParts { byte_ids, merges, specials, top, model })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tokenizer.json of the 256 bytes, `ab` (256), `abc` (257) and one special (258).
+    fn doc(merges: &str, extra_vocab: &str, added: &str) -> String {
+        let chars = byte_chars();
+        let mut vocab: Vec<String> =
+            (0..256).map(|b| format!("{}: {b}", serde_json::to_string(&chars[b].to_string()).unwrap())).collect();
+        vocab.push(r#""ab": 256, "abc": 257, "<|s|>": 258"#.to_string());
+        format!(
+            r#"{{"added_tokens": [{added}], "model": {{"type": "BPE", "vocab": {{{}{extra_vocab}}}, "merges": {merges}}}}}"#,
+            vocab.join(", ")
+        )
+    }
+
+    const ADDED: &str = r#"{"id": 258, "content": "<|s|>", "special": true}"#;
+
+    #[test]
+    fn reads_merges_as_strings_or_pairs_escaped_or_not() {
+        for merges in [r#"["a b", "ab c"]"#, r#"[["a", "b"], ["ab", "c"]]"#, r#"["\u0061 b", ["a\u0062", "c"]]"#] {
+            let p = read(&doc(merges, "", ADDED)).unwrap_or_else(|| panic!("{merges}"));
+            assert_eq!(p.merges, vec![(97, 98, 256), (256, 99, 257)], "{merges}");
+            assert_eq!(p.specials, vec![("<|s|>".to_string(), 258)]);
+            assert_eq!(p.byte_ids[b'a' as usize], 97);
+        }
+        // a token with no merge: its first split into two tokens of lower id
+        assert_eq!(read(&doc(r#"["a b"]"#, "", ADDED)).unwrap().merges, vec![(97, 98, 256), (256, 99, 257)]);
+    }
+
+    #[test]
+    fn declines_what_the_python_reader_must_word() {
+        for (merges, extra, added) in [
+            (r#"["a b c"]"#, "", ADDED),                                                // three parts
+            (r#"["a  b"]"#, "", ADDED),                                                 // an empty part
+            (r#"[["a", "b", "c"]]"#, "", ADDED),                                        // three parts
+            (r#"["ab c", "a b"]"#, "", ADDED),                                          // not in id order
+            (r#"["a x"]"#, "", ADDED),                                                  // "ax" is no token
+            (r#"["a b"]"#, r#", "a": 5"#, ADDED),                                       // a duplicate key
+            (r#"["a b"]"#, r#", "日": 259"#, ADDED),                                    // not a byte-level key
+            (r#"["a b"]"#, r#", "zz": 99999"#, ADDED),                                  // an id beyond the limit
+            (r#"["a b"]"#, "", r#"{"id": 258, "content": "<|s|>", "special": false}"#), // not special
+            (r#"["a b"]"#, "", r#"{"id": 257, "content": "<|s|>", "special": true}"#),  // another id
+            (r#"["<|s|> a"]"#, "", ADDED),                                              // a special in a merge
+        ] {
+            assert!(read(&doc(merges, extra, added)).is_none(), "{merges} {extra} {added}");
+        }
+    }
 }

@@ -511,11 +511,12 @@ impl PyHfJsonParts {
 /// or None when the fast path declines: the Python reader then reads the
 /// file and reports what is wrong where. GIL released.
 #[pyfunction]
-fn bpe_read_hf_json(py: Python<'_>, raw: &[u8]) -> Option<PyHfJsonParts> {
+fn bpe_read_hf_json(py: Python<'_>, raw: &[u8]) -> PyResult<Option<PyHfJsonParts>> {
     let raw = raw.strip_prefix(b"\xef\xbb\xbf").unwrap_or(raw);
-    let text = std::str::from_utf8(raw).ok()?;
-    let parts = py.detach(|| crate::bpe::hfjson::read(text))?;
-    Some(PyHfJsonParts { parts: Some(parts) })
+    let Ok(text) = std::str::from_utf8(raw) else { return Ok(None) };
+    let pool = pool(None)?;
+    let parts = py.detach(|| pool.install(|| crate::bpe::hfjson::read(text)));
+    Ok(parts.map(|parts| PyHfJsonParts { parts: Some(parts) }))
 }
 
 /// Where training puts its ids (`crate::bpe::layout`): (first merge id,

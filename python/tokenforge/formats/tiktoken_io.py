@@ -30,7 +30,14 @@ from pathlib import Path
 from ..errors import FormatError
 from .atomic import atomic_write
 from .bpe_data import MAX_ID, BPEData, id_error, id_limit, show_int
-from .patterns import GPT4_PATTERN, NAMED_PATTERNS, WHOLE_TEXT_PATTERN, pattern_name_for, pattern_name_problem
+from .patterns import (
+    GPT4_PATTERN,
+    NAMED_PATTERNS,
+    WHOLE_TEXT_PATTERN,
+    pattern_compile_problem,
+    pattern_name_for,
+    pattern_name_problem,
+)
 
 __all__ = [
     "mergeable_ranks",
@@ -221,8 +228,8 @@ def _read_fast(raw: bytes, pattern: str | None, special_tokens) -> BPEData | Non
         if not isinstance(text, str) or not text or type(i) is not int or not 0 <= i <= MAX_ID:
             return None
     name = pattern_name_for(pattern)
-    if pattern_name_problem(pattern, name) is not None:
-        return None
+    if pattern_name_problem(pattern, name) is not None or pattern_compile_problem(pattern) is not None:
+        return None  # (the Python reader does not compile the pattern: a bad one fails when the model is built)
     model = _core.bpe_model_from_tiktoken(raw, list(specials.items()), pattern)
     if model is None:
         return None
