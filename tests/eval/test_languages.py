@@ -87,8 +87,10 @@ def test_fertility_and_continued_words_hand_computed():
     assert m["bytes_per_token"] == pytest.approx(13 / 7) and m["doc_tokens"] == [5, 2]
     unspaced = language_metrics(tok, ["ab cde e"], space_separated=False)
     assert unspaced["fertility"] is None and unspaced["continued_word_rate"] is None and unspaced["words"] is None
+    assert m["lossless"] is True
     lossy = _Fixed({"ab cde e": [b"ab", b"e"]})  # its tokens do not spell the text
-    assert language_metrics(lossy, ["ab cde e"])["fertility"] is None
+    bad = language_metrics(lossy, ["ab cde e"])
+    assert bad["fertility"] is None and bad["lossless"] is False and bad["tokens"] == 2
 
 
 def test_byte_level_vocabulary_per_language_end_to_end():
@@ -145,3 +147,40 @@ def test_heldout_argument(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "en=odd.txt").write_text("x")
     assert parse_heldout_arg("en=odd.txt") == (None, "en=odd.txt")  # an existing file's name wins
+
+
+def test_compare_reports_languages_gini_and_premium_plot(tmp_path, monkeypatch, capsys):
+    from tokenforge.cli.main import main
+
+    monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path / "mpl"))
+    words = "the quick brown fox jumps over the lazy dog while five boxing wizards jump".split()
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(" ".join(words[(i + k) % len(words)] for k in range(30)) for i in range(200)))
+    held = tmp_path / "held.jsonl"
+    rows = [{"text": " ".join(words[i : i + 8]), "lang": "en", "parallel_id": f"p{i}"} for i in range(5)]
+    rows += [{"text": "der schnelle braune Fuchs springt über den faulen Hund", "lang": "de", "parallel_id": "p0"}]
+    held.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ru = tmp_path / "ru.txt"
+    ru.write_text("быстрая коричневая лиса прыгает через ленивую собаку\n")
+    out = tmp_path / "r"
+    args = ["compare", str(corpus), "--vocab-sizes", "300", "--families", "bpe,mixedgram", "-o", str(out), "-q"]
+    assert main([*args, "--heldout", str(held), "--heldout", f"ru={ru}"]) == 0
+    res = json.loads((out / "results.json").read_text())
+    assert f"--heldout {held} --heldout ru={ru}" in res["command"]
+    assert res["languages"]["reference"] == "en" and set(res["languages"]["held_out"]) == {"en", "de", "ru"}
+    bpe = next(r for r in res["rows"] if r["family"] == "bpe")
+    lg = bpe["languages"]
+    assert lg["languages"]["de"]["method"] == "parallel" and lg["languages"]["de"]["units"] == 1
+    assert lg["languages"]["ru"]["method"] == "bytes/token" and lg["languages"]["ru"]["premium"] > 1
+    assert lg["gini"] == pytest.approx(gini([m["premium"] for m in lg["languages"].values()]))
+    mix = next(r for r in res["rows"] if r["family"] == "mixedgram")
+    mru, mde = mix["languages"]["languages"]["ru"], mix["languages"]["languages"]["de"]
+    assert mru["lossless"] is False and mru["fertility"] is None  # latin1 only: Russian is not spelled
+    assert mde["lossless"] and mde["premium"] is not None
+    assert mix["languages"]["gini"] == pytest.approx(gini([1.0, mde["premium"]]))  # Russian left out
+    md = (out / "report.md").read_text()
+    assert "## Languages" in md and "Gini of premiums" in md and "premiums.png" in md
+    assert (out / "premiums.png").read_bytes()[:4] == b"\x89PNG"
+    # the reference language must be among the held-out languages
+    assert main([*args, "--heldout", str(held), "--reference-lang", "fr"]) == 1
+    assert "reference language 'fr'" in capsys.readouterr().err

@@ -25,7 +25,8 @@ split patterns give each word its own tokens, leading space included.
 Fertility and the continued-word rate are left out (None) for languages whose
 words are not separated by spaces (:data:`UNSPACED`: Japanese, Chinese, Thai,
 ...; or ``space_separated=False``), and for a tokenizer whose tokens' bytes do
-not add up to the text (it cannot represent it: mixedgram outside latin1).
+not spell the text (UTF-8, or latin1 for mixedgram): it cannot represent it
+(``lossless`` False; such a language stays out of the Gini).
 
 Documents carry their language as :class:`LangDoc` (``lang``, and an optional
 ``parallel_id`` naming the unit of parallel text -- the same man page in every
@@ -36,7 +37,8 @@ language (``LANG=PATH``).
 Not handled: a language's own word segmentation (unspaced scripts get no
 fertility rather than a wrong one); Unicode whitespace other than ASCII as a
 word separator (a no-break space joins two words); weighting languages in the
-Gini (each language counts once, the reference included at premium 1).
+Gini (each language counts once, the reference included at premium 1; languages
+the tokenizer cannot spell are left out of it).
 """
 
 from __future__ import annotations
@@ -107,11 +109,22 @@ def gini(values: Iterable[float]) -> float:
     return float(2.0 * (i * x).sum() / (n * total) - (n + 1) / n)
 
 
-def _word_token_counts(ids: np.ndarray, token_len: np.ndarray, data: bytes) -> np.ndarray | None:
-    """Tokens overlapping each word of ``data`` (None when the tokens' bytes are not the text's)."""
-    lens = token_len[ids]
-    if int(lens.sum()) != len(data):
-        return None
+def _spelled(text: str, token_bytes: int) -> bytes | None:
+    """The bytes the tokens spell: the text's UTF-8, or its latin1 for a latin1
+    tokenizer (mixedgram's ids hold latin1 bytes); None if neither adds up."""
+    data = text.encode("utf-8")
+    if len(data) == token_bytes:
+        return data
+    if len(text) == token_bytes:
+        try:
+            return text.encode("latin-1")
+        except UnicodeEncodeError:
+            return None
+    return None
+
+
+def _word_token_counts(lens: np.ndarray, data: bytes) -> np.ndarray:
+    """Tokens (of byte lengths ``lens``, spelling ``data``) overlapping each word of ``data``."""
     ends = np.cumsum(lens)  # token k covers bytes [ends[k] - lens[k], ends[k])
     spans = [(m.start(), m.end()) for m in _WORD.finditer(data)]
     if not spans:
@@ -133,7 +146,8 @@ def language_metrics(
     """Token cost of ``tok`` on the texts of one language (see the module docstring).
 
     Returns ``{"documents", "bytes", "chars", "tokens", "words", "bytes_per_token",
-    "chars_per_token", "fertility", "continued_word_rate", "doc_tokens"}``
+    "chars_per_token", "fertility", "continued_word_rate", "lossless", "doc_tokens"}``
+    (``lossless``: the tokens' bytes spell every text)
     (``doc_tokens``: the tokens of each text, for parallel premiums; ``words``,
     ``fertility`` and ``continued_word_rate`` None when not measured).
     """
@@ -142,11 +156,12 @@ def language_metrics(
     n_bytes = n_chars = 0
     words = word_tokens = continued = 0
     measured = space_separated
+    lossless = True
     batch: list[str] = []
     size = 0
 
     def flush():
-        nonlocal n_bytes, n_chars, words, word_tokens, continued, measured
+        nonlocal n_bytes, n_chars, words, word_tokens, continued, measured, lossless
         if not batch:
             return
         ids, off = tok.encode_batch_flat(batch, num_threads=num_threads)
@@ -156,14 +171,15 @@ def language_metrics(
             n_chars += len(text)
             doc = ids[off[k] : off[k + 1]]
             doc_tokens.append(len(doc))
-            if measured:
-                per_word = _word_token_counts(doc, token_len, tok.normalize(text).encode("utf-8"))
-                if per_word is None:
-                    measured = False
-                else:
-                    words += len(per_word)
-                    word_tokens += int(per_word.sum())
-                    continued += int((per_word > 1).sum())
+            lens = token_len[doc]
+            data = _spelled(tok.normalize(text), int(lens.sum()))
+            if data is None:
+                lossless = measured = False
+            elif measured:
+                per_word = _word_token_counts(lens, data)
+                words += len(per_word)
+                word_tokens += int(per_word.sum())
+                continued += int((per_word > 1).sum())
         batch.clear()
 
     for t in texts:
@@ -185,6 +201,7 @@ def language_metrics(
         "chars_per_token": n_chars / tokens if tokens else 0.0,
         "fertility": word_tokens / words if has_words else None,
         "continued_word_rate": continued / words if has_words else None,
+        "lossless": lossless,
         "doc_tokens": doc_tokens,
     }
 
@@ -256,7 +273,11 @@ def per_language_metrics(
     bytes (the last one cut at a character boundary; parallel units cut short
     on one side still count, as the same page at another length).
     Returns ``{"reference", "languages": {lang: metrics + premium fields}, "gini"}``;
-    ``gini`` is over the languages with a premium (None if fewer than two).
+    ``gini`` is over the languages with a premium that the tokenizer encodes
+    losslessly (None if fewer than two): a language it turns into unknown
+    tokens is reported (``lossless`` False) but not counted. A language the
+    tokenizer refuses gets ``{"error": ...}`` and no premium (the reference
+    language failing raises).
     """
     from .bpb import select_documents
 
@@ -266,18 +287,27 @@ def per_language_metrics(
             by_lang.setdefault(d.lang, []).append(d)
     per_lang: dict[str, dict] = {}
     pids: dict[str, list[str | None]] = {}
+    failed: dict[str, dict] = {}
     for lang in sorted(by_lang):
         ds = by_lang[lang]
         texts = select_documents([d.text for d in ds], max_bytes_per_lang)
         pids[lang] = [d.parallel_id for d in ds[: len(texts)]]
-        per_lang[lang] = language_metrics(tok, texts, space_separated=is_space_separated(lang), num_threads=num_threads)
+        try:
+            per_lang[lang] = language_metrics(
+                tok, texts, space_separated=is_space_separated(lang), num_threads=num_threads
+            )
+        except (TokenforgeError, ValueError) as e:  # e.g. text a latin1-only tokenizer cannot encode
+            failed[lang] = {"error": f"{type(e).__name__}: {e}", "premium": None, "method": None, "units": 0}
     prem = premiums(per_lang, reference, pids)
     langs = {}
-    for lang, m in per_lang.items():
-        m = {k: v for k, v in m.items() if k != "doc_tokens"}
+    for lang in sorted(by_lang):
+        if lang in failed:
+            langs[lang] = failed[lang]
+            continue
+        m = {k: v for k, v in per_lang[lang].items() if k != "doc_tokens"}
         m.update(prem[lang])
         langs[lang] = m
-    values = [m["premium"] for m in langs.values() if m["premium"] is not None]
+    values = [m["premium"] for m in langs.values() if m["premium"] is not None and m.get("lossless")]
     return {"reference": reference, "languages": langs, "gini": gini(values) if len(values) >= 2 else None}
 
 
