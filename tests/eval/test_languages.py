@@ -184,3 +184,24 @@ def test_compare_reports_languages_gini_and_premium_plot(tmp_path, monkeypatch, 
     # the reference language must be among the held-out languages
     assert main([*args, "--heldout", str(held), "--reference-lang", "fr"]) == 1
     assert "reference language 'fr'" in capsys.readouterr().err
+
+
+def test_the_committed_multilingual_fixture():
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "fixtures" / "multilingual" / "heldout.jsonl"
+    docs = read_language_documents(path)
+    langs = {d.lang for d in docs}
+    assert langs == {"en", "de", "es", "fr", "it", "ja", "nl", "pl", "ru", "uk"}
+    for lang in langs:
+        size = sum(len(d.text.encode()) for d in docs if d.lang == lang)
+        assert 1000 < size < 8000, lang  # a few KB per language
+    assert {d.parallel_id for d in docs} == {"man4/intro.4", "man6/intro.6", "man7/intro.7"}
+    r = per_language_metrics(GrowingBPETokenizer(), docs, reference="en")  # byte level: premium = byte ratio
+    for lang, m in r["languages"].items():
+        assert m["method"] == "parallel" and m["units"] == 3 and m["lossless"]
+        mine = sum(len(d.text.encode()) for d in docs if d.lang == lang)
+        ref = sum(len(d.text.encode()) for d in docs if d.lang == "en")
+        assert m["premium"] == pytest.approx(mine / ref)
+    assert r["languages"]["ja"]["fertility"] is None and r["languages"]["ru"]["fertility"] > 1
+    assert 0 < r["gini"] < 1
