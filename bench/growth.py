@@ -17,7 +17,9 @@
    old ids unchanged). The model is copied twice and each copy grown with
    :func:`tokenforge.torch.expand_vocabulary` to the new size, once with
    ``init="parts"`` (mean of the merge parts' rows at the median norm) and once
-   with ``init="normal"`` (N(0, 0.02)).
+   with ``init="normal"`` (N(0, 0.02)); a third copy, ``parts-emb``, takes
+   the parts rule for the input embedding only and N(0, 0.02) for the output
+   head's new rows (is the head's parts row what costs right after growth?).
 4. Held-out bits per byte on B (held-out documents of the Python stdlib,
    encoded with the grown vocabulary) right after growth, and after
    ``--after-steps`` further steps of training on B (AdamW, the same schedule
@@ -187,9 +189,13 @@ def main(argv=None) -> int:
         _train(base, stream_a, args.base_steps, seed=seed, **kw)
         add("before growth: B (old vocabulary)", _bpb(base, old, held_b, args.seq_len))
         add("before growth: A (old vocabulary)", _bpb(base, old, held_a, args.seq_len))
-        for init in ("parts", "normal"):
+        for init in ("parts", "normal", "parts-emb"):
             m = copy.deepcopy(base)
-            expand_vocabulary(m, n1, chunk=1, init=init, tokenizer=grown, generator=torch.Generator().manual_seed(seed))
+            g = torch.Generator().manual_seed(seed)
+            expand_vocabulary(m, n1, chunk=1, init=init.split("-")[0], tokenizer=grown, generator=g)
+            if init == "parts-emb":  # the variant: parts for the input rows only, the head's new rows N(0, 0.02)
+                with torch.no_grad():
+                    m.head.weight[n0:] = torch.randn((n1 - n0, m.head.in_features), generator=g) * 0.02
             add(f"{init}: B right after growth", _bpb(m, grown, held_b, args.seq_len))
             add(f"{init}: A right after growth", _bpb(m, grown, held_a, args.seq_len))
             _train(m, stream_b, args.after_steps, seed=1000 + seed, **kw)

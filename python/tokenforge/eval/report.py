@@ -350,9 +350,14 @@ def plot_premiums(results: dict, path: Path) -> bool:
     width = 0.8 / len(entries)
     for k, (label, lg) in enumerate(entries):
         xs = [i + (k - (len(entries) - 1) / 2) * width for i in range(len(langs))]
-        ys = [(lg["languages"].get(lang) or {}).get("premium") or 0.0 for lang in langs]
+        ms = [lg["languages"].get(lang) or {} for lang in langs]
+        # a language the tokenizer cannot spell (lossless false) has no bar: its token count is not its cost
+        ys = [(m.get("premium") or 0.0) if m.get("lossless") else 0.0 for m in ms]
         g = lg.get("gini")
-        ax.bar(xs, ys, width=width, label=f"{label} (Gini {g:.3f})" if g is not None else label)
+        lossy = sum(1 for m in ms if m and not m.get("lossless"))
+        note = f"Gini {g:.3f}" if g is not None else "no Gini"
+        note += f"; {lossy} lossy language{'s' if lossy != 1 else ''} not shown" if lossy else ""
+        ax.bar(xs, ys, width=width, label=f"{label} ({note})")
     ax.axhline(1.0, color="#444", linewidth=0.8, linestyle="--")
     ax.set_xticks(range(len(langs)))
     ax.set_xticklabels(langs)
