@@ -192,10 +192,11 @@ def main(argv=None) -> int:
         for init in ("parts", "normal", "parts-emb"):
             m = copy.deepcopy(base)
             g = torch.Generator().manual_seed(seed)
-            expand_vocabulary(m, n1, chunk=1, init=init.split("-")[0], tokenizer=grown, generator=g)
-            if init == "parts-emb":  # the variant: parts for the input rows only, the head's new rows N(0, 0.02)
-                with torch.no_grad():
-                    m.head.weight[n0:] = torch.randn((n1 - n0, m.head.in_features), generator=g) * 0.02
+            # parts-emb: parts for the input rows only, the head's new rows N(0, 0.02)
+            head_init = "normal" if init == "parts-emb" else None
+            expand_vocabulary(
+                m, n1, chunk=1, init=init.split("-")[0], head_init=head_init, tokenizer=grown, generator=g
+            )
             add(f"{init}: B right after growth", _bpb(m, grown, held_b, args.seq_len))
             add(f"{init}: A right after growth", _bpb(m, grown, held_a, args.seq_len))
             _train(m, stream_b, args.after_steps, seed=1000 + seed, **kw)

@@ -240,3 +240,20 @@ def test_refusals_say_what_to_do():
         expand_vocabulary((emb, head), 8, chunk=1, parts=[(1, 2)])
     assert emb.num_embeddings == 5 and torch.equal(emb.weight, torch.tensor(EMB))  # nothing half-grown
     assert expand_vocabulary((emb, head), 5) == 5  # nothing new: no parts needed
+
+
+def test_head_init_chooses_the_heads_rule_apart():
+    emb, head = _pair()
+    expand_vocabulary(
+        (emb, head), 10, chunk=1, parts=PARTS, head_init="normal", generator=torch.Generator().manual_seed(5)
+    )
+    emb2, head2 = _pair()
+    expand_vocabulary((emb2, head2), 10, chunk=1, init="normal", generator=torch.Generator().manual_seed(5))
+    assert torch.allclose(emb.weight[5:], _expected_rows(EMB, 3.0), atol=1e-6)
+    assert torch.equal(head.weight, head2.weight) and torch.equal(head.bias, head2.bias)  # today's head rows
+    emb3, head3 = _pair()
+    expand_vocabulary((emb3, head3), 10, chunk=1, parts=PARTS, init="normal", head_init="parts")
+    assert torch.allclose(head3.weight[5:], _expected_rows(HEAD, 2.0), atol=1e-6)
+    assert not torch.allclose(emb3.weight[5:], _expected_rows(EMB, 3.0), atol=1e-3)
+    with pytest.raises(TokenforgeError, match="head_init must be"):
+        expand_vocabulary(_pair(), 10, chunk=1, parts=PARTS, head_init="mean")

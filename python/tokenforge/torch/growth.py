@@ -385,7 +385,7 @@ def _tree_metadata(emb, cap: int, new_size: int, tokenizer, metadata):
     return parent, char, num_parents, num_chars
 
 
-def _expand_tokenforge(found, new_size, cap, init_std, generator, optimizer, tokenizer, metadata, plan) -> int:
+def _expand_tokenforge(found, new_size, cap, init_std, generator, optimizer, tokenizer, metadata, plans) -> int:
     """expand_vocabulary for tokenforge's own embedding modules and GPT."""
     from .embeddings import FlatEmbedding, TupleEmbedding, _Tree
 
@@ -414,11 +414,11 @@ def _expand_tokenforge(found, new_size, cap, init_std, generator, optimizer, tok
         emb.vocab_size = cap
         if head is not None and cap > old:
             _grow_head(head, old, cap, init_std, generator, optimizer, tied_to=new_w if tied else None)
-        if plan is not None:
-            if new_w is not None:
-                plan.apply(new_w, optimizer)
-            if head is not None and not tied:
-                _parts_head(head, plan, optimizer)
+        emb_plan, head_plan = plans
+        if emb_plan is not None and new_w is not None:
+            emb_plan.apply(new_w, optimizer)
+        if head_plan is not None and head is not None and not tied:
+            _parts_head(head, head_plan, optimizer)
     if gpt is not None:
         gpt.config.vocab_size = cap
     return cap
@@ -438,6 +438,7 @@ def expand_vocabulary(
     max_size: int = DEFAULT_MAX_SIZE,
     *,
     init: str = "parts",
+    head_init: str | None = None,
     init_std: float = 0.02,
     generator: torch.Generator | None = None,
     optimizer=None,
@@ -482,6 +483,12 @@ def expand_vocabulary(
     ``init_std``) drawn from ``generator`` (embedding first, then an untied
     head), new bias entries 0, existing rows never touched.
 
+    ``head_init``: the rule for an untied head's new rows, when it should
+    differ from ``init`` (default: ``init``; a tied head is the embedding).
+    ``bench/growth.py`` measured ``init="parts", head_init="normal"`` best
+    right after growth: the head's parts rows at the median norm give the new
+    tokens high logits everywhere.
+
     tokenforge's own :class:`~tokenforge.torch.GPT` (and any model holding
     one module of :mod:`tokenforge.torch.embeddings`) grows in every mode:
     ``flat`` as above; the tree modes (``structured``, ``hierarchical``,
@@ -502,8 +509,11 @@ def expand_vocabulary(
         raise VocabSizeError(f"cannot grow to {new_size} ids: the maximum is {max_size}")
     if not (isinstance(init_std, (int, float)) and math.isfinite(init_std) and init_std >= 0):
         raise TokenforgeError(f"init_std must be a finite number >= 0, not {init_std!r}")
-    if init not in ("parts", "normal"):
-        raise TokenforgeError(f"init must be 'parts' or 'normal', not {init!r}")
+    if head_init is None:
+        head_init = init
+    for name, v in (("init", init), ("head_init", head_init)):
+        if v not in ("parts", "normal"):
+            raise TokenforgeError(f"{name} must be 'parts' or 'normal', not {v!r}")
     ours = _tokenforge_embedding(model_or_modules)
     if ours is not None:
         emb, head = ours[0], ours[1]
@@ -520,11 +530,12 @@ def expand_vocabulary(
         old = emb.num_embeddings
     old_vocab = _resolve_old_vocab(model_or_modules, old_vocab_size, old)
     cap = old if new_size <= old else min(-(-new_size // chunk) * chunk, max_size)
-    plan = _parts_plan(init, tokenizer, parts, old_vocab, new_size)
+    plan = _parts_plan("parts" if "parts" in (init, head_init) else "normal", tokenizer, parts, old_vocab, new_size)
+    plans = (plan if init == "parts" else None, plan if head_init == "parts" else None)
     if cap == old and plan is None:
         return old
     if ours is not None:
-        _expand_tokenforge(ours, new_size, cap, float(init_std), generator, optimizer, tokenizer, metadata, plan)
+        _expand_tokenforge(ours, new_size, cap, float(init_std), generator, optimizer, tokenizer, metadata, plans)
     else:
         tied = head is not None and head.weight is emb.weight
         with torch.no_grad():
@@ -539,10 +550,10 @@ def expand_vocabulary(
                 emb.num_embeddings = cap
                 if head is not None:
                     _grow_head(head, old, cap, init_std, generator, optimizer, tied_to=new_w if tied else None)
-            if plan is not None:
-                plan.apply(new_w, optimizer)
-                if head is not None and not tied:
-                    _parts_head(head, plan, optimizer)
+            if plans[0] is not None:
+                plans[0].apply(new_w, optimizer)
+            if plans[1] is not None and head is not None and not tied:
+                _parts_head(head, plans[1], optimizer)
     if isinstance(model_or_modules, nn.Module):
         for attr, value in (("vocab_capacity", cap), ("current_vocab_size", max(new_size, old_vocab))):
             if isinstance(getattr(model_or_modules, attr, None), int):
