@@ -830,6 +830,121 @@ def build_classes(corpus: Path, out: Path, mb: float, install: bool, jobs: int) 
     return 0
 
 
+# --------------------------------------------------------------------------
+# multilingual held-out sets (issue 16, item 1)
+# --------------------------------------------------------------------------
+#: language -> Debian package of its translated man pages (English: the originals beside them)
+MULTI_LANGS: dict[str, str] = {
+    "de": "manpages-de",
+    "es": "manpages-es",
+    "fr": "manpages-fr",
+    "it": "manpages-it",
+    "nl": "manpages-nl",
+    "pl": "manpages-pl",
+    "ru": "manpages-ru",
+    "uk": "manpages-uk",
+    "ja": "manpages-ja",
+}
+MULTI_VERSION = 1
+MULTI_HELDOUT_PERCENT = 20
+MAN_PAGE = re.compile(r"^man[0-9][^/]*/[^/]+\.gz$")
+
+
+def _multi_units(versions: dict[str, str]) -> dict[str, dict[str, str]]:
+    """Parallel units: ``man1/ls.1.gz`` -> {lang: path}, for pages translated into at
+    least one language whose English original is installed at the same place."""
+    units: dict[str, dict[str, str]] = {}
+    for lang, pkg in MULTI_LANGS.items():
+        if pkg not in versions:
+            continue
+        prefix = f"/usr/share/man/{lang}/"
+        for path in package_files(pkg):
+            rel = path[len(prefix) :] if path.startswith(prefix) else ""
+            if MAN_PAGE.match(rel) and os.path.isfile(path):
+                units.setdefault(rel, {})[lang] = path
+    for rel, langs in units.items():
+        en = "/usr/share/man/" + rel
+        if os.path.isfile(en):
+            langs["en"] = en
+    return {rel: langs for rel, langs in units.items() if "en" in langs and len(langs) >= 2}
+
+
+def build_multilingual(out: Path, mb: float, install: bool, jobs: int) -> int:
+    """Near-parallel held-out (and training) text in ten languages from Debian's
+    translated man pages: the same page rendered in English and in every language
+    that translates it. Units (pages) are taken in the order of the hash of their
+    name until every language has ``mb`` MB (or runs out); a unit goes whole to
+    ``heldout.jsonl`` (``MULTI_HELDOUT_PERCENT`` of the hash space) or to
+    ``train.jsonl``. Each line: ``{"text", "lang", "parallel_id", "source"}``
+    (``parallel_id`` = the page, e.g. ``man1/ls.1``), the format ``tokenforge
+    compare --heldout`` reads. Plus ``MANIFEST.json`` (packages, per-language
+    documents and bytes). Languages whose package is missing are left out with
+    a warning. Not yet: the fortunes packages' text."""
+    pkgs = list(MULTI_LANGS.values())
+    if install and os.geteuid() == 0:
+        install_packages(pkgs)
+    versions = installed_versions(pkgs)
+    for lang, pkg in MULTI_LANGS.items():
+        if pkg not in versions:
+            log(f"WARNING: {pkg} is not installed; no {lang!r} text")
+    config = {"multi_version": MULTI_VERSION, "mb": mb, "packages": versions}
+    try:
+        if json.loads((out / "MANIFEST.json").read_text())["config"] == config:
+            log(f"multilingual sets in {out} are up to date")
+            return 0
+    except (OSError, ValueError, KeyError):
+        pass
+    units = _multi_units(versions)
+    order = sorted(units, key=lambda r: _hash_key("multi", r))
+    limit = int(mb * MB)
+    have: dict[str, int] = {}
+    kept: list[tuple[str, str, str, str]] = []  # (unit, lang, path, text)
+    with ProcessPoolExecutor(max_workers=max(1, jobs)) as ex:
+        for i in range(0, len(order), 32):
+            batch = [
+                u for u in order[i : i + 32] if any(have.get(lang, 0) < limit for lang in units[u] if lang != "en")
+            ]
+            jobs_ = [(u, lang, path) for u in batch for lang, path in sorted(units[u].items())]
+            texts = dict(
+                zip(((u, lang) for u, lang, _ in jobs_), ex.map(extract, [(p, "man-utf8") for _, _, p in jobs_]))
+            )
+            for u in batch:
+                got = {lang: texts[(u, lang)][1] for lang in units[u]}
+                got = {lang: t for lang, t in got.items() if t and not t.startswith("\0error")}
+                if "en" not in got or len(got) < 2:
+                    continue  # an alias page, or no rendering: no parallel unit
+                for lang, t in sorted(got.items()):
+                    kept.append((u, lang, units[u][lang], t))
+                    have[lang] = have.get(lang, 0) + len(t.encode())
+            if all(have.get(lang, 0) >= limit for lang, pkg in MULTI_LANGS.items() if pkg in versions):
+                break
+    out.mkdir(parents=True, exist_ok=True)
+    stats: dict[str, dict] = {}
+    files = {}
+    for name, held in (("train.jsonl", False), ("heldout.jsonl", True)):
+        rows = [k for k in kept if (_hash_key("multi-heldout", k[0]) % 100 < MULTI_HELDOUT_PERCENT) == held]
+        with AtomicWriter(out / name) as w:
+            for u, lang, path, text in rows:
+                pkg = MULTI_LANGS.get(lang, "en")
+                rec = {"text": text, "lang": lang, "parallel_id": u[: -len(".gz")], "source": f"{pkg}:{path}"}
+                w.write(json.dumps(rec, ensure_ascii=False).encode() + b"\n")
+                st = stats.setdefault(lang, {}).setdefault(name, {"docs": 0, "bytes": 0})
+                st["docs"] += 1
+                st["bytes"] += len(text.encode())
+        files[name] = w.info()
+    for lang in sorted(stats):
+        h = stats[lang].get("heldout.jsonl", {"docs": 0, "bytes": 0})
+        t = stats[lang].get("train.jsonl", {"docs": 0, "bytes": 0})
+        log(
+            f"{lang}: held out {h['docs']} pages ({h['bytes'] / MB:.2f} MB), train {t['docs']} ({t['bytes'] / MB:.2f} MB)"
+        )
+    man = {"config": config, "units": len({k[0] for k in kept}), "languages": stats, "files": files}
+    tmp = out / ".MANIFEST.json.tmp"
+    tmp.write_text(json.dumps(man, indent=2) + "\n")
+    os.replace(tmp, out / "MANIFEST.json")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--target-mb", type=int, default=120, help="training text to collect, in MB (default 120)")
@@ -845,7 +960,16 @@ def main(argv=None) -> int:
         help="instead: write bench/peers.py's text classes (english, code, multilingual) into DIR from --out's corpus",
     )
     ap.add_argument("--classes-mb", type=float, default=3, help="MB of text per class (default 3)")
+    ap.add_argument(
+        "--multilingual",
+        type=Path,
+        metavar="DIR",
+        help="instead: write near-parallel text in 10 languages (Debian's translated man pages) into DIR",
+    )
+    ap.add_argument("--multilingual-mb", type=float, default=1.0, help="MB per language (default 1)")
     args = ap.parse_args(argv)
+    if args.multilingual:
+        return build_multilingual(args.multilingual, args.multilingual_mb, not args.no_install, args.jobs)
     if args.classes:
         return build_classes(args.out, args.classes, args.classes_mb, not args.no_install, args.jobs)
     if args.list_packages:

@@ -3,7 +3,7 @@
 A family subclasses :class:`Tokenizer` and implements the abstract members;
 everything else (nanochat's method names, chat rendering, batch helpers) comes
 from here so that families behave alike. The optional hooks other parts of
-tokenforge call (``embedding_metadata``, ``model_vocab_size``, ``normalize``, ``inspect_extra``,
+tokenforge call (``embedding_metadata``, ``model_vocab_size``, ``merge_parts``, ``normalize``, ``inspect_extra``,
 ``_fingerprint_files``, ``_jsonl_block_encoder``) are declared here with their
 defaults, so no caller probes with ``hasattr``. Which families exist, and which
 files each reads (:func:`tokenforge.load`), is :mod:`tokenforge.registry`.
@@ -35,7 +35,7 @@ import abc
 import codecs
 import itertools
 import re
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -522,6 +522,12 @@ class Tokenizer(ChatMixin, abc.ABC):
             f"{type(self).__name__} has no parent/character structure, so the {mode!r} embedding cannot be "
             f"built; use mode 'flat'"
         )
+
+    def merge_parts(self) -> Mapping[int, tuple[int, int]]:
+        """``{id: (left, right)}``: the two ids each merged id was built from, both
+        smaller than it (BPE merges; :func:`tokenforge.torch.expand_vocabulary`
+        initialises a new row from its parts' rows). Empty here: no merges."""
+        return {}
 
     def normalize(self, text: str) -> str:
         """The text as the tokenizer sees it before splitting (the growing

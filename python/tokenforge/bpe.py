@@ -321,6 +321,10 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         """(left, right, new_id) in the order learned."""
         return [(a, b, c) for a, b, c in self._data.merges]
 
+    def merge_parts(self) -> dict[int, tuple[int, int]]:
+        """``{new_id: (left, right)}`` for every merge."""
+        return {c: (a, b) for a, b, c in self._data.merges}
+
     @property
     def data(self) -> BPEData:
         return self._data

@@ -269,6 +269,11 @@ class GrowingBPETokenizer(Tokenizer):
             st.views["m2t"] = MappingProxyType({MERGE_OFFSET + k: p for k, p in enumerate(st.data.pairs)})
         return st.views["m2t"]
 
+    def merge_parts(self) -> Mapping[int, tuple[int, int]]:
+        """``{id: (left, right)}`` for every merge (:attr:`merge_to_tokens`; ids in
+        the model's id space: byte b is b + 10, merges from 266)."""
+        return self.merge_to_tokens
+
     @property
     def model_vocab_size(self) -> int:
         """Rows a language model needs: the ids in use (``current_vocab_size``), not the declared maximum."""

@@ -124,6 +124,8 @@ def make_fixtures(root: Path) -> dict:
     with gzip.open(root / "corpus.jsonl.gz", "wb") as f:
         f.write(raw)
     (root / "heldout.txt").write_text("".join(held), encoding="utf-8")
+    (root / "en.txt").write_text("The quick brown fox jumps over the lazy dog.\n", encoding="utf-8")
+    (root / "de.txt").write_text("Der schnelle braune Fuchs springt über den faulen Hund.\n", encoding="utf-8")
     (root / "train.txt").write_text("<|endoftext|>".join(train), encoding="utf-8")
     (root / "in.txt").write_bytes("".join(train[:40]).encode("latin-1", errors="replace"))
     small = BPETokenizer.train_from_iterator(train[:50], 400, special_tokens=None, progress=False)

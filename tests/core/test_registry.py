@@ -115,5 +115,6 @@ def test_hooks_are_declared_on_the_contract():
         "_fingerprint_files",
         "_jsonl_block_encoder",
         "model_vocab_size",
+        "merge_parts",
     ):
         assert hasattr(base, hook), hook

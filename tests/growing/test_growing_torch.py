@@ -39,7 +39,7 @@ def test_expansion_keeps_old_outputs_bit_exact(tied, bias):
     out_before = model(ids).clone()
     params_before = {k: v.clone() for k, v in model.state_dict().items()}
 
-    cap = expand_vocabulary(model, 32_001, generator=torch.Generator().manual_seed(1))
+    cap = expand_vocabulary(model, 32_001, init="normal", generator=torch.Generator().manual_seed(1))
     assert cap == 64_000 and cap % 32_000 == 0
     assert model.wte.num_embeddings == 64_000 and model.lm_head.out_features == 64_000
     assert model.wte.weight.shape == (64_000, 16) and model.lm_head.weight.shape == (64_000, 16)
@@ -58,7 +58,7 @@ def test_expansion_keeps_old_outputs_bit_exact(tied, bias):
     assert model.wte.weight[32_000:].abs().sum() > 0
     again = TinyLM(32_000, tied=tied, bias=bias)
     again.load_state_dict(params_before)
-    expand_vocabulary(again, 32_001, generator=torch.Generator().manual_seed(1))
+    expand_vocabulary(again, 32_001, init="normal", generator=torch.Generator().manual_seed(1))
     assert torch.equal(again.wte.weight, model.wte.weight)
 
 
@@ -67,19 +67,19 @@ def test_sizes_are_chunks_capped_and_never_shrink():
     head = nn.Linear(8, 32_000)
     assert expand_vocabulary((emb, head), 1000) == 32_000  # large enough already: untouched
     assert expand_vocabulary((emb, head), 32_000) == 32_000
-    assert expand_vocabulary((emb, head), 96_001) == 128_000
-    assert expand_vocabulary((emb, head), 130_000, max_size=150_000) == 150_000  # capped, not 160,000
+    assert expand_vocabulary((emb, head), 96_001, init="normal") == 128_000
+    assert expand_vocabulary((emb, head), 130_000, max_size=150_000, init="normal") == 150_000  # capped, not 160,000
     assert emb.num_embeddings == head.out_features == 150_000
     with pytest.raises(VocabSizeError, match="maximum"):
-        expand_vocabulary((emb, head), 150_001, max_size=150_000)
+        expand_vocabulary((emb, head), 150_001, max_size=150_000, init="normal")
     assert emb.num_embeddings == 150_000
     small = nn.Embedding(10, 4)
-    assert expand_vocabulary(small, 11, chunk=8) == 16
-    assert expand_vocabulary({"embedding": small}, 17, chunk=8, max_size=20) == 20
+    assert expand_vocabulary(small, 11, chunk=8, init="normal") == 16
+    assert expand_vocabulary({"embedding": small}, 17, chunk=8, max_size=20, init="normal") == 20
     with pytest.raises(TokenforgeError):
         expand_vocabulary(small, 0)
     with pytest.raises(TokenforgeError, match="same ids"):
-        expand_vocabulary((nn.Embedding(10, 4), nn.Linear(4, 9)), 20)
+        expand_vocabulary((nn.Embedding(10, 4), nn.Linear(4, 9)), 20, init="normal")
     with pytest.raises(TypeError):
         expand_vocabulary("model", 20)
 
@@ -92,7 +92,7 @@ def test_optimizer_follows_the_new_parameters():
     model(ids).sum().backward()
     opt.step()
     state_before = opt.state[model.wte.weight]["exp_avg"].clone()
-    expand_vocabulary(model, 150, chunk=100, optimizer=opt)
+    expand_vocabulary(model, 150, chunk=100, optimizer=opt, init="normal")
     params = {id(p) for g in opt.param_groups for p in g["params"]}
     assert id(model.wte.weight) in params and id(model.lm_head.weight) in params and id(model.lm_head.bias) in params
     st = opt.state[model.wte.weight]["exp_avg"]
@@ -109,7 +109,7 @@ def test_grows_with_the_tokenizer():
     ids = torch.tensor([tok.encode("The fox and the dog")])
     before = model(ids).clone()
     tok.vocab_size = 40_000
-    expand_vocabulary(model, 33_000, max_size=tok.vocab_size)
+    expand_vocabulary(model, 33_000, max_size=tok.vocab_size, init="normal")
     assert vocab_capacity(model) == 40_000
     tok.learn_merges(SOURCE_B, 50, source="B")
     assert torch.equal(model(ids)[..., :32_000], before)

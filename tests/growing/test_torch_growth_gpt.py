@@ -38,7 +38,7 @@ def test_gpt_grows_in_every_mode_and_old_ids_are_unchanged(mode):
     before, embedded = model(ids).detach().clone(), model.embed(ids).detach().clone()
     old_params = {n: p.detach().clone() for n, p in model.named_parameters()}
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    kw = {} if mode == "flat" else {"metadata": _meta(NEW)}
+    kw = {"init": "normal"} if mode == "flat" else {"metadata": _meta(NEW), "init": "normal"}
     cap = expand_vocabulary(model, NEW, chunk=1, optimizer=opt, **kw)
     assert cap == NEW == model.config.vocab_size == vocab_capacity(model) == model.head.out_features
     assert torch.equal(model.embed(ids).detach(), embedded)  # bit for bit: the old rows were copied, not re-drawn
@@ -60,7 +60,7 @@ def test_gpt_grows_in_every_mode_and_old_ids_are_unchanged(mode):
 
 def test_chunked_capacity_beyond_the_tokenizer_gets_rows_of_its_own():
     model = _gpt("structured")
-    cap = expand_vocabulary(model, NEW, chunk=128, metadata=_meta(NEW))
+    cap = expand_vocabulary(model, NEW, chunk=128, metadata=_meta(NEW), init="normal")
     assert cap == 384 and model.embed.vocab_size == 384
     emb = model.embed
     assert emb.parent[NEW:].eq(0).all() and emb.char[NEW:].eq(emb.num_chars - 1).all()
@@ -88,12 +88,12 @@ def test_growing_bpe_tokenizer_grows_a_structured_gpt():
 def test_modes_that_cannot_grow_say_why():
     model = _gpt("tuple")
     with pytest.raises(EmbeddingModeError, match="pass tokenizer="):
-        expand_vocabulary(model, NEW, chunk=1)
+        expand_vocabulary(model, NEW, chunk=1, init="normal")
     moved = _meta(NEW)
     moved["parent"] = moved["parent"].copy()
     moved["parent"][25] += 1
     with pytest.raises(EmbeddingModeError, match="old id 25 another parent"):
-        expand_vocabulary(model, NEW, chunk=1, metadata=moved)
+        expand_vocabulary(model, NEW, chunk=1, metadata=moved, init="normal")
     assert model.config.vocab_size == OLD and model.embed.vocab_size == OLD  # nothing half-grown
     # an LZ78 dictionary of another size moves its byte-fallback ids: refused, with the reason
     from tokenforge.data.default_corpus import _topics

@@ -4,11 +4,15 @@
     tokenforge compare CORPUS... --heldout FILE \\
         --families bpe,lz78:frequency_gated,lz78:frequency_gated:nochunk \\
         --vocab-sizes 8192 --bpb --seeds 3 -o reports/bench
+    tokenforge compare CORPUS... --heldout de=de.txt --heldout en=en.txt --reference-lang en
 
 Families are given as specs (``bpe``, ``lz78:<strategy>[:nochunk]``, ``lz78:all``,
 ``mixedgram``, ``growing[:rounds=N]``, each with optional ``key=value`` training
 options); a family this tokenforge does not have is skipped and listed in the
-report. ``--load LABEL=PATH`` adds tokenizers from files. The report (Markdown,
+report. ``--load LABEL=PATH`` adds tokenizers from files. Held-out documents
+with a language (``--heldout LANG=PATH``, or a ``lang`` field in JSON lines)
+add per-language bytes/token, characters/token, fertility, continued-word rate
+and the premium against ``--reference-lang``, with their Gini per tokenizer. The report (Markdown,
 HTML, PNG plots, JSON) goes to ``-o`` with the exact command that reproduces it.
 """
 
@@ -70,7 +74,21 @@ def add_arguments(p) -> None:
         nargs="*",
         help="corpus files or directories (.txt/.jsonl/.parquet[.gz/.zst]); default: the built-in corpus",
     )
-    p.add_argument("--heldout", default=None, help="held-out file (default: every tenth corpus document)")
+    p.add_argument(
+        "--heldout",
+        action="append",
+        default=[],
+        metavar="[LANG=]PATH",
+        help="held-out file (repeatable; default: every tenth corpus document). LANG=PATH gives its documents a "
+        "language; JSON lines may carry 'lang' (and 'parallel_id') fields. Documents with a language get "
+        "per-language metrics, premiums and their Gini",
+    )
+    p.add_argument(
+        "--reference-lang",
+        default="en",
+        metavar="LANG",
+        help="the language premiums are measured against (default en)",
+    )
     p.add_argument(
         "--families",
         default="bpe",
@@ -147,7 +165,8 @@ def options_from_args(args, command: str):
     )
     return CompareOptions(
         corpus=list(args.corpus),
-        heldout=args.heldout,
+        heldout=list(args.heldout) or None,
+        reference_lang=args.reference_lang,
         families=args.families,
         vocab_sizes=_ints(args.vocab_sizes),
         load=[_load_arg(x) for x in args.load],
@@ -190,8 +209,10 @@ def cmd_compare(args) -> int:
 def _rebuild_command(args) -> str:
     """The canonical command line equivalent to ``args`` (every non-default option, in a fixed order)."""
     parts = ["tokenforge", "compare", *args.corpus]
+    for x in args.heldout:
+        parts += ["--heldout", x]
     defaults = {
-        "heldout": None,
+        "reference_lang": "en",
         "families": "bpe",
         "vocab_sizes": "8192",
         "train_mb": None,

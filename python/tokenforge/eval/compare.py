@@ -3,13 +3,17 @@
 :func:`run_compare` does the work of the command (see :mod:`tokenforge.cli.compare`):
 
 1. reads the corpus documents (the built-in default corpus when no path is
-   given) and splits off held-out documents (every tenth, unless a held-out
-   file is given);
+   given) and splits off held-out documents (every tenth, unless held-out
+   files are given; documents in them may carry a language: a ``lang`` field
+   in JSON lines, or ``LANG=PATH``);
 2. trains every spec of :mod:`tokenforge.eval.families` at every vocabulary
    size (each family as its record in :mod:`tokenforge.registry` says), or
    loads tokenizers from files; trained tokenizers are cached under
    ``OUT/tokenizers`` and reused when the spec, size and training text match;
-3. measures compression on the held-out text (:mod:`tokenforge.eval.metrics`);
+3. measures compression on the held-out text (:mod:`tokenforge.eval.metrics`),
+   and, when held-out documents carry languages, the per-language figures and
+   the Gini of the premiums against ``reference_lang``
+   (:mod:`tokenforge.eval.languages`);
 4. with ``bpb``, trains the harness's GPT per tokenizer, embedding mode and seed
    (:mod:`tokenforge.eval.bpb`), on the same documents for every tokenizer;
 5. writes the report (:mod:`tokenforge.eval.report`) after every measured
@@ -34,6 +38,7 @@ from ..embedding_meta import EmbeddingModeError, get_embedding_metadata
 from ..errors import TokenforgeError
 from .bpb import BPBConfig, run_bpb, select_documents
 from .families import Spec, parse_specs, train_tokenizer
+from .languages import LangDoc, parse_heldout_arg, per_language_metrics, read_language_documents
 from .metrics import compression_metrics
 
 __all__ = ["CompareOptions", "run_compare", "load_corpus"]
@@ -42,7 +47,8 @@ __all__ = ["CompareOptions", "run_compare", "load_corpus"]
 @dataclasses.dataclass
 class CompareOptions:
     corpus: list[str] = dataclasses.field(default_factory=list)  # paths; empty = the built-in corpus
-    heldout: str | None = None
+    heldout: str | list[str] | None = None  # held-out files, each "PATH" or "LANG=PATH"
+    reference_lang: str = "en"  # the language premiums are measured against
     families: str = "bpe"
     vocab_sizes: list[int] = dataclasses.field(default_factory=lambda: [8192])
     load: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (label, path)
@@ -73,6 +79,17 @@ def _mb(x: float | None) -> int | None:
 
 def load_corpus(opts: CompareOptions) -> tuple[list[str], list[str], str]:
     """(training documents, held-out documents, description)."""
+    train, held, desc = _load_corpus(opts)
+    return train, [d.text for d in held], desc
+
+
+def _heldout_args(opts: CompareOptions) -> list[str]:
+    h = opts.heldout
+    return [] if not h else [h] if isinstance(h, str) else list(h)
+
+
+def _load_corpus(opts: CompareOptions) -> tuple[list[str], list[LangDoc], str]:
+    """(training documents, held-out documents with their languages, description)."""
     from ..data.corpus import iter_documents
 
     if opts.corpus:
@@ -84,13 +101,17 @@ def load_corpus(opts: CompareOptions) -> tuple[list[str], list[str], str]:
 
         train_iter = iter_default_corpus()
         desc = f"the built-in corpus (Python {sys.version.split()[0]} standard library docs and sources)"
-    if opts.heldout:
+    heldout = _heldout_args(opts)
+    if heldout:
         train = select_documents(train_iter, _mb(opts.train_mb))
-        held = list(iter_documents([Path(opts.heldout)], text_field=opts.text_field))
-        desc += f"; held out: {opts.heldout}"
+        held = []
+        for arg in heldout:
+            lang, path = parse_heldout_arg(arg)
+            held += read_language_documents(path, lang, text_field=opts.text_field)
+        desc += f"; held out: {', '.join(heldout)}"
     else:
         docs = list(train_iter)
-        held = [d for i, d in enumerate(docs) if i % 10 == 9]
+        held = [LangDoc(d) for i, d in enumerate(docs) if i % 10 == 9]
         train = select_documents((d for i, d in enumerate(docs) if i % 10 != 9), _mb(opts.train_mb))
         desc += " (every tenth document held out)"
     if not train:
@@ -178,7 +199,9 @@ def run_compare(opts: CompareOptions) -> dict:
                 f"unknown embedding mode {mode!r}; expected flat, structured, hierarchical or tuple"
             )
     t_start = time.perf_counter()
-    train_docs, held_docs, desc = load_corpus(opts)
+    train_docs, held_lang_docs, desc = _load_corpus(opts)
+    held_docs = [d.text for d in held_lang_docs]
+    lang_docs = [d for d in held_lang_docs if d.lang is not None]
     eval_docs = select_documents(held_docs, _mb(opts.eval_mb))
     train_digest = _digest(train_docs)
     results: dict = {
@@ -194,6 +217,7 @@ def run_compare(opts: CompareOptions) -> dict:
         },
         "rows": [],
         "skipped": [],
+        **(_language_setup(opts, lang_docs) if lang_docs else {}),
         "environment": _environment(),
     }
     out = Path(opts.out)
@@ -237,6 +261,7 @@ def run_compare(opts: CompareOptions) -> dict:
             eval_docs,
             (bpb_train, bpb_eval, bpb_digest) if opts.bpb else None,
             out,
+            lang_docs,
         )
     except KeyboardInterrupt:
         # keep what is finished: the report says it is partial; shards and tokenizers stay for a rerun
@@ -263,7 +288,32 @@ def _lz78_outputs(tok, train_docs, threads) -> dict:
     }
 
 
-def _run_jobs(opts, jobs, results, save, train_docs, train_digest, eval_docs, bpb_data, out) -> None:
+def _language_setup(opts: CompareOptions, lang_docs: list[LangDoc]) -> dict:
+    """The report's description of the per-language held-out set."""
+    langs: dict[str, dict] = {}
+    for d in lang_docs:
+        e = langs.setdefault(d.lang, {"documents": 0, "bytes": 0, "parallel_units": set()})
+        e["documents"] += 1
+        e["bytes"] += len(d.text.encode("utf-8"))
+        if d.parallel_id is not None:
+            e["parallel_units"].add(d.parallel_id)
+    if opts.reference_lang not in langs:
+        raise TokenforgeError(
+            f"the reference language {opts.reference_lang!r} has no held-out documents (languages: "
+            f"{', '.join(sorted(langs))}); pass --reference-lang with one of them"
+        )
+    for e in langs.values():
+        e["parallel_units"] = len(e["parallel_units"])
+    return {
+        "languages": {
+            "reference": opts.reference_lang,
+            "max_bytes_per_language": _mb(opts.eval_mb),
+            "held_out": dict(sorted(langs.items())),
+        }
+    }
+
+
+def _run_jobs(opts, jobs, results, save, train_docs, train_digest, eval_docs, bpb_data, out, lang_docs=()) -> None:
     if bpb_data is not None:
         bpb_train, bpb_eval, bpb_digest = bpb_data
     for label, spec, vocab, path in jobs:
@@ -293,11 +343,27 @@ def _run_jobs(opts, jobs, results, save, train_docs, train_digest, eval_docs, bp
                 row["vocab_size"] = row["metrics"]["model_vocab_size"]
             if row["family"] == "lz78":
                 row["lz78"] = _lz78_outputs(tok, train_docs, opts.threads)
+            if lang_docs:
+                try:
+                    row["languages"] = per_language_metrics(
+                        tok,
+                        lang_docs,
+                        reference=opts.reference_lang,
+                        max_bytes_per_lang=_mb(opts.eval_mb),
+                        num_threads=opts.threads,
+                    )
+                except (TokenforgeError, ValueError) as e:  # the reference language itself cannot be encoded
+                    row["languages"] = {"error": f"{type(e).__name__}: {e}", "gini": None}
             m = row["metrics"]
             _log(
                 opts,
                 f"  {label}: {m['bytes_per_token']:.3f} bytes/token, {100 * m['vocab_utilisation']:.1f}% of ids used, "
-                f"Rényi efficiency {m['renyi_efficiency']:.3f}",
+                f"Rényi efficiency {m['renyi_efficiency']:.3f}"
+                + (
+                    f", Gini of language premiums {row['languages']['gini']:.3f}"
+                    if row.get("languages", {}).get("gini") is not None
+                    else ""
+                ),
             )
         except Exception as e:  # one family failing must not end a long comparison; the report says why
             row["error"] = f"{type(e).__name__}: {e}"

@@ -9,6 +9,7 @@ and writes, into one directory, atomically file by file:
 ``bytes_per_token.png``   held-out bytes per token against vocabulary size
 ``bpb.png``               bits per byte, mean ± std over seeds (with ``--bpb``)
 ``token_lengths.png``     share of held-out tokens by token length in bytes
+``premiums.png``          premium per language per tokenizer (held-out documents with languages)
 
 matplotlib is imported only here, with the non-interactive Agg backend.
 """
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from ..formats.atomic import atomic_write
 
-__all__ = ["write_report", "render_markdown", "render_html", "seed_ordering"]
+__all__ = ["write_report", "render_markdown", "render_html", "seed_ordering", "language_table", "gini_table"]
 
 FORMAT = "tokenforge-compare"
 VERSION = 1
@@ -174,6 +175,82 @@ def seed_ordering(results: dict) -> list[str]:
 # ---------------------------------------------------------------------------
 # plots
 # ---------------------------------------------------------------------------
+def _lang_rows(results: dict) -> list[tuple[str, dict]]:
+    return [(r["label"], r["languages"]) for r in _rows(results) if r.get("languages")]
+
+
+def _pct(x) -> str:
+    return "–" if x is None else f"{100 * x:.1f}%"
+
+
+def language_table(results: dict) -> tuple[list[str], list[list[str]]]:
+    """One row per tokenizer and language: the figures of :mod:`tokenforge.eval.languages`."""
+    ref = (results.get("languages") or {}).get("reference", "en")
+    head = [
+        "tokenizer",
+        "language",
+        "bytes/token",
+        "chars/token",
+        "fertility",
+        "continued words",
+        f"premium vs {ref}",
+        "premium from",
+    ]
+    rows = []
+    for label, lg in _lang_rows(results):
+        for lang, m in (lg.get("languages") or {}).items():
+            if m.get("error"):
+                rows.append([label, lang, "n/a", "", "", "", "", m["error"][:80]])
+                continue
+            how = m.get("method") or "–"
+            if how == "parallel":
+                how = f"{m['units']} parallel docs"
+            if m.get("lossless") is False:
+                how += " (lossy: not in the Gini)"
+            rows.append(
+                [
+                    label,
+                    lang,
+                    _f(m["bytes_per_token"]),
+                    _f(m["chars_per_token"]),
+                    _f(m["fertility"], 2),
+                    _pct(m["continued_word_rate"]),
+                    _f(m["premium"], 2),
+                    how,
+                ]
+            )
+    return head, rows
+
+
+def gini_table(results: dict) -> tuple[list[str], list[list[str]]]:
+    """One row per tokenizer: the Gini of its per-language premiums and its costliest language."""
+    head = ["tokenizer", "Gini of premiums (0 = fair)", "highest premium", "languages"]
+    rows = []
+    for label, lg in _lang_rows(results):
+        ls = {
+            k: v for k, v in (lg.get("languages") or {}).items() if v.get("premium") is not None and v.get("lossless")
+        }
+        top = max(ls.items(), key=lambda kv: kv[1]["premium"], default=None)
+        rows.append(
+            [
+                label,
+                _f(lg.get("gini"), 3) if not lg.get("error") else "n/a",
+                f"{top[1]['premium']:.2f} ({top[0]})" if top else "–",
+                str(len(ls)),
+            ]
+        )
+    return head, rows
+
+
+_LANG_NOTE = (
+    "Fertility: tokens per whitespace-separated word (the tokens of the encoded text that touch the word); "
+    "continued words: the share of words touched by more than one token; both left out for languages written "
+    "without spaces. Premium: the language's token cost against the reference language, as the ratio of token "
+    "counts on parallel documents (the same page in both languages) where there are any, otherwise as the "
+    "ratio of bytes/token. Gini: over the per-language premiums of one tokenizer, the reference included."
+)
+
+
 def _plt():
     import matplotlib
 
@@ -263,6 +340,37 @@ def plot_token_lengths(results: dict, path: Path) -> bool:
     return True
 
 
+def plot_premiums(results: dict, path: Path) -> bool:
+    entries = [(label, lg) for label, lg in _lang_rows(results) if lg.get("languages")]
+    langs = sorted({k for _, lg in entries for k, v in lg["languages"].items() if v.get("premium") is not None})
+    if not entries or not langs:
+        return False
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(langs) * max(1, len(entries)) ** 0.5 + 3), 4.2))
+    width = 0.8 / len(entries)
+    for k, (label, lg) in enumerate(entries):
+        xs = [i + (k - (len(entries) - 1) / 2) * width for i in range(len(langs))]
+        ms = [lg["languages"].get(lang) or {} for lang in langs]
+        # a language the tokenizer cannot spell (lossless false) has no bar: its token count is not its cost
+        ys = [(m.get("premium") or 0.0) if m.get("lossless") else 0.0 for m in ms]
+        g = lg.get("gini")
+        lossy = sum(1 for m in ms if m and not m.get("lossless"))
+        note = f"Gini {g:.3f}" if g is not None else "no Gini"
+        note += f"; {lossy} lossy language{'s' if lossy != 1 else ''} not shown" if lossy else ""
+        ax.bar(xs, ys, width=width, label=f"{label} ({note})")
+    ax.axhline(1.0, color="#444", linewidth=0.8, linestyle="--")
+    ax.set_xticks(range(len(langs)))
+    ax.set_xticklabels(langs)
+    ref = (results.get("languages") or {}).get("reference", "en")
+    ax.set_ylabel(f"premium against {ref} (tokens per {ref} token)")
+    ax.set_title("Token cost per language")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=7)
+    _save_png(fig, path)
+    plt.close(fig)
+    return True
+
+
 # ---------------------------------------------------------------------------
 # documents
 # ---------------------------------------------------------------------------
@@ -280,6 +388,14 @@ def _setup_lines(results: dict) -> list[str]:
         f"({c['train_documents']:,} documents); compression measured on {c['eval_bytes'] / 1e6:.2f} MB of held-out text "
         f"({c['eval_documents']:,} documents).",
     ]
+    if results.get("languages"):
+        lg = results["languages"]
+        per = ", ".join(f"{k} {v['documents']:,} docs" for k, v in lg["held_out"].items())
+        cap = lg.get("max_bytes_per_language")
+        lines.append(
+            f"Languages: {per}; reference {lg['reference']}"
+            + (f"; at most {cap / 1e6:.2f} MB per language." if cap else ".")
+        )
     if results.get("bpb_setup"):
         b = results["bpb_setup"]
         cfg = b["config"]
@@ -306,6 +422,14 @@ def render_markdown(results: dict, plots: dict[str, str]) -> str:
         out += [f"![bytes per token against vocabulary size]({plots['bytes_per_token']})", ""]
     if "token_lengths" in plots:
         out += [f"![token length distribution]({plots['token_lengths']})", ""]
+    if _lang_rows(results):
+        out += ["## Languages", "", _LANG_NOTE, ""]
+        head, rows = gini_table(results)
+        out += [_md_table(head, rows), ""]
+        head, rows = language_table(results)
+        out += [_md_table(head, rows), ""]
+        if "premiums" in plots:
+            out += [f"![premium per language]({plots['premiums']})", ""]
     head, rows = lz78_table(results)
     if rows:
         out += ["## LZ78 output vocabulary", "", _LZ78_NOTE, "", _md_table(head, rows), ""]
@@ -362,6 +486,11 @@ def render_html(results: dict, plots: dict[str, str]) -> str:
     ):
         if key in plots:
             parts.append(f'<img src="{e(plots[key])}" alt="{e(alt)}">')
+    if _lang_rows(results):
+        parts += ["<h2>Languages</h2>", f"<p>{e(_LANG_NOTE)}</p>"]
+        parts += [_html_table(*gini_table(results)), _html_table(*language_table(results))]
+        if "premiums" in plots:
+            parts.append(f'<img src="{e(plots["premiums"])}" alt="premium per language">')
     head, rows = lz78_table(results)
     if rows:
         parts += ["<h2>LZ78 output vocabulary</h2>", f"<p>{e(_LZ78_NOTE)}</p>", _html_table(head, rows)]
@@ -412,6 +541,7 @@ def write_report(results: dict, out_dir, *, plots: bool = True) -> dict[str, Pat
             ("bytes_per_token", plot_bytes_per_token),
             ("bpb", plot_bpb),
             ("token_lengths", plot_token_lengths),
+            ("premiums", plot_premiums),
         ):
             p = out / f"{key}.png"
             if fn(results, p):

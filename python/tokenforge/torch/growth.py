@@ -2,24 +2,33 @@
 
 A model trained with :class:`tokenforge.GrowingBPETokenizer` has room for
 ``capacity`` ids (a multiple of 32,000) while only ``current_vocab_size`` of
-them are in use. When the tokenizer grows past the capacity,
-:func:`expand_vocabulary` adds rows to the input embedding and the output head
-(tied or not) in place: every old row is copied bit for bit, so the outputs for
-old ids do not change; new rows are drawn from N(0, init_std). Before
-sampling, :func:`mask_logits` sets the logits of ids not in use to -inf, and
-:func:`sample_next_token` samples with that mask applied.
+them are in use. When the tokenizer grows, :func:`expand_vocabulary` adds rows
+to the input embedding and the output head (tied or not) in place: every old
+row is copied bit for bit, so the outputs for old ids do not change. A new
+token's row starts from what the model knows (``init="parts"``, the default):
+the mean of the rows of the old tokens it is made of (its merge's two parts,
+recursively), rescaled to the median norm of the old rows; ``init="normal"``
+draws N(0, init_std) rows instead. Before sampling, :func:`mask_logits` sets
+the logits of ids not in use to -inf, and :func:`sample_next_token` samples
+with that mask applied.
 
 tokenforge's own :class:`~tokenforge.torch.GPT` grows too, in every embedding
 mode (the tree modes with the grown tokenizer's parents and characters).
 
 Not handled: sharded/distributed parameters (expand each shard yourself),
 models whose head is not an ``nn.Linear``, and tokenizers that renumber old
-ids (an LZ78 dictionary of another size): those need a new model.
+ids (an LZ78 dictionary of another size): those need a new model. LZ78
+entries have no parts (a parent may be a prefix with no id, and the extending
+character is not an id), so their new rows fall back to the mean row. The tree
+embedding modes keep their own initialisation of new parent/character rows
+(only their untied output head takes the parts rule), and they do not refresh
+the parents of ids that were capacity (not tokens) before the call.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Mapping
 
 try:
     import torch
@@ -165,6 +174,132 @@ def _grow_head(head: nn.Linear, old: int, cap: int, init_std: float, generator, 
     head.out_features = cap
 
 
+#: rows per block when reading the old rows' mean and norms (bounds the float64 copy)
+_STAT_BLOCK = 65_536
+
+
+class _PartsInit:
+    """``init="parts"`` for the new ids ``old .. hi - 1``: each id's row is the mean
+    of the old rows it decomposes into, rescaled to the old rows' median norm.
+
+    A merged id's parts are followed recursively down to ids below ``old`` (rows
+    that were trained), so a new token built from new tokens still ends at old
+    rows: its row is the plain mean over that multiset (e.g. ``c = (b, 7)`` with
+    ``b = (3, 4)`` new: the mean of rows 3, 4 and 7). Ids with no parts (and
+    parts that are such ids) take the mean of all old rows. Work is one pass per
+    merge depth over the new ids, never per byte of a token; the old rows are
+    read in blocks for their mean and norms, never copied whole.
+    """
+
+    def __init__(self, parts: Mapping, old: int, hi: int):
+        import numpy as np
+
+        self.old, self.hi = old, hi
+        n = hi - old
+        left = np.full(n, -1, np.int64)
+        right = np.full(n, -1, np.int64)
+        level = np.zeros(n, np.int64)
+        for k in range(n):
+            i = old + k
+            p = parts.get(i)
+            if p is None:
+                continue
+            try:
+                a, b = (int(x) for x in p)
+            except (TypeError, ValueError):
+                raise TokenforgeError(f"the parts of id {i} must be two ids (left, right), not {p!r}") from None
+            if not (0 <= a < i and 0 <= b < i):
+                raise TokenforgeError(
+                    f"the parts of id {i} are ({a}, {b}); parts must be smaller ids (a merge builds a token from "
+                    "tokens that exist before it)"
+                )
+            left[k], right[k] = a, b
+            level[k] = 1 + max(level[a - old] if a >= old else 0, level[b - old] if b >= old else 0)
+        self.left, self.right, self.level = left, right, level
+
+    def rows(self, weight: torch.Tensor, rescale: bool) -> torch.Tensor:
+        """The new rows (``hi - old`` of them, ``weight``'s dtype) from ``weight[:old]``."""
+        import numpy as np
+
+        old, n, dev = self.old, self.hi - self.old, weight.device
+        total = torch.zeros(weight.shape[1:], dtype=torch.float64, device=dev)
+        norms = []
+        for start in range(0, old, _STAT_BLOCK):
+            blk = weight[start : min(old, start + _STAT_BLOCK)].double()
+            total += blk.sum(0)
+            if rescale:
+                norms.append(blk.norm(dim=1).cpu().numpy())
+        mean = total / old
+        sums = torch.empty((n, *weight.shape[1:]), dtype=torch.float64, device=dev)
+        counts = torch.ones(n, dtype=torch.float64, device=dev)
+        sums[torch.from_numpy(self.left < 0).to(dev)] = mean
+
+        def gather(ids):
+            t = torch.from_numpy(ids).to(dev)
+            is_old = t < old
+            out = torch.empty((len(ids), *weight.shape[1:]), dtype=torch.float64, device=dev)
+            cnt = torch.ones(len(ids), dtype=torch.float64, device=dev)
+            out[is_old] = weight[t[is_old]].double()
+            out[~is_old] = sums[t[~is_old] - old]
+            cnt[~is_old] = counts[t[~is_old] - old]
+            return out, cnt
+
+        for d in range(1, int(self.level.max(initial=0)) + 1):
+            ks = np.nonzero(self.level == d)[0]
+            (ra, ca), (rb, cb) = gather(self.left[ks]), gather(self.right[ks])
+            kt = torch.from_numpy(ks).to(dev)
+            sums[kt] = ra + rb
+            counts[kt] = ca + cb
+        out = sums / counts.view(-1, *([1] * (sums.dim() - 1)))
+        if rescale:
+            target = float(np.median(np.concatenate(norms)))
+            have = out.norm(dim=1, keepdim=True)
+            out = torch.where(have > 0, out * (target / have.clamp_min(1e-300)), out)
+        return out.to(weight.dtype)
+
+    def apply(self, param: torch.Tensor, optimizer, rescale: bool = True) -> None:
+        """Overwrite rows ``old .. hi - 1`` of ``param`` (in place) and zero their optimizer state."""
+        param.data[self.old : self.hi] = self.rows(param.data, rescale)
+        if optimizer is not None:
+            for v in optimizer.state.get(param, {}).values():
+                if torch.is_tensor(v) and v.shape == param.shape:
+                    v[self.old : self.hi] = 0
+
+
+def _parts_plan(init, tokenizer, parts, old_vocab: int, new_size: int) -> _PartsInit | None:
+    """The parts initialisation of ids ``old_vocab .. new_size - 1``, or None (``init="normal"`` or no new ids)."""
+    if init == "normal" or old_vocab >= new_size:
+        return None
+    if parts is None:
+        if tokenizer is None:
+            raise TokenforgeError(
+                'init="parts" (the default) builds each new row from the rows of the new token\'s parts, so it '
+                'needs tokenizer= (the grown tokenizer) or parts= ({id: (left, right)}); pass init="normal" '
+                "for N(0, init_std) rows"
+            )
+        parts = tokenizer.merge_parts()
+    if not isinstance(parts, Mapping):
+        raise TypeError(f"parts must be a mapping {{id: (left, right)}}, not {type(parts).__name__}")
+    return _PartsInit(parts, old_vocab, new_size)
+
+
+def _resolve_old_vocab(model, old_vocab_size, capacity: int) -> int:
+    """The ids whose rows were trained: ``old_vocab_size``, else the model's int
+    attribute ``current_vocab_size``, else every row (the capacity)."""
+    if old_vocab_size is None and isinstance(model, nn.Module):
+        rec = getattr(model, "current_vocab_size", None)
+        if isinstance(rec, int) and not isinstance(rec, bool):
+            old_vocab_size = rec
+    if old_vocab_size is None:
+        return capacity
+    if isinstance(old_vocab_size, bool) or not isinstance(old_vocab_size, int) or not 1 <= old_vocab_size <= capacity:
+        raise TokenforgeError(
+            f"old_vocab_size must be an int from 1 to the model's {capacity} rows (the ids it was trained on), "
+            f"not {old_vocab_size!r}"
+        )
+    return old_vocab_size
+
+
 def _tokenforge_embedding(obj):
     """(embedding, head or None, GPT or None) when ``obj`` is, or holds, one of
     :mod:`tokenforge.torch.embeddings`' modules; else None."""
@@ -250,44 +385,50 @@ def _tree_metadata(emb, cap: int, new_size: int, tokenizer, metadata):
     return parent, char, num_parents, num_chars
 
 
-def _expand_tokenforge(found, new_size, chunk, max_size, init_std, generator, optimizer, tokenizer, metadata) -> int:
+def _expand_tokenforge(found, new_size, cap, init_std, generator, optimizer, tokenizer, metadata, plans) -> int:
     """expand_vocabulary for tokenforge's own embedding modules and GPT."""
     from .embeddings import FlatEmbedding, TupleEmbedding, _Tree
 
     emb, head, gpt = found
     old = emb.vocab_size
-    if head is not None and head.out_features != old:
-        raise TokenforgeError(
-            f"the output head has {head.out_features} outputs but the embedding {old} ids; they must cover the same ids"
-        )
-    if new_size <= old:
-        return old
-    cap = min(-(-new_size // chunk) * chunk, max_size)
     with torch.no_grad():
         if isinstance(emb, FlatEmbedding):
             tied = head is not None and head.weight is emb.weight
-            new_w = _grow_param(emb, "weight", cap, init_std, generator, optimizer)
+            new_w = _grow_param(emb, "weight", cap, init_std, generator, optimizer) if cap > old else emb.weight
         elif isinstance(emb, _Tree):
             tied, new_w = False, None
-            parent, char, num_parents, num_chars = _tree_metadata(emb, cap, new_size, tokenizer, metadata)
-            # new table rows as the module initialised its own (structured: init_std/sqrt(2); tuple: unit)
-            std = 1.0 if isinstance(emb, TupleEmbedding) else init_std / 2**0.5
-            for table, rows in ((emb.parent_embed, num_parents), (emb.char_embed, num_chars)):
-                if rows > table.num_embeddings:
-                    _grow_param(table, "weight", rows, std, generator, optimizer)
-                    table.num_embeddings = rows
-            dev = emb.parent.device
-            emb.parent = torch.from_numpy(parent).to(dev)
-            emb.char = torch.from_numpy(char).to(dev)
-            emb.num_parents, emb.num_chars = num_parents, num_chars
+            if cap > old:
+                parent, char, num_parents, num_chars = _tree_metadata(emb, cap, new_size, tokenizer, metadata)
+                # new table rows as the module initialised its own (structured: init_std/sqrt(2); tuple: unit)
+                std = 1.0 if isinstance(emb, TupleEmbedding) else init_std / 2**0.5
+                for table, rows in ((emb.parent_embed, num_parents), (emb.char_embed, num_chars)):
+                    if rows > table.num_embeddings:
+                        _grow_param(table, "weight", rows, std, generator, optimizer)
+                        table.num_embeddings = rows
+                dev = emb.parent.device
+                emb.parent = torch.from_numpy(parent).to(dev)
+                emb.char = torch.from_numpy(char).to(dev)
+                emb.num_parents, emb.num_chars = num_parents, num_chars
         else:  # pragma: no cover - _tokenforge_embedding returns only these
             raise TokenforgeError(f"cannot grow a {type(emb).__name__}")
         emb.vocab_size = cap
-        if head is not None:
+        if head is not None and cap > old:
             _grow_head(head, old, cap, init_std, generator, optimizer, tied_to=new_w if tied else None)
+        emb_plan, head_plan = plans
+        if emb_plan is not None and new_w is not None:
+            emb_plan.apply(new_w, optimizer)
+        if head_plan is not None and head is not None and not tied:
+            _parts_head(head, head_plan, optimizer)
     if gpt is not None:
         gpt.config.vocab_size = cap
     return cap
+
+
+def _parts_head(head: nn.Linear, plan: _PartsInit, optimizer) -> None:
+    """The parts rule on an untied head: rows rescaled to the median norm, bias entries the plain mean."""
+    plan.apply(head.weight, optimizer)
+    if head.bias is not None:
+        plan.apply(head.bias, optimizer, rescale=False)
 
 
 def expand_vocabulary(
@@ -296,25 +437,57 @@ def expand_vocabulary(
     chunk: int = DEFAULT_CHUNK,
     max_size: int = DEFAULT_MAX_SIZE,
     *,
+    init: str = "parts",
+    head_init: str | None = None,
     init_std: float = 0.02,
     generator: torch.Generator | None = None,
     optimizer=None,
     tokenizer=None,
+    parts: Mapping | None = None,
+    old_vocab_size: int | None = None,
     metadata: dict | None = None,
 ) -> int:
-    """Make room for ``new_size`` ids; returns the capacity (rows) afterwards.
+    """Make room for ``new_size`` ids and initialise the new ones; returns the capacity (rows) afterwards.
 
     ``model_or_modules``: a model (its token embedding and, if any, its output
     head -- an ``nn.Linear`` of the same size -- are found by name or shape), an
     ``nn.Embedding``, ``(embedding, head)`` or ``{"embedding": ..., "head": ...}``.
     The capacity becomes the smallest multiple of ``chunk`` that holds
-    ``new_size``, capped at ``max_size``; it never shrinks (a model already
-    large enough is left alone). Old rows (and the head's bias) are copied
-    exactly; new rows are N(0, ``init_std``) (seeded by ``generator``), new
-    bias entries 0. A tied head keeps sharing the embedding's weight. The
-    weights become new ``nn.Parameter`` objects: pass ``optimizer`` to have
-    it updated (its state grows with zeros), or build a new optimizer. A model
-    attribute ``vocab_capacity`` (int) is updated too.
+    ``new_size``, capped at ``max_size``; it never shrinks. Rows of the ids the
+    model was trained on (below ``old_vocab_size``) and their bias entries are
+    kept exactly. A tied head keeps sharing the embedding's weight. Grown
+    weights become new ``nn.Parameter`` objects: pass ``optimizer`` to have it
+    updated (its state grows with zeros, and re-initialised rows get zero
+    state), or build a new optimizer. Model attributes ``vocab_capacity`` and
+    ``current_vocab_size`` (ints), if the model has them, are updated.
+
+    ``init="parts"`` (default): the new ids ``old_vocab_size .. new_size - 1``
+    get, in the embedding and in an untied head, the mean of the rows of the
+    old tokens they are made of -- the merge's two parts (``tokenizer``'s
+    :meth:`~tokenforge.base.Tokenizer.merge_parts`, or ``parts={id: (left,
+    right)}``), followed recursively down to ids below ``old_vocab_size`` --
+    rescaled to the median row norm of the old rows; ids without parts get the
+    mean of all old rows, rescaled the same way; head bias entries the plain
+    mean of their parts' biases. Rows of capacity beyond ``new_size`` are drawn
+    as with ``"normal"``. Without ``tokenizer`` or ``parts`` (and with new ids to
+    initialise) it raises :class:`~tokenforge.errors.TokenforgeError`.
+
+    ``old_vocab_size``: the ids the model was trained on. Default: the model's
+    int attribute ``current_vocab_size`` if it has one, else every existing row.
+    Capacity grows in chunks, so after ``tokenforge grow learn`` a model usually
+    has rows for ids it never saw: pass the vocabulary size it was trained with,
+    and those rows (between it and the old capacity) are re-initialised by the
+    parts rule too, even when no row has to be added.
+
+    ``init="normal"``: today's rule, unchanged -- rows added are N(0,
+    ``init_std``) drawn from ``generator`` (embedding first, then an untied
+    head), new bias entries 0, existing rows never touched.
+
+    ``head_init``: the rule for an untied head's new rows, when it should
+    differ from ``init`` (default: ``init``; a tied head is the embedding).
+    ``bench/growth.py`` measured ``init="parts", head_init="normal"`` best
+    right after growth: the head's parts rows at the median norm give the new
+    tokens high logits everywhere.
 
     tokenforge's own :class:`~tokenforge.torch.GPT` (and any model holding
     one module of :mod:`tokenforge.torch.embeddings`) grows in every mode:
@@ -322,12 +495,12 @@ def expand_vocabulary(
     ``tuple``) take the new ids' parents and characters from ``tokenizer``
     (the grown tokenizer) or ``metadata`` (its ``embedding_metadata``), grow
     the parent and character tables to the new table sizes (old rows exact;
-    new rows as the module initialises its own) and refuse, with
-    :class:`~tokenforge.embedding_meta.EmbeddingModeError` saying why, a
+    new rows as the module initialises its own, whatever ``init``) and refuse,
+    with :class:`~tokenforge.embedding_meta.EmbeddingModeError` saying why, a
     tokenizer that gives an old id another parent or character, or no
     metadata at all. Capacity beyond the tokenizer's ids gets parent 0 and
-    one new character row. The GPT's output head and ``config.vocab_size``
-    follow.
+    one new character row. The GPT's output head (untied: ``init`` applies)
+    and ``config.vocab_size`` follow.
     """
     for name, v in (("new_size", new_size), ("chunk", chunk), ("max_size", max_size)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
@@ -336,30 +509,55 @@ def expand_vocabulary(
         raise VocabSizeError(f"cannot grow to {new_size} ids: the maximum is {max_size}")
     if not (isinstance(init_std, (int, float)) and math.isfinite(init_std) and init_std >= 0):
         raise TokenforgeError(f"init_std must be a finite number >= 0, not {init_std!r}")
+    if head_init is None:
+        head_init = init
+    for name, v in (("init", init), ("head_init", head_init)):
+        if v not in ("parts", "normal"):
+            raise TokenforgeError(f"{name} must be 'parts' or 'normal', not {v!r}")
     ours = _tokenforge_embedding(model_or_modules)
     if ours is not None:
-        return _expand_tokenforge(
-            ours, new_size, chunk, max_size, float(init_std), generator, optimizer, tokenizer, metadata
-        )
-    if tokenizer is not None or metadata is not None:
-        raise TokenforgeError("tokenizer= and metadata= are for tokenforge's tree-mode embeddings; this model has none")
-    emb, head = _find_modules(model_or_modules)
-    old = emb.num_embeddings
-    if new_size <= old:
+        emb, head = ours[0], ours[1]
+        old = emb.vocab_size
+        if head is not None and head.out_features != old:
+            raise TokenforgeError(
+                f"the output head has {head.out_features} outputs but the embedding {old} ids; "
+                "they must cover the same ids"
+            )
+    else:
+        if metadata is not None:
+            raise TokenforgeError("metadata= is for tokenforge's tree-mode embeddings; this model has none")
+        emb, head = _find_modules(model_or_modules)
+        old = emb.num_embeddings
+    old_vocab = _resolve_old_vocab(model_or_modules, old_vocab_size, old)
+    cap = old if new_size <= old else min(-(-new_size // chunk) * chunk, max_size)
+    plan = _parts_plan("parts" if "parts" in (init, head_init) else "normal", tokenizer, parts, old_vocab, new_size)
+    plans = (plan if init == "parts" else None, plan if head_init == "parts" else None)
+    if cap == old and plan is None:
         return old
-    cap = min(-(-new_size // chunk) * chunk, max_size)
-    tied = head is not None and head.weight is emb.weight
-    with torch.no_grad():
-        old_w = emb.weight
-        new_w = nn.Parameter(_grow_rows(old_w.data, cap, init_std, generator), requires_grad=old_w.requires_grad)
-        emb.weight = new_w
-        emb.num_embeddings = cap
-        if optimizer is not None:
-            _swap_in_optimizer(optimizer, old_w, new_w)
-        if head is not None:
-            _grow_head(head, old, cap, init_std, generator, optimizer, tied_to=new_w if tied else None)
-    if isinstance(model_or_modules, nn.Module) and isinstance(getattr(model_or_modules, "vocab_capacity", None), int):
-        model_or_modules.vocab_capacity = cap  # type: ignore[assignment]  # a plain int attribute, not a submodule
+    if ours is not None:
+        _expand_tokenforge(ours, new_size, cap, float(init_std), generator, optimizer, tokenizer, metadata, plans)
+    else:
+        tied = head is not None and head.weight is emb.weight
+        with torch.no_grad():
+            new_w = emb.weight
+            if cap > old:
+                new_w = nn.Parameter(
+                    _grow_rows(emb.weight.data, cap, init_std, generator), requires_grad=new_w.requires_grad
+                )
+                if optimizer is not None:
+                    _swap_in_optimizer(optimizer, emb.weight, new_w)
+                emb.weight = new_w
+                emb.num_embeddings = cap
+                if head is not None:
+                    _grow_head(head, old, cap, init_std, generator, optimizer, tied_to=new_w if tied else None)
+            if plans[0] is not None:
+                plans[0].apply(new_w, optimizer)
+            if plans[1] is not None and head is not None and not tied:
+                _parts_head(head, plans[1], optimizer)
+    if isinstance(model_or_modules, nn.Module):
+        for attr, value in (("vocab_capacity", cap), ("current_vocab_size", max(new_size, old_vocab))):
+            if isinstance(getattr(model_or_modules, attr, None), int):
+                setattr(model_or_modules, attr, value)
     return cap
 
 
