@@ -6,9 +6,9 @@ import json
 
 import httpx  # the dev extra; starlette and uvicorn are the serve extra (make test installs both)
 import pytest
-from serve_helpers import LiveServer, small_tokenizers
 from starlette.testclient import TestClient
 
+from serve_helpers import LiveServer, small_tokenizers
 from tokenforge.serve import body_limit, create_app, piece_bytes
 
 MAX_TEXT = 2000
@@ -238,13 +238,13 @@ def test_100_concurrent_requests_on_loopback(toks):
     server = LiveServer(create_app(toks, max_text=MAX_TEXT))
     try:
         names = list(toks)
-        jobs = [(names[k % len(names)], f"request {k}: {'héllo wörld ' * (k % 7)} the end {k * 7919}") for k in range(100)]
+        jobs = [
+            (names[k % len(names)], f"request {k}: {'héllo wörld ' * (k % 7)} the end {k * 7919}") for k in range(100)
+        ]
 
         async def run():
             async with httpx.AsyncClient(base_url=server.url, timeout=60) as c:
-                return await asyncio.gather(
-                    *(c.post("/api/encode", json={"tokenizer": n, "text": t}) for n, t in jobs)
-                )
+                return await asyncio.gather(*(c.post("/api/encode", json={"tokenizer": n, "text": t}) for n, t in jobs))
 
         answers = asyncio.run(run())
     finally:

@@ -39,11 +39,12 @@ def _port_arg(text: str) -> int:
 def add_parser(subparsers) -> None:
     from ..serve.app import DEFAULT_MAX_TEXT
 
-    s = subparsers.add_parser(
-        "serve", help="a local web page showing how tokenizers cut text (needs the serve extra)"
-    )
+    s = subparsers.add_parser("serve", help="a local web page showing how tokenizers cut text (needs the serve extra)")
     s.add_argument(
-        "files", nargs="*", metavar="FILE", help="tokenizer files or directories of any family (default: train small ones)"
+        "files",
+        nargs="*",
+        metavar="FILE",
+        help="tokenizer files or directories of any family (default: train small ones)",
     )
     s.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     s.add_argument("--port", type=_port_arg, default=8765, help="port (default 8765)")

@@ -94,9 +94,7 @@ class _Served:
         info = self.info
         pieces, num_bytes = info.pieces(ids)
         try:
-            exact = num_bytes == len(text.encode(info.encoding)) and tok.decode_bytes(ids) == text.encode(
-                info.encoding
-            )
+            exact = num_bytes == len(text.encode(info.encoding)) and tok.decode_bytes(ids) == text.encode(info.encoding)
         except UnicodeEncodeError:  # a lone surrogate, a character latin1 lacks
             exact = False
         out: dict[str, Any] = {
@@ -123,7 +121,9 @@ def _asset(name: str) -> bytes:
     return resources.files(__package__).joinpath("static", name).read_bytes()
 
 
-def create_app(tokenizers: Mapping[str, Any], *, max_text: int = DEFAULT_MAX_TEXT, title: str = "tokenforge playground"):
+def create_app(
+    tokenizers: Mapping[str, Any], *, max_text: int = DEFAULT_MAX_TEXT, title: str = "tokenforge playground"
+):
     """The Starlette app serving ``tokenizers`` (name → tokenizer, in the order shown).
 
     ``max_text``: the longest text accepted, in UTF-8 bytes (longer → 413)."""
@@ -237,4 +237,3 @@ def create_app(tokenizers: Mapping[str, Any], *, max_text: int = DEFAULT_MAX_TEX
     app.state.tokenizers = served
     app.state.max_text = max_text
     return app
-
