@@ -13,7 +13,9 @@ Not handled: TLS, more than one worker process (use uvicorn directly with
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
+from pathlib import Path
 
 
 def _bytes_arg(text: str) -> int:
@@ -65,10 +67,11 @@ def run_serve(args) -> int:
         print("tokenforge serve needs starlette and uvicorn: pip install 'tokenforge[serve]'", file=sys.stderr)
         return 1
     from ..serve import create_app, default_tokenizers, load_tokenizers
-    from .main import check_inputs
 
     if args.files:
-        check_inputs(args.files, "tokenizer")
+        for p in args.files:  # a missing file is the OS-class error (exit 3), as in every command
+            if not Path(p).exists():
+                raise FileNotFoundError(errno.ENOENT, "tokenizer does not exist", str(p))
         tokenizers = load_tokenizers(args.files)
     else:
         print("no tokenizer files given: training small ones on the built-in corpus", flush=True)

@@ -118,7 +118,7 @@ class _BadRequest(Exception):
 
 
 def _asset(name: str) -> bytes:
-    return resources.files(__package__).joinpath("static", name).read_bytes()
+    return resources.files(__package__).joinpath("static").joinpath(name).read_bytes()
 
 
 def create_app(

@@ -66,7 +66,7 @@ class TokenInfo:
     family's index (the BPE merge table, the LZ78 node list) is built once
     under a lock."""
 
-    def __init__(self, tok):
+    def __init__(self, tok) -> None:
         self.tok = tok
         self.encoding = text_encoding(tok)
         self._pieces: dict[int, Any] = {}
