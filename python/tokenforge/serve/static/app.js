@@ -35,7 +35,12 @@ function writeHash() {
   if (state.chunk) h.set("chunk", state.chunk);
   if (state.da) h.set("da", state.da);
   if (state.db) h.set("db", state.db);
-  history.replaceState(null, "", "#" + h.toString());
+  try {
+    history.replaceState(null, "", "#" + h.toString());
+    $("status").dataset.url = "";
+  } catch (e) {  // a browser's limit on the length of a URL (Chromium: 2 MB)
+    $("status").dataset.url = "too long";
+  }
 }
 
 function syncControls() {
@@ -105,7 +110,7 @@ async function changed(refetch) {
   document.body.dataset.rendered = "0";
   if (refetch) results.clear();
   const missing = wanted().filter((n) => !results.has(n));
-  $("status").textContent = "";
+  $("status").textContent = $("status").dataset.url ? "this text is too long to keep in the address bar" : "";
   if (new TextEncoder().encode(state.text).length > MAX_TEXT) {
     $("status").textContent = `the text is over the server's limit of ${MAX_TEXT.toLocaleString()} bytes`;
   }
@@ -212,13 +217,21 @@ function byteToIndex(text) {
   return map;
 }
 
+function utf8Length(s) {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    n += c < 0x80 ? 1 : c < 0x800 ? 2 : (c >= 0xd800 && c < 0xdc00) ? (i++, 4) : 3;
+  }
+  return n;
+}
+
 function cuts(res, encoding, map) {
   const out = new Set();
   let pos = 0;
   const last = res.pieces.length - 1;
   res.pieces.forEach((p, k) => {
-    pos += typeof p === "string" ? (encoding === "latin-1" ? p.length : new TextEncoder().encode(p).length)
-      : p.hex.length / 2;
+    pos += typeof p === "string" ? (encoding === "latin-1" ? p.length : utf8Length(p)) : p.hex.length / 2;
     if (k === last) return;
     if (encoding === "latin-1") { out.add(pos); return; }
     let b = pos;
@@ -248,21 +261,24 @@ function renderDiff() {
   const map = byteToIndex(state.text);
   const ca = cuts(ra, byName.get(da).encoding, map), cb = cuts(rb, byName.get(db).encoding, map);
   const all = [...new Set([...ca, ...cb])].sort((x, y) => x - y);
-  let onlyA = 0, onlyB = 0, prev = 0;
+  let onlyA = 0, onlyB = 0, prev = 0, drawn = 0;
   const frag = document.createDocumentFragment();
   for (const pos of all) {
-    frag.append(visible(state.text.slice(prev, pos)));
-    const mark = document.createElement("span");
     const kind = ca.has(pos) && cb.has(pos) ? "both" : ca.has(pos) ? "a" : "b";
     if (kind === "a") onlyA++;
     if (kind === "b") onlyB++;
+    if (drawn >= RENDER_LIMIT) continue;  // counted, not drawn
+    drawn++;
+    frag.append(visible(state.text.slice(prev, pos)));
+    const mark = document.createElement("span");
     mark.className = "cut " + kind;
     mark.dataset.pos = String(pos);
     mark.title = kind === "both" ? "both cut here" : `only ${kind === "a" ? da : db} cuts here`;
     frag.append(mark);
     prev = pos;
   }
-  frag.append(visible(state.text.slice(prev)));
+  frag.append(drawn === all.length ? visible(state.text.slice(prev))
+    : `… ${(all.length - drawn).toLocaleString()} more boundaries not drawn`);
   view.append(frag);
   st.textContent = `${onlyA + onlyB} boundaries differ: ${onlyA} only in ${da}, ${onlyB} only in ${db}; ` +
     `${all.length - onlyA - onlyB} shared`;
