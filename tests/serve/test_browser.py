@@ -202,3 +202,45 @@ def test_texts_over_the_limit_show_an_error(page, server, toks):
     )
     rendered(page)
     assert "413" in page.locator(f".panel[data-name='{BPE}'] .stats").inner_text()
+
+
+def char_boundaries(tok, text, encoding):
+    """Where ``tok`` cuts ``text``, in character offsets (a cut inside a UTF-8 character at its start)."""
+    data = text.encode(encoding)
+    char_at, pos = {}, 0
+    for i, ch in enumerate(text):
+        char_at[pos] = i
+        pos += len(ch.encode(encoding))
+    out, pos = set(), 0
+    for i in tok.encode_ordinary(text)[:-1]:
+        pos += len(tok.id_to_bytes(i))
+        b = pos
+        while b not in char_at:
+            b -= 1
+        out.add(char_at[b])
+    assert pos <= len(data)
+    return out
+
+
+def test_differences_across_encodings_and_hex_hover(page, server, toks):
+    text = "naïve café, señor über straße"  # latin1 text: mixedgram reads it whole
+    open_page(page, server, t=text, k=[BPE, "mixedgram"], da=BPE, db="mixedgram")
+    a, b = char_boundaries(toks[BPE], text, "utf-8"), char_boundaries(toks["mixedgram"], text, "latin-1")
+    assert a != b
+
+    def marks(kind):
+        return {
+            int(x) for x in page.eval_on_selector_all(f"#diff-view .cut.{kind}", "els => els.map(e => e.dataset.pos)")
+        }
+
+    assert (marks("a"), marks("b"), marks("both")) == (a - b, b - a, a & b)
+    # a piece that is part of a character: its hover shows the bytes
+    hexes = page.locator(f".panel[data-name='{BPE}'] .tok.hex")
+    assert hexes.count() > 0  # a 1,024-id BPE keeps "ï" as two bytes
+    hexes.first.hover()
+    assert "not valid UTF-8" in page.locator("#tip").inner_text()
+    # text mixedgram cannot read: the differences view says it cannot compare
+    page.locator("#text").fill("日本語 text")
+    rendered(page)
+    assert "cannot compare" in page.locator("#diff-stats").inner_text()
+    assert page.locator("#diff-view .cut").count() == 0
