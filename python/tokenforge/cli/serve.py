@@ -2,6 +2,7 @@
 
     tokenforge serve                       train small tokenizers of every family, serve them
     tokenforge serve tok.json lz/ --port 9000
+    tokenforge serve bpe=out/tok/tokenforge.json        a name of your choice (in the page and its URL)
 
 Binds to 127.0.0.1 unless ``--host`` says otherwise. Needs the ``serve`` extra
 (``pip install 'tokenforge[serve]'``: starlette and uvicorn).
@@ -15,7 +16,6 @@ from __future__ import annotations
 import argparse
 import errno
 import sys
-from pathlib import Path
 
 
 def _bytes_arg(text: str) -> int:
@@ -46,7 +46,7 @@ def add_parser(subparsers) -> None:
         "files",
         nargs="*",
         metavar="FILE",
-        help="tokenizer files or directories of any family (default: train small ones)",
+        help="tokenizer files or directories of any family, as PATH or NAME=PATH (default: train small ones)",
     )
     s.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     s.add_argument("--port", type=_port_arg, default=8765, help="port (default 8765)")
@@ -66,11 +66,12 @@ def run_serve(args) -> int:
     except ImportError:
         print("tokenforge serve needs starlette and uvicorn: pip install 'tokenforge[serve]'", file=sys.stderr)
         return 1
-    from ..serve import create_app, default_tokenizers, load_tokenizers
+    from ..serve import create_app, default_tokenizers, load_tokenizers, split_name
 
     if args.files:
-        for p in args.files:  # a missing file is the OS-class error (exit 3), as in every command
-            if not Path(p).exists():
+        for arg in args.files:  # a missing file is the OS-class error (exit 3), as in every command
+            _, p = split_name(arg)
+            if not p.exists():
                 raise FileNotFoundError(errno.ENOENT, "tokenizer does not exist", str(p))
         tokenizers = load_tokenizers(args.files)
     else:

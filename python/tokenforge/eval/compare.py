@@ -35,6 +35,7 @@ from ..errors import TokenforgeError
 from .bpb import BPBConfig, run_bpb, select_documents
 from .families import Spec, parse_specs, train_tokenizer
 from .metrics import compression_metrics
+from .report import sample_cut, sample_paragraph
 
 __all__ = ["CompareOptions", "run_compare", "load_corpus"]
 
@@ -194,6 +195,7 @@ def run_compare(opts: CompareOptions) -> dict:
         },
         "rows": [],
         "skipped": [],
+        "sample_text": sample_paragraph(eval_docs),
         "environment": _environment(),
     }
     out = Path(opts.out)
@@ -250,6 +252,15 @@ def run_compare(opts: CompareOptions) -> dict:
     return results
 
 
+def _cached_file(opts, spec: Spec, vocab: int | None) -> str | None:
+    """The file :func:`_cached_tokenizer` keeps ``spec``'s tokenizer in (None if it kept none)."""
+    cache = Path(opts.out) / "tokenizers" / spec.slug(vocab)
+    try:
+        return str(cache / json.loads((cache / "meta.json").read_text())["file"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def _lz78_outputs(tok, train_docs, threads) -> dict:
     """An LZ78 dictionary's output vocabulary: output ids, prefix-only entries
     (kept for the trie, no id) and output ids the training text never emits
@@ -293,6 +304,10 @@ def _run_jobs(opts, jobs, results, save, train_docs, train_digest, eval_docs, bp
                 row["vocab_size"] = row["metrics"]["model_vocab_size"]
             if row["family"] == "lz78":
                 row["lz78"] = _lz78_outputs(tok, train_docs, opts.threads)
+            # the report's side-by-side paragraph, and the file the playground serves it from
+            row["sample"] = sample_cut(tok, results["sample_text"])
+            row["serve_name"] = spec.slug(vocab) if spec else re.sub(r"[^A-Za-z0-9_.=-]+", "_", label)
+            row["serve_path"] = str(path) if spec is None else _cached_file(opts, spec, vocab)
             m = row["metrics"]
             _log(
                 opts,

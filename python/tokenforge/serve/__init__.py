@@ -18,6 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..errors import TokenforgeError
 from .app import DEFAULT_MAX_TEXT, body_limit, create_app
 from .detail import TokenInfo, piece_bytes, piece_of, text_encoding
 
@@ -25,6 +26,7 @@ __all__ = [
     "create_app",
     "default_tokenizers",
     "load_tokenizers",
+    "split_name",
     "DEFAULT_MAX_TEXT",
     "DEFAULT_SPECS",
     "body_limit",
@@ -68,18 +70,32 @@ def default_tokenizers(
     return out
 
 
-def load_tokenizers(paths) -> dict[str, Any]:
-    """Load tokenizer files or directories of any family; each is named by its
-    file name (``name-2``, ``name-3`` when two share one)."""
+def split_name(arg: str) -> tuple[str | None, Path]:
+    """``NAME=PATH`` → (NAME, PATH); a bare path (or one that exists as given,
+    ``=`` and all) → (None, PATH)."""
+    if "=" in arg and not Path(arg).exists():
+        name, path = arg.split("=", 1)
+        if name:
+            return name, Path(path)
+    return None, Path(arg)
+
+
+def load_tokenizers(args) -> dict[str, Any]:
+    """Load tokenizer files or directories of any family, given as ``PATH`` or
+    ``NAME=PATH``; a bare path is named by its file name (``name-2``, ``name-3``
+    when two share one)."""
     from ..registry import load
 
     out: dict[str, Any] = {}
-    for p in paths:
-        p = Path(p)
-        base = p.stem if p.is_file() else p.name
-        name, k = base or "tokenizer", 1
-        while name in out:
-            k += 1
-            name = f"{base}-{k}"
+    for arg in args:
+        name, p = split_name(str(arg))
+        if name is None:
+            base = (p.stem if p.is_file() else p.name) or "tokenizer"
+            name, k = base, 1
+            while name in out:
+                k += 1
+                name = f"{base}-{k}"
+        elif name in out:
+            raise TokenforgeError(f"two tokenizers are named {name!r}")
         out[name] = load(p)
     return out
