@@ -254,3 +254,15 @@ def test_100_concurrent_requests_on_loopback(toks):
         assert r.status_code == 200
         assert r.json()["tokenizer"] == name
         assert r.json()["ids"] == toks[name].encode_ordinary(text)
+
+
+def test_a_family_outside_the_registry_is_served_without_detail():
+    from toy_family import CharTokenizer
+
+    tok = CharTokenizer.train_from_iterator(["hello wörld, hello again"] * 3, 300)
+    with TestClient(create_app({"toy": tok})) as c:
+        assert c.get("/api/tokenizers").json()["tokenizers"][0]["family"] == "toy"
+        out = c.post("/api/encode", json={"tokenizer": "toy", "text": "hello 🙂", "details": True}).json()
+        assert out["ids"] == tok.encode_ordinary("hello 🙂")
+        assert b"".join(piece_bytes(p) for p in out["pieces"]) == "hello 🙂".encode()
+        assert all(d == {} for d in out["details"].values())
