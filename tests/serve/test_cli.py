@@ -68,3 +68,16 @@ def test_errors(served, argv, status, capsys):
         assert main(argv) == status
     assert "error" in capsys.readouterr().err
     assert not served
+
+
+def test_starlette_and_uvicorn_are_imported_only_to_serve():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, tokenforge, tokenforge.cli.main, tokenforge.serve, tokenforge.eval.report; "
+        "tokenforge.cli.main.build_parser(); "
+        "print(sorted(m for m in ('starlette', 'uvicorn') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
