@@ -266,3 +266,17 @@ def test_a_family_outside_the_registry_is_served_without_detail():
         assert out["ids"] == tok.encode_ordinary("hello 🙂")
         assert b"".join(piece_bytes(p) for p in out["pieces"]) == "hello 🙂".encode()
         assert all(d == {} for d in out["details"].values())
+
+
+def test_lz78_compressed_details(toks):
+    from tokenforge.serve import TokenInfo
+
+    tok = toks["lz78-frequency_gated-1024"].to_compressed()
+    info = TokenInfo(tok)
+    text = "the theory of the thing, there and then"
+    multi = [i for i in dict.fromkeys(tok.encode_ordinary(text)) if i <= tok.num_codes]
+    assert multi
+    for i in multi:
+        d = info.detail(i)
+        assert (d["parent"]["pattern"] + d["edge"]).encode() == tok.id_to_bytes(i)
+    assert info.detail(tok.byte_fallback_id(0xC3)) == {"byte": 0xC3}
