@@ -16,7 +16,7 @@ RUST_SRC := $(shell find src -name '*.rs') Cargo.toml Cargo.lock pyproject.toml
 BUILT := $(VENV)/.built
 DEV := $(VENV)/.dev
 
-.PHONY: demo test test-rust test-python bench bench-peers lint clean
+.PHONY: demo test test-rust test-python chromium bench bench-peers lint clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -32,7 +32,7 @@ $(BUILT): $(PY) $(RUST_SRC)
 # and the torch and plot extras, so that no test is skipped. torch from PyPI is a
 # large wheel: pip's cache serves it after the first install.
 $(DEV): $(PY) pyproject.toml
-	$(PY) -c "import tomllib, subprocess, sys; x = tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']; deps = x['dev'] + x['torch'] + x['plot'] + x['dask']; subprocess.check_call([sys.executable, '-m', 'pip', 'install', '-q', *deps])"
+	$(PY) -c "import tomllib, subprocess, sys; x = tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']; deps = x['dev'] + x['torch'] + x['plot'] + x['dask'] + x['serve']; subprocess.check_call([sys.executable, '-m', 'pip', 'install', '-q', *deps])"
 	touch $@
 
 # The demo's report plots need matplotlib; its bits-per-byte part runs when torch is installed.
@@ -47,7 +47,12 @@ demo: $(BUILT) $(PLOT)
 test-rust:
 	cargo test --lib
 
-test-python: $(BUILT) $(DEV)
+# The playground's browser tests drive Debian's chromium (Playwright's own browser
+# download is not used); installed once, with sudo unless we are root.
+chromium:
+	@command -v chromium >/dev/null || { S=$$([ "$$(id -u)" = 0 ] || echo sudo); $$S apt-get update -q && $$S apt-get install -y -q chromium; }
+
+test-python: $(BUILT) $(DEV) chromium
 	$(PY) -m pytest -q
 
 test: test-rust test-python

@@ -78,6 +78,7 @@ EXCLUDED: list[tuple[str, str]] = [
         "needs the network, which tests never use (sync is tested against a loopback server in test_growing_sync.py)",
     ),
     (r"--every\b", "runs until interrupted"),
+    (r"^tokenforge serve\b", "serves until interrupted; tests/serve/ runs its app on a loopback port"),
     (
         r"--scheduler\b",
         "needs a running Dask scheduler at that address; the same commands against a 2-process LocalCluster "

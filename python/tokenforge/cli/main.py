@@ -38,6 +38,7 @@ import numpy as np
 from ..errors import TokenforgeError
 from ..registry import FAMILIES
 from . import compare as _compare_cli
+from . import serve as _serve_cli
 from .stats import inspect_lines, vocabulary_stats  # noqa: F401  (tokenforge.cli.main.vocabulary_stats stays)
 
 # ---------------------------------------------------------------------------
@@ -523,6 +524,7 @@ def build_parser() -> argparse.ArgumentParser:
         if fam.cli is not None:
             fam.cli(sub)
     _compare_cli.add_parser(sub)
+    _serve_cli.add_parser(sub)
     return p
 
 

@@ -40,6 +40,7 @@ from .bpb import BPBConfig, run_bpb, select_documents
 from .families import Spec, parse_specs, train_tokenizer
 from .languages import LangDoc, parse_heldout_arg, per_language_metrics, read_language_documents
 from .metrics import compression_metrics
+from .report import sample_cut, sample_paragraph
 
 __all__ = ["CompareOptions", "run_compare", "load_corpus"]
 
@@ -218,6 +219,7 @@ def run_compare(opts: CompareOptions) -> dict:
         "rows": [],
         "skipped": [],
         **(_language_setup(opts, lang_docs) if lang_docs else {}),
+        "sample_text": sample_paragraph(eval_docs),
         "environment": _environment(),
     }
     out = Path(opts.out)
@@ -273,6 +275,15 @@ def run_compare(opts: CompareOptions) -> dict:
         raise
     save("complete")
     return results
+
+
+def _cached_file(opts, spec: Spec, vocab: int | None) -> str | None:
+    """The file :func:`_cached_tokenizer` keeps ``spec``'s tokenizer in (None if it kept none)."""
+    cache = Path(opts.out) / "tokenizers" / spec.slug(vocab)
+    try:
+        return str(cache / json.loads((cache / "meta.json").read_text())["file"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _lz78_outputs(tok, train_docs, threads) -> dict:
@@ -354,6 +365,10 @@ def _run_jobs(opts, jobs, results, save, train_docs, train_digest, eval_docs, bp
                     )
                 except (TokenforgeError, ValueError) as e:  # the reference language itself cannot be encoded
                     row["languages"] = {"error": f"{type(e).__name__}: {e}", "gini": None}
+            # the report's side-by-side paragraph, and the file the playground serves it from
+            row["sample"] = sample_cut(tok, results["sample_text"])
+            row["serve_name"] = spec.slug(vocab) if spec else re.sub(r"[^A-Za-z0-9_.=-]+", "_", label)
+            row["serve_path"] = str(path) if spec is None else _cached_file(opts, spec, vocab)
             m = row["metrics"]
             _log(
                 opts,

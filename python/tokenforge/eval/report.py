@@ -11,6 +11,11 @@ and writes, into one directory, atomically file by file:
 ``token_lengths.png``     share of held-out tokens by token length in bytes
 ``premiums.png``          premium per language per tokenizer (held-out documents with languages)
 
+The HTML also shows one held-out paragraph cut by every tokenizer, side by
+side (:func:`sample_paragraph`, :func:`sample_cut`), each with a link that opens
+the playground (``tokenforge serve``, :mod:`tokenforge.serve`) on it, and the
+command that starts the playground with the report's tokenizers.
+
 matplotlib is imported only here, with the non-interactive Agg backend.
 """
 
@@ -24,7 +29,17 @@ from pathlib import Path
 
 from ..formats.atomic import atomic_write
 
-__all__ = ["write_report", "render_markdown", "render_html", "seed_ordering", "language_table", "gini_table"]
+__all__ = [
+    "write_report",
+    "render_markdown",
+    "render_html",
+    "seed_ordering",
+    "language_table",
+    "gini_table",
+    "sample_paragraph",
+    "sample_cut",
+    "playground_command",
+]
 
 FORMAT = "tokenforge-compare"
 VERSION = 1
@@ -430,6 +445,10 @@ def render_markdown(results: dict, plots: dict[str, str]) -> str:
         out += [_md_table(head, rows), ""]
         if "premiums" in plots:
             out += [f"![premium per language]({plots['premiums']})", ""]
+    command = playground_command(results)
+    if command:
+        out += ["See where each tokenizer cuts the text (report.html shows a paragraph; the playground any text):", ""]
+        out += ["```bash", command, "```", ""]
     head, rows = lz78_table(results)
     if rows:
         out += ["## LZ78 output vocabulary", "", _LZ78_NOTE, "", _md_table(head, rows), ""]
@@ -457,7 +476,105 @@ def render_markdown(results: dict, plots: dict[str, str]) -> str:
 _CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}
 td:first-child,th:first-child,td:nth-child(2){text-align:left}pre{background:#f4f4f4;padding:.8em;overflow-x:auto}
-img{max-width:100%;border:1px solid #eee;margin:.5em 0}"""
+img{max-width:100%;border:1px solid #eee;margin:.5em 0}
+.cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(340px,1fr));gap:10px}
+.card{border:1px solid #ddd;border-radius:6px;padding:6px 10px}.card h3{font-size:1em;margin:.2em 0}
+.card p{margin:0 0 .3em;color:#666;font-size:.85em}
+.toks{font:13px/1.8 ui-monospace,monospace;white-space:pre-wrap;overflow-wrap:anywhere}
+.t0{background:#fde2c8}.t1{background:#cfe8fc}.t2{background:#d8f3d0}.t3{background:#f6d4f0}
+.t4{background:#fff1b3}.t5{background:#d9d6fb}.x{font-size:10px;color:#6b2b00}"""
+
+
+# ---------------------------------------------------------------------------
+# one paragraph, cut by each tokenizer; the playground
+# ---------------------------------------------------------------------------
+#: the sample paragraph's length bounds, in characters
+SAMPLE_MIN_CHARS, SAMPLE_MAX_CHARS = 120, 400
+#: where ``tokenforge serve`` listens by default (the links' address)
+PLAYGROUND_URL = "http://127.0.0.1:8765/"
+
+
+def sample_paragraph(docs) -> str:
+    """A paragraph of the held-out text to show cut by each tokenizer: the first
+    one of at least :data:`SAMPLE_MIN_CHARS` characters (else the longest),
+    cut at a space before :data:`SAMPLE_MAX_CHARS`."""
+    best = ""
+    for d in docs:
+        for para in d.split("\n\n"):
+            para = para.strip()
+            if len(para) >= SAMPLE_MIN_CHARS:
+                best = para
+                break
+            if len(para) > len(best):
+                best = para
+        if len(best) >= SAMPLE_MIN_CHARS:
+            break
+    if len(best) > SAMPLE_MAX_CHARS:
+        cut = best.rfind(" ", 0, SAMPLE_MAX_CHARS)
+        best = best[: cut if cut > SAMPLE_MIN_CHARS else SAMPLE_MAX_CHARS]
+    return best
+
+
+def sample_cut(tok, text: str) -> dict:
+    """``{"ids", "pieces"}`` of ``text`` (pieces as the playground's API gives them)."""
+    from ..serve.detail import TokenInfo
+
+    ids = [int(i) for i in tok.encode_ordinary(text)]
+    pieces, _ = TokenInfo(tok).pieces(ids)
+    return {"ids": ids, "pieces": pieces}
+
+
+def _serve_rows(results: dict) -> list[dict]:
+    return [r for r in _rows(results) if r.get("sample") and r.get("serve_path")]
+
+
+def playground_command(results: dict) -> str | None:
+    """``tokenforge serve NAME=PATH ...`` for the report's tokenizers (None without files)."""
+    import shlex
+
+    rows = _serve_rows(results)
+    if not rows:
+        return None
+    return shlex.join(["tokenforge", "serve", *(f"{r['serve_name']}={r['serve_path']}" for r in rows)])
+
+
+def _playground_link(text: str, names: list[str]) -> str:
+    from urllib.parse import urlencode
+
+    return PLAYGROUND_URL + "#" + urlencode([("t", text), *(("k", n) for n in names)])
+
+
+def _sample_html(results: dict) -> list[str]:
+    e = html.escape
+    text = results.get("sample_text")
+    rows = [r for r in _rows(results) if r.get("sample")]
+    if not text or not rows:
+        return []
+    parts = ["<h2>One paragraph, cut by each tokenizer</h2>"]
+    command = playground_command(results)
+    if command:
+        everyone = _playground_link(text, [r["serve_name"] for r in _serve_rows(results)])
+        parts += [
+            f"<p>Each coloured span is one token (hover: its id). Every name links to the playground opened on "
+            f'this paragraph (<a href="{e(everyone)}">all of them</a>); start it with:</p>',
+            f"<pre><code>{e(command)}</code></pre>",
+        ]
+    cards = []
+    for r in rows:
+        ids, pieces = r["sample"]["ids"], r["sample"]["pieces"]
+        spans = "".join(
+            f'<span class="t{k % 6}{"" if isinstance(p, str) else " x"}" title="id {i}">'
+            f"{e(p if isinstance(p, str) else '⟨' + p['hex'] + '⟩')}</span>"
+            for k, (i, p) in enumerate(zip(ids, pieces))
+        )
+        name = e(r["label"])
+        if r.get("serve_path"):
+            name = f'<a href="{e(_playground_link(text, [r["serve_name"]]))}">{name}</a>'
+        cards.append(
+            f'<div class="card"><h3>{name}</h3><p>{len(ids):,} tokens</p><div class="toks">{spans}</div></div>'
+        )
+    parts.append(f'<div class="cards">{"".join(cards)}</div>')
+    return parts
 
 
 def _html_table(head, rows) -> str:
@@ -491,6 +608,7 @@ def render_html(results: dict, plots: dict[str, str]) -> str:
         parts += [_html_table(*gini_table(results)), _html_table(*language_table(results))]
         if "premiums" in plots:
             parts.append(f'<img src="{e(plots["premiums"])}" alt="premium per language">')
+    parts += _sample_html(results)
     head, rows = lz78_table(results)
     if rows:
         parts += ["<h2>LZ78 output vocabulary</h2>", f"<p>{e(_LZ78_NOTE)}</p>", _html_table(head, rows)]

@@ -1,0 +1,239 @@
+"""The playground's ASGI app: one page, its three assets, and a JSON API.
+
+``GET /`` the page; ``GET /static/{app.js,style.css}`` its script and style
+(shipped in the package, nothing fetched from elsewhere: the Content-Security-Policy
+says so to the browser too).
+
+``GET /api/tokenizers`` → ``{"tokenizers": [{"name", "family", "vocab_size",
+"encoding", "chunking"}], "max_text": BYTES}``; ``chunking`` is an LZ78
+tokenizer's own setting (null for the other families).
+
+``POST /api/encode`` with ``{"tokenizer": NAME, "text": TEXT}`` and optionally
+``"chunking": true|false`` (LZ78 only: encode with or without its pre-tokenizer
+split) and ``"details": true`` → ``{"tokenizer", "ids", "pieces", "num_bytes",
+"num_chars", "exact"}`` (+ ``"details": {"<id>": {...}}`` for each distinct id).
+A piece is the token's text, or ``{"hex": "..."}`` for bytes that are not valid
+in the tokenizer's text encoding (:mod:`tokenforge.serve.detail`); the pieces'
+bytes joined are the bytes the tokenizer saw. ``exact`` says whether those are
+the text's own bytes (false when the tokenizer normalised the text, NFC for the
+growing vocabulary, or replaced characters it cannot read, mixedgram's latin1).
+
+Limits, each a 4xx with ``{"error": message}``, never a 500 for bad input: a
+body longer than the text limit allows (``Content-Length`` is checked before
+reading, the bytes read are counted while reading) or a text longer than
+``max_text`` UTF-8 bytes → 413; an unknown tokenizer → 404; a body that is not
+a JSON object, a field of the wrong type or an unknown field → 400; an input the
+tokenizer refuses (a TokenforgeError) → 422. Encoding runs in Starlette's worker
+threads (the core releases the GIL), never on the event loop.
+
+Not handled: authentication (the server binds to loopback by default; anyone
+who can reach the port can use it), batching many texts in one request,
+special tokens (text is encoded with ``encode_ordinary``).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import warnings
+from importlib import resources
+from typing import Any, Mapping
+
+from ..errors import TokenforgeError
+from .detail import TokenInfo
+
+__all__ = ["create_app", "DEFAULT_MAX_TEXT", "body_limit"]
+
+#: the default limit on a text's UTF-8 bytes (``--max-text``)
+DEFAULT_MAX_TEXT = 1_000_000
+
+#: JSON writes one text byte as at most 6 characters (``\u0000``); the rest of
+#: the request object is small
+_ESCAPE_FACTOR = 6
+_ENVELOPE = 64 * 1024
+
+_CSP = "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+
+
+def body_limit(max_text: int) -> int:
+    """The largest request body accepted for a text limit of ``max_text`` bytes."""
+    return _ESCAPE_FACTOR * max_text + _ENVELOPE
+
+
+class _Served:
+    """One tokenizer the server answers for, and its LZ78 twin with the other chunking."""
+
+    def __init__(self, name: str, tok):
+        self.name = name
+        self.tok = tok
+        self.info = TokenInfo(tok)
+        self.chunking: bool | None = None
+        self._twin = None
+        if tok.family == "lz78":
+            self.chunking = bool(tok.chunking)
+            twin = copy.deepcopy(tok)  # a tokenizer travels as its file's bytes (tokenforge.base)
+            with warnings.catch_warnings():  # "trained with chunking=..." is what the toggle is for
+                warnings.simplefilter("ignore")
+                twin.set_chunking(not self.chunking)
+            self._twin = twin
+
+    def describe(self) -> dict:
+        return {
+            "name": self.name,
+            "family": self.tok.family,
+            "vocab_size": int(self.tok.vocab_size),
+            "encoding": self.info.encoding,
+            "chunking": self.chunking,
+        }
+
+    def encode(self, text: str, chunking: bool | None, details: bool) -> dict:
+        tok = self.tok
+        if chunking is not None and chunking != self.chunking:
+            tok = self._twin
+        ids = [int(i) for i in tok.encode_ordinary(text)]
+        info = self.info
+        pieces, num_bytes = info.pieces(ids)
+        try:
+            exact = num_bytes == len(text.encode(info.encoding)) and tok.decode_bytes(ids) == text.encode(info.encoding)
+        except UnicodeEncodeError:  # a lone surrogate, a character latin1 lacks
+            exact = False
+        out: dict[str, Any] = {
+            "tokenizer": self.name,
+            "ids": ids,
+            "pieces": pieces,
+            "num_bytes": num_bytes,
+            "num_chars": len(text),
+            "exact": exact,
+        }
+        if details:
+            out["details"] = {str(i): info.detail(i) for i in dict.fromkeys(ids)}
+        return out
+
+
+class _BadRequest(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _asset(name: str) -> bytes:
+    return resources.files(__package__).joinpath("static").joinpath(name).read_bytes()
+
+
+def create_app(
+    tokenizers: Mapping[str, Any], *, max_text: int = DEFAULT_MAX_TEXT, title: str = "tokenforge playground"
+):
+    """The Starlette app serving ``tokenizers`` (name → tokenizer, in the order shown).
+
+    ``max_text``: the longest text accepted, in UTF-8 bytes (longer → 413)."""
+    from starlette.applications import Starlette
+    from starlette.concurrency import run_in_threadpool
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, Response
+    from starlette.routing import Route
+
+    if isinstance(max_text, bool) or not isinstance(max_text, int) or max_text < 1:
+        raise TokenforgeError(f"max_text must be a positive number of bytes, not {max_text!r}")
+    if not tokenizers:
+        raise TokenforgeError("the playground needs at least one tokenizer")
+    served = {}
+    for name, tok in tokenizers.items():
+        if not isinstance(name, str) or not name:
+            raise TokenforgeError(f"a tokenizer's name must be a non-empty str, not {name!r}")
+        served[name] = _Served(name, tok)
+    limit = body_limit(max_text)
+    assets = {
+        "index.html": ("text/html; charset=utf-8", _asset("index.html").replace(b"{{title}}", title.encode())),
+        "app.js": ("text/javascript; charset=utf-8", _asset("app.js")),
+        "style.css": ("text/css; charset=utf-8", _asset("style.css")),
+    }
+    listing = {"tokenizers": [s.describe() for s in served.values()], "max_text": max_text}
+
+    def error(status: int, message: str) -> JSONResponse:
+        return JSONResponse({"error": message}, status_code=status)
+
+    def asset(name: str) -> Response:
+        kind, body = assets[name]
+        return Response(body, media_type=kind, headers={"Content-Security-Policy": _CSP, "Cache-Control": "no-cache"})
+
+    async def page(request: Request) -> Response:
+        return asset("index.html")
+
+    async def static(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in assets or name == "index.html":
+            return error(404, f"no such asset: {name}")
+        return asset(name)
+
+    async def list_tokenizers(request: Request) -> Response:
+        return JSONResponse(listing)
+
+    async def read_body(request: Request) -> bytes:
+        length = request.headers.get("content-length")
+        if length is not None:
+            if not length.isdigit():
+                raise _BadRequest(400, "Content-Length is not a number")
+            if int(length) > limit:
+                raise _BadRequest(413, f"the request body ({int(length):,} bytes) is over the limit of {limit:,} bytes")
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise _BadRequest(413, f"the request body is over the limit of {limit:,} bytes")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def parse(body: bytes) -> tuple[_Served, str, bool | None, bool]:
+        try:
+            req = json.loads(body)
+        except (UnicodeDecodeError, ValueError) as e:  # JSONDecodeError is a ValueError
+            raise _BadRequest(400, f"the body is not JSON ({e})") from None
+        except RecursionError:
+            raise _BadRequest(400, "the body is JSON nested too deeply") from None
+        if not isinstance(req, dict):
+            raise _BadRequest(400, f"the body must be a JSON object, not {type(req).__name__}")
+        unknown = set(req) - {"tokenizer", "text", "chunking", "details"}
+        if unknown:
+            raise _BadRequest(400, f"unknown field(s): {', '.join(sorted(unknown))}")
+        name, text = req.get("tokenizer"), req.get("text")
+        if not isinstance(name, str):
+            raise _BadRequest(400, '"tokenizer" must be a string (a name from GET /api/tokenizers)')
+        if not isinstance(text, str):
+            raise _BadRequest(400, '"text" must be a string')
+        chunking, details = req.get("chunking"), req.get("details", False)
+        if chunking is not None and not isinstance(chunking, bool):
+            raise _BadRequest(400, '"chunking" must be true, false or null')
+        if not isinstance(details, bool):
+            raise _BadRequest(400, '"details" must be true or false')
+        s = served.get(name)
+        if s is None:
+            raise _BadRequest(404, f"no tokenizer named {name!r}; known: {', '.join(served)}")
+        if chunking is not None and s.chunking is None:
+            raise _BadRequest(400, f'"chunking" applies to LZ78 tokenizers only; {name!r} is {s.tok.family}')
+        # the limit is on the text's UTF-8 bytes; a character is at most 4 (a lone surrogate, 3)
+        if len(text) > max_text or (4 * len(text) > max_text and len(text.encode("utf-8", "surrogatepass")) > max_text):
+            raise _BadRequest(413, f"the text is over the limit of {max_text:,} UTF-8 bytes")
+        return s, text, chunking, details
+
+    async def encode(request: Request) -> Response:
+        try:
+            s, text, chunking, details = parse(await read_body(request))
+        except _BadRequest as e:
+            return error(e.status, e.message)
+        try:
+            out = await run_in_threadpool(s.encode, text, chunking, details)
+        except TokenforgeError as e:
+            return error(422, f"{s.name}: {e}")
+        return JSONResponse(out)
+
+    routes = [
+        Route("/", page, methods=["GET"]),
+        Route("/static/{name}", static, methods=["GET"]),
+        Route("/api/tokenizers", list_tokenizers, methods=["GET"]),
+        Route("/api/encode", encode, methods=["POST"]),
+    ]
+    app = Starlette(routes=routes)
+    app.state.tokenizers = served
+    app.state.max_text = max_text
+    return app
