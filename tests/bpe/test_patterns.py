@@ -122,7 +122,9 @@ def split_patterns(draw):
     for _ in range(draw(st.integers(1, 3))):
         seq = "".join(draw(st.lists(_quantified(), min_size=1, max_size=3)))
         look = draw(st.sampled_from(["", "", "", r"(?!\S)", r"(?=\s)", r"(?!\d)"]))
-        behind = draw(st.sampled_from(["", "", "", "(?<=a)", r"(?<!\s)", "(?<=a+)"]))  # a+: variable length (fancy-regex >= 0.16 accepts it)
+        behind = draw(
+            st.sampled_from(["", "", "", "(?<=a)", r"(?<!\s)", "(?<=a+)"])
+        )  # a+: variable length (fancy-regex >= 0.16 accepts it)
         alternatives.append(behind + seq + look)
     return "|".join(alternatives)
 

@@ -511,9 +511,9 @@ def expand_vocabulary(
         raise TokenforgeError(f"init_std must be a finite number >= 0, not {init_std!r}")
     if head_init is None:
         head_init = init
-    for name, v in (("init", init), ("head_init", head_init)):
-        if v not in ("parts", "normal"):
-            raise TokenforgeError(f"{name} must be 'parts' or 'normal', not {v!r}")
+    for what, rule in (("init", init), ("head_init", head_init)):
+        if rule not in ("parts", "normal"):
+            raise TokenforgeError(f"{what} must be 'parts' or 'normal', not {rule!r}")
     ours = _tokenforge_embedding(model_or_modules)
     if ours is not None:
         emb, head = ours[0], ours[1]
