@@ -205,3 +205,25 @@ def test_the_committed_multilingual_fixture():
         assert m["premium"] == pytest.approx(mine / ref)
     assert r["languages"]["ja"]["fertility"] is None and r["languages"]["ru"]["fertility"] > 1
     assert 0 < r["gini"] < 1
+
+
+def test_token_length_plot_stays_readable_with_a_dozen_tokenizers(tmp_path, monkeypatch):
+    """Up to four tokenizers share one plot; a dozen get one small panel each
+    (four to a row, shared axes), so none hides another."""
+    pytest.importorskip("matplotlib")
+    from tokenforge.eval.report import plot_token_lengths, token_length_layout
+
+    monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path / "mpl"))
+    assert [token_length_layout(n) for n in (1, 4, 5, 8, 12, 13)] == [(1, 1), (1, 1), (2, 4), (2, 4), (3, 4), (4, 4)]
+    rows = [
+        {"label": f"tok{k}", "metrics": {"token_length_histogram": {str(n): (n * k) % 7 + 1 for n in range(1, 9 + k)}}}
+        for k in range(12)
+    ]
+    sizes = {}
+    for n in (3, 12):
+        out = tmp_path / f"lengths{n}.png"
+        assert plot_token_lengths({"rows": rows[:n]}, out)
+        data = out.read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n"
+        sizes[n] = int.from_bytes(data[20:24], "big")  # PNG height
+    assert sizes[12] > sizes[3]  # three rows of panels, not one crowded plot

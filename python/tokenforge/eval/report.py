@@ -8,7 +8,8 @@ and writes, into one directory, atomically file by file:
 ``report.html``           the same, self-contained except for the PNGs beside it
 ``bytes_per_token.png``   held-out bytes per token against vocabulary size
 ``bpb.png``               bits per byte, mean ± std over seeds (with ``--bpb``)
-``token_lengths.png``     share of held-out tokens by token length in bytes
+``token_lengths.png``     share of held-out tokens by token length in bytes (one panel per
+                          tokenizer past four, shared axes: a dozen stay readable)
 ``premiums.png``          premium per language per tokenizer (held-out documents with languages)
 
 The HTML also shows one held-out paragraph cut by every tokenizer, side by
@@ -332,24 +333,77 @@ def plot_bpb(results: dict, path: Path) -> bool:
     return True
 
 
+#: Up to this many tokenizers share one plot of token lengths; more get small multiples.
+LENGTHS_ONE_PLOT = 4
+
+
+def token_length_layout(n: int) -> tuple[int, int]:
+    """(rows, columns) of the token-length plot for ``n`` tokenizers: one
+    panel up to :data:`LENGTHS_ONE_PLOT`, else one small panel each, four to
+    a row, so a dozen tokenizers stay readable."""
+    if n <= LENGTHS_ONE_PLOT:
+        return 1, 1
+    cols = 4
+    return -(-n // cols), cols
+
+
+def _length_shares(r: dict, top: int) -> list[float]:
+    h = {int(k): v for k, v in r["metrics"]["token_length_histogram"].items()}
+    total = sum(h.values()) or 1
+    return [h.get(x, 0) / total for x in range(1, top + 1)]
+
+
 def plot_token_lengths(results: dict, path: Path) -> bool:
     rows = _rows(results)
     if not rows:
         return False
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    top = 1
     for r in rows:
-        h = {int(k): v for k, v in r["metrics"]["token_length_histogram"].items()}
-        total = sum(h.values()) or 1
-        top = min(max(h) if h else 1, 24)
-        xs = list(range(1, top + 1))
-        ys = [h.get(x, 0) / total for x in xs]
-        ax.plot(xs, ys, marker=".", label=r["label"])
-    ax.set_xlabel("token length (bytes)")
-    ax.set_ylabel("share of held-out tokens")
-    ax.set_title("Token length distribution")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
+        h = r["metrics"]["token_length_histogram"]
+        top = max(top, min(max((int(k) for k in h), default=1), 24))
+    xs = list(range(1, top + 1))
+    nrows, ncols = token_length_layout(len(rows))
+    if nrows == ncols == 1:
+        fig, ax = plt.subplots(figsize=(7, 4.2))
+        for r in rows:
+            ax.plot(xs, _length_shares(r, top), marker=".", label=r["label"])
+        ax.set_xlabel("token length (bytes)")
+        ax.set_ylabel("share of held-out tokens")
+        ax.set_title("Token length distribution")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7, ncol=2)
+    else:
+        # small multiples: one panel per tokenizer on shared axes, with the
+        # median share over all tokenizers in grey behind each for reference
+        shares = [_length_shares(r, top) for r in rows]
+        median = [sorted(col)[len(col) // 2] for col in zip(*shares)]
+        fig, axes = plt.subplots(
+            nrows,
+            ncols,
+            figsize=(3.0 * ncols, 2.4 * nrows + 0.6),
+            sharex=True,
+            sharey=True,
+            squeeze=False,
+            layout="constrained",
+        )
+        for k, ax in enumerate(axes.flat):
+            if k >= len(rows):
+                ax.set_visible(False)
+                continue
+            ax.plot(xs, median, color="#bbbbbb", linewidth=1.2, label="median of all")
+            ax.bar(xs, shares[k], color="#4c72b0", width=0.8)
+            h = rows[k]["metrics"]["token_length_histogram"]
+            mean = sum(int(n) * c for n, c in h.items()) / (sum(h.values()) or 1)
+            ax.set_title(f"{rows[k]['label']}\nmean {mean:.2f} bytes", fontsize=8)
+            ax.grid(True, alpha=0.3)
+            ax.tick_params(labelsize=7)
+        for ax in axes[-1]:
+            ax.set_xlabel("token length (bytes)", fontsize=8)
+        for ax in axes[:, 0]:
+            ax.set_ylabel("share of tokens", fontsize=8)
+        axes.flat[0].legend(fontsize=6, loc="upper right")
+        fig.suptitle("Token length distribution (grey: median over all tokenizers)", fontsize=10)
     _save_png(fig, path)
     plt.close(fig)
     return True
