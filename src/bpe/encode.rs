@@ -548,43 +548,12 @@ impl BpeModel {
     #[inline(always)]
     fn merge_short_fast(&self, fast: &Fast, piece: &[u8], out: &mut Vec<u32>) {
         let Some(p) = &fast.pairs else { return self.merge_short(piece, out) };
-        let mut parts: [u32; LONG_PIECE] = [0; LONG_PIECE];
-        let mut ranks: [u32; LONG_PIECE] = [NO_RANK; LONG_PIECE];
-        let mut n = piece.len();
-        for (i, &b) in piece.iter().enumerate() {
-            parts[i] = self.byte_to_id[b as usize];
-        }
-        for i in 0..n - 1 {
-            ranks[i] = fast.byte_pairs[(piece[i] as usize) << 8 | piece[i + 1] as usize];
-        }
-        let rank = |a, b| p.get(a, b, NO_RANK);
-        loop {
-            let mut best = NO_RANK;
-            let mut at = 0;
-            for (i, &r) in ranks[..n - 1].iter().enumerate() {
-                if r < best {
-                    best = r;
-                    at = i;
-                }
-            }
-            if best == NO_RANK {
-                break;
-            }
-            parts[at] = best;
-            parts.copy_within(at + 2..n, at + 1);
-            ranks.copy_within(at + 1..n - 1, at);
-            n -= 1;
-            if at + 1 < n {
-                ranks[at] = rank(parts[at], parts[at + 1]);
-            }
-            if at > 0 {
-                ranks[at - 1] = rank(parts[at - 1], parts[at]);
-            }
-            if n == 1 {
-                break;
-            }
-        }
-        out.extend_from_slice(&parts[..n]);
+        self.merge_short_loop(
+            piece,
+            |i| fast.byte_pairs[(piece[i] as usize) << 8 | piece[i + 1] as usize],
+            |a, b| p.get(a, b, NO_RANK),
+            out,
+        )
     }
 
     #[inline(always)]
@@ -599,14 +568,28 @@ impl BpeModel {
     /// [`Self::merge_short`] with the rank of a pair given by `rank`.
     #[inline(always)]
     fn merge_short_with(&self, piece: &[u8], rank: impl Fn(u32, u32) -> u32, out: &mut Vec<u32>) {
+        let first = |i: usize| rank(self.byte_to_id[piece[i] as usize], self.byte_to_id[piece[i + 1] as usize]);
+        self.merge_short_loop(piece, first, &rank, out)
+    }
+
+    /// The merge loop of short pieces: `first(i)` is the rank of the pair of
+    /// bytes `i, i + 1` (the first round), `rank` that of any later pair.
+    #[inline(always)]
+    fn merge_short_loop(
+        &self,
+        piece: &[u8],
+        first: impl Fn(usize) -> u32,
+        rank: impl Fn(u32, u32) -> u32,
+        out: &mut Vec<u32>,
+    ) {
         let mut parts: [u32; LONG_PIECE] = [0; LONG_PIECE];
         let mut ranks: [u32; LONG_PIECE] = [NO_RANK; LONG_PIECE];
         let mut n = piece.len();
         for (i, &b) in piece.iter().enumerate() {
             parts[i] = self.byte_to_id[b as usize];
         }
-        for i in 0..n - 1 {
-            ranks[i] = rank(parts[i], parts[i + 1]);
+        for (i, r) in ranks[..n - 1].iter_mut().enumerate() {
+            *r = first(i);
         }
         loop {
             let mut best = NO_RANK;
