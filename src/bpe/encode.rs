@@ -25,8 +25,8 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use super::fast::{
-    LongCache, LongKey, PairTable, PieceCache, PieceTable, ShortKey, CACHE_ID_LIMIT, CACHE_MAX, CACHE_SLOTS,
-    LONG_CACHE_MAX, LONG_CACHE_SLOTS, PIECE_MAX,
+    spill_hash, LongCache, LongKey, PairTable, PieceCache, PieceTable, ShortKey, SpillCache, CACHE_ID_LIMIT, CACHE_MAX,
+    CACHE_SLOTS, LONG_CACHE_MAX, LONG_CACHE_SLOTS, PIECE_MAX, SPILL_MAX,
 };
 use super::ranks::{id_limit, id_too_large, SplitIndex};
 use super::train::{pack, unpack};
@@ -139,6 +139,8 @@ struct Fast {
     byte_pairs: Vec<u32>,
     /// None if an id is 2^24 or more
     cache: Option<(PieceCache, LongCache)>,
+    /// what the fixed caches cannot hold (used only with them)
+    spill: SpillCache,
 }
 
 /// Built once, on the first encode, by whichever thread gets there first. A
@@ -438,7 +440,7 @@ impl BpeModel {
                 .then(|| (PieceCache::new(CACHE_SLOTS, ids), LongCache::new(LONG_CACHE_SLOTS, ids)));
             let byte_pairs =
                 (0..1usize << 16).map(|ab| self.rank(self.byte_to_id[ab >> 8], self.byte_to_id[ab & 0xFF])).collect();
-            Box::new(Fast { pieces, pairs, byte_pairs, cache })
+            Box::new(Fast { pieces, pairs, byte_pairs, cache, spill: SpillCache::default() })
         })
     }
 
@@ -449,6 +451,7 @@ impl BpeModel {
             f.pieces.as_ref().map_or(0, |p| p.memory())
                 + f.pairs.as_ref().map_or(0, |p| p.memory())
                 + f.cache.as_ref().map_or(0, |(c, l)| c.memory() + l.memory())
+                + f.spill.memory()
                 + f.byte_pairs.len() * 4
         })
     }
@@ -484,11 +487,30 @@ impl BpeModel {
                 }
             }
         }
+        self.encode_cached(fast, piece, key, out)
+    }
+
+    /// [`Self::encode_keyed`] once the short-token table has said no (or
+    /// has nothing for this length): the caches, then the rule.
+    #[inline(always)]
+    fn encode_cached(&self, fast: &Fast, piece: &[u8], key: &ShortKey, out: &mut Vec<u32>) {
+        let n = piece.len();
         let Some((cache, _)) = &fast.cache else {
             return self.encode_piece_slow(fast, piece, out);
         };
         if cache.get(key, out) {
             return;
+        }
+        // Pieces of more bytes than an entry holds ids (they may have too
+        // many ids for it) or than a token of the short table are kept in the
+        // spill cache too: it has no conflicts between entries (the fixed
+        // cache is 2-way), and a merge of 16 bytes or more costs a
+        // microsecond, against the spill cache's one lock.
+        let spill = (n > cache.most().min(PIECE_MAX)).then(|| spill_hash(piece));
+        if let Some(h) = spill {
+            if fast.spill.get(piece, h, out) {
+                return;
+            }
         }
         let start = out.len();
         if n <= PIECE_MAX && fast.pieces.is_some() {
@@ -497,11 +519,17 @@ impl BpeModel {
         } else {
             self.encode_piece_slow(fast, piece, out);
         }
-        cache.put(key, &out[start..], piece.as_ptr() as usize >> 4);
+        if out.len() - start <= cache.most() {
+            cache.put(key, &out[start..], piece.as_ptr() as usize >> 4);
+        }
+        if let Some(h) = spill {
+            fast.spill.put(piece, h, &out[start..]);
+        }
     }
 
     /// A piece of 1 or more than `CACHE_MAX` bytes: the long-piece cache
-    /// (up to `LONG_CACHE_MAX` bytes), then the rule.
+    /// (up to `LONG_CACHE_MAX` bytes) or the spill cache (up to
+    /// `SPILL_MAX`), then the rule.
     #[inline]
     fn encode_piece_cold(&self, fast: &Fast, piece: &[u8], out: &mut Vec<u32>) {
         let n = piece.len();
@@ -511,9 +539,26 @@ impl BpeModel {
                 if long.get(&key, out) {
                     return;
                 }
+                // backed by the spill cache, as in `encode_keyed`
+                let h = spill_hash(piece);
+                if fast.spill.get(piece, h, out) {
+                    return;
+                }
                 let start = out.len();
                 self.encode_piece_slow(fast, piece, out);
-                long.put(&key, &out[start..], piece.as_ptr() as usize >> 4);
+                if out.len() - start <= long.most() {
+                    long.put(&key, &out[start..], piece.as_ptr() as usize >> 4);
+                }
+                fast.spill.put(piece, h, &out[start..]);
+            }
+            Some(_) if n > LONG_CACHE_MAX && n <= SPILL_MAX => {
+                let h = spill_hash(piece);
+                if fast.spill.get(piece, h, out) {
+                    return;
+                }
+                let start = out.len();
+                self.encode_piece_slow(fast, piece, out);
+                fast.spill.put(piece, h, &out[start..]);
             }
             _ => self.encode_piece_slow(fast, piece, out),
         }
@@ -634,46 +679,83 @@ impl BpeModel {
 
     /// Encode text; special-token text is ordinary text.
     pub fn encode_ordinary_into(&self, text: &str, out: &mut Vec<u32>) -> Result<()> {
-        // Pieces are encoded BATCH at a time: when a piece is split off, its
-        // key is computed and its table slots are prefetched; it is looked up
-        // when the batch is full, by which time the slots (random lines of
-        // tables of several MiB) have had the time of BATCH pieces to arrive,
-        // and the misses of a batch overlap instead of stalling one by one.
-        const BATCH: usize = 16;
+        // Pieces are encoded BATCH at a time, in three steps, so that the
+        // misses of a batch (random lines of tables of several MiB) overlap
+        // instead of stalling one by one:
+        // 1. as a piece is split off, its key is computed and the one line
+        //    it will be looked up in first is prefetched: the short-token
+        //    table's slot for a piece of up to PIECE_MAX bytes (70-90% of the
+        //    pieces of English or code are one token and end there), the
+        //    cache's set for a longer one;
+        // 2. when the batch is full, the short pieces are looked up in the
+        //    token table (their lines have had the time of the batch to
+        //    arrive), and for those that are not tokens the cache's set is
+        //    prefetched;
+        // 3. the pieces' ids are written in order, the misses of step 2 from
+        //    the cache (or the rule).
+        // Prefetching both tables for every piece (as before) asked for three
+        // lines a piece where one is used, and the line-fill buffers ran out.
+        const BATCH: usize = 32;
+        const NONE: u32 = u32::MAX;
         let fast = self.fast();
+        let cache = fast.cache.as_ref().map(|(c, _)| c);
+        let table = fast.pieces.as_ref();
         let mut pieces: [&[u8]; BATCH] = [&[]; BATCH];
         let mut keys = [ShortKey::EMPTY; BATCH];
+        let mut found = [NONE; BATCH];
         let mut k = 0;
-        let flush = |pieces: &[&[u8]], keys: &[ShortKey], out: &mut Vec<u32>| {
-            for (p, key) in pieces.iter().zip(keys) {
-                if (2..=CACHE_MAX).contains(&p.len()) {
-                    self.encode_keyed(fast, p, key, out)
+        let flush = |pieces: &[&[u8]], keys: &[ShortKey], found: &mut [u32], out: &mut Vec<u32>| {
+            if let Some(t) = table {
+                for ((p, key), f) in pieces.iter().zip(keys).zip(found.iter_mut()) {
+                    *f = NONE;
+                    if (2..=PIECE_MAX).contains(&p.len()) {
+                        match t.get(key) {
+                            Some(id) => *f = id,
+                            None => {
+                                if let Some(c) = cache {
+                                    c.prefetch(key)
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            for ((p, key), &f) in pieces.iter().zip(keys).zip(found.iter()) {
+                if f != NONE {
+                    out.push(f);
+                } else if (2..=CACHE_MAX).contains(&p.len()) {
+                    if table.is_some() {
+                        self.encode_cached(fast, p, key, out)
+                    } else {
+                        self.encode_keyed(fast, p, key, out)
+                    }
                 } else {
                     self.encode_piece_cold(fast, p, out)
                 }
             }
         };
+        let bytes = text.as_bytes();
         self.pretok.split(text, |p| {
             let p = p.as_bytes();
             pieces[k] = p;
-            if (2..=CACHE_MAX).contains(&p.len()) {
-                let key = ShortKey::new(p);
-                // both: a piece that is not a token is looked up in the cache next
-                if let (Some(t), true) = (&fast.pieces, p.len() <= PIECE_MAX) {
-                    t.prefetch(&key);
-                }
-                if let Some((c, _)) = &fast.cache {
-                    c.prefetch(&key);
+            let n = p.len();
+            if (2..=CACHE_MAX).contains(&n) {
+                // the piece is a slice of `text`: its key from whole-word loads there
+                let key = ShortKey::new_in(bytes, p.as_ptr() as usize - bytes.as_ptr() as usize, n);
+                match (table, cache) {
+                    (Some(t), _) if n <= PIECE_MAX => t.prefetch(&key),
+                    (_, Some(c)) => c.prefetch(&key),
+                    _ => {}
                 }
                 keys[k] = key;
             }
             k += 1;
             if k == BATCH {
-                flush(&pieces, &keys, out);
+                flush(&pieces, &keys, &mut found, out);
                 k = 0;
             }
         })?;
-        flush(&pieces[..k], &keys[..k], out);
+        flush(&pieces[..k], &keys[..k], &mut found[..k], out);
         Ok(())
     }
 

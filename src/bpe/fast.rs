@@ -1,7 +1,8 @@
 //! The encoder's fast tables: what [`super::encode::BpeModel`] looks up for
 //! every piece, built with a model read from a rank file (or on the first
 //! encode of any other model) and never changed except the bounded caches.
-//! In all, 22 MiB for cl100k and 34 MiB for o200k (figures below).
+//! In all, 22 MiB for cl100k and 34 MiB for o200k (figures below), and up
+//! to 32 MiB more of [`SpillCache`] entries.
 //!
 //! - [`PieceTable`]: token bytes (2 to [`PIECE_MAX`] bytes) -> id, for
 //!   tiktoken's rule (a piece that is a token is emitted whole). The key is
@@ -35,10 +36,13 @@
 //!   model) and [`LONG_CACHE_SLOTS`] of 128 bytes (2 MiB).
 //!   A cached entry is exactly what the merge loop returned for those bytes,
 //!   so a hit can never change the ids, only skip the work.
+//! - [`SpillCache`]: what those two cannot hold — pieces of up to
+//!   [`SPILL_MAX`] bytes past the long cache, and results with more ids than
+//!   an entry holds — in sharded, locked hash maps; at most 32 MiB of
+//!   entries (a shard that would pass its share is emptied).
 //!
-//! Not handled: pieces longer than [`LONG_CACHE_MAX`] bytes (merged every
-//! time, their whole-piece lookup in the model's hash map), results with
-//! more ids than an entry holds (not cached), vocabularies with ids of 2^21 - 1 or more
+//! Not handled: pieces longer than [`SPILL_MAX`] bytes (merged every
+//! time, their whole-piece lookup in the model's hash map), vocabularies with ids of 2^21 - 1 or more
 //! (no pair table: the model's hash map answers) or 2^24 or more (no cache).
 
 use std::alloc::{alloc, alloc_zeroed, dealloc, handle_alloc_error, Layout};
@@ -183,6 +187,44 @@ impl<const W: usize> Key<W> {
         Key { w, hash }
     }
 
+    /// The key of `buf[start..start + n]` (`n` in 1..`8 * W`): the same
+    /// key as [`Self::new`] of those bytes. When `8 * W` bytes can be read
+    /// from `start` (the piece is not at the very end of `buf`), the words
+    /// are whole loads masked to the piece's length, with no branch on the
+    /// length: a piece's length is different from the last one's most of the
+    /// time, and `new`'s loads per length mispredicted about once a piece.
+    #[inline(always)]
+    pub fn new_in(buf: &[u8], start: usize, n: usize) -> Self {
+        debug_assert!(n >= 1 && n < 8 * W && start + n <= buf.len());
+        if start + 8 * W > buf.len() {
+            return Self::new(&buf[start..start + n]);
+        }
+        let load = |i: usize| u64::from_le_bytes(buf[start + 8 * i..start + 8 * i + 8].try_into().unwrap());
+        let mut w = [0u64; W];
+        if W >= 3 && n <= 16 {
+            // nearly every piece: two words, the length in the last
+            w[0] = load(0) & MASKS[n.min(8)];
+            w[1] = load(1) & MASKS[n.saturating_sub(8)];
+            w[W - 1] = (n as u64) << 56;
+            let h = w[0].wrapping_mul(MULS[0])
+                ^ w[1].wrapping_mul(MULS[1]).rotate_left(7)
+                ^ w[W - 1].wrapping_mul(MULS[(W - 1) % 4]).rotate_left((W as u32 - 1) * 7);
+            let hash = (h ^ (h >> 29)).wrapping_mul(K1);
+            return Key { w, hash };
+        }
+        let mut h = 0u64;
+        for (i, x) in w.iter_mut().enumerate() {
+            let valid = n.saturating_sub(8 * i).min(8);
+            *x = load(i) & MASKS[valid];
+            if i == W - 1 {
+                *x |= (n as u64) << 56;
+            }
+            h ^= x.wrapping_mul(MULS[i % 4]).rotate_left(i as u32 * 7);
+        }
+        let hash = (h ^ (h >> 29)).wrapping_mul(K1);
+        Key { w, hash }
+    }
+
     /// An unused key (all zero: never equal to a piece's).
     pub const EMPTY: Self = Key { w: [0; W], hash: 0 };
 }
@@ -196,6 +238,17 @@ impl Key<4> {
 }
 
 const MULS: [u64; 4] = [K1, K2, K3, K4];
+
+/// `MASKS[v]`: the low `v` bytes of a word.
+const MASKS: [u64; 9] = {
+    let mut m = [0u64; 9];
+    let mut v = 1;
+    while v < 9 {
+        m[v] = if v == 8 { u64::MAX } else { (1u64 << (8 * v)) - 1 };
+        v += 1;
+    }
+    m
+};
 
 /// Ask for the cache line at `p` ahead of its use (a hint: no effect on
 /// what is computed; nothing on other targets).
@@ -545,9 +598,117 @@ impl<const KW: usize, const IW: usize> Cache<KW, IW> {
     }
 }
 
+/// Longest piece kept in [`SpillCache`].
+pub const SPILL_MAX: usize = 4096;
+/// Shards of [`SpillCache`] (a power of two).
+const SPILL_SHARDS: usize = 16;
+/// Bytes one shard may hold (keys, ids and a fixed cost per entry) before it
+/// is emptied: 2 MiB, so 32 MiB for the whole cache.
+pub const SPILL_SHARD_BYTES: usize = 2 << 20;
+/// What one entry costs beyond its key and ids: the two boxes' headers and
+/// the map's slot, rounded up.
+const SPILL_ENTRY_COST: usize = 64;
+
+/// Piece -> ids for what the fixed caches cannot hold: pieces of
+/// [`CACHE_MAX`] + 1 to [`SPILL_MAX`] bytes that [`LongCache`] does not take,
+/// and results with more ids than an entry of the fixed caches holds (a
+/// Cyrillic word of 30 bytes is 12 or more cl100k tokens; a line of Chinese
+/// with no space is one piece of hundreds of bytes). Without it such a piece
+/// is merged again every time it is seen, which on warm multilingual text
+/// was a fifth of the encoder's time.
+///
+/// Shared by threads: [`SPILL_SHARDS`] shards, each a mutex around a hash
+/// map, chosen by the piece's hash, so two threads rarely wait on each other
+/// (the lock is taken only for these pieces, each of which would otherwise
+/// cost a merge of hundreds of nanoseconds). Memory is bounded: a shard that
+/// would pass [`SPILL_SHARD_BYTES`] is emptied first (counted as key bytes +
+/// 4 bytes per id + [`SPILL_ENTRY_COST`]), so the whole cache never holds
+/// more than 32 MiB of entries. A cached entry is exactly what the merge
+/// loop returned for those bytes: a hit can never change the ids.
+pub struct SpillCache {
+    shards: Vec<std::sync::Mutex<SpillShard>>,
+}
+
+#[derive(Default)]
+struct SpillShard {
+    map: rustc_hash::FxHashMap<Box<[u8]>, Box<[u32]>>,
+    bytes: usize,
+}
+
+impl Default for SpillCache {
+    fn default() -> Self {
+        SpillCache { shards: (0..SPILL_SHARDS).map(|_| Default::default()).collect() }
+    }
+}
+
+impl SpillCache {
+    #[inline(always)]
+    fn shard(&self, hash: u64) -> &std::sync::Mutex<SpillShard> {
+        &self.shards[(hash >> 59) as usize & (SPILL_SHARDS - 1)]
+    }
+
+    /// Append the cached ids of `piece` (whose [`spill_hash`] is `hash`) to
+    /// `out`; false on a miss.
+    #[inline]
+    pub fn get(&self, piece: &[u8], hash: u64, out: &mut Vec<u32>) -> bool {
+        // a poisoned shard (a panic while held) is still a valid map
+        let s = self.shard(hash).lock().unwrap_or_else(|e| e.into_inner());
+        match s.map.get(piece) {
+            Some(ids) => {
+                out.extend_from_slice(ids);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Remember `ids` for `piece` (skipped for pieces longer than [`SPILL_MAX`]).
+    pub fn put(&self, piece: &[u8], hash: u64, ids: &[u32]) {
+        if piece.len() > SPILL_MAX || ids.is_empty() {
+            return;
+        }
+        let cost = piece.len() + 4 * ids.len() + SPILL_ENTRY_COST;
+        let mut s = self.shard(hash).lock().unwrap_or_else(|e| e.into_inner());
+        if s.bytes + cost > SPILL_SHARD_BYTES {
+            s.map = Default::default();
+            s.bytes = 0;
+        }
+        if s.map.insert(piece.into(), ids.into()).is_none() {
+            s.bytes += cost;
+        }
+    }
+
+    /// Bytes held now (as counted against the bound).
+    pub fn memory(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().unwrap_or_else(|e| e.into_inner()).bytes).sum()
+    }
+}
+
+/// The shard hash of a piece for [`SpillCache`] (any piece length).
+#[inline]
+pub fn spill_hash(piece: &[u8]) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(piece).wrapping_mul(K2)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_in_a_buffer_equal_keys_of_the_piece() {
+        let buf: Vec<u8> = (0..100u32).map(|b| (b * 37 + 11) as u8).collect();
+        for start in 0..buf.len() {
+            for n in 1..=CACHE_MAX.min(buf.len() - start) {
+                let (a, b) = (ShortKey::new_in(&buf, start, n), ShortKey::new(&buf[start..start + n]));
+                assert_eq!((a.w, a.hash), (b.w, b.hash), "{start} {n}");
+            }
+            for n in 1..=LONG_CACHE_MAX.min(buf.len() - start) {
+                let (a, b) = (LongKey::new_in(&buf, start, n), LongKey::new(&buf[start..start + n]));
+                assert_eq!((a.w, a.hash), (b.w, b.hash), "{start} {n}");
+            }
+        }
+    }
 
     #[test]
     fn words_are_the_bytes_zero_padded() {

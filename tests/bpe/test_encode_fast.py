@@ -5,7 +5,8 @@ Against tiktoken with the real cl100k and o200k rank files (from the bpe-openai
 wheel, as in test_gpt_patterns.py) and against the slow Python reference with
 vocabularies our trainer makes, on pieces whose lengths sit at every limit of the
 fast path (15/16 bytes: the short-token table; 31/32: the short cache; 63/64: the
-long cache; 95/96: the long merge), pieces that cut characters (CJK, Cyrillic,
+long cache; 95/96: the long merge; 4096/4097 in their own test: the spill cache,
+which also holds results with more ids than a fixed cache entry), pieces that cut characters (CJK, Cyrillic,
 emoji), text with lone surrogates, and each text encoded twice (the second time
 from the cache) through every entry point: encode_ordinary, encode_batch on two
 threads (lists and numpy), encode_to_numpy.
@@ -90,6 +91,29 @@ def test_ids_equal_tiktoken_at_every_limit(name):
     want = [enc.encode_ordinary(t) for t in texts]
     for k, got in enumerate(all_paths(tok, texts)):
         assert got == want, k
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_spill_cache_at_its_limits(name):
+    """Pieces past the long cache (up to 4,096 bytes, and one byte more: not
+    cached), and short pieces with more ids than a fixed cache entry holds
+    (Cyrillic, CJK: 12 or more ids in 16-31 bytes), each encoded three times:
+    the first from the rule, then from the spill cache."""
+    enc, tok = pair(name)
+    rnd = random.Random(7)
+    texts = []
+    for n in (4095, 4096, 4097, 1000, 200):
+        for alpha in ("абвгдежзик", "東京都大阪府", "abcdefghij"):
+            w = ""
+            while len((w + alpha[0]).encode()) <= n:
+                w += rnd.choice(alpha)
+            texts += [w, " " + w]
+    for alpha in ("ёжщъыэюя", "龍鬱鑿齉", "ǅʰß"):
+        texts.append(" ".join("".join(rnd.choice(alpha) for _ in range(rnd.randint(6, 15))) for _ in range(200)))
+    want = [enc.encode_ordinary(t) for t in texts]
+    for _ in range(3):
+        assert [tok.encode_ordinary(t) for t in texts] == want
+    assert tok.encode_batch(texts, num_threads=2) == want
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
