@@ -314,6 +314,61 @@ fn run_of(s: &str, mut i: usize, k: Cls) -> usize {
     i
 }
 
+/// Eight bytes of `b` from `j` (which must have eight bytes) as a little-endian word.
+#[inline(always)]
+fn word_at(b: &[u8], j: usize) -> u64 {
+    u64::from_le_bytes(b[j..j + 8].try_into().unwrap())
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit of every byte of `w` that is *not* in `lo..=hi` (ASCII
+/// bounds, `lo >= 1`); bytes of 0x80 and up are never in the range. Each
+/// byte is first given its high bit, so the subtractions never borrow from
+/// the next byte.
+#[inline(always)]
+fn outside(w: u64, lo: u8, hi: u8) -> u64 {
+    let y = w | HIGH;
+    let ge = y.wrapping_sub(ONES * lo as u64) & HIGH; // byte & 0x7f >= lo
+    let le = !y.wrapping_sub(ONES * (hi as u64 + 1)) & HIGH; // byte & 0x7f <= hi
+    !(ge & le & !w) & HIGH
+}
+
+/// End of the run of ASCII bytes in `lo..=hi` (letters: case folded first
+/// when `fold`) from `i`, eight bytes at a time. English words are a few
+/// letters: one word-sized test and a count of trailing zeros replace a loop
+/// whose exit branch was mispredicted once a word.
+#[inline(always)]
+fn ascii_run(b: &[u8], mut j: usize, lo: u8, hi: u8, fold: bool) -> usize {
+    let f = if fold { ONES * 0x20 } else { 0 };
+    while j + 8 <= b.len() {
+        let w = word_at(b, j);
+        let m = outside(w | f, lo, hi) | (w & HIGH);
+        if m != 0 {
+            return j + (m.trailing_zeros() / 8) as usize;
+        }
+        j += 8;
+    }
+    while j < b.len() && b[j] < 0x80 && ((b[j] | (f as u8)) >= lo && (b[j] | (f as u8)) <= hi) {
+        j += 1;
+    }
+    j
+}
+
+/// End of the run of `\p{L}` from `i` (a char boundary): ASCII letters a
+/// word at a time, then (if the run reaches a non-ASCII byte) char by char.
+#[inline(always)]
+fn letters_end(s: &str, i: usize) -> usize {
+    let b = s.as_bytes();
+    let j = ascii_run(b, i, b'a', b'z', true);
+    // every byte before `j` from `i` is ASCII, so `j` is a char boundary
+    if j < b.len() && b[j] >= 0x80 {
+        return run_of(s, j, Cls::Letter);
+    }
+    j
+}
+
 /// At most `max` characters of class `k` from `i`.
 #[inline(always)]
 fn run_of_max(s: &str, mut i: usize, k: Cls, max: usize) -> usize {
@@ -410,14 +465,14 @@ fn gpt4_next(s: &str, i: usize, digits: usize, ws_end: bool) -> usize {
     let k0 = class(c0);
     match k0 {
         // 2. [^\r\n\p{L}\p{N}]?+\p{L}+   with the optional part empty
-        Cls::Letter => return run_of(s, i, Cls::Letter),
+        Cls::Letter => return letters_end(s, i),
         // 3. \p{N}{1,digits}
         Cls::Number => return run_of_max(s, i, Cls::Number, digits),
         _ => {}
     }
     // 2. with the optional part taken (possessive: no retry without it)
     if c0 != '\r' && c0 != '\n' && cls_at(s, i + l0) == Some(Cls::Letter) {
-        return run_of(s, i + l0, Cls::Letter);
+        return letters_end(s, i + l0);
     }
     // 4. ` ?[^\s\p{L}\p{N}]++[\r\n]*`
     let start = if c0 == ' ' && cls_at(s, i + 1) == Some(Cls::Other) {
@@ -461,9 +516,7 @@ fn o200k_letters(s: &str, p: usize) -> (Option<usize>, Option<usize>) {
     let mut q = p;
     let mut last_both = None;
     // fast path for ASCII: uppercase letters are U only
-    while q < bytes.len() && bytes[q].is_ascii_uppercase() {
-        q += 1;
-    }
+    q = ascii_run(bytes, q, b'A', b'Z', false);
     while let Some((f, l)) = fine_at(s, q) {
         if !f.upper() {
             break;
@@ -474,9 +527,7 @@ fn o200k_letters(s: &str, p: usize) -> (Option<usize>, Option<usize>) {
         q += l;
     }
     let mut e = q;
-    while e < bytes.len() && bytes[e].is_ascii_lowercase() {
-        e += 1;
-    }
+    e = ascii_run(bytes, e, b'a', b'z', false);
     while let Some((f, l)) = fine_at(s, e) {
         if !f.lower() {
             break;
@@ -492,6 +543,33 @@ fn o200k_letters(s: &str, p: usize) -> (Option<usize>, Option<usize>) {
 /// `P?U*L+C?|P?U+L*C?|\p{N}{1,digits}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 /// with P = `[^\r\n\p{L}\p{N}]` and C the contractions.
 fn o200k_next(s: &str, i: usize, digits: usize) -> usize {
+    // ASCII words first: an ASCII letter, or an ASCII prefix (not a letter,
+    // digit, \r or \n) and an ASCII letter. With ASCII letters only, both
+    // letter alternatives end where the run of uppercase then the run of
+    // lowercase letters ends (`U*L+` if there are lowercase letters, else
+    // `U+L*`), with or without the prefix; a run that reaches a non-ASCII
+    // byte (which may be a letter of either class) takes the general path.
+    let b = s.as_bytes();
+    let c = b[i];
+    let p = if c.is_ascii_alphabetic() {
+        Some(i)
+    } else if c < 0x80
+        && !c.is_ascii_digit()
+        && c != b'\r'
+        && c != b'\n'
+        && b.get(i + 1).is_some_and(|x| x.is_ascii_alphabetic())
+    {
+        Some(i + 1)
+    } else {
+        None
+    };
+    if let Some(p) = p {
+        let q = ascii_run(b, p, b'A', b'Z', false);
+        let e = ascii_run(b, q, b'a', b'z', false);
+        if b.get(q).is_none_or(|&x| x < 0x80) && b.get(e).is_none_or(|&x| x < 0x80) {
+            return contraction(s, e).unwrap_or(e);
+        }
+    }
     let (c0, l0) = char_at(s, i).unwrap();
     let f0 = fine(c0);
     let with_suffix = |e: usize| contraction(s, e).unwrap_or(e);
@@ -818,6 +896,20 @@ mod tests {
         }
     }
 
+    /// Runs of ASCII letters of any length (the scanners read them eight
+    /// bytes at a time) in both cases, ending at anything a run can end at:
+    /// a non-ASCII letter of every o200k class (Ll, Lu, Lt, Lm, Lo), a mark,
+    /// a contraction, a digit, punctuation, whitespace, the end of the text.
+    fn words() -> impl Strategy<Value = String> {
+        let run = ("[a-zA-Z]{0,20}", "[a-z]{0,20}", "[A-Z]{0,12}").prop_map(|(a, b, c)| format!("{c}{b}{a}"));
+        let sep = prop::sample::select(vec![
+            " ", "  ", "\n", "\r\n", "\t", "'s", "'LL", "'", "1", "123", ".", ", ", "é", "É", "ǅ", "ʰ", "中",
+            "\u{301}", "\u{a0}", "ß", "-", "_", "ﬁ",
+        ]);
+        prop::collection::vec((run, sep), 0..6)
+            .prop_map(|v| v.into_iter().flat_map(|(r, s)| [r, s.to_string()]).collect())
+    }
+
     fn alphabet() -> impl Strategy<Value = String> {
         let chars = prop::sample::select(vec![
             'a',
@@ -981,6 +1073,8 @@ mod tests {
         fn every_known_spelling_matches_regex_alphabet(s in alphabet()) { check_all(&s); }
         #[test]
         fn every_known_spelling_matches_regex_any(s in "\\PC{0,40}") { check_all(&s); }
+        #[test]
+        fn every_known_spelling_matches_regex_words(s in words()) { check_all(&s); }
         #[test]
         fn o200k_matches_regex(s in unicode_text()) { check(O200K_PATTERN, &s); }
         #[test]
