@@ -208,10 +208,13 @@ impl Pretokenizer {
     #[inline]
     pub fn split<'a>(&self, text: &'a str, mut f: impl FnMut(&'a str)) -> Result<()> {
         match self {
+            // The ASCII words (most pieces of English or code) are cut by a
+            // fast path inlined into the loop; everything else by the
+            // scanner's general function, which does not repeat that work.
             &Pretokenizer::Scan(Scanner::Gpt4 { digits, ws_end }, _) => {
                 let mut i = 0;
                 while i < text.len() {
-                    let j = gpt4_next(text, i, digits, ws_end);
+                    let j = gpt4_word(text.as_bytes(), i).unwrap_or_else(|| gpt4_next(text, i, digits, ws_end));
                     f(&text[i..j]);
                     i = j;
                 }
@@ -219,7 +222,7 @@ impl Pretokenizer {
             &Pretokenizer::Scan(Scanner::O200k { digits }, _) => {
                 let mut i = 0;
                 while i < text.len() {
-                    let j = o200k_next(text, i, digits);
+                    let j = o200k_word(text, i).unwrap_or_else(|| o200k_next(text, i, digits));
                     f(&text[i..j]);
                     i = j;
                 }
@@ -453,6 +456,62 @@ fn contraction(s: &str, i: usize) -> Option<usize> {
     None
 }
 
+/// The GPT-4-pattern piece at byte `i` when it is an ASCII word: an ASCII
+/// letter, or one ASCII character that may prefix letters (not a letter,
+/// digit, `\r`, `\n` or `'`, which may start a contraction) and an ASCII
+/// letter; then the run of ASCII letters. None (the general path) when the
+/// run reaches a non-ASCII byte, which may be a letter, or the piece is
+/// anything else.
+#[inline(always)]
+fn gpt4_word(b: &[u8], i: usize) -> Option<usize> {
+    let c = b[i];
+    let p = if c.is_ascii_alphabetic() {
+        i
+    } else if c < 0x80
+        && !c.is_ascii_digit()
+        && !matches!(c, b'\r' | b'\n' | b'\'')
+        && b.get(i + 1).is_some_and(|x| x.is_ascii_alphabetic())
+    {
+        i + 1
+    } else {
+        return None;
+    };
+    let e = ascii_run(b, p, b'a', b'z', true);
+    b.get(e).is_none_or(|&x| x < 0x80).then_some(e)
+}
+
+/// The o200k-pattern piece at byte `i` when it is an ASCII word: an ASCII
+/// letter, or an ASCII prefix (not a letter, digit, `\r` or `\n`) and an
+/// ASCII letter. With ASCII letters only, both letter alternatives end where
+/// the run of uppercase then the run of lowercase letters ends (`U*L+` if
+/// there are lowercase letters, else `U+L*`), with or without the prefix,
+/// then the optional contraction. None (the general path) when a run
+/// reaches a non-ASCII byte (a letter of either class, or a mark), or the
+/// piece is anything else.
+#[inline(always)]
+fn o200k_word(s: &str, i: usize) -> Option<usize> {
+    let b = s.as_bytes();
+    let c = b[i];
+    let p = if c.is_ascii_alphabetic() {
+        i
+    } else if c < 0x80
+        && !c.is_ascii_digit()
+        && c != b'\r'
+        && c != b'\n'
+        && b.get(i + 1).is_some_and(|x| x.is_ascii_alphabetic())
+    {
+        i + 1
+    } else {
+        return None;
+    };
+    let q = ascii_run(b, p, b'A', b'Z', false);
+    let e = ascii_run(b, q, b'a', b'z', false);
+    if b.get(q).is_none_or(|&x| x < 0x80) && b.get(e).is_none_or(|&x| x < 0x80) {
+        return Some(contraction(s, e).unwrap_or(e));
+    }
+    None
+}
+
 /// End of the GPT-4-pattern match starting at byte `i`.
 fn gpt4_next(s: &str, i: usize, digits: usize, ws_end: bool) -> usize {
     let (c0, l0) = char_at(s, i).unwrap();
@@ -543,33 +602,6 @@ fn o200k_letters(s: &str, p: usize) -> (Option<usize>, Option<usize>) {
 /// `P?U*L+C?|P?U+L*C?|\p{N}{1,digits}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
 /// with P = `[^\r\n\p{L}\p{N}]` and C the contractions.
 fn o200k_next(s: &str, i: usize, digits: usize) -> usize {
-    // ASCII words first: an ASCII letter, or an ASCII prefix (not a letter,
-    // digit, \r or \n) and an ASCII letter. With ASCII letters only, both
-    // letter alternatives end where the run of uppercase then the run of
-    // lowercase letters ends (`U*L+` if there are lowercase letters, else
-    // `U+L*`), with or without the prefix; a run that reaches a non-ASCII
-    // byte (which may be a letter of either class) takes the general path.
-    let b = s.as_bytes();
-    let c = b[i];
-    let p = if c.is_ascii_alphabetic() {
-        Some(i)
-    } else if c < 0x80
-        && !c.is_ascii_digit()
-        && c != b'\r'
-        && c != b'\n'
-        && b.get(i + 1).is_some_and(|x| x.is_ascii_alphabetic())
-    {
-        Some(i + 1)
-    } else {
-        None
-    };
-    if let Some(p) = p {
-        let q = ascii_run(b, p, b'A', b'Z', false);
-        let e = ascii_run(b, q, b'a', b'z', false);
-        if b.get(q).is_none_or(|&x| x < 0x80) && b.get(e).is_none_or(|&x| x < 0x80) {
-            return contraction(s, e).unwrap_or(e);
-        }
-    }
     let (c0, l0) = char_at(s, i).unwrap();
     let f0 = fine(c0);
     let with_suffix = |e: usize| contraction(s, e).unwrap_or(e);
