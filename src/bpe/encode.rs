@@ -580,6 +580,9 @@ impl BpeModel {
                 }
                 if n < LONG_PIECE {
                     self.merge_short_fast(fast, piece, out)
+                } else if let Some(p) = &fast.pairs {
+                    // the pair table: one cache line a lookup, where the hash map's probe reads two
+                    self.merge_long_with(piece, |a, b| p.get(a, b, NO_RANK), out)
                 } else {
                     self.merge_long(piece, out)
                 }
