@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from repo_paths import FIXTURES
 
+from repo_paths import FIXTURES
 from tokenforge import BPETokenizer, load
 from tokenforge.errors import CorpusError, TokenforgeError
 from tokenforge.reference.bpe import GPT4_PATTERN, count_words, train_reference
