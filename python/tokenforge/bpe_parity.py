@@ -232,6 +232,9 @@ def count_parity(
 
 #: ``bpe:parity``'s default measure in ``tokenforge compare``
 PARALLEL = "parallel"
+#: a parallel unit counts for the dev text when its length ratio to the reference
+#: is within this factor of its language's median ratio
+PARALLEL_BAND = 1.5
 
 
 def compare_parity_inputs(languages, measure) -> tuple[dict[str, Texts], dict[str, Texts], Any]:
@@ -241,16 +244,19 @@ def compare_parity_inputs(languages, measure) -> tuple[dict[str, Texts], dict[st
 
     ``measure="parallel"`` (the default): a language's dev text is its training
     documents of the parallel units (``parallel_id``) that the reference
-    language also has; its size, in reference-language bytes, is its own bytes
-    divided by the median over those units of (its bytes / the reference's
-    bytes of the same unit). The worst language is then the one with the most
-    tokens per reference byte of content: the premium ``compare`` reports,
-    measured on training text (the held-out set stays unseen). The median, not
-    the sum, because near-parallel units are not all equally parallel: a few
-    translations much longer than their original (a newer page, a translators'
-    section) would otherwise make their language look worse compressed than it
-    is. "tokens", "bytes" or "chars": every training document of a language is
-    its dev text, measured so.
+    language also has and that look parallel: the unit's length ratio (its
+    bytes / the reference's bytes of the same unit) lies within a factor
+    :data:`PARALLEL_BAND` of the language's median ratio. Its size is the
+    reference language's UTF-8 bytes of those units, so the worst language is
+    the one with the most tokens per reference byte: the premium ``compare``
+    reports (a ratio of sums over parallel units), measured on training text
+    (the held-out set stays unseen). Units outside the band are left out
+    because near-parallel units are not all parallel: a translation of an
+    older, longer page, or one with a translators' section, would make its
+    language look worse compressed than it is (on the Debian man pages, a few
+    long Italian pages made Italian's ratio 1.79 by sums against a median of
+    1.17). "tokens", "bytes" or "chars": every training document of a language
+    is its dev text, measured so.
     """
     from .data.languages import TrainLanguages
 
@@ -286,7 +292,9 @@ def compare_parity_inputs(languages, measure) -> tuple[dict[str, Texts], dict[st
         unit_bytes: dict[str, int] = {}
         for d in mine:
             unit_bytes[d.parallel_id] = unit_bytes.get(d.parallel_id, 0) + len(d.text.encode("utf-8"))
-        ratio = statistics.median(unit_bytes[u] / ref_bytes[u] for u in sorted(unit_bytes))
-        dev[lang] = Texts([d.text for d in mine])
-        sizes[lang] = max(1, round(sum(unit_bytes.values()) / ratio)) if ratio > 0 else 1
+        ratio = {u: unit_bytes[u] / ref_bytes[u] for u in sorted(unit_bytes)}
+        med = statistics.median(ratio.values())
+        keep = {u for u, r in ratio.items() if med / PARALLEL_BAND <= r <= med * PARALLEL_BAND}
+        dev[lang] = Texts([d.text for d in mine if d.parallel_id in keep])
+        sizes[lang] = sum(ref_bytes[u] for u in keep)
     return corpus, dev, sizes

@@ -233,3 +233,21 @@ def test_compare_with_bpe_parity(tmp_path, monkeypatch):
     )
     rows2 = {r["spec"]: r for r in json.loads((out2 / "results.json").read_text())["rows"]}
     assert "error" not in rows2["bpe"] and "carry a language" in rows2["bpe:parity"]["error"]
+
+
+def test_compare_dev_text_keeps_the_units_that_look_parallel():
+    from tokenforge.bpe_parity import compare_parity_inputs
+    from tokenforge.data.languages import LangDoc, TrainLanguages
+
+    docs = [LangDoc("x" * 100, "en", f"u{i}") for i in range(5)]
+    docs += [LangDoc("y" * 120, "de", f"u{i}") for i in range(4)]
+    docs += [LangDoc("z" * 900, "de", "u4"), LangDoc("fortune cookie", "de")]  # not parallel; no unit
+    corpus, dev, sizes = compare_parity_inputs(TrainLanguages(tuple(docs), "en"), "parallel")
+    assert sorted(corpus) == ["de", "en"] and len(list(corpus["de"].texts)) == 6
+    assert list(dev["de"].texts) == ["y" * 120] * 4 and sizes == {"de": 400, "en": 500}
+    corpus, dev, measure = compare_parity_inputs(TrainLanguages(tuple(docs), "en"), "chars")
+    assert measure == "chars" and len(list(dev["de"].texts)) == 6
+    with pytest.raises(CorpusError, match="reference language 'fr'"):
+        compare_parity_inputs(TrainLanguages(tuple(docs), "fr"), "parallel")
+    with pytest.raises(CorpusError, match="no training document of 'ru' is parallel"):
+        compare_parity_inputs(TrainLanguages((*docs, LangDoc("привет", "ru")), "en"), "parallel")
