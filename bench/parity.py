@@ -42,9 +42,7 @@ def setup(data: str, vocab: int, threads: int | None):
 def plain(state) -> dict:
     from tokenforge import BPETokenizer
 
-    tok = BPETokenizer.train_from_iterator(
-        state["texts"], state["vocab"], num_threads=state["threads"], progress=False
-    )
+    tok = BPETokenizer.train_from_iterator(state["texts"], state["vocab"], num_threads=state["threads"], progress=False)
     return {"merges": len(tok.merges)}
 
 

@@ -192,7 +192,7 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         prune_below: int | None = None,
         parity=None,
         parity_measure="tokens",
-        parity_global_merges: int = 0,
+        parity_global_merges: int | float = 0,
     ):
         """Train a tokenizer of ``vocab_size`` ids (specials included).
 
@@ -230,7 +230,8 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         :class:`~tokenforge.errors.CorpusError`). ``parity_measure``: "tokens"
         (parallel dev texts; default), "bytes", "chars", or a mapping language ->
         the dev text's size in a unit common to all. ``parity_global_merges``:
-        the first N merges are plain BPE's (the hybrid variant). The settings
+        the first N merges are plain BPE's (the hybrid variant; a float in
+        [0, 1): that share of the merges). The settings
         and each language's dev tokens before and after go to the file's
         training section (``parity``). See :mod:`tokenforge.bpe_parity`.
 
@@ -609,7 +610,7 @@ def _train(
                 tie_break,
                 min_frequency,
                 num_threads,
-                parity.global_merges,
+                parity.resolve_global(num_merges),
                 measure,
                 norms,
             )
@@ -645,7 +646,7 @@ def _train(
         training["pruned_unique"] = int(dropped[0])
         training["pruned_pieces"] = int(dropped[1])
     if parity is not None:
-        training["parity"] = parity.record(trainer.parity_summary() or [])
+        training["parity"] = parity.record(trainer.parity_summary() or [], num_merges)
     if len(merges) < num_merges:
         training["stopped_early"] = _warn_fewer_merges(
             len(merges), num_merges, vocab_size, len(specials), min_frequency

@@ -25,7 +25,8 @@ is stated in docs/algorithms.md).
   common to all (e.g. the bytes of the reference language's version of the
   same documents; ``tokenforge compare``'s ``bpe:parity`` does this).
 - ``parity_global_merges``: the first N merges are plain BPE's (the paper's
-  hybrid variant), the rest parity-aware.
+  hybrid variant), the rest parity-aware; a float in [0, 1) is a share of
+  the merges asked for (0.5: the first half).
 
 Not handled: the paper's moving-window and target-ratio variants; documents
 without a language in a parity corpus (refused, not dropped); per-language
@@ -66,9 +67,15 @@ class ParityCounts:
     train: list[Any]  # _core.WordCounter per language
     dev: list[Any]
     measure: str | dict[str, int]
-    global_merges: int
+    global_merges: int | float  # merges, or a share of them (resolved by :meth:`resolve_global`)
     train_bytes: list[int]
     dev_bytes: list[int]
+
+    def resolve_global(self, num_merges: int) -> int:
+        """The number of global merges: as given, or the share of ``num_merges``."""
+        if isinstance(self.global_merges, float):
+            return int(self.global_merges * num_merges)
+        return self.global_merges
 
     def core_measure(self) -> tuple[str, list[int] | None]:
         """(the core's measure name, explicit norms or None)."""
@@ -76,8 +83,8 @@ class ParityCounts:
             return self.measure, None
         return "tokens", [self.measure[lang] for lang in self.languages]
 
-    def record(self, summary: list[tuple[int, int, int]]) -> dict:
-        """The ``parity`` entry of the saved file's training section."""
+    def record(self, summary: list[tuple[int, int, int]], num_merges: int) -> dict:
+        """The ``parity`` entry of the saved file's training section (``num_merges``: asked for)."""
         per = {}
         for i, lang in enumerate(self.languages):
             before, after, merges = summary[i]
@@ -92,7 +99,8 @@ class ParityCounts:
             "rule": "foroutan2025",
             "languages": list(self.languages),
             "measure": self.measure if isinstance(self.measure, str) else dict(sorted(self.measure.items())),
-            "global_merges": self.global_merges,
+            "global_merges": self.resolve_global(num_merges),
+            **({"global_share": self.global_merges} if isinstance(self.global_merges, float) else {}),
             "per_language": per,
         }
 
@@ -127,8 +135,16 @@ def check_parity_args(parity, measure, global_merges) -> list[str]:
             f"unknown parity_measure {measure!r}; expected one of {', '.join(MEASURES)} or a mapping "
             "language -> positive int"
         )
-    if isinstance(global_merges, bool) or not isinstance(global_merges, int) or global_merges < 0:
-        raise TokenforgeError(f"parity_global_merges must be an int >= 0, not {global_merges!r}")
+    if isinstance(global_merges, float):
+        if not 0.0 <= global_merges < 1.0:
+            raise TokenforgeError(
+                f"parity_global_merges as a share of the merges must be in [0, 1), not {global_merges!r}"
+            )
+    elif isinstance(global_merges, bool) or not isinstance(global_merges, int) or global_merges < 0:
+        raise TokenforgeError(
+            f"parity_global_merges must be an int >= 0 (merges) or a float in [0, 1) (a share of them), "
+            f"not {global_merges!r}"
+        )
     return langs
 
 
@@ -224,7 +240,7 @@ def count_parity(
         train=train,
         dev=dev,
         measure=measure if isinstance(measure, str) else {k: int(v) for k, v in measure.items()},
-        global_merges=int(global_merges),
+        global_merges=global_merges,
         train_bytes=[int(c.total_bytes) for c in train],
         dev_bytes=[int(d.total_bytes) for d in dev],
     )

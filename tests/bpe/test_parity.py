@@ -154,6 +154,8 @@ def test_typed_errors(tmp_path):
         _train(parity_measure={"en": 1, "de": 0, "ru": 1})
     with pytest.raises(TokenforgeError, match="parity_global_merges must be"):
         _train(parity_global_merges=-1)
+    with pytest.raises(TokenforgeError, match="must be in"):
+        _train(parity_global_merges=1.5)
     with pytest.raises(CorpusError, match="no training text with two bytes"):
         _train({**TRAIN, "ru": ["x"]})
     # a JSON-lines corpus needs a lang on every line; a plain text file gives none
@@ -184,6 +186,9 @@ def test_cli_end_to_end(tmp_path, capsys):
     tok = load(out)
     assert tok.merges == _train(vocab=320, parity_global_merges=3).merges
     assert tok.data.training["parity"]["global_merges"] == 3
+    assert main(["train", *args, *common, "-o", str(tmp_path / "t1"), *dev, "--parity-global-merges", "0.5"]) == 0
+    rec = load(tmp_path / "t1").data.training["parity"]
+    assert rec["global_share"] == 0.5 and rec["global_merges"] == (320 - 256) // 2
     # sizes given per language
     assert main(["train", *args, *common, "-o", str(tmp_path / "t2"), *dev, "--parity-measure", "en=2,de=3,ru=5"]) == 0
     assert load(tmp_path / "t2").data.training["parity"]["measure"] == {"de": 3, "en": 2, "ru": 5}

@@ -245,6 +245,18 @@ def _train_corpus(args):
     return corpus, dev
 
 
+def _int_or_share(value: str) -> int | float:
+    """``--parity-global-merges``: an int (merges) or a float in [0, 1) (a share of them)."""
+    try:
+        return int(value)
+    except ValueError:
+        pass
+    try:
+        return float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an int or a float in [0, 1), not {value!r}") from None
+
+
 def _parity_measure_arg(value: str):
     """``--parity-measure``: a name, or ``LANG=N,LANG=N`` (each dev text's size in a common unit)."""
     if "=" not in value:
@@ -530,10 +542,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     t.add_argument(
         "--parity-global-merges",
-        type=int,
+        type=_int_or_share,
         default=0,
         metavar="N",
-        help="with --parity: the first N merges are plain BPE's (hybrid variant; default 0)",
+        help="with --parity: the first N merges are plain BPE's (hybrid variant; default 0); "
+        "0.5: the first half of them",
     )
     _scheduler_arg(t, "count the corpus")
     t.add_argument("-q", "--quiet", action="store_true", help="no progress output")
