@@ -189,7 +189,7 @@ def count_parity(
     regex,
     *,
     measure,
-    global_merges: int,
+    global_merges: int | float,
     who: str,
     rule: DocRule,
     text_field: str,
