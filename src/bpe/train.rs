@@ -1030,17 +1030,14 @@ mod tests {
                 }
             }
         }
-        counts
-            .into_iter()
-            .max_by(|x, y| {
-                x.1.cmp(&y.1).then_with(|| match tie {
-                    TieBreak::PairIds => y.0.cmp(&x.0),
-                    TieBreak::Lexicographic => (&tokens[x.0 .0 as usize], &tokens[x.0 .1 as usize])
-                        .cmp(&(&tokens[y.0 .0 as usize], &tokens[y.0 .1 as usize]))
-                        .then_with(|| y.0.cmp(&x.0)),
-                })
+        counts.into_iter().max_by(|x, y| {
+            x.1.cmp(&y.1).then_with(|| match tie {
+                TieBreak::PairIds => y.0.cmp(&x.0),
+                TieBreak::Lexicographic => (&tokens[x.0 .0 as usize], &tokens[x.0 .1 as usize])
+                    .cmp(&(&tokens[y.0 .0 as usize], &tokens[y.0 .1 as usize]))
+                    .then_with(|| y.0.cmp(&x.0)),
             })
-            .map(|(p, c)| (p, c))
+        })
     }
 
     /// Naive parity-aware BPE: recount every pair of every language at every step.
