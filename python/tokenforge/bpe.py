@@ -193,6 +193,8 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         parity=None,
         parity_measure="tokens",
         parity_global_merges: int | float = 0,
+        parity_window: int = 0,
+        parity_window_alpha: float = 2.0,
     ):
         """Train a tokenizer of ``vocab_size`` ids (specials included).
 
@@ -231,7 +233,8 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         (parallel dev texts; default), "bytes", "chars", or a mapping language ->
         the dev text's size in a unit common to all. ``parity_global_merges``:
         the first N merges are plain BPE's (the hybrid variant; a float in
-        [0, 1): that share of the merges). The settings
+        [0, 1): that share of the merges). ``parity_window`` (> 0) and
+        ``parity_window_alpha``: the moving-window variant. The settings
         and each language's dev tokens before and after go to the file's
         training section (``parity``). See :mod:`tokenforge.bpe_parity`.
 
@@ -280,6 +283,8 @@ class BPETokenizer(CoreEncoded, Tokenizer):
                 regex,
                 measure=parity_measure,
                 global_merges=parity_global_merges,
+                window=parity_window,
+                window_alpha=parity_window_alpha,
                 who="BPETokenizer.train",
                 rule=rule,
                 text_field=text_field,
@@ -613,6 +618,8 @@ def _train(
                 parity.resolve_global(num_merges),
                 measure,
                 norms,
+                parity.window,
+                parity.window_alpha,
             )
         except TokenforgeError as e:  # the core names languages by index: say which
             names = ", ".join(f"{i} = {lang}" for i, lang in enumerate(parity.languages))

@@ -27,8 +27,12 @@ is stated in docs/algorithms.md).
 - ``parity_global_merges``: the first N merges are plain BPE's (the paper's
   hybrid variant), the rest parity-aware; a float in [0, 1) is a share of
   the merges asked for (0.5: the first half).
+- ``parity_window`` (0: off; the paper uses 100) and ``parity_window_alpha``
+  (default 2): the paper's moving-window variant: a language picked for more
+  than ``alpha / L`` of the last ``window`` parity merges is passed over for
+  the next worst.
 
-Not handled: the paper's moving-window and target-ratio variants; documents
+Not handled: the paper's target-ratio variant; documents
 without a language in a parity corpus (refused, not dropped); per-language
 weights.
 """
@@ -70,6 +74,8 @@ class ParityCounts:
     global_merges: int | float  # merges, or a share of them (resolved by :meth:`resolve_global`)
     train_bytes: list[int]
     dev_bytes: list[int]
+    window: int = 0
+    window_alpha: float = 2.0
 
     def resolve_global(self, num_merges: int) -> int:
         """The number of global merges: as given, or the share of ``num_merges``."""
@@ -101,6 +107,7 @@ class ParityCounts:
             "measure": self.measure if isinstance(self.measure, str) else dict(sorted(self.measure.items())),
             "global_merges": self.resolve_global(num_merges),
             **({"global_share": self.global_merges} if isinstance(self.global_merges, float) else {}),
+            **({"window": self.window, "window_alpha": self.window_alpha} if self.window else {}),
             "per_language": per,
         }
 
@@ -111,7 +118,7 @@ def _check_lang(lang, what: str) -> str:
     return lang
 
 
-def check_parity_args(parity, measure, global_merges) -> list[str]:
+def check_parity_args(parity, measure, global_merges, window=0, window_alpha=2.0) -> list[str]:
     """The dev languages, sorted, for valid parity arguments; the typed error otherwise."""
     if not isinstance(parity, Mapping) or isinstance(parity, (str, bytes)):
         raise TypeError(
@@ -145,6 +152,10 @@ def check_parity_args(parity, measure, global_merges) -> list[str]:
             f"parity_global_merges must be an int >= 0 (merges) or a float in [0, 1) (a share of them), "
             f"not {global_merges!r}"
         )
+    if isinstance(window, bool) or not isinstance(window, int) or window < 0:
+        raise TokenforgeError(f"parity_window must be an int >= 0 (0: off), not {window!r}")
+    if isinstance(window_alpha, bool) or not isinstance(window_alpha, (int, float)) or not window_alpha > 0:
+        raise TokenforgeError(f"parity_window_alpha must be a number above 0, not {window_alpha!r}")
     return langs
 
 
@@ -190,6 +201,8 @@ def count_parity(
     *,
     measure,
     global_merges: int | float,
+    window: int = 0,
+    window_alpha: float = 2.0,
     who: str,
     rule: DocRule,
     text_field: str,
@@ -201,7 +214,7 @@ def count_parity(
     prune_below,
 ) -> ParityCounts:
     """Count every language's training text and dev text with ``regex``."""
-    langs = check_parity_args(parity, measure, global_merges)
+    langs = check_parity_args(parity, measure, global_merges, window, window_alpha)
     sources = _training_sources(corpus, who, text_field)
     for lang in langs:
         if lang not in sources:
@@ -243,6 +256,8 @@ def count_parity(
         global_merges=global_merges,
         train_bytes=[int(c.total_bytes) for c in train],
         dev_bytes=[int(d.total_bytes) for d in dev],
+        window=window,
+        window_alpha=float(window_alpha),
     )
 
 

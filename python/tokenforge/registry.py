@@ -150,7 +150,12 @@ def _bpe_formats() -> list[Format]:
 
 
 #: bpe's options that only ``bpe:parity`` takes, with their defaults
-_BPE_PARITY_OPTIONS = {"parity_global_merges": 0, "parity_measure": "parallel"}
+_BPE_PARITY_OPTIONS = {
+    "parity_global_merges": 0,
+    "parity_measure": "parallel",
+    "parity_window": 0,
+    "parity_window_alpha": 2.0,
+}
 
 
 def _bpe_words(words: list[str], raw: str) -> list[tuple[str, ...]]:
@@ -184,6 +189,8 @@ def _bpe_train(words, options, docs, vocab_size, *, num_threads=None, progress=F
         parity=dev,
         parity_measure=measure,
         parity_global_merges=parity["parity_global_merges"],
+        parity_window=parity["parity_window"],
+        parity_window_alpha=parity["parity_window_alpha"],
         **options,
     )
 

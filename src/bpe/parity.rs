@@ -17,6 +17,12 @@
 //!    (the paper's language-specific pair counts), ties broken as plain
 //!    training breaks them (`TieBreak`).
 //!
+//! The moving-window variant (the paper's second; off unless `window > 0`):
+//! a language picked for more than `alpha / L` of the last `window` parity
+//! merges (counted over `window`, however many have run) is passed over, and
+//! the next worst language that is not asked; if every language is over
+//! (possible only with `alpha < 1`), the worst is.
+//!
 //! A language none of whose pairs reaches `min_frequency` is exhausted: it is
 //! passed over from then on (its pair counts can only fall) and the next worst
 //! language is asked; training stops when every language is exhausted. (The
@@ -37,11 +43,12 @@
 //! the dev pieces, plus one map entry and up to two heap entries per (pair,
 //! language) with a count above zero.
 //!
-//! Not handled: the paper's moving-window variant and its target-ratio
-//! variant (compression measured on training text against given ratios);
+//! Not handled: the paper's target-ratio variant (compression measured on
+//! training text against given ratios);
 //! weighting languages; a language with no training or no dev text (refused).
 
 use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
 
 use super::heap::Heap;
 use crate::error::{Error, Result};
@@ -103,6 +110,12 @@ pub struct Parity {
     pub(super) chosen: Vec<u32>,
     /// (language, pair) of the pairs the merge under way created.
     touched: Vec<(u32, u64)>,
+    /// The moving window: its length (0: off), `alpha`, the languages of
+    /// the last `window` parity merges and how often each is among them.
+    window: usize,
+    alpha: f64,
+    recent: VecDeque<u32>,
+    in_window: Vec<usize>,
 }
 
 impl Parity {
@@ -122,7 +135,22 @@ impl Parity {
             exhausted: vec![false; langs],
             chosen: Vec::new(),
             touched: Vec::new(),
+            window: 0,
+            alpha: 0.0,
+            recent: VecDeque::new(),
+            in_window: vec![0; langs],
         }
+    }
+
+    /// Turn on the moving-window variant (see the module notes).
+    pub(super) fn set_window(&mut self, window: usize, alpha: f64) {
+        self.window = window;
+        self.alpha = alpha;
+    }
+
+    /// Language `l` was picked more than `alpha / L` of the last `window` merges.
+    fn over_window(&self, l: usize) -> bool {
+        self.window > 0 && (self.in_window[l] as f64) / (self.window as f64) > self.alpha / self.langs as f64
     }
 
     /// The segment of arena position `p`: `l` for language `l`'s training
@@ -181,13 +209,14 @@ impl Parity {
         }
     }
 
-    /// The worst compressed language not exhausted: the largest
-    /// `dev_tokens / norm` (compared exactly, as `a * nb > b * na`), the lower
-    /// index on a tie.
+    /// The worst compressed language not exhausted (and, with the window,
+    /// not over it, unless all are): the largest `dev_tokens / norm`
+    /// (compared exactly, as `a * nb > b * na`), the lower index on a tie.
     fn worst(&self) -> Option<usize> {
+        let any_under = (0..self.langs).any(|l| !self.exhausted[l] && !self.over_window(l));
         let mut best: Option<usize> = None;
         for l in 0..self.langs {
-            if self.exhausted[l] {
+            if self.exhausted[l] || (any_under && self.over_window(l)) {
                 continue;
             }
             best = match best {
@@ -228,6 +257,14 @@ impl Parity {
             match found {
                 Some(key) => {
                     self.chosen.push(l as u32);
+                    if self.window > 0 {
+                        self.recent.push_back(l as u32);
+                        self.in_window[l] += 1;
+                        if self.recent.len() > self.window {
+                            let old = self.recent.pop_front().expect("longer than the window");
+                            self.in_window[old as usize] -= 1;
+                        }
+                    }
                     return Some(key);
                 }
                 None => self.exhausted[l] = true,

@@ -814,7 +814,8 @@ impl Trainer {
     /// `next_id`, the first `global_merges` of them picked by the plain rule;
     /// `measure` says how dev compression is compared across languages, or
     /// `norms` gives each language's dev text size in any unit common to all
-    /// (e.g. the bytes of the same content in a reference language). Every
+    /// (e.g. the bytes of the same content in a reference language);
+    /// `window` = (length, alpha) turns on the moving-window variant (length 0: off). Every
     /// language needs training text with a pair in it and dev text. Runs on
     /// the current rayon pool; the merges do not depend on its size.
     #[allow(clippy::too_many_arguments)]
@@ -829,8 +830,12 @@ impl Trainer {
         global_merges: usize,
         measure: Measure,
         norms: Option<Vec<u64>>,
+        window: (usize, f64),
     ) -> Result<Self> {
         check_ids(next_id, num_merges)?;
+        if window.0 > 0 && !(window.1.is_finite() && window.1 > 0.0) {
+            return Err(Error::Invalid(format!("the parity window's alpha must be above 0, not {}", window.1)));
+        }
         if train.is_empty() || train.len() != dev.len() {
             return Err(Error::Invalid(format!(
                 "parity training needs one training and one dev counter per language (got {} and {})",
@@ -879,7 +884,8 @@ impl Trainer {
             }
         }
         seg_start.push(lay.slots.len() as u32);
-        let parity = Parity::new(seg_start, dev_tokens, norms, global_merges);
+        let mut parity = Parity::new(seg_start, dev_tokens, norms, global_merges);
+        parity.set_window(window.0, window.1);
         Ok(Trainer::from_layout(lay, tokens, next_id, num_merges, tie, min_frequency, Some(Box::new(parity))))
     }
 }
@@ -1050,10 +1056,19 @@ mod tests {
         tie: TieBreak,
         global: usize,
         min_frequency: u64,
+        window: (usize, f64),
     ) -> (Vec<(u32, u32, u32)>, Vec<u32>) {
         let mut tokens: Vec<Vec<u8>> = (0..256).map(|b| vec![b as u8]).collect();
         let (mut out, mut chosen) = (vec![], vec![]);
         let mut exhausted = vec![false; train.len()];
+        let nl = train.len();
+        // over the window: picked for more than alpha / L of the last `window` parity merges
+        let over = |chosen: &[u32], l: usize| {
+            let recent: Vec<u32> = chosen.iter().copied().filter(|&c| c != GLOBAL).collect();
+            let last = &recent[recent.len().saturating_sub(window.0)..];
+            window.0 > 0
+                && last.iter().filter(|&&c| c == l as u32).count() as f64 / window.0 as f64 > window.1 / nl as f64
+        };
         for k in 0..n {
             let pick = if k < global {
                 let all: Vec<&Words> = train.iter().collect();
@@ -1066,8 +1081,9 @@ mod tests {
                 loop {
                     let dt: Vec<u64> = dev.iter().map(|d| d.iter().map(|(w, c)| w.len() as u64 * c).sum()).collect();
                     let mut worst: Option<usize> = None;
+                    let any_under = (0..nl).any(|l| !exhausted[l] && !over(&chosen, l));
                     for l in 0..train.len() {
-                        if exhausted[l] {
+                        if exhausted[l] || (any_under && over(&chosen, l)) {
                             continue;
                         }
                         if worst.is_none_or(|b| dt[l] as u128 * norms[b] as u128 > dt[b] as u128 * norms[l] as u128) {
@@ -1124,6 +1140,7 @@ mod tests {
         global: usize,
         min_frequency: u64,
         measure: Measure,
+        window: (usize, f64),
     ) -> Vec<(u32, u32, u32)> {
         let pt = Pretokenizer::new(pattern).unwrap();
         let mut t = Trainer::parity_from_counters(
@@ -1137,13 +1154,14 @@ mod tests {
             global,
             measure,
             None,
+            window,
         )
         .unwrap();
         t.run(usize::MAX, None);
         let norms: Vec<u64> = counters(dev, &pt).iter().map(|d| measure.norm(d.pieces())).collect();
         let tw: Vec<Words> = counters(train, &pt).into_iter().map(words_of).collect();
         let dw: Vec<Words> = counters(dev, &pt).into_iter().map(words_of).collect();
-        let (slow, chosen) = naive_parity(tw, dw.clone(), &norms, n, tie, global, min_frequency);
+        let (slow, chosen) = naive_parity(tw, dw.clone(), &norms, n, tie, global, min_frequency, window);
         assert_eq!(t.merges(), &slow[..]);
         assert_eq!(t.merge_languages().unwrap(), &chosen[..]);
         // the dev token counts the trainer kept equal the dev text under its merges
@@ -1177,8 +1195,17 @@ mod tests {
         for tie in [TieBreak::PairIds, TieBreak::Lexicographic] {
             let plain = train_texts(&[text], Pretokenizer::new(Some(GPT4_PATTERN)).unwrap(), &ident(), 256, 30, tie, 1)
                 .unwrap();
-            let par =
-                check_parity(&[vec![text]], &[vec!["the dog"]], Some(GPT4_PATTERN), 30, tie, 0, 1, Measure::Tokens);
+            let par = check_parity(
+                &[vec![text]],
+                &[vec!["the dog"]],
+                Some(GPT4_PATTERN),
+                30,
+                tie,
+                0,
+                1,
+                Measure::Tokens,
+                (0, 0.0),
+            );
             assert_eq!(plain, par);
         }
     }
@@ -1188,13 +1215,15 @@ mod tests {
         // language 1's dev text is long and its own pairs differ from language 0's
         let train = [vec!["aaaa aaaa aaaa aaaa aaaa aaaa"], vec!["xyxy zwzw xyxy"]];
         let dev = [vec!["aaaa"], vec!["xyxyzwzw"]];
-        let m = check_parity(&train, &dev, None, 4, TieBreak::PairIds, 0, 1, Measure::Tokens);
+        let m = check_parity(&train, &dev, None, 4, TieBreak::PairIds, 0, 1, Measure::Tokens, (0, 0.0));
         // plain BPE would merge (a, a) first; parity serves language 1 first
         assert_eq!(m[0], (b'x' as u32, b'y' as u32, 256));
         for measure in [Measure::Tokens, Measure::Bytes, Measure::Chars] {
             for global in [0, 1, 3] {
-                check_parity(&train, &dev, Some(GPT4_PATTERN), 12, TieBreak::Lexicographic, global, 1, measure);
-                check_parity(&train, &dev, None, 12, TieBreak::PairIds, global, 2, measure);
+                let lex = TieBreak::Lexicographic;
+                check_parity(&train, &dev, Some(GPT4_PATTERN), 12, lex, global, 1, measure, (0, 0.0));
+                check_parity(&train, &dev, None, 12, TieBreak::PairIds, global, 2, measure, (3, 0.5));
+                check_parity(&train, &dev, None, 12, TieBreak::PairIds, global, 1, measure, (4, 1.0));
             }
         }
     }
@@ -1213,6 +1242,7 @@ mod tests {
             0,
             Measure::Tokens,
             None,
+            (0, 0.0),
         );
         assert!(e.err().unwrap().to_string().contains("language 1 has no training text"));
         let e = Trainer::parity_from_counters(
@@ -1226,6 +1256,7 @@ mod tests {
             0,
             Measure::Tokens,
             None,
+            (0, 0.0),
         );
         assert!(e.err().unwrap().to_string().contains("language 1 has no dev text"));
     }
@@ -1238,6 +1269,7 @@ mod tests {
             train in prop::collection::vec(prop::collection::vec("(ab|a|b| |c|é|xy){0,40}", 1..3), 1..4),
             dev in prop::collection::vec(prop::collection::vec("(ab|a|b| |c|é|y){0,20}", 1..3), 4),
             n in 0usize..60, lex in any::<bool>(), global in 0usize..4, minf in 1u64..3, m in 0usize..3, pat in any::<bool>(),
+            w in 0usize..6, alpha in prop::sample::select(vec![0.5, 1.0, 1.5, 2.0]),
         ) {
             // every language needs a pair in its training text and some dev text
             let train: Vec<Vec<String>> = train.into_iter().map(|mut t| { t.push("ab".into()); t }).collect();
@@ -1246,7 +1278,8 @@ mod tests {
             let dv: Vec<Vec<&str>> = dev.iter().map(|t| t.iter().map(|s| s.as_str()).collect()).collect();
             let tie = if lex { TieBreak::Lexicographic } else { TieBreak::PairIds };
             let measure = [Measure::Tokens, Measure::Bytes, Measure::Chars][m];
-            check_parity(&tr, &dv, if pat { Some(GPT4_PATTERN) } else { None }, n, tie, global, minf, measure);
+            let pattern = if pat { Some(GPT4_PATTERN) } else { None };
+            check_parity(&tr, &dv, pattern, n, tie, global, minf, measure, (w, alpha));
         }
     }
 

@@ -278,9 +278,10 @@ impl PyBpeTrainer {
     /// are language `l`'s counters (same split pattern; each is consumed);
     /// merges get ids from `next_id`; the first `global_merges` are plain
     /// BPE's; `measure`: "tokens" (parallel dev sets), "bytes" or "chars";
-    /// `norms` (one per language, above zero) overrides it.
+    /// `norms` (one per language, above zero) overrides it; `window` > 0 turns
+    /// on the moving-window variant with `alpha`.
     #[staticmethod]
-    #[pyo3(signature = (train, dev, byte_ids, next_id, num_merges, tie_break="pair_ids", min_frequency=1, num_threads=None, global_merges=0, measure="tokens", norms=None))]
+    #[pyo3(signature = (train, dev, byte_ids, next_id, num_merges, tie_break="pair_ids", min_frequency=1, num_threads=None, global_merges=0, measure="tokens", norms=None, window=0, alpha=2.0))]
     #[allow(clippy::too_many_arguments)]
     fn parity(
         py: Python<'_>,
@@ -295,6 +296,8 @@ impl PyBpeTrainer {
         global_merges: usize,
         measure: &str,
         norms: Option<Vec<u64>>,
+        window: usize,
+        alpha: f64,
     ) -> PyResult<Self> {
         let tie = TieBreak::parse(tie_break)?;
         let measure = Measure::parse(measure)?;
@@ -319,6 +322,7 @@ impl PyBpeTrainer {
                     global_merges,
                     measure,
                     norms,
+                    (window, alpha),
                 )
             })
         })?;

@@ -63,6 +63,17 @@ def test_equal_to_the_slow_reference(measure, tie_break, global_merges):
     assert sum(1 for c in chosen if c is None) == min(global_merges, len(want))
 
 
+@pytest.mark.parametrize("window,alpha", [(4, 1.0), (10, 2.0), (3, 0.5)])
+def test_moving_window_variant_equal_to_the_slow_reference(window, alpha):
+    tok = _train(vocab=256 + 60, parity_window=window, parity_window_alpha=alpha, parity_global_merges=2)
+    want, chosen = _reference(TRAIN, DEV, 60, global_merges=2, window=window, alpha=alpha)
+    assert tok.merges == want
+    rec = tok.data.training["parity"]
+    assert rec["window"] == window and rec["window_alpha"] == alpha
+    if (window, alpha) == (3, 0.5):  # the window changes which languages are served here
+        assert chosen != _reference(TRAIN, DEV, 60, global_merges=2)[1]
+
+
 def test_min_frequency_exhausts_a_language_and_training_goes_on():
     tok = _train(vocab=256 + 200, min_frequency=3)
     want, chosen = _reference(TRAIN, DEV, 200, min_frequency=3)
@@ -156,6 +167,10 @@ def test_typed_errors(tmp_path):
         _train(parity_global_merges=-1)
     with pytest.raises(TokenforgeError, match="must be in"):
         _train(parity_global_merges=1.5)
+    with pytest.raises(TokenforgeError, match="parity_window must be"):
+        _train(parity_window=-1)
+    with pytest.raises(TokenforgeError, match="parity_window_alpha must be"):
+        _train(parity_window=5, parity_window_alpha=0)
     with pytest.raises(CorpusError, match="no training text with two bytes"):
         _train({**TRAIN, "ru": ["x"]})
     # a JSON-lines corpus needs a lang on every line; a plain text file gives none
@@ -189,6 +204,10 @@ def test_cli_end_to_end(tmp_path, capsys):
     assert main(["train", *args, *common, "-o", str(tmp_path / "t1"), *dev, "--parity-global-merges", "0.5"]) == 0
     rec = load(tmp_path / "t1").data.training["parity"]
     assert rec["global_share"] == 0.5 and rec["global_merges"] == (320 - 256) // 2
+    assert main(["train", *args, *common, "-o", str(tmp_path / "t6"), *dev, "--parity-window", "8"]) == 0
+    rec = load(tmp_path / "t6").data.training["parity"]
+    assert rec["window"] == 8 and rec["window_alpha"] == 2.0
+    assert load(tmp_path / "t6").merges == _train(vocab=320, parity_window=8).merges
     # sizes given per language
     assert main(["train", *args, *common, "-o", str(tmp_path / "t2"), *dev, "--parity-measure", "en=2,de=3,ru=5"]) == 0
     assert load(tmp_path / "t2").data.training["parity"]["measure"] == {"de": 3, "en": 2, "ru": 5}

@@ -281,6 +281,8 @@ def cmd_train(args) -> int:
             parity=parity,
             parity_measure=_parity_measure_arg(args.parity_measure),
             parity_global_merges=args.parity_global_merges,
+            parity_window=args.parity_window,
+            parity_window_alpha=args.parity_window_alpha,
         )
     t0 = time.perf_counter()
     tok = BPETokenizer.train(
@@ -547,6 +549,20 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="with --parity: the first N merges are plain BPE's (hybrid variant; default 0); "
         "0.5: the first half of them",
+    )
+    t.add_argument(
+        "--parity-window",
+        type=int,
+        default=0,
+        metavar="W",
+        help="with --parity: the moving-window variant over the last W merges (0: off; the paper uses 100)",
+    )
+    t.add_argument(
+        "--parity-window-alpha",
+        type=float,
+        default=2.0,
+        metavar="A",
+        help="with --parity-window: pass over a language picked for more than A / (languages) of the window",
     )
     _scheduler_arg(t, "count the corpus")
     t.add_argument("-q", "--quiet", action="store_true", help="no progress output")

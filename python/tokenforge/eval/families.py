@@ -15,7 +15,9 @@ none are converted).
                                  measured against the reference's bytes of the
                                  same units (``parity_measure=parallel``; or
                                  tokens, bytes, chars on all its documents);
-                                 ``parity_global_merges=N`` (hybrid; 0.5: half)
+                                 ``parity_global_merges=N`` (hybrid; 0.5: half);
+                                 ``parity_window=W[:parity_window_alpha=A]``
+                                 (the moving-window variant)
 ``lz78:<strategy>[:nochunk][:compact]``
                                  an LZ78 strategy (standard, frequency_gated,
                                  multi_round, cost_adjusted, smart_prune,

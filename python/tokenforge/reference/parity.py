@@ -12,7 +12,10 @@ rule the Rust trainer runs incrementally; docs/algorithms.md):
    lower language index on a tie; the merge is the most frequent pair of
    *that language's training words*, same tie-breaks;
 3. a language none of whose pairs reaches ``min_frequency`` is exhausted and
-   skipped from then on; training ends when every language is.
+   skipped from then on; training ends when every language is;
+4. with ``window`` > 0 (the moving-window variant), a language picked for more
+   than ``alpha / L`` of the last ``window`` parity merges is skipped in step
+   2, unless every language left is.
 
 Not handled: pre-tokenization (give word counts, :func:`tokenforge.reference.bpe.count_words`),
 special tokens, speed.
@@ -59,6 +62,8 @@ def train_parity_reference(
     global_merges: int = 0,
     min_frequency: int = 1,
     first_merge_id: int = 256,
+    window: int = 0,
+    alpha: float = 2.0,
 ) -> tuple[list[tuple[int, int, int]], list[int | None]]:
     """(merges, the language each was picked for: None for a global merge)."""
     threshold = max(1, min_frequency)
@@ -87,6 +92,9 @@ def train_parity_reference(
                 live = [i for i in range(len(train)) if not exhausted[i]]
                 if not live:
                     break
+                recent = [c for c in chosen if c is not None][-window:] if window else []
+                under = [i for i in live if recent.count(i) / window <= alpha / len(train)] if window else live
+                live = under or live
                 lang = max(live, key=lambda i: (cost[i], -i))
                 pair, count = _best(_count_pairs(*train[lang]), tie_break, id_bytes)
                 if pair is not None and count >= threshold:
