@@ -845,9 +845,75 @@ MULTI_LANGS: dict[str, str] = {
     "uk": "manpages-uk",
     "ja": "manpages-ja",
 }
-MULTI_VERSION = 1
+MULTI_VERSION = 2
 MULTI_HELDOUT_PERCENT = 20
 MAN_PAGE = re.compile(r"^man[0-9][^/]*/[^/]+\.gz$")
+#: language -> Debian fortunes package (bookworm has no fortunes-fr, -nl, -uk or -ja;
+#: the -off packages, offensive sections, are left out). More training text per
+#: language, not parallel: these lines carry no ``parallel_id`` and never go to
+#: the held-out set.
+FORTUNE_LANGS: dict[str, str] = {
+    "en": "fortunes",
+    "de": "fortunes-de",
+    "es": "fortunes-es",
+    "it": "fortunes-it",
+    "pl": "fortunes-pl",
+    "ru": "fortunes-ru",
+}
+#: fortune files that are pictures, not prose (ASCII art, banners)
+FORTUNE_SKIP = re.compile(r"art|banner", re.IGNORECASE)
+OVERSTRIKE = re.compile(r".\x08")
+
+
+def _fortune_files(pkg: str) -> list[str]:
+    """The fortune files of ``pkg``: the text beside each ``.dat`` index (not the
+    index, not the empty ``.u8`` links, not the offensive ``off/`` subdirectory,
+    not the ASCII art), sorted."""
+    out = []
+    for path in package_files(pkg):
+        if not path.startswith("/usr/share/games/fortunes/") or "/off/" in path:
+            continue
+        if path.endswith((".dat", ".u8")) or not os.path.isfile(path) or os.path.getsize(path) == 0:
+            continue
+        if not os.path.isfile(path + ".dat") and not os.path.isfile(re.sub(r"\.fortunes$", "", path) + ".dat"):
+            continue
+        if FORTUNE_SKIP.search(os.path.basename(path)):
+            continue
+        out.append(path)
+    return sorted(out)
+
+
+def fortune_text(path: str) -> str | None:
+    """One fortune file as one document: its cookies (between ``%`` lines) joined by
+    blank lines, overstriking (``X\\bX``) removed; None if not UTF-8 or too short."""
+    try:
+        with open(path, "rb") as f:
+            src = f.read().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    src = OVERSTRIKE.sub("", src.replace("\r\n", "\n"))
+    cookies = [c.strip("\n") for c in re.split(r"^%[ \t]*$", src, flags=re.MULTILINE)]
+    text = normalize("\n\n".join(c for c in cookies if c.strip()))
+    return text if len(text) >= MIN_DOC_CHARS else None
+
+
+def _fortune_docs(versions: dict[str, str], limit: int) -> list[tuple[str, str, str, str]]:
+    """(None, lang, path, text) for each language's fortune files, in the order of
+    the hash of their path, up to ``limit`` bytes a language."""
+    out = []
+    for lang, pkg in FORTUNE_LANGS.items():
+        if pkg not in versions:
+            continue
+        have = 0
+        for path in sorted(_fortune_files(pkg), key=lambda p: _hash_key("fortune", p)):
+            if have >= limit:
+                break
+            text = fortune_text(path)
+            if text is None:
+                continue
+            out.append(("", lang, path, text))
+            have += len(text.encode())
+    return out
 
 
 def _multi_units(versions: dict[str, str]) -> dict[str, dict[str, str]]:
@@ -869,7 +935,7 @@ def _multi_units(versions: dict[str, str]) -> dict[str, dict[str, str]]:
     return {rel: langs for rel, langs in units.items() if "en" in langs and len(langs) >= 2}
 
 
-def build_multilingual(out: Path, mb: float, install: bool, jobs: int) -> int:
+def build_multilingual(out: Path, mb: float, install: bool, jobs: int, fortunes_mb: float = 1.0) -> int:
     """Near-parallel held-out (and training) text in ten languages from Debian's
     translated man pages: the same page rendered in English and in every language
     that translates it. Units (pages) are taken in the order of the hash of their
@@ -879,15 +945,18 @@ def build_multilingual(out: Path, mb: float, install: bool, jobs: int) -> int:
     (``parallel_id`` = the page, e.g. ``man1/ls.1``), the format ``tokenforge
     compare --heldout`` reads. Plus ``MANIFEST.json`` (packages, per-language
     documents and bytes). Languages whose package is missing are left out with
-    a warning. Not yet: the fortunes packages' text."""
-    pkgs = list(MULTI_LANGS.values())
+    a warning. Then each language's fortune cookies (:data:`FORTUNE_LANGS`, up
+    to ``fortunes_mb`` MB a language, one document per fortune file) go to
+    ``train.jsonl`` only, without ``parallel_id``: more training text, not
+    parallel."""
+    pkgs = list(MULTI_LANGS.values()) + list(FORTUNE_LANGS.values())
     if install and os.geteuid() == 0:
         install_packages(pkgs)
     versions = installed_versions(pkgs)
-    for lang, pkg in MULTI_LANGS.items():
+    for lang, pkg in [*MULTI_LANGS.items(), *FORTUNE_LANGS.items()]:
         if pkg not in versions:
-            log(f"WARNING: {pkg} is not installed; no {lang!r} text")
-    config = {"multi_version": MULTI_VERSION, "mb": mb, "packages": versions}
+            log(f"WARNING: {pkg} is not installed; no {lang!r} text from it")
+    config = {"multi_version": MULTI_VERSION, "mb": mb, "fortunes_mb": fortunes_mb, "packages": versions}
     try:
         if json.loads((out / "MANIFEST.json").read_text())["config"] == config:
             log(f"multilingual sets in {out} are up to date")
@@ -918,19 +987,25 @@ def build_multilingual(out: Path, mb: float, install: bool, jobs: int) -> int:
                     have[lang] = have.get(lang, 0) + len(t.encode())
             if all(have.get(lang, 0) >= limit for lang, pkg in MULTI_LANGS.items() if pkg in versions):
                 break
+    fortunes = _fortune_docs(versions, int(fortunes_mb * MB))
     out.mkdir(parents=True, exist_ok=True)
     stats: dict[str, dict] = {}
     files = {}
     for name, held in (("train.jsonl", False), ("heldout.jsonl", True)):
         rows = [k for k in kept if (_hash_key("multi-heldout", k[0]) % 100 < MULTI_HELDOUT_PERCENT) == held]
         with AtomicWriter(out / name) as w:
-            for u, lang, path, text in rows:
-                pkg = MULTI_LANGS.get(lang, "en")
-                rec = {"text": text, "lang": lang, "parallel_id": u[: -len(".gz")], "source": f"{pkg}:{path}"}
+            for u, lang, path, text in rows + ([] if held else fortunes):
+                if u:
+                    pkg = MULTI_LANGS.get(lang, "en")
+                    rec = {"text": text, "lang": lang, "parallel_id": u[: -len(".gz")], "source": f"{pkg}:{path}"}
+                else:  # a fortune file: training text only, not parallel
+                    rec = {"text": text, "lang": lang, "source": f"{FORTUNE_LANGS[lang]}:{path}"}
                 w.write(json.dumps(rec, ensure_ascii=False).encode() + b"\n")
                 st = stats.setdefault(lang, {}).setdefault(name, {"docs": 0, "bytes": 0})
                 st["docs"] += 1
                 st["bytes"] += len(text.encode())
+                if not u:
+                    st["fortune_bytes"] = st.get("fortune_bytes", 0) + len(text.encode())
         files[name] = w.info()
     for lang in sorted(stats):
         h = stats[lang].get("heldout.jsonl", {"docs": 0, "bytes": 0})
@@ -967,9 +1042,17 @@ def main(argv=None) -> int:
         help="instead: write near-parallel text in 10 languages (Debian's translated man pages) into DIR",
     )
     ap.add_argument("--multilingual-mb", type=float, default=1.0, help="MB per language (default 1)")
+    ap.add_argument(
+        "--fortunes-mb",
+        type=float,
+        default=1.0,
+        help="with --multilingual: MB of fortune cookies per language added to train.jsonl (default 1; 0: none)",
+    )
     args = ap.parse_args(argv)
     if args.multilingual:
-        return build_multilingual(args.multilingual, args.multilingual_mb, not args.no_install, args.jobs)
+        return build_multilingual(
+            args.multilingual, args.multilingual_mb, not args.no_install, args.jobs, args.fortunes_mb
+        )
     if args.classes:
         return build_classes(args.out, args.classes, args.classes_mb, not args.no_install, args.jobs)
     if args.list_packages:

@@ -177,6 +177,24 @@ class BpeTrainer:
         min_frequency: int = 1,
         num_threads: int | None = None,
     ) -> BpeTrainer: ...
+    @staticmethod
+    def parity(
+        train: Sequence[WordCounter],
+        dev: Sequence[WordCounter],
+        byte_ids: Sequence[int],
+        next_id: int,
+        num_merges: int,
+        tie_break: str = "pair_ids",
+        min_frequency: int = 1,
+        num_threads: int | None = None,
+        global_merges: int = 0,
+        measure: str = "tokens",
+        norms: Sequence[int] | None = None,
+        window: int = 0,
+        alpha: float = 2.0,
+    ) -> BpeTrainer: ...
+    def merge_languages(self) -> list[int | None] | None: ...
+    def parity_summary(self) -> list[tuple[int, int, int]] | None: ...
     def run(self, max_merges: int = ..., seconds: float = 0.25) -> int: ...
     @property
     def done(self) -> bool: ...

@@ -40,7 +40,7 @@ from .bpe_structure import bpe_embedding_metadata
 from .chat import SPECIAL_TOKENS
 from .counting import DocRule, count_pieces
 from .data.corpus import Texts
-from .errors import FormatError, PatternError, SpecialTokenError, TokenforgeError, warn_user
+from .errors import CorpusError, FormatError, PatternError, SpecialTokenError, TokenforgeError, warn_user
 from .formats.bpe_data import BPEData
 from .progress import progress_bar
 
@@ -190,6 +190,11 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         errors: str = "strict",
         client=None,
         prune_below: int | None = None,
+        parity=None,
+        parity_measure="tokens",
+        parity_global_merges: int | float = 0,
+        parity_window: int = 0,
+        parity_window_alpha: float = 2.0,
     ):
         """Train a tokenizer of ``vocab_size`` ids (specials included).
 
@@ -216,6 +221,22 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         (bounded mode, for huge corpora): each partition drops the pieces it
         counted fewer times than this before merging; not exact (recorded in
         the file); None (default) is exact.
+
+        ``parity`` (parity-aware BPE, Foroutan et al. 2025): a mapping language
+        code -> development text (paths here; texts in
+        :meth:`train_from_iterator`). Each merge is then the pair most frequent
+        in the training text of the language whose dev text is worst compressed
+        under the merges so far (docs/algorithms.md). The corpus must carry
+        languages: a mapping language -> paths, or JSON lines with a ``lang``
+        field; every language needs training and dev text (else
+        :class:`~tokenforge.errors.CorpusError`). ``parity_measure``: "tokens"
+        (parallel dev texts; default), "bytes", "chars", or a mapping language ->
+        the dev text's size in a unit common to all. ``parity_global_merges``:
+        the first N merges are plain BPE's (the hybrid variant; a float in
+        [0, 1): that share of the merges). ``parity_window`` (> 0) and
+        ``parity_window_alpha``: the moving-window variant. The settings
+        and each language's dev tokens before and after go to the file's
+        training section (``parity``). See :mod:`tokenforge.bpe_parity`.
 
         Seed 003's call, with ``input_path`` (``BPETokenizer().train(input_path=...,
         vocab_size=..., save_dir=..., special_tokens=[...])``), follows that seed:
@@ -251,19 +272,43 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         # checked before the corpus is read
         _check_train_args(vocab_size, layout, len(specials), tie_break, min_frequency, num_threads)
         regex, _ = resolve_pattern(pattern)
-        counter = count_pieces(
-            corpus,
-            regex,
-            client=client,
-            who="BPETokenizer.train",
-            rule=rule,
-            text_field=text_field,
-            split_on=split_on,
-            errors=errors,
-            num_threads=num_threads,
-            progress=progress,
-            prune_below=prune_below,
-        )
+        if parity is not None:
+            if seed_mode:
+                raise TokenforgeError("parity training is not available in seed 003's mode (input_path=)")
+            from .bpe_parity import count_parity
+
+            counter = count_parity(
+                corpus,
+                parity,
+                regex,
+                measure=parity_measure,
+                global_merges=parity_global_merges,
+                window=parity_window,
+                window_alpha=parity_window_alpha,
+                who="BPETokenizer.train",
+                rule=rule,
+                text_field=text_field,
+                split_on=split_on,
+                errors=errors,
+                num_threads=num_threads,
+                progress=progress,
+                client=client,
+                prune_below=prune_below,
+            )
+        else:
+            counter = count_pieces(
+                corpus,
+                regex,
+                client=client,
+                who="BPETokenizer.train",
+                rule=rule,
+                text_field=text_field,
+                split_on=split_on,
+                errors=errors,
+                num_threads=num_threads,
+                progress=progress,
+                prune_below=prune_below,
+            )
         data = _train(
             counter,
             vocab_size,
@@ -290,7 +335,17 @@ class BPETokenizer(CoreEncoded, Tokenizer):
     @classmethod
     def train_from_iterator(cls, iterator: Iterable[str], vocab_size: int, **kwargs) -> "BPETokenizer":
         """nanochat's name: train from an iterable of str (texts, never paths);
-        the other arguments are :meth:`train`'s."""
+        the other arguments are :meth:`train`'s. With ``parity=``, the
+        iterator may be a mapping language -> texts, and ``parity``'s values
+        are texts too."""
+        if kwargs.get("parity") is not None:
+            from collections.abc import Mapping
+
+            from .bpe_parity import as_texts
+
+            kwargs["parity"] = as_texts(kwargs["parity"], "parity")
+            if isinstance(iterator, Mapping):
+                return cls.train(as_texts(iterator, "the corpus"), vocab_size, **kwargs)
         return cls.train(Texts(iterator), vocab_size, **kwargs)
 
     # ---- the contract ------------------------------------------------------
@@ -533,19 +588,49 @@ def _train(
     layout: str,
     progress: bool | None,
 ) -> BPEData:
-    """Merges from the piece counts of a corpus (a ``_core.WordCounter``, consumed)."""
+    """Merges from the piece counts of a corpus (a ``_core.WordCounter``, or
+    the per-language counts of parity training; consumed)."""
+    from .bpe_parity import ParityCounts
+
     first_merge, num_merges = _check_train_args(
         vocab_size, layout, len(specials), tie_break, min_frequency, num_threads
     )
     vocab_size = int(vocab_size)
     regex, pattern_name = resolve_pattern(pattern)
     show = progress if progress is not None else None
-    corpus_bytes = counter.total_bytes
-    dropped = counter.dropped
-    unique = counter.unique
-    trainer = _core.BpeTrainer(
-        counter, list(range(256)), [], first_merge, num_merges, tie_break, min_frequency, num_threads
-    )
+    parity = counter if isinstance(counter, ParityCounts) else None
+    if parity is not None:
+        corpus_bytes = sum(parity.train_bytes)
+        unique = sum(c.unique for c in parity.train)
+        drops = [c.dropped for c in parity.train]
+        dropped = (sum(d[0] for d in drops), sum(d[1] for d in drops), max(d[2] for d in drops))
+        measure, norms = parity.core_measure()
+        try:
+            trainer = _core.BpeTrainer.parity(
+                parity.train,
+                parity.dev,
+                list(range(256)),
+                first_merge,
+                num_merges,
+                tie_break,
+                min_frequency,
+                num_threads,
+                parity.resolve_global(num_merges),
+                measure,
+                norms,
+                parity.window,
+                parity.window_alpha,
+            )
+        except TokenforgeError as e:  # the core names languages by index: say which
+            names = ", ".join(f"{i} = {lang}" for i, lang in enumerate(parity.languages))
+            raise CorpusError(f"parity training: {e} (languages: {names})") from None
+    else:
+        corpus_bytes = counter.total_bytes
+        dropped = counter.dropped
+        unique = counter.unique
+        trainer = _core.BpeTrainer(
+            counter, list(range(256)), [], first_merge, num_merges, tie_break, min_frequency, num_threads
+        )
     with progress_bar(total=num_merges, desc="merging", unit="merges", enabled=show is not False) as bar:
         while not trainer.done:
             bar.update(trainer.run(seconds=0.2))
@@ -567,6 +652,8 @@ def _train(
         training["pruned_below"] = int(dropped[2])
         training["pruned_unique"] = int(dropped[0])
         training["pruned_pieces"] = int(dropped[1])
+    if parity is not None:
+        training["parity"] = parity.record(trainer.parity_summary() or [], num_merges)
     if len(merges) < num_merges:
         training["stopped_early"] = _warn_fewer_merges(
             len(merges), num_merges, vocab_size, len(specials), min_frequency

@@ -82,6 +82,9 @@ class SpecRule:
     None when the family takes none. ``train(words, options, docs, vocab_size,
     num_threads=, progress=)`` returns the tokenizer (``options`` are the defaults
     updated with the spec's). ``fixed_vocab``: vocabulary sizes do not apply.
+    ``takes_languages``: ``train`` also gets ``languages=``, the training
+    documents with their languages (:class:`tokenforge.data.languages.TrainLanguages`,
+    or None when the corpus carries none).
     """
 
     options: Mapping[str, Any]
@@ -89,6 +92,7 @@ class SpecRule:
     words: Callable[[list[str], str], list[tuple[str, ...]]] | None = None
     more_options: Callable[[], Sequence[str]] | None = None
     fixed_vocab: bool = False
+    takes_languages: bool = False
 
     def known_options(self) -> list[str]:
         names = list(self.options)
@@ -145,10 +149,50 @@ def _bpe_formats() -> list[Format]:
     ]
 
 
-def _bpe_train(words, options, docs, vocab_size, *, num_threads=None, progress=False):
+#: bpe's options that only ``bpe:parity`` takes, with their defaults
+_BPE_PARITY_OPTIONS = {
+    "parity_global_merges": 0,
+    "parity_measure": "parallel",
+    "parity_window": 0,
+    "parity_window_alpha": 2.0,
+}
+
+
+def _bpe_words(words: list[str], raw: str) -> list[tuple[str, ...]]:
+    """``bpe`` takes one bare word, ``parity`` (parity-aware training)."""
+    for w in words:
+        if w != "parity":
+            raise TokenforgeError(f"{raw!r}: bpe takes the word 'parity' and key=value options, not {w!r}")
+    return [("parity",) if words else ()]
+
+
+def _bpe_train(words, options, docs, vocab_size, *, num_threads=None, progress=False, languages=None):
+    """Plain BPE on ``docs``; ``bpe:parity``: per language, on the documents of
+    ``languages`` (see :func:`tokenforge.bpe_parity.compare_parity_inputs`)."""
     from .bpe import BPETokenizer
 
-    return BPETokenizer.train_from_iterator(docs, vocab_size, num_threads=num_threads, progress=progress, **options)
+    options = dict(options)
+    parity = {k: options.pop(k) for k in _BPE_PARITY_OPTIONS}
+    if "parity" not in words:
+        changed = [k for k, v in parity.items() if v != _BPE_PARITY_OPTIONS[k]]
+        if changed:
+            raise TokenforgeError(f"bpe: {', '.join(changed)} only apply to bpe:parity")
+        return BPETokenizer.train_from_iterator(docs, vocab_size, num_threads=num_threads, progress=progress, **options)
+    from .bpe_parity import compare_parity_inputs
+
+    corpus, dev, measure = compare_parity_inputs(languages, parity["parity_measure"])
+    return BPETokenizer.train_from_iterator(
+        corpus,
+        vocab_size,
+        num_threads=num_threads,
+        progress=progress,
+        parity=dev,
+        parity_measure=measure,
+        parity_global_merges=parity["parity_global_merges"],
+        parity_window=parity["parity_window"],
+        parity_window_alpha=parity["parity_window_alpha"],
+        **options,
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -310,8 +354,11 @@ FAMILIES: dict[str, Family] = {
                     "tie_break": "pair_ids",
                     "min_frequency": 1,
                     "layout": "nanochat",
+                    **_BPE_PARITY_OPTIONS,
                 },
                 train=_bpe_train,
+                words=_bpe_words,
+                takes_languages=True,
             ),
             cli=None,  # `tokenforge train` (cli/main.py) is BPE's
             embedding_modes=("structured", "tuple"),

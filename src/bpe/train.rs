@@ -44,6 +44,7 @@ use std::time::Instant;
 
 use super::encode::{BpeModel, MergeRule};
 use super::heap::Heap;
+use super::parity::{Measure, Parity, GLOBAL};
 use crate::error::{Error, Result};
 use crate::pretok::Pretokenizer;
 use crate::wordcount::WordCounter;
@@ -73,6 +74,8 @@ const HEAP_SLACK: usize = 1 << 12;
 #[cfg(test)]
 const HEAP_SLACK: usize = 2;
 const NO_POS: u32 = u32::MAX;
+/// The language of an occurrence that changes no language's training count.
+const NO_LANG: u32 = u32::MAX;
 
 #[inline(always)]
 pub fn pack(a: u32, b: u32) -> u64 {
@@ -146,6 +149,8 @@ pub struct Trainer {
     fresh_index: FxHashMap<u64, u32>,
     fresh: Vec<Fresh>,
     fresh_pos: Vec<(u32, u32)>,
+    /// Parity-aware training (`super::parity`): None for plain BPE.
+    parity: Option<Box<Parity>>,
 }
 
 fn better(tie: TieBreak, tokens: &[Vec<u8>]) -> impl Fn(&(u64, u64), &(u64, u64)) -> bool + '_ {
@@ -229,7 +234,7 @@ impl Trainer {
             lay.push(w, *c, next_id)?;
         }
         drop(words);
-        Ok(Trainer::from_layout(lay, tokens, next_id, num_merges, tie, min_frequency))
+        Ok(Trainer::from_layout(lay, tokens, next_id, num_merges, tie, min_frequency, None))
     }
 
     fn from_layout(
@@ -239,14 +244,18 @@ impl Trainer {
         num_merges: usize,
         tie: TieBreak,
         min_frequency: u64,
+        mut parity: Option<Box<Parity>>,
     ) -> Self {
         let Layout { mut slots, long, .. } = lay;
         slots.shrink_to_fit();
         let count_at = |e: usize| ((slots[e] & MASK) as u64) << 30 | (slots[e + 1] & MASK) as u64;
-        // Pass 1: every adjacent pair's count and number of positions.
+        // Pass 1: every adjacent pair's count and number of positions (with
+        // parity: a dev occurrence weighs 0, a training one also counts for its
+        // language).
         let mut pairs: FxHashMap<u64, PairInfo> = FxHashMap::default();
         let mut p = 1;
         let mut w = 0i64;
+        let mut lang = NO_LANG;
         while p + 1 < slots.len() {
             if p == 1 || slots[p - 1] >= SEP {
                 // a piece starts: its count is after its end
@@ -255,6 +264,10 @@ impl Trainer {
                     e += 1;
                 }
                 w = count_at(e) as i64;
+                if let Some(par) = parity.as_deref() {
+                    let seg = par.seg_of(p);
+                    (w, lang) = if seg < par.langs { (w, seg as u32) } else { (0, NO_LANG) };
+                }
             }
             let x = slots[p + 1];
             if x >= SEP {
@@ -266,6 +279,11 @@ impl Trainer {
             info.count += w;
             info.len += 1;
             info.live += 1;
+            if lang != NO_LANG {
+                if let Some(par) = parity.as_deref_mut() {
+                    par.add(lang, key, w);
+                }
+            }
             p += 1;
         }
         // Pass 2: the positions, pair after pair in the pool, ascending.
@@ -288,9 +306,13 @@ impl Trainer {
             info.len += 1;
             p += 1;
         }
-        pairs.retain(|_, i| i.count > 0);
-        let entries: Vec<(u64, u64)> = pairs.iter().map(|(&k, i)| (i.count as u64, k)).collect();
+        // every pair has a position; a pair only in dev text (count 0) is never picked
+        let entries: Vec<(u64, u64)> =
+            pairs.iter().filter(|(_, i)| i.count > 0).map(|(&k, i)| (i.count as u64, k)).collect();
         let heap = Heap::from_vec(entries, &better(tie, &tokens));
+        if let Some(par) = parity.as_deref_mut() {
+            par.build_heaps(&better(tie, &tokens));
+        }
         Trainer {
             slots,
             long,
@@ -308,7 +330,20 @@ impl Trainer {
             fresh_index: FxHashMap::default(),
             fresh: Vec::new(),
             fresh_pos: Vec::new(),
+            parity,
         }
+    }
+
+    /// Parity-aware training only: per merge, the language it was picked for
+    /// (`parity::GLOBAL` for the global merges).
+    pub fn merge_languages(&self) -> Option<&[u32]> {
+        self.parity.as_deref().map(|p| p.chosen())
+    }
+
+    /// Parity-aware training only: per language, (dev tokens before training,
+    /// dev tokens now, merges picked for it).
+    pub fn parity_summary(&self) -> Option<Vec<(u64, u64, u64)>> {
+        self.parity.as_deref().map(|p| p.summary())
     }
 
     pub fn is_done(&self) -> bool {
@@ -355,22 +390,41 @@ impl Trainer {
     }
 
     fn pick(&mut self) -> Option<(u64, u64)> {
-        loop {
-            let top = {
+        if let Some(par) = self.parity.as_deref_mut() {
+            if self.merges.len() >= par.global_merges {
                 let cmp = better(self.tie, &self.tokens);
-                self.heap.pop(&cmp)?
-            };
-            let Some(info) = self.pairs.get(&top.1) else { continue };
+                return par.pick(&cmp, self.min_frequency).map(|k| (k, 0));
+            }
+            let got = Self::pick_global(&mut self.heap, &self.pairs, self.tie, &self.tokens, self.min_frequency);
+            if got.is_some() {
+                par.chosen.push(GLOBAL);
+            }
+            return got;
+        }
+        Self::pick_global(&mut self.heap, &self.pairs, self.tie, &self.tokens, self.min_frequency)
+    }
+
+    /// Plain BPE's pick: the pair with the largest count over the whole corpus.
+    fn pick_global(
+        heap: &mut Heap<(u64, u64)>,
+        pairs: &FxHashMap<u64, PairInfo>,
+        tie: TieBreak,
+        tokens: &[Vec<u8>],
+        min_frequency: u64,
+    ) -> Option<(u64, u64)> {
+        let cmp = better(tie, tokens);
+        loop {
+            let top = heap.pop(&cmp)?;
+            let Some(info) = pairs.get(&top.1) else { continue };
             let cur = info.count;
             if cur <= 0 {
                 continue;
             }
             if cur as u64 != top.0 {
-                let cmp = better(self.tie, &self.tokens);
-                self.heap.push((cur as u64, top.1), &cmp);
+                heap.push((cur as u64, top.1), &cmp);
                 continue;
             }
-            if (cur as u64) < self.min_frequency {
+            if (cur as u64) < min_frequency {
                 return None;
             }
             return Some((top.1, top.0));
@@ -441,23 +495,36 @@ impl Trainer {
         self.long[i - 1].1
     }
 
-    /// One occurrence of `key` is gone: its count drops by `w`; a pair with
-    /// nothing left leaves the index.
+    /// One occurrence of `key` is gone: its count drops by `w` (and its
+    /// language's, with parity); a pair with no occurrence left leaves the
+    /// index. (Plain training: no occurrence left is a count of zero. With
+    /// parity a dev occurrence weighs 0, so a pair may live on dev text alone.)
     #[inline(always)]
-    fn sub(&mut self, key: u64, w: i64) {
+    fn sub(&mut self, key: u64, w: i64, lang: u32) {
         let info = self.pairs.get_mut(&key).expect("a live occurrence's pair is counted");
         info.count -= w;
         info.live -= 1;
         self.stale += 1;
-        if info.count == 0 {
+        if info.live == 0 {
             // every position of it is stale now, and counted so
-            debug_assert_eq!(info.live, 0);
+            debug_assert_eq!(info.count, 0);
             self.pairs.remove(&key);
+        }
+        if lang != NO_LANG {
+            if let Some(par) = self.parity.as_deref_mut() {
+                par.add(lang, key, -w);
+            }
         }
     }
 
     #[inline(always)]
-    fn add_fresh(&mut self, key: u64, w: i64, pos: u32) {
+    fn add_fresh(&mut self, key: u64, w: i64, pos: u32, lang: u32) {
+        if lang != NO_LANG {
+            if let Some(par) = self.parity.as_deref_mut() {
+                par.add(lang, key, w);
+                par.touch(lang, key);
+            }
+        }
         let fresh = &mut self.fresh;
         let i = *self.fresh_index.entry(key).or_insert_with(|| {
             fresh.push(Fresh { key, count: 0, last: NO_POS, n: 0, live: 0 });
@@ -501,12 +568,26 @@ impl Trainer {
             if self.slots[q] != b {
                 continue;
             }
-            let w = self.count_at(p) as i64;
+            let c = self.count_at(p);
+            // the occurrence's weight in the training counts, and its language
+            // (parity: a dev occurrence weighs 0 and shortens its language's dev text)
+            let (w, lang) = match self.parity.as_deref_mut() {
+                None => (c as i64, NO_LANG),
+                Some(par) => {
+                    let seg = par.seg_of(p);
+                    if seg < par.langs {
+                        (c as i64, seg as u32)
+                    } else {
+                        par.dev_tokens[seg - par.langs] -= c;
+                        (0, NO_LANG)
+                    }
+                }
+            };
             let x = self.prev_start(p);
             let r = self.next_start(q);
             let s = (q - p + self.span(q)) as u32;
             // the occurrence itself
-            self.sub(pair, w);
+            self.sub(pair, w, lang);
             if let Some(x) = x {
                 let xi = self.slots[x];
                 let old = pack(xi, a);
@@ -515,15 +596,20 @@ impl Trainer {
                     let f = &mut self.fresh[self.fresh_index[&old] as usize];
                     f.count -= w;
                     f.live -= 1;
+                    if lang != NO_LANG {
+                        if let Some(par) = self.parity.as_deref_mut() {
+                            par.add(lang, old, -w);
+                        }
+                    }
                 } else {
-                    self.sub(old, w);
+                    self.sub(old, w, lang);
                 }
-                self.add_fresh(pack(xi, z), w, x as u32);
+                self.add_fresh(pack(xi, z), w, x as u32, lang);
             }
             if let Some(r) = r {
                 let yi = self.slots[r];
-                self.sub(pack(b, yi), w);
-                self.add_fresh(pack(z, yi), w, p as u32);
+                self.sub(pack(b, yi), w, lang);
+                self.add_fresh(pack(z, yi), w, p as u32, lang);
             }
             let sl = &mut self.slots;
             sl[q] = SPAN | s;
@@ -534,7 +620,7 @@ impl Trainer {
 
         // The new pairs: positions into the pool (each pair's ascending, pairs in
         // key order for a deterministic layout), then into the index and the heap.
-        let mut order: Vec<u32> = (0..self.fresh.len() as u32).filter(|&i| self.fresh[i as usize].count > 0).collect();
+        let mut order: Vec<u32> = (0..self.fresh.len() as u32).filter(|&i| self.fresh[i as usize].live > 0).collect();
         order.sort_unstable_by_key(|&i| self.fresh[i as usize].key);
         let needed: usize = order.iter().map(|&i| self.fresh[i as usize].n as usize).sum();
         if self.pool.len() + needed > self.pool.capacity() {
@@ -570,16 +656,22 @@ impl Trainer {
             off += f.n as usize;
             self.stale += (f.n - f.live) as usize;
             self.pairs.insert(f.key, PairInfo { count: f.count, off: off - f.n as usize, len: f.n, live: f.live });
-            let cmp = better(self.tie, &self.tokens);
-            self.heap.push((f.count as u64, f.key), &cmp);
+            if f.count > 0 {
+                let cmp = better(self.tie, &self.tokens);
+                self.heap.push((f.count as u64, f.key), &cmp);
+            }
         }
         self.fresh.clear();
         self.fresh_index.clear();
         self.fresh_pos.clear();
 
         if self.heap.len() > 2 * self.pairs.len() + HEAP_SLACK {
-            let entries: Vec<(u64, u64)> = self.pairs.iter().map(|(&k, i)| (i.count as u64, k)).collect();
+            let entries: Vec<(u64, u64)> =
+                self.pairs.iter().filter(|(_, i)| i.count > 0).map(|(&k, i)| (i.count as u64, k)).collect();
             self.heap = Heap::from_vec(entries, &better(self.tie, &self.tokens));
+        }
+        if let Some(par) = self.parity.as_deref_mut() {
+            par.after_merge(&better(self.tie, &self.tokens), HEAP_SLACK);
         }
     }
 
@@ -713,7 +805,88 @@ impl Trainer {
                 }
             }
         }
-        Ok(Trainer::from_layout(lay, tokens, next_id, num_merges, tie, min_frequency))
+        Ok(Trainer::from_layout(lay, tokens, next_id, num_merges, tie, min_frequency, None))
+    }
+
+    /// Parity-aware training (`super::parity`): `train[l]` and `dev[l]` count
+    /// language `l`'s training and dev text (same split pattern; consumed);
+    /// bytes become ids through `byte_ids`; `num_merges` merges get ids from
+    /// `next_id`, the first `global_merges` of them picked by the plain rule;
+    /// `measure` says how dev compression is compared across languages, or
+    /// `norms` gives each language's dev text size in any unit common to all
+    /// (e.g. the bytes of the same content in a reference language);
+    /// `window` = (length, alpha) turns on the moving-window variant (length 0: off). Every
+    /// language needs training text with a pair in it and dev text. Runs on
+    /// the current rayon pool; the merges do not depend on its size.
+    #[allow(clippy::too_many_arguments)]
+    pub fn parity_from_counters(
+        train: Vec<WordCounter>,
+        dev: Vec<WordCounter>,
+        byte_ids: &[u32; 256],
+        next_id: u32,
+        num_merges: usize,
+        tie: TieBreak,
+        min_frequency: u64,
+        global_merges: usize,
+        measure: Measure,
+        norms: Option<Vec<u64>>,
+        window: (usize, f64),
+    ) -> Result<Self> {
+        check_ids(next_id, num_merges)?;
+        if window.0 > 0 && !(window.1.is_finite() && window.1 > 0.0) {
+            return Err(Error::Invalid(format!("the parity window's alpha must be above 0, not {}", window.1)));
+        }
+        if train.is_empty() || train.len() != dev.len() {
+            return Err(Error::Invalid(format!(
+                "parity training needs one training and one dev counter per language (got {} and {})",
+                train.len(),
+                dev.len()
+            )));
+        }
+        for (l, (t, d)) in train.iter().zip(&dev).enumerate() {
+            if !t.pieces().any(|(w, _)| w.len() >= 2) {
+                return Err(Error::Invalid(format!(
+                    "language {l} has no training text with two bytes in one piece (nothing to merge)"
+                )));
+            }
+            if d.unique() == 0 {
+                return Err(Error::Invalid(format!("language {l} has no dev text")));
+            }
+        }
+        let norms: Vec<u64> = match norms {
+            None => dev.iter().map(|d| measure.norm(d.pieces())).collect(),
+            Some(n) if n.len() == dev.len() && n.iter().all(|&x| x > 0) => n,
+            Some(n) => {
+                return Err(Error::Invalid(format!(
+                    "parity norms: expected {} numbers above zero, one per language, not {n:?}",
+                    dev.len()
+                )))
+            }
+        };
+        let dev_tokens: Vec<u64> = dev.iter().map(|d| d.pieces().map(|(w, c)| w.len() as u64 * c).sum()).collect();
+        let tokens: Vec<Vec<u8>> = (0..next_id)
+            .map(|i| byte_ids.iter().position(|&b| b == i).map(|b| vec![b as u8]).unwrap_or_default())
+            .collect();
+        let slots_hint: usize = train
+            .iter()
+            .chain(&dev)
+            .map(|c| c.pieces().filter(|(w, _)| w.len() >= 2).map(|(w, _)| w.len() + 2).sum::<usize>())
+            .sum();
+        let mut lay = Layout::new(slots_hint.min(NO_POS as usize));
+        let mut seg_start = Vec::with_capacity(2 * train.len() + 1);
+        let mut ids: Vec<u32> = Vec::new();
+        for counter in train.into_iter().chain(dev) {
+            seg_start.push(lay.slots.len() as u32);
+            for (w, c) in counter.into_sorted() {
+                ids.clear();
+                ids.extend(w.iter().map(|&x| byte_ids[x as usize]));
+                lay.push(&ids, c, next_id)?;
+            }
+        }
+        seg_start.push(lay.slots.len() as u32);
+        let mut parity = Parity::new(seg_start, dev_tokens, norms, global_merges);
+        parity.set_window(window.0, window.1);
+        Ok(Trainer::from_layout(lay, tokens, next_id, num_merges, tie, min_frequency, Some(Box::new(parity))))
     }
 }
 
@@ -835,7 +1008,281 @@ mod tests {
         assert_eq!(m, vec![(97, 98, 256), (256, 32, 257)]);
     }
 
+    type Words = Vec<(Vec<u32>, u64)>;
+
+    fn apply(words: &mut Words, a: u32, b: u32, z: u32) {
+        for (w, _) in words.iter_mut() {
+            let mut o = vec![];
+            let mut i = 0;
+            while i < w.len() {
+                if i + 1 < w.len() && w[i] == a && w[i + 1] == b {
+                    o.push(z);
+                    i += 2;
+                } else {
+                    o.push(w[i]);
+                    i += 1;
+                }
+            }
+            *w = o;
+        }
+    }
+
+    fn best_pair(words: &[&Words], tokens: &[Vec<u8>], tie: TieBreak) -> Option<((u32, u32), u64)> {
+        let mut counts: std::collections::BTreeMap<(u32, u32), u64> = Default::default();
+        for ws in words {
+            for (w, c) in ws.iter() {
+                for x in w.windows(2) {
+                    *counts.entry((x[0], x[1])).or_default() += c;
+                }
+            }
+        }
+        counts.into_iter().max_by(|x, y| {
+            x.1.cmp(&y.1).then_with(|| match tie {
+                TieBreak::PairIds => y.0.cmp(&x.0),
+                TieBreak::Lexicographic => (&tokens[x.0 .0 as usize], &tokens[x.0 .1 as usize])
+                    .cmp(&(&tokens[y.0 .0 as usize], &tokens[y.0 .1 as usize]))
+                    .then_with(|| y.0.cmp(&x.0)),
+            })
+        })
+    }
+
+    /// Naive parity-aware BPE: recount every pair of every language at every step.
+    #[allow(clippy::too_many_arguments)]
+    fn naive_parity(
+        mut train: Vec<Words>,
+        mut dev: Vec<Words>,
+        norms: &[u64],
+        n: usize,
+        tie: TieBreak,
+        global: usize,
+        min_frequency: u64,
+        window: (usize, f64),
+    ) -> (Vec<(u32, u32, u32)>, Vec<u32>) {
+        let mut tokens: Vec<Vec<u8>> = (0..256).map(|b| vec![b as u8]).collect();
+        let (mut out, mut chosen) = (vec![], vec![]);
+        let mut exhausted = vec![false; train.len()];
+        let nl = train.len();
+        // over the window: picked for more than alpha / L of the last `window` parity merges
+        let over = |chosen: &[u32], l: usize| {
+            let recent: Vec<u32> = chosen.iter().copied().filter(|&c| c != GLOBAL).collect();
+            let last = &recent[recent.len().saturating_sub(window.0)..];
+            window.0 > 0
+                && last.iter().filter(|&&c| c == l as u32).count() as f64 / window.0 as f64 > window.1 / nl as f64
+        };
+        for k in 0..n {
+            let pick = if k < global {
+                let all: Vec<&Words> = train.iter().collect();
+                match best_pair(&all, &tokens, tie) {
+                    Some((p, c)) if c >= min_frequency => Some((p, GLOBAL)),
+                    _ => None,
+                }
+            } else {
+                let mut got = None;
+                loop {
+                    let dt: Vec<u64> = dev.iter().map(|d| d.iter().map(|(w, c)| w.len() as u64 * c).sum()).collect();
+                    let mut worst: Option<usize> = None;
+                    let any_under = (0..nl).any(|l| !exhausted[l] && !over(&chosen, l));
+                    for l in 0..train.len() {
+                        if exhausted[l] || (any_under && over(&chosen, l)) {
+                            continue;
+                        }
+                        if worst.is_none_or(|b| dt[l] as u128 * norms[b] as u128 > dt[b] as u128 * norms[l] as u128) {
+                            worst = Some(l);
+                        }
+                    }
+                    let Some(l) = worst else { break };
+                    match best_pair(&[&train[l]], &tokens, tie) {
+                        Some((p, c)) if c >= min_frequency => {
+                            got = Some((p, l as u32));
+                            break;
+                        }
+                        _ => exhausted[l] = true,
+                    }
+                }
+                got
+            };
+            let Some(((a, b), l)) = pick else { break };
+            let z = 256 + k as u32;
+            out.push((a, b, z));
+            chosen.push(l);
+            let mut t = tokens[a as usize].clone();
+            t.extend_from_slice(&tokens[b as usize]);
+            tokens.push(t);
+            for ws in train.iter_mut().chain(dev.iter_mut()) {
+                apply(ws, a, b, z);
+            }
+        }
+        (out, chosen)
+    }
+
+    fn counters(texts: &[Vec<&str>], pt: &Pretokenizer) -> Vec<WordCounter> {
+        texts
+            .iter()
+            .map(|t| {
+                let mut wc = WordCounter::new(pt.clone());
+                wc.add_texts(t).unwrap();
+                wc
+            })
+            .collect()
+    }
+
+    fn words_of(wc: WordCounter) -> Words {
+        wc.into_sorted().into_iter().map(|(w, c)| (w.iter().map(|&b| b as u32).collect(), c)).collect()
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn check_parity(
+        train: &[Vec<&str>],
+        dev: &[Vec<&str>],
+        pattern: Option<&str>,
+        n: usize,
+        tie: TieBreak,
+        global: usize,
+        min_frequency: u64,
+        measure: Measure,
+        window: (usize, f64),
+    ) -> Vec<(u32, u32, u32)> {
+        let pt = Pretokenizer::new(pattern).unwrap();
+        let mut t = Trainer::parity_from_counters(
+            counters(train, &pt),
+            counters(dev, &pt),
+            &ident(),
+            256,
+            n,
+            tie,
+            min_frequency,
+            global,
+            measure,
+            None,
+            window,
+        )
+        .unwrap();
+        t.run(usize::MAX, None);
+        let norms: Vec<u64> = counters(dev, &pt).iter().map(|d| measure.norm(d.pieces())).collect();
+        let tw: Vec<Words> = counters(train, &pt).into_iter().map(words_of).collect();
+        let dw: Vec<Words> = counters(dev, &pt).into_iter().map(words_of).collect();
+        let (slow, chosen) = naive_parity(tw, dw.clone(), &norms, n, tie, global, min_frequency, window);
+        assert_eq!(t.merges(), &slow[..]);
+        assert_eq!(t.merge_languages().unwrap(), &chosen[..]);
+        // the dev token counts the trainer kept equal the dev text under its merges
+        let mut dw = dw;
+        for &(a, b, z) in t.merges() {
+            for ws in dw.iter_mut() {
+                apply(ws, a, b, z);
+            }
+        }
+        let summary = t.parity_summary().unwrap();
+        for (l, ws) in dw.iter().enumerate() {
+            assert_eq!(summary[l].1, ws.iter().map(|(w, c)| w.len() as u64 * c).sum::<u64>());
+        }
+        // per-language counts sum to the global ones
+        let par = t.parity.as_deref().unwrap();
+        let mut sum: FxHashMap<u64, i64> = FxHashMap::default();
+        for l in 0..par.langs {
+            for (&k, &c) in par.counts(l) {
+                *sum.entry(k).or_default() += c;
+            }
+        }
+        for (k, info) in &t.pairs {
+            assert_eq!(info.count, sum.get(k).copied().unwrap_or(0));
+        }
+        slow
+    }
+
+    #[test]
+    fn parity_one_language_is_plain_bpe() {
+        let text = "the cat sat on the mat, the cat ate the rat; aaaa abab";
+        for tie in [TieBreak::PairIds, TieBreak::Lexicographic] {
+            let plain = train_texts(&[text], Pretokenizer::new(Some(GPT4_PATTERN)).unwrap(), &ident(), 256, 30, tie, 1)
+                .unwrap();
+            let par = check_parity(
+                &[vec![text]],
+                &[vec!["the dog"]],
+                Some(GPT4_PATTERN),
+                30,
+                tie,
+                0,
+                1,
+                Measure::Tokens,
+                (0, 0.0),
+            );
+            assert_eq!(plain, par);
+        }
+    }
+
+    #[test]
+    fn parity_serves_the_worst_language() {
+        // language 1's dev text is long and its own pairs differ from language 0's
+        let train = [vec!["aaaa aaaa aaaa aaaa aaaa aaaa"], vec!["xyxy zwzw xyxy"]];
+        let dev = [vec!["aaaa"], vec!["xyxyzwzw"]];
+        let m = check_parity(&train, &dev, None, 4, TieBreak::PairIds, 0, 1, Measure::Tokens, (0, 0.0));
+        // plain BPE would merge (a, a) first; parity serves language 1 first
+        assert_eq!(m[0], (b'x' as u32, b'y' as u32, 256));
+        for measure in [Measure::Tokens, Measure::Bytes, Measure::Chars] {
+            for global in [0, 1, 3] {
+                let lex = TieBreak::Lexicographic;
+                check_parity(&train, &dev, Some(GPT4_PATTERN), 12, lex, global, 1, measure, (0, 0.0));
+                check_parity(&train, &dev, None, 12, TieBreak::PairIds, global, 2, measure, (3, 0.5));
+                check_parity(&train, &dev, None, 12, TieBreak::PairIds, global, 1, measure, (4, 1.0));
+            }
+        }
+    }
+
+    #[test]
+    fn parity_refuses_a_language_without_text() {
+        let pt = Pretokenizer::Whole;
+        let e = Trainer::parity_from_counters(
+            counters(&[vec!["ab"], vec!["a"]], &pt),
+            counters(&[vec!["ab"], vec!["cd"]], &pt),
+            &ident(),
+            256,
+            5,
+            TieBreak::PairIds,
+            1,
+            0,
+            Measure::Tokens,
+            None,
+            (0, 0.0),
+        );
+        assert!(e.err().unwrap().to_string().contains("language 1 has no training text"));
+        let e = Trainer::parity_from_counters(
+            counters(&[vec!["ab"], vec!["cd"]], &pt),
+            counters(&[vec!["ab"], vec![]], &pt),
+            &ident(),
+            256,
+            5,
+            TieBreak::PairIds,
+            1,
+            0,
+            Measure::Tokens,
+            None,
+            (0, 0.0),
+        );
+        assert!(e.err().unwrap().to_string().contains("language 1 has no dev text"));
+    }
+
     use proptest::prelude::*;
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(150))]
+        #[test]
+        fn parity_matches_naive(
+            train in prop::collection::vec(prop::collection::vec("(ab|a|b| |c|é|xy){0,40}", 1..3), 1..4),
+            dev in prop::collection::vec(prop::collection::vec("(ab|a|b| |c|é|y){0,20}", 1..3), 4),
+            n in 0usize..60, lex in any::<bool>(), global in 0usize..4, minf in 1u64..3, m in 0usize..3, pat in any::<bool>(),
+            w in 0usize..6, alpha in prop::sample::select(vec![0.5, 1.0, 1.5, 2.0]),
+        ) {
+            // every language needs a pair in its training text and some dev text
+            let train: Vec<Vec<String>> = train.into_iter().map(|mut t| { t.push("ab".into()); t }).collect();
+            let dev: Vec<Vec<String>> = dev.into_iter().take(train.len()).map(|mut t| { t.push("b".into()); t }).collect();
+            let tr: Vec<Vec<&str>> = train.iter().map(|t| t.iter().map(|s| s.as_str()).collect()).collect();
+            let dv: Vec<Vec<&str>> = dev.iter().map(|t| t.iter().map(|s| s.as_str()).collect()).collect();
+            let tie = if lex { TieBreak::Lexicographic } else { TieBreak::PairIds };
+            let measure = [Measure::Tokens, Measure::Bytes, Measure::Chars][m];
+            let pattern = if pat { Some(GPT4_PATTERN) } else { None };
+            check_parity(&tr, &dv, pattern, n, tie, global, minf, measure, (w, alpha));
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(200))]
         #[test]

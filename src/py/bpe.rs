@@ -14,6 +14,7 @@ use super::encoder::{encoder_class, PyEncoder};
 use super::{pool, pretok_from, py_strs, IntTable};
 use crate::bpe::encode::{BpeModel, MergeRule, SplitRule};
 use crate::bpe::layout::Layout;
+use crate::bpe::parity::{Measure, GLOBAL};
 use crate::bpe::train::{TieBreak, Trainer};
 use crate::error::Error;
 use crate::wordcount::WordCounter;
@@ -271,6 +272,73 @@ impl PyBpeTrainer {
             pool.install(|| Trainer::from_counter(wc, &b, &merges, next_id, num_merges, tie, min_frequency))
         })?;
         Ok(PyBpeTrainer { inner: t, done_total: 0 })
+    }
+
+    /// Parity-aware training (`crate::bpe::parity`): `train[l]` and `dev[l]`
+    /// are language `l`'s counters (same split pattern; each is consumed);
+    /// merges get ids from `next_id`; the first `global_merges` are plain
+    /// BPE's; `measure`: "tokens" (parallel dev sets), "bytes" or "chars";
+    /// `norms` (one per language, above zero) overrides it; `window` > 0 turns
+    /// on the moving-window variant with `alpha`.
+    #[staticmethod]
+    #[pyo3(signature = (train, dev, byte_ids, next_id, num_merges, tie_break="pair_ids", min_frequency=1, num_threads=None, global_merges=0, measure="tokens", norms=None, window=0, alpha=2.0))]
+    #[allow(clippy::too_many_arguments)]
+    fn parity(
+        py: Python<'_>,
+        train: Vec<PyRefMut<'_, PyWordCounter>>,
+        dev: Vec<PyRefMut<'_, PyWordCounter>>,
+        byte_ids: Vec<u32>,
+        next_id: u32,
+        num_merges: usize,
+        tie_break: &str,
+        min_frequency: u64,
+        num_threads: Option<usize>,
+        global_merges: usize,
+        measure: &str,
+        norms: Option<Vec<u64>>,
+        window: usize,
+        alpha: f64,
+    ) -> PyResult<Self> {
+        let tie = TieBreak::parse(tie_break)?;
+        let measure = Measure::parse(measure)?;
+        let b = byte_ids_from(byte_ids)?;
+        let take = |v: Vec<PyRefMut<'_, PyWordCounter>>| -> PyResult<Vec<WordCounter>> {
+            v.into_iter()
+                .map(|mut c| c.inner.take().ok_or_else(|| Error::invalid("this WordCounter was already used").into()))
+                .collect()
+        };
+        let (train, dev) = (take(train)?, take(dev)?);
+        let pool = pool(num_threads)?;
+        let t = py.detach(|| {
+            pool.install(|| {
+                Trainer::parity_from_counters(
+                    train,
+                    dev,
+                    &b,
+                    next_id,
+                    num_merges,
+                    tie,
+                    min_frequency,
+                    global_merges,
+                    measure,
+                    norms,
+                    (window, alpha),
+                )
+            })
+        })?;
+        Ok(PyBpeTrainer { inner: t, done_total: 0 })
+    }
+
+    /// Parity training: per merge, the index of the language it was picked
+    /// for (None: a global merge); None for plain training.
+    fn merge_languages(&self) -> Option<Vec<Option<u32>>> {
+        self.inner.merge_languages().map(|v| v.iter().map(|&l| (l != GLOBAL).then_some(l)).collect())
+    }
+
+    /// Parity training: per language, (dev tokens before training, dev tokens
+    /// now, merges picked for it); None for plain training.
+    fn parity_summary(&self) -> Option<Vec<(u64, u64, u64)>> {
+        self.inner.parity_summary()
     }
 
     /// Run merges with the GIL released for at most `seconds`; returns how many ran.

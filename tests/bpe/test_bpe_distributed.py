@@ -102,3 +102,16 @@ def test_fsspec_urls_read_the_same_here_and_on_workers(tmp_path):
     assert _bpe_bytes(tmp_path, "urls_runner", corpus=urls, client=LocalRunner(progress=False)) == want
     mixed = [urls[0], str(files[1]), *urls[2:]]
     assert _bpe_bytes(tmp_path, "mixed", corpus=mixed, progress=False) == want
+
+
+def test_parity_training_counts_on_a_runner_the_same(tmp_path):
+    # parity-aware BPE counts each language's training text where the client says; same file
+    files = _corpus(tmp_path)
+    corpus = {"en": files[:2], "de": files[2:4], "fr": [files[4]]}
+    dev = {}
+    for lang, fs in corpus.items():
+        dev[lang] = str(tmp_path / f"dev.{lang}.txt")
+        (tmp_path / f"dev.{lang}.txt").write_text(fs[0].read_text(encoding="utf-8")[:400], encoding="utf-8")
+    kw = dict(corpus=corpus, parity=dev, parity_global_merges=0.25, progress=False)
+    want = _bpe_bytes(tmp_path, "one", **kw)
+    assert _bpe_bytes(tmp_path, "runner", client=LocalRunner(progress=False), **dict(kw)) == want

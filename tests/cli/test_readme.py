@@ -44,7 +44,7 @@ from pathlib import Path
 
 import pytest
 
-from repo_paths import README
+from repo_paths import FIXTURES, README
 
 #: (regex applied to each command or Python line, replacement, why). Applied in order.
 SUBSTITUTIONS: list[tuple[str, str, str]] = [
@@ -127,6 +127,9 @@ def make_fixtures(root: Path) -> dict:
     (root / "heldout.txt").write_text("".join(held), encoding="utf-8")
     (root / "en.txt").write_text("The quick brown fox jumps over the lazy dog.\n", encoding="utf-8")
     (root / "de.txt").write_text("Der schnelle braune Fuchs springt über den faulen Hund.\n", encoding="utf-8")
+    (root / "dev.en.txt").write_text("The lazy dog sleeps.\n", encoding="utf-8")
+    (root / "dev.de.txt").write_text("Der faule Hund schläft.\n", encoding="utf-8")
+    (root / "multi.jsonl").write_bytes((FIXTURES / "multilingual" / "heldout.jsonl").read_bytes())
     (root / "train.txt").write_text("<|endoftext|>".join(train), encoding="utf-8")
     (root / "in.txt").write_bytes("".join(train[:40]).encode("latin-1", errors="replace"))
     small = BPETokenizer.train_from_iterator(train[:50], 400, special_tokens=None, progress=False)

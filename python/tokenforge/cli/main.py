@@ -207,11 +207,83 @@ def _specials_arg(value: str):
     return [s for s in value.split(",") if s]
 
 
+def _lang_paths(items: list[str], what: str) -> dict[str, list[Path]]:
+    """``LANG=PATH`` arguments (repeatable) -> {lang: [paths]}; a missing file is exit 3."""
+    from ..data.languages import parse_heldout_arg
+
+    out: dict[str, list[Path]] = {}
+    for item in items:
+        lang, path = parse_heldout_arg(item)
+        if lang is None:
+            raise TokenforgeError(f"{what} {item!r}: expected LANG=PATH (e.g. de=dev.de.txt)")
+        check_inputs([path], f"{what} path")
+        out.setdefault(lang, []).append(Path(path))
+    return out
+
+
+def _train_corpus(args):
+    """The corpus of ``tokenforge train``: paths; with ``--parity``, either all
+    ``LANG=PATH`` (per-language training files) or all paths (JSON lines whose
+    lines carry ``lang``)."""
+    if not args.parity:
+        corpus = [Path(p) for p in args.corpus]
+        check_inputs(corpus)
+        return corpus, None
+    from ..data.languages import parse_heldout_arg
+
+    tagged = [parse_heldout_arg(x)[0] is not None for x in args.corpus]
+    dev = _lang_paths(args.parity, "--parity")
+    if all(tagged):
+        return _lang_paths(args.corpus, "corpus"), dev
+    if any(tagged):
+        raise TokenforgeError(
+            "with --parity, give the corpus either all as LANG=PATH or all as JSON-lines files whose lines "
+            "carry a 'lang' field, not both"
+        )
+    corpus = [Path(p) for p in args.corpus]
+    check_inputs(corpus)
+    return corpus, dev
+
+
+def _int_or_share(value: str) -> int | float:
+    """``--parity-global-merges``: an int (merges) or a float in [0, 1) (a share of them)."""
+    try:
+        return int(value)
+    except ValueError:
+        pass
+    try:
+        return float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an int or a float in [0, 1), not {value!r}") from None
+
+
+def _parity_measure_arg(value: str):
+    """``--parity-measure``: a name, or ``LANG=N,LANG=N`` (each dev text's size in a common unit)."""
+    if "=" not in value:
+        return value
+    out = {}
+    for part in value.split(","):
+        lang, _, n = part.partition("=")
+        try:
+            out[lang.strip()] = int(n)
+        except ValueError:
+            raise TokenforgeError(f"--parity-measure {value!r}: {n!r} is not an integer") from None
+    return out
+
+
 def cmd_train(args) -> int:
     from ..bpe import BPETokenizer
 
-    corpus = [Path(p) for p in args.corpus]
-    check_inputs(corpus)
+    corpus, parity = _train_corpus(args)
+    extra = {}
+    if parity is not None:
+        extra = dict(
+            parity=parity,
+            parity_measure=_parity_measure_arg(args.parity_measure),
+            parity_global_merges=args.parity_global_merges,
+            parity_window=args.parity_window,
+            parity_window_alpha=args.parity_window_alpha,
+        )
     t0 = time.perf_counter()
     tok = BPETokenizer.train(
         corpus,
@@ -227,6 +299,7 @@ def cmd_train(args) -> int:
         progress=not args.quiet,
         errors=args.errors,
         client=args.scheduler,
+        **extra,
     )
     dt = time.perf_counter() - t0
     out = Path(args.output)
@@ -431,7 +504,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
 
     t = sub.add_parser("train", help="train a byte-level BPE tokenizer")
-    t.add_argument("corpus", nargs="+", help=".txt/.jsonl/.parquet files or directories (optionally .gz/.zst)")
+    t.add_argument(
+        "corpus",
+        nargs="+",
+        help=".txt/.jsonl/.parquet files or directories (optionally .gz/.zst); with --parity, LANG=PATH "
+        "per language, or JSON lines with a 'lang' field",
+    )
     t.add_argument("--vocab-size", type=int, required=True, help="total ids, special tokens included")
     t.add_argument("-o", "--output", required=True, help="output directory (or .json / .tiktoken file)")
     t.add_argument("--pattern", default="gpt4", help="gpt4 (default), gpt2, cl100k, none, or a regex")
@@ -450,6 +528,42 @@ def build_parser() -> argparse.ArgumentParser:
         "(strict, default), U+FFFD (replace) or dropped (ignore)",
     )
     t.add_argument("--format", default="tokenforge", choices=["tokenforge", "tiktoken", "hf"])
+    t.add_argument(
+        "--parity",
+        action="append",
+        default=[],
+        metavar="LANG=PATH",
+        help="parity-aware BPE: a language's development text (repeat per language; every training "
+        "language needs one); each merge then serves the language worst compressed on its dev text",
+    )
+    t.add_argument(
+        "--parity-measure",
+        default="tokens",
+        help="with --parity: tokens (parallel dev texts, default), bytes, chars, or LANG=N,... (each dev "
+        "text's size in a unit common to all)",
+    )
+    t.add_argument(
+        "--parity-global-merges",
+        type=_int_or_share,
+        default=0,
+        metavar="N",
+        help="with --parity: the first N merges are plain BPE's (hybrid variant; default 0); "
+        "0.5: the first half of them",
+    )
+    t.add_argument(
+        "--parity-window",
+        type=int,
+        default=0,
+        metavar="W",
+        help="with --parity: the moving-window variant over the last W merges (0: off; the paper uses 100)",
+    )
+    t.add_argument(
+        "--parity-window-alpha",
+        type=float,
+        default=2.0,
+        metavar="A",
+        help="with --parity-window: pass over a language picked for more than A / (languages) of the window",
+    )
     _scheduler_arg(t, "count the corpus")
     t.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     t.set_defaults(func=cmd_train)

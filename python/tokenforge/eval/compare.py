@@ -34,6 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..data.fingerprint import tokenizer_fingerprint
+from ..data.languages import TrainLanguages
 from ..embedding_meta import EmbeddingModeError, get_embedding_metadata
 from ..errors import TokenforgeError
 from .bpb import BPBConfig, run_bpb, select_documents
@@ -81,7 +82,23 @@ def _mb(x: float | None) -> int | None:
 def load_corpus(opts: CompareOptions) -> tuple[list[str], list[str], str]:
     """(training documents, held-out documents, description)."""
     train, held, desc = _load_corpus(opts)
-    return train, [d.text for d in held], desc
+    return [d.text for d in train], [d.text for d in held], desc
+
+
+def _select_lang_docs(docs, max_bytes: int | None) -> list[LangDoc]:
+    """:func:`select_documents` on documents that keep their languages."""
+    if max_bytes is None:
+        return list(docs)
+    out: list[LangDoc] = []
+    left = int(max_bytes)
+    for d in docs:  # streamed: only what is kept is read
+        if left <= 0:
+            break
+        kept = select_documents([d.text], left)  # the last one is cut at a character boundary
+        if kept:
+            out.append(dataclasses.replace(d, text=kept[0]))
+        left -= len(d.text.encode("utf-8"))
+    return out
 
 
 def _heldout_args(opts: CompareOptions) -> list[str]:
@@ -89,22 +106,21 @@ def _heldout_args(opts: CompareOptions) -> list[str]:
     return [] if not h else [h] if isinstance(h, str) else list(h)
 
 
-def _load_corpus(opts: CompareOptions) -> tuple[list[str], list[LangDoc], str]:
-    """(training documents, held-out documents with their languages, description)."""
-    from ..data.corpus import iter_documents
-
+def _load_corpus(opts: CompareOptions) -> tuple[list[LangDoc], list[LangDoc], str]:
+    """(training documents and held-out documents, with their languages where
+    JSON lines give them, and a description)."""
     if opts.corpus:
         paths = [Path(p) for p in opts.corpus]
-        train_iter = iter_documents(paths, text_field=opts.text_field)
+        train_iter = (d for p in paths for d in read_language_documents(p, text_field=opts.text_field))
         desc = ", ".join(str(p) for p in paths)
     else:
         from ..data.default_corpus import iter_default_corpus
 
-        train_iter = iter_default_corpus()
+        train_iter = (LangDoc(t) for t in iter_default_corpus())
         desc = f"the built-in corpus (Python {sys.version.split()[0]} standard library docs and sources)"
     heldout = _heldout_args(opts)
     if heldout:
-        train = select_documents(train_iter, _mb(opts.train_mb))
+        train = _select_lang_docs(train_iter, _mb(opts.train_mb))
         held = []
         for arg in heldout:
             lang, path = parse_heldout_arg(arg)
@@ -112,8 +128,8 @@ def _load_corpus(opts: CompareOptions) -> tuple[list[str], list[LangDoc], str]:
         desc += f"; held out: {', '.join(heldout)}"
     else:
         docs = list(train_iter)
-        held = [LangDoc(d) for i, d in enumerate(docs) if i % 10 == 9]
-        train = select_documents((d for i, d in enumerate(docs) if i % 10 != 9), _mb(opts.train_mb))
+        held = [d for i, d in enumerate(docs) if i % 10 == 9]
+        train = _select_lang_docs((d for i, d in enumerate(docs) if i % 10 != 9), _mb(opts.train_mb))
         desc += " (every tenth document held out)"
     if not train:
         raise TokenforgeError("the corpus has no training documents")
@@ -131,6 +147,14 @@ def _digest(docs) -> str:
     return h.hexdigest()
 
 
+def _train_digest(docs: list[LangDoc]) -> str:
+    """The training text's digest; documents' languages and parallel units count
+    too when the corpus has any (``bpe:parity`` trains on them)."""
+    if not any(d.lang is not None or d.parallel_id is not None for d in docs):
+        return _digest(d.text for d in docs)
+    return _digest(x for d in docs for x in (d.text, f"\0{d.lang}\0{d.parallel_id}"))
+
+
 def _log(opts: CompareOptions, msg: str) -> None:
     if opts.log is not None:
         opts.log(msg)
@@ -138,7 +162,7 @@ def _log(opts: CompareOptions, msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
 
-def _cached_tokenizer(opts, spec: Spec, vocab: int | None, train_docs, train_digest: str):
+def _cached_tokenizer(opts, spec: Spec, vocab: int | None, train_docs, train_digest: str, languages=None):
     """Train (or reuse the cached) tokenizer; returns (tok, seconds, reused)."""
     from ..registry import load
 
@@ -153,7 +177,9 @@ def _cached_tokenizer(opts, spec: Spec, vocab: int | None, train_docs, train_dig
         except (OSError, ValueError, TokenforgeError):
             pass  # unreadable cache: train again
     t0 = time.perf_counter()
-    tok = train_tokenizer(spec, train_docs, vocab, num_threads=opts.threads, progress=opts.progress)
+    tok = train_tokenizer(
+        spec, train_docs, vocab, num_threads=opts.threads, progress=opts.progress, languages=languages
+    )
     secs = time.perf_counter() - t0
     try:
         from ..formats.atomic import atomic_write
@@ -200,11 +226,17 @@ def run_compare(opts: CompareOptions) -> dict:
                 f"unknown embedding mode {mode!r}; expected flat, structured, hierarchical or tuple"
             )
     t_start = time.perf_counter()
-    train_docs, held_lang_docs, desc = _load_corpus(opts)
+    train_lang_docs, held_lang_docs, desc = _load_corpus(opts)
+    train_docs = [d.text for d in train_lang_docs]
+    languages = (
+        TrainLanguages(tuple(train_lang_docs), opts.reference_lang)
+        if any(d.lang is not None for d in train_lang_docs)
+        else None
+    )
     held_docs = [d.text for d in held_lang_docs]
     lang_docs = [d for d in held_lang_docs if d.lang is not None]
     eval_docs = select_documents(held_docs, _mb(opts.eval_mb))
-    train_digest = _digest(train_docs)
+    train_digest = _train_digest(train_lang_docs)
     results: dict = {
         "title": opts.title,
         "command": opts.command,
@@ -264,6 +296,7 @@ def run_compare(opts: CompareOptions) -> dict:
             (bpb_train, bpb_eval, bpb_digest) if opts.bpb else None,
             out,
             lang_docs,
+            languages,
         )
     except KeyboardInterrupt:
         # keep what is finished: the report says it is partial; shards and tokenizers stay for a rerun
@@ -324,7 +357,9 @@ def _language_setup(opts: CompareOptions, lang_docs: list[LangDoc]) -> dict:
     }
 
 
-def _run_jobs(opts, jobs, results, save, train_docs, train_digest, eval_docs, bpb_data, out, lang_docs=()) -> None:
+def _run_jobs(
+    opts, jobs, results, save, train_docs, train_digest, eval_docs, bpb_data, out, lang_docs=(), languages=None
+) -> None:
     if bpb_data is not None:
         bpb_train, bpb_eval, bpb_digest = bpb_data
     for label, spec, vocab, path in jobs:
@@ -343,7 +378,7 @@ def _run_jobs(opts, jobs, results, save, train_docs, train_digest, eval_docs, bp
                 tok, secs, reused = load(path), None, True
             else:
                 _log(opts, f"training {label} on {results['corpus']['train_bytes'] / 1e6:.1f} MB")
-                tok, secs, reused = _cached_tokenizer(opts, spec, vocab, train_docs, train_digest)
+                tok, secs, reused = _cached_tokenizer(opts, spec, vocab, train_docs, train_digest, languages)
                 if reused:
                     _log(opts, f"  reused the cached {label}")
             row.update(cls=type(tok).__name__, family=row["family"] or tok.family, train_seconds=secs, reused=reused)

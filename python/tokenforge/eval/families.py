@@ -8,6 +8,16 @@ none are converted).
 ``bpe``                          byte-level BPE (:class:`tokenforge.BPETokenizer`),
                                  e.g. ``bpe:pattern=gpt2``; options pattern,
                                  special_tokens, tie_break, min_frequency, layout
+``bpe:parity``                   parity-aware BPE on the training documents'
+                                 languages (JSON lines with ``lang``); dev text:
+                                 each language's training documents of the
+                                 parallel units the reference language has,
+                                 measured against the reference's bytes of the
+                                 same units (``parity_measure=parallel``; or
+                                 tokens, bytes, chars on all its documents);
+                                 ``parity_global_merges=N`` (hybrid; 0.5: half);
+                                 ``parity_window=W[:parity_window_alpha=A]``
+                                 (the moving-window variant)
 ``lz78:<strategy>[:nochunk][:compact]``
                                  an LZ78 strategy (standard, frequency_gated,
                                  multi_round, cost_adjusted, smart_prune,
@@ -143,9 +153,17 @@ def family_class(name: str):
     return family(name).cls
 
 
-def train_tokenizer(spec: Spec, docs: list[str], vocab_size: int | None, *, num_threads=None, progress=None):
+def train_tokenizer(
+    spec: Spec, docs: list[str], vocab_size: int | None, *, num_threads=None, progress=None, languages=None
+):
     """Train the tokenizer ``spec`` describes on ``docs`` at ``vocab_size`` ids
-    (the family's record says how; its option defaults, updated by the spec's)."""
+    (the family's record says how; its option defaults, updated by the spec's).
+    ``languages``: the same documents with their languages
+    (:class:`~tokenforge.data.languages.TrainLanguages`), for the families whose
+    record takes them."""
     rule = family(spec.family).spec
     options = {**rule.options, **dict(spec.kwargs)}
-    return rule.train(spec.words, options, list(docs), vocab_size, num_threads=num_threads, progress=bool(progress))
+    extra = {"languages": languages} if rule.takes_languages else {}
+    return rule.train(
+        spec.words, options, list(docs), vocab_size, num_threads=num_threads, progress=bool(progress), **extra
+    )

@@ -43,15 +43,13 @@ the tokenizer cannot spell are left out of it).
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import re
-from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import CorpusError, TokenforgeError
+from ..data.languages import LangDoc, parse_heldout_arg, read_language_documents
+from ..errors import TokenforgeError
 
 __all__ = [
     "LangDoc",
@@ -68,16 +66,6 @@ __all__ = [
 UNSPACED = frozenset({"ja", "jpn", "zh", "zho", "cmn", "yue", "th", "tha", "lo", "lao", "km", "khm", "my", "mya", "bo"})
 
 _WORD = re.compile(rb"[^ \t\n\r\f\v]+")
-_LANG = re.compile(r"^[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{1,8})*$")
-
-
-@dataclasses.dataclass(frozen=True)
-class LangDoc:
-    """A held-out document and its language (None: unknown) and parallel unit (None: none)."""
-
-    text: str
-    lang: str | None = None
-    parallel_id: str | None = None
 
 
 def _base(lang: str) -> str:
@@ -309,55 +297,3 @@ def per_language_metrics(
         langs[lang] = m
     values = [m["premium"] for m in langs.values() if m["premium"] is not None and m.get("lossless")]
     return {"reference": reference, "languages": langs, "gini": gini(values) if len(values) >= 2 else None}
-
-
-# ---------------------------------------------------------------------------
-# documents with a language
-# ---------------------------------------------------------------------------
-def parse_heldout_arg(text: str) -> tuple[str | None, str]:
-    """``"de=path"`` -> ("de", "path"); ``"path"`` -> (None, "path"). A prefix that is
-    not a language code (``"a=b/c.txt"`` with ``a=b/c.txt`` a file) stays part of the path."""
-    lang, sep, path = text.partition("=")
-    if sep and _LANG.match(lang) and path and not Path(text).exists():
-        return lang, path
-    return None, text
-
-
-def _jsonl_records(path: Path, text_field: str) -> Iterable[LangDoc]:
-    with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
-            if not raw.strip():
-                continue
-            try:
-                rec = json.loads(raw)
-            except (ValueError, UnicodeDecodeError) as e:
-                raise CorpusError(f"{path}:{lineno}: not a JSON line ({e})") from None
-            if not isinstance(rec, dict) or not isinstance(rec.get(text_field), str):
-                raise CorpusError(f"{path}:{lineno}: expected an object with a string field {text_field!r}")
-            lang, pid = rec.get("lang"), rec.get("parallel_id")
-            if lang is not None and not (isinstance(lang, str) and _LANG.match(lang)):
-                raise CorpusError(
-                    f'{path}:{lineno}: \'lang\' must be a language code such as "en" or "pt-BR", not {lang!r}'
-                )
-            if pid is not None and (isinstance(pid, bool) or not isinstance(pid, (str, int))):
-                raise CorpusError(f"{path}:{lineno}: 'parallel_id' must be a string or an integer, not {pid!r}")
-            yield LangDoc(rec[text_field], lang, None if pid is None else str(pid))
-
-
-def read_language_documents(path, lang: str | None = None, *, text_field: str = "text") -> list[LangDoc]:
-    """The documents of one held-out file with their languages.
-
-    A ``.jsonl`` file gives each line's ``lang`` and ``parallel_id`` fields
-    (absent: None); ``lang`` overrides the field for every line. Any other
-    corpus file (:func:`tokenforge.data.corpus.iter_documents`) gives its
-    documents the language ``lang`` (None: unknown) and no parallel unit.
-    """
-    from ..data.corpus import iter_documents
-
-    p = Path(path)
-    if lang is not None and not _LANG.match(lang):
-        raise TokenforgeError(f"{lang!r} is not a language code (e.g. en, de, pt-BR)")
-    if p.suffix == ".jsonl" and p.is_file():
-        docs = list(_jsonl_records(p, text_field))
-        return docs if lang is None else [dataclasses.replace(d, lang=lang) for d in docs]
-    return [LangDoc(t, lang) for t in iter_documents([p], text_field=text_field)]

@@ -1,0 +1,331 @@
+"""Parity-aware BPE's inputs: per-language training text, development text, and
+how compression is compared across languages (Foroutan et al. 2025, arXiv
+2508.04796; the rule itself runs in the Rust trainer, ``src/bpe/parity.rs``, and
+is stated in docs/algorithms.md).
+
+``BPETokenizer.train(corpus, vocab_size, parity=DEV)``:
+
+- ``DEV`` maps each language code to its development ("dev") text, read as the
+  corpus is: paths (a path or a list of paths) in ``train``, texts (an
+  iterable of str) in ``train_from_iterator``. The dev text decides which
+  language is worst compressed before each merge; it is never learned from.
+- The training corpus carries languages one of two ways: a mapping language ->
+  corpus (paths in ``train``, texts in ``train_from_iterator``), or, in
+  ``train``, JSON-lines files whose lines have a ``lang`` field (the held-out
+  format of ``tokenforge compare``; a line without one is an error).
+- Every language needs both training text and dev text: a dev language with
+  no training text, or a training language with no dev text, is a
+  :class:`~tokenforge.errors.CorpusError` naming it.
+- ``parity_measure``: "tokens" (default: the dev texts are parallel, the same
+  content in every language, and the language whose dev text takes the most
+  tokens is the worst), "bytes" or "chars" (dev tokens per UTF-8 byte or per
+  character, for dev texts that are not parallel; note that a script of two or
+  three bytes a character looks better compressed per byte), or a mapping
+  language -> a positive int, the size of each language's dev text in a unit
+  common to all (e.g. the bytes of the reference language's version of the
+  same documents; ``tokenforge compare``'s ``bpe:parity`` does this).
+- ``parity_global_merges``: the first N merges are plain BPE's (the paper's
+  hybrid variant), the rest parity-aware; a float in [0, 1) is a share of
+  the merges asked for (0.5: the first half).
+- ``parity_window`` (0: off; the paper uses 100) and ``parity_window_alpha``
+  (default 2): the paper's moving-window variant: a language picked for more
+  than ``alpha / L`` of the last ``window`` parity merges is passed over for
+  the next worst.
+
+Not handled: the paper's target-ratio variant; documents
+without a language in a parity corpus (refused, not dropped); per-language
+weights.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from collections.abc import Mapping
+from typing import Any
+
+from .counting import DocRule, count_pieces
+from .data.corpus import Texts, corpus_paths
+from .data.languages import is_language_code, read_language_documents
+from .errors import CorpusError, TokenforgeError
+
+__all__ = [
+    "MEASURES",
+    "PARALLEL",
+    "ParityCounts",
+    "check_parity_args",
+    "count_parity",
+    "as_texts",
+    "compare_parity_inputs",
+]
+
+#: the named ways to compare dev compression across languages
+MEASURES = ("tokens", "bytes", "chars")
+
+
+@dataclasses.dataclass
+class ParityCounts:
+    """Counted per-language text, ready for ``_core.BpeTrainer.parity`` (languages sorted)."""
+
+    languages: list[str]
+    train: list[Any]  # _core.WordCounter per language
+    dev: list[Any]
+    measure: str | dict[str, int]
+    global_merges: int | float  # merges, or a share of them (resolved by :meth:`resolve_global`)
+    train_bytes: list[int]
+    dev_bytes: list[int]
+    window: int = 0
+    window_alpha: float = 2.0
+
+    def resolve_global(self, num_merges: int) -> int:
+        """The number of global merges: as given, or the share of ``num_merges``."""
+        if isinstance(self.global_merges, float):
+            return int(self.global_merges * num_merges)
+        return self.global_merges
+
+    def core_measure(self) -> tuple[str, list[int] | None]:
+        """(the core's measure name, explicit norms or None)."""
+        if isinstance(self.measure, str):
+            return self.measure, None
+        return "tokens", [self.measure[lang] for lang in self.languages]
+
+    def record(self, summary: list[tuple[int, int, int]], num_merges: int) -> dict:
+        """The ``parity`` entry of the saved file's training section (``num_merges``: asked for)."""
+        per = {}
+        for i, lang in enumerate(self.languages):
+            before, after, merges = summary[i]
+            per[lang] = {
+                "train_bytes": int(self.train_bytes[i]),
+                "dev_bytes": int(self.dev_bytes[i]),
+                "dev_tokens_before": int(before),
+                "dev_tokens_after": int(after),
+                "merges": int(merges),
+            }
+        return {
+            "rule": "foroutan2025",
+            "languages": list(self.languages),
+            "measure": self.measure if isinstance(self.measure, str) else dict(sorted(self.measure.items())),
+            "global_merges": self.resolve_global(num_merges),
+            **({"global_share": self.global_merges} if isinstance(self.global_merges, float) else {}),
+            **({"window": self.window, "window_alpha": self.window_alpha} if self.window else {}),
+            "per_language": per,
+        }
+
+
+def _check_lang(lang, what: str) -> str:
+    if not is_language_code(lang):
+        raise TokenforgeError(f"{what}: {lang!r} is not a language code (e.g. en, de, pt-BR)")
+    return lang
+
+
+def check_parity_args(parity, measure, global_merges, window=0, window_alpha=2.0) -> list[str]:
+    """The dev languages, sorted, for valid parity arguments; the typed error otherwise."""
+    if not isinstance(parity, Mapping) or isinstance(parity, (str, bytes)):
+        raise TypeError(
+            f"parity must map each language code to its dev text (e.g. {{'de': 'dev.de.txt'}}), "
+            f"not {type(parity).__name__}"
+        )
+    if not parity:
+        raise TokenforgeError("parity: no language given; map each language code to its dev text")
+    langs = sorted(_check_lang(k, "parity") for k in parity)
+    if isinstance(measure, Mapping):
+        for lang in langs:
+            if lang not in measure:
+                raise TokenforgeError(f"parity_measure gives no size for the dev text of {lang!r}")
+        for lang, v in measure.items():
+            if lang not in parity:
+                raise TokenforgeError(f"parity_measure names {lang!r}, which has no dev text in parity")
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise TokenforgeError(f"parity_measure[{lang!r}] must be a positive int, not {v!r}")
+    elif measure not in MEASURES:
+        raise TokenforgeError(
+            f"unknown parity_measure {measure!r}; expected one of {', '.join(MEASURES)} or a mapping "
+            "language -> positive int"
+        )
+    if isinstance(global_merges, float):
+        if not 0.0 <= global_merges < 1.0:
+            raise TokenforgeError(
+                f"parity_global_merges as a share of the merges must be in [0, 1), not {global_merges!r}"
+            )
+    elif isinstance(global_merges, bool) or not isinstance(global_merges, int) or global_merges < 0:
+        raise TokenforgeError(
+            f"parity_global_merges must be an int >= 0 (merges) or a float in [0, 1) (a share of them), "
+            f"not {global_merges!r}"
+        )
+    if isinstance(window, bool) or not isinstance(window, int) or window < 0:
+        raise TokenforgeError(f"parity_window must be an int >= 0 (0: off), not {window!r}")
+    if isinstance(window_alpha, bool) or not isinstance(window_alpha, (int, float)) or not window_alpha > 0:
+        raise TokenforgeError(f"parity_window_alpha must be a number above 0, not {window_alpha!r}")
+    return langs
+
+
+def as_texts(mapping: Mapping, what: str) -> dict[str, Texts]:
+    """``train_from_iterator``'s per-language mappings: every value is texts."""
+    if isinstance(mapping, (str, bytes)) or not isinstance(mapping, Mapping):
+        raise TypeError(f"{what} must map language codes to texts, not {type(mapping).__name__}")
+    return {k: v if isinstance(v, Texts) else Texts(v) for k, v in mapping.items()}
+
+
+def _training_sources(corpus, who: str, text_field: str) -> dict[str, Any]:
+    """language -> corpus for the training text (see the module docstring)."""
+    if isinstance(corpus, Mapping):
+        return {_check_lang(k, f"{who}: the corpus mapping"): v for k, v in corpus.items()}
+    if isinstance(corpus, Texts):
+        raise CorpusError(
+            f"{who}: parity training needs the language of every training text; pass the corpus as a "
+            "mapping language -> texts"
+        )
+    by_lang: dict[str, list[str]] = {}
+    for path in corpus_paths(corpus, who=who):
+        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        for f in files:
+            if f.suffix != ".jsonl":
+                raise CorpusError(
+                    f"{who}: {f} gives its documents no language; for parity training pass the corpus as a "
+                    "mapping language -> paths, or JSON lines with a 'lang' field"
+                )
+            for i, d in enumerate(read_language_documents(f, text_field=text_field)):
+                if d.lang is None:
+                    raise CorpusError(
+                        f"{who}: {f}: document {i + 1} has no 'lang' field; parity training needs the "
+                        "language of every training document"
+                    )
+                by_lang.setdefault(d.lang, []).append(d.text)
+    return {lang: Texts(texts) for lang, texts in by_lang.items()}
+
+
+def count_parity(
+    corpus,
+    parity: Mapping,
+    regex,
+    *,
+    measure,
+    global_merges: int | float,
+    window: int = 0,
+    window_alpha: float = 2.0,
+    who: str,
+    rule: DocRule,
+    text_field: str,
+    split_on,
+    errors: str,
+    num_threads,
+    progress,
+    client,
+    prune_below,
+) -> ParityCounts:
+    """Count every language's training text and dev text with ``regex``."""
+    langs = check_parity_args(parity, measure, global_merges, window, window_alpha)
+    sources = _training_sources(corpus, who, text_field)
+    for lang in langs:
+        if lang not in sources:
+            raise CorpusError(
+                f"{who}: the dev language {lang!r} has no training text (training languages: "
+                f"{', '.join(sorted(sources)) or 'none'})"
+            )
+    for lang in sorted(sources):
+        if lang not in parity:
+            raise CorpusError(
+                f"{who}: the training language {lang!r} has no dev text in parity (dev languages: "
+                f"{', '.join(langs)}); give it one, or leave its text out"
+            )
+    common = dict(rule=rule, text_field=text_field, split_on=split_on, errors=errors, num_threads=num_threads)
+    train, dev = [], []
+    for lang in langs:
+        c = count_pieces(
+            sources[lang],
+            regex,
+            client=client,
+            who=who,
+            progress=progress,
+            prune_below=prune_below,
+            desc=f"counting {lang}",
+            **common,
+        )
+        if c.total_bytes == 0:
+            raise CorpusError(f"{who}: the training text of {lang!r} is empty")
+        train.append(c)
+        d = count_pieces(parity[lang], regex, who=f"{who} (dev text of {lang!r})", progress=False, **common)
+        if d.total_bytes == 0:
+            raise CorpusError(f"{who}: the dev text of {lang!r} is empty")
+        dev.append(d)
+    return ParityCounts(
+        languages=langs,
+        train=train,
+        dev=dev,
+        measure=measure if isinstance(measure, str) else {k: int(v) for k, v in measure.items()},
+        global_merges=global_merges,
+        train_bytes=[int(c.total_bytes) for c in train],
+        dev_bytes=[int(d.total_bytes) for d in dev],
+        window=window,
+        window_alpha=float(window_alpha),
+    )
+
+
+#: ``bpe:parity``'s default measure in ``tokenforge compare``
+PARALLEL = "parallel"
+#: a parallel unit counts for the dev text when its length ratio to the reference
+#: is within this factor of its language's median ratio
+PARALLEL_BAND = 1.5
+
+
+def compare_parity_inputs(languages, measure) -> tuple[dict[str, Texts], dict[str, Texts], Any]:
+    """``bpe:parity`` in ``tokenforge compare``: (training texts per language, dev
+    texts per language, measure) from the training documents' languages
+    (a :class:`~tokenforge.data.languages.TrainLanguages`).
+
+    ``measure="parallel"`` (the default): a language's dev text is its training
+    documents of the parallel units (``parallel_id``) that the reference
+    language also has and that look parallel: the unit's length ratio (its
+    bytes / the reference's bytes of the same unit) lies within a factor
+    :data:`PARALLEL_BAND` of the language's median ratio. Its size is the
+    reference language's UTF-8 bytes of those units, so the worst language is
+    the one with the most tokens per reference byte: the premium ``compare``
+    reports (a ratio of sums over parallel units), measured on training text
+    (the held-out set stays unseen). Units outside the band are left out
+    because near-parallel units are not all parallel: a translation of an
+    older, longer page, or one with a translators' section, would make its
+    language look worse compressed than it is (on the Debian man pages, a few
+    long Italian pages made Italian's ratio 1.79 by sums against a median of
+    1.17). "tokens", "bytes" or "chars": every training document of a language
+    is its dev text, measured so.
+    """
+    from .data.languages import TrainLanguages
+
+    if not isinstance(languages, TrainLanguages) or not any(d.lang for d in languages.docs):
+        raise CorpusError("bpe:parity needs training documents that carry a language (JSON lines with a 'lang' field)")
+    by_lang: dict[str, list] = {}
+    for i, d in enumerate(languages.docs):
+        if d.lang is None:
+            raise CorpusError(f"bpe:parity: training document {i + 1} has no language; every one needs a 'lang'")
+        by_lang.setdefault(d.lang, []).append(d)
+    corpus = {lang: Texts([d.text for d in docs]) for lang, docs in by_lang.items()}
+    if measure != PARALLEL:
+        return corpus, {lang: Texts([d.text for d in docs]) for lang, docs in by_lang.items()}, measure
+    ref = languages.reference
+    if ref not in by_lang:
+        raise CorpusError(
+            f"bpe:parity: the reference language {ref!r} has no training documents (languages: "
+            f"{', '.join(sorted(by_lang))}); its parallel units size every language's dev text"
+        )
+    ref_bytes: dict[str, int] = {}
+    for d in by_lang[ref]:
+        if d.parallel_id is not None:
+            ref_bytes[d.parallel_id] = ref_bytes.get(d.parallel_id, 0) + len(d.text.encode("utf-8"))
+    dev: dict[str, Texts] = {}
+    sizes: dict[str, int] = {}
+    for lang, docs in sorted(by_lang.items()):
+        mine = [d for d in docs if d.parallel_id in ref_bytes and ref_bytes[d.parallel_id] > 0]
+        if not mine:
+            raise CorpusError(
+                f"bpe:parity: no training document of {lang!r} is parallel to one of {ref!r} (same "
+                "'parallel_id'); give parallel documents, or use parity_measure=chars"
+            )
+        unit_bytes: dict[str, int] = {}
+        for d in mine:
+            unit_bytes[d.parallel_id] = unit_bytes.get(d.parallel_id, 0) + len(d.text.encode("utf-8"))
+        ratio = {u: unit_bytes[u] / ref_bytes[u] for u in sorted(unit_bytes)}
+        med = statistics.median(ratio.values())
+        keep = {u for u, r in ratio.items() if med / PARALLEL_BAND <= r <= med * PARALLEL_BAND}
+        dev[lang] = Texts([d.text for d in mine if d.parallel_id in keep])
+        sizes[lang] = sum(ref_bytes[u] for u in keep)
+    return corpus, dev, sizes

@@ -1,0 +1,112 @@
+"""Slow, obviously-correct parity-aware BPE (Foroutan et al. 2025), used only by tests.
+
+The rule, as :func:`train_parity_reference` states it step by step (the same
+rule the Rust trainer runs incrementally; docs/algorithms.md):
+
+1. the first ``global_merges`` merges are plain BPE's: the most frequent pair
+   over all languages' training words (:func:`tokenforge.reference.bpe.train_reference`'s
+   pick, same tie-breaks);
+2. after that, the worst language is the one whose dev words take the most
+   tokens per unit of dev text (``norms``: 1 for "tokens", the dev text's
+   bytes or characters, or given sizes), compared exactly as fractions, the
+   lower language index on a tie; the merge is the most frequent pair of
+   *that language's training words*, same tie-breaks;
+3. a language none of whose pairs reaches ``min_frequency`` is exhausted and
+   skipped from then on; training ends when every language is;
+4. with ``window`` > 0 (the moving-window variant), a language picked for more
+   than ``alpha / L`` of the last ``window`` parity merges is skipped in step
+   2, unless every language left is.
+
+Not handled: pre-tokenization (give word counts, :func:`tokenforge.reference.bpe.count_words`),
+special tokens, speed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from fractions import Fraction
+
+from .bpe import _count_pairs, _merge_word
+
+__all__ = ["train_parity_reference", "norms_of"]
+
+
+def norms_of(dev_counts: list[dict[bytes, int]], measure: str) -> list[int]:
+    """Each language's dev text size in the unit ``measure`` names ("tokens": 1)."""
+    if measure == "tokens":
+        return [1] * len(dev_counts)
+    if measure == "bytes":
+        return [sum(len(w) * c for w, c in d.items()) for d in dev_counts]
+    if measure == "chars":
+        return [sum(len(w.decode("utf-8")) * c for w, c in d.items()) for d in dev_counts]
+    raise ValueError(f"unknown measure {measure!r}")
+
+
+def _best(pairs: Counter, tie_break: str, id_bytes: dict[int, bytes]):
+    best = max(pairs.values(), default=0)
+    tied = [p for p, c in pairs.items() if c == best]
+    if not tied:
+        return None, 0
+    if tie_break == "pair_ids":
+        return min(tied), best
+    return max(sorted(tied), key=lambda p: (id_bytes[p[0]], id_bytes[p[1]])), best
+
+
+def train_parity_reference(
+    train_counts: list[dict[bytes, int]],
+    dev_counts: list[dict[bytes, int]],
+    num_merges: int,
+    *,
+    norms: list[int],
+    tie_break: str = "pair_ids",
+    global_merges: int = 0,
+    min_frequency: int = 1,
+    first_merge_id: int = 256,
+    window: int = 0,
+    alpha: float = 2.0,
+) -> tuple[list[tuple[int, int, int]], list[int | None]]:
+    """(merges, the language each was picked for: None for a global merge)."""
+    threshold = max(1, min_frequency)
+    id_bytes = {b: bytes([b]) for b in range(256)}
+    train = [([list(w) for w in d], list(d.values())) for d in train_counts]
+    dev = [([list(w) for w in d], list(d.values())) for d in dev_counts]
+    exhausted = [False] * len(train)
+    merges: list[tuple[int, int, int]] = []
+    chosen: list[int | None] = []
+    for k in range(num_merges):
+        lang: int | None = None
+        if k < global_merges:
+            pairs: Counter = Counter()
+            for words, counts in train:
+                pairs.update(_count_pairs(words, counts))
+            pair, count = _best(pairs, tie_break, id_bytes)
+            if pair is None or count < threshold:
+                break
+        else:
+            pair = None
+            while True:
+                cost = [
+                    Fraction(sum(len(w) * c for w, c in zip(words, counts)), norms[i])
+                    for i, (words, counts) in enumerate(dev)
+                ]
+                live = [i for i in range(len(train)) if not exhausted[i]]
+                if not live:
+                    break
+                recent = [c for c in chosen if c is not None][-window:] if window else []
+                under = [i for i in live if recent.count(i) / window <= alpha / len(train)] if window else live
+                live = under or live
+                lang = max(live, key=lambda i: (cost[i], -i))
+                pair, count = _best(_count_pairs(*train[lang]), tie_break, id_bytes)
+                if pair is not None and count >= threshold:
+                    break
+                exhausted[lang] = True
+                pair = None
+            if pair is None:
+                break
+        new_id = first_merge_id + k
+        id_bytes[new_id] = id_bytes[pair[0]] + id_bytes[pair[1]]
+        for words, _ in train + dev:
+            words[:] = [_merge_word(w, pair, new_id) for w in words]
+        merges.append((pair[0], pair[1], new_id))
+        chosen.append(lang)
+    return merges, chosen

@@ -1,0 +1,293 @@
+//! Parity-aware BPE (Foroutan et al. 2025, arXiv 2508.04796): the state the
+//! incremental trainer (`super::train`) keeps to pick each merge for the
+//! language that is worst compressed now.
+//!
+//! The rule. Languages `0..L` each have training text and development
+//! ("dev") text. After the first `global_merges` merges (picked as plain BPE
+//! picks them, by the pair count over all languages: the paper's hybrid
+//! variant; 0 by default), every merge is chosen in two steps:
+//!
+//! 1. the worst language: the one whose dev text costs the most tokens per
+//!    unit under the merges so far, `tokens_l / norm_l` largest, where the
+//!    unit is the whole dev text (`Measure::Tokens`: dev sets that are parallel,
+//!    the same content in every language, as in the paper), its UTF-8 bytes
+//!    (`Measure::Bytes`) or its characters (`Measure::Chars`); ties go to the
+//!    lower language index (the caller sorts languages by name);
+//! 2. the pair with the largest count in *that language's training text*
+//!    (the paper's language-specific pair counts), ties broken as plain
+//!    training breaks them (`TieBreak`).
+//!
+//! The moving-window variant (the paper's second; off unless `window > 0`):
+//! a language picked for more than `alpha / L` of the last `window` parity
+//! merges (counted over `window`, however many have run) is passed over, and
+//! the next worst language that is not asked; if every language is over
+//! (possible only with `alpha < 1`), the worst is.
+//!
+//! A language none of whose pairs reaches `min_frequency` is exhausted: it is
+//! passed over from then on (its pair counts can only fall) and the next worst
+//! language is asked; training stops when every language is exhausted. (The
+//! paper's script stops at the first exhausted language instead.) With one
+//! language the rule is plain BPE: the same merges.
+//!
+//! How it runs on the arena trainer. The arena holds each language's
+//! training pieces, then each language's dev pieces, as separate segments
+//! (`seg_start`; a piece in two languages is laid out twice, once with each
+//! count): the language of an occurrence is a binary search of its position.
+//! Dev occurrences are occurrences of weight 0 (they change no training
+//! count) that the trainer merges like any other, so applying a merge to the
+//! dev text costs O(its dev occurrences), and each one lowers its language's
+//! dev token count by the dev piece's count. Per language, a sparse map holds
+//! the pair counts of that language's training text and a lazy-refresh heap
+//! orders them (the same heap as plain training); a merge's deltas go to the
+//! map of the language of each occurrence. Memory: the plain trainer's, plus
+//! the dev pieces, plus one map entry and up to two heap entries per (pair,
+//! language) with a count above zero.
+//!
+//! Not handled: the paper's target-ratio variant (compression measured on
+//! training text against given ratios);
+//! weighting languages; a language with no training or no dev text (refused).
+
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
+
+use super::heap::Heap;
+use crate::error::{Error, Result};
+
+/// A merge picked by the global (plain) rule, in [`Parity::chosen`].
+pub const GLOBAL: u32 = u32::MAX;
+
+/// How a language's compression on its dev text is measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Measure {
+    /// Dev tokens in all: for parallel dev sets (the same content in every language).
+    Tokens,
+    /// Dev tokens per dev byte (UTF-8).
+    Bytes,
+    /// Dev tokens per dev character.
+    Chars,
+}
+
+impl Measure {
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "tokens" => Ok(Measure::Tokens),
+            "bytes" => Ok(Measure::Bytes),
+            "chars" => Ok(Measure::Chars),
+            other => Err(Error::Invalid(format!(
+                "unknown parity measure {other:?}; expected \"tokens\" (parallel dev sets), \"bytes\" or \"chars\""
+            ))),
+        }
+    }
+
+    /// The unit of one language's dev text, from its pieces and their counts.
+    pub fn norm<'a>(self, pieces: impl Iterator<Item = (&'a [u8], u64)>) -> u64 {
+        match self {
+            Measure::Tokens => 1,
+            Measure::Bytes => pieces.map(|(w, c)| w.len() as u64 * c).sum(),
+            // a character starts at every byte that is not a UTF-8 continuation byte
+            Measure::Chars => pieces.map(|(w, c)| w.iter().filter(|&&b| b & 0xC0 != 0x80).count() as u64 * c).sum(),
+        }
+    }
+}
+
+pub struct Parity {
+    /// Number of languages.
+    pub(super) langs: usize,
+    /// First arena slot of each segment: training text of languages `0..L`,
+    /// then dev text of languages `0..L`; `2L + 1` entries, the last the end.
+    pub(super) seg_start: Vec<u32>,
+    /// Per language: its training text's count of every pair above zero.
+    counts: Vec<FxHashMap<u64, i64>>,
+    /// Per language: (count, pair) entries, refreshed lazily against `counts`.
+    heaps: Vec<Heap<(u64, u64)>>,
+    /// Per language: tokens of its dev text under the merges so far.
+    pub(super) dev_tokens: Vec<u64>,
+    dev_tokens_start: Vec<u64>,
+    norms: Vec<u64>,
+    pub(super) global_merges: usize,
+    exhausted: Vec<bool>,
+    /// Per merge: the language it was picked for, or [`GLOBAL`].
+    pub(super) chosen: Vec<u32>,
+    /// (language, pair) of the pairs the merge under way created.
+    touched: Vec<(u32, u64)>,
+    /// The moving window: its length (0: off), `alpha`, the languages of
+    /// the last `window` parity merges and how often each is among them.
+    window: usize,
+    alpha: f64,
+    recent: VecDeque<u32>,
+    in_window: Vec<usize>,
+}
+
+impl Parity {
+    /// `seg_start` as laid out; `dev_tokens` and `norms` per language.
+    pub(super) fn new(seg_start: Vec<u32>, dev_tokens: Vec<u64>, norms: Vec<u64>, global_merges: usize) -> Self {
+        let langs = dev_tokens.len();
+        debug_assert_eq!(seg_start.len(), 2 * langs + 1);
+        Parity {
+            langs,
+            seg_start,
+            counts: (0..langs).map(|_| FxHashMap::default()).collect(),
+            heaps: (0..langs).map(|_| Heap::with_capacity(0)).collect(),
+            dev_tokens_start: dev_tokens.clone(),
+            dev_tokens,
+            norms,
+            global_merges,
+            exhausted: vec![false; langs],
+            chosen: Vec::new(),
+            touched: Vec::new(),
+            window: 0,
+            alpha: 0.0,
+            recent: VecDeque::new(),
+            in_window: vec![0; langs],
+        }
+    }
+
+    /// Turn on the moving-window variant (see the module notes).
+    pub(super) fn set_window(&mut self, window: usize, alpha: f64) {
+        self.window = window;
+        self.alpha = alpha;
+    }
+
+    /// Language `l` was picked more than `alpha / L` of the last `window` merges.
+    fn over_window(&self, l: usize) -> bool {
+        self.window > 0 && (self.in_window[l] as f64) / (self.window as f64) > self.alpha / self.langs as f64
+    }
+
+    /// The segment of arena position `p`: `l` for language `l`'s training
+    /// text, `L + l` for its dev text.
+    #[inline(always)]
+    pub(super) fn seg_of(&self, p: usize) -> usize {
+        self.seg_start.partition_point(|&s| s as usize <= p) - 1
+    }
+
+    /// Add `delta` to language `l`'s count of `key` (an entry at zero leaves).
+    #[inline(always)]
+    pub(super) fn add(&mut self, l: u32, key: u64, delta: i64) {
+        let m = &mut self.counts[l as usize];
+        let c = m.entry(key).or_insert(0);
+        *c += delta;
+        debug_assert!(*c >= 0);
+        if *c == 0 {
+            m.remove(&key);
+        }
+    }
+
+    /// A pair the merge under way created has an occurrence in language `l`.
+    #[inline(always)]
+    pub(super) fn touch(&mut self, l: u32, key: u64) {
+        self.touched.push((l, key));
+    }
+
+    /// After the setup's first count: every language's heap from its counts.
+    pub(super) fn build_heaps(&mut self, better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool) {
+        for l in 0..self.langs {
+            let entries: Vec<(u64, u64)> = self.counts[l].iter().map(|(&k, &c)| (c as u64, k)).collect();
+            self.heaps[l] = Heap::from_vec(entries, better);
+        }
+    }
+
+    /// After a merge: the pairs it created enter the heaps of their languages
+    /// (each once; a created pair never existed before, so pushing its final
+    /// count is enough), and a heap holding more than twice its live pairs is
+    /// rebuilt (the lazy heap otherwise grows with the merges run).
+    pub(super) fn after_merge(&mut self, better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool, slack: usize) {
+        let mut touched = std::mem::take(&mut self.touched);
+        touched.sort_unstable();
+        touched.dedup();
+        for &(l, key) in &touched {
+            if let Some(&c) = self.counts[l as usize].get(&key) {
+                self.heaps[l as usize].push((c as u64, key), better);
+            }
+        }
+        touched.clear();
+        self.touched = touched;
+        for l in 0..self.langs {
+            if self.heaps[l].len() > 2 * self.counts[l].len() + slack {
+                let entries: Vec<(u64, u64)> = self.counts[l].iter().map(|(&k, &c)| (c as u64, k)).collect();
+                self.heaps[l] = Heap::from_vec(entries, better);
+            }
+        }
+    }
+
+    /// The worst compressed language not exhausted (and, with the window,
+    /// not over it, unless all are): the largest `dev_tokens / norm`
+    /// (compared exactly, as `a * nb > b * na`), the lower index on a tie.
+    fn worst(&self) -> Option<usize> {
+        let any_under = (0..self.langs).any(|l| !self.exhausted[l] && !self.over_window(l));
+        let mut best: Option<usize> = None;
+        for l in 0..self.langs {
+            if self.exhausted[l] || (any_under && self.over_window(l)) {
+                continue;
+            }
+            best = match best {
+                None => Some(l),
+                Some(b) => {
+                    let x = self.dev_tokens[l] as u128 * self.norms[b] as u128;
+                    let y = self.dev_tokens[b] as u128 * self.norms[l] as u128;
+                    Some(if x > y { l } else { b })
+                }
+            };
+        }
+        best
+    }
+
+    /// The next merge of the parity phase (see the module notes), recorded in
+    /// `chosen`; None when every language is exhausted.
+    pub(super) fn pick(
+        &mut self,
+        better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool,
+        min_frequency: u64,
+    ) -> Option<u64> {
+        loop {
+            let l = self.worst()?;
+            let heap = &mut self.heaps[l];
+            let counts = &self.counts[l];
+            let found = loop {
+                let Some(top) = heap.pop(better) else { break None };
+                let Some(&cur) = counts.get(&top.1) else { continue };
+                if cur as u64 != top.0 {
+                    heap.push((cur as u64, top.1), better);
+                    continue;
+                }
+                if (cur as u64) < min_frequency {
+                    break None; // counts only fall: this language stays below
+                }
+                break Some(top.1);
+            };
+            match found {
+                Some(key) => {
+                    self.chosen.push(l as u32);
+                    if self.window > 0 {
+                        self.recent.push_back(l as u32);
+                        self.in_window[l] += 1;
+                        if self.recent.len() > self.window {
+                            let old = self.recent.pop_front().expect("longer than the window");
+                            self.in_window[old as usize] -= 1;
+                        }
+                    }
+                    return Some(key);
+                }
+                None => self.exhausted[l] = true,
+            }
+        }
+    }
+
+    /// Per language: (dev tokens before training, dev tokens now, merges picked for it).
+    pub fn summary(&self) -> Vec<(u64, u64, u64)> {
+        (0..self.langs)
+            .map(|l| {
+                let n = self.chosen.iter().filter(|&&c| c == l as u32).count() as u64;
+                (self.dev_tokens_start[l], self.dev_tokens[l], n)
+            })
+            .collect()
+    }
+
+    pub fn chosen(&self) -> &[u32] {
+        &self.chosen
+    }
+
+    #[cfg(test)]
+    pub(super) fn counts(&self, l: usize) -> &FxHashMap<u64, i64> {
+        &self.counts[l]
+    }
+}

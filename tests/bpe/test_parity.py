@@ -1,0 +1,277 @@
+"""Parity-aware BPE (issue 16 item 3): the Rust trainer against the slow
+reference of the rule, determinism, the one-language case, typed errors, the
+saved record, the CLI and ``compare``'s ``bpe:parity``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from repo_paths import FIXTURES
+from tokenforge import BPETokenizer, load
+from tokenforge.errors import CorpusError, TokenforgeError
+from tokenforge.reference.bpe import GPT4_PATTERN, count_words, train_reference
+from tokenforge.reference.parity import norms_of, train_parity_reference
+
+# the tiny corpora run out of pairs before the vocabulary is full: expected here
+pytestmark = pytest.mark.filterwarnings("ignore:BPE training learned")
+
+TRAIN = {
+    "en": ["the cat sat on the mat. the cat ate the rat!", "then the rat ran: 12 cats, 3 mats"] * 3,
+    "de": ["die Katze saß auf der Matte; die Katze fraß die Ratte", "größer als 12 Katzen"] * 2,
+    "ru": ["кошка сидела на коврике, кошка съела крысу", "крыса бежала"],
+}
+DEV = {
+    "en": ["the cat sat on the mat"],
+    "de": ["die Katze saß auf der Matte"],
+    "ru": ["кошка сидела на коврике"],
+}
+
+
+def _train(corpus=TRAIN, dev=DEV, vocab=320, **kw):
+    kw.setdefault("special_tokens", None)
+    kw.setdefault("progress", False)
+    return BPETokenizer.train_from_iterator(corpus, vocab, parity=dev, **kw)
+
+
+def _reference(corpus, dev, num_merges, *, measure="tokens", pattern=GPT4_PATTERN, **kw):
+    langs = sorted(dev)
+    train_counts = [count_words(corpus[lang], pattern) for lang in langs]
+    dev_counts = [count_words(dev[lang], pattern) for lang in langs]
+    norms = [measure[lang] for lang in langs] if isinstance(measure, dict) else norms_of(dev_counts, measure)
+    return train_parity_reference(train_counts, dev_counts, num_merges, norms=norms, **kw)
+
+
+@pytest.mark.parametrize("measure", ["tokens", "bytes", "chars", {"en": 10, "de": 13, "ru": 21}])
+@pytest.mark.parametrize("tie_break", ["pair_ids", "lexicographic"])
+@pytest.mark.parametrize("global_merges", [0, 5])
+def test_equal_to_the_slow_reference(measure, tie_break, global_merges):
+    tok = _train(
+        vocab=256 + 60,
+        tie_break=tie_break,
+        parity_measure=measure,
+        parity_global_merges=global_merges,
+    )
+    want, chosen = _reference(TRAIN, DEV, 60, measure=measure, tie_break=tie_break, global_merges=global_merges)
+    assert tok.merges == want
+    rec = tok.data.training["parity"]
+    langs = rec["languages"]
+    assert langs == ["de", "en", "ru"]
+    for i, lang in enumerate(langs):
+        assert rec["per_language"][lang]["merges"] == sum(1 for c in chosen if c == i)
+    assert sum(1 for c in chosen if c is None) == min(global_merges, len(want))
+
+
+@pytest.mark.parametrize("window,alpha", [(4, 1.0), (10, 2.0), (3, 0.5)])
+def test_moving_window_variant_equal_to_the_slow_reference(window, alpha):
+    tok = _train(vocab=256 + 60, parity_window=window, parity_window_alpha=alpha, parity_global_merges=2)
+    want, chosen = _reference(TRAIN, DEV, 60, global_merges=2, window=window, alpha=alpha)
+    assert tok.merges == want
+    rec = tok.data.training["parity"]
+    assert rec["window"] == window and rec["window_alpha"] == alpha
+    if (window, alpha) == (3, 0.5):  # the window changes which languages are served here
+        assert chosen != _reference(TRAIN, DEV, 60, global_merges=2)[1]
+
+
+def test_min_frequency_exhausts_a_language_and_training_goes_on():
+    tok = _train(vocab=256 + 200, min_frequency=3)
+    want, chosen = _reference(TRAIN, DEV, 200, min_frequency=3)
+    assert tok.merges == want
+    assert len(want) < 200 and tok.data.training["num_merges"] == len(want)
+    # ru's text is too small for pairs of 3: it was exhausted, the others went on
+    assert tok.data.training["parity"]["per_language"]["ru"]["merges"] < len(want) / 3
+
+
+def test_one_language_is_plain_bpe():
+    text = TRAIN["en"] + TRAIN["de"]
+    for tie_break in ("pair_ids", "lexicographic"):
+        plain = BPETokenizer.train_from_iterator(text, 330, special_tokens=None, tie_break=tie_break, progress=False)
+        par = _train({"en": text}, {"en": ["anything at all"]}, vocab=330, tie_break=tie_break)
+        assert par.merges == plain.merges
+        assert par.merges == train_reference(count_words(text, GPT4_PATTERN), 330 - 256, tie_break=tie_break)
+
+
+def test_deterministic_whatever_the_threads(tmp_path):
+    files = []
+    for threads in (1, 2, 1, 2):
+        tok = _train(vocab=400, num_threads=threads)
+        p = tmp_path / f"t{len(files)}.json"
+        tok.save(p)
+        files.append(p.read_bytes())
+    assert len(set(files)) == 1
+
+
+def test_serves_the_worst_language_first():
+    # plain BPE merges the English pair first; parity serves the language whose dev text costs most
+    corpus = {"en": ["aaaa aaaa aaaa aaaa aaaa aaaa aaaa"], "xx": ["xyxy zwzw xyxy"]}
+    tok = _train(corpus, {"en": ["aaaa"], "xx": ["xyxyzwzw"]}, vocab=258, pattern=None)
+    assert tok.merges[0] == (ord("x"), ord("y"), 256)
+    plain = BPETokenizer.train_from_iterator(sum(corpus.values(), []), 258, special_tokens=None, pattern=None)
+    assert plain.merges[0] == (ord("a"), ord("a"), 256)
+
+
+def test_the_saved_file_records_the_settings(tmp_path):
+    tok = _train(vocab=300, parity_measure="chars", parity_global_merges=4)
+    tok.save(tmp_path / "t.json")
+    back = load(tmp_path / "t.json")
+    assert back.merges == tok.merges
+    rec = back.data.training["parity"]
+    assert rec["measure"] == "chars" and rec["global_merges"] == 4 and rec["rule"] == "foroutan2025"
+    de = rec["per_language"]["de"]
+    assert de["dev_bytes"] == len(DEV["de"][0].encode()) == de["dev_tokens_before"]
+    assert 0 < de["dev_tokens_after"] < de["dev_tokens_before"]
+    assert de["train_bytes"] == sum(len(t.encode()) for t in TRAIN["de"])
+    plain = BPETokenizer.train_from_iterator(["abc abc"], 260, special_tokens=None, progress=False)
+    assert "parity" not in plain.data.training
+
+
+def test_files_jsonl_with_lang_and_per_language_paths_agree(tmp_path):
+    rows = [{"text": t, "lang": lang} for lang, texts in TRAIN.items() for t in texts]
+    (tmp_path / "train.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    dev = {}
+    per_lang = {}
+    for lang in TRAIN:
+        (tmp_path / f"dev.{lang}.txt").write_text(DEV[lang][0])
+        (tmp_path / f"train.{lang}.jsonl").write_text(
+            "".join(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in TRAIN[lang])
+        )
+        dev[lang] = str(tmp_path / f"dev.{lang}.txt")
+        per_lang[lang] = [tmp_path / f"train.{lang}.jsonl"]
+    kw = dict(special_tokens=None, progress=False, parity=dev)
+    a = BPETokenizer.train(str(tmp_path / "train.jsonl"), 320, **kw)
+    b = BPETokenizer.train(per_lang, 320, **kw)
+    assert a.merges == b.merges == _train(vocab=320).merges
+
+
+def test_typed_errors(tmp_path):
+    with pytest.raises(TypeError, match="parity must map"):
+        _train(dev=["dev text"])
+    with pytest.raises(TokenforgeError, match="no language given"):
+        BPETokenizer.train(str(FIXTURES / "multilingual" / "heldout.jsonl"), 300, parity={})
+    with pytest.raises(TokenforgeError, match="not a language code"):
+        _train(dev={"english!": ["x"]})
+    with pytest.raises(CorpusError, match="dev language 'fr' has no training text"):
+        _train(dev={**DEV, "fr": ["le chat"]})
+    with pytest.raises(CorpusError, match="training language 'ru' has no dev text"):
+        _train(dev={"en": DEV["en"], "de": DEV["de"]})
+    with pytest.raises(CorpusError, match="dev text of 'de' is empty"):
+        _train(dev={**DEV, "de": [""]})
+    with pytest.raises(TokenforgeError, match="unknown parity_measure"):
+        _train(parity_measure="words")
+    with pytest.raises(TokenforgeError, match="gives no size for the dev text of 'ru'"):
+        _train(parity_measure={"en": 1, "de": 1})
+    with pytest.raises(TokenforgeError, match="must be a positive int"):
+        _train(parity_measure={"en": 1, "de": 0, "ru": 1})
+    with pytest.raises(TokenforgeError, match="parity_global_merges must be"):
+        _train(parity_global_merges=-1)
+    with pytest.raises(TokenforgeError, match="must be in"):
+        _train(parity_global_merges=1.5)
+    with pytest.raises(TokenforgeError, match="parity_window must be"):
+        _train(parity_window=-1)
+    with pytest.raises(TokenforgeError, match="parity_window_alpha must be"):
+        _train(parity_window=5, parity_window_alpha=0)
+    with pytest.raises(CorpusError, match="no training text with two bytes"):
+        _train({**TRAIN, "ru": ["x"]})
+    # a JSON-lines corpus needs a lang on every line; a plain text file gives none
+    (tmp_path / "mixed.jsonl").write_text('{"text": "abc abc", "lang": "en"}\n{"text": "def def"}\n')
+    with pytest.raises(CorpusError, match="document 2 has no 'lang' field"):
+        BPETokenizer.train(str(tmp_path / "mixed.jsonl"), 300, parity={"en": str(tmp_path / "mixed.jsonl")})
+    (tmp_path / "plain.txt").write_text("abc abc")
+    with pytest.raises(CorpusError, match="gives its documents no language"):
+        BPETokenizer.train(str(tmp_path / "plain.txt"), 300, parity={"en": str(tmp_path / "plain.txt")})
+    with pytest.raises(CorpusError, match="mapping language -> texts"):
+        BPETokenizer.train_from_iterator(["abc abc"], 300, parity={"en": ["abc"]})
+    with pytest.raises(TokenforgeError, match="seed 003"):
+        BPETokenizer().train(input_path=str(tmp_path / "plain.txt"), vocab_size=300, parity={"en": "x"})
+
+
+def test_cli_end_to_end(tmp_path, capsys):
+    from tokenforge.cli.main import main
+
+    args = []
+    for lang in TRAIN:
+        (tmp_path / f"{lang}.txt").write_text("\n\n".join(TRAIN[lang]))
+        (tmp_path / f"dev.{lang}.txt").write_text(DEV[lang][0])
+        args.append(f"{lang}={tmp_path / f'{lang}.txt'}")
+    dev = [x for lang in TRAIN for x in ("--parity", f"{lang}={tmp_path / f'dev.{lang}.txt'}")]
+    out = tmp_path / "tok"
+    common = ["--vocab-size", "320", "--specials", "none", "--split-on", "\n\n", "-q"]
+    assert main(["train", *args, *common, "-o", str(out), *dev, "--parity-global-merges", "3"]) == 0
+    tok = load(out)
+    assert tok.merges == _train(vocab=320, parity_global_merges=3).merges
+    assert tok.data.training["parity"]["global_merges"] == 3
+    assert main(["train", *args, *common, "-o", str(tmp_path / "t1"), *dev, "--parity-global-merges", "0.5"]) == 0
+    rec = load(tmp_path / "t1").data.training["parity"]
+    assert rec["global_share"] == 0.5 and rec["global_merges"] == (320 - 256) // 2
+    assert main(["train", *args, *common, "-o", str(tmp_path / "t6"), *dev, "--parity-window", "8"]) == 0
+    rec = load(tmp_path / "t6").data.training["parity"]
+    assert rec["window"] == 8 and rec["window_alpha"] == 2.0
+    assert load(tmp_path / "t6").merges == _train(vocab=320, parity_window=8).merges
+    # sizes given per language
+    assert main(["train", *args, *common, "-o", str(tmp_path / "t2"), *dev, "--parity-measure", "en=2,de=3,ru=5"]) == 0
+    assert load(tmp_path / "t2").data.training["parity"]["measure"] == {"de": 3, "en": 2, "ru": 5}
+    capsys.readouterr()
+    # a training language without dev text: exit 1, one line naming it
+    assert main(["train", *args, *common, "-o", str(tmp_path / "t3"), *dev[:4]]) == 1
+    assert "training language 'ru' has no dev text" in capsys.readouterr().err
+    # mixing LANG=PATH and bare paths is refused; a missing dev file is exit 3
+    assert main(["train", args[0], str(tmp_path / "de.txt"), *common, "-o", str(tmp_path / "t4"), *dev]) == 1
+    assert main(["train", *args, *common, "-o", str(tmp_path / "t5"), "--parity", f"en={tmp_path / 'no'}"]) == 3
+
+
+def test_compare_with_bpe_parity(tmp_path, monkeypatch):
+    from tokenforge.cli.main import main
+    from tokenforge.eval.families import SpecError, parse_specs, train_tokenizer
+
+    monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path / "mpl"))
+    data = FIXTURES / "multilingual" / "heldout.jsonl"
+    out = tmp_path / "r"
+    fams = "bpe,bpe:parity,bpe:parity:parity_global_merges=20"
+    args = ["compare", str(data), "--heldout", str(data), "--vocab-sizes", "400", "--families", fams]
+    assert main([*args, "--reference-lang", "en", "-o", str(out), "-q"]) == 0
+    res = json.loads((out / "results.json").read_text())
+    rows = {r["spec"]: r for r in res["rows"]}
+    assert set(rows) == {"bpe", "bpe:parity", "bpe:parity:parity_global_merges=20"}
+    for r in rows.values():
+        assert "error" not in r and r["languages"]["gini"] is not None
+    tok = load(rows["bpe:parity"]["serve_path"])
+    rec = tok.data.training["parity"]
+    assert rec["languages"] == sorted({"en", "de", "es", "fr", "it", "ja", "nl", "pl", "ru", "uk"})
+    assert isinstance(rec["measure"], dict) and rec["measure"]["en"] == sum(
+        len(json.loads(line)["text"].encode()) for line in data.read_text().splitlines() if '"lang": "en"' in line
+    )
+    assert load(rows["bpe:parity:parity_global_merges=20"]["serve_path"]).data.training["parity"]["global_merges"] == 20
+    # options of bpe:parity alone, and bare words other than parity, are refused
+    with pytest.raises(TokenforgeError, match="only apply to bpe:parity"):
+        train_tokenizer(parse_specs("bpe:parity_global_merges=3")[0], ["abc"], 300)
+    with pytest.raises(SpecError, match="takes the word 'parity'"):
+        parse_specs("bpe:fast")
+    # a corpus without languages: bpe:parity fails with the reason, the others go on
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text("".join(json.dumps({"text": f"abc abd abe {i} " * 5}) + "\n" for i in range(20)))
+    out2 = tmp_path / "r2"
+    assert (
+        main(["compare", str(plain), "--vocab-sizes", "300", "--families", "bpe,bpe:parity", "-o", str(out2), "-q"])
+        == 0
+    )
+    rows2 = {r["spec"]: r for r in json.loads((out2 / "results.json").read_text())["rows"]}
+    assert "error" not in rows2["bpe"] and "carry a language" in rows2["bpe:parity"]["error"]
+
+
+def test_compare_dev_text_keeps_the_units_that_look_parallel():
+    from tokenforge.bpe_parity import compare_parity_inputs
+    from tokenforge.data.languages import LangDoc, TrainLanguages
+
+    docs = [LangDoc("x" * 100, "en", f"u{i}") for i in range(5)]
+    docs += [LangDoc("y" * 120, "de", f"u{i}") for i in range(4)]
+    docs += [LangDoc("z" * 900, "de", "u4"), LangDoc("fortune cookie", "de")]  # not parallel; no unit
+    corpus, dev, sizes = compare_parity_inputs(TrainLanguages(tuple(docs), "en"), "parallel")
+    assert sorted(corpus) == ["de", "en"] and len(list(corpus["de"].texts)) == 6
+    assert list(dev["de"].texts) == ["y" * 120] * 4 and sizes == {"de": 400, "en": 500}
+    corpus, dev, measure = compare_parity_inputs(TrainLanguages(tuple(docs), "en"), "chars")
+    assert measure == "chars" and len(list(dev["de"].texts)) == 6
+    with pytest.raises(CorpusError, match="reference language 'fr'"):
+        compare_parity_inputs(TrainLanguages(tuple(docs), "fr"), "parallel")
+    with pytest.raises(CorpusError, match="no training document of 'ru' is parallel"):
+        compare_parity_inputs(TrainLanguages((*docs, LangDoc("привет", "ru")), "en"), "parallel")
