@@ -154,6 +154,32 @@ def test_compare_writes_a_report_whose_html_parses_and_whose_plots_exist(tmp_pat
     _check_report(out)
 
 
+def test_cached_tokenizer_keeps_the_settings_its_file_does_not_record(tmp_path):
+    """A cached mixedgram (trained with errors="replace": the file does not
+    record it) is reused by a second run on text outside latin1, and encodes
+    it as the first run did, instead of failing as a strict one would."""
+    corpus = tmp_path / "c.jsonl"
+    docs = [f"naïve café {i} — 東京 “quoted” text " * 20 for i in range(200)]
+    corpus.write_text("".join(json.dumps({"text": d}) + "\n" for d in docs), encoding="utf-8")
+    opts = CompareOptions(
+        corpus=[str(corpus)],
+        families="mixedgram",
+        vocab_sizes=[300],
+        eval_mb=0.01,
+        bpb=False,
+        out=str(tmp_path / "r"),
+        command="tokenforge compare (test)",
+        progress=False,
+    )
+    if getattr(tokenforge, "Mixedgram", None) is None:
+        pytest.skip("no mixedgram family")
+    first = run_compare(opts)
+    again = run_compare(opts)
+    row1, row2 = first["rows"][0], again["rows"][0]
+    assert not row1.get("reused") and row2.get("reused")
+    assert row2["metrics"]["bytes_per_token"] == row1["metrics"]["bytes_per_token"]
+
+
 def test_cli_compare(tmp_path, capsys):
     out = tmp_path / "r"
     code = main(

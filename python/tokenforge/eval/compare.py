@@ -173,7 +173,13 @@ def _cached_tokenizer(opts, spec: Spec, vocab: int | None, train_docs, train_dig
         try:
             meta = json.loads(meta_path.read_text())
             if all(meta.get(k) == v for k, v in want.items()):
-                return load(cache / meta["file"]), float(meta.get("train_seconds", 0.0)), True
+                tok = load(cache / meta["file"])
+                # the settings the file does not record (mixedgram's errors="replace",
+                # LZ78's chunking), through the family's transport seam
+                state = meta.get("state") or {}
+                if state:
+                    tok = type(tok)._from_bytes(tok._to_bytes(), state)
+                return tok, float(meta.get("train_seconds", 0.0)), True
         except (OSError, ValueError, TokenforgeError):
             pass  # unreadable cache: train again
     t0 = time.perf_counter()
@@ -187,10 +193,9 @@ def _cached_tokenizer(opts, spec: Spec, vocab: int | None, train_docs, train_dig
         cache.mkdir(parents=True, exist_ok=True)
         tok.save(cache / "tokenizer")
         load(cache / "tokenizer")  # only cache what can be read back
-        atomic_write(
-            meta_path,
-            json.dumps({**want, "file": "tokenizer", "train_seconds": secs, "class": type(tok).__name__}, indent=1),
-        )
+        meta = {**want, "file": "tokenizer", "train_seconds": secs, "class": type(tok).__name__}
+        meta["state"] = tok._transport_state()
+        atomic_write(meta_path, json.dumps(meta, indent=1))
     except Exception as e:  # caching is an optimisation; the run goes on without it
         _log(opts, f"  (not cached: {type(e).__name__}: {e})")
     return tok, secs, False
