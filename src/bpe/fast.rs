@@ -605,9 +605,10 @@ const SPILL_SHARDS: usize = 16;
 /// Bytes one shard may hold (keys, ids and a fixed cost per entry) before it
 /// is emptied: 2 MiB, so 32 MiB for the whole cache.
 pub const SPILL_SHARD_BYTES: usize = 2 << 20;
-/// What one entry costs beyond its key and ids: the two boxes' headers and
-/// the map's slot, rounded up.
-const SPILL_ENTRY_COST: usize = 64;
+/// What one entry costs beyond its key and ids: the map's slot (two boxed
+/// slices, 32 bytes, at a load of one half or more: up to 64) and the two
+/// allocations' headers and rounding (about 32 each).
+const SPILL_ENTRY_COST: usize = 128;
 
 /// Piece -> ids for what the fixed caches cannot hold: pieces of
 /// [`CACHE_MAX`] + 1 to [`SPILL_MAX`] bytes that [`LongCache`] does not take,
