@@ -8,3 +8,4 @@ pub mod ranks;
 pub mod tfjson;
 pub mod tiktoken;
 pub mod train;
+pub mod vocab;
