@@ -143,6 +143,8 @@ pub struct Tokens {
     /// the index (see [`Slot`]); empty when not built
     slots: Vec<Slot>,
     shift: u32,
+    /// the longest indexed token's length
+    longest: usize,
 }
 
 /// An error for token bytes past the 32-bit offsets.
@@ -153,7 +155,7 @@ fn too_big(what: &str) -> Error {
 impl Tokens {
     /// `ids` unused ids; room for `bytes` bytes of tokens.
     pub fn new(ids: usize, bytes: usize) -> Self {
-        Tokens { bytes: Vec::with_capacity(bytes), span: vec![(0, 0); ids], slots: Vec::new(), shift: 64 }
+        Tokens { bytes: Vec::with_capacity(bytes), span: vec![(0, 0); ids], slots: Vec::new(), shift: 64, longest: 0 }
     }
 
     /// The arena's end after `more` bytes, if the offsets still fit.
@@ -235,8 +237,10 @@ impl Tokens {
         self.shift = 64 - size.trailing_zeros();
         self.slots = vec![Slot::EMPTY; size];
         let mask = size - 1;
+        let mut longest = 0;
         for id in ids {
             let t = self.bytes_of(id);
+            longest = longest.max(t.len());
             let h = mix(poly(t));
             let (key, len) = (Slot::key(t, h), t.len() as u64);
             let mut i = (h >> self.shift) as usize;
@@ -253,14 +257,16 @@ impl Tokens {
                 i = (i + 1) & mask;
             }
         }
+        self.longest = longest;
         Ok(())
     }
 
     /// The id whose bytes are `piece` (through the index; None if it was
-    /// not built).
+    /// not built). A piece longer than every token is not hashed (the
+    /// encoder asks this of every long piece: `"a" * 1_000_000` is one).
     #[inline]
     pub fn find(&self, piece: &[u8]) -> Option<u32> {
-        if self.slots.is_empty() {
+        if self.slots.is_empty() || piece.len() > self.longest {
             return None;
         }
         self.find_hashed(piece, mix(poly(piece)))
@@ -373,6 +379,7 @@ mod tests {
             assert_eq!(t.find(w), Some(i as u32));
         }
         assert_eq!(t.find(b"x"), None);
+        assert_eq!(t.find(&b"w1".repeat(1000)), None);
         assert_eq!(t.find(b""), None);
         assert_eq!(t.indexed_len(), words.len());
         t.set_concat(0, 1, 2).ok(); // (id 0 re-pointed: the arena grows, old bytes stay)
