@@ -30,6 +30,7 @@ use super::fast::{
 };
 use super::ranks::{id_limit, id_too_large, SplitIndex};
 use super::train::{pack, unpack};
+use super::vocab::{CutHashes, Tokens};
 use crate::error::{Error, Result};
 use crate::pretok::Pretokenizer;
 use crate::specials::Specials;
@@ -57,52 +58,78 @@ pub enum SplitRule {
 }
 
 /// Tiktoken's pair table: `(left, right) -> id` for every way every token
-/// splits into two tokens (so the rank of a pair is the rank of its
-/// concatenated bytes). Each cut of a token is tested by hashing its prefix
-/// and suffix: O(L^2) bytes for a token of L bytes, which for real
-/// vocabularies (cl100k, o200k: tokens of at most 128 bytes, sum of L^2 about
-/// 10x their bytes) is the fastest way. When the long tokens would make that
-/// quadratic term large against the vocabulary's size (one 100 KB run of `=`
-/// that training made into a token), the cuts of tokens over `DIRECT_MAX`
-/// bytes are found by walking two tries instead, linear in the tokens' bytes
-/// (see `ranks.rs`); building the tries costs far more than hashing, so they
-/// are built only then.
-fn bytes_pair_map(piece_map: &FxHashMap<Vec<u8>, u32>) -> Result<FxHashMap<u64, u32>> {
+/// `ids` (indexed in `tokens`, distinct bytes) splits into two tokens (so
+/// the rank of a pair is the rank of its concatenated bytes). Each cut of a
+/// token is tested by looking up its prefix and suffix in the index, whose
+/// hashes of all cuts of a token of L bytes come in O(L) (`vocab.rs`); a
+/// look-up that finds a token compares its bytes: O(L^2) bytes for a token
+/// of L bytes at worst, which for real vocabularies (cl100k, o200k: tokens
+/// of at most 128 bytes, sum of L^2 about 10x their bytes) is the fastest
+/// way. When the long tokens would make that quadratic term large against
+/// the vocabulary's size (one 100 KB run of `=` that training made into a
+/// token), the cuts of tokens over `DIRECT_MAX` bytes are found by walking
+/// two tries instead, linear in the tokens' bytes (see `ranks.rs`); building
+/// the tries costs far more than hashing, so they are built only then.
+fn bytes_pair_map(tokens: &Tokens, ids: &[u32]) -> Result<FxHashMap<u64, u32>> {
     const DIRECT_MAX: usize = 32;
     let mut pair_map: FxHashMap<u64, u32> = FxHashMap::default();
-    let (total, quad) = piece_map.keys().fold((0u64, 0u64), |(t, q), k| {
-        let l = k.len() as u64;
-        (t + l, if k.len() > DIRECT_MAX { q.saturating_add(l * l) } else { q })
+    let (total, quad) = ids.iter().fold((0u64, 0u64), |(t, q), &id| {
+        let l = tokens.len_of(id) as u64;
+        (t + l, if l as usize > DIRECT_MAX { q.saturating_add(l * l) } else { q })
     });
     // hashing the cuts of the long tokens may cost up to 16x the vocabulary's bytes (+ 4 MB)
     let index = if quad > 16 * total + (4 << 20) {
-        Some(SplitIndex::new(piece_map.iter().map(|(t, &id)| (&t[..], id)))?)
+        Some(SplitIndex::new(ids.iter().map(|&id| (tokens.bytes_of(id), id)))?)
     } else {
         None
     };
-    let tokens: Vec<(&[u8], u32)> = piece_map.iter().map(|(t, &id)| (&t[..], id)).collect();
     // The cuts are found on the current rayon pool (lookups only), then inserted here.
-    let found: Vec<Vec<(u64, u32)>> = tokens
+    let direct = |t: &[u8]| t.len() >= 2 && (index.is_none() || t.len() <= DIRECT_MAX);
+    let found: Vec<Vec<(u64, u32)>> = ids
         .par_chunks(4096)
-        .map_init(Vec::new, |scratch, chunk| {
-            let mut v = Vec::with_capacity(chunk.len() * 2);
-            for &(t, id) in chunk {
-                match &index {
-                    Some(index) if t.len() > DIRECT_MAX => index.splits(t, scratch, |_, l, r| v.push((pack(l, r), id))),
-                    _ => {
-                        for k in 1..t.len() {
-                            // (the suffix is looked up only when the prefix is a token)
-                            if let Some(&l) = piece_map.get(&t[..k]) {
-                                if let Some(&r) = piece_map.get(&t[k..]) {
-                                    v.push((pack(l, r), id));
-                                }
+        .map_init(
+            || (Vec::new(), CutHashes::default(), CutHashes::default()),
+            |(scratch, cur, next), chunk| {
+                let mut v = Vec::with_capacity(chunk.len() * 2);
+                // The slots of all cuts of the next token are asked for
+                // before the cuts of this one are looked up: the look-ups
+                // are random reads of a table of MiBs (16 bytes x 2^19
+                // slots, 8 MiB, for o200k), and this way their misses
+                // overlap with work instead of coming one by one.
+                let ask = |h: &mut CutHashes, t: &[u8]| {
+                    h.of(t);
+                    for k in 1..t.len() {
+                        tokens.prefetch(h.prefix(k));
+                        tokens.prefetch(h.suffix(k));
+                    }
+                };
+                if let Some(&first) = chunk.first().filter(|&&id| direct(tokens.bytes_of(id))) {
+                    ask(next, tokens.bytes_of(first));
+                }
+                for (j, &id) in chunk.iter().enumerate() {
+                    let t = tokens.bytes_of(id);
+                    std::mem::swap(cur, next);
+                    if let Some(&after) = chunk.get(j + 1).filter(|&&id| direct(tokens.bytes_of(id))) {
+                        ask(next, tokens.bytes_of(after));
+                    }
+                    if !direct(t) {
+                        if let (Some(index), true) = (&index, t.len() >= 2) {
+                            index.splits(t, scratch, |_, l, r| v.push((pack(l, r), id)));
+                        }
+                        continue;
+                    }
+                    for k in 1..t.len() {
+                        // (the suffix is looked up only when the prefix is a token)
+                        if let Some(l) = tokens.find_hashed(&t[..k], cur.prefix(k)) {
+                            if let Some(r) = tokens.find_hashed(&t[k..], cur.suffix(k)) {
+                                v.push((pack(l, r), id));
                             }
                         }
                     }
                 }
-            }
-            v
-        })
+                v
+            },
+        )
         .collect();
     pair_map.reserve(found.iter().map(Vec::len).sum::<usize>());
     // two tokens never give the same pair (its bytes are one token's), so order does not matter
@@ -114,10 +141,11 @@ fn bytes_pair_map(piece_map: &FxHashMap<Vec<u8>, u32>) -> Result<FxHashMap<u64, 
 
 #[derive(Clone)]
 pub struct BpeModel {
-    tokens: Vec<Vec<u8>>,
+    /// the bytes of every id; for tiktoken's rule, indexed by bytes too
+    /// (the whole-piece look-up)
+    tokens: Tokens,
     byte_to_id: [u32; 256],
     pair_map: FxHashMap<u64, u32>,
-    piece_map: FxHashMap<Vec<u8>, u32>,
     pretok: Pretokenizer,
     specials: Specials,
     special_text: FxHashMap<u32, Vec<u8>>,
@@ -188,47 +216,50 @@ impl BpeModel {
             }
             max_id = max_id.max(*id);
         }
-        let mut tokens: Vec<Vec<u8>> = vec![Vec::new(); max_id as usize + 1];
-        let put = |tokens: &mut Vec<Vec<u8>>, id: u32, b: Vec<u8>| -> Result<()> {
-            if !tokens[id as usize].is_empty() {
+        // all bytes in one arena (a token's bytes are copied from its parents'
+        // there: O(total bytes of the tokens), no allocation per token)
+        let mut tokens = Tokens::new(max_id as usize + 1, 8 * (merges.len() + 256));
+        let defined = |tokens: &Tokens, id: u32| -> Result<()> {
+            if tokens.len_of(id) != 0 {
                 return Err(Error::Invalid(format!("id {id} is defined twice")));
             }
-            tokens[id as usize] = b;
             Ok(())
         };
         for (b, &id) in byte_ids.iter().enumerate() {
-            put(&mut tokens, id, vec![b as u8])?;
+            defined(&tokens, id)?;
+            tokens.set(id, &[b as u8])?;
         }
         let mut pair_map = FxHashMap::default();
         for (k, &(a, b, z)) in merges.iter().enumerate() {
-            // one copy of each parent's bytes: O(total bytes of the tokens)
-            let ta = tokens.get(a as usize).filter(|t| !t.is_empty());
-            let tb = tokens.get(b as usize).filter(|t| !t.is_empty());
-            let (Some(ta), Some(tb)) = (ta, tb) else {
+            if tokens.len_of(a) == 0 || tokens.len_of(b) == 0 {
                 return Err(Error::Invalid(format!("merge {k} ({a}, {b}) -> {z} uses an id not defined before it")));
-            };
-            let mut t = Vec::with_capacity(ta.len() + tb.len());
-            t.extend_from_slice(ta);
-            t.extend_from_slice(tb);
-            put(&mut tokens, z, t)?;
+            }
+            defined(&tokens, z)?;
+            tokens.set_concat(z, a, b)?;
             if rule == MergeRule::Pairs {
                 pair_map.entry(pack(a, b)).or_insert(z);
             }
         }
-        let mut piece_map: FxHashMap<Vec<u8>, u32> = FxHashMap::default();
         if rule == MergeRule::Bytes {
             // the smallest id wins if two ids have the same bytes
-            for (id, t) in tokens.iter().enumerate() {
-                if !t.is_empty() {
-                    piece_map.entry(t.clone()).or_insert(id as u32);
-                }
-            }
-            pair_map = bytes_pair_map(&piece_map)?;
+            let used: Vec<u32> = tokens.iter().map(|(id, _)| id).collect();
+            let mut other = vec![];
+            tokens.index(used.iter().copied(), |_, id| {
+                other.push(id);
+                Ok(())
+            })?;
+            let ids: Vec<u32> = if other.is_empty() {
+                used
+            } else {
+                let other: rustc_hash::FxHashSet<u32> = other.into_iter().collect();
+                used.into_iter().filter(|id| !other.contains(id)).collect()
+            };
+            pair_map = bytes_pair_map(&tokens, &ids)?;
         }
         let mut special_text = FxHashMap::default();
         let specials = Specials::new(specials)?;
         for (s, id) in specials.list() {
-            if !tokens[*id as usize].is_empty() {
+            if tokens.len_of(*id) != 0 {
                 return Err(Error::SpecialToken(format!(
                     "special token {s:?} has id {id}, which a byte or merge already uses"
                 )));
@@ -241,7 +272,6 @@ impl BpeModel {
             tokens,
             byte_to_id: *byte_ids,
             pair_map,
-            piece_map,
             pretok,
             specials,
             special_text,
@@ -261,8 +291,9 @@ impl BpeModel {
 
     /// [`BpeModel::from_ranks`] with ids bounded by [`id_limit`]`(entries)`.
     fn from_ranks_limited(ranks: &[(&[u8], u32)], entries: usize) -> Result<Self> {
-        let mut max_id = 0u32;
+        let (mut max_id, mut total) = (0u32, 0usize);
         for (t, r) in ranks {
+            total += t.len();
             if t.is_empty() {
                 return Err(Error::Invalid(format!("rank {r} is given to empty bytes")));
             }
@@ -271,29 +302,35 @@ impl BpeModel {
             }
             max_id = max_id.max(*r);
         }
-        let mut tokens: Vec<Vec<u8>> = vec![Vec::new(); max_id as usize + 1];
-        let mut piece_map: FxHashMap<Vec<u8>, u32> = FxHashMap::default();
-        piece_map.reserve(entries);
-        for (t, r) in ranks {
-            if !tokens[*r as usize].is_empty() {
-                return Err(Error::Invalid(format!("rank {r} is given twice")));
+        // One arena for all bytes, then the index (no allocation per token).
+        // The errors are those of checking each rank in file order, first
+        // whether it was given before, then whether its bytes were.
+        let mut tokens = Tokens::new(max_id as usize + 1, total);
+        let mut twice = None;
+        for (k, (t, r)) in ranks.iter().enumerate() {
+            if tokens.len_of(*r) != 0 {
+                twice = Some(k);
+                break;
             }
-            if let Some(other) = piece_map.insert(t.to_vec(), *r) {
-                return Err(Error::Invalid(format!("ranks {other} and {r} have the same bytes")));
-            }
-            tokens[*r as usize] = t.to_vec();
+            tokens.set(*r, t)?;
+        }
+        let upto = twice.unwrap_or(ranks.len());
+        tokens.index(ranks[..upto].iter().map(|&(_, r)| r), |other, r| {
+            Err(Error::Invalid(format!("ranks {other} and {r} have the same bytes")))
+        })?;
+        if let Some(k) = twice {
+            return Err(Error::Invalid(format!("rank {} is given twice", ranks[k].1)));
         }
         let mut byte_to_id = [0u32; 256];
         for (b, slot) in byte_to_id.iter_mut().enumerate() {
-            *slot =
-                *piece_map.get(&[b as u8][..]).ok_or_else(|| Error::Invalid(format!("byte 0x{b:02x} has no rank")))?;
+            *slot = tokens.find(&[b as u8]).ok_or_else(|| Error::Invalid(format!("byte 0x{b:02x} has no rank")))?;
         }
-        let pair_map = bytes_pair_map(&piece_map)?;
+        let ids: Vec<u32> = tokens.iter().map(|(id, _)| id).collect();
+        let pair_map = bytes_pair_map(&tokens, &ids)?;
         Ok(BpeModel {
             tokens,
             byte_to_id,
             pair_map,
-            piece_map,
             pretok: Pretokenizer::Whole,
             specials: Specials::new(vec![])?,
             special_text: FxHashMap::default(),
@@ -314,30 +351,13 @@ impl BpeModel {
     pub fn from_rank_file(ranks: &[(&[u8], u32)], specials: Vec<(String, u32)>, pretok: Pretokenizer) -> Result<Self> {
         let entries = ranks.len() + specials.len();
         let mut m = BpeModel::from_ranks_limited(ranks, entries)?;
-        // merges in rank order; the tokens are independent, so they are split on the current rayon pool
-        let ids: Vec<u32> = (0..m.tokens.len() as u32).filter(|&id| m.tokens[id as usize].len() >= 2).collect();
-        let found: Vec<Option<(u32, u32, u32)>> = ids
-            .par_iter()
-            .with_min_len(1024)
-            .map_init(Vec::new, |parts, &id| {
-                m.token_parts(id, SplitRule::BelowOwnRank, parts);
-                (parts.len() == 2 && parts[0] < id && parts[1] < id).then(|| (parts[0], parts[1], id))
-            })
-            .collect();
-        let mut merges = Vec::with_capacity(found.len());
-        for (f, id) in found.into_iter().zip(ids) {
-            merges.push(f.ok_or_else(|| {
-                Error::Invalid(format!("token of rank {id} cannot be built from two lower-ranked tokens"))
-            })?);
-        }
-        m.merges = merges;
         let specials = Specials::new(specials)?;
         let mut max_id = m.vocab_size as u64 - 1;
         for (s, id) in specials.list() {
             if *id as u64 >= id_limit(entries) {
                 return Err(id_too_large(&format!("special token {s:?}"), *id as u64, entries));
             }
-            if m.tokens.get(*id as usize).is_some_and(|t| !t.is_empty()) {
+            if m.tokens.len_of(*id) != 0 {
                 return Err(Error::SpecialToken(format!(
                     "special token {s:?} has id {id}, which a byte or merge already uses"
                 )));
@@ -348,12 +368,30 @@ impl BpeModel {
             max_id = max_id.max(*id as u64);
         }
         m.vocab_size = max_id as usize + 1;
-        m.tokens.resize(m.vocab_size, Vec::new());
+        m.tokens.resize(m.vocab_size);
         m.specials = specials;
         m.pretok = pretok;
-        // the encoder's tables with the model (15-25 ms for cl100k/o200k),
-        // as tiktoken builds its maps at load: the first text is not charged
-        m.fast();
+        // The encoder's tables with the model (15-25 ms for cl100k/o200k), as
+        // tiktoken builds its maps at load, so the first text is not charged;
+        // built before the merges are recovered, which they make faster.
+        let fast = m.fast();
+        // merges in rank order; the tokens are independent, so they are split on the current rayon pool
+        let ids: Vec<u32> = m.tokens.iter().filter(|(_, t)| t.len() >= 2).map(|(id, _)| id).collect();
+        let found: Vec<Vec<Option<(u32, u32, u32)>>> = ids
+            .par_chunks(2048)
+            .map(|chunk| {
+                let mut v = Vec::with_capacity(chunk.len());
+                m.recover_merges(fast, chunk, &mut v);
+                v
+            })
+            .collect();
+        let mut merges = Vec::with_capacity(ids.len());
+        for (f, id) in found.into_iter().flatten().zip(ids) {
+            merges.push(f.ok_or_else(|| {
+                Error::Invalid(format!("token of rank {id} cannot be built from two lower-ranked tokens"))
+            })?);
+        }
+        m.merges = merges;
         Ok(m)
     }
 
@@ -373,7 +411,10 @@ impl BpeModel {
     /// O(n log n) in the token's length.
     pub fn token_parts(&self, id: u32, rule: SplitRule, out: &mut Vec<u32>) {
         out.clear();
-        let Some(t) = self.tokens.get(id as usize).filter(|t| !t.is_empty()) else { return };
+        let t = self.tokens.bytes_of(id);
+        if t.is_empty() {
+            return;
+        }
         if t.len() == 1 {
             out.push(self.byte_to_id[t[0] as usize]);
             return;
@@ -397,6 +438,115 @@ impl BpeModel {
         }
     }
 
+    /// The merge of each token `ids[k]` that [`Self::token_parts`] with
+    /// [`SplitRule::BelowOwnRank`] recovers (`(left, right, id)`, or None if
+    /// it does not end in two parts of lower rank), with the ranks from the
+    /// fast tables: the first round's from the dense byte-pair table (256
+    /// KiB, cache-resident), the rest from the pair table.
+    ///
+    /// Performance: a rank file's recovery is a merge loop per token
+    /// (200,000 for o200k), and each round of a loop waits for one or two
+    /// random reads of the pair table (8 MiB for o200k): one token after the
+    /// other, that is a cache miss at a time, most of the load. So `LANES`
+    /// tokens are merged side by side: each round finds every lane's
+    /// lowest pair and merges it (the loop of [`Self::merge_short_loop`],
+    /// step for step), prefetches the slots of the new pairs, and only
+    /// then reads them, so the misses of all lanes overlap. Same parts.
+    fn recover_merges(&self, fast: &Fast, ids: &[u32], out: &mut Vec<Option<(u32, u32, u32)>>) {
+        const LANES: usize = 16;
+        #[derive(Clone)]
+        struct Lane {
+            id: u32,
+            n: usize,
+            at: usize,
+            parts: [u32; LONG_PIECE],
+            ranks: [u32; LONG_PIECE],
+        }
+        let two = |parts: &[u32], id: u32| {
+            (parts.len() == 2 && parts[0] < id && parts[1] < id).then(|| (parts[0], parts[1], id))
+        };
+        let mut scratch = Vec::new();
+        let Some(pairs) = &fast.pairs else {
+            for &id in ids {
+                self.token_parts(id, SplitRule::BelowOwnRank, &mut scratch);
+                out.push(two(&scratch, id));
+            }
+            return;
+        };
+        let empty = Lane { id: 0, n: 0, at: 0, parts: [0; LONG_PIECE], ranks: [NO_RANK; LONG_PIECE] };
+        let mut lanes = vec![empty; LANES];
+        let mut live: Vec<usize> = Vec::with_capacity(LANES);
+        for chunk in ids.chunks(LANES) {
+            let base = out.len();
+            out.resize(base + chunk.len(), None);
+            live.clear();
+            for (j, &id) in chunk.iter().enumerate() {
+                let t = self.tokens.bytes_of(id);
+                if !(2..LONG_PIECE).contains(&t.len()) {
+                    self.token_parts(id, SplitRule::BelowOwnRank, &mut scratch);
+                    out[base + j] = two(&scratch, id);
+                    continue;
+                }
+                let l = &mut lanes[j];
+                l.id = id;
+                l.n = t.len();
+                for (i, &b) in t.iter().enumerate() {
+                    l.parts[i] = self.byte_to_id[b as usize];
+                }
+                for i in 0..t.len() - 1 {
+                    // (NO_RANK is above every id: `r < id` also says the pair has a rank)
+                    let r = fast.byte_pairs[(t[i] as usize) << 8 | t[i + 1] as usize];
+                    l.ranks[i] = if r < id { r } else { NO_RANK };
+                }
+                live.push(j);
+            }
+            while !live.is_empty() {
+                // one round of every live lane: merge its lowest pair, ask for the new pairs' slots
+                live.retain(|&j| {
+                    let l = &mut lanes[j];
+                    let n = l.n;
+                    let (mut best, mut at) = (NO_RANK, 0);
+                    for (i, &r) in l.ranks[..n - 1].iter().enumerate() {
+                        if r < best {
+                            best = r;
+                            at = i;
+                        }
+                    }
+                    if best != NO_RANK {
+                        l.parts[at] = best;
+                        l.parts.copy_within(at + 2..n, at + 1);
+                        l.ranks.copy_within(at + 1..n - 1, at);
+                        l.n = n - 1;
+                        l.at = at;
+                        if l.n > 1 {
+                            if at + 1 < l.n {
+                                pairs.prefetch(l.parts[at], l.parts[at + 1]);
+                            }
+                            if at > 0 {
+                                pairs.prefetch(l.parts[at - 1], l.parts[at]);
+                            }
+                            return true;
+                        }
+                    }
+                    out[base + j] = two(&l.parts[..l.n], l.id);
+                    false
+                });
+                // then read them
+                for &j in &live {
+                    let l = &mut lanes[j];
+                    let (at, id) = (l.at, l.id);
+                    let below = |r: u32| if r < id { r } else { NO_RANK };
+                    if at + 1 < l.n {
+                        l.ranks[at] = below(pairs.get(l.parts[at], l.parts[at + 1], NO_RANK));
+                    }
+                    if at > 0 {
+                        l.ranks[at - 1] = below(pairs.get(l.parts[at - 1], l.parts[at], NO_RANK));
+                    }
+                }
+            }
+        }
+    }
+
     pub fn vocab_size(&self) -> usize {
         self.vocab_size
     }
@@ -411,10 +561,9 @@ impl BpeModel {
 
     /// Bytes of an id (a special token's text), or None if the id is unused.
     pub fn id_bytes(&self, id: u32) -> Option<&[u8]> {
-        if let Some(t) = self.tokens.get(id as usize) {
-            if !t.is_empty() {
-                return Some(t);
-            }
+        let t = self.tokens.bytes_of(id);
+        if !t.is_empty() {
+            return Some(t);
         }
         self.special_text.get(&id).map(|v| v.as_slice())
     }
@@ -422,8 +571,8 @@ impl BpeModel {
     /// Raw byte length of every id; 0 for special and unused ids.
     pub fn token_lengths(&self) -> Vec<i32> {
         let mut v = vec![0i32; self.vocab_size];
-        for (i, t) in self.tokens.iter().enumerate() {
-            v[i] = t.len() as i32;
+        for (i, t) in self.tokens.iter() {
+            v[i as usize] = t.len() as i32;
         }
         v
     }
@@ -432,8 +581,10 @@ impl BpeModel {
     #[inline]
     fn fast(&self) -> &Fast {
         self.fast.0.get_or_init(|| {
-            let pieces = (self.rule == MergeRule::Bytes)
-                .then(|| PieceTable::new(self.piece_map.iter().map(|(t, &id)| (&t[..], id))));
+            // in id order (the arena's order, not the index's random one);
+            // of two ids with the same bytes the table keeps the first, the smaller
+            let pieces =
+                (self.rule == MergeRule::Bytes).then(|| PieceTable::new(self.tokens.iter().map(|(id, t)| (t, id))));
             let pairs = PairTable::new(self.pair_map.iter().map(|(&p, &z)| ((unpack(p).0, unpack(p).1), z)));
             let ids = self.vocab_size as u64;
             let cache = (ids <= CACHE_ID_LIMIT)
@@ -573,7 +724,7 @@ impl BpeModel {
             1 => out.push(self.byte_to_id[piece[0] as usize]),
             n => {
                 if self.rule == MergeRule::Bytes {
-                    if let Some(&id) = self.piece_map.get(piece) {
+                    if let Some(id) = self.tokens.find(piece) {
                         out.push(id);
                         return;
                     }
@@ -817,11 +968,11 @@ mod tests {
     fn slow(model: &BpeModel, piece: &[u8]) -> Vec<u32> {
         let mut parts: Vec<Vec<u8>> = piece.iter().map(|&b| vec![b]).collect();
         if model.rule == MergeRule::Bytes {
-            if let Some(&id) = model.piece_map.get(piece) {
+            if let Some(id) = model.tokens.find(piece) {
                 return vec![id];
             }
         }
-        let id_of = |b: &[u8]| model.piece_map.get(b).copied();
+        let id_of = |b: &[u8]| model.tokens.find(b);
         loop {
             let mut best: Option<(u32, usize)> = None;
             for i in 0..parts.len().saturating_sub(1) {
@@ -960,6 +1111,53 @@ mod tests {
         }
     }
 
+    /// The merges [`BpeModel::token_parts`] recovers from ranks alone, or
+    /// None if a token cannot be built from two of lower rank.
+    fn merges_by_token_parts(ranks: &[(&[u8], u32)]) -> Option<Vec<(u32, u32, u32)>> {
+        let slow = BpeModel::from_ranks(ranks).unwrap();
+        let mut parts = vec![];
+        let mut ids: Vec<u32> = ranks.iter().filter(|(t, _)| t.len() >= 2).map(|&(_, id)| id).collect();
+        ids.sort_unstable();
+        ids.iter()
+            .map(|&id| {
+                slow.token_parts(id, SplitRule::BelowOwnRank, &mut parts);
+                (parts.len() == 2 && parts[0] < id && parts[1] < id).then(|| (parts[0], parts[1], id))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn rank_file_merges_equal_token_parts() {
+        // trained vocabularies (every token buildable) and scrambled ranks (some not)
+        let mut models: Vec<BpeModel> =
+            (0..12u64).map(|seed| trained(&bytes_of(3000, seed), 300, MergeRule::Bytes)).collect();
+        for seed in 0..40u64 {
+            let ops: Vec<(usize, usize)> =
+                (0..30).map(|k| (bytes_of(2, seed * 31 + k)[0] as usize, k as usize)).collect();
+            let mut order: Vec<u32> = (0..30).collect();
+            order.rotate_left(seed as usize % 7);
+            models.push(scrambled(&ops, &order));
+        }
+        let (mut good, mut bad) = (0, 0);
+        for m in &models {
+            let ranks: Vec<(&[u8], u32)> = m.tokens.iter().map(|(id, t)| (t, id)).collect();
+            if BpeModel::from_ranks(&ranks).is_err() {
+                continue; // two ids with the same bytes
+            }
+            let want = merges_by_token_parts(&ranks);
+            let got = BpeModel::from_rank_file(&ranks, vec![], Pretokenizer::Whole);
+            match (&want, got) {
+                (Some(w), Ok(g)) => {
+                    assert_eq!(g.merges(), &w[..]);
+                    good += 1;
+                }
+                (None, Err(_)) => bad += 1,
+                (w, g) => panic!("token_parts {:?} but from_rank_file {:?}", w.is_some(), g.is_ok()),
+            }
+        }
+        assert!(good >= 10 && bad >= 5, "{good} {bad}");
+    }
+
     #[test]
     fn one_long_run_token_of_a_trained_model() {
         // what training on a corpus with one run of 100,000 `=` gives
@@ -986,7 +1184,7 @@ mod tests {
             return vec![m.byte_to_id[piece[0] as usize]];
         }
         if m.rule == MergeRule::Bytes {
-            if let Some(&id) = m.piece_map.get(piece) {
+            if let Some(id) = m.tokens.find(piece) {
                 return vec![id];
             }
         }

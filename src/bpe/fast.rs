@@ -431,6 +431,12 @@ impl PairTable {
         }
     }
 
+    /// Start loading the slot [`Self::get`] reads first for `(a, b)`.
+    #[inline(always)]
+    pub fn prefetch(&self, a: u32, b: u32) {
+        prefetch(&self.slots[self.home((a as u64) << 21 | b as u64)]);
+    }
+
     /// Bytes held.
     pub fn memory(&self) -> usize {
         self.slots.len() * 8

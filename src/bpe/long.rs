@@ -44,6 +44,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use super::train::pack;
+use super::vocab::Tokens;
 
 pub(crate) const NO_RANK: u32 = u32::MAX;
 /// The first window's size; windows at most [`SCAN_MAX`] bytes use the scan.
@@ -100,7 +101,7 @@ impl<R: Fn(u32, u32) -> u32> Memo<R> {
 pub(crate) fn merge_long(
     piece: &[u8],
     byte_to_id: &[u32; 256],
-    tokens: &[Vec<u8>],
+    tokens: &Tokens,
     rank: impl Fn(u32, u32) -> u32,
     out: &mut Vec<u32>,
 ) {
@@ -129,7 +130,7 @@ fn merge_any(piece: &[u8], byte_to_id: &[u32; 256], rank: &mut impl FnMut(u32, u
 fn windows<R: Fn(u32, u32) -> u32>(
     piece: &[u8],
     byte_to_id: &[u32; 256],
-    tokens: &[Vec<u8>],
+    tokens: &Tokens,
     memo: &mut Memo<R>,
     p: Params,
     out: &mut Vec<u32>,
@@ -532,7 +533,7 @@ mod tests {
         let want = slow(piece, &v.byte_to_id, v.rank());
         let mut memo = Memo::new(6, v.rank());
         let mut out = vec![7];
-        let failed = windows(piece, &v.byte_to_id, &v.tokens, &mut memo, p, &mut out);
+        let failed = windows(piece, &v.byte_to_id, &Tokens::from_vecs(&v.tokens), &mut memo, p, &mut out);
         if failed.is_some() {
             assert_eq!(&out[1..], &want[..], "windows {:?}", std::str::from_utf8(piece));
         }
@@ -540,7 +541,7 @@ mod tests {
         merge_general(piece, &v.byte_to_id, &mut v.rank(), &mut g);
         assert_eq!(g, want, "general");
         let mut l = vec![];
-        merge_long(piece, &v.byte_to_id, &v.tokens, v.rank(), &mut l);
+        merge_long(piece, &v.byte_to_id, &Tokens::from_vecs(&v.tokens), v.rank(), &mut l);
         assert_eq!(l, want, "merge_long");
         failed
     }
@@ -618,7 +619,7 @@ mod tests {
         for len in [96, 97, 200, 1000, 4099, 100_000] {
             let piece = vec![b'a'; len];
             let mut out = vec![];
-            merge_long(&piece, &v.byte_to_id, &v.tokens, v.rank(), &mut out);
+            merge_long(&piece, &v.byte_to_id, &Tokens::from_vecs(&v.tokens), v.rank(), &mut out);
             assert_eq!(out.iter().map(|&t| v.tokens[t as usize].len()).sum::<usize>(), len);
             if len < 5000 {
                 assert_eq!(out, slow(&piece, &v.byte_to_id, v.rank()));

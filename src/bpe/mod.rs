@@ -9,3 +9,4 @@ pub mod ranks;
 pub mod tfjson;
 pub mod tiktoken;
 pub mod train;
+pub mod vocab;

@@ -104,7 +104,9 @@ def pattern_compile_problem(pattern: str | None) -> str | None:
     from ..errors import PatternError
 
     try:
-        _core.split(pattern, "", True)
+        # the engine's own choice (a GPT-family spelling is scanned, compiling
+        # nothing: 10 ms saved per load for o200k's; any other is compiled)
+        _core.split(pattern, "")
     except PatternError as e:
         return str(e)
     return None
