@@ -42,7 +42,7 @@
 //!   entries (a shard that would pass its share is emptied).
 //!
 //! Not handled: pieces longer than [`SPILL_MAX`] bytes (merged every
-//! time, their whole-piece lookup in the model's hash map), vocabularies with ids of 2^21 - 1 or more
+//! time, after the whole-piece lookup in the model's token index), vocabularies with ids of 2^21 - 1 or more
 //! (no pair table: the model's hash map answers) or 2^24 or more (no cache).
 
 use std::alloc::{alloc, alloc_zeroed, dealloc, handle_alloc_error, Layout};
