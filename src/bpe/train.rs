@@ -954,20 +954,7 @@ mod tests {
             let mut t = tokens[a as usize].clone();
             t.extend_from_slice(&tokens[b as usize]);
             tokens.push(t);
-            for (w, _) in words.iter_mut() {
-                let mut o = vec![];
-                let mut i = 0;
-                while i < w.len() {
-                    if i + 1 < w.len() && w[i] == a && w[i + 1] == b {
-                        o.push(z);
-                        i += 2;
-                    } else {
-                        o.push(w[i]);
-                        i += 1;
-                    }
-                }
-                *w = o;
-            }
+            apply(&mut words, a, b, z);
         }
         out
     }
