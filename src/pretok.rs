@@ -268,6 +268,47 @@ impl Pretokenizer {
         Ok(())
     }
 
+    /// With a scanner (a recognised GPT-family pattern): the ends of the
+    /// pieces of `text` that start at byte `from` (0, or the end of a piece),
+    /// written to `ends` in order, as many as fit (fewer only when the text
+    /// ends), and how many were written; the same pieces as [`Self::split`].
+    /// None for patterns without a scanner (a regex, the whole text), which
+    /// must be split with [`Self::split`].
+    ///
+    /// For the encoder's hot loop: the scanner runs in a loop of its own,
+    /// its state in registers, and the caller handles a chunk of pieces at
+    /// a time (a callback per piece was too big to be inlined into the scan).
+    #[inline]
+    pub fn fill_ends(&self, text: &str, from: usize, ends: &mut [usize]) -> Option<usize> {
+        let mut i = from;
+        let mut k = 0;
+        match self {
+            &Pretokenizer::Scan(Scanner::Gpt4 { digits, ws_end }, _) => {
+                while k < ends.len() && i < text.len() {
+                    i = gpt4_word(text.as_bytes(), i).unwrap_or_else(|| gpt4_next(text, i, digits, ws_end));
+                    ends[k] = i;
+                    k += 1;
+                }
+            }
+            &Pretokenizer::Scan(Scanner::O200k { digits }, _) => {
+                while k < ends.len() && i < text.len() {
+                    i = o200k_word(text, i).unwrap_or_else(|| o200k_next(text, i, digits));
+                    ends[k] = i;
+                    k += 1;
+                }
+            }
+            Pretokenizer::Scan(Scanner::Gpt2, _) => {
+                while k < ends.len() && i < text.len() {
+                    i = gpt2_next(text, i);
+                    ends[k] = i;
+                    k += 1;
+                }
+            }
+            Pretokenizer::Regex(..) | Pretokenizer::Whole => return None,
+        }
+        Some(k)
+    }
+
     pub fn split_vec<'a>(&self, text: &'a str) -> Result<Vec<&'a str>> {
         let mut v = Vec::new();
         self.split(text, |p| v.push(p))?;
@@ -678,6 +719,8 @@ mod tests {
         assert!(matches!(fast, Pretokenizer::Scan(..)), "{p} is not recognised");
         let slow = Pretokenizer::regex(p).unwrap();
         assert_eq!(fast.split_vec(text).unwrap(), slow.split_vec(text).unwrap(), "text {text:?}");
+        assert_eq!(filled(&fast, text, 2), slow.split_vec(text).unwrap(), "text {text:?}");
+        assert!(slow.fill_ends(text, 0, &mut [0; 4]).is_none());
     }
 
     /// Every recognised spelling: each template with each digit spelling.
@@ -720,7 +763,27 @@ mod tests {
 
     fn check_all(text: &str) {
         for (p, fast, slow) in pairs() {
-            assert_eq!(fast.split_vec(text).unwrap(), slow.split_vec(text).unwrap(), "pattern {p}\ntext {text:?}");
+            let want = slow.split_vec(text).unwrap();
+            assert_eq!(fast.split_vec(text).unwrap(), want, "pattern {p}\ntext {text:?}");
+            // the chunked form gives the same pieces, whatever the chunk
+            for chunk in [1, 3] {
+                assert_eq!(filled(&fast, text, chunk), want, "pattern {p}, chunks of {chunk}\ntext {text:?}");
+            }
+        }
+    }
+
+    /// The pieces of `text` by [`Pretokenizer::fill_ends`], `chunk` ends at a time.
+    fn filled<'a>(pre: &Pretokenizer, text: &'a str, chunk: usize) -> Vec<&'a str> {
+        let (mut v, mut ends, mut from) = (vec![], vec![0; chunk], 0);
+        loop {
+            let k = pre.fill_ends(text, from, &mut ends).unwrap();
+            for &e in &ends[..k] {
+                v.push(&text[from..e]);
+                from = e;
+            }
+            if k < chunk {
+                return v;
+            }
         }
     }
 

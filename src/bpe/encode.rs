@@ -9,10 +9,12 @@
 //! and the merged id is the rank.
 //!
 //! Encoding a text goes through the tables of `fast.rs`, built on the first
-//! encode: a piece of up to 15 bytes that is a token is found in the
-//! short-token table, any other piece of up to 63 bytes in a bounded cache
-//! shared by threads (10 MiB per model, fixed), and only what the cache misses
-//! is merged; pieces are looked up in batches with their slots prefetched.
+//! encode: a piece of up to 15 bytes is found in the short-piece table
+//! (seeded with the tokens, and the other pieces added as they are met),
+//! a longer one of up to 63 bytes in a bounded cache shared by threads (10
+//! MiB per model, fixed), and only what they miss is merged. With a scanner
+//! pattern the text is split a chunk of pieces at a time, and each piece's
+//! line is prefetched some pieces before it is looked up.
 //! The fast path gives exactly the ids of the rule (tests: `old_path` below,
 //! tests/bpe/test_encode_fast.py against tiktoken and the reference).
 //!
@@ -583,8 +585,9 @@ impl BpeModel {
         self.fast.0.get_or_init(|| {
             // in id order (the arena's order, not the index's random one);
             // of two ids with the same bytes the table keeps the first, the smaller
-            let pieces =
-                (self.rule == MergeRule::Bytes).then(|| PieceTable::new(self.tokens.iter().map(|(id, t)| (t, id))));
+            // tiktoken's rule: seeded with the tokens; another rule: only
+            // the pieces met (a piece that is a token may merge otherwise)
+            let pieces = PieceTable::new(self.tokens.iter().map(|(id, t)| (t, id)), self.rule == MergeRule::Bytes);
             let pairs = PairTable::new(self.pair_map.iter().map(|(&p, &z)| ((unpack(p).0, unpack(p).1), z)));
             let ids = self.vocab_size as u64;
             let cache = (ids <= CACHE_ID_LIMIT)
@@ -632,8 +635,7 @@ impl BpeModel {
         let n = piece.len();
         if n <= PIECE_MAX {
             if let Some(t) = &fast.pieces {
-                if let Some(id) = t.get(key) {
-                    out.push(id);
+                if t.get_into(key, out) {
                     return;
                 }
             }
@@ -664,9 +666,15 @@ impl BpeModel {
             }
         }
         let start = out.len();
-        if n <= PIECE_MAX && fast.pieces.is_some() {
-            // not a token (the table has every token of these lengths)
+        if let (true, Some(t)) = (n <= PIECE_MAX, &fast.pieces) {
+            // not in the table (under tiktoken's rule the table has every
+            // token of these lengths, so this is no token): the merge, kept in
+            // the table while it has room, else in the cache
             self.merge_short_fast(fast, piece, out);
+            let (lo, hi) = key.short();
+            if t.insert(lo, hi, key.hash, &out[start..]) {
+                return;
+            }
         } else {
             self.encode_piece_slow(fast, piece, out);
         }
@@ -833,84 +841,77 @@ impl BpeModel {
 
     /// Encode text; special-token text is ordinary text.
     pub fn encode_ordinary_into(&self, text: &str, out: &mut Vec<u32>) -> Result<()> {
-        // Pieces are encoded BATCH at a time, in three steps, so that the
-        // misses of a batch (random lines of tables of several MiB) overlap
-        // instead of stalling one by one:
-        // 1. as a piece is split off, its key is computed and the one line
-        //    it will be looked up in first is prefetched: the short-token
-        //    table's slot for a piece of up to PIECE_MAX bytes (70-90% of the
-        //    pieces of English or code are one token and end there), the
-        //    cache's set for a longer one;
-        // 2. when the batch is full, the short pieces are looked up in the
-        //    token table (their lines have had the time of the batch to
-        //    arrive), and for those that are not tokens the cache's set is
-        //    prefetched;
-        // 3. the pieces' ids are written in order, the misses of step 2 from
-        //    the cache (or the rule).
-        // Prefetching both tables for every piece (as before) asked for three
-        // lines a piece where one is used, and the line-fill buffers ran out.
-        const BATCH: usize = 32;
-        const NONE: u32 = u32::MAX;
         let fast = self.fast();
-        let cache = fast.cache.as_ref().map(|(c, _)| c);
+        if self.encode_scanned(fast, text, out) {
+            return Ok(());
+        }
+        // a pattern without a scanner: the regex engine's time dominates
+        self.pretok.split(text, |p| self.encode_piece_with(fast, p.as_bytes(), out))
+    }
+
+    /// [`Self::encode_ordinary_into`] when the pattern has a scanner and the
+    /// model has the cache (ids below 2^24: every real vocabulary); false,
+    /// with nothing done, otherwise. The scanner
+    /// fills the ends of a chunk of pieces in a loop of its own; then, piece
+    /// by piece, the key of piece `i` is computed and the line it will be
+    /// looked up in is prefetched, and piece `i - AHEAD` (whose line has had
+    /// the time of `AHEAD` pieces to arrive) is looked up and written.
+    #[inline(never)]
+    fn encode_scanned(&self, fast: &Fast, text: &str, out: &mut Vec<u32>) -> bool {
+        const CHUNK: usize = 256;
+        const AHEAD: usize = 16;
+        let Some((cache, _)) = &fast.cache else { return false };
         let table = fast.pieces.as_ref();
-        let mut pieces: [&[u8]; BATCH] = [&[]; BATCH];
-        let mut keys = [ShortKey::EMPTY; BATCH];
-        let mut found = [NONE; BATCH];
-        let mut k = 0;
-        let flush = |pieces: &[&[u8]], keys: &[ShortKey], found: &mut [u32], out: &mut Vec<u32>| {
-            if let Some(t) = table {
-                for ((p, key), f) in pieces.iter().zip(keys).zip(found.iter_mut()) {
-                    *f = NONE;
-                    if (2..=PIECE_MAX).contains(&p.len()) {
-                        match t.get(key) {
-                            Some(id) => *f = id,
-                            None => {
-                                if let Some(c) = cache {
-                                    c.prefetch(key)
-                                }
+        let bytes = text.as_bytes();
+        let mut ends = [0usize; CHUNK];
+        // per piece of 2..=PIECE_MAX bytes: the table's key words and hash
+        let mut keys = [(0u64, 0u64, 0u64); CHUNK];
+        let mut from = 0;
+        loop {
+            let Some(k) = self.pretok.fill_ends(text, from, &mut ends) else { return false };
+            if k == 0 {
+                return true;
+            }
+            let start = |i: usize| if i == 0 { from } else { ends[i - 1] };
+            for i in 0..k + AHEAD {
+                if i < k {
+                    let (s, n) = (start(i), ends[i] - start(i));
+                    if (2..=CACHE_MAX).contains(&n) {
+                        let key = ShortKey::new_in(bytes, s, n);
+                        match table {
+                            Some(t) if n <= PIECE_MAX => {
+                                let (lo, hi) = key.short();
+                                keys[i] = (lo, hi, key.hash);
+                                t.prefetch_hash(key.hash);
                             }
+                            _ => cache.prefetch(&key),
                         }
                     }
                 }
-            }
-            for ((p, key), &f) in pieces.iter().zip(keys).zip(found.iter()) {
-                if f != NONE {
-                    out.push(f);
-                } else if (2..=CACHE_MAX).contains(&p.len()) {
-                    if table.is_some() {
-                        self.encode_cached(fast, p, key, out)
+                if i >= AHEAD {
+                    let j = i - AHEAD;
+                    let (s, e) = (start(j), ends[j]);
+                    let n = e - s;
+                    if n == 1 {
+                        out.push(self.byte_to_id[bytes[s] as usize]);
+                    } else if let (true, Some(t)) = (n <= PIECE_MAX, table) {
+                        let (lo, hi, h) = keys[j];
+                        match t.lookup(lo, hi, h) {
+                            Some(v) => PieceTable::push(v, out),
+                            None => self.encode_cached(fast, &bytes[s..e], &ShortKey::new_in(bytes, s, n), out),
+                        }
+                    } else if n <= CACHE_MAX {
+                        self.encode_cached(fast, &bytes[s..e], &ShortKey::new_in(bytes, s, n), out)
                     } else {
-                        self.encode_keyed(fast, p, key, out)
+                        self.encode_piece_cold(fast, &bytes[s..e], out)
                     }
-                } else {
-                    self.encode_piece_cold(fast, p, out)
                 }
             }
-        };
-        let bytes = text.as_bytes();
-        self.pretok.split(text, |p| {
-            let p = p.as_bytes();
-            pieces[k] = p;
-            let n = p.len();
-            if (2..=CACHE_MAX).contains(&n) {
-                // the piece is a slice of `text`: its key from whole-word loads there
-                let key = ShortKey::new_in(bytes, p.as_ptr() as usize - bytes.as_ptr() as usize, n);
-                match (table, cache) {
-                    (Some(t), _) if n <= PIECE_MAX => t.prefetch(&key),
-                    (_, Some(c)) => c.prefetch(&key),
-                    _ => {}
-                }
-                keys[k] = key;
+            if k < CHUNK {
+                return true;
             }
-            k += 1;
-            if k == BATCH {
-                flush(&pieces, &keys, &mut found, out);
-                k = 0;
-            }
-        })?;
-        flush(&pieces[..k], &keys[..k], &mut found[..k], out);
-        Ok(())
+            from = ends[k - 1];
+        }
     }
 
     pub fn encode_ordinary(&self, text: &str) -> Result<Vec<u32>> {

@@ -4,16 +4,21 @@
 //! In all, 22 MiB for cl100k and 34 MiB for o200k (figures below), and up
 //! to 32 MiB more of [`SpillCache`] entries.
 //!
-//! - [`PieceTable`]: token bytes (2 to [`PIECE_MAX`] bytes) -> id, for
-//!   tiktoken's rule (a piece that is a token is emitted whole). The key is
-//!   the bytes themselves packed into two words (with the length in the top
-//!   byte), stored inline in 32-byte slots, so a probe is one cache line and
-//!   no pointer is followed (a `HashMap<Vec<u8>, u32>` hashes, then compares
-//!   against a heap key: a second cache miss). This is the cache "seeded from
-//!   the vocabulary": on unseen text every piece that is one token (70-90% of
-//!   pieces of English or code) is answered here. Memory: 32 bytes times the
-//!   next power of two at or above twice the number of such tokens (8 MiB for
-//!   cl100k, 16 MiB for o200k).
+//! - [`PieceTable`]: pieces of 2 to [`PIECE_MAX`] bytes -> their ids. The
+//!   key is the bytes themselves packed into two words (with the length in
+//!   the top byte), stored inline in 32-byte slots with up to [`TABLE_IDS`]
+//!   ids, so a probe is one cache line and no pointer is followed (a
+//!   `HashMap<Vec<u8>, u32>` hashes, then compares against a heap key: a
+//!   second cache miss). For tiktoken's rule it is seeded with every token of
+//!   those lengths (the cache "seeded from the vocabulary": on unseen text
+//!   every piece that is one token, 70-90% of pieces of English or code, is
+//!   answered here); pieces that are not tokens are added as they are met
+//!   (under any rule), until the table is three quarters full, so on warm
+//!   text every short piece is one prefetched probe. Shared by threads
+//!   (inserts claim an empty slot with a compare-and-swap; nothing is ever
+//!   overwritten). Memory: fixed, 32 bytes times the next power of two at
+//!   or above twice the number of such tokens (8 MiB for cl100k, 16 MiB for
+//!   o200k).
 //! - [`PairTable`]: `(left, right) -> merged id` for the merge loop, one
 //!   `u64` per slot (42 bits of key, 21 of value), open addressing; used when
 //!   every id is below 2^21 - 1. Memory: 8 bytes times the next power of two
@@ -21,8 +26,8 @@
 //!   o200k: 446,189, 8 MiB). The first merge round (pairs of single bytes)
 //!   reads a dense 256 x 256 table instead (256 KiB).
 //! - [`PieceCache`]: piece (2 to [`CACHE_MAX`] bytes) -> its ids, for
-//!   pieces that are not one token (and for single tokens longer than
-//!   [`PIECE_MAX`]); [`LongCache`] the same for pieces of 32 to
+//!   pieces longer than [`PIECE_MAX`] and short pieces the table has no
+//!   room for; [`LongCache`] the same for pieces of 32 to
 //!   [`LONG_CACHE_MAX`] bytes. Ids are packed with as many bits as the
 //!   vocabulary's largest id needs (17 for cl100k, 18 for o200k: an entry
 //!   holds up to 11 or 10 ids, 26 or 24 in the long cache). Shared by every thread
@@ -232,7 +237,7 @@ impl<const W: usize> Key<W> {
 impl Key<4> {
     /// The two-word key of [`PieceTable`] (the piece is at most [`PIECE_MAX`] bytes).
     #[inline(always)]
-    fn short(&self) -> (u64, u64) {
+    pub fn short(&self) -> (u64, u64) {
         (self.w[0], self.w[1] | (self.w[3] & (0xFF << 56)))
     }
 }
@@ -279,77 +284,180 @@ fn le(p: &[u8]) -> u64 {
     }
 }
 
-/// One slot of [`PieceTable`]: two per cache line.
-#[derive(Clone, Copy, Default)]
+/// One slot of [`PieceTable`]: two per cache line. `lo`, `hi`: the key
+/// ([`Key::short`]; `hi` 0 = empty, [`BUSY`] = being written); `v0`, `v1`:
+/// the ids (see [`PieceTable`]). Inserts write `hi` last, with release
+/// order, so a reader that sees a slot's key sees its ids.
+#[derive(Default)]
 #[repr(C, align(32))]
 struct Slot {
-    lo: u64,
-    /// bytes 8..15 and the length in the top byte; 0 = empty
-    hi: u64,
-    id: u32,
+    lo: AtomicU64,
+    hi: AtomicU64,
+    v0: AtomicU64,
+    v1: AtomicU64,
 }
 
-// SAFETY: integers only; all zero is the empty slot.
+// SAFETY: atomics only; all zero is the empty slot.
 unsafe impl ZeroValid for Slot {}
 
-/// Token bytes (2..=[`PIECE_MAX`]) -> id, open addressing with linear probing.
+/// `hi` of a slot being written: no key has it (a key's `hi` has the
+/// piece's length, 2 or more, in its top byte).
+const BUSY: u64 = 1;
+/// Ids kept in one [`PieceTable`] entry.
+pub const TABLE_IDS: usize = 6;
+/// Ids below this fit [`PieceTable`] entries (20 bits each).
+pub const TABLE_ID_LIMIT: u64 = 1 << 20;
+
+/// Pieces of 2..=[`PIECE_MAX`] bytes -> their ids, open addressing with
+/// linear probing: every token of those lengths (one id), put there when
+/// the table is built, and then, as they are met, pieces that are not
+/// tokens, with their ids (up to [`TABLE_IDS`]), until the table is three
+/// quarters full (then such pieces go to the 2-way [`PieceCache`]). So on
+/// warm text a short piece is one probe, whether it is a token or not, and
+/// its line can be prefetched. Entries are never changed or removed: the
+/// ids of a piece are its ids for good, and an insert only ever fills an
+/// empty slot (claimed with a compare-and-swap; two threads inserting the
+/// same piece at once may both succeed, which costs a slot, not
+/// correctness). Memory: fixed, 32 bytes times the next power of two at or
+/// above twice the number of such tokens.
+///
+/// Ids are packed 20 bits each: `v0` = count (4 bits) | ids 0-2, `v1` =
+/// ids 3-5; a vocabulary with an id of 2^20 or more has no table.
 pub struct PieceTable {
     slots: Zeroed<Slot>,
     shift: u32,
+    /// entries allowed (three quarters of the slots)
+    cap: usize,
+    len: std::sync::atomic::AtomicUsize,
+}
+
+/// Pack 1..=[`TABLE_IDS`] ids (each below [`TABLE_ID_LIMIT`]) as a [`PieceTable`] value.
+#[inline]
+fn pack_ids(ids: &[u32]) -> (u64, u64) {
+    let id = |j: usize| ids.get(j).map_or(0, |&x| x as u64);
+    (ids.len() as u64 | id(0) << 4 | id(1) << 24 | id(2) << 44, id(3) | id(4) << 20 | id(5) << 40)
 }
 
 impl PieceTable {
     /// From `(bytes, id)`; tokens of other lengths are skipped, and of two
-    /// equal byte strings the first given wins.
-    pub fn new<'a>(tokens: impl Iterator<Item = (&'a [u8], u32)>) -> PieceTable {
-        let items: Vec<(u64, u64, u64, u32)> = tokens
-            .filter(|(t, _)| (2..=PIECE_MAX).contains(&t.len()))
-            .map(|(t, id)| {
-                let k = ShortKey::new(t);
-                let (lo, hi) = k.short();
-                (k.hash, lo, hi, id)
-            })
-            .collect();
+    /// equal byte strings the first given wins. None if an id is
+    /// [`TABLE_ID_LIMIT`] or more. With `seed` false, the table is sized
+    /// for the tokens but starts empty (for a rule under which a piece that
+    /// is a token is not always that token).
+    pub fn new<'a>(tokens: impl Iterator<Item = (&'a [u8], u32)>, seed: bool) -> Option<PieceTable> {
+        let mut items = Vec::new();
+        for (t, id) in tokens {
+            if !(2..=PIECE_MAX).contains(&t.len()) {
+                continue;
+            }
+            if id as u64 >= TABLE_ID_LIMIT {
+                return None;
+            }
+            let k = ShortKey::new(t);
+            let (lo, hi) = k.short();
+            items.push((k.hash, lo, hi, id));
+        }
         let size = (2 * items.len()).next_power_of_two().max(16);
         let shift = 64 - size.trailing_zeros();
-        let mut table = PieceTable { slots: Zeroed::new(size), shift };
-        let mask = size - 1;
-        for (hash, lo, hi, id) in items {
-            let mut i = (hash >> shift) as usize;
-            loop {
-                let s = &mut table.slots[i];
-                if s.hi == 0 {
-                    *s = Slot { lo, hi, id };
-                    break;
-                }
-                if s.lo == lo && s.hi == hi {
-                    break;
-                }
-                i = (i + 1) & mask;
+        let table = PieceTable { slots: Zeroed::new(size), shift, cap: size / 4 * 3, len: Default::default() };
+        if seed {
+            for (hash, lo, hi, id) in items {
+                table.insert(lo, hi, hash, &[id]);
             }
         }
-        table
+        Some(table)
     }
 
-    /// Start loading the slot [`Self::get`] will look at first.
+    /// Start loading the slot [`Self::lookup`] will look at first.
     #[inline(always)]
     pub fn prefetch(&self, key: &Key) {
-        prefetch(&self.slots[(key.hash >> self.shift) as usize]);
+        self.prefetch_hash(key.hash)
     }
 
-    /// The id of the token with these bytes (`key` of 2..=[`PIECE_MAX`] bytes).
+    /// [`Self::prefetch`] by the key's hash.
     #[inline(always)]
-    pub fn get(&self, key: &Key) -> Option<u32> {
-        let (lo, hi) = key.short();
+    pub fn prefetch_hash(&self, hash: u64) {
+        prefetch(&self.slots[(hash >> self.shift) as usize]);
+    }
+
+    /// The packed ids of the piece with this key ([`Key::short`] and the
+    /// key's hash; the piece has 2..=[`PIECE_MAX`] bytes); write them with
+    /// [`Self::push`].
+    #[inline(always)]
+    pub fn lookup(&self, lo: u64, hi: u64, hash: u64) -> Option<(u64, u64)> {
         let mask = self.slots.len() - 1;
-        let mut i = (key.hash >> self.shift) as usize;
+        let mut i = (hash >> self.shift) as usize;
         loop {
             let s = &self.slots[i];
-            if s.hi == hi && s.lo == lo {
-                return Some(s.id);
+            let h = s.hi.load(Ordering::Acquire);
+            if h == hi && s.lo.load(Ordering::Relaxed) == lo {
+                return Some((s.v0.load(Ordering::Relaxed), s.v1.load(Ordering::Relaxed)));
             }
-            if s.hi == 0 {
+            if h == 0 {
                 return None;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Append the ids of a [`Self::lookup`] to `out`.
+    #[inline(always)]
+    pub fn push(v: (u64, u64), out: &mut Vec<u32>) {
+        let (v0, v1) = v;
+        let n = (v0 & 15) as usize;
+        let id = |j: usize| (if j < 3 { v0 >> (4 + 20 * j) } else { v1 >> (20 * (j - 3)) } & 0xF_FFFF) as u32;
+        out.push(id(0));
+        if n > 1 {
+            for j in 1..n {
+                out.push(id(j));
+            }
+        }
+    }
+
+    /// Append the ids of the piece with `key` to `out`; false if the table
+    /// does not have it.
+    #[inline(always)]
+    pub fn get_into(&self, key: &Key, out: &mut Vec<u32>) -> bool {
+        let (lo, hi) = key.short();
+        match self.lookup(lo, hi, key.hash) {
+            Some(v) => {
+                Self::push(v, out);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Remember `ids` for the piece with this key; false (nothing done) if
+    /// the table is full or the ids do not fit an entry.
+    pub fn insert(&self, lo: u64, hi: u64, hash: u64, ids: &[u32]) -> bool {
+        if ids.is_empty() || ids.len() > TABLE_IDS || ids.iter().any(|&x| x as u64 >= TABLE_ID_LIMIT) {
+            return false;
+        }
+        if self.len.load(Ordering::Relaxed) >= self.cap {
+            return false;
+        }
+        let (v0, v1) = pack_ids(ids);
+        let mask = self.slots.len() - 1;
+        let mut i = (hash >> self.shift) as usize;
+        loop {
+            let s = &self.slots[i];
+            let mut h = s.hi.load(Ordering::Acquire);
+            if h == 0 {
+                match s.hi.compare_exchange(0, BUSY, Ordering::Acquire, Ordering::Acquire) {
+                    Ok(_) => {
+                        s.lo.store(lo, Ordering::Relaxed);
+                        s.v0.store(v0, Ordering::Relaxed);
+                        s.v1.store(v1, Ordering::Relaxed);
+                        s.hi.store(hi, Ordering::Release);
+                        self.len.fetch_add(1, Ordering::Relaxed);
+                        return true;
+                    }
+                    Err(now) => h = now,
+                }
+            }
+            if h == hi && s.lo.load(Ordering::Relaxed) == lo {
+                return true;
             }
             i = (i + 1) & mask;
         }
@@ -739,15 +847,83 @@ mod tests {
         assert_ne!(Key::<4>::new(&[0u8; 15]).short(), Key::<4>::new(&[0u8; 14]).short());
     }
 
+    fn table_ids(t: &PieceTable, piece: &[u8]) -> Option<Vec<u32>> {
+        let mut out = vec![];
+        t.get_into(&ShortKey::new(piece), &mut out).then_some(out)
+    }
+
     #[test]
     fn piece_table_finds_every_token_and_nothing_else() {
         let toks: Vec<Vec<u8>> = (0..5000u32).map(|i| format!("t{i}").into_bytes()).collect();
-        let t = PieceTable::new(toks.iter().enumerate().map(|(i, t)| (&t[..], i as u32)));
+        let t = PieceTable::new(toks.iter().enumerate().map(|(i, t)| (&t[..], i as u32)), true).unwrap();
         for (i, tok) in toks.iter().enumerate() {
-            assert_eq!(t.get(&ShortKey::new(tok)), Some(i as u32));
+            assert_eq!(table_ids(&t, tok), Some(vec![i as u32]));
         }
-        assert_eq!(t.get(&ShortKey::new(b"x1")), None);
-        assert_eq!(t.get(&ShortKey::new(b"t1\0")), None);
+        assert_eq!(table_ids(&t, b"x1"), None);
+        assert_eq!(table_ids(&t, b"t1\0"), None);
+        // not seeded: sized the same, empty
+        let e = PieceTable::new(toks.iter().enumerate().map(|(i, t)| (&t[..], i as u32)), false).unwrap();
+        assert_eq!(e.memory(), t.memory());
+        assert_eq!(table_ids(&e, b"t1"), None);
+        // an id that does not fit 20 bits: no table
+        assert!(PieceTable::new([(&b"ab"[..], 1u32 << 20)].into_iter(), true).is_none());
+    }
+
+    #[test]
+    fn piece_table_keeps_inserted_ids_until_three_quarters_full() {
+        // 6 tokens: 16 slots, room for 12 entries
+        let toks: Vec<Vec<u8>> = (0..6u32).map(|i| format!("t{i}").into_bytes()).collect();
+        let t = PieceTable::new(toks.iter().enumerate().map(|(i, t)| (&t[..], i as u32)), true).unwrap();
+        assert_eq!(t.memory(), 16 * 32);
+        let ins = |p: &[u8], ids: &[u32]| {
+            let k = ShortKey::new(p);
+            let (lo, hi) = k.short();
+            t.insert(lo, hi, k.hash, ids)
+        };
+        // a piece already there: kept as it was
+        assert!(ins(b"t3", &[9]));
+        assert_eq!(table_ids(&t, b"t3"), Some(vec![3]));
+        // every count of ids, the largest id that fits; too many ids or too large an id: refused
+        let big = (1u32 << 20) - 1;
+        for n in 1..=TABLE_IDS {
+            let ids: Vec<u32> = (0..n as u32).map(|j| big - j).collect();
+            assert!(ins(format!("piece{n}").as_bytes(), &ids));
+            assert_eq!(table_ids(&t, format!("piece{n}").as_bytes()), Some(ids));
+        }
+        assert!(!ins(b"seven", &[1, 2, 3, 4, 5, 6, 7]));
+        assert!(!ins(b"large", &[1 << 20]));
+        assert!(!ins(b"empty", &[]));
+        // 6 + 6 = 12 entries: full, nothing more goes in
+        assert!(!ins(b"more", &[1]));
+        assert_eq!(table_ids(&t, b"more"), None);
+        for (i, tok) in toks.iter().enumerate() {
+            assert_eq!(table_ids(&t, tok), Some(vec![i as u32]));
+        }
+    }
+
+    #[test]
+    fn piece_table_inserts_from_threads_agree() {
+        let toks: Vec<Vec<u8>> = (0..4000u32).map(|i| format!("t{i}").into_bytes()).collect();
+        let t = PieceTable::new(toks.iter().enumerate().map(|(i, t)| (&t[..], i as u32)), true).unwrap();
+        let ids_of = |i: u32| -> Vec<u32> { (0..1 + i % 6).map(|j| (i * 7 + j) % 1000).collect() };
+        std::thread::scope(|sc| {
+            for _ in 0..4 {
+                sc.spawn(|| {
+                    for i in 0..2000u32 {
+                        let p = format!("p{i}");
+                        let k = ShortKey::new(p.as_bytes());
+                        let (lo, hi) = k.short();
+                        t.insert(lo, hi, k.hash, &ids_of(i));
+                        if let Some(got) = table_ids(&t, p.as_bytes()) {
+                            assert_eq!(got, ids_of(i));
+                        }
+                    }
+                });
+            }
+        });
+        for i in 0..2000u32 {
+            assert_eq!(table_ids(&t, format!("p{i}").as_bytes()), Some(ids_of(i)));
+        }
     }
 
     #[test]
