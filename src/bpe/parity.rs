@@ -347,8 +347,7 @@ impl Parity {
     ) -> u64 {
         let floor = top.0 as f64;
         let mut cands = vec![top];
-        loop {
-            let Some(e) = heap.pop(better) else { break };
+        while let Some(e) = heap.pop(better) {
             let Some(&cur) = counts.get(&e.1) else { continue };
             if cur as u64 != e.0 {
                 heap.push((cur as u64, e.1), better);
