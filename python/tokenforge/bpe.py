@@ -195,6 +195,8 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         parity_global_merges: int | float = 0,
         parity_window: int = 0,
         parity_window_alpha: float = 2.0,
+        parity_tolerance: float = 0.0,
+        parity_shared: float = 0.0,
     ):
         """Train a tokenizer of ``vocab_size`` ids (specials included).
 
@@ -234,7 +236,11 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         the dev text's size in a unit common to all. ``parity_global_merges``:
         the first N merges are plain BPE's (the hybrid variant; a float in
         [0, 1): that share of the merges). ``parity_window`` (> 0) and
-        ``parity_window_alpha``: the moving-window variant. The settings
+        ``parity_window_alpha``: the moving-window variant.
+        ``parity_tolerance`` (> 0): a global merge while every language's dev
+        cost is within ``1 + tolerance`` of the cheapest. ``parity_shared``
+        (>= 1): the worst language's pair most frequent over all languages among
+        its pairs within that factor of its top count. The settings
         and each language's dev tokens before and after go to the file's
         training section (``parity``). See :mod:`tokenforge.bpe_parity`.
 
@@ -285,6 +291,8 @@ class BPETokenizer(CoreEncoded, Tokenizer):
                 global_merges=parity_global_merges,
                 window=parity_window,
                 window_alpha=parity_window_alpha,
+                tolerance=parity_tolerance,
+                shared=parity_shared,
                 who="BPETokenizer.train",
                 rule=rule,
                 text_field=text_field,
@@ -620,6 +628,8 @@ def _train(
                 norms,
                 parity.window,
                 parity.window_alpha,
+                parity.tolerance,
+                parity.shared,
             )
         except TokenforgeError as e:  # the core names languages by index: say which
             names = ", ".join(f"{i} = {lang}" for i, lang in enumerate(parity.languages))

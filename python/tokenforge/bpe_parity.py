@@ -31,6 +31,13 @@ is stated in docs/algorithms.md).
   (default 2): the paper's moving-window variant: a language picked for more
   than ``alpha / L`` of the last ``window`` parity merges is passed over for
   the next worst.
+- ``parity_tolerance`` (0: off): the tolerance variant: while every language's
+  dev cost is within a factor ``1 + tolerance`` of the cheapest one's, the
+  merge is a global one (plain BPE's pick), and the worst language is served
+  only when the spread is wider.
+- ``parity_shared`` (0: off, else >= 1): the shared-pair variant: among the
+  worst language's pairs counting at least ``1 / shared`` of its top pair's
+  count (in its training text), the one most frequent over all languages.
 
 Not handled: the paper's target-ratio variant; documents
 without a language in a parity corpus (refused, not dropped); per-language
@@ -40,6 +47,7 @@ weights.
 from __future__ import annotations
 
 import dataclasses
+import math
 import statistics
 from collections.abc import Mapping
 from typing import Any
@@ -76,6 +84,8 @@ class ParityCounts:
     dev_bytes: list[int]
     window: int = 0
     window_alpha: float = 2.0
+    tolerance: float = 0.0
+    shared: float = 0.0
 
     def resolve_global(self, num_merges: int) -> int:
         """The number of global merges: as given, or the share of ``num_merges``."""
@@ -108,6 +118,8 @@ class ParityCounts:
             "global_merges": self.resolve_global(num_merges),
             **({"global_share": self.global_merges} if isinstance(self.global_merges, float) else {}),
             **({"window": self.window, "window_alpha": self.window_alpha} if self.window else {}),
+            **({"tolerance": self.tolerance} if self.tolerance else {}),
+            **({"shared": self.shared} if self.shared else {}),
             "per_language": per,
         }
 
@@ -118,7 +130,9 @@ def _check_lang(lang, what: str) -> str:
     return lang
 
 
-def check_parity_args(parity, measure, global_merges, window=0, window_alpha=2.0) -> list[str]:
+def check_parity_args(
+    parity, measure, global_merges, window=0, window_alpha=2.0, tolerance=0.0, shared=0.0
+) -> list[str]:
     """The dev languages, sorted, for valid parity arguments; the typed error otherwise."""
     if not isinstance(parity, Mapping) or isinstance(parity, (str, bytes)):
         raise TypeError(
@@ -156,6 +170,10 @@ def check_parity_args(parity, measure, global_merges, window=0, window_alpha=2.0
         raise TokenforgeError(f"parity_window must be an int >= 0 (0: off), not {window!r}")
     if isinstance(window_alpha, bool) or not isinstance(window_alpha, (int, float)) or not window_alpha > 0:
         raise TokenforgeError(f"parity_window_alpha must be a number above 0, not {window_alpha!r}")
+    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not 0 <= tolerance < math.inf:
+        raise TokenforgeError(f"parity_tolerance must be a number >= 0 (0: off; 0.05: 5%), not {tolerance!r}")
+    if isinstance(shared, bool) or not isinstance(shared, (int, float)) or not (shared == 0 or 1 <= shared < math.inf):
+        raise TokenforgeError(f"parity_shared must be 0 (off) or a number >= 1, not {shared!r}")
     return langs
 
 
@@ -203,6 +221,8 @@ def count_parity(
     global_merges: int | float,
     window: int = 0,
     window_alpha: float = 2.0,
+    tolerance: float = 0.0,
+    shared: float = 0.0,
     who: str,
     rule: DocRule,
     text_field: str,
@@ -214,7 +234,7 @@ def count_parity(
     prune_below,
 ) -> ParityCounts:
     """Count every language's training text and dev text with ``regex``."""
-    langs = check_parity_args(parity, measure, global_merges, window, window_alpha)
+    langs = check_parity_args(parity, measure, global_merges, window, window_alpha, tolerance, shared)
     sources = _training_sources(corpus, who, text_field)
     for lang in langs:
         if lang not in sources:
@@ -258,6 +278,8 @@ def count_parity(
         dev_bytes=[int(d.total_bytes) for d in dev],
         window=window,
         window_alpha=float(window_alpha),
+        tolerance=float(tolerance),
+        shared=float(shared),
     )
 
 

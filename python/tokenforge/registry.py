@@ -155,6 +155,8 @@ _BPE_PARITY_OPTIONS = {
     "parity_measure": "parallel",
     "parity_window": 0,
     "parity_window_alpha": 2.0,
+    "parity_tolerance": 0.0,
+    "parity_shared": 0.0,
 }
 
 
@@ -191,6 +193,8 @@ def _bpe_train(words, options, docs, vocab_size, *, num_threads=None, progress=F
         parity_global_merges=parity["parity_global_merges"],
         parity_window=parity["parity_window"],
         parity_window_alpha=parity["parity_window_alpha"],
+        parity_tolerance=parity["parity_tolerance"],
+        parity_shared=parity["parity_shared"],
         **options,
     )
 

@@ -23,6 +23,16 @@
 //! the next worst language that is not asked; if every language is over
 //! (possible only with `alpha < 1`), the worst is.
 //!
+//! The tolerance variant (tokenforge's; off unless `tolerance > 0`): while
+//! every language not exhausted costs at most `1 + tolerance` times the
+//! cheapest one, the merge is global (the trainer's plain pick).
+//!
+//! The shared-pair variant (tokenforge's; off unless `shared >= 1`): step 2
+//! takes, among the worst language's pairs counting at least `1 / shared` of
+//! its top pair's count, the one with the largest count over all languages
+//! (a pair the others share helps them too), the first in the language's
+//! order on a tie.
+//!
 //! A language none of whose pairs reaches `min_frequency` is exhausted: it is
 //! passed over from then on (its pair counts can only fall) and the next worst
 //! language is asked; training stops when every language is exhausted. (The
@@ -116,6 +126,13 @@ pub struct Parity {
     alpha: f64,
     recent: VecDeque<u32>,
     in_window: Vec<usize>,
+    /// The tolerance variant (0: off): while the worst language's cost is
+    /// within `1 + tolerance` of the best's, the merge is global.
+    pub(super) tolerance: f64,
+    /// The shared-pair variant (0: off): among the worst language's pairs
+    /// counting at least `1 / shared` of its top pair's count, the one with
+    /// the largest count over all languages.
+    shared: f64,
 }
 
 impl Parity {
@@ -139,7 +156,42 @@ impl Parity {
             alpha: 0.0,
             recent: VecDeque::new(),
             in_window: vec![0; langs],
+            tolerance: 0.0,
+            shared: 0.0,
         }
+    }
+
+    /// Turn on the tolerance variant (> 0) and the shared-pair variant
+    /// (>= 1); 0 leaves either off (see the module notes).
+    pub(super) fn set_rule(&mut self, tolerance: f64, shared: f64) {
+        self.tolerance = tolerance;
+        self.shared = shared;
+    }
+
+    /// The tolerance variant: every language not exhausted costs at most
+    /// `1 + tolerance` times the cheapest one's (`t_w / n_w <= (1 + tol) t_b / n_b`,
+    /// the products exact in 128 bits, the comparison in f64).
+    pub(super) fn balanced(&self) -> bool {
+        if self.tolerance <= 0.0 {
+            return false;
+        }
+        let live: Vec<usize> = (0..self.langs).filter(|&l| !self.exhausted[l]).collect();
+        let cheaper = |a: usize, b: usize| {
+            (self.dev_tokens[a] as u128 * self.norms[b] as u128) < (self.dev_tokens[b] as u128 * self.norms[a] as u128)
+        };
+        let (Some(&first), true) = (live.first(), live.len() > 1) else { return false };
+        let (mut lo, mut hi) = (first, first);
+        for &l in &live[1..] {
+            if cheaper(l, lo) {
+                lo = l;
+            }
+            if cheaper(hi, l) {
+                hi = l;
+            }
+        }
+        let worst = (self.dev_tokens[hi] as u128 * self.norms[lo] as u128) as f64;
+        let best = (self.dev_tokens[lo] as u128 * self.norms[hi] as u128) as f64;
+        worst <= (1.0 + self.tolerance) * best
     }
 
     /// Turn on the moving-window variant (see the module notes).
@@ -237,6 +289,7 @@ impl Parity {
         &mut self,
         better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool,
         min_frequency: u64,
+        global_count: &impl Fn(u64) -> u64,
     ) -> Option<u64> {
         loop {
             let l = self.worst()?;
@@ -252,7 +305,13 @@ impl Parity {
                 if (cur as u64) < min_frequency {
                     break None; // counts only fall: this language stays below
                 }
-                break Some(top.1);
+                break Some(top);
+            };
+            let found = match found {
+                Some(top) if self.shared > 0.0 => {
+                    Some(Self::shared_pick(heap, counts, top, self.shared, min_frequency, better, global_count))
+                }
+                other => other.map(|t| t.1),
             };
             match found {
                 Some(key) => {
@@ -270,6 +329,50 @@ impl Parity {
                 None => self.exhausted[l] = true,
             }
         }
+    }
+
+    /// The shared-pair variant: `top` (popped, current) and the language's
+    /// other pairs whose count `c` has `c * shared >= top count` and reaches
+    /// `min_frequency` are the candidates; the one with the largest count
+    /// over all languages wins, the first in the language's order on a tie.
+    /// Cost: O(candidates · log heap) per merge; they all go back.
+    fn shared_pick(
+        heap: &mut Heap<(u64, u64)>,
+        counts: &FxHashMap<u64, i64>,
+        top: (u64, u64),
+        shared: f64,
+        min_frequency: u64,
+        better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool,
+        global_count: &impl Fn(u64) -> u64,
+    ) -> u64 {
+        let floor = top.0 as f64;
+        let mut cands = vec![top];
+        while let Some(e) = heap.pop(better) {
+            let Some(&cur) = counts.get(&e.1) else { continue };
+            if cur as u64 != e.0 {
+                heap.push((cur as u64, e.1), better);
+                continue;
+            }
+            if (e.0 as f64) * shared < floor || e.0 < min_frequency {
+                heap.push(e, better);
+                break;
+            }
+            cands.push(e);
+        }
+        let mut best = 0;
+        let mut best_g = global_count(cands[0].1);
+        for (i, c) in cands.iter().enumerate().skip(1) {
+            let g = global_count(c.1);
+            if g > best_g {
+                best = i;
+                best_g = g;
+            }
+        }
+        let key = cands[best].1;
+        for c in cands {
+            heap.push(c, better);
+        }
+        key
     }
 
     /// Per language: (dev tokens before training, dev tokens now, merges picked for it).

@@ -391,9 +391,11 @@ impl Trainer {
 
     fn pick(&mut self) -> Option<(u64, u64)> {
         if let Some(par) = self.parity.as_deref_mut() {
-            if self.merges.len() >= par.global_merges {
+            if self.merges.len() >= par.global_merges && !par.balanced() {
                 let cmp = better(self.tie, &self.tokens);
-                return par.pick(&cmp, self.min_frequency).map(|k| (k, 0));
+                let pairs = &self.pairs;
+                let global = |k: u64| pairs.get(&k).map_or(0, |i| i.count.max(0) as u64);
+                return par.pick(&cmp, self.min_frequency, &global).map(|k| (k, 0));
             }
             let got = Self::pick_global(&mut self.heap, &self.pairs, self.tie, &self.tokens, self.min_frequency);
             if got.is_some() {
@@ -887,6 +889,30 @@ impl Trainer {
         let mut parity = Parity::new(seg_start, dev_tokens, norms, global_merges);
         parity.set_window(window.0, window.1);
         Ok(Trainer::from_layout(lay, tokens, next_id, num_merges, tie, min_frequency, Some(Box::new(parity))))
+    }
+
+    /// Parity training's tolerance and shared-pair variants
+    /// (`super::parity`; 0 leaves each off): `tolerance` >= 0, `shared` 0 or
+    /// >= 1. Call before the first merge; plain training refuses.
+    pub fn set_parity_rule(&mut self, tolerance: f64, shared: f64) -> Result<()> {
+        if !(tolerance.is_finite() && tolerance >= 0.0) {
+            return Err(Error::Invalid(format!(
+                "the parity tolerance must be a number >= 0 (0: off), not {tolerance}"
+            )));
+        }
+        if !(shared.is_finite() && (shared == 0.0 || shared >= 1.0)) {
+            return Err(Error::Invalid(format!(
+                "the parity shared factor must be 0 (off) or a number >= 1, not {shared}"
+            )));
+        }
+        match self.parity.as_deref_mut() {
+            Some(par) if self.merges.is_empty() => {
+                par.set_rule(tolerance, shared);
+                Ok(())
+            }
+            Some(_) => Err(Error::Invalid("the parity rule cannot change after training started".into())),
+            None => Err(Error::Invalid("set_parity_rule needs a parity trainer".into())),
+        }
     }
 }
 

@@ -279,9 +279,10 @@ impl PyBpeTrainer {
     /// merges get ids from `next_id`; the first `global_merges` are plain
     /// BPE's; `measure`: "tokens" (parallel dev sets), "bytes" or "chars";
     /// `norms` (one per language, above zero) overrides it; `window` > 0 turns
-    /// on the moving-window variant with `alpha`.
+    /// on the moving-window variant with `alpha`; `tolerance` > 0 the
+    /// tolerance variant, `shared` >= 1 the shared-pair variant (0: off).
     #[staticmethod]
-    #[pyo3(signature = (train, dev, byte_ids, next_id, num_merges, tie_break="pair_ids", min_frequency=1, num_threads=None, global_merges=0, measure="tokens", norms=None, window=0, alpha=2.0))]
+    #[pyo3(signature = (train, dev, byte_ids, next_id, num_merges, tie_break="pair_ids", min_frequency=1, num_threads=None, global_merges=0, measure="tokens", norms=None, window=0, alpha=2.0, tolerance=0.0, shared=0.0))]
     #[allow(clippy::too_many_arguments)]
     fn parity(
         py: Python<'_>,
@@ -298,6 +299,8 @@ impl PyBpeTrainer {
         norms: Option<Vec<u64>>,
         window: usize,
         alpha: f64,
+        tolerance: f64,
+        shared: f64,
     ) -> PyResult<Self> {
         let tie = TieBreak::parse(tie_break)?;
         let measure = Measure::parse(measure)?;
@@ -324,6 +327,7 @@ impl PyBpeTrainer {
                     norms,
                     (window, alpha),
                 )
+                .and_then(|mut t| t.set_parity_rule(tolerance, shared).map(|()| t))
             })
         })?;
         Ok(PyBpeTrainer { inner: t, done_total: 0 })

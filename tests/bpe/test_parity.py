@@ -74,6 +74,50 @@ def test_moving_window_variant_equal_to_the_slow_reference(window, alpha):
         assert chosen != _reference(TRAIN, DEV, 60, global_merges=2)[1]
 
 
+@pytest.mark.parametrize("tie_break", ["pair_ids", "lexicographic"])
+@pytest.mark.parametrize(
+    "tolerance,shared,global_merges",
+    [(0.1, 0, 0), (0.3, 0, 2), (1.0, 0, 0), (0, 1, 0), (0, 2, 0), (0, 4.5, 3), (0.2, 2, 0)],
+)
+def test_tolerance_and_shared_variants_equal_to_the_slow_reference(tolerance, shared, global_merges, tie_break):
+    for measure in ("tokens", "bytes"):
+        kw = dict(tie_break=tie_break, parity_measure=measure, parity_global_merges=global_merges)
+        tok = _train(vocab=256 + 80, parity_tolerance=tolerance, parity_shared=shared, **kw)
+        want, chosen = _reference(
+            TRAIN,
+            DEV,
+            80,
+            measure=measure,
+            tie_break=tie_break,
+            global_merges=global_merges,
+            tolerance=tolerance,
+            shared=shared,
+        )
+        assert tok.merges == want
+        rec = tok.data.training["parity"]
+        assert rec.get("tolerance", 0) == tolerance and rec.get("shared", 0) == shared
+        for i, lang in enumerate(rec["languages"]):
+            assert rec["per_language"][lang]["merges"] == sum(1 for c in chosen if c == i)
+
+
+def test_the_variants_change_the_merges():
+    base = _reference(TRAIN, DEV, 80)
+    # a wide tolerance makes (nearly) every merge global; a shared factor picks other pairs
+    assert sum(c is None for c in _reference(TRAIN, DEV, 80, tolerance=1.0)[1]) > 0
+    assert _reference(TRAIN, DEV, 80, shared=4)[0] != base[0]
+    assert _train(vocab=256 + 80, parity_shared=4).merges != _train(vocab=256 + 80).merges
+
+
+@pytest.mark.parametrize("kw", [dict(parity_tolerance=0.2), dict(parity_shared=2.0)])
+def test_variants_deterministic_whatever_the_threads(tmp_path, kw):
+    files = set()
+    for threads in (1, 2, 1, 2):
+        p = tmp_path / f"t{threads}.json"
+        _train(vocab=400, num_threads=threads, **kw).save(p)
+        files.add(p.read_bytes())
+    assert len(files) == 1
+
+
 def test_min_frequency_exhausts_a_language_and_training_goes_on():
     tok = _train(vocab=256 + 200, min_frequency=3)
     want, chosen = _reference(TRAIN, DEV, 200, min_frequency=3)
@@ -171,6 +215,12 @@ def test_typed_errors(tmp_path):
         _train(parity_window=-1)
     with pytest.raises(TokenforgeError, match="parity_window_alpha must be"):
         _train(parity_window=5, parity_window_alpha=0)
+    for bad in (-0.1, float("nan"), float("inf"), "0.1", True):
+        with pytest.raises(TokenforgeError, match="parity_tolerance must be"):
+            _train(parity_tolerance=bad)
+    for bad in (0.5, -1, float("inf"), "2", True):
+        with pytest.raises(TokenforgeError, match="parity_shared must be"):
+            _train(parity_shared=bad)
     with pytest.raises(CorpusError, match="no training text with two bytes"):
         _train({**TRAIN, "ru": ["x"]})
     # a JSON-lines corpus needs a lang on every line; a plain text file gives none
@@ -208,6 +258,11 @@ def test_cli_end_to_end(tmp_path, capsys):
     rec = load(tmp_path / "t6").data.training["parity"]
     assert rec["window"] == 8 and rec["window_alpha"] == 2.0
     assert load(tmp_path / "t6").merges == _train(vocab=320, parity_window=8).merges
+    more = ["--parity-tolerance", "0.2", "--parity-shared", "2"]
+    assert main(["train", *args, *common, "-o", str(tmp_path / "t7"), *dev, *more]) == 0
+    rec = load(tmp_path / "t7").data.training["parity"]
+    assert rec["tolerance"] == 0.2 and rec["shared"] == 2.0
+    assert load(tmp_path / "t7").merges == _train(vocab=320, parity_tolerance=0.2, parity_shared=2).merges
     # sizes given per language
     assert main(["train", *args, *common, "-o", str(tmp_path / "t2"), *dev, "--parity-measure", "en=2,de=3,ru=5"]) == 0
     assert load(tmp_path / "t2").data.training["parity"]["measure"] == {"de": 3, "en": 2, "ru": 5}
@@ -227,12 +282,13 @@ def test_compare_with_bpe_parity(tmp_path, monkeypatch):
     monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path / "mpl"))
     data = FIXTURES / "multilingual" / "heldout.jsonl"
     out = tmp_path / "r"
-    fams = "bpe,bpe:parity,bpe:parity:parity_global_merges=20"
+    fams = "bpe,bpe:parity,bpe:parity:parity_global_merges=20,bpe:parity:parity_shared=1.5:parity_tolerance=0.1"
     args = ["compare", str(data), "--heldout", str(data), "--vocab-sizes", "400", "--families", fams]
     assert main([*args, "--reference-lang", "en", "-o", str(out), "-q"]) == 0
     res = json.loads((out / "results.json").read_text())
     rows = {r["spec"]: r for r in res["rows"]}
-    assert set(rows) == {"bpe", "bpe:parity", "bpe:parity:parity_global_merges=20"}
+    variant = "bpe:parity:parity_shared=1.5:parity_tolerance=0.1"
+    assert set(rows) == {"bpe", "bpe:parity", "bpe:parity:parity_global_merges=20", variant}
     for r in rows.values():
         assert "error" not in r and r["languages"]["gini"] is not None
     tok = load(rows["bpe:parity"]["serve_path"])
@@ -242,9 +298,13 @@ def test_compare_with_bpe_parity(tmp_path, monkeypatch):
         len(json.loads(line)["text"].encode()) for line in data.read_text().splitlines() if '"lang": "en"' in line
     )
     assert load(rows["bpe:parity:parity_global_merges=20"]["serve_path"]).data.training["parity"]["global_merges"] == 20
+    rec = load(rows[variant]["serve_path"]).data.training["parity"]
+    assert rec["shared"] == 1.5 and rec["tolerance"] == 0.1
     # options of bpe:parity alone, and bare words other than parity, are refused
     with pytest.raises(TokenforgeError, match="only apply to bpe:parity"):
         train_tokenizer(parse_specs("bpe:parity_global_merges=3")[0], ["abc"], 300)
+    with pytest.raises(TokenforgeError, match="only apply to bpe:parity"):
+        train_tokenizer(parse_specs("bpe:parity_shared=2")[0], ["abc"], 300)
     with pytest.raises(SpecError, match="takes the word 'parity'"):
         parse_specs("bpe:fast")
     # a corpus without languages: bpe:parity fails with the reason, the others go on

@@ -283,6 +283,8 @@ def cmd_train(args) -> int:
             parity_global_merges=args.parity_global_merges,
             parity_window=args.parity_window,
             parity_window_alpha=args.parity_window_alpha,
+            parity_tolerance=args.parity_tolerance,
+            parity_shared=args.parity_shared,
         )
     t0 = time.perf_counter()
     tok = BPETokenizer.train(
@@ -563,6 +565,21 @@ def build_parser() -> argparse.ArgumentParser:
         default=2.0,
         metavar="A",
         help="with --parity-window: pass over a language picked for more than A / (languages) of the window",
+    )
+    t.add_argument(
+        "--parity-tolerance",
+        type=float,
+        default=0.0,
+        metavar="E",
+        help="with --parity: a global merge while every language's dev cost is within 1+E of the cheapest (0: off)",
+    )
+    t.add_argument(
+        "--parity-shared",
+        type=float,
+        default=0.0,
+        metavar="F",
+        help="with --parity: the worst language's pair most frequent over all languages among its pairs "
+        "within a factor F of its top count (0: off)",
     )
     _scheduler_arg(t, "count the corpus")
     t.add_argument("-q", "--quiet", action="store_true", help="no progress output")

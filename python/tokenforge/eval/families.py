@@ -17,7 +17,12 @@ none are converted).
                                  tokens, bytes, chars on all its documents);
                                  ``parity_global_merges=N`` (hybrid; 0.5: half);
                                  ``parity_window=W[:parity_window_alpha=A]``
-                                 (the moving-window variant)
+                                 (the moving-window variant);
+                                 ``parity_tolerance=E`` (global merges while
+                                 the dev costs are within 1+E);
+                                 ``parity_shared=F`` (the worst language's
+                                 pair most shared among those within F of
+                                 its top count)
 ``lz78:<strategy>[:nochunk][:compact]``
                                  an LZ78 strategy (standard, frequency_gated,
                                  multi_round, cost_adjusted, smart_prune,

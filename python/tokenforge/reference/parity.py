@@ -15,7 +15,16 @@ rule the Rust trainer runs incrementally; docs/algorithms.md):
    skipped from then on; training ends when every language is;
 4. with ``window`` > 0 (the moving-window variant), a language picked for more
    than ``alpha / L`` of the last ``window`` parity merges is skipped in step
-   2, unless every language left is.
+   2, unless every language left is;
+5. with ``tolerance`` > 0, a merge after the global ones is global (step 1's
+   pick) while every language not exhausted costs at most ``1 + tolerance``
+   times the cheapest one (``t_w * n_b <= (1 + tolerance) * t_b * n_w``, the
+   products exact, the comparison in floats);
+6. with ``shared`` >= 1, step 2's pair is, among the worst language's pairs
+   whose count ``c`` has ``c * shared >= top`` (its top pair's count) and
+   ``c >= min_frequency``, the one with the largest count over all languages'
+   training words, the first in the language's own order (count, then
+   tie-break) on a tie.
 
 Not handled: pre-tokenization (give word counts, :func:`tokenforge.reference.bpe.count_words`),
 special tokens, speed.
@@ -52,6 +61,24 @@ def _best(pairs: Counter, tie_break: str, id_bytes: dict[int, bytes]):
     return max(sorted(tied), key=lambda p: (id_bytes[p[0]], id_bytes[p[1]])), best
 
 
+def _ordered(pairs: Counter, tie_break: str, id_bytes: dict[int, bytes]) -> list:
+    """The pairs best first, as :func:`_best` ranks them."""
+    ranked = sorted(pairs)  # equal byte strings: the smaller pair first
+    if tie_break == "pair_ids":
+        return sorted(ranked, key=lambda p: -pairs[p])
+    return sorted(ranked, key=lambda p: (pairs[p], id_bytes[p[0]], id_bytes[p[1]]), reverse=True)
+
+
+def _balanced(cost_parts: list[tuple[int, int]], live: list[int], tolerance: float) -> bool:
+    """Every live language within ``1 + tolerance`` of the cheapest ((tokens, norm) each)."""
+    if tolerance <= 0 or len(live) < 2:
+        return False
+    hi = max(live, key=lambda i: Fraction(*cost_parts[i]))
+    lo = min(live, key=lambda i: Fraction(*cost_parts[i]))
+    (th, nh), (tl, nl) = cost_parts[hi], cost_parts[lo]
+    return float(th * nl) <= (1.0 + tolerance) * float(tl * nh)
+
+
 def train_parity_reference(
     train_counts: list[dict[bytes, int]],
     dev_counts: list[dict[bytes, int]],
@@ -64,6 +91,8 @@ def train_parity_reference(
     first_merge_id: int = 256,
     window: int = 0,
     alpha: float = 2.0,
+    tolerance: float = 0.0,
+    shared: float = 0.0,
 ) -> tuple[list[tuple[int, int, int]], list[int | None]]:
     """(merges, the language each was picked for: None for a global merge)."""
     threshold = max(1, min_frequency)
@@ -75,7 +104,11 @@ def train_parity_reference(
     chosen: list[int | None] = []
     for k in range(num_merges):
         lang: int | None = None
-        if k < global_merges:
+        cost_parts = [
+            (sum(len(w) * c for w, c in zip(words, counts)), norms[i]) for i, (words, counts) in enumerate(dev)
+        ]
+        live_now = [i for i in range(len(train)) if not exhausted[i]]
+        if k < global_merges or _balanced(cost_parts, live_now, tolerance):
             pairs: Counter = Counter()
             for words, counts in train:
                 pairs.update(_count_pairs(words, counts))
@@ -96,8 +129,19 @@ def train_parity_reference(
                 under = [i for i in live if recent.count(i) / window <= alpha / len(train)] if window else live
                 live = under or live
                 lang = max(live, key=lambda i: (cost[i], -i))
-                pair, count = _best(_count_pairs(*train[lang]), tie_break, id_bytes)
+                mine = _count_pairs(*train[lang])
+                pair, count = _best(mine, tie_break, id_bytes)
                 if pair is not None and count >= threshold:
+                    if shared:
+                        everyone: Counter = Counter()
+                        for words, counts in train:
+                            everyone.update(_count_pairs(words, counts))
+                        cands = [
+                            p
+                            for p in _ordered(mine, tie_break, id_bytes)
+                            if mine[p] * shared >= count and mine[p] >= threshold
+                        ]
+                        pair = max(cands, key=lambda p: everyone[p])  # max keeps the first of equals
                     break
                 exhausted[lang] = True
                 pair = None
