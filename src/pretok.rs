@@ -837,7 +837,7 @@ mod tests {
             assert_eq!(fast.split_vec(text).unwrap(), want, "pattern {p}\ntext {text:?}");
             // the chunked form gives the same pieces, whatever the chunk
             for chunk in [1, 3] {
-                assert_eq!(filled(&fast, text, chunk), want, "pattern {p}, chunks of {chunk}\ntext {text:?}");
+                assert_eq!(filled(fast, text, chunk), want, "pattern {p}, chunks of {chunk}\ntext {text:?}");
             }
         }
     }
