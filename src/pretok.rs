@@ -214,7 +214,9 @@ impl Pretokenizer {
             &Pretokenizer::Scan(Scanner::Gpt4 { digits, ws_end }, _) => {
                 let mut i = 0;
                 while i < text.len() {
-                    let j = gpt4_word(text.as_bytes(), i).unwrap_or_else(|| gpt4_next(text, i, digits, ws_end));
+                    let j = gpt4_word(text.as_bytes(), i)
+                        .or_else(|| ascii_other(text.as_bytes(), i, digits, false, false))
+                        .unwrap_or_else(|| gpt4_next(text, i, digits, ws_end));
                     f(&text[i..j]);
                     i = j;
                 }
@@ -222,7 +224,9 @@ impl Pretokenizer {
             &Pretokenizer::Scan(Scanner::O200k { digits }, _) => {
                 let mut i = 0;
                 while i < text.len() {
-                    let j = o200k_word(text, i).unwrap_or_else(|| o200k_next(text, i, digits));
+                    let j = o200k_word(text, i)
+                        .or_else(|| ascii_other(text.as_bytes(), i, digits, true, true))
+                        .unwrap_or_else(|| o200k_next(text, i, digits));
                     f(&text[i..j]);
                     i = j;
                 }
@@ -285,14 +289,18 @@ impl Pretokenizer {
         match self {
             &Pretokenizer::Scan(Scanner::Gpt4 { digits, ws_end }, _) => {
                 while k < ends.len() && i < text.len() {
-                    i = gpt4_word(text.as_bytes(), i).unwrap_or_else(|| gpt4_next(text, i, digits, ws_end));
+                    i = gpt4_word(text.as_bytes(), i)
+                        .or_else(|| ascii_other(text.as_bytes(), i, digits, false, false))
+                        .unwrap_or_else(|| gpt4_next(text, i, digits, ws_end));
                     ends[k] = i;
                     k += 1;
                 }
             }
             &Pretokenizer::Scan(Scanner::O200k { digits }, _) => {
                 while k < ends.len() && i < text.len() {
-                    i = o200k_word(text, i).unwrap_or_else(|| o200k_next(text, i, digits));
+                    i = o200k_word(text, i)
+                        .or_else(|| ascii_other(text.as_bytes(), i, digits, true, true))
+                        .unwrap_or_else(|| o200k_next(text, i, digits));
                     ends[k] = i;
                     k += 1;
                 }
@@ -553,6 +561,68 @@ fn o200k_word(s: &str, i: usize) -> Option<usize> {
     None
 }
 
+/// The piece at byte `i` in the common ASCII cases the word paths leave to
+/// the general scanners (`gpt4_next`, `o200k_next`), which it must agree
+/// with: a run of ASCII digits (at most `digits`); a run of ASCII
+/// punctuation, with one space before it or not, and the newlines (o200k:
+/// and slashes, `slash`) after it; a run of newlines before an ASCII
+/// character that is not whitespace, or at the end; a space before a digit.
+/// None when a non-ASCII byte could change the piece, for an apostrophe
+/// (the GPT-4 pattern's contractions; `apostrophe` false), and for anything
+/// else.
+#[inline(always)]
+fn ascii_other(b: &[u8], i: usize, digits: usize, slash: bool, apostrophe: bool) -> Option<usize> {
+    let ascii_cls = |j: usize| b.get(j).map(|&x| if x < 0x80 { Some(class(x as char)) } else { None });
+    // ends a run of punctuation (from `j`), then its newlines
+    let punct = |mut j: usize| {
+        while let Some(Some(Cls::Other)) = ascii_cls(j) {
+            j += 1;
+        }
+        if b.get(j).is_some_and(|&x| x >= 0x80) {
+            return None; // may be more punctuation
+        }
+        while b.get(j).is_some_and(|&x| x == b'\r' || x == b'\n' || (slash && x == b'/')) {
+            j += 1;
+        }
+        Some(j)
+    };
+    let c = b[i];
+    if c >= 0x80 || (c == b'\'' && !apostrophe) {
+        return None;
+    }
+    match class(c as char) {
+        Cls::Number => {
+            let mut j = i + 1;
+            while j < i + digits && b.get(j).is_some_and(|x| x.is_ascii_digit()) {
+                j += 1;
+            }
+            // a run cut short by a non-ASCII byte may go on (another script's digit)
+            (j == i + digits || b.get(j).is_none_or(|&x| x < 0x80)).then_some(j)
+        }
+        // before a letter it is the letters' prefix (the word paths declined:
+        // the letters run into non-ASCII)
+        Cls::Other if ascii_cls(i + 1) == Some(Some(Cls::Letter)) => None,
+        Cls::Other => punct(i),
+        Cls::Space if c == b' ' => match ascii_cls(i + 1) {
+            Some(Some(Cls::Other)) if b[i + 1] != b'\'' || apostrophe => punct(i + 1),
+            Some(Some(Cls::Number)) => Some(i + 1),
+            _ => None,
+        },
+        Cls::Space if c == b'\r' || c == b'\n' => {
+            let mut j = i + 1;
+            while b.get(j).is_some_and(|&x| x == b'\r' || x == b'\n') {
+                j += 1;
+            }
+            match ascii_cls(j) {
+                None => Some(j),
+                Some(Some(k)) if k != Cls::Space => Some(j),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
 /// End of the GPT-4-pattern match starting at byte `i`.
 fn gpt4_next(s: &str, i: usize, digits: usize, ws_end: bool) -> usize {
     let (c0, l0) = char_at(s, i).unwrap();
@@ -767,7 +837,7 @@ mod tests {
             assert_eq!(fast.split_vec(text).unwrap(), want, "pattern {p}\ntext {text:?}");
             // the chunked form gives the same pieces, whatever the chunk
             for chunk in [1, 3] {
-                assert_eq!(filled(&fast, text, chunk), want, "pattern {p}, chunks of {chunk}\ntext {text:?}");
+                assert_eq!(filled(fast, text, chunk), want, "pattern {p}, chunks of {chunk}\ntext {text:?}");
             }
         }
     }
