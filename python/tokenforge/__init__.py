@@ -7,10 +7,10 @@ Every family meets the :class:`Tokenizer` contract and has one record in
 ``import tokenforge`` loads only the extension, :mod:`tokenforge.errors` and
 the registry (a few milliseconds). Every other public name is imported the
 first time it is used (PEP 562 ``__getattr__``), so a script that only loads a
-BPE tokenizer never imports the LZ78, mixedgram or growing families, and
-numpy only when a name that needs it is first touched. Heavy optional
-dependencies (torch, dask, matplotlib) are imported only by the functions
-that need them.
+BPE tokenizer never imports the LZ78, mixedgram or growing families. numpy is
+imported by the functions that need it (arrays of ids, embedding metadata),
+not by loading or encoding to lists. Heavy optional dependencies (torch, dask,
+matplotlib) are imported only by the functions that need them.
 
 Not handled: ``dir(tokenforge)`` lists the lazy names before they are
 imported, but ``vars(tokenforge)`` holds only those already used.
