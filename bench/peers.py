@@ -202,8 +202,14 @@ def build_encoder(peer: str, ranks: str, files: dict):
 
         pattern, _ = tf_pattern(ranks, peer == "tokenforge-regex")
         tok = tokenforge.BPETokenizer.from_tiktoken(path, pattern=pattern)
-        # tokenforge-np: the ids as one uint32 array, as gigatoken's encode returns them
-        return tok.encode_to_numpy if peer == "tokenforge-np" else tok.encode_ordinary
+        if peer == "tokenforge-np":
+            # the ids as one uint32 array, as gigatoken's encode returns them; `import tokenforge`
+            # does not import numpy (the first array does), so it is imported here, in the load,
+            # as `import gigatoken` does, not inside the first ("unseen") pass
+            import numpy  # noqa: F401
+
+            return tok.encode_to_numpy
+        return tok.encode_ordinary
     if peer == "gigatoken":
         import gigatoken
 
