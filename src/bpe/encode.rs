@@ -851,11 +851,11 @@ impl BpeModel {
 
     /// [`Self::encode_ordinary_into`] when the pattern has a scanner and the
     /// model has the cache (ids below 2^24: every real vocabulary); false,
-    /// with nothing done, otherwise. The scanner
-    /// fills the ends of a chunk of pieces in a loop of its own; then, piece
-    /// by piece, the key of piece `i` is computed and the line it will be
-    /// looked up in is prefetched, and piece `i - AHEAD` (whose line has had
-    /// the time of `AHEAD` pieces to arrive) is looked up and written.
+    /// with nothing done, otherwise. The scanner fills the ends of a chunk of
+    /// pieces in a loop of its own; then, piece by piece, the key of piece `i`
+    /// is computed and the line it will be looked up in is prefetched, and
+    /// piece `i - AHEAD` (whose line has had the time of `AHEAD` pieces to
+    /// arrive) is looked up and written.
     #[inline(never)]
     fn encode_scanned(&self, fast: &Fast, text: &str, out: &mut Vec<u32>) -> bool {
         const CHUNK: usize = 256;
