@@ -203,9 +203,9 @@ def build_encoder(peer: str, ranks: str, files: dict):
         pattern, _ = tf_pattern(ranks, peer == "tokenforge-regex")
         tok = tokenforge.BPETokenizer.from_tiktoken(path, pattern=pattern)
         if peer == "tokenforge-np":
-            # the ids as one uint32 array, as gigatoken's encode returns them; `import tokenforge`
-            # does not import numpy (the first array does), so it is imported here, in the load,
-            # as `import gigatoken` does, not inside the first ("unseen") pass
+            # the ids as one uint32 array, as gigatoken's encode returns them; numpy is imported
+            # here, in the load (as `import gigatoken` does), so that no version of tokenforge that
+            # imports numpy lazily pays for it inside the first ("unseen") pass
             import numpy  # noqa: F401
 
             return tok.encode_to_numpy
