@@ -3,15 +3,26 @@
 Families: :class:`BPETokenizer` (byte-level BPE, nanochat/tiktoken compatible).
 Every family meets the :class:`Tokenizer` contract and has one record in
 :mod:`tokenforge.registry`; :func:`load` reads any file tokenforge writes.
-Heavy optional dependencies (torch, dask, matplotlib) are imported only by the
-functions that need them.
+
+``import tokenforge`` loads only the extension, :mod:`tokenforge.errors` and
+the registry (a few milliseconds). Every other public name is imported the
+first time it is used (PEP 562 ``__getattr__``), so a script that only loads a
+BPE tokenizer never imports the LZ78, mixedgram or growing families. numpy is
+imported by the functions that need it (arrays of ids, embedding metadata),
+not by loading or encoding to lists. Heavy optional dependencies (torch, dask,
+matplotlib) are imported only by the functions that need them.
+
+Not handled: ``dir(tokenforge)`` lists the lazy names before they are
+imported, but ``vars(tokenforge)`` holds only those already used.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from . import errors
 from ._core import __version__
-from .base import IdBatch, Tokenizer
-from .bpe import BPETokenizer
-from .chat import SPECIAL_TOKENS
 from .errors import (
     ChecksumError,
     CorpusError,
@@ -26,10 +37,41 @@ from .errors import (
     VersionError,
     VocabSizeError,
 )
-from .growing import GrowingBPETokenizer, NeuroTokenizer
-from .lz78 import LZ78Tokenizer
-from .mixedgram import Mixedgram
 from .registry import load
+
+if TYPE_CHECKING:
+    from .base import IdBatch, Tokenizer
+    from .bpe import BPETokenizer
+    from .chat import SPECIAL_TOKENS
+    from .growing import GrowingBPETokenizer, NeuroTokenizer
+    from .lz78 import LZ78Tokenizer
+    from .mixedgram import Mixedgram
+
+#: public name -> the submodule that defines it, imported on first use
+_LAZY = {
+    "BPETokenizer": "bpe",
+    "GrowingBPETokenizer": "growing",
+    "NeuroTokenizer": "growing",
+    "Mixedgram": "mixedgram",
+    "LZ78Tokenizer": "lz78",
+    "Tokenizer": "base",
+    "IdBatch": "base",
+    "SPECIAL_TOKENS": "chat",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tokenforge' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # the next access is a plain module attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "__version__",

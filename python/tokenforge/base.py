@@ -35,9 +35,11 @@ import abc
 import codecs
 import itertools
 import re
+import sys
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 from .chat import ChatMixin
 from .embedding_meta import EmbeddingModeError
@@ -51,6 +53,7 @@ __all__ = [
     "RustBacked",
     "CoreEncoded",
     "ids_dtype",
+    "is_integer",
     "SURROGATE_ERRORS",
     "feed_around_surrogates",
     "feed_in_batches",
@@ -59,8 +62,19 @@ __all__ = [
 ]
 
 
+def is_integer(x) -> bool:
+    """An ``int`` or a numpy integer, not a ``bool``. numpy is not imported to
+    answer: a numpy integer can exist only once something has imported numpy."""
+    if isinstance(x, int):
+        return not isinstance(x, bool)
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(x, np.integer)
+
+
 def ids_dtype(vocab_size: int):
     """The smallest unsigned dtype that holds every id of a vocabulary."""
+    import numpy as np  # numpy is imported when first needed (see the module docstring)
+
     return np.uint16 if vocab_size <= 1 << 16 else np.uint32
 
 
@@ -187,7 +201,7 @@ def encode_around_surrogates(
     return out
 
 
-class IdBatch(Sequence[np.ndarray]):
+class IdBatch(Sequence["np.ndarray"]):
     """The ids of many texts in one flat ``uint32`` array, ``ids``, with
     ``int64`` ``offsets`` of ``len + 1``: text ``i``'s ids are
     ``ids[offsets[i]:offsets[i + 1]]``. What ``encode_batch(..., as_numpy=True)``
@@ -223,6 +237,8 @@ class IdBatch(Sequence[np.ndarray]):
 
     def lengths(self) -> np.ndarray:
         """The number of ids of each text (``int64``)."""
+        import numpy as np
+
         return np.diff(self.offsets)
 
     def tolist(self) -> list[list[int]]:
@@ -236,6 +252,8 @@ class IdBatch(Sequence[np.ndarray]):
 
 def _flat(lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
     """(flat uint32 ids, int64 offsets of len(lists)+1), as the cores' ``encode_batch_numpy`` give."""
+    import numpy as np
+
     offsets = np.zeros(len(lists) + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, lists), dtype=np.int64, count=len(lists)), out=offsets[1:])
     flat = np.fromiter(itertools.chain.from_iterable(lists), dtype=np.uint32, count=int(offsets[-1]))
@@ -474,7 +492,7 @@ class Tokenizer(ChatMixin, abc.ABC):
         return self.id_to_bytes(id).decode("utf-8", errors="replace")
 
     def _check_id(self, id) -> int:
-        if isinstance(id, (bool,)) or not isinstance(id, (int, np.integer)):
+        if not is_integer(id):
             raise TypeError(f"token id must be an int, not {type(id).__name__}")
         if not 0 <= int(id) < self.vocab_size:
             raise TokenforgeError(f"token id {int(id)} is out of range for a vocabulary of {self.vocab_size}")
@@ -498,7 +516,7 @@ class Tokenizer(ChatMixin, abc.ABC):
             ) from None
 
     def _special_id(self, token) -> int:
-        if isinstance(token, (int, np.integer)) and not isinstance(token, bool):
+        if is_integer(token):
             return self._check_id(token)
         return self.encode_special(token)
 
@@ -557,6 +575,7 @@ class Tokenizer(ChatMixin, abc.ABC):
         tb = self.token_bytes()
         if device is None:
             return tb
+        import numpy as np
         import torch  # lazy: torch is an optional extra
 
         return torch.as_tensor(tb.astype(np.int32), device=device)
@@ -628,6 +647,8 @@ class CoreEncoded(RustBacked):
         try:
             return self._model.encode_ordinary_numpy(text)
         except UnicodeEncodeError:  # lone surrogates
+            import numpy as np
+
             return np.asarray(self.encode_ordinary(text), dtype=np.uint32)
 
     def _encode_with_specials(self, text: str, allowed: dict[str, int]) -> list[int]:

@@ -32,14 +32,10 @@ import functools
 from pathlib import Path
 from typing import Iterable
 
-import numpy as np
-
 from . import _core
-from .base import CoreEncoded, Tokenizer, encode_around_surrogates
+from .base import CoreEncoded, Tokenizer, encode_around_surrogates, is_integer
 from .bpe_structure import bpe_embedding_metadata
 from .chat import SPECIAL_TOKENS
-from .counting import DocRule, count_pieces
-from .data.corpus import Texts
 from .errors import CorpusError, FormatError, PatternError, SpecialTokenError, TokenforgeError, warn_user
 from .formats.bpe_data import BPEData
 from .progress import progress_bar
@@ -270,6 +266,10 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         layout = defaults["layout"] if layout is _DEFAULT else layout
         if corpus is None:
             raise TypeError("train() needs a corpus (a path or a list of paths; texts go to train_from_iterator)")
+        # counting and the corpus readers are imported here, not at module level: loading a
+        # tokenizer never needs them (`import tokenforge` + a load stays cheap)
+        from .counting import DocRule, count_pieces
+
         if seed_mode and specials:
             split_on = split_on or max(specials, key=len)
             rule = DocRule(split_at=tuple(specials))
@@ -354,6 +354,8 @@ class BPETokenizer(CoreEncoded, Tokenizer):
             kwargs["parity"] = as_texts(kwargs["parity"], "parity")
             if isinstance(iterator, Mapping):
                 return cls.train(as_texts(iterator, "the corpus"), vocab_size, **kwargs)
+        from .data.corpus import Texts
+
         return cls.train(Texts(iterator), vocab_size, **kwargs)
 
     # ---- the contract ------------------------------------------------------
@@ -569,7 +571,7 @@ class BPETokenizer(CoreEncoded, Tokenizer):
 
 def _check_train_args(vocab_size, layout, num_specials: int, tie_break, min_frequency, num_threads) -> tuple[int, int]:
     """(first merge id, number of merges) for valid training arguments; the typed error otherwise."""
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)):
+    if not is_integer(vocab_size):
         raise TypeError(f"vocab_size must be an int, not {type(vocab_size).__name__}")
     if layout not in LAYOUTS:
         raise TokenforgeError(f"unknown layout {layout!r}; expected one of {', '.join(LAYOUTS)}")

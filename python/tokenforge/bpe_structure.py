@@ -23,8 +23,6 @@ no trie parent + character split; :func:`bpe_embedding_metadata` refuses it.
 
 from __future__ import annotations
 
-import numpy as np
-
 from .embedding_meta import EmbeddingModeError
 
 __all__ = ["bpe_embedding_metadata"]
@@ -33,6 +31,8 @@ __all__ = ["bpe_embedding_metadata"]
 def bpe_embedding_metadata(triples, vocab_size: int, mode: str = "structured", *, who: str = "BPE tokenizer") -> dict:
     """Parent/character indices of a BPE vocabulary of ``vocab_size`` ids built by
     the merges ``triples`` (``(left, right, new_id)``; see the module docstring)."""
+    import numpy as np  # imported when first needed: `import tokenforge` does not load numpy
+
     if mode == "tuple":
         mode = "structured"
     if mode != "structured":

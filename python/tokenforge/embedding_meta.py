@@ -35,8 +35,6 @@ growing vocabulary's unused ids get rows only once they are in use).
 
 from __future__ import annotations
 
-import numpy as np
-
 from .errors import TokenforgeError
 
 __all__ = [
@@ -101,6 +99,8 @@ def validate_metadata(meta, vocab_size: int | None = None, *, mode: str = "struc
     Refuses flat metadata, arrays of the wrong length, and indices outside
     their tables, each with an :class:`EmbeddingModeError` naming the problem.
     """
+    import numpy as np  # imported when first needed: `import tokenforge` does not load numpy
+
     if not isinstance(meta, dict):
         raise EmbeddingModeError(f"{who}.embedding_metadata returned {type(meta).__name__}, expected a dict")
     if _is_flat(meta):
@@ -157,6 +157,8 @@ def duplicate_pairs(meta: dict) -> int:
     Such ids get identical vectors from the additive and tuple modes; a sound
     decomposition has none (reported, not refused).
     """
+    import numpy as np  # imported when first needed: `import tokenforge` does not load numpy
+
     parent, char = np.asarray(meta["parent"], np.int64), np.asarray(meta["char"], np.int64)
     key = parent * int(meta["num_chars"]) + char
     return int(len(key) - len(np.unique(key)))

@@ -219,18 +219,29 @@ pub fn read(text: &str) -> Option<HfParts> {
     }
     // the vocabulary, in one pass (keys borrowed from the text unless escaped)
     let vocab = serde_json::from_str::<Vocab>(vocab_raw?.get()).ok()?.0;
-    // key -> id through an index of the keys (entry k of the vocabulary is
-    // "token" k of `keys`): a look-up is one 16-byte slot, and a compare in
-    // the arena only for keys over 8 bytes, where a `HashMap<&str, u32>`
-    // hashes, then follows the key's pointer and compares (three look-ups per
-    // merge, 600,000 for o200k, were most of this reader's time)
-    let mut keys = Tokens::new(vocab.len(), vocab_raw?.get().len());
-    for (k, (key, _)) in vocab.iter().enumerate() {
-        keys.set(k as u32, key.as_bytes()).ok()?;
+    // key -> id through an index of the keys, each at its own id: a look-up
+    // is one 16-byte slot (and a compare in the arena only for keys over 8
+    // bytes) that gives the id itself, where a `HashMap<&str, u32>` hashes,
+    // then follows the key's pointer and compares (three look-ups per merge,
+    // 600,000 for o200k, were most of this reader's time). So every id must
+    // be below the largest limit the file could have (the exact one, below,
+    // counts only the specials that are not vocabulary keys) and no id twice
+    // (the Python reader refuses both: checked again below).
+    let upper = id_limit(vocab.len() + specials.len());
+    let mut seen = vec![false; upper as usize];
+    for (_, id) in &vocab {
+        if *id as u64 >= upper || std::mem::replace(&mut seen[*id as usize], true) {
+            return None;
+        }
+    }
+    drop(seen);
+    let mut keys = Tokens::new(upper as usize, vocab_raw?.get().len());
+    for (key, id) in &vocab {
+        keys.set(*id, key.as_bytes()).ok()?;
     }
     // a duplicate key: the Python reader's dict keeps the last
-    keys.index(0..vocab.len() as u32, |_, _| Err(crate::error::Error::invalid("duplicate key"))).ok()?;
-    let id_of = |key: &str| keys.find(key.as_bytes()).map(|k| vocab[k as usize].1);
+    keys.index(vocab.iter().map(|(_, id)| *id), |_, _| Err(crate::error::Error::invalid("duplicate key"))).ok()?;
+    let id_of = |key: &str| keys.find(key.as_bytes());
     let entries = vocab.len() + specials.iter().filter(|(t, _)| id_of(t).is_none()).count();
     let limit = id_limit(entries);
     let chars = byte_chars();
@@ -266,26 +277,61 @@ pub fn read(text: &str) -> Option<HfParts> {
         *slot = id_of(chars[b].encode_utf8(&mut s))?;
     }
     // merges: the first merge producing each token, in increasing id order.
-    // (Three lookups of a string key per merge, which miss the cache: the
-    // lookups run on the current rayon pool, the order is checked after.)
+    // The look-ups run on the current rayon pool, a chunk of merges a task
+    // (the order is checked after). The two parts' slots are asked for one
+    // merge ahead, so their cache misses overlap with the work on this one.
+    // The merged key is first compared with the key of the id after the
+    // previous merge's (merges listed in id order, as tiktoken's ranks and
+    // our files are, hit every time): a compare in the arena, no hash, no
+    // look-up; anything else is looked up. Same answer either way, the keys
+    // being distinct.
     let mut special_id = vec![false; limit as usize];
     for (_, i) in &specials {
         special_id[*i as usize] = true;
     }
     let merge_list = serde_json::from_str::<Vec<Merge>>(merges_raw?.get()).ok()?;
+    let hashes = |m: &Merge| (Tokens::hash(m.0.as_bytes()), Tokens::hash(m.1.as_bytes()));
     let found: Vec<Option<(u32, u32, u32)>> = merge_list
-        .par_iter()
-        .with_min_len(4096)
-        .map_init(String::new, |whole, Merge(l, r)| {
-            // (a special token's text is no ordinary token: its id says so, the vocabulary gave it the same)
-            let (a, b) = (id_of(l)?, id_of(r)?);
-            if special_id[a as usize] || special_id[b as usize] {
-                return None;
+        .par_chunks(4096)
+        .flat_map_iter(|chunk| {
+            let mut out = Vec::with_capacity(chunk.len());
+            let mut whole: Vec<u8> = Vec::new();
+            let mut prev: Option<u32> = None;
+            let mut next = chunk.first().map(hashes);
+            for (j, m) in chunk.iter().enumerate() {
+                let (hl, hr) = next.unwrap_or_default();
+                next = chunk.get(j + 1).map(|m| {
+                    let h = hashes(m);
+                    keys.prefetch(h.0);
+                    keys.prefetch(h.1);
+                    h
+                });
+                let (l, r) = (m.0.as_bytes(), m.1.as_bytes());
+                let merged = (|| {
+                    let (a, b) = (keys.find_hashed(l, hl)?, keys.find_hashed(r, hr)?);
+                    // (a special token's text is no ordinary token: its id says so, the vocabulary gave it the same)
+                    if special_id[a as usize] || special_id[b as usize] {
+                        return None;
+                    }
+                    let is_whole = |z: u32| {
+                        let t = keys.bytes_of(z);
+                        t.len() == l.len() + r.len() && t.starts_with(l) && t.ends_with(r)
+                    };
+                    let z = match prev.map(|p| p.wrapping_add(1)).filter(|&z| is_whole(z)) {
+                        Some(z) => z,
+                        None => {
+                            whole.clear();
+                            whole.extend_from_slice(l);
+                            whole.extend_from_slice(r);
+                            keys.find(&whole)?
+                        }
+                    };
+                    Some((a, b, z))
+                })();
+                prev = merged.map(|(_, _, z)| z);
+                out.push(merged);
             }
-            whole.clear();
-            whole.push_str(l);
-            whole.push_str(r);
-            id_of(whole).map(|z| (a, b, z))
+            out
         })
         .collect();
     const NONE: (u32, u32) = (u32::MAX, u32::MAX);
@@ -353,6 +399,24 @@ mod tests {
         }
         // a token with no merge: its first split into two tokens of lower id
         assert_eq!(read(&doc(r#"["a b"]"#, "", ADDED)).unwrap().merges, vec![(97, 98, 256), (256, 99, 257)]);
+    }
+
+    #[test]
+    fn merges_that_skip_ids_are_looked_up() {
+        // "x y" -> 259; "xy z" is not 260 (a token with no merge), so it is looked up (261); "x w" is 262
+        let extra = r#", "xy": 259, "zz": 260, "xyz": 261, "xw": 262"#;
+        let p = read(&doc(r#"["a b", "ab c", "x y", "xy z", "x w"]"#, extra, ADDED)).unwrap();
+        let want =
+            vec![(97, 98, 256), (256, 99, 257), (120, 121, 259), (122, 122, 260), (259, 122, 261), (120, 119, 262)];
+        assert_eq!(p.merges, want);
+        // the same merges, each the first in a list that starts elsewhere: the same answer
+        let p = read(&doc(r#"["a b", "ab c", "x y", "x w"]"#, r#", "xy": 259, "xw": 260"#, ADDED)).unwrap();
+        assert_eq!(p.merges, vec![(97, 98, 256), (256, 99, 257), (120, 121, 259), (120, 119, 260)]);
+        // a merge whose next id has its length and its left part but not its right one
+        let p = read(&doc(r#"["a b", "x y", "x z"]"#, r#", "xy": 259, "xq": 260, "xz": 261"#, ADDED)).unwrap();
+        assert!(p.merges.contains(&(120, 122, 261)) && p.merges.contains(&(120, 113, 260)), "{:?}", p.merges);
+        // a merge of a special token's text: declined whichever way it is found
+        assert!(read(&doc(r#"["a b", "ab c", "<|s| >"]"#, "", ADDED)).is_none());
     }
 
     #[test]

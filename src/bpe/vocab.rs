@@ -261,6 +261,13 @@ impl Tokens {
         Ok(())
     }
 
+    /// The hash [`Tokens::find_hashed`] and [`Tokens::prefetch`] take for
+    /// `piece` (for a caller that asks for the slot before it looks up).
+    #[inline]
+    pub fn hash(piece: &[u8]) -> u64 {
+        mix(poly(piece))
+    }
+
     /// The id whose bytes are `piece` (through the index; None if it was
     /// not built). A piece longer than every token is not hashed (the
     /// encoder asks this of every long piece: `"a" * 1_000_000` is one).

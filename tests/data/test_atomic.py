@@ -75,10 +75,10 @@ def test_stale_temporaries_are_removed_live_ones_kept(tmp_path):
     # a writer that is gone: a pid that exited
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     dead_pid = int(dead.stdout)
-    gone = tmp_path / f".tok.json.tf{dead_pid}-{atomic._HOST}-abcd1234.tmp"
+    gone = tmp_path / f".tok.json.tf{dead_pid}-{atomic._host_tag()}-abcd1234.tmp"
     gone.write_text("half")
     # a concurrent writer that is alive (this process's parent) on this host: kept even when old
-    alive = tmp_path / f".tok.json.tf{os.getppid()}-{atomic._HOST}-abcd1234.tmp"
+    alive = tmp_path / f".tok.json.tf{os.getppid()}-{atomic._host_tag()}-abcd1234.tmp"
     alive.write_text("in progress")
     # another host's writer: kept while recent, removed once untouched for STALE_SECONDS
     other_recent = tmp_path / ".tok.json.tf1-otherhost-00ff.tmp"
@@ -186,7 +186,7 @@ def test_repeated_saves_list_the_directory_only_when_it_may_hold_something_new(t
     assert len(calls) == 1  # linear in the number of saves, not quadratic
     # another process's leftover appears (the directory changes): the next save looks, and removes it
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    left = tmp_path / f".index.json.tf{int(dead.stdout)}-{atomic._HOST}-0123abcd.tmp"
+    left = tmp_path / f".index.json.tf{int(dead.stdout)}-{atomic._host_tag()}-0123abcd.tmp"
     left.write_text("half")
     st = os.stat(tmp_path)  # file timestamps tick every few ms: make "later" unambiguous
     os.utime(tmp_path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))

@@ -43,10 +43,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import re
-import secrets
-import socket
 import stat
 import threading
 import time
@@ -59,13 +58,16 @@ __all__ = ["atomic_write", "atomic_open", "resolve_target", "clean_stale_tempora
 STALE_SECONDS = 3600.0
 
 
+@functools.cache
 def _host_tag() -> str:
     # Letters and digits only, so the name parses back unambiguously; short to leave room for the target's name.
+    # Asked on first write, not at import: socket (like secrets) costs milliseconds that a reader never needs.
+    import socket
+
     h = re.sub(r"[^A-Za-z0-9]", "", socket.gethostname())[:16]
     return h or "host"
 
 
-_HOST = _host_tag()
 # .<name>.tf<pid>-<host>-<random>.tmp (ours) and .<name>.<8 chars>.tmp (tempfile.mkstemp, older versions)
 _OURS = re.compile(r"^tf(\d+)-([A-Za-z0-9]+)-[0-9a-f]+$")
 _LEGACY = re.compile(r"^[A-Za-z0-9_]{8}$")
@@ -136,7 +138,7 @@ def _scan(path, now: float | None = None) -> tuple[list[Path], int]:
         if not stat.S_ISREG(st.st_mode):
             continue
         stale = now - st.st_mtime > STALE_SECONDS
-        if m is not None and m.group(2) == _HOST and int(m.group(1)) != os.getpid():
+        if m is not None and m.group(2) == _host_tag() and int(m.group(1)) != os.getpid():
             stale = stale or not _pid_alive(int(m.group(1)))
         if stale:
             try:
@@ -182,7 +184,7 @@ def _after_save(directory: Path) -> None:
 
 def _create_temp(directory: Path, name: str) -> tuple[int, Path]:
     for _ in range(100):
-        tmp = directory / f".{name}.tf{os.getpid()}-{_HOST}-{secrets.token_hex(4)}.tmp"
+        tmp = directory / f".{name}.tf{os.getpid()}-{_host_tag()}-{os.urandom(4).hex()}.tmp"
         try:
             # 0o666: the kernel applies the umask (and default ACLs), as for any new file
             return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666), tmp
