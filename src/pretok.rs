@@ -214,9 +214,7 @@ impl Pretokenizer {
             &Pretokenizer::Scan(Scanner::Gpt4 { digits, ws_end }, _) => {
                 let mut i = 0;
                 while i < text.len() {
-                    let j = gpt4_word(text.as_bytes(), i)
-                        .or_else(|| ascii_other(text.as_bytes(), i, digits, false, false))
-                        .unwrap_or_else(|| gpt4_next(text, i, digits, ws_end));
+                    let j = gpt4_piece(text, i, digits, ws_end);
                     f(&text[i..j]);
                     i = j;
                 }
@@ -224,9 +222,7 @@ impl Pretokenizer {
             &Pretokenizer::Scan(Scanner::O200k { digits }, _) => {
                 let mut i = 0;
                 while i < text.len() {
-                    let j = o200k_word(text, i)
-                        .or_else(|| ascii_other(text.as_bytes(), i, digits, true, true))
-                        .unwrap_or_else(|| o200k_next(text, i, digits));
+                    let j = o200k_piece(text, i, digits);
                     f(&text[i..j]);
                     i = j;
                 }
@@ -289,18 +285,14 @@ impl Pretokenizer {
         match self {
             &Pretokenizer::Scan(Scanner::Gpt4 { digits, ws_end }, _) => {
                 while k < ends.len() && i < text.len() {
-                    i = gpt4_word(text.as_bytes(), i)
-                        .or_else(|| ascii_other(text.as_bytes(), i, digits, false, false))
-                        .unwrap_or_else(|| gpt4_next(text, i, digits, ws_end));
+                    i = gpt4_piece(text, i, digits, ws_end);
                     ends[k] = i;
                     k += 1;
                 }
             }
             &Pretokenizer::Scan(Scanner::O200k { digits }, _) => {
                 while k < ends.len() && i < text.len() {
-                    i = o200k_word(text, i)
-                        .or_else(|| ascii_other(text.as_bytes(), i, digits, true, true))
-                        .unwrap_or_else(|| o200k_next(text, i, digits));
+                    i = o200k_piece(text, i, digits);
                     ends[k] = i;
                     k += 1;
                 }
@@ -559,6 +551,23 @@ fn o200k_word(s: &str, i: usize) -> Option<usize> {
         return Some(contraction(s, e).unwrap_or(e));
     }
     None
+}
+
+/// End of the GPT-4-pattern piece at byte `i`: the ASCII fast paths, then
+/// the general scanner (one definition for `split` and `fill_ends`).
+#[inline(always)]
+fn gpt4_piece(text: &str, i: usize, digits: usize, ws_end: bool) -> usize {
+    gpt4_word(text.as_bytes(), i)
+        .or_else(|| ascii_other(text.as_bytes(), i, digits, false, false))
+        .unwrap_or_else(|| gpt4_next(text, i, digits, ws_end))
+}
+
+/// End of the o200k-pattern piece at byte `i`, as [`gpt4_piece`].
+#[inline(always)]
+fn o200k_piece(text: &str, i: usize, digits: usize) -> usize {
+    o200k_word(text, i)
+        .or_else(|| ascii_other(text.as_bytes(), i, digits, true, true))
+        .unwrap_or_else(|| o200k_next(text, i, digits))
 }
 
 /// The piece at byte `i` in the common ASCII cases the word paths leave to
