@@ -587,7 +587,11 @@ impl BpeModel {
             // of two ids with the same bytes the table keeps the first, the smaller
             // tiktoken's rule: seeded with the tokens; another rule: only
             // the pieces met (a piece that is a token may merge otherwise)
-            let pieces = PieceTable::new(self.tokens.iter().map(|(id, t)| (t, id)), self.rule == MergeRule::Bytes);
+            let pieces = PieceTable::with_bytes(
+                self.tokens.iter().map(|(id, t)| (t, id)),
+                self.rule == MergeRule::Bytes,
+                Some(&self.byte_to_id),
+            );
             let pairs = PairTable::new(self.pair_map.iter().map(|(&p, &z)| ((unpack(p).0, unpack(p).1), z)));
             let ids = self.vocab_size as u64;
             let cache = (ids <= CACHE_ID_LIMIT)
@@ -864,7 +868,7 @@ impl BpeModel {
         let table = fast.pieces.as_ref();
         let bytes = text.as_bytes();
         let mut ends = [0usize; CHUNK];
-        // per piece of 2..=PIECE_MAX bytes: the table's key words and hash
+        // per piece of 1..=PIECE_MAX bytes: the table's key words and hash
         let mut keys = [(0u64, 0u64, 0u64); CHUNK];
         let mut from = 0;
         loop {
@@ -876,30 +880,31 @@ impl BpeModel {
             for i in 0..k + AHEAD {
                 if i < k {
                     let (s, n) = (start(i), ends[i] - start(i));
-                    if (2..=CACHE_MAX).contains(&n) {
-                        let key = ShortKey::new_in(bytes, s, n);
-                        match table {
-                            Some(t) if n <= PIECE_MAX => {
-                                let (lo, hi) = key.short();
-                                keys[i] = (lo, hi, key.hash);
-                                t.prefetch_hash(key.hash);
-                            }
-                            _ => cache.prefetch(&key),
+                    match table {
+                        // the table has every one-byte piece too: no branch on the length
+                        Some(t) if n <= PIECE_MAX => {
+                            let key = ShortKey::new_in(bytes, s, n);
+                            let (lo, hi) = key.short();
+                            keys[i] = (lo, hi, key.hash);
+                            t.prefetch_hash(key.hash);
                         }
+                        _ if (2..=CACHE_MAX).contains(&n) => cache.prefetch(&ShortKey::new_in(bytes, s, n)),
+                        _ => {}
                     }
                 }
                 if i >= AHEAD {
                     let j = i - AHEAD;
                     let (s, e) = (start(j), ends[j]);
                     let n = e - s;
-                    if n == 1 {
-                        out.push(self.byte_to_id[bytes[s] as usize]);
-                    } else if let (true, Some(t)) = (n <= PIECE_MAX, table) {
+                    if let (true, Some(t)) = (n <= PIECE_MAX, table) {
                         let (lo, hi, h) = keys[j];
                         match t.lookup(lo, hi, h) {
                             Some(v) => PieceTable::push(v, out),
+                            None if n == 1 => out.push(self.byte_to_id[bytes[s] as usize]),
                             None => self.encode_cached(fast, &bytes[s..e], &ShortKey::new_in(bytes, s, n), out),
                         }
+                    } else if n == 1 {
+                        out.push(self.byte_to_id[bytes[s] as usize]);
                     } else if n <= CACHE_MAX {
                         self.encode_cached(fast, &bytes[s..e], &ShortKey::new_in(bytes, s, n), out)
                     } else {

@@ -4,7 +4,7 @@
 //! In all, 22 MiB for cl100k and 34 MiB for o200k (figures below), and up
 //! to 32 MiB more of [`SpillCache`] entries.
 //!
-//! - [`PieceTable`]: pieces of 2 to [`PIECE_MAX`] bytes -> their ids. The
+//! - [`PieceTable`]: pieces of 1 to [`PIECE_MAX`] bytes -> their ids. The
 //!   key is the bytes themselves packed into two words (with the length in
 //!   the top byte), stored inline in 32-byte slots with up to [`TABLE_IDS`]
 //!   ids, so a probe is one cache line and no pointer is followed (a
@@ -14,7 +14,8 @@
 //!   every piece that is one token, 70-90% of pieces of English or code, is
 //!   answered here); pieces that are not tokens are added as they are met
 //!   (under any rule), until the table is three quarters full, so on warm
-//!   text every short piece is one prefetched probe. Shared by threads
+//!   text every short piece is one prefetched probe; single bytes are there
+//!   too, so that no piece needs a branch on its length. Shared by threads
 //!   (inserts claim an empty slot with a compare-and-swap; nothing is ever
 //!   overwritten). Memory: fixed, 32 bytes times the next power of two at
 //!   or above twice the number of such tokens (8 MiB for cl100k, 16 MiB for
@@ -301,16 +302,18 @@ struct Slot {
 unsafe impl ZeroValid for Slot {}
 
 /// `hi` of a slot being written: no key has it (a key's `hi` has the
-/// piece's length, 2 or more, in its top byte).
+/// piece's length, 1 or more, in its top byte).
 const BUSY: u64 = 1;
 /// Ids kept in one [`PieceTable`] entry.
 pub const TABLE_IDS: usize = 6;
 /// Ids below this fit [`PieceTable`] entries (20 bits each).
 pub const TABLE_ID_LIMIT: u64 = 1 << 20;
 
-/// Pieces of 2..=[`PIECE_MAX`] bytes -> their ids, open addressing with
-/// linear probing: every token of those lengths (one id), put there when
-/// the table is built, and then, as they are met, pieces that are not
+/// Pieces of up to [`PIECE_MAX`] bytes -> their ids, open addressing with
+/// linear probing from the first slot of the hash's 64-byte line (both
+/// slots of a line are compared at once): every token of 2 or more of those
+/// bytes (one id) and, with [`Self::with_bytes`], every single byte, put
+/// there when the table is built; then, as they are met, pieces that are not
 /// tokens, with their ids (up to [`TABLE_IDS`]), until the table is three
 /// quarters full (then such pieces go to the 2-way [`PieceCache`]). So on
 /// warm text a short piece is one probe, whether it is a token or not, and
@@ -319,7 +322,7 @@ pub const TABLE_ID_LIMIT: u64 = 1 << 20;
 /// empty slot (claimed with a compare-and-swap; two threads inserting the
 /// same piece at once may both succeed, which costs a slot, not
 /// correctness). Memory: fixed, 32 bytes times the next power of two at or
-/// above twice the number of such tokens.
+/// above twice the number of such tokens (and bytes).
 ///
 /// Ids are packed 20 bits each: `v0` = count (4 bits) | ids 0-2, `v1` =
 /// ids 3-5; a vocabulary with an id of 2^20 or more has no table.
@@ -345,6 +348,19 @@ impl PieceTable {
     /// for the tokens but starts empty (for a rule under which a piece that
     /// is a token is not always that token).
     pub fn new<'a>(tokens: impl Iterator<Item = (&'a [u8], u32)>, seed: bool) -> Option<PieceTable> {
+        Self::with_bytes(tokens, seed, None)
+    }
+
+    /// [`Self::new`], and with `bytes` (the id of each byte) every piece of
+    /// one byte too, seeded or not (a one-byte piece is its byte's id under
+    /// any rule): then every piece of up to [`PIECE_MAX`] bytes takes the
+    /// same path, with no branch on whether it is one byte. A byte whose id
+    /// does not fit an entry is left out (its lookups miss).
+    pub fn with_bytes<'a>(
+        tokens: impl Iterator<Item = (&'a [u8], u32)>,
+        seed: bool,
+        bytes: Option<&[u32; 256]>,
+    ) -> Option<PieceTable> {
         let mut items = Vec::new();
         for (t, id) in tokens {
             if !(2..=PIECE_MAX).contains(&t.len()) {
@@ -357,9 +373,15 @@ impl PieceTable {
             let (lo, hi) = k.short();
             items.push((k.hash, lo, hi, id));
         }
-        let size = (2 * items.len()).next_power_of_two().max(16);
+        let extra = if bytes.is_some() { 256 } else { 0 };
+        let size = (2 * (items.len() + extra)).next_power_of_two().max(16);
         let shift = 64 - size.trailing_zeros();
         let table = PieceTable { slots: Zeroed::new(size), shift, cap: size / 4 * 3, len: Default::default() };
+        for (b, &id) in bytes.into_iter().flatten().enumerate() {
+            let k = ShortKey::new(&[b as u8]);
+            let (lo, hi) = k.short();
+            table.insert(lo, hi, k.hash, &[id]);
+        }
         if seed {
             for (hash, lo, hi, id) in items {
                 table.insert(lo, hi, hash, &[id]);
@@ -377,7 +399,7 @@ impl PieceTable {
     /// [`Self::prefetch`] by the key's hash.
     #[inline(always)]
     pub fn prefetch_hash(&self, hash: u64) {
-        prefetch(&self.slots[(hash >> self.shift) as usize]);
+        prefetch(&self.slots[(hash >> self.shift) as usize & !1]);
     }
 
     /// The packed ids of the piece with this key ([`Key::short`] and the
@@ -386,17 +408,24 @@ impl PieceTable {
     #[inline(always)]
     pub fn lookup(&self, lo: u64, hi: u64, hash: u64) -> Option<(u64, u64)> {
         let mask = self.slots.len() - 1;
-        let mut i = (hash >> self.shift) as usize;
+        // the two slots of a line at once, compared without a branch each:
+        // which of the two has the piece (when one does) is a coin toss that
+        // a branch per slot mispredicted
+        let mut i = (hash >> self.shift) as usize & !1;
         loop {
-            let s = &self.slots[i];
-            let h = s.hi.load(Ordering::Acquire);
-            if h == hi && s.lo.load(Ordering::Relaxed) == lo {
+            let (a, b) = (&self.slots[i], &self.slots[i + 1]);
+            let (ha, hb) = (a.hi.load(Ordering::Acquire), b.hi.load(Ordering::Acquire));
+            let in_a = (ha == hi) & (a.lo.load(Ordering::Relaxed) == lo);
+            let in_b = (hb == hi) & (b.lo.load(Ordering::Relaxed) == lo);
+            if in_a | in_b {
+                let s = if in_a { a } else { b };
                 return Some((s.v0.load(Ordering::Relaxed), s.v1.load(Ordering::Relaxed)));
             }
-            if h == 0 {
+            // slots are filled in probe order, so an empty second slot ends the run
+            if hb == 0 {
                 return None;
             }
-            i = (i + 1) & mask;
+            i = (i + 2) & mask;
         }
     }
 
@@ -406,12 +435,21 @@ impl PieceTable {
         let (v0, v1) = v;
         let n = (v0 & 15) as usize;
         let id = |j: usize| (if j < 3 { v0 >> (4 + 20 * j) } else { v1 >> (20 * (j - 3)) } & 0xF_FFFF) as u32;
-        out.push(id(0));
-        if n > 1 {
-            for j in 1..n {
-                out.push(id(j));
+        // the first three ids are written whatever the count (a branch on
+        // the count mispredicted on every change between one and more ids)
+        out.reserve(TABLE_IDS);
+        let len = out.len();
+        let dst = out.spare_capacity_mut();
+        for (j, d) in dst[..3].iter_mut().enumerate() {
+            d.write(id(j));
+        }
+        if n > 3 {
+            for (j, d) in dst[..n].iter_mut().enumerate().skip(3) {
+                d.write(id(j));
             }
         }
+        // SAFETY: the first `n` (1..=TABLE_IDS) spare slots were just written
+        unsafe { out.set_len(len + n) };
     }
 
     /// Append the ids of the piece with `key` to `out`; false if the table
@@ -439,7 +477,8 @@ impl PieceTable {
         }
         let (v0, v1) = pack_ids(ids);
         let mask = self.slots.len() - 1;
-        let mut i = (hash >> self.shift) as usize;
+        // the probe order of `lookup`: from the first slot of the hash's line
+        let mut i = (hash >> self.shift) as usize & !1;
         loop {
             let s = &self.slots[i];
             let mut h = s.hi.load(Ordering::Acquire);
@@ -867,6 +906,33 @@ mod tests {
         assert_eq!(table_ids(&e, b"t1"), None);
         // an id that does not fit 20 bits: no table
         assert!(PieceTable::new([(&b"ab"[..], 1u32 << 20)].into_iter(), true).is_none());
+    }
+
+    #[test]
+    fn piece_table_with_bytes_has_every_byte_seeded_or_not() {
+        let toks: Vec<Vec<u8>> = (0..300u32).map(|i| format!("t{i}").into_bytes()).collect();
+        let mut bytes = [0u32; 256];
+        for (b, x) in bytes.iter_mut().enumerate() {
+            *x = 1000 + (b as u32 * 7) % 256;
+        }
+        for seed in [true, false] {
+            let t =
+                PieceTable::with_bytes(toks.iter().enumerate().map(|(i, t)| (&t[..], i as u32)), seed, Some(&bytes))
+                    .unwrap();
+            // sized for the tokens and the bytes: (300 + 256) * 2 -> 2048 slots
+            assert_eq!(t.memory(), 2048 * 32);
+            for b in 0..=255u8 {
+                assert_eq!(table_ids(&t, &[b]), Some(vec![bytes[b as usize]]), "byte {b}, seeded {seed}");
+            }
+            for (i, tok) in toks.iter().enumerate() {
+                assert_eq!(table_ids(&t, tok), seed.then(|| vec![i as u32]));
+            }
+        }
+        // a byte id too large for an entry is left out; the others are there
+        bytes[7] = 1 << 20;
+        let t = PieceTable::with_bytes(std::iter::empty(), true, Some(&bytes)).unwrap();
+        assert_eq!(table_ids(&t, &[7]), None);
+        assert_eq!(table_ids(&t, &[8]), Some(vec![bytes[8]]));
     }
 
     #[test]
