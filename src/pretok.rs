@@ -557,17 +557,27 @@ fn o200k_word(s: &str, i: usize) -> Option<usize> {
 /// the general scanner (one definition for `split` and `fill_ends`).
 #[inline(always)]
 fn gpt4_piece(text: &str, i: usize, digits: usize, ws_end: bool) -> usize {
-    gpt4_word(text.as_bytes(), i)
-        .or_else(|| ascii_other(text.as_bytes(), i, digits, false, false))
-        .unwrap_or_else(|| gpt4_next(text, i, digits, ws_end))
+    // `if let`s, not `Option::or_else`: with the fast paths in its closure,
+    // `or_else` was too big to inline and cost a call for every piece
+    if let Some(e) = gpt4_word(text.as_bytes(), i) {
+        return e;
+    }
+    if let Some(e) = ascii_other(text.as_bytes(), i, digits, false, false) {
+        return e;
+    }
+    gpt4_next(text, i, digits, ws_end)
 }
 
 /// End of the o200k-pattern piece at byte `i`, as [`gpt4_piece`].
 #[inline(always)]
 fn o200k_piece(text: &str, i: usize, digits: usize) -> usize {
-    o200k_word(text, i)
-        .or_else(|| ascii_other(text.as_bytes(), i, digits, true, true))
-        .unwrap_or_else(|| o200k_next(text, i, digits))
+    if let Some(e) = o200k_word(text, i) {
+        return e;
+    }
+    if let Some(e) = ascii_other(text.as_bytes(), i, digits, true, true) {
+        return e;
+    }
+    o200k_next(text, i, digits)
 }
 
 /// The piece at byte `i` in the common ASCII cases the word paths leave to
