@@ -867,19 +867,19 @@ impl BpeModel {
         let Some((cache, _)) = &fast.cache else { return false };
         let table = fast.pieces.as_ref();
         let bytes = text.as_bytes();
-        let mut ends = [0usize; CHUNK];
+        // bounds[0] is where the chunk starts, bounds[i + 1] where its piece i ends
+        let mut bounds = [0usize; CHUNK + 1];
         // per piece of 1..=PIECE_MAX bytes: the table's key words and hash
         let mut keys = [(0u64, 0u64, 0u64); CHUNK];
-        let mut from = 0;
         loop {
-            let Some(k) = self.pretok.fill_ends(text, from, &mut ends) else { return false };
+            let from = bounds[0];
+            let Some(k) = self.pretok.fill_ends(text, from, &mut bounds[1..]) else { return false };
             if k == 0 {
                 return true;
             }
-            let start = |i: usize| if i == 0 { from } else { ends[i - 1] };
             for i in 0..k + AHEAD {
                 if i < k {
-                    let (s, n) = (start(i), ends[i] - start(i));
+                    let (s, n) = (bounds[i], bounds[i + 1] - bounds[i]);
                     match table {
                         // the table has every one-byte piece too: no branch on the length
                         Some(t) if n <= PIECE_MAX => {
@@ -894,7 +894,7 @@ impl BpeModel {
                 }
                 if i >= AHEAD {
                     let j = i - AHEAD;
-                    let (s, e) = (start(j), ends[j]);
+                    let (s, e) = (bounds[j], bounds[j + 1]);
                     let n = e - s;
                     if let (true, Some(t)) = (n <= PIECE_MAX, table) {
                         let (lo, hi, h) = keys[j];
@@ -915,7 +915,7 @@ impl BpeModel {
             if k < CHUNK {
                 return true;
             }
-            from = ends[k - 1];
+            bounds[0] = bounds[k];
         }
     }
 

@@ -399,7 +399,8 @@ impl PieceTable {
     /// [`Self::prefetch`] by the key's hash.
     #[inline(always)]
     pub fn prefetch_hash(&self, hash: u64) {
-        prefetch(&self.slots[(hash >> self.shift) as usize & !1]);
+        // the address only (a prefetch cannot fault): no bounds check
+        prefetch(self.slots.as_ptr().wrapping_add((hash >> self.shift) as usize & !1));
     }
 
     /// The packed ids of the piece with this key ([`Key::short`] and the
@@ -413,7 +414,10 @@ impl PieceTable {
         // a branch per slot mispredicted
         let mut i = (hash >> self.shift) as usize & !1;
         loop {
-            let (a, b) = (&self.slots[i], &self.slots[i + 1]);
+            // SAFETY: `hash >> shift` is below the slot count (a power of two,
+            // 2^(64 - shift), at least 16), so the even `i` and `i + 1` are
+            // too, and `(i + 2) & mask` keeps it so
+            let (a, b) = unsafe { (self.slots.get_unchecked(i), self.slots.get_unchecked(i + 1)) };
             let (ha, hb) = (a.hi.load(Ordering::Acquire), b.hi.load(Ordering::Acquire));
             let in_a = (ha == hi) & (a.lo.load(Ordering::Relaxed) == lo);
             let in_b = (hb == hi) & (b.lo.load(Ordering::Relaxed) == lo);
