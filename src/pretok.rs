@@ -323,8 +323,24 @@ fn char_at(s: &str, i: usize) -> Option<(char, usize)> {
     if b < 0x80 {
         return Some((b as char, 1));
     }
-    let c = s[i..].chars().next()?;
-    Some((c, c.len_utf8()))
+    Some(decode_at(s.as_bytes(), i, b))
+}
+
+/// The non-ASCII char whose lead byte `b` is at `i` of `bytes`, which are
+/// a `&str`'s (valid UTF-8, `i` a char boundary), and its length: decoded
+/// from the lead byte's length bits without validating again.
+#[inline(always)]
+fn decode_at(bytes: &[u8], i: usize, b: u8) -> (char, usize) {
+    let cont = |k: usize| (bytes[i + k] & 0x3f) as u32;
+    let (u, l) = if b < 0xe0 {
+        (((b & 0x1f) as u32) << 6 | cont(1), 2)
+    } else if b < 0xf0 {
+        (((b & 0x0f) as u32) << 12 | cont(1) << 6 | cont(2), 3)
+    } else {
+        (((b & 0x07) as u32) << 18 | cont(1) << 12 | cont(2) << 6 | cont(3), 4)
+    };
+    // valid UTF-8 decodes to a scalar value; `from_u32` only re-checks it
+    (char::from_u32(u).unwrap_or(char::REPLACEMENT_CHARACTER), l)
 }
 
 #[inline(always)]
@@ -497,28 +513,38 @@ fn contraction(s: &str, i: usize) -> Option<usize> {
     None
 }
 
-/// The GPT-4-pattern piece at byte `i` when it is an ASCII word: an ASCII
-/// letter, or one ASCII character that may prefix letters (not a letter,
-/// digit, `\r`, `\n` or `'`, which may start a contraction) and an ASCII
-/// letter; then the run of ASCII letters. None (the general path) when the
-/// run reaches a non-ASCII byte, which may be a letter, or the piece is
-/// anything else.
+/// The GPT-4-pattern piece at byte `i` when it is a word,
+/// `[^\r\n\p{L}\p{N}]?+\p{L}++`: a letter, or one character that may
+/// prefix letters (not a letter, digit, `\r`, `\n` or `'`, which may start a
+/// contraction) and a letter; then the run of letters (ASCII a word at a
+/// time). Words of any script take this path: for a non-ASCII first or
+/// second character only its class is looked up. None for any other piece.
 #[inline(always)]
-fn gpt4_word(b: &[u8], i: usize) -> Option<usize> {
+fn gpt4_word(s: &str, i: usize) -> Option<usize> {
+    let b = s.as_bytes();
     let c = b[i];
     let p = if c.is_ascii_alphabetic() {
         i
-    } else if c < 0x80
-        && !c.is_ascii_digit()
-        && !matches!(c, b'\r' | b'\n' | b'\'')
-        && b.get(i + 1).is_some_and(|x| x.is_ascii_alphabetic())
-    {
+    } else if c < 0x80 {
+        if c.is_ascii_digit() || matches!(c, b'\r' | b'\n' | b'\'') {
+            return None;
+        }
+        let n = *b.get(i + 1)?;
+        if !(n.is_ascii_alphabetic() || (n >= 0x80 && cls_at(s, i + 1) == Some(Cls::Letter))) {
+            return None;
+        }
         i + 1
     } else {
-        return None;
+        let (ch, l) = decode_at(b, i, c);
+        match class(ch) {
+            Cls::Letter => i,
+            Cls::Number => return None,
+            // a prefix (no non-ASCII char is \r or \n) if a letter follows
+            _ if cls_at(s, i + l) == Some(Cls::Letter) => i + l,
+            _ => return None,
+        }
     };
-    let e = ascii_run(b, p, b'a', b'z', true);
-    b.get(e).is_none_or(|&x| x < 0x80).then_some(e)
+    Some(letters_end(s, p))
 }
 
 /// The o200k-pattern piece at byte `i` when it is an ASCII word: an ASCII
@@ -559,7 +585,7 @@ fn o200k_word(s: &str, i: usize) -> Option<usize> {
 fn gpt4_piece(text: &str, i: usize, digits: usize, ws_end: bool) -> usize {
     // `if let`s, not `Option::or_else`: with the fast paths in its closure,
     // `or_else` was too big to inline and cost a call for every piece
-    if let Some(e) = gpt4_word(text.as_bytes(), i) {
+    if let Some(e) = gpt4_word(text, i) {
         return e;
     }
     if let Some(e) = ascii_other(text.as_bytes(), i, digits, false, false) {
