@@ -191,7 +191,21 @@ def test_cli_every_keeps_the_file_current_until_interrupted(server, local):
     body = {"doc": _text(v1)}
     url = _serve(server, "tok.json", lambda: body["doc"])
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tokenforge", "grow", "sync", url, "-t", str(p), "--every", "0.05"],
+        # -X faulthandler: if the child hangs, SIGABRT makes it print every thread's stack to stderr
+        [
+            sys.executable,
+            "-X",
+            "faulthandler",
+            "-m",
+            "tokenforge",
+            "grow",
+            "sync",
+            url,
+            "-t",
+            str(p),
+            "--every",
+            "0.05",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -223,15 +237,53 @@ def test_cli_every_keeps_the_file_current_until_interrupted(server, local):
                 if not chunk:
                     break
                 logged += chunk
+        signals = _signal_state(proc.pid)  # read just before the SIGINT, for the failure message
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
+        try:
+            out, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            others = _processes()
+            proc.send_signal(signal.SIGABRT)  # faulthandler dumps the stacks of all threads, then the child dies
+            try:
+                _, err = proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                err = "(no stack dump: the child did not die on SIGABRT either)"
+            pytest.fail(
+                f"grow sync --every did not end within 60 s of SIGINT\n--- child's signal state before SIGINT\n"
+                f"{signals}\n--- child's stderr (after SIGABRT)\n{logged.decode()}{err}\n--- processes\n{others}"
+            )
         err = logged.decode() + err
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    assert proc.returncode == 130, err
+    assert proc.returncode == 130, f"{err}\n--- child's signal state before SIGINT\n{signals}"
     assert "Traceback" not in err, err
     assert err.strip().splitlines()[-1] == "tokenforge grow sync: interrupted"
     assert err.count("updated from") == 2
     assert sorted(x.name for x in p.parent.iterdir()) == ["tokenizer.json"]
+
+
+def _signal_state(pid: int) -> str:
+    """The Sig* lines of /proc/PID/status for the process and each of its threads (Linux; else a note)."""
+    lines = []
+    try:
+        for task in sorted(os.listdir(f"/proc/{pid}/task"), key=int):
+            with open(f"/proc/{pid}/task/{task}/status") as f:
+                fields = dict(x.split(":", 1) for x in f.read().splitlines() if ":" in x)
+            sig = " ".join(f"{k}={fields[k].strip()}" for k in ("SigBlk", "SigIgn", "SigCgt") if k in fields)
+            lines.append(f"task {task} ({fields.get('Name', '?').strip()}): {sig}")
+        with open(f"/proc/{pid}/status") as f:
+            lines += [x for x in f.read().splitlines() if x.startswith(("ShdPnd", "SigPnd", "SigQ"))]
+    except OSError as e:
+        lines.append(f"(not readable: {e})")
+    return "\n".join(lines)
+
+
+def _processes() -> str:
+    try:
+        return subprocess.run(
+            ["ps", "-eo", "pid,ppid,pgid,stat,etime,args"], capture_output=True, text=True, timeout=10
+        ).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"(ps failed: {e})"
