@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import select
@@ -190,12 +191,27 @@ def test_cli_every_keeps_the_file_current_until_interrupted(server, local):
     v1, v2 = _versions(t, 2)
     body = {"doc": _text(v1)}
     url = _serve(server, "tok.json", lambda: body["doc"])
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tokenforge", "grow", "sync", url, "-t", str(p), "--every", "0.05"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    with _sigint_as_in_a_terminal():
+        proc = subprocess.Popen(
+            # -X faulthandler: if the child hangs, SIGABRT makes it print every thread's stack to stderr
+            [
+                sys.executable,
+                "-X",
+                "faulthandler",
+                "-m",
+                "tokenforge",
+                "grow",
+                "sync",
+                url,
+                "-t",
+                str(p),
+                "--every",
+                "0.05",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
     try:
         assert "checking every 0.05 s" in proc.stdout.readline()
 
@@ -223,15 +239,82 @@ def test_cli_every_keeps_the_file_current_until_interrupted(server, local):
                 if not chunk:
                     break
                 logged += chunk
+        signals, deliverable = _signal_state(proc.pid)  # read just before the SIGINT, for the failure message
+        assert deliverable, f"the child ignores or blocks SIGINT, so Ctrl-C cannot reach it:\n{signals}"
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
+        try:
+            out, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            others = _processes()
+            proc.send_signal(signal.SIGABRT)  # faulthandler dumps the stacks of all threads, then the child dies
+            try:
+                _, err = proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                err = "(no stack dump: the child did not die on SIGABRT either)"
+            pytest.fail(
+                f"grow sync --every did not end within 60 s of SIGINT\n--- child's signal state before SIGINT\n"
+                f"{signals}\n--- child's stderr (after SIGABRT)\n{logged.decode()}{err}\n--- processes\n{others}"
+            )
         err = logged.decode() + err
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    assert proc.returncode == 130, err
+    assert proc.returncode == 130, f"{err}\n--- child's signal state before SIGINT\n{signals}"
     assert "Traceback" not in err, err
     assert err.strip().splitlines()[-1] == "tokenforge grow sync: interrupted"
     assert err.count("updated from") == 2
     assert sorted(x.name for x in p.parent.iterdir()) == ["tokenizer.json"]
+
+
+@contextlib.contextmanager
+def _sigint_as_in_a_terminal():
+    """Children started inside get SIGINT as a terminal's foreground job has it: caught by Python, not blocked.
+
+    The signal state crosses exec: an ignored signal stays ignored, a blocked one stays blocked (a caught
+    one is reset to the default). A non-interactive shell starts a background job (``cmd &`` in a script,
+    ``bash -c 'make test &'``) with SIGINT and SIGQUIT ignored; pytest inherits that, the child inherits
+    it from pytest, Python then rightly leaves SIGINT ignored, and the test's Ctrl-C never arrives. So,
+    while the child starts, SIGINT here gets a handler that does nothing (this process still does not
+    stop on a Ctrl-C, as whoever started it asked) and is unblocked in this thread, the one that forks."""
+    old = signal.getsignal(signal.SIGINT)
+    if old == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, lambda signum, frame: None)
+    mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        if old == signal.SIG_IGN:
+            signal.signal(signal.SIGINT, old)
+
+
+def _signal_state(pid: int) -> tuple[str, bool]:
+    """The Sig* lines of /proc/PID/status for the process and each of its threads, and whether a SIGINT
+    sent to the process is delivered (not ignored, and some thread does not block it). Linux; elsewhere
+    a note and True."""
+    lines, ignored, blocked = [], False, True
+    bit = 1 << (signal.SIGINT - 1)
+    try:
+        for task in sorted(os.listdir(f"/proc/{pid}/task"), key=int):
+            with open(f"/proc/{pid}/task/{task}/status") as f:
+                fields = dict(x.split(":", 1) for x in f.read().splitlines() if ":" in x)
+            sig = " ".join(f"{k}={fields[k].strip()}" for k in ("SigBlk", "SigIgn", "SigCgt") if k in fields)
+            lines.append(f"task {task} ({fields.get('Name', '?').strip()}): {sig}")
+            ignored = ignored or bool(int(fields["SigIgn"], 16) & bit)
+            blocked = blocked and bool(int(fields["SigBlk"], 16) & bit)
+        with open(f"/proc/{pid}/status") as f:
+            lines += [x for x in f.read().splitlines() if x.startswith(("ShdPnd", "SigPnd", "SigQ"))]
+    except OSError as e:
+        lines.append(f"(not readable: {e})")
+        return "\n".join(lines), True
+    return "\n".join(lines), not ignored and not blocked
+
+
+def _processes() -> str:
+    try:
+        return subprocess.run(
+            ["ps", "-eo", "pid,ppid,pgid,stat,etime,args"], capture_output=True, text=True, timeout=10
+        ).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"(ps failed: {e})"
