@@ -419,10 +419,13 @@ impl PieceTable {
             // too, and `(i + 2) & mask` keeps it so
             let (a, b) = unsafe { (self.slots.get_unchecked(i), self.slots.get_unchecked(i + 1)) };
             let (ha, hb) = (a.hi.load(Ordering::Acquire), b.hi.load(Ordering::Acquire));
-            let in_a = (ha == hi) & (a.lo.load(Ordering::Relaxed) == lo);
-            let in_b = (hb == hi) & (b.lo.load(Ordering::Relaxed) == lo);
-            if in_a | in_b {
-                let s = if in_a { a } else { b };
+            // zero where the slot holds the key; one test of the smaller
+            // difference and a conditional move (written as `in_a | in_b`
+            // and `if`, the compiler made it two branches again)
+            let da = (ha ^ hi) | (a.lo.load(Ordering::Relaxed) ^ lo);
+            let db = (hb ^ hi) | (b.lo.load(Ordering::Relaxed) ^ lo);
+            if da.min(db) == 0 {
+                let s = std::hint::select_unpredictable(da == 0, a, b);
                 return Some((s.v0.load(Ordering::Relaxed), s.v1.load(Ordering::Relaxed)));
             }
             // slots are filled in probe order, so an empty second slot ends the run
