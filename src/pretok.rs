@@ -644,8 +644,8 @@ fn ascii_other(b: &[u8], i: usize, digits: usize, slash: bool, apostrophe: bool)
             // a run cut short by a non-ASCII byte may go on (another script's digit)
             (j == i + digits || b.get(j).is_none_or(|&x| x < 0x80)).then_some(j)
         }
-        // before a letter it is the letters' prefix (the word paths declined:
-        // the letters run into non-ASCII)
+        // before a letter it is the letters' prefix (only o200k's word path
+        // declines such a word, when its letters run into non-ASCII)
         Cls::Other if ascii_cls(i + 1) == Some(Some(Cls::Letter)) => None,
         Cls::Other => punct(i),
         Cls::Space if c == b' ' => match ascii_cls(i + 1) {

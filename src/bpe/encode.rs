@@ -587,7 +587,7 @@ impl BpeModel {
             // of two ids with the same bytes the table keeps the first, the smaller
             // tiktoken's rule: seeded with the tokens; another rule: only
             // the pieces met (a piece that is a token may merge otherwise)
-            let pieces = PieceTable::with_bytes(
+            let pieces = PieceTable::new(
                 self.tokens.iter().map(|(id, t)| (t, id)),
                 self.rule == MergeRule::Bytes,
                 Some(&self.byte_to_id),

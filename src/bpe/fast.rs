@@ -312,7 +312,7 @@ pub const TABLE_ID_LIMIT: u64 = 1 << 20;
 /// Pieces of up to [`PIECE_MAX`] bytes -> their ids, open addressing with
 /// linear probing from the first slot of the hash's 64-byte line (both
 /// slots of a line are compared at once): every token of 2 or more of those
-/// bytes (one id) and, with [`Self::with_bytes`], every single byte, put
+/// bytes (one id) and, with the byte ids given to [`Self::new`], every single byte, put
 /// there when the table is built; then, as they are met, pieces that are not
 /// tokens, with their ids (up to [`TABLE_IDS`]), until the table is three
 /// quarters full (then such pieces go to the 2-way [`PieceCache`]). So on
@@ -342,21 +342,17 @@ fn pack_ids(ids: &[u32]) -> (u64, u64) {
 }
 
 impl PieceTable {
-    /// From `(bytes, id)`; tokens of other lengths are skipped, and of two
-    /// equal byte strings the first given wins. None if an id is
-    /// [`TABLE_ID_LIMIT`] or more. With `seed` false, the table is sized
-    /// for the tokens but starts empty (for a rule under which a piece that
-    /// is a token is not always that token).
-    pub fn new<'a>(tokens: impl Iterator<Item = (&'a [u8], u32)>, seed: bool) -> Option<PieceTable> {
-        Self::with_bytes(tokens, seed, None)
-    }
-
-    /// [`Self::new`], and with `bytes` (the id of each byte) every piece of
-    /// one byte too, seeded or not (a one-byte piece is its byte's id under
-    /// any rule): then every piece of up to [`PIECE_MAX`] bytes takes the
-    /// same path, with no branch on whether it is one byte. A byte whose id
-    /// does not fit an entry is left out (its lookups miss).
-    pub fn with_bytes<'a>(
+    /// From `(bytes, id)` of the tokens of 2..=[`PIECE_MAX`] bytes; tokens
+    /// of other lengths are skipped, and of two equal byte strings the first
+    /// given wins. None if such an id is [`TABLE_ID_LIMIT`] or more. With
+    /// `seed` false, the table is sized for the tokens but starts empty (for
+    /// a rule under which a piece that is a token is not always that token).
+    /// With `bytes` (the id of each byte), every piece of one byte is put in
+    /// too, seeded or not (a one-byte piece is its byte's id under any rule):
+    /// then every piece of up to [`PIECE_MAX`] bytes takes the same path,
+    /// with no branch on whether it is one byte. A byte whose id does not
+    /// fit an entry is left out (its lookups miss).
+    pub fn new<'a>(
         tokens: impl Iterator<Item = (&'a [u8], u32)>,
         seed: bool,
         bytes: Option<&[u32; 256]>,
@@ -901,18 +897,18 @@ mod tests {
     #[test]
     fn piece_table_finds_every_token_and_nothing_else() {
         let toks: Vec<Vec<u8>> = (0..5000u32).map(|i| format!("t{i}").into_bytes()).collect();
-        let t = PieceTable::new(toks.iter().enumerate().map(|(i, t)| (&t[..], i as u32)), true).unwrap();
+        let t = PieceTable::new(toks.iter().enumerate().map(|(i, t)| (&t[..], i as u32)), true, None).unwrap();
         for (i, tok) in toks.iter().enumerate() {
             assert_eq!(table_ids(&t, tok), Some(vec![i as u32]));
         }
         assert_eq!(table_ids(&t, b"x1"), None);
         assert_eq!(table_ids(&t, b"t1\0"), None);
         // not seeded: sized the same, empty
-        let e = PieceTable::new(toks.iter().enumerate().map(|(i, t)| (&t[..], i as u32)), false).unwrap();
+        let e = PieceTable::new(toks.iter().enumerate().map(|(i, t)| (&t[..], i as u32)), false, None).unwrap();
         assert_eq!(e.memory(), t.memory());
         assert_eq!(table_ids(&e, b"t1"), None);
         // an id that does not fit 20 bits: no table
-        assert!(PieceTable::new([(&b"ab"[..], 1u32 << 20)].into_iter(), true).is_none());
+        assert!(PieceTable::new([(&b"ab"[..], 1u32 << 20)].into_iter(), true, None).is_none());
     }
 
     #[test]
@@ -924,8 +920,7 @@ mod tests {
         }
         for seed in [true, false] {
             let t =
-                PieceTable::with_bytes(toks.iter().enumerate().map(|(i, t)| (&t[..], i as u32)), seed, Some(&bytes))
-                    .unwrap();
+                PieceTable::new(toks.iter().enumerate().map(|(i, t)| (&t[..], i as u32)), seed, Some(&bytes)).unwrap();
             // sized for the tokens and the bytes: (300 + 256) * 2 -> 2048 slots
             assert_eq!(t.memory(), 2048 * 32);
             for b in 0..=255u8 {
@@ -937,7 +932,7 @@ mod tests {
         }
         // a byte id too large for an entry is left out; the others are there
         bytes[7] = 1 << 20;
-        let t = PieceTable::with_bytes(std::iter::empty(), true, Some(&bytes)).unwrap();
+        let t = PieceTable::new(std::iter::empty(), true, Some(&bytes)).unwrap();
         assert_eq!(table_ids(&t, &[7]), None);
         assert_eq!(table_ids(&t, &[8]), Some(vec![bytes[8]]));
     }
@@ -946,7 +941,7 @@ mod tests {
     fn piece_table_keeps_inserted_ids_until_three_quarters_full() {
         // 6 tokens: 16 slots, room for 12 entries
         let toks: Vec<Vec<u8>> = (0..6u32).map(|i| format!("t{i}").into_bytes()).collect();
-        let t = PieceTable::new(toks.iter().enumerate().map(|(i, t)| (&t[..], i as u32)), true).unwrap();
+        let t = PieceTable::new(toks.iter().enumerate().map(|(i, t)| (&t[..], i as u32)), true, None).unwrap();
         assert_eq!(t.memory(), 16 * 32);
         let ins = |p: &[u8], ids: &[u32]| {
             let k = ShortKey::new(p);
@@ -977,7 +972,7 @@ mod tests {
     #[test]
     fn piece_table_inserts_from_threads_agree() {
         let toks: Vec<Vec<u8>> = (0..4000u32).map(|i| format!("t{i}").into_bytes()).collect();
-        let t = PieceTable::new(toks.iter().enumerate().map(|(i, t)| (&t[..], i as u32)), true).unwrap();
+        let t = PieceTable::new(toks.iter().enumerate().map(|(i, t)| (&t[..], i as u32)), true, None).unwrap();
         let ids_of = |i: u32| -> Vec<u32> { (0..1 + i % 6).map(|j| (i * 7 + j) % 1000).collect() };
         std::thread::scope(|sc| {
             for _ in 0..4 {
