@@ -27,6 +27,8 @@
 use crate::error::{Error, Result};
 use crate::unicode::{class, fine, Cls, Fine};
 
+mod block;
+
 /// nanochat's split pattern (GPT-4's with at most two digits per number).
 pub const GPT4_PATTERN: &str =
     r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,2}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+";
@@ -284,6 +286,9 @@ impl Pretokenizer {
         let mut k = 0;
         match self {
             &Pretokenizer::Scan(Scanner::Gpt4 { digits, ws_end }, _) => {
+                // ASCII text 64 bytes at a time, then the scalar scanner for the rest
+                let scalar = |t: &str, j: usize| gpt4_piece(t, j, digits, ws_end);
+                (i, k) = block::fill(text, i, ends, k, block::Rule::Gpt4 { digits }, scalar);
                 while k < ends.len() && i < text.len() {
                     i = gpt4_piece(text, i, digits, ws_end);
                     ends[k] = i;
@@ -291,6 +296,8 @@ impl Pretokenizer {
                 }
             }
             &Pretokenizer::Scan(Scanner::O200k { digits }, _) => {
+                let scalar = |t: &str, j: usize| o200k_piece(t, j, digits);
+                (i, k) = block::fill(text, i, ends, k, block::Rule::O200k { digits }, scalar);
                 while k < ends.len() && i < text.len() {
                     i = o200k_piece(text, i, digits);
                     ends[k] = i;
@@ -881,7 +888,7 @@ mod tests {
             let want = slow.split_vec(text).unwrap();
             assert_eq!(fast.split_vec(text).unwrap(), want, "pattern {p}\ntext {text:?}");
             // the chunked form gives the same pieces, whatever the chunk
-            for chunk in [1, 3] {
+            for chunk in [1, 3, 256] {
                 assert_eq!(filled(fast, text, chunk), want, "pattern {p}, chunks of {chunk}\ntext {text:?}");
             }
         }
@@ -1273,6 +1280,28 @@ mod tests {
         let any = any::<char>();
         let ch = prop_oneof![4 => special, 1 => any];
         prop::collection::vec(ch, 0..48).prop_map(|v| v.into_iter().collect())
+    }
+
+    /// Long mostly-ASCII text (the 64-byte windows of `block` read it):
+    /// runs of the pieces every rule turns on — words in both cases,
+    /// contractions (twice in a row too), numbers, punctuation with and
+    /// without a space, slashes after newlines, whitespace runs with and
+    /// without newlines — and now and then a non-ASCII char of each class.
+    fn ascii_text() -> impl Strategy<Value = String> {
+        let part = prop::sample::select(vec![
+            "a", "the", "Word", "HTML", "fooBar", "xY", "e", "s", "ll", "'", "'s", "'S", "'ll", "'Re", "'ve", "'t",
+            "'d", "'m", "'x", "''", "'s's", "'ll's", "1", "12", "1234567", " ", " ", " ", "  ", "   ", "\t", "\n",
+            "\n", "\r\n", " \n", "\n ", "\n  ", " \n \n  ", "\n\n", ".", ",", "(", ")", "-", "_", "/", "//", ".\n/",
+            "\n/", "/\n", "!?", "\u{b}", "\u{c}", "\u{0}", "\u{7f}", "é", "É", "中", "\u{a0}", "\u{301}", "٣",
+            "\u{2019}", "ſ",
+        ]);
+        prop::collection::vec(part, 20..200).prop_map(|v| v.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+        #[test]
+        fn every_known_spelling_matches_regex_long_ascii(s in ascii_text()) { check_all(&s); }
     }
 
     proptest! {

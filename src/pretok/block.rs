@@ -1,0 +1,381 @@
+//! The piece starts of 64 bytes of ASCII text at once, as bit masks.
+//!
+//! The scalar scanners (`gpt4_piece`, `o200k_piece`) decide one piece at a
+//! time, and which kind of piece comes next (a word, a number, punctuation,
+//! whitespace) is a branch the processor mispredicts about once a piece.
+//! Here a window of 64 bytes that starts at a piece start is classified into
+//! one 64-bit mask per character class (bit `j` = byte `j`), and the starts
+//! of every piece in it follow from a few bit operations on those masks:
+//! the pattern's alternatives, read as rules on a byte and its neighbours.
+//! A regex match at a piece start depends only on the text from there on
+//! (the GPT patterns have no lookbehind), so the window is scanned as if the
+//! text began at its first byte.
+//!
+//! Only bytes below the window's *limit* are trusted: four bytes before the
+//! first non-ASCII byte or the end of the window (a contraction looks up to
+//! three bytes ahead), and no further than the start of a whitespace run that
+//! reaches that point (where its last newline is, and whether it is followed
+//! by a non-space, is not known yet). The caller emits the starts below the
+//! limit and takes the next window from the last of them; a window with no
+//! start below its limit (a long piece), and any text near non-ASCII bytes,
+//! go to the scalar scanner, one piece at a time.
+//!
+//! The rules, for a GPT-4-family pattern (`'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|
+//! \p{N}{1,d}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+`) on ASCII text, with
+//! P the other characters (not a letter, digit or whitespace):
+//! - a run of P starts a piece unless a space is before it (` ?` takes the
+//!   space, which starts the piece); the newlines right after a run of P are
+//!   its piece's (`[\r\n]*`);
+//! - an apostrophe that starts a piece, followed by `s d m t` or `ll ve re`
+//!   in any case, is a contraction; the byte after it starts a piece;
+//! - a letter starts a piece unless a letter is before it, or a *prefix*: a
+//!   whitespace byte other than `\r` `\n`, or a run of one P that starts a
+//!   piece (and is not a contraction), is the first byte of the word after it;
+//! - a digit starts a piece at the start of its run and every `d` digits on;
+//! - a run of whitespace (after the newlines a run of P took) starts a
+//!   piece; when it holds a newline, the byte after its last newline starts
+//!   one (`\s*[\r\n]`); the run after the last newline, when two or more
+//!   bytes long, leaves its last byte to start the next piece (`\s+(?!\S)`):
+//!   that byte is a word's prefix, takes the punctuation after it, or is a
+//!   piece of its own.
+//!
+//! The o200k pattern differs in its words: a word is uppercase letters then
+//! lowercase letters (`P?U*L+|P?U+L*`), so an uppercase letter after a
+//! lowercase one starts a piece; a contraction is not a piece of its own but
+//! the end of the word before it (an apostrophe after a letter, followed by
+//! `s d m t` or `ll ve re`); and after a run of P, its piece takes the run of
+//! `\r`, `\n` and `/` that follows (`[\r\n/]*`). A contraction right after
+//! another (`x's's`) alternates between the two readings; a window stops
+//! before such an apostrophe and leaves it to the scalar scanner.
+//!
+//! Every rule is proven against the regex engine by the property tests in
+//! `pretok.rs` (random text with long ASCII stretches, and real text).
+
+/// Which pattern family the window is read with, and its longest number.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Rule {
+    Gpt4 { digits: usize },
+    O200k { digits: usize },
+}
+
+/// One mask per class of the 64 bytes of a window (bit `j` = byte `j`); bits
+/// at and after the first non-ASCII byte are clear in every mask.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+struct Masks {
+    upper: u64,
+    lower: u64,
+    digit: u64,
+    /// `\s`: `\t \n \v \f \r` and space
+    ws: u64,
+    /// `\r` and `\n`
+    nl: u64,
+    space: u64,
+    apos: u64,
+    slash: u64,
+    /// the offset of the first non-ASCII byte (64: none)
+    ascii: u32,
+}
+
+/// The classes of `w[..64]`, 16 bytes at a time with SSE2 (part of every x86_64).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn classify(w: &[u8]) -> Masks {
+    use std::arch::x86_64::*;
+    assert!(w.len() >= 64);
+    let mut m = Masks::default();
+    let mut high = 0u64;
+    for c in 0..4 {
+        // SAFETY: `w` has 64 bytes (asserted), so the 16 from `16 * c` are in
+        // it; SSE2 is part of the x86_64 baseline; the load is unaligned.
+        unsafe {
+            let v = _mm_loadu_si128(w.as_ptr().add(16 * c) as *const __m128i);
+            let bits = |x: __m128i| (_mm_movemask_epi8(x) as u32 as u64) << (16 * c);
+            // `lo..=hi` as one signed compare: v + (0x80 - lo) puts the
+            // range at the bottom of the signed bytes
+            let range = |lo: u8, hi: u8| {
+                let x = _mm_add_epi8(v, _mm_set1_epi8(0x80u8.wrapping_sub(lo) as i8));
+                _mm_cmplt_epi8(x, _mm_set1_epi8((0x80u8 + (hi - lo) + 1) as i8))
+            };
+            let eq = |b: u8| _mm_cmpeq_epi8(v, _mm_set1_epi8(b as i8));
+            let sp = eq(b' ');
+            m.upper |= bits(range(b'A', b'Z'));
+            m.lower |= bits(range(b'a', b'z'));
+            m.digit |= bits(range(b'0', b'9'));
+            m.ws |= bits(_mm_or_si128(range(9, 13), sp));
+            m.nl |= bits(_mm_or_si128(eq(b'\n'), eq(b'\r')));
+            m.space |= bits(sp);
+            m.apos |= bits(eq(b'\''));
+            m.slash |= bits(eq(b'/'));
+            high |= bits(v);
+        }
+    }
+    m.ascii = high.trailing_zeros();
+    m.clear_from(m.ascii);
+    m
+}
+
+/// The classes of `w[..64]`, a byte at a time (targets without SSE2).
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn classify(w: &[u8]) -> Masks {
+    classify_bytes(w)
+}
+
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+fn classify_bytes(w: &[u8]) -> Masks {
+    let mut m = Masks { ascii: w[..64].iter().position(|&b| b >= 0x80).unwrap_or(64) as u32, ..Masks::default() };
+    for (j, &b) in w[..m.ascii as usize].iter().enumerate() {
+        let bit = 1u64 << j;
+        let set = |x: &mut u64, on: bool| *x |= if on { bit } else { 0 };
+        set(&mut m.upper, b.is_ascii_uppercase());
+        set(&mut m.lower, b.is_ascii_lowercase());
+        set(&mut m.digit, b.is_ascii_digit());
+        set(&mut m.ws, b == b' ' || (9..=13).contains(&b));
+        set(&mut m.nl, b == b'\n' || b == b'\r');
+        set(&mut m.space, b == b' ');
+        set(&mut m.apos, b == b'\'');
+        set(&mut m.slash, b == b'/');
+    }
+    m
+}
+
+impl Masks {
+    /// Clear every class bit at and after `e`.
+    #[inline(always)]
+    fn clear_from(&mut self, e: u32) {
+        let keep = below(e);
+        for x in [
+            &mut self.upper,
+            &mut self.lower,
+            &mut self.digit,
+            &mut self.ws,
+            &mut self.nl,
+            &mut self.space,
+            &mut self.apos,
+            &mut self.slash,
+        ] {
+            *x &= keep;
+        }
+    }
+}
+
+/// The bits below `e` (0..=64).
+#[inline(always)]
+fn below(e: u32) -> u64 {
+    if e >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << e) - 1
+    }
+}
+
+/// The bits of `m` reachable from a seed (a bit of `seeds & m`) going up
+/// through consecutive bits of `m`: adding a seed carries through the rest
+/// of its run, clearing it.
+#[inline(always)]
+fn fill_up(m: u64, seeds: u64) -> u64 {
+    let s = seeds & m;
+    (m & !m.wrapping_add(s)) | s
+}
+
+/// The bits of `m` from which a seed is reachable going up through `m`
+/// (the bits of each run of `m` up to its last seed).
+#[inline(always)]
+fn fill_down(m: u64, seeds: u64) -> u64 {
+    fill_up(m.reverse_bits(), seeds.reverse_bits()).reverse_bits()
+}
+
+/// The contractions that start at the apostrophes `cands` (each followed by
+/// an ASCII letter, below bit 61): those followed by `s d m t` (two bytes)
+/// and by `ll ve re` (three bytes), in any case.
+#[inline(always)]
+fn contractions(w: &[u8], mut cands: u64) -> (u64, u64) {
+    let (mut c2, mut c3) = (0, 0);
+    while cands != 0 {
+        let j = cands.trailing_zeros() as usize;
+        cands &= cands - 1;
+        // the byte after is an ASCII letter, so `| 0x20` is its lowercase;
+        // for the one after that, only a letter can give `l` or `e`
+        let (a, b) = (w[j + 1] | 0x20, w[j + 2] | 0x20);
+        if matches!(a, b's' | b'd' | b'm' | b't') {
+            c2 |= 1 << j;
+        } else if matches!((a, b), (b'l', b'l') | (b'v', b'e') | (b'r', b'e')) {
+            c3 |= 1 << j;
+        }
+    }
+    (c2, c3)
+}
+
+/// The piece starts in the 64 bytes `w` (a piece starts at `w[0]`), as a
+/// mask, and the limit below which they are exact (see the module's notes).
+#[inline(always)]
+pub(super) fn window(w: &[u8], rule: Rule) -> (u64, u32) {
+    let m = classify(w);
+    let e = m.ascii;
+    let letter = m.upper | m.lower;
+    let ws1 = m.ws & !m.nl;
+    let valid = below(e);
+    let punct = valid & !(letter | m.digit | m.ws);
+    let mut limit = e.saturating_sub(4);
+    // contraction candidates lie below 61, so their two bytes after are in `w`
+    let near = below(61);
+
+    let (starts_letter, starts_punct, absorbed, digits) = match rule {
+        Rule::Gpt4 { digits } => {
+            // a run of P starts a piece unless a space is before it
+            let pstart = punct & !(punct << 1) & !(m.space << 1);
+            let (c2, c3) = contractions(w, m.apos & pstart & (letter >> 1) & near);
+            let cc = c2 | c3;
+            let inside = cc << 1 | c3 << 2;
+            let after = (c2 << 2 | c3 << 3) & letter;
+            let prefix = (pstart | ws1) & (letter >> 1) & !cc;
+            let lstart = (letter & !(letter << 1) & !(prefix << 1) & !inside) | after;
+            // the newlines a run of P takes
+            let absorbed = fill_up(m.nl, m.nl & (punct << 1));
+            (lstart, pstart, absorbed, digits)
+        }
+        Rule::O200k { digits } => {
+            // the run of \r \n / after a run of P is its piece's
+            let chain = m.nl | m.slash;
+            let absorbed = fill_up(chain, m.nl & (punct << 1));
+            let p = punct & !absorbed;
+            // a contraction after a contraction (`x's's`): left to the scalar scanner
+            let cands = m.apos & (letter << 1) & (letter >> 1) & near;
+            let twice = cands & (m.apos << 2 | m.apos << 3);
+            if twice != 0 {
+                limit = limit.min(twice.trailing_zeros());
+            }
+            let (c2, c3) = contractions(w, cands & !twice);
+            let cc = c2 | c3;
+            let inside = cc << 1 | c3 << 2;
+            let after = (c2 << 2 | c3 << 3) & letter;
+            let pstart = p & !(p << 1) & !(m.space << 1) & !cc;
+            let prefix = (pstart | ws1) & (letter >> 1);
+            let camel = m.upper & (m.lower << 1);
+            let lstart = (((letter & !(letter << 1) & !(prefix << 1)) | camel) & !inside) | after;
+            (lstart, pstart, absorbed, digits)
+        }
+    };
+
+    // numbers: at the start of a run of digits and every `digits` digits on
+    let mut dstart = m.digit & !(m.digit << 1);
+    let mut run = m.digit;
+    for k in 1..digits.min(64) {
+        run &= m.digit << k;
+    }
+    let mut cur = dstart;
+    loop {
+        cur = if digits < 64 { (cur << digits) & run } else { 0 };
+        if cur == 0 {
+            break;
+        }
+        dstart |= cur;
+    }
+
+    // whitespace: what is left of each run after the newlines a run of P took
+    let r = m.ws & !absorbed;
+    let rstart = r & !(r << 1);
+    let later_nl = fill_down(r, m.nl);
+    // the part of each run after its last newline
+    let t = r & !later_nl;
+    let tstart = t & !(t << 1);
+    let tlast = t & !(t >> 1) & (t << 1);
+    // a run reaching the limit's end: only its start is known
+    if e > 0 && (r >> (e - 1)) & 1 == 1 {
+        let top = 63 - (rstart & valid).leading_zeros();
+        limit = limit.min(top + 1);
+    }
+
+    let starts = 1 | starts_letter | starts_punct | dstart | rstart | tstart | tlast;
+    (starts, limit)
+}
+
+/// Fill `ends` from `ends[k..]` with the ends of the pieces from byte `i`
+/// (a piece start) of `text`, windows of 64 bytes at a time where the text
+/// allows, else by `scalar` (the end of the piece at a byte); stops when
+/// `ends` is full or fewer than 64 bytes are left. Returns (the byte reached,
+/// ends written in all).
+#[inline(always)]
+pub(super) fn fill(
+    text: &str,
+    mut i: usize,
+    ends: &mut [usize],
+    mut k: usize,
+    rule: Rule,
+    scalar: impl Fn(&str, usize) -> usize,
+) -> (usize, usize) {
+    let b = text.as_bytes();
+    while k < ends.len() && i + 64 <= b.len() {
+        // non-ASCII in the next 16 bytes: the scalar scanner up to past it
+        let head = u128::from_le_bytes(b[i..i + 16].try_into().unwrap()) & (u128::MAX / 255 * 0x80);
+        if head != 0 {
+            let past = i + (head.trailing_zeros() / 8) as usize;
+            while k < ends.len() && i <= past {
+                i = scalar(text, i);
+                ends[k] = i;
+                k += 1;
+            }
+            continue;
+        }
+        let (starts, limit) = window(&b[i..i + 64], rule);
+        let mut s = starts & below(limit) & !1;
+        if s == 0 {
+            // the piece reaches past what the window knows
+            i = scalar(text, i);
+            ends[k] = i;
+            k += 1;
+            continue;
+        }
+        let base = i;
+        while s != 0 && k < ends.len() {
+            i = base + s.trailing_zeros() as usize;
+            ends[k] = i;
+            k += 1;
+            s &= s - 1;
+        }
+    }
+    (i, k)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::unicode::{class, Cls};
+
+    #[test]
+    fn classes_agree_with_the_unicode_tables() {
+        // every ASCII byte at every offset of a window, and a non-ASCII byte cutting it
+        for shift in 0..64 {
+            let mut w = [0u8; 64];
+            for (j, x) in w.iter_mut().enumerate() {
+                *x = ((j * 7 + shift) % 128) as u8;
+            }
+            let m = classify(&w);
+            assert_eq!(m, classify_bytes(&w));
+            for (j, &x) in w.iter().enumerate() {
+                let bit = |mask: u64| (mask >> j) & 1 == 1;
+                let c = class(x as char);
+                assert_eq!(bit(m.upper | m.lower), c == Cls::Letter, "{x}");
+                assert_eq!(bit(m.digit), c == Cls::Number, "{x}");
+                assert_eq!(bit(m.ws), c == Cls::Space, "{x}");
+            }
+            w[shift] = 0xC3;
+            let m = classify(&w);
+            assert_eq!(m.ascii, shift as u32);
+            assert_eq!(m, classify_bytes(&w));
+            assert_eq!((m.upper | m.lower | m.digit | m.ws | m.apos | m.slash) >> shift, 0);
+        }
+    }
+
+    #[test]
+    fn fills() {
+        assert_eq!(fill_up(0b1111, 0b0010), 0b1110);
+        assert_eq!(fill_up(0b1111, 0b1010), 0b1110);
+        assert_eq!(fill_up(0b11011, 0b01000), 0b11000);
+        assert_eq!(fill_up(0b11011, 0b00100), 0);
+        assert_eq!(fill_up(u64::MAX, 1), u64::MAX);
+        assert_eq!(fill_down(0b1111, 0b0100), 0b0111);
+        assert_eq!(fill_down(0b11011, 0b00010), 0b00011);
+        assert_eq!(fill_down(u64::MAX, 1 << 63), u64::MAX);
+    }
+}
