@@ -28,7 +28,7 @@ use rustc_hash::FxHashMap;
 
 use super::fast::{
     spill_hash, LongCache, LongKey, PairTable, PieceCache, PieceTable, ShortKey, SpillCache, CACHE_ID_LIMIT, CACHE_MAX,
-    CACHE_SLOTS, LONG_CACHE_MAX, LONG_CACHE_SLOTS, PIECE_MAX, SPILL_MAX,
+    CACHE_SLOTS, LONG_CACHE_MAX, LONG_CACHE_SLOTS, PIECE_MAX, SPILL_MAX, TABLE_IDS,
 };
 use super::ranks::{id_limit, id_too_large, SplitIndex};
 use super::train::{pack, unpack};
@@ -40,6 +40,8 @@ use crate::specials::Specials;
 /// Pieces at least this long use the heap merge.
 const LONG_PIECE: usize = 96;
 const NO_RANK: u32 = u32::MAX;
+/// Pieces the scanner finds per call in `encode_scanned`.
+const SCAN_CHUNK: usize = 256;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MergeRule {
@@ -862,48 +864,100 @@ impl BpeModel {
     /// arrive) is looked up and written.
     #[inline(never)]
     fn encode_scanned(&self, fast: &Fast, text: &str, out: &mut Vec<u32>) -> bool {
-        const CHUNK: usize = 256;
         const AHEAD: usize = 16;
         let Some((cache, _)) = &fast.cache else { return false };
-        let table = fast.pieces.as_ref();
+        let Some(table) = fast.pieces.as_ref() else { return self.encode_scanned_cached(fast, text, out) };
+        let view = table.view();
         let bytes = text.as_bytes();
         // bounds[0] is where the chunk starts, bounds[i + 1] where its piece i ends
-        let mut bounds = [0usize; CHUNK + 1];
+        let mut bounds = [0usize; SCAN_CHUNK + 1];
         // per piece of 1..=PIECE_MAX bytes: the table's key words and hash
-        let mut keys = [(0u64, 0u64, 0u64); CHUNK];
+        let mut keys = [(0u64, 0u64, 0u64); SCAN_CHUNK];
         loop {
             let from = bounds[0];
             let Some(k) = self.pretok.fill_ends(text, from, &mut bounds[1..]) else { return false };
+            // (k is at most the chunk: said here, the indexing below needs no checks)
+            let k = k.min(SCAN_CHUNK);
             if k == 0 {
                 return true;
             }
+            // room for every piece of the chunk found in the table (at most
+            // TABLE_IDS ids each); renewed after a piece that is not
+            out.reserve(k * TABLE_IDS);
             for i in 0..k + AHEAD {
                 if i < k {
                     let (s, n) = (bounds[i], bounds[i + 1] - bounds[i]);
-                    match table {
-                        // the table has every one-byte piece too: no branch on the length
-                        Some(t) if n <= PIECE_MAX => {
-                            let key = ShortKey::new_in(bytes, s, n);
-                            let (lo, hi) = key.short();
-                            keys[i] = (lo, hi, key.hash);
-                            t.prefetch_hash(key.hash);
-                        }
-                        _ if (2..=CACHE_MAX).contains(&n) => cache.prefetch(&ShortKey::new_in(bytes, s, n)),
-                        _ => {}
+                    // the table has every one-byte piece too: no branch on the length
+                    if n <= PIECE_MAX {
+                        let key = ShortKey::new_in(bytes, s, n);
+                        let (lo, hi) = key.short();
+                        keys[i] = (lo, hi, key.hash);
+                        view.prefetch(key.hash);
+                    } else if n <= CACHE_MAX {
+                        cache.prefetch(&ShortKey::new_in(bytes, s, n));
                     }
                 }
                 if i >= AHEAD {
                     let j = i - AHEAD;
                     let (s, e) = (bounds[j], bounds[j + 1]);
                     let n = e - s;
-                    if let (true, Some(t)) = (n <= PIECE_MAX, table) {
+                    if n <= PIECE_MAX {
                         let (lo, hi, h) = keys[j];
-                        match t.lookup(lo, hi, h) {
-                            Some(v) => PieceTable::push(v, out),
-                            None if n == 1 => out.push(self.byte_to_id[bytes[s] as usize]),
-                            None => self.encode_cached(fast, &bytes[s..e], &ShortKey::new_in(bytes, s, n), out),
+                        if let Some(v) = view.lookup(lo, hi, h) {
+                            // SAFETY: the chunk's reservation leaves TABLE_IDS ids
+                            // of room for each piece not yet written (this one too)
+                            unsafe { PieceTable::push_reserved(v, out) };
+                            continue;
                         }
-                    } else if n == 1 {
+                        if n == 1 {
+                            out.push(self.byte_to_id[bytes[s] as usize]);
+                            continue;
+                        }
+                        self.encode_cached(fast, &bytes[s..e], &ShortKey::new_in(bytes, s, n), out);
+                    } else if n <= CACHE_MAX {
+                        self.encode_cached(fast, &bytes[s..e], &ShortKey::new_in(bytes, s, n), out)
+                    } else {
+                        self.encode_piece_cold(fast, &bytes[s..e], out)
+                    }
+                    // a piece not in the table wrote any number of ids: room again
+                    // for the pieces after it
+                    out.reserve((k - j) * TABLE_IDS);
+                }
+            }
+            if k < SCAN_CHUNK {
+                return true;
+            }
+            bounds[0] = bounds[k];
+        }
+    }
+
+    /// [`Self::encode_scanned`] for a model without a piece table (an id of
+    /// 2^20 or more): the cache only.
+    #[inline(never)]
+    fn encode_scanned_cached(&self, fast: &Fast, text: &str, out: &mut Vec<u32>) -> bool {
+        const AHEAD: usize = 16;
+        let Some((cache, _)) = &fast.cache else { return false };
+        let bytes = text.as_bytes();
+        let mut bounds = [0usize; SCAN_CHUNK + 1];
+        loop {
+            let from = bounds[0];
+            let Some(k) = self.pretok.fill_ends(text, from, &mut bounds[1..]) else { return false };
+            let k = k.min(SCAN_CHUNK);
+            if k == 0 {
+                return true;
+            }
+            for i in 0..k + AHEAD {
+                if i < k {
+                    let (s, n) = (bounds[i], bounds[i + 1] - bounds[i]);
+                    if (2..=CACHE_MAX).contains(&n) {
+                        cache.prefetch(&ShortKey::new_in(bytes, s, n))
+                    }
+                }
+                if i >= AHEAD {
+                    let j = i - AHEAD;
+                    let (s, e) = (bounds[j], bounds[j + 1]);
+                    let n = e - s;
+                    if n == 1 {
                         out.push(self.byte_to_id[bytes[s] as usize]);
                     } else if n <= CACHE_MAX {
                         self.encode_cached(fast, &bytes[s..e], &ShortKey::new_in(bytes, s, n), out)
@@ -912,7 +966,7 @@ impl BpeModel {
                     }
                 }
             }
-            if k < CHUNK {
+            if k < SCAN_CHUNK {
                 return true;
             }
             bounds[0] = bounds[k];

@@ -52,6 +52,7 @@
 //! (no pair table: the model's hash map answers) or 2^24 or more (no cache).
 
 use std::alloc::{alloc, alloc_zeroed, dealloc, handle_alloc_error, Layout};
+use std::marker::PhantomData;
 use std::ptr::NonNull;
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
@@ -205,7 +206,9 @@ impl<const W: usize> Key<W> {
         if start + 8 * W > buf.len() {
             return Self::new(&buf[start..start + n]);
         }
-        let load = |i: usize| u64::from_le_bytes(buf[start + 8 * i..start + 8 * i + 8].try_into().unwrap());
+        // SAFETY: `start + 8 * W <= buf.len()` (checked above), so the eight
+        // bytes from `start + 8 * i` (i < W) are in `buf`; the read is unaligned
+        let load = |i: usize| u64::from_le(unsafe { (buf.as_ptr().add(start + 8 * i) as *const u64).read_unaligned() });
         let mut w = [0u64; W];
         if W >= 3 && n <= 16 {
             // nearly every piece: two words, the length in the last
@@ -272,6 +275,7 @@ fn prefetch<T>(p: *const T) {
 
 /// [`prefetch`] for other modules.
 #[inline(always)]
+#[cfg_attr(not(feature = "python"), allow(dead_code))]
 pub(crate) fn prefetch_ptr<T>(p: *const T) {
     prefetch(p)
 }
@@ -340,6 +344,55 @@ pub struct PieceTable {
     len: std::sync::atomic::AtomicUsize,
 }
 
+/// [`PieceTable::view`]: the slots' address, the hash shift and the index
+/// mask, borrowed from the table.
+#[derive(Clone, Copy)]
+pub struct TableView<'a> {
+    slots: *const Slot,
+    shift: u32,
+    mask: usize,
+    _t: PhantomData<&'a PieceTable>,
+}
+
+impl TableView<'_> {
+    /// [`PieceTable::prefetch_hash`]: the address only (a prefetch cannot
+    /// fault), so no bounds check.
+    #[inline(always)]
+    pub fn prefetch(&self, hash: u64) {
+        prefetch(self.slots.wrapping_add((hash >> self.shift) as usize & !1));
+    }
+
+    /// [`PieceTable::lookup`]. The two slots of a line at once, compared
+    /// without a branch each: which of the two has the piece (when one does)
+    /// is a coin toss that a branch per slot mispredicted.
+    #[inline(always)]
+    pub fn lookup(&self, lo: u64, hi: u64, hash: u64) -> Option<(u64, u64)> {
+        let mut i = (hash >> self.shift) as usize & !1;
+        loop {
+            // SAFETY: `hash >> shift` is below the slot count (`mask + 1`, a
+            // power of two, 2^(64 - shift), at least 16), so the even `i` and
+            // `i + 1` are too, and `(i + 2) & mask` keeps it so; the view
+            // borrows the table, so the slots are alive
+            let (a, b) = unsafe { (&*self.slots.add(i), &*self.slots.add(i + 1)) };
+            let (ha, hb) = (a.hi.load(Ordering::Acquire), b.hi.load(Ordering::Acquire));
+            // zero where the slot holds the key; one test of the smaller
+            // difference and a conditional move (written as `in_a | in_b`
+            // and `if`, the compiler made it two branches again)
+            let da = (ha ^ hi) | (a.lo.load(Ordering::Relaxed) ^ lo);
+            let db = (hb ^ hi) | (b.lo.load(Ordering::Relaxed) ^ lo);
+            if da.min(db) == 0 {
+                let s = std::hint::select_unpredictable(da == 0, a, b);
+                return Some((s.v0.load(Ordering::Relaxed), s.v1.load(Ordering::Relaxed)));
+            }
+            // slots are filled in probe order, so an empty second slot ends the run
+            if hb == 0 {
+                return None;
+            }
+            i = (i + 2) & self.mask;
+        }
+    }
+}
+
 /// Pack 1..=[`TABLE_IDS`] ids (each below [`TABLE_ID_LIMIT`]) as a [`PieceTable`] value.
 #[inline]
 fn pack_ids(ids: &[u32]) -> (u64, u64) {
@@ -401,8 +454,7 @@ impl PieceTable {
     /// [`Self::prefetch`] by the key's hash.
     #[inline(always)]
     pub fn prefetch_hash(&self, hash: u64) {
-        // the address only (a prefetch cannot fault): no bounds check
-        prefetch(self.slots.as_ptr().wrapping_add((hash >> self.shift) as usize & !1));
+        self.view().prefetch(hash)
     }
 
     /// The packed ids of the piece with this key ([`Key::short`] and the
@@ -410,31 +462,42 @@ impl PieceTable {
     /// [`Self::push`].
     #[inline(always)]
     pub fn lookup(&self, lo: u64, hi: u64, hash: u64) -> Option<(u64, u64)> {
-        let mask = self.slots.len() - 1;
-        // the two slots of a line at once, compared without a branch each:
-        // which of the two has the piece (when one does) is a coin toss that
-        // a branch per slot mispredicted
-        let mut i = (hash >> self.shift) as usize & !1;
-        loop {
-            // SAFETY: `hash >> shift` is below the slot count (a power of two,
-            // 2^(64 - shift), at least 16), so the even `i` and `i + 1` are
-            // too, and `(i + 2) & mask` keeps it so
-            let (a, b) = unsafe { (self.slots.get_unchecked(i), self.slots.get_unchecked(i + 1)) };
-            let (ha, hb) = (a.hi.load(Ordering::Acquire), b.hi.load(Ordering::Acquire));
-            // zero where the slot holds the key; one test of the smaller
-            // difference and a conditional move (written as `in_a | in_b`
-            // and `if`, the compiler made it two branches again)
-            let da = (ha ^ hi) | (a.lo.load(Ordering::Relaxed) ^ lo);
-            let db = (hb ^ hi) | (b.lo.load(Ordering::Relaxed) ^ lo);
-            if da.min(db) == 0 {
-                let s = std::hint::select_unpredictable(da == 0, a, b);
-                return Some((s.v0.load(Ordering::Relaxed), s.v1.load(Ordering::Relaxed)));
+        self.view().lookup(lo, hi, hash)
+    }
+
+    /// The table's probing state as plain values, for a hot loop: the table
+    /// holds atomics, so the compiler reloads its fields after every write
+    /// the loop makes (to the output) unless they are copied out first.
+    #[inline(always)]
+    pub fn view(&self) -> TableView<'_> {
+        TableView { slots: self.slots.as_ptr(), shift: self.shift, mask: self.slots.len() - 1, _t: PhantomData }
+    }
+
+    /// [`Self::push`] without the capacity check.
+    ///
+    /// # Safety
+    /// `out` must have room for [`TABLE_IDS`] more ids (`capacity - len`).
+    #[inline(always)]
+    pub unsafe fn push_reserved(v: (u64, u64), out: &mut Vec<u32>) {
+        let (v0, v1) = v;
+        let n = (v0 & 15) as usize;
+        let id = |j: usize| (if j < 3 { v0 >> (4 + 20 * j) } else { v1 >> (20 * (j - 3)) } & 0xF_FFFF) as u32;
+        let len = out.len();
+        debug_assert!(out.capacity() - len >= TABLE_IDS && (1..=TABLE_IDS).contains(&n));
+        // SAFETY: the caller leaves room for TABLE_IDS ids after `len`; the
+        // first three are written whatever the count (see `push`), then the
+        // rest of the `n` (1..=TABLE_IDS, as every entry is packed)
+        unsafe {
+            let dst = out.as_mut_ptr().add(len);
+            for j in 0..3 {
+                dst.add(j).write(id(j));
             }
-            // slots are filled in probe order, so an empty second slot ends the run
-            if hb == 0 {
-                return None;
+            if n > 3 {
+                for j in 3..n.min(TABLE_IDS) {
+                    dst.add(j).write(id(j));
+                }
             }
-            i = (i + 2) & mask;
+            out.set_len(len + n.min(TABLE_IDS));
         }
     }
 
