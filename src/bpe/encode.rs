@@ -678,7 +678,7 @@ impl BpeModel {
             // the table while it has room, else in the cache
             self.merge_short_fast(fast, piece, out);
             let (lo, hi) = key.short();
-            if t.insert(lo, hi, key.hash, &out[start..]) {
+            if t.insert(lo, hi, &out[start..]) {
                 return;
             }
         } else {
@@ -871,8 +871,8 @@ impl BpeModel {
         let bytes = text.as_bytes();
         // bounds[0] is where the chunk starts, bounds[i + 1] where its piece i ends
         let mut bounds = [0usize; SCAN_CHUNK + 1];
-        // per piece of 1..=PIECE_MAX bytes: the table's key words and hash
-        let mut keys = [(0u64, 0u64, 0u64); SCAN_CHUNK];
+        // per piece of 1..=PIECE_MAX bytes: the table's key words and line
+        let mut keys = [(0u64, 0u64, 0usize); SCAN_CHUNK];
         loop {
             let from = bounds[0];
             let Some(k) = self.pretok.fill_ends(text, from, &mut bounds[1..]) else { return false };
@@ -889,10 +889,10 @@ impl BpeModel {
                     let (s, n) = (bounds[i], bounds[i + 1] - bounds[i]);
                     // the table has every one-byte piece too: no branch on the length
                     if n <= PIECE_MAX {
-                        let key = ShortKey::new_in(bytes, s, n);
-                        let (lo, hi) = key.short();
-                        keys[i] = (lo, hi, key.hash);
-                        view.prefetch(key.hash);
+                        let (lo, hi) = ShortKey::short_in(bytes, s, n);
+                        let line = view.line(PieceTable::hash(lo, hi));
+                        keys[i] = (lo, hi, line);
+                        view.prefetch(line);
                     } else if n <= CACHE_MAX {
                         cache.prefetch(&ShortKey::new_in(bytes, s, n));
                     }
@@ -902,8 +902,8 @@ impl BpeModel {
                     let (s, e) = (bounds[j], bounds[j + 1]);
                     let n = e - s;
                     if n <= PIECE_MAX {
-                        let (lo, hi, h) = keys[j];
-                        if let Some(v) = view.lookup(lo, hi, h) {
+                        let (lo, hi, line) = keys[j];
+                        if let Some(v) = view.lookup(lo, hi, line) {
                             // SAFETY: the chunk's reservation leaves TABLE_IDS ids
                             // of room for each piece not yet written (this one too)
                             unsafe { PieceTable::push_reserved(v, out) };

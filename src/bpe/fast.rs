@@ -244,6 +244,25 @@ impl Key<4> {
     pub fn short(&self) -> (u64, u64) {
         (self.w[0], self.w[1] | (self.w[3] & (0xFF << 56)))
     }
+
+    /// [`Self::short`] of the key of `buf[start..start + n]` (`n` in
+    /// 1..=[`PIECE_MAX`]) without the key's own hash: two loads masked to the
+    /// piece's length (one shift of a 128-bit mask, no branch on the length).
+    #[inline(always)]
+    pub fn short_in(buf: &[u8], start: usize, n: usize) -> (u64, u64) {
+        debug_assert!((1..=PIECE_MAX).contains(&n) && start + n <= buf.len());
+        if start + 16 > buf.len() {
+            return Self::new(&buf[start..start + n]).short();
+        }
+        // SAFETY: `start + 16 <= buf.len()` (checked above): both eight-byte
+        // reads are in `buf`; they are unaligned
+        let (a, b) = unsafe {
+            let p = buf.as_ptr().add(start) as *const u64;
+            (u64::from_le(p.read_unaligned()), u64::from_le(p.add(1).read_unaligned()))
+        };
+        let m = u128::MAX >> (128 - 8 * n.clamp(1, 16));
+        (a & m as u64, (b & (m >> 64) as u64) | (n as u64) << 56)
+    }
 }
 
 const MULS: [u64; 4] = [K1, K2, K3, K4];
@@ -355,24 +374,34 @@ pub struct TableView<'a> {
 }
 
 impl TableView<'_> {
-    /// [`PieceTable::prefetch_hash`]: the address only (a prefetch cannot
-    /// fault), so no bounds check.
+    /// The first slot of the line a key with this [`PieceTable::hash`] is
+    /// looked up from: an even index below the slot count.
     #[inline(always)]
-    pub fn prefetch(&self, hash: u64) {
-        prefetch(self.slots.wrapping_add((hash >> self.shift) as usize & !1));
+    pub fn line(&self, hash: u64) -> usize {
+        (hash >> self.shift) as usize & !1
     }
 
-    /// [`PieceTable::lookup`]. The two slots of a line at once, compared
-    /// without a branch each: which of the two has the piece (when one does)
-    /// is a coin toss that a branch per slot mispredicted.
+    /// Start loading the line from [`Self::line`]: the address only (a
+    /// prefetch cannot fault), so no bounds check.
     #[inline(always)]
-    pub fn lookup(&self, lo: u64, hi: u64, hash: u64) -> Option<(u64, u64)> {
-        let mut i = (hash >> self.shift) as usize & !1;
+    pub fn prefetch(&self, line: usize) {
+        prefetch(self.slots.wrapping_add(line));
+    }
+
+    /// [`PieceTable::lookup`] from the key's [`Self::line`]. The two slots
+    /// of a line at once, compared without a branch each: which of the two
+    /// has the piece (when one does) is a coin toss that a branch per slot
+    /// mispredicted.
+    #[inline(always)]
+    pub fn lookup(&self, lo: u64, hi: u64, line: usize) -> Option<(u64, u64)> {
+        // any index is kept below the slot count (the mask); a line from
+        // `Self::line` already is, and even
+        let mut i = line & self.mask & !1;
         loop {
-            // SAFETY: `hash >> shift` is below the slot count (`mask + 1`, a
-            // power of two, 2^(64 - shift), at least 16), so the even `i` and
-            // `i + 1` are too, and `(i + 2) & mask` keeps it so; the view
-            // borrows the table, so the slots are alive
+            // SAFETY: `i` is even and at most `mask` (the slot count, a power
+            // of two of at least 16, minus one), so `i + 1` is below the slot
+            // count too, and `(i + 2) & mask` keeps it so; the view borrows
+            // the table, so the slots are alive
             let (a, b) = unsafe { (&*self.slots.add(i), &*self.slots.add(i + 1)) };
             let (ha, hb) = (a.hi.load(Ordering::Acquire), b.hi.load(Ordering::Acquire));
             // zero where the slot holds the key; one test of the smaller
@@ -424,45 +453,41 @@ impl PieceTable {
             if id as u64 >= TABLE_ID_LIMIT {
                 return None;
             }
-            let k = ShortKey::new(t);
-            let (lo, hi) = k.short();
-            items.push((k.hash, lo, hi, id));
+            let (lo, hi) = ShortKey::new(t).short();
+            items.push((lo, hi, id));
         }
         let extra = if bytes.is_some() { 256 } else { 0 };
         let size = (2 * (items.len() + extra)).next_power_of_two().max(16);
         let shift = 64 - size.trailing_zeros();
         let table = PieceTable { slots: Zeroed::new(size), shift, cap: size / 4 * 3, len: Default::default() };
         for (b, &id) in bytes.into_iter().flatten().enumerate() {
-            let k = ShortKey::new(&[b as u8]);
-            let (lo, hi) = k.short();
-            table.insert(lo, hi, k.hash, &[id]);
+            let (lo, hi) = ShortKey::new(&[b as u8]).short();
+            table.insert(lo, hi, &[id]);
         }
         if seed {
-            for (hash, lo, hi, id) in items {
-                table.insert(lo, hi, hash, &[id]);
+            for (lo, hi, id) in items {
+                table.insert(lo, hi, &[id]);
             }
         }
         Some(table)
     }
 
-    /// Start loading the slot [`Self::lookup`] will look at first.
+    /// The table's hash of a two-word key ([`Key::short`]): one multiply
+    /// of the low word mixed with the high one (the length and bytes 8-15;
+    /// for most pieces only the length), whose top bits pick the line
+    /// (Fibonacci hashing). Cheaper than [`Key`]'s hash of four words, which
+    /// the table does not need.
     #[inline(always)]
-    pub fn prefetch(&self, key: &Key) {
-        self.prefetch_hash(key.hash)
+    pub fn hash(lo: u64, hi: u64) -> u64 {
+        (lo ^ hi.wrapping_mul(K2).rotate_left(31)).wrapping_mul(K1)
     }
 
-    /// [`Self::prefetch`] by the key's hash.
+    /// The packed ids of the piece with this key ([`Key::short`]; the piece
+    /// has 1..=[`PIECE_MAX`] bytes); write them with [`Self::push`].
     #[inline(always)]
-    pub fn prefetch_hash(&self, hash: u64) {
-        self.view().prefetch(hash)
-    }
-
-    /// The packed ids of the piece with this key ([`Key::short`] and the
-    /// key's hash; the piece has 2..=[`PIECE_MAX`] bytes); write them with
-    /// [`Self::push`].
-    #[inline(always)]
-    pub fn lookup(&self, lo: u64, hi: u64, hash: u64) -> Option<(u64, u64)> {
-        self.view().lookup(lo, hi, hash)
+    pub fn lookup(&self, lo: u64, hi: u64) -> Option<(u64, u64)> {
+        let v = self.view();
+        v.lookup(lo, hi, v.line(Self::hash(lo, hi)))
     }
 
     /// The table's probing state as plain values, for a hot loop: the table
@@ -529,7 +554,7 @@ impl PieceTable {
     #[inline(always)]
     pub fn get_into(&self, key: &Key, out: &mut Vec<u32>) -> bool {
         let (lo, hi) = key.short();
-        match self.lookup(lo, hi, key.hash) {
+        match self.lookup(lo, hi) {
             Some(v) => {
                 Self::push(v, out);
                 true
@@ -540,7 +565,7 @@ impl PieceTable {
 
     /// Remember `ids` for the piece with this key; false (nothing done) if
     /// the table is full or the ids do not fit an entry.
-    pub fn insert(&self, lo: u64, hi: u64, hash: u64, ids: &[u32]) -> bool {
+    pub fn insert(&self, lo: u64, hi: u64, ids: &[u32]) -> bool {
         if ids.is_empty() || ids.len() > TABLE_IDS || ids.iter().any(|&x| x as u64 >= TABLE_ID_LIMIT) {
             return false;
         }
@@ -550,7 +575,7 @@ impl PieceTable {
         let (v0, v1) = pack_ids(ids);
         let mask = self.slots.len() - 1;
         // the probe order of `lookup`: from the first slot of the hash's line
-        let mut i = (hash >> self.shift) as usize & !1;
+        let mut i = self.view().line(Self::hash(lo, hi));
         loop {
             let s = &self.slots[i];
             let mut h = s.hi.load(Ordering::Acquire);
@@ -958,6 +983,17 @@ mod tests {
         assert_ne!(Key::<4>::new(&[0u8; 15]).short(), Key::<4>::new(&[0u8; 14]).short());
     }
 
+    #[test]
+    fn short_in_is_the_short_key_at_every_length_and_place() {
+        let buf: Vec<u8> = (0..40u8).map(|x| x.wrapping_mul(37) | 1).collect();
+        for start in 0..buf.len() {
+            for n in 1..=PIECE_MAX.min(buf.len() - start) {
+                let want = Key::<4>::new(&buf[start..start + n]).short();
+                assert_eq!(ShortKey::short_in(&buf, start, n), want, "start {start}, n {n}");
+            }
+        }
+    }
+
     fn table_ids(t: &PieceTable, piece: &[u8]) -> Option<Vec<u32>> {
         let mut out = vec![];
         t.get_into(&ShortKey::new(piece), &mut out).then_some(out)
@@ -1015,7 +1051,7 @@ mod tests {
         let ins = |p: &[u8], ids: &[u32]| {
             let k = ShortKey::new(p);
             let (lo, hi) = k.short();
-            t.insert(lo, hi, k.hash, ids)
+            t.insert(lo, hi, ids)
         };
         // a piece already there: kept as it was
         assert!(ins(b"t3", &[9]));
@@ -1050,7 +1086,7 @@ mod tests {
                         let p = format!("p{i}");
                         let k = ShortKey::new(p.as_bytes());
                         let (lo, hi) = k.short();
-                        t.insert(lo, hi, k.hash, &ids_of(i));
+                        t.insert(lo, hi, &ids_of(i));
                         if let Some(got) = table_ids(&t, p.as_bytes()) {
                             assert_eq!(got, ids_of(i));
                         }
