@@ -72,31 +72,66 @@ struct Masks {
     space: u64,
     apos: u64,
     slash: u64,
-    /// the offset of the first non-ASCII byte (64: none)
-    ascii: u32,
+    /// the offset of the first byte the window does not read: a non-ASCII
+    /// byte not in a two-byte letter it knows (64: none)
+    end: u32,
 }
 
-/// The classes of `w[..64]`, 16 bytes at a time with SSE2 (part of every x86_64).
+/// SSE2 compares of the 16 bytes of `v` (SSE2 is part of every x86_64).
+#[cfg(target_arch = "x86_64")]
+mod sse {
+    use std::arch::x86_64::*;
+
+    /// The bytes of `v` in `lo..=hi` (a range below 0x80 or within
+    /// 0x80..=0xFF): v + (0x80 - lo) puts the range at the bottom of the
+    /// signed bytes, one signed compare.
+    #[inline(always)]
+    pub(super) fn range(v: __m128i, lo: u8, hi: u8) -> __m128i {
+        // SAFETY: SSE2 is part of the x86_64 baseline; register operations only
+        unsafe {
+            let x = _mm_add_epi8(v, _mm_set1_epi8(0x80u8.wrapping_sub(lo) as i8));
+            _mm_cmplt_epi8(x, _mm_set1_epi8((0x80u8.wrapping_add(hi - lo) + 1) as i8))
+        }
+    }
+
+    /// The bytes of `v` equal to `b`.
+    #[inline(always)]
+    pub(super) fn eq(v: __m128i, b: u8) -> __m128i {
+        // SAFETY: as above
+        unsafe { _mm_cmpeq_epi8(v, _mm_set1_epi8(b as i8)) }
+    }
+
+    /// The top bits of the bytes of `x`, as bits `16 * k..16 * k + 16` of a mask.
+    #[inline(always)]
+    pub(super) fn bits(x: __m128i, k: usize) -> u64 {
+        // SAFETY: as above
+        (unsafe { _mm_movemask_epi8(x) } as u32 as u64) << (16 * k)
+    }
+
+    /// The 16 bytes of `w` from `16 * k`.
+    #[inline(always)]
+    pub(super) fn load(w: &[u8], k: usize) -> __m128i {
+        assert!(w.len() >= 16 * k + 16);
+        // SAFETY: the 16 bytes are in `w` (asserted); the load is unaligned
+        unsafe { _mm_loadu_si128(w.as_ptr().add(16 * k) as *const __m128i) }
+    }
+}
+
+/// The classes of `w[..64]`, 16 bytes at a time with SSE2.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn classify(w: &[u8]) -> Masks {
+    use sse::{bits, eq, load, range};
     use std::arch::x86_64::*;
     assert!(w.len() >= 64);
     let mut m = Masks::default();
     let mut high = 0u64;
-    for c in 0..4 {
-        // SAFETY: `w` has 64 bytes (asserted), so the 16 from `16 * c` are in
-        // it; SSE2 is part of the x86_64 baseline; the load is unaligned.
+    for k in 0..4 {
+        let v = load(w, k);
+        let bits = |x| bits(x, k);
+        let (range, eq) = (|lo, hi| range(v, lo, hi), |b| eq(v, b));
+        // SAFETY: SSE2 (the x86_64 baseline); register operations only
         unsafe {
-            let v = _mm_loadu_si128(w.as_ptr().add(16 * c) as *const __m128i);
-            let bits = |x: __m128i| (_mm_movemask_epi8(x) as u32 as u64) << (16 * c);
-            // `lo..=hi` as one signed compare: v + (0x80 - lo) puts the
-            // range at the bottom of the signed bytes
-            let range = |lo: u8, hi: u8| {
-                let x = _mm_add_epi8(v, _mm_set1_epi8(0x80u8.wrapping_sub(lo) as i8));
-                _mm_cmplt_epi8(x, _mm_set1_epi8((0x80u8 + (hi - lo) + 1) as i8))
-            };
-            let eq = |b: u8| _mm_cmpeq_epi8(v, _mm_set1_epi8(b as i8));
             let sp = eq(b' ');
             m.upper |= bits(range(b'A', b'Z'));
             m.lower |= bits(range(b'a', b'z'));
@@ -109,8 +144,33 @@ fn classify(w: &[u8]) -> Masks {
             high |= bits(v);
         }
     }
-    m.ascii = high.trailing_zeros();
-    m.clear_from(m.ascii);
+    if high != 0 {
+        let mut c = TwoByte::default();
+        for k in 0..4 {
+            let v = load(w, k);
+            let bits = |x| bits(x, k);
+            let (range, eq) = (|lo, hi| range(v, lo, hi), |b| eq(v, b));
+            c.c3 |= bits(eq(0xC3));
+            c.d0 |= bits(eq(0xD0));
+            c.d1 |= bits(eq(0xD1));
+            c.r80_9e |= bits(range(0x80, 0x9E));
+            c.r9f_bf |= bits(range(0x9F, 0xBF));
+            c.r80_af |= bits(range(0x80, 0xAF));
+            c.rb0_bf |= bits(range(0xB0, 0xBF));
+            c.r80_9f |= bits(range(0x80, 0x9F));
+            c.ra0_bf |= bits(range(0xA0, 0xBF));
+            // SAFETY: SSE2 (the x86_64 baseline); register operations only
+            unsafe {
+                // the low bit of every byte moved to its top (a 16-bit shift:
+                // the bits crossing into the high byte are not the ones read)
+                c.odd |= bits(_mm_slli_epi16::<7>(v));
+                c.x97_b7 |= bits(_mm_or_si128(eq(0x97), eq(0xB7)));
+            }
+        }
+        m.add_two_byte(high, &c);
+    } else {
+        m.end = 64;
+    }
     m
 }
 
@@ -123,8 +183,26 @@ fn classify(w: &[u8]) -> Masks {
 
 #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
 fn classify_bytes(w: &[u8]) -> Masks {
-    let mut m = Masks { ascii: w[..64].iter().position(|&b| b >= 0x80).unwrap_or(64) as u32, ..Masks::default() };
-    for (j, &b) in w[..m.ascii as usize].iter().enumerate() {
+    let mut m = Masks::default();
+    let mut high = 0;
+    let mut c = TwoByte::default();
+    for (j, &b) in w[..64].iter().enumerate() {
+        let bit = 1u64 << j;
+        let set = |x: &mut u64, on: bool| *x |= if on { bit } else { 0 };
+        set(&mut high, b >= 0x80);
+        set(&mut c.c3, b == 0xC3);
+        set(&mut c.d0, b == 0xD0);
+        set(&mut c.d1, b == 0xD1);
+        set(&mut c.r80_9e, (0x80..=0x9E).contains(&b));
+        set(&mut c.r9f_bf, (0x9F..=0xBF).contains(&b));
+        set(&mut c.r80_af, (0x80..=0xAF).contains(&b));
+        set(&mut c.rb0_bf, (0xB0..=0xBF).contains(&b));
+        set(&mut c.r80_9f, (0x80..=0x9F).contains(&b));
+        set(&mut c.ra0_bf, (0xA0..=0xBF).contains(&b));
+        set(&mut c.odd, b & 1 == 1);
+        set(&mut c.x97_b7, b == 0x97 || b == 0xB7);
+    }
+    for (j, &b) in w[..64].iter().enumerate() {
         let bit = 1u64 << j;
         let set = |x: &mut u64, on: bool| *x |= if on { bit } else { 0 };
         set(&mut m.upper, b.is_ascii_uppercase());
@@ -136,10 +214,57 @@ fn classify_bytes(w: &[u8]) -> Masks {
         set(&mut m.apos, b == b'\'');
         set(&mut m.slash, b == b'/');
     }
+    if high != 0 {
+        m.add_two_byte(high, &c);
+    } else {
+        m.end = 64;
+    }
     m
 }
 
+/// Lead bytes and continuation-byte ranges of a window with non-ASCII
+/// bytes, for [`Masks::add_two_byte`].
+#[derive(Default)]
+struct TwoByte {
+    c3: u64,
+    d0: u64,
+    d1: u64,
+    r80_9e: u64,
+    r9f_bf: u64,
+    r80_af: u64,
+    rb0_bf: u64,
+    r80_9f: u64,
+    ra0_bf: u64,
+    /// bytes with the low bit set
+    odd: u64,
+    /// `×` and `÷` after C3
+    x97_b7: u64,
+}
+
 impl Masks {
+    /// The two-byte letters the window reads (every other non-ASCII byte
+    /// ends what it knows): U+00C0-U+00FF but `×` and `÷` (lead byte C3:
+    /// German, French, Spanish, ... letters) and Cyrillic U+0400-U+047F (D0,
+    /// D1). Both bytes of such a letter are set in `upper` or `lower`, its
+    /// case, so a run of letters, its start and a lowercase-to-uppercase
+    /// change read as with ASCII letters. U+00C0-U+00DE are uppercase, U+00DF-U+00FF
+    /// lowercase; U+0400-U+042F uppercase, U+0430-U+045F lowercase, and
+    /// U+0460-U+047F pairs of an uppercase then a lowercase letter. (A unit
+    /// test checks every one against the Unicode tables.) `end` becomes the
+    /// first other non-ASCII byte, and the class bits from there are cleared.
+    #[inline(always)]
+    fn add_two_byte(&mut self, high: u64, c: &TwoByte) {
+        // continuation bytes (bit j) after their lead byte (bit j - 1); a
+        // lead byte at bit 63 has its continuation outside: not read
+        let (c3, d0, d1) = (c.c3 << 1 & !c.x97_b7, c.d0 << 1, c.d1 << 1);
+        let up = (c3 & c.r80_9e) | (d0 & c.r80_af) | (d1 & c.ra0_bf & !c.odd);
+        let low = (c3 & c.r9f_bf) | (d0 & c.rb0_bf) | (d1 & (c.r80_9f | (c.ra0_bf & c.odd)));
+        self.upper |= up | up >> 1;
+        self.lower |= low | low >> 1;
+        self.end = (high & !(self.upper | self.lower)).trailing_zeros();
+        self.clear_from(self.end);
+    }
+
     /// Clear every class bit at and after `e`.
     #[inline(always)]
     fn clear_from(&mut self, e: u32) {
@@ -207,11 +332,12 @@ fn contractions(w: &[u8], mut cands: u64) -> (u64, u64) {
 }
 
 /// The piece starts in the 64 bytes `w` (a piece starts at `w[0]`), as a
-/// mask, and the limit below which they are exact (see the module's notes).
+/// mask; the limit below which they are exact (see the module's notes); and
+/// the offset of the first byte the window could not read (64: none).
 #[inline(always)]
-pub(super) fn window(w: &[u8], rule: Rule) -> (u64, u32) {
+pub(super) fn window(w: &[u8], rule: Rule) -> (u64, u32, u32) {
     let m = classify(w);
-    let e = m.ascii;
+    let e = m.end;
     let letter = m.upper | m.lower;
     let ws1 = m.ws & !m.nl;
     let valid = below(e);
@@ -287,7 +413,7 @@ pub(super) fn window(w: &[u8], rule: Rule) -> (u64, u32) {
     }
 
     let starts = 1 | starts_letter | starts_punct | dstart | rstart | tstart | tlast;
-    (starts, limit)
+    (starts, limit, e)
 }
 
 /// Fill `ends` from `ends[k..]` with the ends of the pieces from byte `i`
@@ -306,10 +432,11 @@ pub(super) fn fill(
 ) -> (usize, usize) {
     let b = text.as_bytes();
     while k < ends.len() && i + 64 <= b.len() {
-        // non-ASCII in the next 16 bytes: the scalar scanner up to past it
-        let head = u128::from_le_bytes(b[i..i + 16].try_into().unwrap()) & (u128::MAX / 255 * 0x80);
-        if head != 0 {
-            let past = i + (head.trailing_zeros() / 8) as usize;
+        let (starts, limit, e) = window(&b[i..i + 64], rule);
+        if e < 16 {
+            // a byte the window cannot read (a char of another script, a
+            // symbol) near: the scalar scanner up to past it
+            let past = i + e as usize;
             while k < ends.len() && i <= past {
                 i = scalar(text, i);
                 ends[k] = i;
@@ -317,7 +444,6 @@ pub(super) fn fill(
             }
             continue;
         }
-        let (starts, limit) = window(&b[i..i + 64], rule);
         let mut s = starts & below(limit) & !1;
         if s == 0 {
             // the piece reaches past what the window knows
@@ -361,9 +487,39 @@ mod tests {
             }
             w[shift] = 0xC3;
             let m = classify(&w);
-            assert_eq!(m.ascii, shift as u32);
+            assert_eq!(m.end, shift as u32);
             assert_eq!(m, classify_bytes(&w));
             assert_eq!((m.upper | m.lower | m.digit | m.ws | m.apos | m.slash) >> shift, 0);
+        }
+    }
+
+    /// Every two-byte char, at every offset of a window between ASCII
+    /// letters: the window reads exactly the documented letters, each with
+    /// its case from the Unicode tables, and stops at any other.
+    #[test]
+    fn two_byte_letters_agree_with_the_unicode_tables() {
+        use crate::unicode::{fine, Fine};
+        for u in 0x80u32..0x800 {
+            let ch = char::from_u32(u).unwrap();
+            let known = matches!(u, 0xC0..=0xFF | 0x400..=0x47F) && u != 0xD7 && u != 0xF7;
+            for at in [0usize, 1, 17, 31, 61, 62, 63] {
+                let mut w = [b'a'; 64];
+                let mut enc = [0u8; 4];
+                let bytes = ch.encode_utf8(&mut enc).as_bytes();
+                w[at..at + bytes.len().min(64 - at)].copy_from_slice(&bytes[..bytes.len().min(64 - at)]);
+                let m = classify(&w);
+                assert_eq!(m, classify_bytes(&w), "U+{u:04X} at {at}");
+                if known && at < 63 {
+                    assert_eq!(m.end, 64, "U+{u:04X} at {at}");
+                    let f = fine(ch);
+                    let (up, low) = ((m.upper >> at) & 3, (m.lower >> at) & 3);
+                    let want = if f == Fine::Upper { (3, 0) } else { (0, 3) };
+                    assert!(matches!(f, Fine::Upper | Fine::Lower), "U+{u:04X} is {f:?}");
+                    assert_eq!((up, low), want, "U+{u:04X} at {at}");
+                } else {
+                    assert_eq!(m.end, at as u32, "U+{u:04X} at {at}");
+                }
+            }
         }
     }
 
