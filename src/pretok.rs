@@ -210,31 +210,20 @@ impl Pretokenizer {
     #[inline]
     pub fn split<'a>(&self, text: &'a str, mut f: impl FnMut(&'a str)) -> Result<()> {
         match self {
-            // The ASCII words (most pieces of English or code) are cut by a
-            // fast path inlined into the loop; everything else by the
-            // scanner's general function, which does not repeat that work.
-            &Pretokenizer::Scan(Scanner::Gpt4 { digits, ws_end }, _) => {
-                let mut i = 0;
-                while i < text.len() {
-                    let j = gpt4_piece(text, i, digits, ws_end);
-                    f(&text[i..j]);
-                    i = j;
-                }
-            }
-            &Pretokenizer::Scan(Scanner::O200k { digits }, _) => {
-                let mut i = 0;
-                while i < text.len() {
-                    let j = o200k_piece(text, i, digits);
-                    f(&text[i..j]);
-                    i = j;
-                }
-            }
-            Pretokenizer::Scan(Scanner::Gpt2, _) => {
-                let mut i = 0;
-                while i < text.len() {
-                    let j = gpt2_next(text, i);
-                    f(&text[i..j]);
-                    i = j;
+            // The scanners: the piece ends a chunk at a time (64-byte windows
+            // where the text allows, see `fill_ends`), then the pieces.
+            Pretokenizer::Scan(..) => {
+                let mut ends = [0usize; 256];
+                let mut from = 0;
+                loop {
+                    let k = self.fill_ends(text, from, &mut ends).unwrap_or(0);
+                    for &e in &ends[..k] {
+                        f(&text[from..e]);
+                        from = e;
+                    }
+                    if k < ends.len() {
+                        break;
+                    }
                 }
             }
             Pretokenizer::Regex(re, _) => {
