@@ -9,8 +9,10 @@
 //! `pat_str`s, Hugging Face `tokenizer.json`s) maps to a scanner, each spelling
 //! proven equal to the regex engine by property tests on random text. They
 //! are several times faster than the regex engine, which is most of what
-//! makes encoding fast. Any other pattern goes through fancy-regex; `None`
-//! keeps a whole document as one piece.
+//! makes encoding fast; for the GPT-4 family and o200k, most boundaries are
+//! found 64 bytes at a time from bit masks of character classes ([`block`]),
+//! the scalar scanner taking the rest. Any other pattern goes through
+//! fancy-regex; `None` keeps a whole document as one piece.
 //!
 //! Whatever the pattern, no text is lost: with a custom regex the text between
 //! matches becomes pieces of its own (Hugging Face's `Split(pattern,
