@@ -10,7 +10,7 @@
 //! proven equal to the regex engine by property tests on random text. They
 //! are several times faster than the regex engine, which is most of what
 //! makes encoding fast; for the GPT-4 family and o200k, most boundaries are
-//! found 64 bytes at a time from bit masks of character classes ([`block`]),
+//! found 64 bytes at a time from bit masks of character classes (`block.rs`),
 //! the scalar scanner taking the rest. Any other pattern goes through
 //! fancy-regex; `None` keeps a whole document as one piece.
 //!
