@@ -1,4 +1,5 @@
-//! The piece starts of 64 bytes of ASCII text at once, as bit masks.
+//! The piece starts of 64 bytes of text at once, as bit masks (ASCII, and
+//! the two-byte Latin-1 and Cyrillic letters).
 //!
 //! The scalar scanners (`gpt4_piece`, `o200k_piece`) decide one piece at a
 //! time, and which kind of piece comes next (a word, a number, punctuation,
@@ -12,13 +13,14 @@
 //! text began at its first byte.
 //!
 //! Only bytes below the window's *limit* are trusted: four bytes before the
-//! first non-ASCII byte or the end of the window (a contraction looks up to
-//! three bytes ahead), and no further than the start of a whitespace run that
-//! reaches that point (where its last newline is, and whether it is followed
-//! by a non-space, is not known yet). The caller emits the starts below the
-//! limit and takes the next window from the last of them; a window with no
-//! start below its limit (a long piece), and any text near non-ASCII bytes,
-//! go to the scalar scanner, one piece at a time.
+//! first byte the window cannot read (non-ASCII, but for the two-byte letters
+//! of [`Masks::add_two_byte`]) or the end of the window (a contraction looks
+//! up to three bytes ahead), and no further than the start of a whitespace run
+//! that reaches that point (where its last newline is, and whether it is
+//! followed by a non-space, is not known yet). The caller emits the starts
+//! below the limit and takes the next window from the last of them; a window
+//! with no start below its limit (a long piece), and any text near a byte the
+//! windows cannot read, go to the scalar scanner, one piece at a time.
 //!
 //! The rules, for a GPT-4-family pattern (`'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|
 //! \p{N}{1,d}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+`) on ASCII text, with
