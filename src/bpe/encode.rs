@@ -869,18 +869,10 @@ impl BpeModel {
         let Some(table) = fast.pieces.as_ref() else { return self.encode_scanned_cached(fast, text, out) };
         let view = table.view();
         let bytes = text.as_bytes();
-        // bounds[0] is where the chunk starts, bounds[i + 1] where its piece i ends
-        let mut bounds = [0usize; SCAN_CHUNK + 1];
         // per piece of 1..=PIECE_MAX bytes: the table's key words and line
         let mut keys = [(0u64, 0u64, 0usize); SCAN_CHUNK];
-        loop {
-            let from = bounds[0];
-            let Some(k) = self.pretok.fill_ends(text, from, &mut bounds[1..]) else { return false };
-            // (k is at most the chunk: said here, the indexing below needs no checks)
-            let k = k.min(SCAN_CHUNK);
-            if k == 0 {
-                return true;
-            }
+        self.scan_chunks(text, |bounds| {
+            let k = bounds.len() - 1;
             // room for every piece of the chunk found in the table (at most
             // TABLE_IDS ids each); renewed after a piece that is not
             out.reserve(k * TABLE_IDS);
@@ -924,6 +916,26 @@ impl BpeModel {
                     out.reserve((k - j) * TABLE_IDS);
                 }
             }
+        })
+    }
+
+    /// The chunk loop of the `encode_scanned` functions: the scanner fills
+    /// the ends of up to [`SCAN_CHUNK`] pieces, and `chunk` gets the bounds
+    /// (`bounds[0]` where the chunk starts, `bounds[i + 1]` where its piece
+    /// `i` ends: at most `SCAN_CHUNK + 1` of them, at least 2). False, with
+    /// nothing done, if the pattern has no scanner.
+    #[inline(always)]
+    fn scan_chunks(&self, text: &str, mut chunk: impl FnMut(&[usize])) -> bool {
+        let mut bounds = [0usize; SCAN_CHUNK + 1];
+        loop {
+            let from = bounds[0];
+            let Some(k) = self.pretok.fill_ends(text, from, &mut bounds[1..]) else { return false };
+            // (k is at most the chunk: said here, the indexing after needs no checks)
+            let k = k.min(SCAN_CHUNK);
+            if k == 0 {
+                return true;
+            }
+            chunk(&bounds[..=k]);
             if k < SCAN_CHUNK {
                 return true;
             }
@@ -938,14 +950,8 @@ impl BpeModel {
         const AHEAD: usize = 16;
         let Some((cache, _)) = &fast.cache else { return false };
         let bytes = text.as_bytes();
-        let mut bounds = [0usize; SCAN_CHUNK + 1];
-        loop {
-            let from = bounds[0];
-            let Some(k) = self.pretok.fill_ends(text, from, &mut bounds[1..]) else { return false };
-            let k = k.min(SCAN_CHUNK);
-            if k == 0 {
-                return true;
-            }
+        self.scan_chunks(text, |bounds| {
+            let k = bounds.len() - 1;
             for i in 0..k + AHEAD {
                 if i < k {
                     let (s, n) = (bounds[i], bounds[i + 1] - bounds[i]);
@@ -966,11 +972,7 @@ impl BpeModel {
                     }
                 }
             }
-            if k < SCAN_CHUNK {
-                return true;
-            }
-            bounds[0] = bounds[k];
-        }
+        })
     }
 
     pub fn encode_ordinary(&self, text: &str) -> Result<Vec<u32>> {

@@ -281,7 +281,7 @@ const MASKS: [u64; 9] = {
 /// Ask for the cache line at `p` ahead of its use (a hint: no effect on
 /// what is computed; nothing on other targets).
 #[inline(always)]
-fn prefetch<T>(p: *const T) {
+pub(crate) fn prefetch<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch reads nothing architecturally and cannot fault,
     // whatever the address; SSE is part of the x86_64 baseline.
@@ -290,13 +290,6 @@ fn prefetch<T>(p: *const T) {
     };
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;
-}
-
-/// [`prefetch`] for other modules.
-#[inline(always)]
-#[cfg_attr(not(feature = "python"), allow(dead_code))]
-pub(crate) fn prefetch_ptr<T>(p: *const T) {
-    prefetch(p)
 }
 
 /// Up to 8 bytes as a little-endian word, zero-padded.
@@ -498,7 +491,9 @@ impl PieceTable {
         TableView { slots: self.slots.as_ptr(), shift: self.shift, mask: self.slots.len() - 1, _t: PhantomData }
     }
 
-    /// [`Self::push`] without the capacity check.
+    /// [`Self::push`] without the capacity check. The first three ids are
+    /// written whatever the count (a branch on the count mispredicted on
+    /// every change between one and more ids).
     ///
     /// # Safety
     /// `out` must have room for [`TABLE_IDS`] more ids (`capacity - len`).
@@ -510,8 +505,8 @@ impl PieceTable {
         let len = out.len();
         debug_assert!(out.capacity() - len >= TABLE_IDS && (1..=TABLE_IDS).contains(&n));
         // SAFETY: the caller leaves room for TABLE_IDS ids after `len`; the
-        // first three are written whatever the count (see `push`), then the
-        // rest of the `n` (1..=TABLE_IDS, as every entry is packed)
+        // first three are written, then the rest of the `n` (1..=TABLE_IDS,
+        // as every entry is packed)
         unsafe {
             let dst = out.as_mut_ptr().add(len);
             for j in 0..3 {
@@ -529,24 +524,9 @@ impl PieceTable {
     /// Append the ids of a [`Self::lookup`] to `out`.
     #[inline(always)]
     pub fn push(v: (u64, u64), out: &mut Vec<u32>) {
-        let (v0, v1) = v;
-        let n = (v0 & 15) as usize;
-        let id = |j: usize| (if j < 3 { v0 >> (4 + 20 * j) } else { v1 >> (20 * (j - 3)) } & 0xF_FFFF) as u32;
-        // the first three ids are written whatever the count (a branch on
-        // the count mispredicted on every change between one and more ids)
         out.reserve(TABLE_IDS);
-        let len = out.len();
-        let dst = out.spare_capacity_mut();
-        for (j, d) in dst[..3].iter_mut().enumerate() {
-            d.write(id(j));
-        }
-        if n > 3 {
-            for (j, d) in dst[..n].iter_mut().enumerate().skip(3) {
-                d.write(id(j));
-            }
-        }
-        // SAFETY: the first `n` (1..=TABLE_IDS) spare slots were just written
-        unsafe { out.set_len(len + n) };
+        // SAFETY: room for TABLE_IDS ids was just reserved
+        unsafe { Self::push_reserved(v, out) }
     }
 
     /// Append the ids of the piece with `key` to `out`; false if the table

@@ -435,23 +435,17 @@ pub(super) fn fill(
     let b = text.as_bytes();
     while k < ends.len() && i + 64 <= b.len() {
         let (starts, limit, e) = window(&b[i..i + 64], rule);
-        if e < 16 {
+        let mut s = starts & below(limit) & !1;
+        if e < 16 || s == 0 {
             // a byte the window cannot read (a char of another script, a
-            // symbol) near: the scalar scanner up to past it
-            let past = i + e as usize;
+            // symbol) near: the scalar scanner up to past it; or the piece
+            // reaches past what the window knows: the scalar scanner for it
+            let past = if e < 16 { i + e as usize } else { i };
             while k < ends.len() && i <= past {
                 i = scalar(text, i);
                 ends[k] = i;
                 k += 1;
             }
-            continue;
-        }
-        let mut s = starts & below(limit) & !1;
-        if s == 0 {
-            // the piece reaches past what the window knows
-            i = scalar(text, i);
-            ends[k] = i;
-            k += 1;
             continue;
         }
         let base = i;

@@ -130,10 +130,10 @@ impl IntTable {
                 // the ints are spread over the table's memory: ask for the
                 // table entry and the int of ids a little ahead
                 if let Some(&a) = ids.get(i + 32) {
-                    crate::bpe::fast::prefetch_ptr(table.as_ptr().wrapping_add(a as usize));
+                    crate::bpe::fast::prefetch(table.as_ptr().wrapping_add(a as usize));
                 }
                 if let Some(p) = ids.get(i + 16).and_then(|&a| obj(a)) {
-                    crate::bpe::fast::prefetch_ptr(p);
+                    crate::bpe::fast::prefetch(p);
                 }
                 let o = match obj(id) {
                     Some(p) => {
