@@ -23,8 +23,11 @@ $(PY):
 	$(PIP) install -q --upgrade pip
 
 # The extension, built in release mode into python/tokenforge (editable install).
+# Any extension of an earlier build is removed first: a per-version
+# `_core.cpython-*.so` is imported before `_core.abi3.so`, so a stale one would win.
 $(BUILT): $(PY) $(RUST_SRC)
 	$(PIP) install -q "maturin>=1.5,<2"
+	rm -f python/tokenforge/_core*.so
 	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --release -q
 	touch $@
 

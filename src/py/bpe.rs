@@ -60,7 +60,7 @@ encoder_class!(PyBpeModel {
         let b = byte_ids_from(byte_ids)?;
         let pt = pretok_from(pattern)?;
         let m = py.detach(|| BpeModel::new(&b, &merges, specials, pt, rule))?;
-        let ints = IntTable::new(py, m.vocab_size())?;
+        let ints = IntTable::new(m.vocab_size());
         Ok(PyBpeModel { inner: Arc::new(m), ints })
     }
 
@@ -438,7 +438,7 @@ fn bpe_model_from_tiktoken(
         pool.install(|| BpeModel::from_rank_file(&file.ranks(), specials, pt).ok())
     });
     let Some(m) = m else { return Ok(None) };
-    let ints = IntTable::new(py, m.vocab_size())?;
+    let ints = IntTable::new(m.vocab_size());
     Ok(Some(PyBpeModel { inner: Arc::new(m), ints }))
 }
 
@@ -533,7 +533,7 @@ fn bpe_model_from_tfjson<'py>(py: Python<'py>, raw: &[u8]) -> PyResult<Option<Tf
     else {
         return Ok(None);
     };
-    let ints = IntTable::new(py, m.vocab_size())?;
+    let ints = IntTable::new(m.vocab_size());
     let big = p.big.into_iter().map(|(k, c)| (k, PyBytes::new(py, &c))).collect();
     Ok(Some((PyBpeModel { inner: Arc::new(m), ints }, p.small, big, p.specials, p.pattern)))
 }
@@ -574,7 +574,7 @@ impl PyHfJsonParts {
         else {
             return Ok(None);
         };
-        let ints = IntTable::new(py, m.vocab_size())?;
+        let ints = IntTable::new(m.vocab_size());
         Ok(Some(PyBpeModel { inner: Arc::new(m), ints }))
     }
 }

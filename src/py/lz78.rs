@@ -52,7 +52,7 @@ encoder_class!(PyLz78Model {
     fn new(py: Python<'_>, outputs: Vec<String>, specials: Vec<(String, u32)>, pattern: Option<&str>) -> PyResult<Self> {
         let pt = pretok_from(pattern)?;
         let m = py.detach(|| Lz78Model::new(&outputs, specials, pt))?;
-        let ints = Arc::new(IntTable::new(py, m.vocab_size())?);
+        let ints = Arc::new(IntTable::new(m.vocab_size()));
         Ok(PyLz78Model { inner: Arc::new(m), ints })
     }
 

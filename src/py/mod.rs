@@ -15,6 +15,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use rayon::ThreadPool;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::error::Error;
@@ -92,34 +93,88 @@ pub(crate) fn pool(n: Option<usize>) -> PyResult<Arc<ThreadPool>> {
     Ok(p)
 }
 
-/// One Python int per id, made once per model. Lists of ids are built from
-/// these (a reference-count increment each) instead of allocating a fresh
-/// int per token: on long texts and batches, creating the Python list under
-/// the GIL otherwise costs as much as the encoding, and it is the serial part
-/// that keeps `encode_batch` from scaling with threads. The ints of a large
-/// vocabulary spread over megabytes (o200k: 200,000 of them), so the list
-/// is built with the table entry and the int of the ids a little ahead
-/// prefetched: a reference-count increment waited on a cache miss (about
-/// 20 ns an id on o200k English, 10 ns with the prefetches).
-pub(crate) struct IntTable(Vec<Py<PyAny>>);
+/// One Python int per id, made the first time a list holds the id and kept
+/// for the model's life. Lists of ids are built from these (a reference-count
+/// increment each) instead of allocating a fresh int per token: on long texts
+/// and batches, creating the Python list under the GIL otherwise costs as
+/// much as the encoding, and it is the serial part that keeps `encode_batch`
+/// from scaling with threads.
+///
+/// Made when first needed, not all at load: a text uses a few thousand of a
+/// large vocabulary's ids (o200k: 200,000 ints, ~6 MB if all made), and ints
+/// made in the order they are first met lie together in memory, so a list's
+/// increments (and the decrements when Python frees it) touch a few hundred
+/// KB instead of megabytes; the load makes none. The list is built with the
+/// table entry and the int of the ids a little ahead prefetched.
+pub(crate) struct IntTable(Box<[AtomicPtr<pyo3::ffi::PyObject>]>);
 
 impl IntTable {
-    pub(crate) fn new(py: Python<'_>, n: usize) -> PyResult<Self> {
-        let mut v = Vec::with_capacity(n);
-        for i in 0..n {
-            v.push((i as u64).into_pyobject(py)?.into_any().unbind());
+    pub(crate) fn new(n: usize) -> Self {
+        IntTable((0..n).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect())
+    }
+
+    /// A new reference to the int of `id` (made now if the table has none
+    /// yet; ids past the table get a fresh int); null with a Python error set
+    /// if it cannot be made.
+    ///
+    /// # Safety
+    /// The caller is attached to the interpreter (holds `py`).
+    #[inline(always)]
+    unsafe fn int(&self, id: u32) -> *mut pyo3::ffi::PyObject {
+        use pyo3::ffi;
+        let Some(slot) = self.0.get(id as usize) else {
+            // SAFETY: attached (the caller's contract)
+            return unsafe { ffi::PyLong_FromUnsignedLong(id as std::os::raw::c_ulong) };
+        };
+        let p = slot.load(Ordering::Acquire);
+        if !p.is_null() {
+            // SAFETY: the table holds a reference to p, so it is alive; attached.
+            unsafe { ffi::Py_INCREF(p) };
+            return p;
         }
-        Ok(IntTable(v))
+        // SAFETY: attached.
+        unsafe { self.make(slot, id) }
+    }
+
+    /// The first use of `id`: make its int and keep it in `slot` (if another
+    /// thread kept one first, that one is used).
+    ///
+    /// # Safety
+    /// The caller is attached to the interpreter.
+    #[cold]
+    #[inline(never)]
+    unsafe fn make(&self, slot: &AtomicPtr<pyo3::ffi::PyObject>, id: u32) -> *mut pyo3::ffi::PyObject {
+        use pyo3::ffi;
+        // SAFETY: attached (the caller's contract) for every call below; p and
+        // q are live ints: p ours, q held by the table.
+        unsafe {
+            let p = ffi::PyLong_FromUnsignedLong(id as std::os::raw::c_ulong);
+            if p.is_null() {
+                return p;
+            }
+            // the table keeps p's reference; the caller gets a new one
+            match slot.compare_exchange(std::ptr::null_mut(), p, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => {
+                    ffi::Py_INCREF(p);
+                    p
+                }
+                Err(q) => {
+                    ffi::Py_DECREF(p);
+                    ffi::Py_INCREF(q);
+                    q
+                }
+            }
+        }
     }
 
     pub(crate) fn list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
         use pyo3::ffi;
         let n = ffi::Py_ssize_t::try_from(ids.len()).map_err(|_| Error::invalid("too many ids for one list"))?;
         let table = &self.0;
-        let obj = |id: u32| table.get(id as usize).map(|o| o.as_ptr());
         // SAFETY: a new list of `n` empty slots owned here; slot `i` is set
         // once to a new reference (the list steals it) before the list is
         // handed out; on failure the list (and what it holds) is released.
+        // Attached to the interpreter throughout (`py`).
         unsafe {
             let l = ffi::PyList_New(n);
             if l.is_null() {
@@ -127,24 +182,24 @@ impl IntTable {
             }
             let list = Bound::from_owned_ptr(py, l);
             for (i, &id) in ids.iter().enumerate() {
-                // the ints are spread over the table's memory: ask for the
-                // table entry and the int of ids a little ahead
+                // ask for the table entry and the int of ids a little ahead
                 if let Some(&a) = ids.get(i + 32) {
                     crate::bpe::fast::prefetch(table.as_ptr().wrapping_add(a as usize));
                 }
-                if let Some(p) = ids.get(i + 16).and_then(|&a| obj(a)) {
-                    crate::bpe::fast::prefetch(p);
-                }
-                let o = match obj(id) {
-                    Some(p) => {
-                        ffi::Py_IncRef(p);
-                        p
+                if let Some(e) = ids.get(i + 16).and_then(|&a| table.get(a as usize)) {
+                    let p = e.load(Ordering::Relaxed);
+                    if !p.is_null() {
+                        crate::bpe::fast::prefetch(p);
                     }
-                    None => ffi::PyLong_FromUnsignedLong(id as std::os::raw::c_ulong),
-                };
+                }
+                let o = self.int(id);
                 if o.is_null() {
                     return Err(PyErr::fetch(py));
                 }
+                // inline in a per-version build, a call under abi3
+                #[cfg(not(feature = "abi3"))]
+                ffi::PyList_SET_ITEM(l, i as ffi::Py_ssize_t, o);
+                #[cfg(feature = "abi3")]
                 ffi::PyList_SetItem(l, i as ffi::Py_ssize_t, o);
             }
             Ok(list.downcast_into_unchecked())
@@ -157,6 +212,23 @@ impl IntTable {
             out.append(self.list(py, p)?)?;
         }
         Ok(out)
+    }
+}
+
+impl Drop for IntTable {
+    fn drop(&mut self) {
+        let made: Vec<_> = self.0.iter().map(|p| p.load(Ordering::Acquire)).filter(|p| !p.is_null()).collect();
+        if made.is_empty() {
+            return;
+        }
+        // the table's references, released attached to the interpreter (a
+        // model is freed by Python, attached already: this only nests)
+        Python::attach(|_| {
+            for p in made {
+                // SAFETY: each p is a live int whose reference the table holds; attached.
+                unsafe { pyo3::ffi::Py_DECREF(p) }
+            }
+        })
     }
 }
 

@@ -180,3 +180,24 @@ def test_numpy_and_lists_agree_on_a_big_batch():
     flat = tok.encode_batch(texts, num_threads=2, as_numpy=True)
     assert [a.tolist() for a in flat] == lists
     assert all(a.dtype == np.uint32 for a in flat)
+
+
+def test_lists_share_one_int_per_id_and_outlive_the_model():
+    """Lists hold the model's one int per id (made the first time a list
+    needs it, from any thread), and keep them alive after the model is gone."""
+    import gc
+    import sys
+
+    tok = BPETokenizer.from_tiktoken(ranks("o200k_base"), pattern="o200k")
+    text = "naïve café, Привет мир, 東京都 and more words " * 50
+    want = pair("o200k_base")[0].encode_ordinary(text)
+    a = tok.encode_ordinary(text)
+    b = tok.encode_batch([text] * 8, num_threads=2)
+    assert a == want and all(x == want for x in b)
+    for x in b:
+        assert all(i is j for i, j in zip(x, a))  # the same objects
+    big = max(a)
+    assert big > 100_000 and sys.getrefcount(a[a.index(big)]) >= 3
+    del tok, b
+    gc.collect()
+    assert a == want  # the lists' references keep the ints
