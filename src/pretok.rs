@@ -1277,8 +1277,9 @@ mod tests {
     /// runs of the pieces every rule turns on — words in both cases,
     /// contractions (twice in a row too), numbers, punctuation with and
     /// without a space, slashes after newlines, whitespace runs with and
-    /// without newlines — Latin and Cyrillic letters of two bytes (which
-    /// the windows read too), and now and then another non-ASCII char.
+    /// without newlines — the non-ASCII letters and punctuation the windows
+    /// read too (Latin, Cyrillic, CJK; next to uppercase ASCII), and the
+    /// chars just outside what they read.
     fn ascii_text() -> impl Strategy<Value = String> {
         let part = prop::sample::select(vec![
             "a",
@@ -1361,6 +1362,54 @@ mod tests {
             "«",
             "\u{85}",
             "—",
+            // what the windows read of CJK text, and its neighbours they do not
+            "中",
+            "中文",
+            "東京都",
+            "一",
+            "\u{9fff}",
+            "\u{4dff}",
+            "\u{4dbf}",
+            "\u{a000}",
+            "中A",
+            "中Ab",
+            "A中",
+            "用GPT模型",
+            "ÀЖ中",
+            "中'S",
+            "，",
+            "。",
+            "、",
+            "：",
+            "（",
+            "）",
+            "“",
+            "”",
+            "…",
+            "–",
+            "»",
+            "«»",
+            "©",
+            "°",
+            "·",
+            "¿",
+            "\u{ad}",
+            "ª",
+            "²",
+            "µ",
+            "─",
+            "│",
+            "\u{3000}",
+            "\u{3005}",
+            "\u{3007}",
+            "\u{2028}",
+            "\u{2000}",
+            "\u{200b}",
+            "\u{203f}",
+            "\u{ff10}",
+            "\u{ff21}",
+            "\u{ff41}",
+            "ぁ",
         ]);
         prop::collection::vec(part, 20..200).prop_map(|v| v.concat())
     }
