@@ -31,6 +31,9 @@ use crate::unicode::{class, fine, Cls, Fine};
 
 mod block;
 
+/// Pieces the scanner finds per call of [`Pretokenizer::scan_chunks`].
+pub const SCAN_CHUNK: usize = 256;
+
 /// nanochat's split pattern (GPT-4's with at most two digits per number).
 pub const GPT4_PATTERN: &str =
     r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,2}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+";
@@ -215,18 +218,11 @@ impl Pretokenizer {
             // The scanners: the piece ends a chunk at a time (64-byte windows
             // where the text allows, see `fill_ends`), then the pieces.
             Pretokenizer::Scan(..) => {
-                let mut ends = [0usize; 256];
-                let mut from = 0;
-                loop {
-                    let k = self.fill_ends(text, from, &mut ends).unwrap_or(0);
-                    for &e in &ends[..k] {
-                        f(&text[from..e]);
-                        from = e;
+                self.scan_chunks(text, |bounds| {
+                    for w in bounds.windows(2) {
+                        f(&text[w[0]..w[1]]);
                     }
-                    if k < ends.len() {
-                        break;
-                    }
-                }
+                });
             }
             Pretokenizer::Regex(re, _) => {
                 // One pass over the matches, remembering where the last one
@@ -259,6 +255,31 @@ impl Pretokenizer {
             }
         }
         Ok(())
+    }
+
+    /// With a scanner: the pieces of `text` a chunk at a time -- the
+    /// scanner fills the ends of up to [`SCAN_CHUNK`] pieces ([`Self::fill_ends`]),
+    /// and `chunk` gets the bounds (`bounds[0]` where the chunk starts,
+    /// `bounds[i + 1]` where its piece `i` ends: at most `SCAN_CHUNK + 1` of
+    /// them, at least 2). False, with nothing done, if the pattern has no
+    /// scanner. The one chunk loop of `split` and the encoder's hot loops.
+    #[inline(always)]
+    pub fn scan_chunks(&self, text: &str, mut chunk: impl FnMut(&[usize])) -> bool {
+        let mut bounds = [0usize; SCAN_CHUNK + 1];
+        loop {
+            let from = bounds[0];
+            let Some(k) = self.fill_ends(text, from, &mut bounds[1..]) else { return false };
+            // (k is at most the chunk: said here, the indexing after needs no checks)
+            let k = k.min(SCAN_CHUNK);
+            if k == 0 {
+                return true;
+            }
+            chunk(&bounds[..=k]);
+            if k < SCAN_CHUNK {
+                return true;
+            }
+            bounds[0] = bounds[k];
+        }
     }
 
     /// With a scanner (a recognised GPT-family pattern): the ends of the

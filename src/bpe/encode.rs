@@ -34,14 +34,12 @@ use super::ranks::{id_limit, id_too_large, SplitIndex};
 use super::train::{pack, unpack};
 use super::vocab::{CutHashes, Tokens};
 use crate::error::{Error, Result};
-use crate::pretok::Pretokenizer;
+use crate::pretok::{Pretokenizer, SCAN_CHUNK};
 use crate::specials::Specials;
 
 /// Pieces at least this long use the heap merge.
 const LONG_PIECE: usize = 96;
 const NO_RANK: u32 = u32::MAX;
-/// Pieces the scanner finds per call in `encode_scanned`.
-const SCAN_CHUNK: usize = 256;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MergeRule {
@@ -871,7 +869,7 @@ impl BpeModel {
         let bytes = text.as_bytes();
         // per piece of 1..=PIECE_MAX bytes: the table's key words and line
         let mut keys = [(0u64, 0u64, 0usize); SCAN_CHUNK];
-        self.scan_chunks(text, |bounds| {
+        self.pretok.scan_chunks(text, |bounds| {
             let k = bounds.len() - 1;
             // room for every piece of the chunk found in the table (at most
             // TABLE_IDS ids each); renewed after a piece that is not
@@ -919,30 +917,6 @@ impl BpeModel {
         })
     }
 
-    /// The chunk loop of the `encode_scanned` functions: the scanner fills
-    /// the ends of up to [`SCAN_CHUNK`] pieces, and `chunk` gets the bounds
-    /// (`bounds[0]` where the chunk starts, `bounds[i + 1]` where its piece
-    /// `i` ends: at most `SCAN_CHUNK + 1` of them, at least 2). False, with
-    /// nothing done, if the pattern has no scanner.
-    #[inline(always)]
-    fn scan_chunks(&self, text: &str, mut chunk: impl FnMut(&[usize])) -> bool {
-        let mut bounds = [0usize; SCAN_CHUNK + 1];
-        loop {
-            let from = bounds[0];
-            let Some(k) = self.pretok.fill_ends(text, from, &mut bounds[1..]) else { return false };
-            // (k is at most the chunk: said here, the indexing after needs no checks)
-            let k = k.min(SCAN_CHUNK);
-            if k == 0 {
-                return true;
-            }
-            chunk(&bounds[..=k]);
-            if k < SCAN_CHUNK {
-                return true;
-            }
-            bounds[0] = bounds[k];
-        }
-    }
-
     /// [`Self::encode_scanned`] for a model without a piece table (an id of
     /// 2^20 or more): the cache only.
     #[inline(never)]
@@ -950,7 +924,7 @@ impl BpeModel {
         const AHEAD: usize = 16;
         let Some((cache, _)) = &fast.cache else { return false };
         let bytes = text.as_bytes();
-        self.scan_chunks(text, |bounds| {
+        self.pretok.scan_chunks(text, |bounds| {
             let k = bounds.len() - 1;
             for i in 0..k + AHEAD {
                 if i < k {
