@@ -201,3 +201,38 @@ def test_lists_share_one_int_per_id_and_outlive_the_model():
     del tok, b
     gc.collect()
     assert a == want  # the lists' references keep the ints
+
+
+def test_lists_are_ordinary_lists_and_release_what_they_hold():
+    """The lists are built in an item array of exactly their length (not
+    zeroed first): they grow, shrink, sort and copy like any list, the
+    collector sees their items, and freeing them gives back every
+    reference they took."""
+    import gc
+    import sys
+
+    tok = BPETokenizer.from_tiktoken(ranks("o200k_base"), pattern="o200k")
+    text = "naïve café, Привет мир, 東京都 and more words " * 40
+    want = pair("o200k_base")[0].encode_ordinary(text)
+    ids = tok.encode_ordinary(text)
+    assert ids == want and type(ids) is list
+    probe = next(i for i in ids if i > 1000)  # an int of the model's table, not a shared small one
+    before = sys.getrefcount(probe)
+    lists = [tok.encode_ordinary(text) for _ in range(5)] + tok.encode_batch([text] * 5, num_threads=2)
+    count = want.count(probe)
+    assert sys.getrefcount(probe) - before == 10 * count
+    x = lists[0]
+    x.append(7)  # the first growth past an array of exactly len(x) slots
+    x.extend(range(1000))
+    assert x[: len(want)] == want and x[len(want)] == 7 and len(x) == len(want) + 1001
+    del x[len(want) :]
+    x.sort()
+    assert x == sorted(want)
+    y = lists[1][::-1]
+    assert y[::-1] == want
+    held = gc.get_referents(lists[2])  # what the collector walks: every item
+    assert sorted(map(id, held)) == sorted(map(id, lists[2]))
+    assert tok.encode_ordinary("") == [] and tok.encode_batch(["", "a"]) == [[], tok.encode_ordinary("a")]
+    del lists, x, y, held
+    gc.collect()
+    assert sys.getrefcount(probe) == before
