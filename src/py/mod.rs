@@ -206,7 +206,7 @@ unsafe fn list_filled(l: *mut pyo3::ffi::PyObject, filled: usize) {
 /// increments (and the decrements when Python frees it) touch a few hundred
 /// KB instead of megabytes; the load makes none. The list is built with the
 /// table entry and the int of ids ahead prefetched, into an item array that
-/// is not zeroed first.
+/// is not zeroed first (CPython with the GIL, per-version build).
 pub(crate) struct IntTable(Box<[AtomicPtr<pyo3::ffi::PyObject>]>);
 
 impl IntTable {
@@ -271,10 +271,11 @@ impl IntTable {
     pub(crate) fn list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
         use pyo3::ffi;
         // How far ahead the table entries and the ints are asked for: measured
-        // on o200k code and English (a list costs 3.5-4.6 ns an id at 32 and
-        // 16, 1.6-2.5 at 128 and 64; farther is no better). A list's ids
-        // repeat little in the short run, so each entry and int is a miss in
-        // a cache (the table is 1.6 MB for o200k, the ints a few hundred KB).
+        // on o200k code and English (a list cost 2.5-5.7 ns an id more than a
+        // numpy array at 32 and 16, 1.2-2.8 at 128 and 64; farther is no
+        // better). A list's ids repeat little in the short run, so each entry
+        // and int is a miss in a cache (the table is 1.6 MB for o200k, the
+        // ints a few hundred KB).
         const TABLE_AHEAD: usize = 128;
         const INT_AHEAD: usize = 64;
         let n = ffi::Py_ssize_t::try_from(ids.len()).map_err(|_| Error::invalid("too many ids for one list"))?;
