@@ -1,14 +1,19 @@
-//! With the `python` feature: the cfgs PyO3 sets for the interpreter it
-//! builds for (`Py_GIL_DISABLED`, `PyPy`, `GraalPy`, `Py_3_x`, ...), so that
-//! the bindings take their inline list path (src/py/mod.rs, `new_list`) only
-//! where CPython's list layout is the plain one.
+//! With the `python` feature, `cfg(plain_list)` when the extension is built
+//! for one version of CPython with the GIL (not the stable ABI, not
+//! free-threaded CPython, whose lists keep their items in another layout,
+//! not PyPy or GraalPy): there the bindings build lists of ids in an item
+//! array of their own (src/py/mod.rs, `new_list`).
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rustc-check-cfg=cfg(plain_list)");
     #[cfg(feature = "python")]
-    pyo3_build_config::use_pyo3_cfgs();
-    #[cfg(not(feature = "python"))]
-    for name in ["Py_GIL_DISABLED", "PyPy", "GraalPy"] {
-        println!("cargo:rustc-check-cfg=cfg({name})");
+    {
+        use pyo3_build_config::PythonImplementation;
+        let py = pyo3_build_config::get();
+        let abi3 = py.abi3 || std::env::var_os("CARGO_FEATURE_ABI3").is_some();
+        if py.implementation == PythonImplementation::CPython && !abi3 && !py.is_free_threaded() {
+            println!("cargo:rustc-cfg=plain_list");
+        }
     }
 }

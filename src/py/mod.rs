@@ -95,16 +95,15 @@ pub(crate) fn pool(n: Option<usize>) -> PyResult<Arc<ThreadPool>> {
 
 /// A new list with room for `n` items and a length of 0 (see
 /// [`list_filled`]), and where its items go; null (with a Python error set)
-/// on failure. In a per-version build for CPython with the GIL, the item
-/// array is allocated without being zeroed (`PyList_New` clears what
-/// [`IntTable::list`] overwrites at once); elsewhere (abi3, free-threaded
-/// CPython, whose lists keep their items in another layout, PyPy) it is
+/// on failure. Under `plain_list` (build.rs: one version of CPython with
+/// the GIL) the item array is allocated without being zeroed (`PyList_New`
+/// clears what [`IntTable::list`] overwrites at once); elsewhere it is
 /// `PyList_New(n)`.
 ///
 /// # Safety
 /// Attached to the interpreter. Until [`list_filled`], only [`set_slot`]
 /// may touch the list's items.
-#[cfg(not(any(feature = "abi3", Py_GIL_DISABLED, PyPy, GraalPy)))]
+#[cfg(plain_list)]
 unsafe fn new_list(n: pyo3::ffi::Py_ssize_t) -> (*mut pyo3::ffi::PyObject, *mut *mut pyo3::ffi::PyObject) {
     use pyo3::ffi;
     // SAFETY: attached (the caller's contract); the list is ours alone, and
@@ -134,7 +133,7 @@ unsafe fn new_list(n: pyo3::ffi::Py_ssize_t) -> (*mut pyo3::ffi::PyObject, *mut 
 ///
 /// # Safety
 /// Attached to the interpreter.
-#[cfg(any(feature = "abi3", Py_GIL_DISABLED, PyPy, GraalPy))]
+#[cfg(not(plain_list))]
 unsafe fn new_list(n: pyo3::ffi::Py_ssize_t) -> (*mut pyo3::ffi::PyObject, *mut *mut pyo3::ffi::PyObject) {
     // SAFETY: attached (the caller's contract).
     (unsafe { pyo3::ffi::PyList_New(n) }, std::ptr::null_mut())
@@ -151,7 +150,7 @@ unsafe fn set_slot(
     i: usize,
     o: *mut pyo3::ffi::PyObject,
 ) {
-    #[cfg(not(any(feature = "abi3", Py_GIL_DISABLED, PyPy, GraalPy)))]
+    #[cfg(plain_list)]
     // SAFETY: `items` has `n > i` slots (the caller's contract); written
     // through the pointer kept, not reloaded from the list after each
     // reference-count increment (which could alias it).
@@ -159,7 +158,7 @@ unsafe fn set_slot(
         let _ = l;
         items.add(i).write(o)
     };
-    #[cfg(all(not(feature = "abi3"), any(Py_GIL_DISABLED, PyPy, GraalPy)))]
+    #[cfg(all(not(plain_list), not(feature = "abi3")))]
     // SAFETY: as above; the list steals the reference.
     unsafe {
         let _ = items;
@@ -180,12 +179,12 @@ unsafe fn set_slot(
 /// Slots `0..filled` were set with [`set_slot`].
 #[inline]
 unsafe fn list_filled(l: *mut pyo3::ffi::PyObject, filled: usize) {
-    #[cfg(not(any(feature = "abi3", Py_GIL_DISABLED, PyPy, GraalPy)))]
+    #[cfg(plain_list)]
     // SAFETY: `filled <= allocated`, every one of those slots a reference.
     unsafe {
         (*(l as *mut pyo3::ffi::PyVarObject)).ob_size = filled as pyo3::ffi::Py_ssize_t
     };
-    #[cfg(any(feature = "abi3", Py_GIL_DISABLED, PyPy, GraalPy))]
+    #[cfg(not(plain_list))]
     {
         // PyList_New(n) made n empty slots, set in place; an unset one is
         // NULL, which the list's release skips
