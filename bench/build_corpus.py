@@ -845,8 +845,20 @@ MULTI_LANGS: dict[str, str] = {
     "uk": "manpages-uk",
     "ja": "manpages-ja",
 }
-MULTI_VERSION = 2
+MULTI_VERSION = 3
 MULTI_HELDOUT_PERCENT = 20
+#: Debian packages whose gettext message catalogs (``.mo``) give exactly parallel
+#: text: each message's English original (``msgid``) and its translation into every
+#: language of :data:`MULTI_LANGS`. Only messages translated into all nine are kept.
+MESSAGE_PACKAGES = (
+    "adduser", "apt", "bash", "coreutils", "diffutils", "findutils", "gettext", "gettext-base", "grep",
+    "iso-codes", "libapt-pkg6.0", "libc-l10n", "libglib2.0-data", "libgtk-3-common", "libgtk2.0-common",
+    "libpam-runtime", "libpopt0", "login", "make", "man-db", "psmisc", "sed", "shared-mime-info", "systemd",
+    "tar", "wget", "xdg-user-dirs", "xkb-data",
+)  # fmt: skip
+#: the share (in % of the hash space of a message's English text) of the messages
+#: that go to ``parallel-test.jsonl``; the rest go to ``parallel-dev.jsonl``
+MESSAGE_TEST_PERCENT = 50
 MAN_PAGE = re.compile(r"^man[0-9][^/]*/[^/]+\.gz$")
 #: language -> Debian fortunes package (bookworm has no fortunes-fr, -nl, -uk or -ja;
 #: the -off packages, offensive sections, are left out). More training text per
@@ -935,6 +947,91 @@ def _multi_units(versions: dict[str, str]) -> dict[str, dict[str, str]]:
     return {rel: langs for rel, langs in units.items() if "en" in langs and len(langs) >= 2}
 
 
+def _read_catalog(path: str) -> dict[str, str] | None:
+    """One gettext ``.mo`` file: English message -> translation (singular messages
+    only; a ``msgctxt`` context is dropped; the header entry is not a message);
+    None if the file cannot be read."""
+    import gettext
+
+    try:
+        with open(path, "rb") as f:
+            cat = gettext.GNUTranslations(f)._catalog  # type: ignore[attr-defined]
+    except (OSError, ValueError, UnicodeDecodeError, LookupError, IndexError) as e:
+        log(f"WARNING: skipping {path}: {type(e).__name__}: {e}")
+        return None
+    out = {}
+    for k, v in cat.items():
+        if isinstance(k, str) and k and isinstance(v, str) and v.strip():
+            out[k.split("\x04", 1)[-1]] = v  # msgctxt EOT msgid
+    return out
+
+
+def message_units(versions: dict[str, str]) -> dict[str, dict[str, list[str]]]:
+    """Exactly parallel text from the gettext catalogs of :data:`MESSAGE_PACKAGES`:
+    domain -> {"en": [English messages], lang: [their translations]} for every
+    catalog (``/usr/share/locale/LANG/LC_MESSAGES/DOMAIN.mo``) translated into all
+    of :data:`MULTI_LANGS`, keeping the messages every language translates. A
+    message (its English text) is kept once, in the first domain in sorted order."""
+    langs = sorted(MULTI_LANGS)
+    files: dict[str, dict[str, str]] = {}
+    for pkg in MESSAGE_PACKAGES:
+        if pkg not in versions:
+            continue
+        for path in package_files(pkg):
+            m = re.match(r"^/usr/share/locale/([^/]+)/LC_MESSAGES/([^/]+)\.mo$", path)
+            if m and m.group(1) in MULTI_LANGS and os.path.isfile(path):
+                files.setdefault(m.group(2), {})[m.group(1)] = path
+    seen: set[str] = set()
+    units: dict[str, dict[str, list[str]]] = {}
+    for domain in sorted(files):
+        if len(files[domain]) < len(langs):
+            continue
+        cats = {lang: _read_catalog(files[domain][lang]) for lang in langs}
+        if any(c is None for c in cats.values()):
+            continue
+        common = set.intersection(*(set(c) for c in cats.values() if c is not None))
+        unit: dict[str, list[str]] = {"en": [], **{lang: [] for lang in langs}}
+        for en in sorted(common):
+            if en in seen:
+                continue
+            seen.add(en)
+            unit["en"].append(en)
+            for lang in langs:
+                unit[lang].append(cats[lang][en])  # type: ignore[index]
+        if unit["en"]:
+            units[domain] = unit
+    return units
+
+
+def write_parallel_messages(out: Path, versions: dict[str, str]) -> dict:
+    """``parallel-dev.jsonl`` and ``parallel-test.jsonl``: the messages of
+    :func:`message_units`, each to one file by the hash of its English text
+    (:data:`MESSAGE_TEST_PERCENT` to the test file); per file, one line per catalog
+    and language, the messages joined by newlines, ``parallel_id`` "msg:DOMAIN".
+    Every language has every unit, so the text is parallel exactly: the dev file
+    is a parity dev set (``tokenforge compare --parity-dev``) and the test file a
+    held-out set whose premiums compare the same content in every language."""
+    units = message_units(versions)
+    info: dict = {"domains": len(units), "files": {}}
+    for name, test in (("parallel-dev.jsonl", False), ("parallel-test.jsonl", True)):
+        n = 0
+        with AtomicWriter(out / name) as w:
+            for domain, unit in sorted(units.items()):
+                keep = [
+                    i for i, en in enumerate(unit["en"]) if (_hash_key("msg", en) % 100 < MESSAGE_TEST_PERCENT) == test
+                ]
+                if not keep:
+                    continue
+                n += len(keep)
+                for lang in sorted(unit):
+                    text = "\n".join(unit[lang][i] for i in keep)
+                    rec = {"text": text, "lang": lang, "parallel_id": f"msg:{domain}", "source": f"gettext:{domain}"}
+                    w.write(json.dumps(rec, ensure_ascii=False).encode() + b"\n")
+        info["files"][name] = {**w.info(), "messages": n}
+        log(f"{name}: {n} messages a language from {len(units)} catalogs")
+    return info
+
+
 def build_multilingual(out: Path, mb: float, install: bool, jobs: int, fortunes_mb: float = 1.0) -> int:
     """Near-parallel held-out (and training) text in ten languages from Debian's
     translated man pages: the same page rendered in English and in every language
@@ -948,14 +1045,20 @@ def build_multilingual(out: Path, mb: float, install: bool, jobs: int, fortunes_
     a warning. Then each language's fortune cookies (:data:`FORTUNE_LANGS`, up
     to ``fortunes_mb`` MB a language, one document per fortune file) go to
     ``train.jsonl`` only, without ``parallel_id``: more training text, not
-    parallel."""
-    pkgs = list(MULTI_LANGS.values()) + list(FORTUNE_LANGS.values())
+    parallel. Last, exactly parallel text from the gettext message catalogs of
+    :data:`MESSAGE_PACKAGES` (:func:`write_parallel_messages`):
+    ``parallel-dev.jsonl`` (a parity dev set) and ``parallel-test.jsonl`` (a
+    held-out set), never in ``train.jsonl``."""
+    pkgs = list(MULTI_LANGS.values()) + list(FORTUNE_LANGS.values()) + list(MESSAGE_PACKAGES)
     if install and os.geteuid() == 0:
         install_packages(pkgs)
     versions = installed_versions(pkgs)
     for lang, pkg in [*MULTI_LANGS.items(), *FORTUNE_LANGS.items()]:
         if pkg not in versions:
             log(f"WARNING: {pkg} is not installed; no {lang!r} text from it")
+    missing = [pkg for pkg in MESSAGE_PACKAGES if pkg not in versions]
+    if missing:
+        log(f"WARNING: not installed, so no parallel messages from their catalogs: {', '.join(missing)}")
     config = {"multi_version": MULTI_VERSION, "mb": mb, "fortunes_mb": fortunes_mb, "packages": versions}
     try:
         if json.loads((out / "MANIFEST.json").read_text())["config"] == config:
@@ -1013,7 +1116,14 @@ def build_multilingual(out: Path, mb: float, install: bool, jobs: int, fortunes_
         log(
             f"{lang}: held out {h['docs']} pages ({h['bytes'] / MB:.2f} MB), train {t['docs']} ({t['bytes'] / MB:.2f} MB)"
         )
-    man = {"config": config, "units": len({k[0] for k in kept}), "languages": stats, "files": files}
+    messages = write_parallel_messages(out, versions)
+    man = {
+        "config": config,
+        "units": len({k[0] for k in kept}),
+        "languages": stats,
+        "files": files,
+        "messages": messages,
+    }
     tmp = out / ".MANIFEST.json.tmp"
     tmp.write_text(json.dumps(man, indent=2) + "\n")
     os.replace(tmp, out / "MANIFEST.json")
@@ -1039,7 +1149,8 @@ def main(argv=None) -> int:
         "--multilingual",
         type=Path,
         metavar="DIR",
-        help="instead: write near-parallel text in 10 languages (Debian's translated man pages) into DIR",
+        help="instead: write near-parallel text in 10 languages (Debian's translated man pages) and exactly "
+        "parallel messages (its gettext catalogs) into DIR",
     )
     ap.add_argument("--multilingual-mb", type=float, default=1.0, help="MB per language (default 1)")
     ap.add_argument(

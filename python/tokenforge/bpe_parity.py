@@ -310,6 +310,15 @@ def compare_parity_inputs(languages, measure) -> tuple[dict[str, Texts], dict[st
     long Italian pages made Italian's ratio 1.79 by sums against a median of
     1.17). "tokens", "bytes" or "chars": every training document of a language
     is its dev text, measured so.
+
+    With dev documents of their own (``languages.dev``, from ``compare
+    --parity-dev``), those are the dev text and are taken as exactly parallel
+    (the paper's setting: the same content in every language, e.g. FLORES, or
+    the gettext messages ``bench/build_corpus.py --multilingual`` writes):
+    ``"parallel"`` then measures each language by its dev tokens in all
+    (``"tokens"``). Where the documents carry ``parallel_id`` every language
+    must have the same units (a unit one language lacks would make it look
+    better compressed); "tokens", "bytes" or "chars" measure them so.
     """
     from .data.languages import TrainLanguages
 
@@ -321,6 +330,8 @@ def compare_parity_inputs(languages, measure) -> tuple[dict[str, Texts], dict[st
             raise CorpusError(f"bpe:parity: training document {i + 1} has no language; every one needs a 'lang'")
         by_lang.setdefault(d.lang, []).append(d)
     corpus = {lang: Texts([d.text for d in docs]) for lang, docs in by_lang.items()}
+    if languages.dev:
+        return corpus, _own_dev(languages.dev, measure == PARALLEL), "tokens" if measure == PARALLEL else measure
     if measure != PARALLEL:
         return corpus, {lang: Texts([d.text for d in docs]) for lang, docs in by_lang.items()}, measure
     ref = languages.reference
@@ -351,3 +362,28 @@ def compare_parity_inputs(languages, measure) -> tuple[dict[str, Texts], dict[st
         dev[lang] = Texts([d.text for d in mine if d.parallel_id in keep])
         sizes[lang] = sum(ref_bytes[u] for u in keep)
     return corpus, dev, sizes
+
+
+def _own_dev(docs, parallel: bool) -> dict[str, Texts]:
+    """Dev texts per language from ``compare --parity-dev``'s documents; with
+    ``parallel``, where they carry ``parallel_id``, every language must have the
+    same units (the text is compared by token counts)."""
+    by_lang: dict[str, list] = {}
+    for d in docs:
+        by_lang.setdefault(d.lang, []).append(d)
+    if parallel and any(d.parallel_id is not None for d in docs):
+        units = {lang: {d.parallel_id for d in ds} for lang, ds in by_lang.items()}
+        every = set().union(*units.values())
+        for lang, have in sorted(units.items()):
+            if None in have:
+                raise CorpusError(
+                    f"bpe:parity: a --parity-dev document of {lang!r} has no 'parallel_id' where others have one"
+                )
+            if have != every:
+                missing = sorted(str(u) for u in every - have)
+                raise CorpusError(
+                    f"bpe:parity: the --parity-dev text of {lang!r} lacks {len(missing)} of the {len(every)} parallel "
+                    f"units (e.g. {missing[0]!r}); dev texts compared by token counts must be parallel (or give "
+                    "parity_measure=bytes or chars)"
+                )
+    return {lang: Texts([d.text for d in ds]) for lang, ds in sorted(by_lang.items())}

@@ -84,7 +84,9 @@ class SpecRule:
     updated with the spec's). ``fixed_vocab``: vocabulary sizes do not apply.
     ``takes_languages``: ``train`` also gets ``languages=``, the training
     documents with their languages (:class:`tokenforge.data.languages.TrainLanguages`,
-    or None when the corpus carries none).
+    or None when the corpus carries none); ``languages_for(words)``: whether the
+    spec with these (normalised) bare words reads them, so that ``compare``
+    keys its cache by them (every spec of the family when None).
     """
 
     options: Mapping[str, Any]
@@ -93,6 +95,12 @@ class SpecRule:
     more_options: Callable[[], Sequence[str]] | None = None
     fixed_vocab: bool = False
     takes_languages: bool = False
+    languages_for: Callable[[tuple[str, ...]], bool] | None = None
+
+    def reads_languages(self, words: tuple[str, ...]) -> bool:
+        """Whether the spec with bare words ``words`` trains on the languages
+        (and ``compare --parity-dev``'s dev text)."""
+        return self.takes_languages and (self.languages_for is None or self.languages_for(words))
 
     def known_options(self) -> list[str]:
         names = list(self.options)
@@ -363,6 +371,7 @@ FAMILIES: dict[str, Family] = {
                 train=_bpe_train,
                 words=_bpe_words,
                 takes_languages=True,
+                languages_for=lambda words: "parity" in words,
             ),
             cli=None,  # `tokenforge train` (cli/main.py) is BPE's
             embedding_modes=("structured", "tuple"),

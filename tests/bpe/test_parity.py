@@ -335,3 +335,62 @@ def test_compare_dev_text_keeps_the_units_that_look_parallel():
         compare_parity_inputs(TrainLanguages(tuple(docs), "fr"), "parallel")
     with pytest.raises(CorpusError, match="no training document of 'ru' is parallel"):
         compare_parity_inputs(TrainLanguages((*docs, LangDoc("привет", "ru")), "en"), "parallel")
+
+
+def test_compare_parity_dev_text_of_its_own():
+    from tokenforge.bpe_parity import compare_parity_inputs
+    from tokenforge.data.languages import LangDoc, TrainLanguages
+
+    train = (LangDoc("a" * 50, "en", "u0"), LangDoc("b" * 70, "de", "u0"), LangDoc("c" * 10, "de"))
+    dev = (LangDoc("hello world", "en", "m1"), LangDoc("hallo welt", "de", "m1"))
+    dev += (LangDoc("good", "en", "m2"), LangDoc("gut", "de", "m2"))
+    corpus, got, measure = compare_parity_inputs(TrainLanguages(train, "en", dev), "parallel")
+    # the training documents stay the corpus (all of them); the dev documents are the dev
+    # text, compared by their tokens (exactly parallel), not sized by the reference's bytes
+    assert measure == "tokens" and len(list(corpus["de"].texts)) == 2
+    assert {k: list(v.texts) for k, v in got.items()} == {"de": ["hallo welt", "gut"], "en": ["hello world", "good"]}
+    _, _, measure = compare_parity_inputs(TrainLanguages(train, "en", dev), "chars")
+    assert measure == "chars"
+    # a unit one language lacks: refused, naming the language, the count and a unit
+    with pytest.raises(CorpusError, match=r"text of 'de' lacks 1 of the 3 parallel units \(e.g. 'm3'\)"):
+        compare_parity_inputs(TrainLanguages(train, "en", (*dev, LangDoc("x", "en", "m3"))), "parallel")
+    with pytest.raises(CorpusError, match="of 'de' has no 'parallel_id'"):
+        compare_parity_inputs(TrainLanguages(train, "en", (*dev, LangDoc("x", "de"))), "parallel")
+    # per-language files without units are taken as given (FLORES-style: line i is sentence i)
+    plain = (LangDoc("hello world", "en"), LangDoc("hallo welt", "de"))
+    _, got, measure = compare_parity_inputs(TrainLanguages(train, "en", plain), "parallel")
+    assert measure == "tokens" and sorted(got) == ["de", "en"]
+
+
+def test_compare_parity_dev_cli(tmp_path, monkeypatch):
+    from tokenforge.cli.main import main
+
+    monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path / "mpl"))
+    data = FIXTURES / "multilingual" / "heldout.jsonl"
+    lines = data.read_text().splitlines()
+    # the dev text: the fixture's first page in every language (as parallel units), in a file of its own
+    first = json.loads(lines[0])["parallel_id"]
+    dev = tmp_path / "dev.jsonl"
+    dev.write_text("".join(x + "\n" for x in lines if json.loads(x)["parallel_id"] == first))
+    out = tmp_path / "r"
+    args = ["compare", str(data), "--heldout", str(data), "--vocab-sizes", "400", "--families", "bpe,bpe:parity"]
+    assert main([*args, "--parity-dev", str(dev), "-o", str(out), "-q"]) == 0
+    res = json.loads((out / "results.json").read_text())
+    rows = {r["spec"]: r for r in res["rows"]}
+    assert all("error" not in r for r in rows.values())
+    rec = load(rows["bpe:parity"]["serve_path"]).data.training["parity"]
+    assert rec["measure"] == "tokens"
+    en_dev = sum(len(json.loads(x)["text"].encode()) for x in dev.read_text().splitlines() if '"lang": "en"' in x)
+    assert rec["per_language"]["en"]["dev_bytes"] == en_dev
+    assert f"--parity-dev {dev}" in res["command"]
+    assert res["corpus"]["parity_dev_languages"]["en"]["bytes"] == en_dev
+    assert "Parity dev text (`bpe:parity`)" in (out / "report.md").read_text()
+    # the dev text is part of bpe:parity's cache key (plain bpe's cache is reused)
+    dev.write_text("".join(x + "\n" for x in lines if json.loads(x)["parallel_id"] != first))
+    assert main([*args, "--parity-dev", str(dev), "-o", str(out), "-q"]) == 0
+    rows = {r["spec"]: r for r in json.loads((out / "results.json").read_text())["rows"]}
+    assert rows["bpe"]["reused"] and not rows["bpe:parity"]["reused"]
+    # a dev file whose documents have no language: exit 1, one line saying so
+    nolang = tmp_path / "nolang.txt"
+    nolang.write_text("some text\n")
+    assert main([*args, "--parity-dev", str(nolang), "-o", str(tmp_path / "r3"), "-q"]) == 1

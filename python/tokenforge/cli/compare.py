@@ -12,7 +12,8 @@ options); a family this tokenforge does not have is skipped and listed in the
 report. ``--load LABEL=PATH`` adds tokenizers from files. Held-out documents
 with a language (``--heldout LANG=PATH``, or a ``lang`` field in JSON lines)
 add per-language bytes/token, characters/token, fertility, continued-word rate
-and the premium against ``--reference-lang``, with their Gini per tokenizer. The report (Markdown,
+and the premium against ``--reference-lang``, with their Gini per tokenizer; ``--parity-dev`` gives
+``bpe:parity`` parallel development text of its own. The report (Markdown,
 HTML, PNG plots, JSON) goes to ``-o`` with the exact command that reproduces it.
 """
 
@@ -82,6 +83,14 @@ def add_arguments(p) -> None:
         help="held-out file (repeatable; default: every tenth corpus document). LANG=PATH gives its documents a "
         "language; JSON lines may carry 'lang' (and 'parallel_id') fields. Documents with a language get "
         "per-language metrics, premiums and their Gini",
+    )
+    p.add_argument(
+        "--parity-dev",
+        action="append",
+        default=[],
+        metavar="[LANG=]PATH",
+        help="development text of every bpe:parity spec (repeatable; LANG=PATH or JSON lines with 'lang'): "
+        "parallel text, the same content in every language (default: the training documents' parallel units)",
     )
     p.add_argument(
         "--reference-lang",
@@ -166,6 +175,7 @@ def options_from_args(args, command: str):
     return CompareOptions(
         corpus=list(args.corpus),
         heldout=list(args.heldout) or None,
+        parity_dev=list(args.parity_dev) or None,
         reference_lang=args.reference_lang,
         families=args.families,
         vocab_sizes=_ints(args.vocab_sizes),
@@ -211,6 +221,8 @@ def _rebuild_command(args) -> str:
     parts = ["tokenforge", "compare", *args.corpus]
     for x in args.heldout:
         parts += ["--heldout", x]
+    for x in args.parity_dev:
+        parts += ["--parity-dev", x]
     defaults = {
         "reference_lang": "en",
         "families": "bpe",

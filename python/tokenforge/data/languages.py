@@ -95,9 +95,12 @@ def read_language_documents(path, lang: str | None = None, *, text_field: str = 
 
 @dataclasses.dataclass(frozen=True)
 class TrainLanguages:
-    """Training documents with their languages (``docs``, in corpus order) and the
-    reference language of the comparison (``reference``): what ``tokenforge
-    compare`` hands a family whose record takes languages (``bpe:parity``)."""
+    """Training documents with their languages (``docs``, in corpus order), the
+    reference language of the comparison (``reference``) and, when given
+    (``tokenforge compare --parity-dev``), parallel development documents
+    (``dev``): what ``tokenforge compare`` hands a family whose record takes
+    languages (``bpe:parity``)."""
 
     docs: tuple[LangDoc, ...]
     reference: str
+    dev: tuple[LangDoc, ...] = ()

@@ -37,6 +37,7 @@ from ..data.fingerprint import tokenizer_fingerprint
 from ..data.languages import TrainLanguages
 from ..embedding_meta import EmbeddingModeError, get_embedding_metadata
 from ..errors import TokenforgeError
+from ..registry import family
 from .bpb import BPBConfig, run_bpb, select_documents
 from .families import Spec, parse_specs, train_tokenizer
 from .languages import LangDoc, parse_heldout_arg, per_language_metrics, read_language_documents
@@ -50,6 +51,7 @@ __all__ = ["CompareOptions", "run_compare", "load_corpus"]
 class CompareOptions:
     corpus: list[str] = dataclasses.field(default_factory=list)  # paths; empty = the built-in corpus
     heldout: str | list[str] | None = None  # held-out files, each "PATH" or "LANG=PATH"
+    parity_dev: list[str] | None = None  # bpe:parity's dev text: files, each "PATH" or "LANG=PATH"
     reference_lang: str = "en"  # the language premiums are measured against
     families: str = "bpe"
     vocab_sizes: list[int] = dataclasses.field(default_factory=lambda: [8192])
@@ -104,6 +106,34 @@ def _select_lang_docs(docs, max_bytes: int | None) -> list[LangDoc]:
 def _heldout_args(opts: CompareOptions) -> list[str]:
     h = opts.heldout
     return [] if not h else [h] if isinstance(h, str) else list(h)
+
+
+def _parity_dev(opts: CompareOptions) -> list[LangDoc]:
+    """The documents of ``--parity-dev`` (each with a language: ``LANG=PATH`` or a
+    ``lang`` field in JSON lines); none when it is not given."""
+    out: list[LangDoc] = []
+    for arg in opts.parity_dev or []:
+        lang, path = parse_heldout_arg(arg)
+        docs = read_language_documents(path, lang, text_field=opts.text_field)
+        for i, d in enumerate(docs):
+            if d.lang is None:
+                raise TokenforgeError(
+                    f"--parity-dev {arg}: document {i + 1} has no language; give LANG=PATH or JSON lines with 'lang'"
+                )
+        if not docs:
+            raise TokenforgeError(f"--parity-dev {arg}: no documents")
+        out += docs
+    return out
+
+
+def _dev_summary(opts: CompareOptions, docs: list[LangDoc]) -> dict:
+    """The ``corpus`` entries that say what ``--parity-dev`` gave."""
+    per: dict[str, dict[str, int]] = {}
+    for d in docs:
+        e = per.setdefault(str(d.lang), {"documents": 0, "bytes": 0})
+        e["documents"] += 1
+        e["bytes"] += len(d.text.encode("utf-8"))
+    return {"parity_dev": ", ".join(opts.parity_dev or []), "parity_dev_languages": dict(sorted(per.items()))}
 
 
 def _load_corpus(opts: CompareOptions) -> tuple[list[LangDoc], list[LangDoc], str]:
@@ -163,12 +193,16 @@ def _log(opts: CompareOptions, msg: str) -> None:
 
 
 def _cached_tokenizer(opts, spec: Spec, vocab: int | None, train_docs, train_digest: str, languages=None):
-    """Train (or reuse the cached) tokenizer; returns (tok, seconds, reused)."""
+    """Train (or reuse the cached) tokenizer; returns (tok, seconds, reused).
+    The documents of ``--parity-dev`` (``languages.dev``) are part of the cache
+    key of the families that take languages (their dev text)."""
     from ..registry import load
 
     cache = Path(opts.out) / "tokenizers" / spec.slug(vocab)
     meta_path = cache / "meta.json"
     want = {"spec": spec.text, "vocab_size": vocab, "train_digest": train_digest}
+    if languages is not None and languages.dev and family(spec.family).spec.reads_languages(spec.words):
+        want["parity_dev_digest"] = _train_digest(list(languages.dev))
     if opts.reuse and meta_path.is_file():
         try:
             meta = json.loads(meta_path.read_text())
@@ -233,8 +267,9 @@ def run_compare(opts: CompareOptions) -> dict:
     t_start = time.perf_counter()
     train_lang_docs, held_lang_docs, desc = _load_corpus(opts)
     train_docs = [d.text for d in train_lang_docs]
+    dev_docs = _parity_dev(opts)
     languages = (
-        TrainLanguages(tuple(train_lang_docs), opts.reference_lang)
+        TrainLanguages(tuple(train_lang_docs), opts.reference_lang, tuple(dev_docs))
         if any(d.lang is not None for d in train_lang_docs)
         else None
     )
@@ -242,6 +277,8 @@ def run_compare(opts: CompareOptions) -> dict:
     lang_docs = [d for d in held_lang_docs if d.lang is not None]
     eval_docs = select_documents(held_docs, _mb(opts.eval_mb))
     train_digest = _train_digest(train_lang_docs)
+    if dev_docs and not any(family(s.family).spec.reads_languages(s.words) for s in specs):
+        _log(opts, "note: no spec trains on the --parity-dev text (it is bpe:parity's dev text)")
     results: dict = {
         "title": opts.title,
         "command": opts.command,
@@ -252,6 +289,7 @@ def run_compare(opts: CompareOptions) -> dict:
             "train_bytes": sum(len(d.encode("utf-8")) for d in train_docs),
             "eval_documents": len(eval_docs),
             "eval_bytes": sum(len(d.encode("utf-8")) for d in eval_docs),
+            **(_dev_summary(opts, dev_docs) if dev_docs else {}),
         },
         "rows": [],
         "skipped": [],

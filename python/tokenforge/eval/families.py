@@ -14,7 +14,9 @@ none are converted).
                                  parallel units the reference language has,
                                  measured against the reference's bytes of the
                                  same units (``parity_measure=parallel``; or
-                                 tokens, bytes, chars on all its documents);
+                                 tokens, bytes, chars on all its documents;
+                                 ``compare --parity-dev`` gives parallel dev
+                                 text instead, measured by its tokens);
                                  ``parity_global_merges=N`` (hybrid; 0.5: half);
                                  ``parity_window=W[:parity_window_alpha=A]``
                                  (the moving-window variant);

@@ -465,6 +465,9 @@ def _setup_lines(results: dict) -> list[str]:
             f"Languages: {per}; reference {lg['reference']}"
             + (f"; at most {cap / 1e6:.2f} MB per language." if cap else ".")
         )
+    if c.get("parity_dev"):
+        per = ", ".join(f"{k} {v['bytes'] / 1e6:.2f} MB" for k, v in c["parity_dev_languages"].items())
+        lines.append(f"Parity dev text (`bpe:parity`): {c['parity_dev']} ({per}).")
     if results.get("bpb_setup"):
         b = results["bpb_setup"]
         cfg = b["config"]
