@@ -434,7 +434,10 @@ def plot_premiums(results: dict, path: Path) -> bool:
     ax.set_ylabel(f"premium against {ref} (tokens per {ref} token)")
     ax.set_title("Token cost per language")
     ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(fontsize=7)
+    if len(entries) > 4:  # beside the axes: inside, a long legend hides the last languages' bars
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    else:
+        ax.legend(fontsize=7)
     _save_png(fig, path)
     plt.close(fig)
     return True
