@@ -63,6 +63,7 @@ import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import sysconfig
@@ -956,7 +957,7 @@ def _read_catalog(path: str) -> dict[str, str] | None:
     try:
         with open(path, "rb") as f:
             cat = gettext.GNUTranslations(f)._catalog  # type: ignore[attr-defined]
-    except (OSError, ValueError, UnicodeDecodeError, LookupError, IndexError) as e:
+    except (OSError, ValueError, UnicodeDecodeError, LookupError, IndexError, struct.error) as e:
         log(f"WARNING: skipping {path}: {type(e).__name__}: {e}")
         return None
     out = {}

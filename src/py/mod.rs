@@ -370,8 +370,8 @@ where
     // Chunks of about total / (256 * threads) bytes (at least 4 KiB), cut at text
     // boundaries: the lists of the last chunk are built after every thread is done,
     // so small chunks keep that serial tail short (8.5 MB as 4 KB texts on 2 threads,
-    // best of 40 interleaved rounds, three runs: 0.0327 / 0.0415 / 0.0358 s at 256
-    // against 0.0350 / 0.0408 / 0.0373 at 16 and 0.0329 / 0.0457 / 0.0386 at 1,024).
+    // best of 40 interleaved rounds in one process: 256 the fastest in 5 of 6 runs
+    // against 16, by up to 11%; 64 no better than 16; 1,024 slower than 256).
     let target = (total / (256 * threads.max(1))).max(1 << 12);
     let mut bounds = vec![0usize];
     let mut acc = 0;
