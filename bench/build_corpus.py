@@ -1062,7 +1062,10 @@ def build_multilingual(out: Path, mb: float, install: bool, jobs: int, fortunes_
         log(f"WARNING: not installed, so no parallel messages from their catalogs: {', '.join(missing)}")
     config = {"multi_version": MULTI_VERSION, "mb": mb, "fortunes_mb": fortunes_mb, "packages": versions}
     try:
-        if json.loads((out / "MANIFEST.json").read_text())["config"] == config:
+        outputs = ("train.jsonl", "heldout.jsonl", "parallel-dev.jsonl", "parallel-test.jsonl")
+        if json.loads((out / "MANIFEST.json").read_text())["config"] == config and all(
+            (out / name).is_file() for name in outputs
+        ):
             log(f"multilingual sets in {out} are up to date")
             return 0
     except (OSError, ValueError, KeyError):
