@@ -126,14 +126,22 @@ def _parity_dev(opts: CompareOptions) -> list[LangDoc]:
     return out
 
 
-def _dev_summary(opts: CompareOptions, docs: list[LangDoc]) -> dict:
-    """The ``corpus`` entries that say what ``--parity-dev`` gave."""
-    per: dict[str, dict[str, int]] = {}
+def _per_language(docs: list[LangDoc]) -> dict[str, dict]:
+    """Per language, sorted: its documents, UTF-8 bytes and the set of its parallel units."""
+    langs: dict[str, dict] = {}
     for d in docs:
-        e = per.setdefault(str(d.lang), {"documents": 0, "bytes": 0})
+        e = langs.setdefault(d.lang, {"documents": 0, "bytes": 0, "parallel_units": set()})
         e["documents"] += 1
         e["bytes"] += len(d.text.encode("utf-8"))
-    return {"parity_dev": ", ".join(opts.parity_dev or []), "parity_dev_languages": dict(sorted(per.items()))}
+        if d.parallel_id is not None:
+            e["parallel_units"].add(d.parallel_id)
+    return dict(sorted(langs.items()))
+
+
+def _dev_summary(opts: CompareOptions, docs: list[LangDoc]) -> dict:
+    """The ``corpus`` entries that say what ``--parity-dev`` gave."""
+    per = {lang: {"documents": e["documents"], "bytes": e["bytes"]} for lang, e in _per_language(docs).items()}
+    return {"parity_dev": ", ".join(opts.parity_dev or []), "parity_dev_languages": per}
 
 
 def _load_corpus(opts: CompareOptions) -> tuple[list[LangDoc], list[LangDoc], str]:
@@ -377,13 +385,7 @@ def _lz78_outputs(tok, train_docs, threads) -> dict:
 
 def _language_setup(opts: CompareOptions, lang_docs: list[LangDoc]) -> dict:
     """The report's description of the per-language held-out set."""
-    langs: dict[str, dict] = {}
-    for d in lang_docs:
-        e = langs.setdefault(d.lang, {"documents": 0, "bytes": 0, "parallel_units": set()})
-        e["documents"] += 1
-        e["bytes"] += len(d.text.encode("utf-8"))
-        if d.parallel_id is not None:
-            e["parallel_units"].add(d.parallel_id)
+    langs = _per_language(lang_docs)
     if opts.reference_lang not in langs:
         raise TokenforgeError(
             f"the reference language {opts.reference_lang!r} has no held-out documents (languages: "
@@ -395,7 +397,7 @@ def _language_setup(opts: CompareOptions, lang_docs: list[LangDoc]) -> dict:
         "languages": {
             "reference": opts.reference_lang,
             "max_bytes_per_language": _mb(opts.eval_mb),
-            "held_out": dict(sorted(langs.items())),
+            "held_out": langs,
         }
     }
 
