@@ -14,7 +14,9 @@
 //! a longer one of up to 63 bytes in a bounded cache shared by threads (10
 //! MiB per model, fixed), and only what they miss is merged. With a scanner
 //! pattern the text is split a chunk of pieces at a time, and each piece's
-//! line is prefetched some pieces before it is looked up.
+//! line is prefetched some pieces before it is looked up; the pieces of a
+//! chunk that miss (up to 95 bytes) wait, up to 32 different ones, and are
+//! merged side by side so that their pair-table misses overlap (`Lane`).
 //! The fast path gives exactly the ids of the rule (tests: `old_path` below,
 //! tests/bpe/test_encode_fast.py against tiktoken and the reference).
 //!
@@ -183,6 +185,115 @@ impl Clone for FastCell {
     fn clone(&self) -> Self {
         FastCell::default()
     }
+}
+
+/// One piece of up to `LONG_PIECE - 1` bytes merged side by side with
+/// others: the merge loop of [`BpeModel::merge_short_loop`] cut into rounds.
+/// [`Lane::step`] merges the lowest pair and prefetches the slots of the
+/// pairs it made; [`Lane::reread`] reads them, after every other lane has
+/// asked for its own, so that the pair-table misses of all lanes overlap
+/// where one piece alone waits for one miss a merge.
+#[derive(Clone)]
+struct Lane {
+    n: usize,
+    at: usize,
+    parts: [u32; LONG_PIECE],
+    ranks: [u32; LONG_PIECE],
+}
+
+impl Lane {
+    const EMPTY: Lane = Lane { n: 0, at: 0, parts: [0; LONG_PIECE], ranks: [NO_RANK; LONG_PIECE] };
+
+    /// Start on `piece` (2..`LONG_PIECE` bytes): its bytes' ids and the
+    /// ranks of the first round, each through `keep` (NO_RANK if refused).
+    #[inline(always)]
+    fn start(&mut self, piece: &[u8], byte_to_id: &[u32; 256], byte_pairs: &[u32], keep: impl Fn(u32) -> u32) {
+        self.n = piece.len();
+        for (i, &b) in piece.iter().enumerate() {
+            self.parts[i] = byte_to_id[b as usize];
+        }
+        for i in 0..piece.len() - 1 {
+            self.ranks[i] = keep(byte_pairs[(piece[i] as usize) << 8 | piece[i + 1] as usize]);
+        }
+    }
+
+    /// Merge the lowest-ranked pair (the leftmost of equals) and prefetch
+    /// the slots of the pairs it made; false, with nothing merged, when no
+    /// pair has a rank, or after the merge if one part is left: done.
+    #[inline(always)]
+    fn step(&mut self, pairs: &PairTable) -> bool {
+        let n = self.n;
+        let (mut best, mut at) = (NO_RANK, 0);
+        for (i, &r) in self.ranks[..n - 1].iter().enumerate() {
+            if r < best {
+                best = r;
+                at = i;
+            }
+        }
+        if best == NO_RANK {
+            return false;
+        }
+        self.parts[at] = best;
+        self.parts.copy_within(at + 2..n, at + 1);
+        self.ranks.copy_within(at + 1..n - 1, at);
+        self.n = n - 1;
+        self.at = at;
+        if self.n == 1 {
+            return false;
+        }
+        if at + 1 < self.n {
+            pairs.prefetch(self.parts[at], self.parts[at + 1]);
+        }
+        if at > 0 {
+            pairs.prefetch(self.parts[at - 1], self.parts[at]);
+        }
+        true
+    }
+
+    /// The ranks of the pairs the last [`Lane::step`] made, through `keep`.
+    #[inline(always)]
+    fn reread(&mut self, pairs: &PairTable, keep: impl Fn(u32) -> u32) {
+        let at = self.at;
+        if at + 1 < self.n {
+            self.ranks[at] = keep(pairs.get(self.parts[at], self.parts[at + 1], NO_RANK));
+        }
+        if at > 0 {
+            self.ranks[at - 1] = keep(pairs.get(self.parts[at - 1], self.parts[at], NO_RANK));
+        }
+    }
+
+    fn ids(&self) -> &[u32] {
+        &self.parts[..self.n]
+    }
+}
+
+/// Lanes of [`BpeModel::encode_scanned`]: pieces that missed every table and
+/// cache wait here, up to this many different ones, then merge side by side.
+const LANES: usize = 32;
+
+/// A piece of [`BpeModel::encode_scanned`] whose merge is put off: its bytes
+/// `s..e` of the text, where its ids go in the output (`pos`, before the
+/// ids of the pieces put off ahead of it), its lane (shared by equal
+/// pieces) and, for the first piece of a lane, its spill-cache hash.
+struct Deferred {
+    s: usize,
+    e: usize,
+    pos: usize,
+    lane: usize,
+    first: bool,
+    spill: Option<u64>,
+}
+
+/// The pieces put off so far in one call, and their lanes (made as pieces
+/// miss: text met before never needs them).
+#[derive(Default)]
+struct Pending {
+    items: Vec<Deferred>,
+    lanes: Vec<Lane>,
+    live: Vec<usize>,
+    /// lanes in use, and the bytes `s..e` of each one's piece
+    used: usize,
+    heads: [(usize, usize); LANES],
 }
 
 impl BpeModel {
@@ -456,14 +567,6 @@ impl BpeModel {
     /// then reads them, so the misses of all lanes overlap. Same parts.
     fn recover_merges(&self, fast: &Fast, ids: &[u32], out: &mut Vec<Option<(u32, u32, u32)>>) {
         const LANES: usize = 16;
-        #[derive(Clone)]
-        struct Lane {
-            id: u32,
-            n: usize,
-            at: usize,
-            parts: [u32; LONG_PIECE],
-            ranks: [u32; LONG_PIECE],
-        }
         let two = |parts: &[u32], id: u32| {
             (parts.len() == 2 && parts[0] < id && parts[1] < id).then(|| (parts[0], parts[1], id))
         };
@@ -475,8 +578,8 @@ impl BpeModel {
             }
             return;
         };
-        let empty = Lane { id: 0, n: 0, at: 0, parts: [0; LONG_PIECE], ranks: [NO_RANK; LONG_PIECE] };
-        let mut lanes = vec![empty; LANES];
+        let mut lanes = vec![Lane::EMPTY; LANES];
+        let mut lane_ids = [0u32; LANES];
         let mut live: Vec<usize> = Vec::with_capacity(LANES);
         for chunk in ids.chunks(LANES) {
             let base = out.len();
@@ -489,61 +592,24 @@ impl BpeModel {
                     out[base + j] = two(&scratch, id);
                     continue;
                 }
-                let l = &mut lanes[j];
-                l.id = id;
-                l.n = t.len();
-                for (i, &b) in t.iter().enumerate() {
-                    l.parts[i] = self.byte_to_id[b as usize];
-                }
-                for i in 0..t.len() - 1 {
-                    // (NO_RANK is above every id: `r < id` also says the pair has a rank)
-                    let r = fast.byte_pairs[(t[i] as usize) << 8 | t[i + 1] as usize];
-                    l.ranks[i] = if r < id { r } else { NO_RANK };
-                }
+                // (NO_RANK is above every id: `r < id` also says the pair has a rank)
+                lanes[j].start(t, &self.byte_to_id, &fast.byte_pairs, |r| if r < id { r } else { NO_RANK });
+                lane_ids[j] = id;
                 live.push(j);
             }
             while !live.is_empty() {
                 // one round of every live lane: merge its lowest pair, ask for the new pairs' slots
                 live.retain(|&j| {
-                    let l = &mut lanes[j];
-                    let n = l.n;
-                    let (mut best, mut at) = (NO_RANK, 0);
-                    for (i, &r) in l.ranks[..n - 1].iter().enumerate() {
-                        if r < best {
-                            best = r;
-                            at = i;
-                        }
+                    if lanes[j].step(pairs) {
+                        return true;
                     }
-                    if best != NO_RANK {
-                        l.parts[at] = best;
-                        l.parts.copy_within(at + 2..n, at + 1);
-                        l.ranks.copy_within(at + 1..n - 1, at);
-                        l.n = n - 1;
-                        l.at = at;
-                        if l.n > 1 {
-                            if at + 1 < l.n {
-                                pairs.prefetch(l.parts[at], l.parts[at + 1]);
-                            }
-                            if at > 0 {
-                                pairs.prefetch(l.parts[at - 1], l.parts[at]);
-                            }
-                            return true;
-                        }
-                    }
-                    out[base + j] = two(&l.parts[..l.n], l.id);
+                    out[base + j] = two(lanes[j].ids(), lane_ids[j]);
                     false
                 });
                 // then read them
                 for &j in &live {
-                    let l = &mut lanes[j];
-                    let (at, id) = (l.at, l.id);
-                    let below = |r: u32| if r < id { r } else { NO_RANK };
-                    if at + 1 < l.n {
-                        l.ranks[at] = below(pairs.get(l.parts[at], l.parts[at + 1], NO_RANK));
-                    }
-                    if at > 0 {
-                        l.ranks[at - 1] = below(pairs.get(l.parts[at - 1], l.parts[at], NO_RANK));
-                    }
+                    let id = lane_ids[j];
+                    lanes[j].reread(pairs, |r| if r < id { r } else { NO_RANK });
                 }
             }
         }
@@ -670,24 +736,182 @@ impl BpeModel {
             }
         }
         let start = out.len();
-        if let (true, Some(t)) = (n <= PIECE_MAX, &fast.pieces) {
+        if let (true, Some(_)) = (n <= PIECE_MAX, &fast.pieces) {
             // not in the table (under tiktoken's rule the table has every
-            // token of these lengths, so this is no token): the merge, kept in
-            // the table while it has room, else in the cache
+            // token of these lengths, so this is no token): the merge
             self.merge_short_fast(fast, piece, out);
-            let (lo, hi) = key.short();
-            if t.insert(lo, hi, &out[start..]) {
-                return;
-            }
         } else {
             self.encode_piece_slow(fast, piece, out);
         }
-        if out.len() - start <= cache.most() {
-            cache.put(key, &out[start..], piece.as_ptr() as usize >> 4);
+        self.remember(fast, piece, key, spill, &out[start..]);
+    }
+
+    /// Keep the ids of a piece of 2..=`CACHE_MAX` bytes that
+    /// [`Self::encode_cached`] merged: in the short-piece table while it has
+    /// room (pieces of up to `PIECE_MAX` bytes), else in the cache if they
+    /// fit an entry; and in the spill cache if `spill` is its hash.
+    #[inline]
+    fn remember(&self, fast: &Fast, piece: &[u8], key: &ShortKey, spill: Option<u64>, ids: &[u32]) {
+        let Some((cache, _)) = &fast.cache else { return };
+        if let (true, Some(t)) = (piece.len() <= PIECE_MAX, &fast.pieces) {
+            let (lo, hi) = key.short();
+            if t.insert(lo, hi, ids) {
+                return;
+            }
+        }
+        if ids.len() <= cache.most() {
+            cache.put(key, ids, piece.as_ptr() as usize >> 4);
         }
         if let Some(h) = spill {
-            fast.spill.put(piece, h, &out[start..]);
+            fast.spill.put(piece, h, ids);
         }
+    }
+
+    /// [`Self::encode_cached`] in [`Self::encode_scanned`], for a piece
+    /// `bytes[s..e]` of 2..=`CACHE_MAX` bytes the short-piece table does not
+    /// have: from the caches if there, else put off (see [`Pending`]) --
+    /// nothing is written for it until [`Self::flush`]. A piece that is a
+    /// token is written at once (tiktoken's rule). Put-off pieces are merged
+    /// when `LANES` different ones wait.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn encode_or_defer(
+        &self,
+        fast: &Fast,
+        pairs: &PairTable,
+        bytes: &[u8],
+        (s, e): (usize, usize),
+        key: &ShortKey,
+        pend: &mut Pending,
+        out: &mut Vec<u32>,
+    ) {
+        let Some((cache, _)) = &fast.cache else { return };
+        if cache.get(key, out) {
+            return;
+        }
+        let n = e - s;
+        let spill = (n > cache.most().min(PIECE_MAX)).then(|| spill_hash(&bytes[s..e]));
+        self.defer(fast, pairs, bytes, (s, e), spill, pend, out)
+    }
+
+    /// [`Self::encode_or_defer`] for a piece of `CACHE_MAX + 1..LONG_PIECE`
+    /// bytes (what [`Self::encode_piece_cold`] merges with the short loop):
+    /// the long-piece cache, the spill cache, then put off.
+    #[inline(always)]
+    fn encode_long_or_defer(
+        &self,
+        fast: &Fast,
+        pairs: &PairTable,
+        bytes: &[u8],
+        (s, e): (usize, usize),
+        pend: &mut Pending,
+        out: &mut Vec<u32>,
+    ) {
+        let Some((_, long)) = &fast.cache else { return };
+        let piece = &bytes[s..e];
+        if piece.len() <= LONG_CACHE_MAX && long.get(&LongKey::new(piece), out) {
+            return;
+        }
+        self.defer(fast, pairs, bytes, (s, e), Some(spill_hash(piece)), pend, out)
+    }
+
+    /// The miss path of [`Self::encode_or_defer`], out of line: `spill` is
+    /// the piece's spill-cache hash if it is kept there.
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn defer(
+        &self,
+        fast: &Fast,
+        pairs: &PairTable,
+        bytes: &[u8],
+        (s, e): (usize, usize),
+        spill: Option<u64>,
+        pend: &mut Pending,
+        out: &mut Vec<u32>,
+    ) {
+        let piece = &bytes[s..e];
+        let n = piece.len();
+        if let Some(h) = spill {
+            if fast.spill.get(piece, h, out) {
+                return;
+            }
+        }
+        if n > PIECE_MAX && self.rule == MergeRule::Bytes {
+            // (shorter tokens are all in the short-piece table)
+            if let Some(id) = self.tokens.find(piece) {
+                out.push(id);
+                self.remember_any(fast, piece, spill, &[id]);
+                return;
+            }
+        }
+        // an equal piece already waiting shares its lane
+        let same = pend.heads[..pend.used].iter().position(|&(hs, he)| bytes[hs..he] == *piece);
+        let (lane, first) = match same {
+            Some(l) => (l, false),
+            None => {
+                if pend.used == pend.lanes.len() {
+                    pend.lanes.reserve_exact(LANES - pend.used);
+                    pend.lanes.push(Lane::EMPTY);
+                }
+                pend.heads[pend.used] = (s, e);
+                pend.used += 1;
+                (pend.used - 1, true)
+            }
+        };
+        pend.items.push(Deferred { s, e, pos: out.len(), lane, first, spill });
+        if pend.used == LANES {
+            self.flush(fast, pairs, bytes, pend, out);
+        }
+    }
+
+    /// [`Self::remember`] or [`Self::remember_long`] by the piece's length.
+    #[inline]
+    fn remember_any(&self, fast: &Fast, piece: &[u8], spill: Option<u64>, ids: &[u32]) {
+        if piece.len() <= CACHE_MAX {
+            self.remember(fast, piece, &ShortKey::new(piece), spill, ids);
+        } else if let Some(h) = spill {
+            self.remember_long(fast, piece, h, ids);
+        }
+    }
+
+    /// Merge the pieces put off (side by side, [`Lane`]), write their ids in
+    /// their places in `out` (moving the ids written after each one along)
+    /// and remember them as [`Self::encode_cached`] does.
+    #[inline(never)]
+    fn flush(&self, fast: &Fast, pairs: &PairTable, bytes: &[u8], pend: &mut Pending, out: &mut Vec<u32>) {
+        if pend.items.is_empty() {
+            return;
+        }
+        let Pending { items, lanes, live, used, .. } = pend;
+        live.clear();
+        for d in items.iter().filter(|d| d.first) {
+            lanes[d.lane].start(&bytes[d.s..d.e], &self.byte_to_id, &fast.byte_pairs, |r| r);
+            live.push(d.lane);
+        }
+        while !live.is_empty() {
+            live.retain(|&l| lanes[l].step(pairs));
+            for &l in live.iter() {
+                lanes[l].reread(pairs, |r| r);
+            }
+        }
+        // one pass from the end: each put-off piece's ids go in after the ids
+        // of every piece before it
+        let total: usize = items.iter().map(|d| lanes[d.lane].n).sum();
+        let mut end = out.len();
+        out.resize(end + total, 0);
+        let mut shift = total;
+        for d in items.iter().rev() {
+            let ids = lanes[d.lane].ids();
+            out.copy_within(d.pos..end, d.pos + shift);
+            shift -= ids.len();
+            out[d.pos + shift..d.pos + shift + ids.len()].copy_from_slice(ids);
+            end = d.pos;
+        }
+        for d in items.iter().filter(|d| d.first) {
+            self.remember_any(fast, &bytes[d.s..d.e], d.spill, lanes[d.lane].ids());
+        }
+        items.clear();
+        *used = 0;
     }
 
     /// A piece of 1 or more than `CACHE_MAX` bytes: the long-piece cache
@@ -697,9 +921,8 @@ impl BpeModel {
     fn encode_piece_cold(&self, fast: &Fast, piece: &[u8], out: &mut Vec<u32>) {
         let n = piece.len();
         match &fast.cache {
-            Some((_, long)) if n > CACHE_MAX && n <= LONG_CACHE_MAX => {
-                let key = LongKey::new(piece);
-                if long.get(&key, out) {
+            Some((_, long)) if n > CACHE_MAX && n <= SPILL_MAX => {
+                if n <= LONG_CACHE_MAX && long.get(&LongKey::new(piece), out) {
                     return;
                 }
                 // backed by the spill cache, as in `encode_keyed`
@@ -709,22 +932,21 @@ impl BpeModel {
                 }
                 let start = out.len();
                 self.encode_piece_slow(fast, piece, out);
-                if out.len() - start <= long.most() {
-                    long.put(&key, &out[start..], piece.as_ptr() as usize >> 4);
-                }
-                fast.spill.put(piece, h, &out[start..]);
-            }
-            Some(_) if n > LONG_CACHE_MAX && n <= SPILL_MAX => {
-                let h = spill_hash(piece);
-                if fast.spill.get(piece, h, out) {
-                    return;
-                }
-                let start = out.len();
-                self.encode_piece_slow(fast, piece, out);
-                fast.spill.put(piece, h, &out[start..]);
+                self.remember_long(fast, piece, h, &out[start..]);
             }
             _ => self.encode_piece_slow(fast, piece, out),
         }
+    }
+
+    /// Keep the ids of a piece of `CACHE_MAX + 1..=SPILL_MAX` bytes (`h` its
+    /// spill hash): in the long-piece cache if it has at most
+    /// `LONG_CACHE_MAX` bytes and they fit an entry, and in the spill cache.
+    fn remember_long(&self, fast: &Fast, piece: &[u8], h: u64, ids: &[u32]) {
+        let Some((_, long)) = &fast.cache else { return };
+        if piece.len() <= LONG_CACHE_MAX && ids.len() <= long.most() {
+            long.put(&LongKey::new(piece), ids, piece.as_ptr() as usize >> 4);
+        }
+        fast.spill.put(piece, h, ids);
     }
 
     /// The rule itself, without the cache: whole-piece lookup (tiktoken's
@@ -894,16 +1116,20 @@ impl BpeModel {
     /// pieces in a loop of its own; then, piece by piece, the key of piece `i`
     /// is computed and the line it will be looked up in is prefetched, and
     /// piece `i - AHEAD` (whose line has had the time of `AHEAD` pieces to
-    /// arrive) is looked up and written.
+    /// arrive) is looked up and written. A piece of up to `LONG_PIECE - 1`
+    /// bytes that no table or cache has is put off ([`Self::defer`]) and
+    /// written, in its place, when `LANES` wait or the chunk ends.
     #[inline(never)]
     fn encode_scanned(&self, fast: &Fast, text: &str, out: &mut Vec<u32>) -> bool {
         const AHEAD: usize = 16;
         let Some((cache, _)) = &fast.cache else { return false };
         let Some(table) = fast.pieces.as_ref() else { return self.encode_scanned_cached(fast, text, out) };
+        let Some(pairs) = fast.pairs.as_ref() else { return self.encode_scanned_cached(fast, text, out) };
         let view = table.view();
         let bytes = text.as_bytes();
         // per piece of 1..=PIECE_MAX bytes: the table's key words and line
         let mut keys = [(0u64, 0u64, 0usize); SCAN_CHUNK];
+        let mut pend = Pending::default();
         self.pretok.scan_chunks(text, |bounds| {
             let k = bounds.len() - 1;
             // room for every piece of the chunk found in the table (at most
@@ -938,9 +1164,13 @@ impl BpeModel {
                             out.push(self.byte_to_id[bytes[s] as usize]);
                             continue;
                         }
-                        self.encode_cached(fast, &bytes[s..e], &ShortKey::new_in(bytes, s, n), out);
+                        let key = ShortKey::new_in(bytes, s, n);
+                        self.encode_or_defer(fast, pairs, bytes, (s, e), &key, &mut pend, out);
                     } else if n <= CACHE_MAX {
-                        self.encode_cached(fast, &bytes[s..e], &ShortKey::new_in(bytes, s, n), out)
+                        let key = ShortKey::new_in(bytes, s, n);
+                        self.encode_or_defer(fast, pairs, bytes, (s, e), &key, &mut pend, out);
+                    } else if n < LONG_PIECE {
+                        self.encode_long_or_defer(fast, pairs, bytes, (s, e), &mut pend, out);
                     } else {
                         self.encode_piece_cold(fast, &bytes[s..e], out)
                     }
@@ -948,6 +1178,9 @@ impl BpeModel {
                     // for the pieces after it
                     out.reserve((k - j) * TABLE_IDS);
                 }
+            }
+            if !pend.items.is_empty() {
+                self.flush(fast, pairs, bytes, &mut pend, out);
             }
         })
     }
@@ -1335,6 +1568,42 @@ mod tests {
             }
             prop_assert_eq!(&m.encode_ordinary(&s).unwrap(), &want);
             prop_assert_eq!(&m.encode_ordinary(&s).unwrap(), &want);
+        }
+    }
+
+    /// A word of letters (one piece under the GPT-4 pattern) of about `len`
+    /// bytes, from `seed`: ASCII, two- and three-byte letters.
+    fn word(len: usize, seed: u64) -> String {
+        const LETTERS: [char; 10] = ['a', 'b', 'e', 'x', 'é', 'П', 'р', 'и', '東', '京'];
+        let (mut w, mut x) = (String::new(), seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+        while w.len() < len {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            w.push(LETTERS[(x % 10) as usize]);
+        }
+        w
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(80))]
+        #[test]
+        fn put_off_pieces_land_in_their_places(
+            words in prop::collection::vec((near_limits(), 0u64..60), 1..400),
+            pairs in any::<bool>(),
+        ) {
+            // many different words a chunk (more than LANES wait at once), the
+            // same word again before its merge (one lane), known words between
+            // them, lengths around every limit; a new model: nothing cached
+            let rule = if pairs { MergeRule::Pairs } else { MergeRule::Bytes };
+            let m = trained("the quick brown fox, déjà vu 東京 Привет abe xab éé".as_bytes(), 150, rule);
+            let text = words.iter().map(|&(len, seed)| word(len, seed)).collect::<Vec<_>>().join(" the ");
+            let mut want = vec![];
+            for p in m.pretok.split_vec(&text).unwrap() {
+                want.extend(old_path(&m, p.as_bytes()));
+            }
+            prop_assert_eq!(&m.encode_ordinary(&text).unwrap(), &want);
+            prop_assert_eq!(&m.encode_ordinary(&text).unwrap(), &want);
         }
     }
 
