@@ -1035,17 +1035,21 @@ impl BpeModel {
         for (i, r) in ranks[..n - 1].iter_mut().enumerate() {
             *r = first(i);
         }
-        for i in 0..n - 1 {
-            let r = ranks[i];
-            if r != NO_RANK {
-                if i > 0 {
-                    ahead(parts[i - 1], r);
-                }
-                if i + 2 < n {
-                    ahead(r, parts[i + 2]);
+        // for each ranked pair in `is`, the pairs its merge would make with its neighbours
+        let fan_out = |parts: &[u32], ranks: &[u32], n: usize, is: std::ops::Range<usize>| {
+            for i in is {
+                let r = ranks[i];
+                if r != NO_RANK {
+                    if i > 0 {
+                        ahead(parts[i - 1], r);
+                    }
+                    if i + 2 < n {
+                        ahead(r, parts[i + 2]);
+                    }
                 }
             }
-        }
+        };
+        fan_out(&parts, &ranks, n, 0..n - 1);
         loop {
             let mut best = NO_RANK;
             let mut at = 0;
@@ -1071,19 +1075,8 @@ impl BpeModel {
             if n == 1 {
                 break;
             }
-            // the pairs the merges of the two new pairs would make
-            let lo = at.saturating_sub(1);
-            for i in lo..(at + 1).min(n - 1) {
-                let r = ranks[i];
-                if r != NO_RANK {
-                    if i > 0 {
-                        ahead(parts[i - 1], r);
-                    }
-                    if i + 2 < n {
-                        ahead(r, parts[i + 2]);
-                    }
-                }
-            }
+            // the two new pairs
+            fan_out(&parts, &ranks, n, at.saturating_sub(1)..(at + 1).min(n - 1));
         }
         out.extend_from_slice(&parts[..n]);
     }
