@@ -186,6 +186,11 @@ def install_packages(names) -> None:
     cmd = ["apt-get", "install", "-y", "-q", "--no-install-recommends", *available]
     r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if r.returncode != 0:
+        # Lists older than the archive name versions it no longer holds (404): refresh once, retry.
+        log(f"apt-get install failed (exit {r.returncode}); apt-get update, then once more")
+        subprocess.run(["apt-get", "update", "-q"], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if r.returncode != 0:
         sys.stderr.write(r.stdout[-4000:])
         raise SystemExit(
             f"apt-get install failed (exit {r.returncode}); run `apt-get update` as root, or use --no-install"
