@@ -260,12 +260,26 @@ impl Key<4> {
             let p = buf.as_ptr().add(start) as *const u64;
             (u64::from_le(p.read_unaligned()), u64::from_le(p.add(1).read_unaligned()))
         };
-        let m = u128::MAX >> (128 - 8 * n.clamp(1, 16));
-        (a & m as u64, (b & (m >> 64) as u64) | (n as u64) << 56)
+        // the masks from a table: the shift of a 128-bit mask by the length
+        // was a dozen instructions with two conditional moves
+        let (ma, mb) = SHORT_MASKS[n & 15];
+        (a & ma, (b & mb) | (n as u64) << 56)
     }
 }
 
 const MULS: [u64; 4] = [K1, K2, K3, K4];
+
+/// `SHORT_MASKS[n]`: the low `n` bytes of two words (`n` in 0..16).
+static SHORT_MASKS: [(u64, u64); 16] = {
+    let mut m = [(0u64, 0u64); 16];
+    let mut n = 0;
+    while n < 16 {
+        let all = if n == 0 { 0 } else { u128::MAX >> (128 - 8 * n) };
+        m[n] = (all as u64, (all >> 64) as u64);
+        n += 1;
+    }
+    m
+};
 
 /// `MASKS[v]`: the low `v` bytes of a word.
 const MASKS: [u64; 9] = {
@@ -327,9 +341,10 @@ unsafe impl ZeroValid for Slot {}
 /// piece's length, 1 or more, in its top byte).
 const BUSY: u64 = 1;
 /// Ids kept in one [`PieceTable`] entry.
-pub const TABLE_IDS: usize = 6;
-/// Ids below this fit [`PieceTable`] entries (20 bits each).
-pub const TABLE_ID_LIMIT: u64 = 1 << 20;
+pub const TABLE_IDS: usize = 4;
+/// Ids below this fit [`PieceTable`] entries (the first one shares its
+/// word with the count).
+pub const TABLE_ID_LIMIT: u64 = 1 << 24;
 
 /// Pieces of up to [`PIECE_MAX`] bytes -> their ids, open addressing with
 /// linear probing from the first slot of the hash's 64-byte line (both
@@ -346,8 +361,9 @@ pub const TABLE_ID_LIMIT: u64 = 1 << 20;
 /// correctness). Memory: fixed, 32 bytes times the next power of two at or
 /// above twice the number of such tokens (and bytes).
 ///
-/// Ids are packed 20 bits each: `v0` = count (4 bits) | ids 0-2, `v1` =
-/// ids 3-5; a vocabulary with an id of 2^20 or more has no table.
+/// Ids are 32 bits each, two to a word (see `pack_ids`), the count in the
+/// top byte of the first; a vocabulary with an id of 2^24 or more has no
+/// table.
 pub struct PieceTable {
     slots: Zeroed<Slot>,
     shift: u32,
@@ -415,11 +431,26 @@ impl TableView<'_> {
     }
 }
 
-/// Pack 1..=[`TABLE_IDS`] ids (each below [`TABLE_ID_LIMIT`]) as a [`PieceTable`] value.
+/// Pack 1..=[`TABLE_IDS`] ids (each below [`TABLE_ID_LIMIT`]) as a
+/// [`PieceTable`] value: two words of two 32-bit ids each (`first | second
+/// << 32`; absent ones 0), the count in the top byte of the first id.
 #[inline]
 fn pack_ids(ids: &[u32]) -> (u64, u64) {
-    let id = |j: usize| ids.get(j).map_or(0, |&x| x as u64);
-    (ids.len() as u64 | id(0) << 4 | id(1) << 24 | id(2) << 44, id(3) | id(4) << 20 | id(5) << 40)
+    let id = |j: usize| ids.get(j).map_or(0, |&x| x);
+    let (a, b) = (id(0) | (ids.len() as u32) << 24, id(1));
+    (a as u64 | (b as u64) << 32, id(2) as u64 | (id(3) as u64) << 32)
+}
+
+/// A word of two ids (`first | second << 32`) as the word whose bytes in
+/// memory are the two ids in order, in native byte order: itself on a
+/// little-endian machine, halves swapped on a big-endian one.
+#[inline(always)]
+fn words_to_ne(w: u64) -> u64 {
+    if cfg!(target_endian = "little") {
+        w
+    } else {
+        w.rotate_left(32)
+    }
 }
 
 impl PieceTable {
@@ -491,42 +522,39 @@ impl PieceTable {
         TableView { slots: self.slots.as_ptr(), shift: self.shift, mask: self.slots.len() - 1, _t: PhantomData }
     }
 
-    /// [`Self::push`] without the capacity check. The first three ids are
-    /// written whatever the count (a branch on the count mispredicted on
-    /// every change between one and more ids).
+    /// Write the ids of a [`Self::lookup`] at `dst` and say how many: the
+    /// value's two words are the ids as they lie in memory (the count in
+    /// the top byte of the first one cleared), stored whatever the count,
+    /// with no branch on it and no shift per id.
     ///
     /// # Safety
-    /// `out` must have room for [`TABLE_IDS`] more ids (`capacity - len`).
+    /// `dst` must be valid for writes of [`TABLE_IDS`] ids.
     #[inline(always)]
-    pub unsafe fn push_reserved(v: (u64, u64), out: &mut Vec<u32>) {
+    pub unsafe fn write(v: (u64, u64), dst: *mut u32) -> usize {
         let (v0, v1) = v;
-        let n = (v0 & 15) as usize;
-        let id = |j: usize| (if j < 3 { v0 >> (4 + 20 * j) } else { v1 >> (20 * (j - 3)) } & 0xF_FFFF) as u32;
-        let len = out.len();
-        debug_assert!(out.capacity() - len >= TABLE_IDS && (1..=TABLE_IDS).contains(&n));
-        // SAFETY: the caller leaves room for TABLE_IDS ids after `len`; the
-        // first three are written, then the rest of the `n` (1..=TABLE_IDS,
-        // as every entry is packed)
+        let n = (v0 >> 24 & 7) as usize;
+        debug_assert!((1..=TABLE_IDS).contains(&n));
+        // SAFETY: room for TABLE_IDS (4) ids from `dst` (the caller's
+        // contract); the stores are unaligned, of ids in native order
         unsafe {
-            let dst = out.as_mut_ptr().add(len);
-            for j in 0..3 {
-                dst.add(j).write(id(j));
-            }
-            if n > 3 {
-                for j in 3..n.min(TABLE_IDS) {
-                    dst.add(j).write(id(j));
-                }
-            }
-            out.set_len(len + n.min(TABLE_IDS));
+            let d = dst as *mut u64;
+            d.write_unaligned(words_to_ne(v0 & !(0xFF << 24)));
+            d.add(1).write_unaligned(words_to_ne(v1));
         }
+        n
     }
 
     /// Append the ids of a [`Self::lookup`] to `out`.
     #[inline(always)]
     pub fn push(v: (u64, u64), out: &mut Vec<u32>) {
         out.reserve(TABLE_IDS);
-        // SAFETY: room for TABLE_IDS ids was just reserved
-        unsafe { Self::push_reserved(v, out) }
+        // SAFETY: room for TABLE_IDS ids was just reserved; `write` wrote
+        // the first `n` of them
+        unsafe {
+            let len = out.len();
+            let n = Self::write(v, out.as_mut_ptr().add(len));
+            out.set_len(len + n);
+        }
     }
 
     /// Append the ids of the piece with `key` to `out`; false if the table
@@ -992,8 +1020,8 @@ mod tests {
         let e = PieceTable::new(toks.iter().enumerate().map(|(i, t)| (&t[..], i as u32)), false, None).unwrap();
         assert_eq!(e.memory(), t.memory());
         assert_eq!(table_ids(&e, b"t1"), None);
-        // an id that does not fit 20 bits: no table
-        assert!(PieceTable::new([(&b"ab"[..], 1u32 << 20)].into_iter(), true, None).is_none());
+        // an id that does not fit 24 bits: no table
+        assert!(PieceTable::new([(&b"ab"[..], 1u32 << 24)].into_iter(), true, None).is_none());
     }
 
     #[test]
@@ -1016,7 +1044,7 @@ mod tests {
             }
         }
         // a byte id too large for an entry is left out; the others are there
-        bytes[7] = 1 << 20;
+        bytes[7] = 1 << 24;
         let t = PieceTable::new(std::iter::empty(), true, Some(&bytes)).unwrap();
         assert_eq!(table_ids(&t, &[7]), None);
         assert_eq!(table_ids(&t, &[8]), Some(vec![bytes[8]]));
@@ -1037,16 +1065,19 @@ mod tests {
         assert!(ins(b"t3", &[9]));
         assert_eq!(table_ids(&t, b"t3"), Some(vec![3]));
         // every count of ids, the largest id that fits; too many ids or too large an id: refused
-        let big = (1u32 << 20) - 1;
+        let big = (1u32 << 24) - 1;
         for n in 1..=TABLE_IDS {
             let ids: Vec<u32> = (0..n as u32).map(|j| big - j).collect();
             assert!(ins(format!("piece{n}").as_bytes(), &ids));
             assert_eq!(table_ids(&t, format!("piece{n}").as_bytes()), Some(ids));
         }
-        assert!(!ins(b"seven", &[1, 2, 3, 4, 5, 6, 7]));
-        assert!(!ins(b"large", &[1 << 20]));
+        assert!(!ins(b"five", &[1, 2, 3, 4, 5]));
+        assert!(!ins(b"large", &[1 << 24]));
         assert!(!ins(b"empty", &[]));
-        // 6 + 6 = 12 entries: full, nothing more goes in
+        // 6 + TABLE_IDS entries so far; fill up to 12: full, nothing more goes in
+        for f in TABLE_IDS..6 {
+            assert!(ins(format!("fill{f}").as_bytes(), &[1]));
+        }
         assert!(!ins(b"more", &[1]));
         assert_eq!(table_ids(&t, b"more"), None);
         for (i, tok) in toks.iter().enumerate() {
@@ -1058,7 +1089,7 @@ mod tests {
     fn piece_table_inserts_from_threads_agree() {
         let toks: Vec<Vec<u8>> = (0..4000u32).map(|i| format!("t{i}").into_bytes()).collect();
         let t = PieceTable::new(toks.iter().enumerate().map(|(i, t)| (&t[..], i as u32)), true, None).unwrap();
-        let ids_of = |i: u32| -> Vec<u32> { (0..1 + i % 6).map(|j| (i * 7 + j) % 1000).collect() };
+        let ids_of = |i: u32| -> Vec<u32> { (0..1 + i % TABLE_IDS as u32).map(|j| (i * 7 + j) % 1000).collect() };
         std::thread::scope(|sc| {
             for _ in 0..4 {
                 sc.spawn(|| {
