@@ -103,6 +103,10 @@ TRAINERS = {
     "gigatoken": ("gigatoken", "gigatoken"),
     "ffbpe": ("ffbpe", "ffbpe"),
 }
+#: for the single-thread encode children: numpy (imported by the peers that return arrays, and
+#: by every child for the exactness digests) starts OpenBLAS's threads, which spin on the other
+#: core for a while (0.08 s of CPU after a bare `import numpy` here); no encoder uses BLAS
+QUIET_BLAS = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 #: the exact peers issue 14 asks tokenforge to be ahead of on every column
 AHEAD_OF = ("toktok-rs", "quicktok-v1", "fastokens")
 PARTS = ("encode", "long", "train")
@@ -364,7 +368,7 @@ def run_encode(a, peers, files, res) -> None:
                     key = f"{ranks}/{klass}/{peer}"
                     r = run_function(
                         measure_encode, peer, ranks, klass, files, a.classes_dir, exact,
-                        group="encode", tool=key, timeout=a.encode_timeout, quiet=True,
+                        group="encode", tool=key, timeout=a.encode_timeout, quiet=True, env=QUIET_BLAS,
                     )  # fmt: skip
                     row = enc.setdefault(key, {"peer": peer, "ranks": ranks, "class": klass, "rounds": []})
                     if not r.ok:
@@ -411,7 +415,16 @@ def run_long(a, peers, files, res) -> None:
                     continue
                 key = f"{ranks}/{kind}/{peer}"
                 r = run_function(
-                    measure_long, peer, ranks, kind, files, group="long", tool=key, timeout=a.long_timeout, quiet=True
+                    measure_long,
+                    peer,
+                    ranks,
+                    kind,
+                    files,
+                    group="long",
+                    tool=key,
+                    timeout=a.long_timeout,
+                    quiet=True,
+                    env=QUIET_BLAS,
                 )
                 if r.ok:
                     x = r.extra
