@@ -292,8 +292,37 @@ impl Pretokenizer {
     /// For the encoder's hot loop: the scanner runs in a loop of its own,
     /// its state in registers, and the caller handles a chunk of pieces at
     /// a time (a callback per piece was too big to be inlined into the scan).
+    ///
+    /// On x86-64 CPUs with AVX2 and BMI1/2 (x86-64-v3), the same code built
+    /// for them ([`Self::fill_ends_v3`]): its 128-bit operations take three
+    /// operands (no register copy before each compare) and bit scans are
+    /// single instructions: 21% fewer instructions on warm English. Three
+    /// A/Bs of 3-4 interleaved process rounds: warm encoding +0-7% on
+    /// English and code, +0-12% on multilingual text (o200k most); unseen
+    /// text unchanged.
     #[inline]
     pub fn fill_ends(&self, text: &str, from: usize, ends: &mut [usize]) -> Option<usize> {
+        #[cfg(target_arch = "x86_64")]
+        if x86_64_v3() {
+            // SAFETY: the CPU has every feature `fill_ends_v3` is built for
+            return unsafe { self.fill_ends_v3(text, from, ends) };
+        }
+        self.fill_ends_with(text, from, ends)
+    }
+
+    /// [`Self::fill_ends_with`] built for x86-64-v3.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2, BMI1, BMI2, LZCNT and POPCNT ([`x86_64_v3`]).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+    unsafe fn fill_ends_v3(&self, text: &str, from: usize, ends: &mut [usize]) -> Option<usize> {
+        self.fill_ends_with(text, from, ends)
+    }
+
+    /// [`Self::fill_ends`] for any CPU of the target (the portable build).
+    #[inline(always)]
+    fn fill_ends_with(&self, text: &str, from: usize, ends: &mut [usize]) -> Option<usize> {
         let mut i = from;
         let mut k = 0;
         match self {
@@ -333,6 +362,18 @@ impl Pretokenizer {
         self.split(text, |p| v.push(p))?;
         Ok(v)
     }
+}
+
+/// Whether the CPU has every feature [`Pretokenizer::fill_ends_v3`] is
+/// built for (std keeps the CPU's answer: a few loads a call).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn x86_64_v3() -> bool {
+    std::is_x86_feature_detected!("avx2")
+        && std::is_x86_feature_detected!("bmi1")
+        && std::is_x86_feature_detected!("bmi2")
+        && std::is_x86_feature_detected!("lzcnt")
+        && std::is_x86_feature_detected!("popcnt")
 }
 
 /// The char at byte offset `i` (which must be a char boundary) and its length.
@@ -906,11 +947,21 @@ mod tests {
         }
     }
 
-    /// The pieces of `text` by [`Pretokenizer::fill_ends`], `chunk` ends at a time.
+    /// The pieces of `text` by [`Pretokenizer::fill_ends`], `chunk` ends at a
+    /// time; checked equal to those of the portable build
+    /// (`fill_ends_with`), which `fill_ends` does not run on a CPU it has a
+    /// build for (x86-64-v3).
     fn filled<'a>(pre: &Pretokenizer, text: &'a str, chunk: usize) -> Vec<&'a str> {
+        let v = filled_by(text, chunk, |from, ends| pre.fill_ends(text, from, ends).unwrap());
+        let portable = filled_by(text, chunk, |from, ends| pre.fill_ends_with(text, from, ends).unwrap());
+        assert_eq!(v, portable, "fill_ends and its portable build differ, chunks of {chunk}\ntext {text:?}");
+        v
+    }
+
+    fn filled_by(text: &str, chunk: usize, fill: impl Fn(usize, &mut [usize]) -> usize) -> Vec<&str> {
         let (mut v, mut ends, mut from) = (vec![], vec![0; chunk], 0);
         loop {
-            let k = pre.fill_ends(text, from, &mut ends).unwrap();
+            let k = fill(from, &mut ends);
             for &e in &ends[..k] {
                 v.push(&text[from..e]);
                 from = e;
