@@ -44,7 +44,9 @@ long    ``"a" * 1_000_000`` and 1,000,000 random ASCII letters (seeded, no
 train   ``--vocab`` ids (default 32,768) on the first ``--train-mb`` MB of the
         training text: tokenforge, rustbpe, HF tokenizers, sentencepiece (with
         bench/bpe.py's functions), gigatoken and ffbpe; time and peak RSS of
-        each child; ``--train-rounds`` rounds interleaved, best time kept.
+        each child; ``--train-rounds`` rounds interleaved (default 3: a 10 MB job takes
+        tokenforge 0.24-0.36 s, and one round's noise moved the rustbpe ratio from 3.8x to
+        2.9x between two runs of the same build), best time kept.
 
 Output: the tables, with ratios against tiktoken (encoders) or tokenforge
 (trainers), the issue-14 targets, and with ``--json FILE`` everything as JSON.
@@ -730,7 +732,7 @@ def parse_args(argv=None):
     ap.add_argument("--train-mb", type=float, default=10, help="training text in MB (default 10)")
     ap.add_argument("--vocab", type=int, default=32768)
     ap.add_argument("--threads", type=int, default=2, help="threads for the trainers (default 2)")
-    ap.add_argument("--train-rounds", type=int, default=1)
+    ap.add_argument("--train-rounds", type=int, default=3)
     ap.add_argument("--train-timeout", type=float, default=1800)
     ap.add_argument("--json", metavar="FILE", help="write all results as JSON to FILE")
     a = ap.parse_args(argv)
