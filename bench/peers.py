@@ -45,8 +45,9 @@ train   ``--vocab`` ids (default 32,768) on the first ``--train-mb`` MB of the
         training text: tokenforge, rustbpe, HF tokenizers, sentencepiece (with
         bench/bpe.py's functions), gigatoken and ffbpe; time and peak RSS of
         each child; ``--train-rounds`` rounds interleaved (default 3: a 10 MB job takes
-        tokenforge 0.24-0.36 s, and one round's noise moved the rustbpe ratio from 3.8x to
-        2.9x between two runs of the same build), best time kept.
+        tokenforge 0.24-0.36 s, and with one round the rustbpe ratio read 3.8x and 2.9x in
+        two runs 40 minutes apart, the trainer unchanged but for the scanner's build), best
+        time kept.
 
 Output: the tables, with ratios against tiktoken (encoders) or tokenforge
 (trainers), the issue-14 targets, and with ``--json FILE`` everything as JSON.
