@@ -1192,7 +1192,8 @@ impl BpeModel {
     }
 
     /// [`Self::encode_scanned`] for a model without a piece table (an id of
-    /// 2^24 or more): the cache only.
+    /// 2^24 or more) or without a pair table (an id of 2^21 - 1 or more):
+    /// the cache only.
     #[inline(never)]
     fn encode_scanned_cached(&self, fast: &Fast, text: &str, out: &mut Vec<u32>) -> bool {
         const AHEAD: usize = 16;
