@@ -236,3 +236,32 @@ def test_lists_are_ordinary_lists_and_release_what_they_hold():
     del lists, x, y, held
     gc.collect()
     assert sys.getrefcount(probe) == before
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_batch_lists_are_tracked_by_the_collector(threads):
+    """A batch's lists are built untracked by the cycle collector (so that
+    collections made while it is built do not walk them) and are all tracked
+    again when handed out: a cycle made through any of them is collected."""
+    import gc
+    import weakref
+
+    tok = BPETokenizer.from_tiktoken(ranks("cl100k_base"), pattern="cl100k")
+    texts = [f"document {i}: " + "some words of text " * 60 for i in range(300)]  # many chunks on 2 threads
+    lists = tok.encode_batch(texts, num_threads=threads)
+    want = pair("cl100k_base")[0].encode_ordinary_batch(texts)
+    assert lists == want
+    assert gc.is_tracked(lists) and all(gc.is_tracked(x) for x in lists)
+
+    class Box:
+        pass
+
+    refs = []
+    for x in (lists[0], lists[len(lists) // 2], lists[-1]):
+        b = Box()
+        b.ids = x
+        x.append(b)  # x -> b -> x: only the collector can free it
+        refs.append(weakref.ref(b))
+    del lists, x, b
+    gc.collect()
+    assert [r() for r in refs] == [None, None, None]
