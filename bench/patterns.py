@@ -14,6 +14,10 @@ cl100k regex        tokenforge, cl100k ranks, ``(?:pat_str)``: an equivalent spe
                     not recognise, so it runs on fancy-regex (what any pattern got before)
 cl100k tiktoken     ``tiktoken.Encoding.encode_ordinary_batch(num_threads=1)``
 o200k ...           the same with the o200k ranks and tiktoken's o200k ``pat_str``
+other: NAME         patterns outside the GPT family (``OTHER_PATTERNS``: whitespace, word and
+                    punctuation, single digits, a lookahead, camel case), on the general regex
+                    path, with the cl100k ranks, against tiktoken with the same ``pat_str``
+                    (issue 14: any other pattern is never slower than tiktoken's with it)
 
 Rank files: the ones ``bpe-openai``'s wheel ships (``bpe_openai/data/*.tiktoken.gz``;
 a dev dependency), found without importing it. All rows are timed round after
@@ -61,6 +65,18 @@ def pat_strs() -> dict[str, str]:
         openai_public.load_tiktoken_bpe = saved
 
 
+#: patterns no scanner recognises, each covering every character (tiktoken drops the
+#: text between matches; tokenforge keeps it as a piece, so only covering patterns
+#: can give the same ids)
+OTHER_PATTERNS = {
+    "whitespace": r"\S+|\s+",
+    "words": r"\w+|[^\w\s]+|\s+",
+    "digits": r" ?\p{L}+| ?\p{N}| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+",
+    "lookahead": r"[^\s]+(?=\s|$)|\S+|\s+",
+    "camel": r" ?[A-Z]?[a-z]+| ?[A-Z]+(?![a-z])| ?\d{1,3}| ?[^\sA-Za-z\d]+|\s+",
+}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mb", type=float, default=5.0)
@@ -90,12 +106,21 @@ def main() -> None:
                 sys.exit(f"{label}: ids differ from tiktoken's")
             runs[label] = lambda tok=tok: tok.encode_batch(docs, num_threads=1)
         runs[f"{short} tiktoken"] = lambda tt=tt: tt.encode_ordinary_batch(docs, num_threads=1)
+    r = ranks("cl100k_base")
+    for name, pat in OTHER_PATTERNS.items():
+        tt = tiktoken.Encoding(f"other-{name}", pat_str=pat, mergeable_ranks=r, special_tokens={})
+        tok = BPETokenizer.from_tiktoken(r, pattern=pat)
+        if tok.encode_batch(docs, num_threads=1) != tt.encode_ordinary_batch(docs, num_threads=1):
+            sys.exit(f"other: {name}: ids differ from tiktoken's")
+        runs[f"other: {name}"] = lambda tok=tok: tok.encode_batch(docs, num_threads=1)
+        runs[f"other: {name} tiktoken"] = lambda tt=tt: tt.encode_ordinary_batch(docs, num_threads=1)
     state: dict = {}
     for _ in range(args.rounds):
         best = interleaved(state, runs)
     rows = []
     for label in runs:
-        base = best[f"best_{label.split()[0]} tiktoken"]
+        family = label.removesuffix(" tiktoken") if label.startswith("other:") else label.split()[0]
+        base = best[f"best_{family} tiktoken"]
         t = best[f"best_{label}"]
         rows.append([label, f"{mb / t:.1f}", f"{base / t:.2f}x"])
     print(f"{mb:.2f} MB of heldout.txt in {len(docs)} documents, single thread, best of {args.rounds} rounds")
