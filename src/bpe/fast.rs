@@ -572,7 +572,10 @@ impl PieceTable {
     }
 
     /// Remember `ids` for the piece with this key; false (nothing done) if
-    /// the table is full or the ids do not fit an entry.
+    /// the table is full or the ids do not fit an entry. Safe from many
+    /// threads at once: a slot is claimed by compare-and-swap, and an
+    /// insert that meets a slot being written waits for its key, so each
+    /// piece has at most one slot.
     pub fn insert(&self, lo: u64, hi: u64, ids: &[u32]) -> bool {
         if ids.is_empty() || ids.len() > TABLE_IDS || ids.iter().any(|&x| x as u64 >= TABLE_ID_LIMIT) {
             return false;
@@ -599,6 +602,20 @@ impl PieceTable {
                     }
                     Err(now) => h = now,
                 }
+            }
+            // Another thread is writing this slot (its key is a few stores
+            // away): wait for the key before passing the slot, so that a
+            // piece put in by two threads at once gets one slot, not two (a
+            // second copy would take room the 3/4 cap counts).
+            let mut spins = 0u32;
+            while h == BUSY {
+                if spins < 64 {
+                    std::hint::spin_loop();
+                    spins += 1;
+                } else {
+                    std::thread::yield_now(); // the writer was preempted
+                }
+                h = s.hi.load(Ordering::Acquire);
             }
             if h == hi && s.lo.load(Ordering::Relaxed) == lo {
                 return true;
@@ -1108,6 +1125,9 @@ mod tests {
         for i in 0..2000u32 {
             assert_eq!(table_ids(&t, format!("p{i}").as_bytes()), Some(ids_of(i)));
         }
+        // one slot per piece: the 4,000 seeded tokens and the 2,000 pieces
+        // the four threads all put in (a second copy would count here)
+        assert_eq!(t.len.load(Ordering::Relaxed), 6000);
     }
 
     #[test]
