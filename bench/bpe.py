@@ -107,7 +107,7 @@ def pattern_regex(name: str) -> str:
 
 CACHE = BENCH_DIR / "data" / "bpe"
 #: rounds of the interleaved 1-thread / N-thread batch measurement (at least)
-SCALING_ROUNDS = 15
+SCALING_ROUNDS = 40
 TF_TOOLS = ("tokenforge",)
 PEERS = ("rustbpe", "hf", "sentencepiece", "tiktoken")
 PARTS = ("train", "encode", "batch", "patho", "parity")
@@ -640,7 +640,8 @@ def main(argv=None) -> int:
             if tf_ok:
                 enc(enc_tf_batch, "tokenforge-1t", "batch", "docs", encode_mb, 1)
                 enc(enc_tf_batch, f"tokenforge-{a.threads}t", "batch", "docs", encode_mb, a.threads)
-                # rounds are short (~0.3 s): many of them, so the best of each meets a quiet moment
+                # rounds are short (~0.06 s for 8.5 MB): many of them (~2.5 s in all), so the best
+                # of each meets a quiet moment even when the host is busy for a second
                 enc(
                     enc_tf_scaling,
                     f"tokenforge-1t|{a.threads}t",
