@@ -80,7 +80,12 @@ pub trait Encoder: Send + Sync {
     where
         Self: Sized,
     {
-        texts.par_iter().with_min_len(1).map(|t| self.encode_as(t.as_ref(), specials, allowed)).collect()
+        texts
+            .par_iter()
+            .enumerate()
+            .with_min_len(1)
+            .map(|(i, t)| self.encode_as(t.as_ref(), specials, allowed).map_err(|e| e.in_text(i)))
+            .collect()
     }
 
     /// Many texts on the current rayon pool as one flat id array and the
@@ -148,8 +153,8 @@ where
         // About 4 bytes per id for a trained vocabulary; the buffer grows if not.
         let mut ids = Vec::with_capacity(bytes / 4 + 16);
         let mut ends = Vec::with_capacity(hi - lo);
-        for t in &texts[lo..hi] {
-            encode(t.as_ref(), &mut ids)?;
+        for (i, t) in texts[lo..hi].iter().enumerate() {
+            encode(t.as_ref(), &mut ids).map_err(|e| e.in_text(lo + i))?;
             ends.push(ids.len() as i64);
         }
         Ok((ids, ends))

@@ -39,6 +39,25 @@ impl Error {
     pub fn invalid(message: impl Into<String>) -> Self {
         Error::Invalid(message.into())
     }
+
+    /// The same error (same variant), its message starting with where it
+    /// happened, e.g. `within("text 3 of the batch")`.
+    pub fn within(self, place: impl fmt::Display) -> Self {
+        match self {
+            Error::Pattern(m) => Error::Pattern(format!("{place}: {m}")),
+            Error::VocabSize(m) => Error::VocabSize(format!("{place}: {m}")),
+            Error::SpecialToken(m) => Error::SpecialToken(format!("{place}: {m}")),
+            Error::Invalid(m) => Error::Invalid(format!("{place}: {m}")),
+            Error::System(m) => Error::System(format!("{place}: {m}")),
+            Error::Format { offset, message } => Error::Format { offset, message: format!("{place}: {message}") },
+            Error::Cancelled => Error::Cancelled,
+        }
+    }
+
+    /// [`Self::within`] text `i` of a batch.
+    pub fn in_text(self, i: usize) -> Self {
+        self.within(format_args!("text {i} of the batch"))
+    }
 }
 
 impl fmt::Display for Error {

@@ -234,7 +234,9 @@ impl Pretokenizer {
                 // in the text apart from the regex engine's own backtracking.
                 let mut done = 0;
                 for m in re.find_iter(text) {
-                    let m = m.map_err(|e| Error::Pattern(format!("split pattern failed on input: {e}")))?;
+                    let m = m.map_err(|e| {
+                        Error::Pattern(format!("split pattern failed on the text, searching from byte {done}: {e}"))
+                    })?;
                     if m.start() == m.end() {
                         continue;
                     }

@@ -444,8 +444,11 @@ where
     }
     let chunks = bounds.len() - 1;
     if threads < 2 || chunks < 2 {
-        let parts: Result<Vec<Vec<u32>>, Error> =
-            py.detach(|| pool.install(|| texts.par_iter().with_min_len(1).map(|t| encode(t)).collect()));
+        let parts: Result<Vec<Vec<u32>>, Error> = py.detach(|| {
+            pool.install(|| {
+                texts.par_iter().enumerate().with_min_len(1).map(|(i, t)| encode(t).map_err(|e| e.in_text(i))).collect()
+            })
+        });
         return ints.lists(py, &parts?);
     }
     type Chunk = (usize, Result<Vec<Vec<u32>>, Error>);
@@ -455,7 +458,8 @@ where
     let mut out = BatchLists::new(py);
     let mut result: PyResult<()> = Ok(());
     let encode_chunk = |i: usize| -> Result<Vec<Vec<u32>>, Error> {
-        texts[bounds[i]..bounds[i + 1]].iter().map(|t| encode(t)).collect()
+        let lo = bounds[i];
+        texts[lo..bounds[i + 1]].iter().enumerate().map(|(j, t)| encode(t).map_err(|e| e.in_text(lo + j))).collect()
     };
     std::thread::scope(|scope| {
         let (next, stop, encode_chunk, pool) = (&next, &stop, &encode_chunk, &pool);

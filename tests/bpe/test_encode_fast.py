@@ -265,3 +265,29 @@ def test_batch_lists_are_tracked_by_the_collector(threads):
     del lists, x, b
     gc.collect()
     assert [r() for r in refs] == [None, None, None]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("where", [0, 150, 299])
+def test_a_failing_text_names_its_place_in_the_batch(threads, where):
+    """A text the split pattern fails on (the regex engine's backtracking
+    limit) raises PatternError naming the text's index in the batch, for
+    lists and arrays; the lists built before it are freed (untracked) and
+    the tokenizer goes on working."""
+    import gc
+
+    from tokenforge.errors import PatternError
+
+    pat = r"(?:(a|aa)+)\1*(?=b)|[\s\S]"  # a lookahead: fancy-regex's backtracking engine
+    tok = BPETokenizer.from_tiktoken({bytes([b]): b for b in range(256)}, pattern=pat)
+    texts = ["hello world " * 50] * 300
+    texts[where] = "a" * 5000 + "c"
+    for as_numpy in (False, True):
+        with pytest.raises(
+            PatternError, match=rf"^text {where} of the batch: split pattern failed on the text, searching from byte 0"
+        ):
+            tok.encode_batch(texts, num_threads=threads, as_numpy=as_numpy)
+    gc.collect()
+    good = texts[:where] + texts[where + 1 :]
+    lists = tok.encode_batch(good, num_threads=threads)
+    assert lists == [tok.encode_ordinary(t) for t in good] and all(gc.is_tracked(x) for x in lists)
