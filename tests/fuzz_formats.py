@@ -151,6 +151,10 @@ SPECS: dict[str, tuple[bool, list[str], Callable[[Path], object]]] = {
     "growing-json": (True, ["tokenizer.json"], _tf_load("tokenizer.json")),
     "growing-seed-json": (False, ["tokenizer.json"], _tf_load("tokenizer.json")),
     "shard-index": (True, ["index.json"], _load_shards),
+    "spm-model": (False, ["m.model"], _tf_load("m.model")),
+    "hf-unigram-json": (False, ["tokenizer.json"], _tf_load("tokenizer.json")),
+    "hf-wordpiece-json": (False, ["tokenizer.json"], _tf_load("tokenizer.json")),
+    "pipeline-json": (True, ["tok.json"], _tf_load("tok.json")),
 }
 
 
@@ -182,6 +186,43 @@ def write_examples(scratch: Path) -> None:
     g.save(scratch / "growing-json" / "tokenizer.json")
     shutil.copy(fixtures / "growing_seed_tokenizer.json", scratch / "growing-seed-json" / "tokenizer.json")
     pretokenize(_TEXTS * 5, bpe, scratch / "shard-index", shard_tokens=200, progress=False, num_threads=1)
+    _write_imported(scratch)
+
+
+def _write_imported(scratch: Path) -> None:
+    """The imported formats: a SentencePiece model (byte fallback, NFKC charsmap) and
+    tokenizer.json files of a Unigram and a WordPiece model, trained by their own libraries."""
+    import io
+
+    import sentencepiece as spm
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
+    out = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(_TEXTS * 3),
+        model_writer=out,
+        vocab_size=400,
+        byte_fallback=True,
+        user_defined_symbols=["@@"],
+        hard_vocab_limit=False,
+        minloglevel=2,
+    )
+    (scratch / "spm-model" / "m.model").write_bytes(out.getvalue())
+    uni = Tokenizer(models.Unigram())
+    uni.normalizer = normalizers.NFKC()
+    uni.pre_tokenizer = pre_tokenizers.Metaspace()
+    uni.decoder = decoders.Metaspace()
+    uni.train_from_iterator(
+        _TEXTS * 3, trainers.UnigramTrainer(vocab_size=150, special_tokens=["<unk>"], unk_token="<unk>")
+    )
+    uni.save(str(scratch / "hf-unigram-json" / "tokenizer.json"))
+    wp = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    wp.normalizer = normalizers.BertNormalizer()
+    wp.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    wp.decoder = decoders.WordPiece()
+    wp.train_from_iterator(_TEXTS * 3, trainers.WordPieceTrainer(vocab_size=200, special_tokens=["[UNK]", "[CLS]"]))
+    wp.save(str(scratch / "hf-wordpiece-json" / "tokenizer.json"))
+    tf.load(scratch / "spm-model" / "m.model").save(scratch / "pipeline-json" / "tok.json")
 
 
 def read_cases(scratch: Path) -> list[Case]:

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from .growing import GrowingBPETokenizer, NeuroTokenizer
     from .lz78 import LZ78Tokenizer
     from .mixedgram import Mixedgram
+    from .pipeline import PipelineTokenizer
 
 #: public name -> the submodule that defines it, imported on first use
 _LAZY = {
@@ -54,6 +55,7 @@ _LAZY = {
     "NeuroTokenizer": "growing",
     "Mixedgram": "mixedgram",
     "LZ78Tokenizer": "lz78",
+    "PipelineTokenizer": "pipeline",
     "Tokenizer": "base",
     "IdBatch": "base",
     "SPECIAL_TOKENS": "chat",
@@ -80,6 +82,7 @@ __all__ = [
     "NeuroTokenizer",
     "Mixedgram",
     "LZ78Tokenizer",
+    "PipelineTokenizer",
     "Tokenizer",
     "IdBatch",
     "load",

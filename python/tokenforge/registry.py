@@ -349,6 +349,46 @@ def _grow_cli(subparsers) -> None:
 
 
 # ---------------------------------------------------------------------------
+# pipeline (imported tokenizer.json / SentencePiece files)
+# ---------------------------------------------------------------------------
+def _pipeline_formats() -> list[Format]:
+    from .formats.hf_pipeline import read_hf_pipeline, sniff_hf_pipeline
+    from .formats.pipeline_json import read_pipeline_json, sniff_pipeline_json
+    from .formats.sentencepiece_model import read_sentencepiece_model, sniff_sentencepiece_model
+    from .pipeline import PipelineTokenizer as cls
+
+    return [
+        Format("tokenforge-pipeline", sniff_pipeline_json, lambda p: cls(*reversed(read_pipeline_json(p)), p)),
+        Format(
+            "huggingface-tokenizer.json-pipeline",
+            sniff_hf_pipeline,
+            lambda p: cls(read_hf_pipeline(p), "huggingface", p),
+        ),
+        Format(
+            "sentencepiece-model",
+            sniff_sentencepiece_model,
+            lambda p: cls(read_sentencepiece_model(p), "sentencepiece", p),
+        ),
+    ]
+
+
+#: what ``pipeline:WORD`` trains (with sentencepiece or tokenizers; see PipelineTokenizer.train)
+PIPELINE_ALGORITHMS = ("spm_unigram", "spm_bpe", "hf_wordpiece", "hf_unigram")
+
+
+def _pipeline_words(words: list[str], raw: str) -> list[tuple[str, ...]]:
+    if len(words) != 1 or words[0] not in PIPELINE_ALGORITHMS:
+        raise TokenforgeError(f"{raw!r}: pipeline takes one algorithm: {', '.join(PIPELINE_ALGORITHMS)}")
+    return [tuple(words)]
+
+
+def _pipeline_train(words, options, docs, vocab_size, *, num_threads=None, progress=False):
+    from .pipeline import PipelineTokenizer
+
+    return PipelineTokenizer.train_from_iterator(docs, vocab_size, words[0], num_threads=num_threads)
+
+
+# ---------------------------------------------------------------------------
 # the records
 # ---------------------------------------------------------------------------
 FAMILIES: dict[str, Family] = {
@@ -409,14 +449,22 @@ FAMILIES: dict[str, Family] = {
             cli=_grow_cli,
             embedding_modes=("structured", "tuple"),
         ),
+        Family(
+            "pipeline",
+            "tokenforge.pipeline",
+            "PipelineTokenizer",
+            _pipeline_formats,
+            SpecRule({}, _pipeline_train, words=_pipeline_words),
+        ),
     )
 }
 
 #: the order :func:`load` tries the families' sniffers in: the most specific
 #: first (the growing vocabulary's tokenizer.json has "next_merge_id" and may
 #: also hold a key named "model", which Hugging Face's sniffer looks for;
-#: mixedgram's and LZ78's sniffers look for their own markers)
-LOAD_ORDER = ("growing", "mixedgram", "lz78", "bpe")
+#: mixedgram's and LZ78's sniffers look for their own markers; pipeline's
+#: tokenizer.json sniffer says yes only to files BPE's byte-level reader does not take)
+LOAD_ORDER = ("growing", "mixedgram", "lz78", "pipeline", "bpe")
 
 
 #: a family name: what a spec (``name:word:key=value``, comma-separated, lower-cased) can hold

@@ -22,7 +22,7 @@ from tokenforge import registry
 from tokenforge.errors import ChecksumError, CorpusError, FormatError, TokenforgeError, VersionError
 from toy_family import TOY, CharTokenizer
 
-BUILT_IN = ["bpe", "lz78", "mixedgram", "growing"]
+BUILT_IN = ["bpe", "lz78", "mixedgram", "growing", "pipeline"]
 DOCS = [f"Document {i}: the quick brown fox jumps over the lazy dog; café, naïve, 日本 {i}\n" for i in range(60)]
 PROBES = ["", "hello world", "ünïcödé 🙂 日本語 \t\n", "\ud800 lone surrogate", "<|bos|> stays text"]
 

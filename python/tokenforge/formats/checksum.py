@@ -75,6 +75,7 @@ SEALED_SINCE = {
     "tokenforge-mixedgram": 2,
     "tokenforge-shards": 2,
     "tokenforge lz78": 2,
+    "tokenforge-pipeline": 1,
 }
 KEY = "checksum"
 _PREFIX = "sha256:"

@@ -1,0 +1,91 @@
+"""Reading any Hugging Face ``tokenizer.json`` as a pipeline description.
+
+:func:`read_hf_pipeline` parses the file (strictly: :mod:`._jsonutil`) and
+returns the parts of it that define encoding and decoding -- ``normalizer``,
+``pre_tokenizer``, ``model``, ``decoder``, ``added_tokens``,
+``post_processor``, ``truncation``, ``padding`` -- as plain data; checking
+what is supported is :func:`tokenforge.pipeline.steps.build`'s.
+
+Which reader takes a tokenizer.json: a byte-level BPE file that
+:mod:`.hf_json` reads exactly (``BPETokenizer``, its ids unchanged) stays
+there; :func:`sniff_hf_pipeline` says yes to every other tokenizer.json (a
+Unigram, WordPiece or WordLevel model, a normalizer, Metaspace, byte
+fallback, ...). It decides from the parsed file, so a file is parsed twice
+when it is loaded; the last parse is kept for the reader (one entry).
+
+Not handled: tokenizer.json files of another top-level shape (a bare model
+file, ``vocab.json`` + ``merges.txt``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..errors import FormatError
+from ._jsonutil import JsonDoc, json_doc_from_bytes
+from .hf_json import _check_pipeline, _read_pattern, sniff_hf_json
+
+__all__ = ["read_hf_pipeline", "sniff_hf_pipeline", "PIPELINE_KEYS"]
+
+#: the top-level keys that define how a tokenizer.json encodes and decodes
+PIPELINE_KEYS = (
+    "normalizer",
+    "pre_tokenizer",
+    "model",
+    "decoder",
+    "added_tokens",
+    "post_processor",
+    "truncation",
+    "padding",
+)
+
+_last: tuple[tuple, JsonDoc] | None = None
+
+
+def _doc(path) -> JsonDoc:
+    global _last
+    p = Path(path)
+    st = os.stat(p)
+    key = (str(p.resolve()), st.st_mtime_ns, st.st_size)
+    if _last is not None and _last[0] == key:
+        return _last[1]
+    doc = json_doc_from_bytes(p.read_bytes(), p, "Hugging Face tokenizer.json")
+    _last = (key, doc)
+    return doc
+
+
+def byte_level_reads(doc: JsonDoc) -> bool:
+    """True when :mod:`.hf_json`'s byte-level BPE reader takes this file (its pipeline checks pass)."""
+    try:
+        _check_pipeline(doc)
+        _read_pattern(doc)
+    except FormatError:
+        return False
+    except (AttributeError, TypeError):  # a malformed file: the byte-level reader reports it
+        return True
+    return True
+
+
+def sniff_hf_pipeline(path, head: bytes) -> bool:
+    """A tokenizer.json that the byte-level BPE reader does not take."""
+    if not sniff_hf_json(path, head) or not Path(path).is_file():
+        return False
+    try:
+        doc = _doc(path)
+    except FormatError:
+        return False  # not JSON: the byte-level reader says what is wrong
+    return isinstance(doc.value, dict) and not byte_level_reads(doc)
+
+
+def read_hf_pipeline(path) -> dict:
+    """The pipeline description of a tokenizer.json (plain data, not yet checked)."""
+    global _last
+    doc = _doc(path)
+    _last = None
+    v = doc.value
+    if not isinstance(v, dict):
+        raise FormatError("expected a JSON object", path=path)
+    if not isinstance(v.get("model"), dict):
+        raise FormatError("model: expected an object", path=path)
+    return {k: v[k] for k in PIPELINE_KEYS if k in v}

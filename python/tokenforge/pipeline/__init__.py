@@ -1,0 +1,288 @@
+"""``PipelineTokenizer``: the tokenizers users already have (the ``pipeline`` family).
+
+A Hugging Face ``tokenizer.json`` of any model type (BPE, Unigram, WordPiece,
+WordLevel) or a SentencePiece ``.model`` file comes in as a pipeline --
+normalizer, pre-tokenizer, model, decoder -- whose ids are the reference
+library's on every text: ``tokenizers``' ``encode(text, add_special_tokens=False)``
+and sentencepiece's ``encode``; ``decode`` gives what their ``decode`` gives
+(``tokenizers``' with ``skip_special_tokens=False``). The stages and their rules
+are :mod:`tokenforge.pipeline.steps` (tokenizer.json) and
+:mod:`tokenforge.pipeline.spm` (SentencePiece); the readers are
+:mod:`tokenforge.formats.hf_pipeline` and :mod:`tokenforge.formats.sentencepiece_model`,
+and ``save`` writes our own versioned, checksummed ``tokenforge-pipeline`` JSON
+(:mod:`tokenforge.formats.pipeline_json`) holding the same description.
+
+Special tokens: a tokenizer.json's added tokens marked ``special`` (and a
+SentencePiece model's control symbols) are this tokenizer's
+:attr:`special_tokens`. As everywhere in tokenforge, their text in ``encode``'s
+input stays text unless allowed: ``encode(text)`` equals ``tokenizers`` with
+``encode_special_tokens = True``, and ``encode(text, allowed_special="all")``
+equals its default, which cuts the text at every special token.
+
+``token_bytes()`` / ``id_to_bytes(id)``: the bytes a token stands for in running
+text, through the decoder's per-token rules (``▁`` as a space, ``<0x41>`` as
+byte 0x41, ByteLevel characters as their bytes, a WordPiece ``##`` prefix
+dropped); a special token's text.
+
+Not handled: ``decode(encode(s)) == s`` holds only where the reference's does
+(normalization, an unknown token, WordPiece's spaces and lower-casing lose
+text); post-processors (``TemplateProcessing`` ...) are kept in the file but
+never applied, as with ``add_special_tokens=False``; truncation and padding
+settings are refused; non-special added tokens, and special ones with
+``lstrip``/``rstrip``/``single_word``/``normalized``, are refused at load.
+The engine is exact Python: ``num_threads`` is accepted and the texts are
+encoded one after the other (a native encoder is future work).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from ..base import Tokenizer
+from ..errors import FormatError, TokenforgeError
+from .steps import Desc, build
+
+__all__ = ["PipelineTokenizer", "ALGORITHMS"]
+
+#: what :meth:`PipelineTokenizer.train` trains, and with which library
+ALGORITHMS = {
+    "spm_unigram": "sentencepiece",
+    "spm_bpe": "sentencepiece",
+    "hf_wordpiece": "tokenizers",
+    "hf_unigram": "tokenizers",
+}
+
+
+def _need(module: str):
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise TokenforgeError(f"training this tokenizer needs the {module} package: pip install {module}") from None
+
+
+def _train(docs: list[str], vocab_size: int, algorithm: str, num_threads) -> "PipelineTokenizer":
+    if algorithm not in ALGORITHMS:
+        raise TokenforgeError(f"unknown algorithm {algorithm!r}; known: {', '.join(ALGORITHMS)}")
+    if ALGORITHMS[algorithm] == "sentencepiece":
+        import io
+
+        spm = _need("sentencepiece")
+        from ..formats.sentencepiece_model import parse_model_proto
+
+        out = io.BytesIO()
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(docs),
+            model_writer=out,
+            vocab_size=vocab_size,
+            model_type=algorithm[4:],
+            hard_vocab_limit=False,
+            minloglevel=2,
+            num_threads=num_threads or 1,
+        )
+        return PipelineTokenizer(parse_model_proto(out.getvalue(), "<trained>"), "sentencepiece")
+    import json
+
+    tk = _need("tokenizers")
+    if algorithm == "hf_wordpiece":
+        t = tk.Tokenizer(tk.models.WordPiece(unk_token="[UNK]"))
+        t.normalizer = tk.normalizers.BertNormalizer()
+        t.pre_tokenizer = tk.pre_tokenizers.BertPreTokenizer()
+        t.decoder = tk.decoders.WordPiece()
+        trainer = tk.trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=["[UNK]"], show_progress=False)
+    else:
+        t = tk.Tokenizer(tk.models.Unigram())
+        t.pre_tokenizer = tk.pre_tokenizers.Metaspace()
+        t.decoder = tk.decoders.Metaspace()
+        trainer = tk.trainers.UnigramTrainer(
+            vocab_size=vocab_size, special_tokens=["<unk>"], unk_token="<unk>", show_progress=False
+        )
+    t.train_from_iterator(docs, trainer)
+    from ..formats.hf_pipeline import PIPELINE_KEYS
+
+    value = json.loads(t.to_str())
+    return PipelineTokenizer({k: value[k] for k in PIPELINE_KEYS if k in value}, "huggingface")
+
+
+def _added_tokens(desc: Desc) -> dict[str, int]:
+    """The special added tokens (content -> id); anything this engine would not reproduce is refused."""
+    if not isinstance(desc.value, dict) or desc.value.get("added_tokens") is None:
+        return {}
+    specials: dict[str, int] = {}
+    for tok in desc.items("added_tokens"):
+        content = tok.get("content", str)
+        i = tok.get("id", int)
+        if not 0 <= i < 1 << 31:
+            raise tok.fail(f"id {i} is out of range", "id")
+        if not content:
+            raise tok.fail("an empty added token", "content")
+        if not tok.get("special", bool, False):
+            raise tok.fail(f"the non-special added token {content!r} is not supported (it is matched in text)")
+        for flag in ("lstrip", "rstrip", "single_word", "normalized"):
+            if tok.get(flag, bool, False):
+                raise tok.fail(f"added token {content!r} with {flag} true is not supported", flag)
+        if content in specials and specials[content] != i:
+            raise tok.fail(f"{content!r} is added twice, with ids {specials[content]} and {i}")
+        specials[content] = i
+    return specials
+
+
+class PipelineTokenizer(Tokenizer):
+    """An imported tokenizer: a tokenizer.json or SentencePiece model, with the reference's ids.
+
+    Made by :func:`tokenforge.load` (or :meth:`from_description`); ``source``
+    says what it was read from (``"huggingface"`` or ``"sentencepiece"``)."""
+
+    family = "pipeline"
+
+    def __init__(self, description: dict, source: str, origin=None):
+        if source not in ("huggingface", "sentencepiece"):
+            raise TokenforgeError(f"unknown pipeline source {source!r}")
+        desc = Desc(description, "", origin)
+        if not isinstance(description, dict):
+            raise desc.fail("expected an object")
+        self._description = description
+        self.source = source
+        self._pipe: Any
+        if source == "sentencepiece":
+            from .spm import build_spm
+
+            self._pipe = build_spm(desc)
+            self._specials = dict(self._pipe.specials)
+        else:
+            for key in ("truncation", "padding"):
+                if description.get(key) is not None:
+                    raise desc.fail(f"{key} is set; tokenforge encodes whole texts, so it is not supported", key)
+            self._pipe = build(desc)
+            self._specials = _added_tokens(desc)
+        pieces = self._pipe.model.pieces
+        self._names: dict[int, str] = {i: t for t, i in self._specials.items()}
+        self._vocab_size = max([len(pieces), *(i + 1 for i in self._names)])
+        if self._vocab_size > 1 << 31:
+            raise desc.fail(f"{self._vocab_size} ids is more than tokenforge supports")
+
+    # ---- the contract ---------------------------------------------------------
+    @property
+    def vocab_size(self) -> int:
+        return self._vocab_size
+
+    @property
+    def special_tokens(self) -> dict[str, int]:
+        return dict(self._specials)
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        if not isinstance(text, str):
+            raise TypeError(f"text must be str, not {type(text).__name__}")
+        return self._pipe.encode(text, True)
+
+    def _encode_with_specials(self, text: str, allowed: dict[str, int]) -> list[int]:
+        # leftmost, then longest, special token (tokenizers' added-token matching);
+        # the stretches between are encoded on their own, only the first as the text's start
+        out: list[int] = []
+        names = sorted(allowed, key=len, reverse=True)
+        i = 0
+        while True:
+            best = None
+            for name in names:
+                j = text.find(name, i)
+                if j != -1 and (best is None or j < best[0]):
+                    best = (j, name)
+            end = len(text) if best is None else best[0]
+            if end > i:
+                out.extend(self._pipe.encode(text[i:end], i == 0))
+            if best is None:
+                return out
+            out.append(allowed[best[1]])
+            i = best[0] + len(best[1])
+
+    def decode(self, ids) -> str:
+        return self._pipe.decode_ids([self._check_id(i) for i in ids], self._names)
+
+    def decode_bytes(self, ids: Iterable[int]) -> bytes:
+        return self.decode(ids).encode("utf-8", "surrogatepass")
+
+    def id_to_bytes(self, id: int) -> bytes:
+        i = self._check_id(id)
+        if i in self._names:
+            return self._names[i].encode("utf-8")
+        b = self._pipe.id_bytes(i)
+        if b is None:
+            raise TokenforgeError(f"token id {i} is not used by this vocabulary")
+        return b
+
+    def token_bytes(self):
+        import numpy as np
+
+        out = np.zeros(self._vocab_size, dtype=np.int32)
+        for i in range(len(self._pipe.model.pieces)):
+            if i not in self._names:
+                b = self._pipe.id_bytes(i)
+                out[i] = 0 if b is None else len(b)
+        return out
+
+    def normalize(self, text: str) -> str:
+        return self._pipe.normalize(text)
+
+    def inspect_extra(self) -> dict:
+        return {"source": self.source, "model": self._pipe.kind}
+
+    def piece(self, id: int) -> str | None:
+        """The model's own piece for an id (``▁the``, ``##ing``, ``<0x41>``), or a special token's text."""
+        i = self._check_id(id)
+        return self._names.get(i) or self._pipe.model.pieces[i]
+
+    def piece_detail(self, id: int) -> dict:
+        """What the model knows of an id: its piece, and its score (Unigram, SentencePiece) or merge rank."""
+        i = self._check_id(id)
+        return {"piece": self.piece(i), **self._pipe.model.detail(i)}
+
+    # ---- training (by the reference libraries) ----------------------------------
+    @classmethod
+    def train(cls, corpus, vocab_size: int, algorithm: str = "spm_unigram", *, num_threads=None, progress=False):
+        """Train one of the field's standard tokenizers with its own library and
+        import the result: ``algorithm`` is one of :data:`ALGORITHMS` (``spm_*``:
+        sentencepiece, default settings, ``hard_vocab_limit`` off; ``hf_*``:
+        tokenizers, BERT's pipeline for WordPiece, Metaspace for Unigram).
+        Needs the library installed (the ``dev`` extra has both)."""
+        from ..data.corpus import corpus_documents
+
+        docs = corpus_documents(corpus, who="PipelineTokenizer.train")
+        return _train(list(docs), vocab_size, algorithm, num_threads)
+
+    @classmethod
+    def train_from_iterator(cls, texts, vocab_size: int, algorithm: str = "spm_unigram", **kwargs):
+        from ..data.corpus import Texts
+
+        return cls.train(Texts(texts), vocab_size, algorithm, **kwargs)
+
+    # ---- files ------------------------------------------------------------------
+    def save(self, path) -> None:
+        from ..formats.pipeline_json import write_pipeline_json
+
+        write_pipeline_json(path, self.source, self._description)
+
+    def _to_bytes(self) -> bytes:
+        from ..formats.pipeline_json import pipeline_json_text
+
+        return pipeline_json_text(self.source, self._description).encode("utf-8")
+
+    @classmethod
+    def _from_bytes(cls, data: bytes, state: dict) -> "PipelineTokenizer":
+        from ..formats.pipeline_json import pipeline_json_from_bytes
+
+        source, description = pipeline_json_from_bytes(data, "<pickled PipelineTokenizer>")
+        return cls(description, source)
+
+    @classmethod
+    def load(cls, path) -> "PipelineTokenizer":
+        """Read our ``tokenforge-pipeline`` JSON, a tokenizer.json or a SentencePiece ``.model``."""
+        from .. import registry
+
+        tok = registry.load(path)
+        if not isinstance(tok, cls):
+            raise FormatError(f"not an imported tokenizer (a {type(tok).__name__})", path=path)
+        return tok
+
+    def __repr__(self) -> str:
+        return f"PipelineTokenizer({self.source}, {self._pipe.kind}, vocab_size={self.vocab_size})"
