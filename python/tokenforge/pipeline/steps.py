@@ -27,9 +27,11 @@ approximated. The rules follow ``tokenizers`` (the Rust crate) step by step:
   ranks, ``byte_fallback``, ``fuse_unk``, ``ignore_merges``,
   ``continuing_subword_prefix``, ``end_of_word_suffix``).
 
-Character classes are Rust's (``char::is_whitespace`` is Unicode White_Space,
-regex ``\\w`` is Alphabetic + marks + decimal digits + connector punctuation +
-join controls), computed from Python's ``unicodedata``.
+Character classes are tokenizers' own: whitespace is Rust's White_Space; punctuation,
+digits, ``\\w``, control characters, combining marks and lower-casing come from
+:mod:`.hf_unicode`, generated from the installed ``tokenizers`` by
+``scripts/gen_hf_unicode.py`` (its Rust tables are of several Unicode versions,
+none of them Python's).
 
 Performance: this is the exact engine in plain Python (about 0.5-2 MB/s); each
 model caches the ids of the pieces it has seen (bounded), as ``tokenizers``
@@ -42,17 +44,20 @@ read, :mod:`tokenforge.pipeline.spm`), BPE dropout, ``Metaspace`` with
 ``prepend_scheme`` ``first`` after a normalizer that can delete leading
 characters (``tokenizers`` then decides by alignments this engine does not
 track), ``UnicodeScripts``, ``CharDelimiterSplit``, ``FixedLength``, ``CTC``.
-Characters assigned after the Unicode version of Python's ``unicodedata`` may
-be classified differently from the Rust tables.
+The normalization forms come from Python's ``unicodedata``: for the few dozen
+characters whose NFKC (or NFD) changed between its Unicode version and the Rust
+crate's, the result differs from tokenizers'.
 """
 
 from __future__ import annotations
 
+import bisect
 import unicodedata
 from functools import lru_cache
 from typing import Any, Callable
 
 from ..errors import FormatError
+from . import hf_unicode
 
 __all__ = ["Desc", "Pipeline", "build", "is_rust_whitespace"]
 
@@ -117,10 +122,6 @@ _WHITE_SPACE = frozenset(
     "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
     "\u2028\u2029\u202f\u205f\u3000"
 )
-# Other_Alphabetic outside the mark categories: circled and squared Latin letters
-_OTHER_ALPHABETIC_SO = ((0x24B6, 0x24E9), (0x1F130, 0x1F149), (0x1F150, 0x1F169), (0x1F170, 0x1F189))
-_WORD_CATEGORIES = frozenset(("Lu", "Ll", "Lt", "Lm", "Lo", "Nl", "Mn", "Mc", "Me", "Nd", "Pc"))
-_ASCII_PUNCT = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 
 
 def is_rust_whitespace(c: str) -> bool:
@@ -128,30 +129,27 @@ def is_rust_whitespace(c: str) -> bool:
     return c in _WHITE_SPACE
 
 
-@lru_cache(maxsize=65536)
-def _is_word(c: str) -> bool:
-    """The regex crate's Unicode ``\\w``."""
-    if unicodedata.category(c) in _WORD_CATEGORIES or c in "\u200c\u200d":
-        return True
-    o = ord(c)
-    return any(a <= o <= b for a, b in _OTHER_ALPHABETIC_SO)
+def _class(table: tuple[tuple[int, int], ...]) -> Callable[[str], bool]:
+    """Membership in one of tokenizers' character classes (:mod:`.hf_unicode`), by
+    binary search over its ranges, cached per character."""
+    starts = [a for a, _ in table]
+
+    @lru_cache(maxsize=65536)
+    def member(c: str) -> bool:
+        o = ord(c)
+        k = bisect.bisect_right(starts, o) - 1
+        return k >= 0 and o <= table[k][1]
+
+    return member
 
 
-@lru_cache(maxsize=65536)
-def _is_punctuation(c: str) -> bool:
-    """tokenizers' ``is_punc``: ASCII punctuation or a P* category."""
-    return c in _ASCII_PUNCT or unicodedata.category(c)[0] == "P"
-
-
-@lru_cache(maxsize=65536)
-def _is_numeric(c: str) -> bool:
-    """Rust's ``char::is_numeric``: categories Nd, Nl, No."""
-    return unicodedata.category(c)[0] == "N"
-
-
-@lru_cache(maxsize=65536)
-def _is_other(c: str) -> bool:
-    return unicodedata.category(c)[0] == "C"
+_is_word = _class(hf_unicode.WORD)  # the regex crate's \w
+_is_punctuation = _class(hf_unicode.PUNCTUATION)  # ASCII punctuation or a P* category (Unicode 9)
+_is_numeric = _class(hf_unicode.NUMERIC)  # Rust's char::is_numeric
+_is_control = _class(hf_unicode.CONTROL)  # what BertNormalizer's clean_text removes
+_is_combining_mark = _class(hf_unicode.COMBINING_MARK)  # what StripAccents removes
+_is_nonspacing_mark = _class(hf_unicode.NONSPACING_MARK)  # what BertNormalizer's strip_accents removes
+_LOWER = {chr(c): lo for c, lo in hf_unicode.LOWERCASE.items()}
 
 
 def _is_chinese(c: str) -> bool:
@@ -168,11 +166,36 @@ def _is_chinese(c: str) -> bool:
     )
 
 
+def _normalization(form: Any) -> Callable[[str], str]:
+    """``unicodedata.normalize(form, ...)``, leaving alone the characters
+    tokenizers' tables leave alone (:data:`.hf_unicode.NORMALIZATION_KEEPS`, when
+    generated with this Python's Unicode version): the text is normalized in the
+    stretches between them, as starters that nothing composes with."""
+    keep = hf_unicode.NORMALIZATION_KEEPS[form] if hf_unicode.UNIDATA == unicodedata.unidata_version else frozenset()
+
+    def normalize(s: str) -> str:
+        if s.isascii():
+            return s
+        if not keep or not any(ord(c) in keep for c in s):
+            return unicodedata.normalize(form, s)
+        out, start = [], 0
+        for i, c in enumerate(s):
+            if ord(c) in keep:
+                out.append(unicodedata.normalize(form, s[start:i]))
+                out.append(c)
+                start = i + 1
+        out.append(unicodedata.normalize(form, s[start:]))
+        return "".join(out)
+
+    return normalize
+
+
 def _lowercase(s: str) -> str:
-    # per character, as NormalizedString::lowercase (str.lower would apply the final-sigma rule)
+    # per character, as NormalizedString::lowercase (no final-sigma rule), with tokenizers' table
     if s.isascii():
         return s.lower()
-    return "".join([c.lower() for c in s])
+    get = _LOWER.get
+    return "".join([get(c, c) for c in s])
 
 
 # ---------------------------------------------------------------- splitting
@@ -271,8 +294,7 @@ def _normalizer(d: Desc) -> tuple[list[Callable[[str], str]], bool]:
         return fns, deletes
     if kind in ("NFC", "NFD", "NFKC", "NFKD"):
         d.only()
-        form: Any = kind
-        return [lambda s: unicodedata.normalize(form, s)], False
+        return [_normalization(kind)], False
     if kind == "Lowercase":
         d.only()
         return [_lowercase], False
@@ -293,7 +315,7 @@ def _normalizer(d: Desc) -> tuple[list[Callable[[str], str]], bool]:
         return [strip], left
     if kind == "StripAccents":
         d.only()
-        return [lambda s: "".join(c for c in s if unicodedata.category(c)[0] != "M")], True
+        return [lambda s: "".join(c for c in s if not _is_combining_mark(c))], True
     if kind == "Prepend":
         d.only("prepend")
         pre = d.get("prepend", str)
@@ -313,17 +335,19 @@ def _normalizer(d: Desc) -> tuple[list[Callable[[str], str]], bool]:
         accents = d.get("strip_accents", bool, None)
         strip_accents = lower if accents is None else accents
 
+        nfd = _normalization("NFD")
+
         def bert(s: str) -> str:
             if clean:
                 s = "".join(
                     " " if c in "\t\n\r" or c in _WHITE_SPACE else c
                     for c in s
-                    if not (c == "\0" or c == "\ufffd" or (c not in "\t\n\r" and _is_other(c)))
+                    if not (c == "\0" or c == "\ufffd" or _is_control(c))
                 )
             if chinese:
                 s = "".join(f" {c} " if _is_chinese(c) else c for c in s)
             if strip_accents:
-                s = "".join(c for c in unicodedata.normalize("NFD", s) if unicodedata.category(c) != "Mn")
+                s = "".join(c for c in nfd(s) if not _is_nonspacing_mark(c))
             if lower:
                 s = _lowercase(s)
             return s
