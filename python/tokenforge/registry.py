@@ -536,9 +536,18 @@ def formats() -> list[Format]:
 
 
 def load(path):
-    """Load any tokenizer file or directory tokenforge writes (or imports)."""
+    """Load any tokenizer file or directory tokenforge writes (or imports), or a
+    pretrained encoding by name ("cl100k_base", "o200k_base") from the package
+    that ships it (:mod:`tokenforge.formats.named`)."""
     p = Path(path)
     if not p.exists():
+        from .formats.named import is_named
+
+        if isinstance(path, str) and is_named(path):  # "cl100k_base", ...: formats/named.py
+            from .bpe import BPETokenizer
+            from .formats.named import named_data
+
+            return BPETokenizer(named_data(path))
         raise FileNotFoundError(f"no such file or directory: {p}")
     head = b""
     if p.is_file():

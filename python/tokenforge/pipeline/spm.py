@@ -212,7 +212,7 @@ class SpmModel:
         normal = [s for s, t in zip(self.scores, self.types) if t == NORMAL]
         self.min_score = min(normal, default=FLT_MAX)
         self.max_score = max(normal, default=FLT_MIN)
-        self.max_len = max(len(p) for p in self.normal)
+        self.max_len = max((len(p) for p in self.normal), default=1)
 
     def piece_to_id(self, w: str) -> int:
         i = self.reserved.get(w)

@@ -1,0 +1,227 @@
+"""Imported tokenizers meet the tokenizer contract, and what cannot be reproduced is refused.
+
+Saving (our sealed tokenforge-pipeline JSON) and loading back, pickling,
+batches and numpy ids, token bytes; byte-level BPE tokenizer.json files still
+load as BPETokenizer; every unsupported construct is a FormatError naming it;
+hostile SentencePiece files (truncated, mutated, a damaged charsmap) are
+FormatErrors; pretrained encodings load by name from the package that ships them.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import pickle
+import random
+import struct
+
+import pytest
+from imported_models import hf_pair, spm_pair
+
+import tokenforge
+from tiny_corpus import TINY_DOCS
+from tokenforge import BPETokenizer, PipelineTokenizer
+from tokenforge.errors import ChecksumError, FormatError, TokenforgeError
+
+
+@pytest.fixture(scope="module")
+def models_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("imported")
+
+
+@pytest.mark.parametrize("which", ["hf:wordpiece-bert", "hf:bpe-llama", "spm:unigram-bytes", "spm:bpe"])
+def test_save_load_and_pickle_give_the_same_tokenizer(which, models_dir, tmp_path):
+    kind = which.split(":")[1]
+    _, tok, _ = hf_pair(kind, models_dir) if which.startswith("hf") else spm_pair(kind, models_dir)
+    path = tmp_path / "tok.json"
+    tok.save(path)
+    assert json.loads(path.read_text())["format"] == "tokenforge-pipeline"
+    again = tokenforge.load(path)
+    copied = pickle.loads(pickle.dumps(tok))
+    for other in (again, copied):
+        assert isinstance(other, PipelineTokenizer) and other.source == tok.source
+        assert other.encode_batch(TINY_DOCS) == tok.encode_batch(TINY_DOCS)
+        assert other.vocab_size == tok.vocab_size and other.special_tokens == tok.special_tokens
+        assert other.token_bytes().tolist() == tok.token_bytes().tolist()
+    text = path.read_text().replace('"version": 1', '"version": 1 ', 1)
+    path.write_text(text.replace("[UNK]", "[UNX]").replace("<unk>", "<unx>"))
+    with pytest.raises(ChecksumError):
+        tokenforge.load(path)
+
+
+def test_batches_numpy_and_token_bytes(models_dir):
+    _, tok, _ = spm_pair("unigram-bytes", models_dir)
+    lists = tok.encode_batch(TINY_DOCS, num_threads=2)
+    batch = tok.encode_batch(TINY_DOCS, num_threads=2, as_numpy=True)
+    assert batch.tolist() == lists == [tok.encode(d) for d in TINY_DOCS]
+    tb = tok.token_bytes()
+    assert len(tb) == tok.vocab_size
+    ids = tok.encode("hello world")
+    assert b"".join(tok.id_to_bytes(i) for i in ids) == b" hello world"  # the dummy prefix is a space
+    byte_a = tok._pipe.model.byte_ids[0x41]
+    assert tok.id_to_bytes(byte_a) == b"A" and tb[byte_a] == 1
+    assert tok.special_tokens == {"<s>": 1, "</s>": 2}
+    assert tok.encode("a</s>b", allowed_special="all")[1:2] == [2] or 2 in tok.encode("a</s>b", allowed_special="all")
+    assert 2 not in tok.encode("a</s>b")
+
+
+def test_wordpiece_pieces_and_bytes(models_dir):
+    _, tok, _ = hf_pair("wordpiece-bert", models_dir)
+    ids = tok.encode("tokenizers")
+    pieces = [tok.piece(i) for i in ids]
+    assert "".join(p.removeprefix("##") for p in pieces) == "tokenizers"
+    assert b"".join(tok.id_to_bytes(i) for i in ids) == b"tokenizers"
+    assert tok.piece_detail(ids[0])["piece"] == pieces[0]
+
+
+def test_byte_level_tokenizer_json_still_loads_as_bpe(tmp_path):
+    bpe = BPETokenizer.train_from_iterator(TINY_DOCS, vocab_size=300)
+    bpe.save_hf(tmp_path / "tokenizer.json")
+    again = tokenforge.load(tmp_path / "tokenizer.json")
+    assert type(again) is BPETokenizer
+    assert again.encode_batch(TINY_DOCS) == bpe.encode_batch(TINY_DOCS)
+
+
+def _refused(tmp_path, models_dir, change, *needles):
+    _, _, path = hf_pair("wordpiece-bert", models_dir)
+    doc = json.loads(path.read_text())
+    change(doc)
+    p = tmp_path / "tokenizer.json"
+    p.write_text(json.dumps(doc))
+    with pytest.raises(FormatError) as e:
+        tokenforge.load(p)
+    for n in needles:
+        assert n in str(e.value), str(e.value)
+
+
+def test_unsupported_constructs_are_refused_by_name(tmp_path, models_dir):
+    cases = [
+        (lambda d: d.update(normalizer={"type": "Precompiled", "precompiled_charsmap": ""}), "Precompiled"),
+        (lambda d: d.update(pre_tokenizer={"type": "UnicodeScripts"}), "UnicodeScripts", "pre_tokenizer"),
+        (
+            lambda d: d.update(normalizer={"type": "Replace", "pattern": {"Regex": " +"}, "content": " "}),
+            "Regex",
+            "normalizer.pattern",
+        ),
+        (lambda d: d["added_tokens"].append({**d["added_tokens"][0], "id": 999, "special": False}), "non-special"),
+        (lambda d: d["added_tokens"][0].update(lstrip=True), "lstrip", "added_tokens[0]"),
+        (lambda d: d.update(truncation={"max_length": 5}), "truncation"),
+        (lambda d: d["model"].update(type="Mystery"), "Mystery"),
+        (lambda d: d.update(decoder={"type": "CTC"}), "CTC", "decoder"),
+        (lambda d: d["model"].update(max_input_chars_per_word="x"), "max_input_chars_per_word"),
+        (lambda d: d["model"]["vocab"].update({"zzz": 10**6}), "ids are dense"),
+    ]
+    for change, *needles in cases:
+        _refused(tmp_path, models_dir, change, *needles)
+
+
+def test_bpe_dropout_and_metaspace_first_after_strip_are_refused(tmp_path, models_dir):
+    _, _, path = hf_pair("bpe-metaspace-first", models_dir)
+    for change, needle in [
+        (lambda d: d["model"].update(dropout=0.1), "dropout"),
+        (lambda d: d.update(normalizer={"type": "Strip", "strip_left": True, "strip_right": True}), "prepend_scheme"),
+    ]:
+        doc = json.loads(path.read_text())
+        change(doc)
+        p = tmp_path / "t.json"
+        p.write_text(json.dumps(doc))
+        with pytest.raises(FormatError, match=needle):
+            tokenforge.load(p)
+
+
+def _field(num: int, wire: int, payload: bytes) -> bytes:
+    def varint(n):
+        out = bytearray()
+        while True:
+            b = n & 0x7F
+            n >>= 7
+            out.append(b | (0x80 if n else 0))
+            if not n:
+                return bytes(out)
+
+    key = varint(num << 3 | wire)
+    return key + (varint(len(payload)) + payload if wire == 2 else payload)
+
+
+def test_hostile_sentencepiece_files_are_format_errors(models_dir, tmp_path):
+    _, _, path = spm_pair("unigram", models_dir)
+    good = path.read_bytes()
+    bad = {
+        "truncated": good[: len(good) // 2],
+        "group": good[:0] + _field(1, 3, b"") + good,
+        "huge length": b"\x0a\xff\xff\xff\xff\x0f" + good,
+        "long varint": b"\x0a" + b"\xff" * 11 + good,
+        "no unk": _field(1, 2, _field(1, 2, b"a") + _field(3, 0, b"\x01")) + _field(1, 2, _field(1, 2, b"b")),
+        "charsmap size": _field(1, 2, _field(1, 2, b"<unk>") + _field(3, 0, b"\x02"))
+        + _field(3, 2, _field(2, 2, struct.pack("<I", 1 << 30) + b"\0" * 8)),
+        "bad utf-8 piece": _field(1, 2, _field(1, 2, b"\xff")),
+    }
+    for name, data in bad.items():
+        p = tmp_path / f"{name.replace(' ', '_')}.model"
+        p.write_bytes(data)
+        with pytest.raises(FormatError):
+            tok = tokenforge.load(p)
+            tok.encode("some text 日本")  # a damaged trie may only show when walked
+    r = random.Random(7)
+    for k in range(200):
+        b = bytearray(good)
+        for _ in range(r.randrange(1, 4)):
+            b[r.randrange(len(b))] = r.randrange(256)
+        p = tmp_path / "m.model"
+        p.write_bytes(bytes(b))
+        try:
+            tok = tokenforge.load(p)
+            tok.encode("The quick brown fox, 日本語 🙂")
+            tok.decode(tok.encode("x y"))
+        except TokenforgeError:
+            pass
+
+
+def test_charsmap_trie_pointing_outside_itself_is_a_format_error():
+    from tokenforge.pipeline.spm import Charsmap
+    from tokenforge.pipeline.steps import Desc
+
+    units = [0] * 256  # the root (offset 0): the child for byte c is unit c
+    units[0x61] = 0x61 | 1 << 8 | 0x3FFFF << 10  # "a": a leaf whose value unit is far outside
+    blob = struct.pack("<I", 4 * len(units)) + struct.pack(f"<{len(units)}I", *units) + b"b\0"
+    cm = Charsmap(blob, Desc({}, "normalizer", None))
+    assert cm.first[0x61] and not cm.first[0x62]
+    with pytest.raises(FormatError, match="outside itself"):
+        cm.longest(b"abc", 0)
+    units[0x61] = 0x61 | 1 << 8 | 0x62 << 10  # the value unit 0x61 ^ 0x62 = 3 holds 0: "b"
+    cm = Charsmap(struct.pack("<I", 1024) + struct.pack("<256I", *units) + b"b\0", Desc({}, "n", None))
+    assert cm.longest(b"abc", 0) == (1, 0) and cm.replacement(0) == "b"
+
+
+def test_train_with_the_reference_libraries():
+    for algorithm in ("spm_unigram", "spm_bpe", "hf_wordpiece", "hf_unigram"):
+        tok = PipelineTokenizer.train_from_iterator(TINY_DOCS, 400, algorithm)
+        assert isinstance(tok, PipelineTokenizer)
+        assert tok.encode(TINY_DOCS[0])
+    with pytest.raises(TokenforgeError, match="unknown algorithm"):
+        PipelineTokenizer.train_from_iterator(TINY_DOCS, 400, "spm_magic")
+
+
+def test_pretrained_encodings_load_by_name():
+    import gzip
+    import importlib.util
+    from pathlib import Path
+
+    import tiktoken
+
+    from tokenforge.formats.named import NAMED
+
+    text = "\n\n".join(TINY_DOCS)
+    for name in ("cl100k_base", "o200k_base"):
+        tok = tokenforge.load(name)
+        entry = NAMED[name]
+        path = Path(next(iter(importlib.util.find_spec("bpe_openai").submodule_search_locations))) / entry.file
+        lines = [line.split() for line in gzip.decompress(path.read_bytes()).splitlines() if line]
+        ranks = {base64.b64decode(a): int(b) for a, b in lines}
+        enc = tiktoken.Encoding(name, pat_str=entry.pattern, mergeable_ranks=ranks, special_tokens=entry.special_tokens)
+        assert tok.encode(text) == enc.encode(text, disallowed_special=())
+        assert tok.special_tokens == entry.special_tokens
+    with pytest.raises(TokenforgeError, match="tiktoken downloads it"):
+        tokenforge.load("gpt2")
+    with pytest.raises(FileNotFoundError):
+        tokenforge.load("cl100k_basis")
