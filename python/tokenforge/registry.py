@@ -357,8 +357,12 @@ def _pipeline_formats() -> list[Format]:
     from .formats.sentencepiece_model import read_sentencepiece_model, sniff_sentencepiece_model
     from .pipeline import PipelineTokenizer as cls
 
+    def read_ours(p):
+        source, description = read_pipeline_json(p)
+        return cls(description, source, p)
+
     return [
-        Format("tokenforge-pipeline", sniff_pipeline_json, lambda p: cls(*reversed(read_pipeline_json(p)), p)),
+        Format("tokenforge-pipeline", sniff_pipeline_json, read_ours),
         Format(
             "huggingface-tokenizer.json-pipeline",
             sniff_hf_pipeline,
