@@ -13,13 +13,23 @@ Unigram, WordPiece or WordLevel model, a normalizer, Metaspace, byte
 fallback, ...). It decides from the parsed file, so a file is parsed twice
 when it is loaded; the last parse is kept for the reader (one entry).
 
+Numbers: ``tokenizers`` reads a tokenizer.json with serde_json's default float
+parser, which is not correctly rounded (a 17-digit score can come out one unit
+in the last place off), and a Unigram model's segmentation can turn on that
+last bit when two paths tie. :func:`serde_json_float` is that parser's rule
+(significand as u64 -> f64, then one multiplication or division by a power of
+ten), and a Unigram model's scores are read with it, so they are the very
+values ``tokenizers`` computes with.
+
 Not handled: tokenizer.json files of another top-level shape (a bare model
 file, ``vocab.json`` + ``merges.txt``).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from pathlib import Path
 
 from ..errors import FormatError
@@ -78,6 +88,38 @@ def sniff_hf_pipeline(path, head: bytes) -> bool:
     return isinstance(doc.value, dict) and not byte_level_reads(doc)
 
 
+#: serde_json's table of powers of ten (f64 literals 1e0 .. 1e308)
+_POW10 = [float(f"1e{k}") for k in range(309)]
+_FLOAT = re.compile(r"(-?)([0-9]+)(?:\.([0-9]+))?(?:[eE]([+-]?[0-9]+))?\Z")
+
+
+def serde_json_float(text: str) -> float:
+    """A JSON number as serde_json reads it without ``float_roundtrip``
+    (``f64_from_parts``); a number of more than 19 significant digits is read
+    correctly rounded instead (serde_json then drops digits; no writer of
+    tokenizer.json produces one)."""
+    m = _FLOAT.match(text)
+    if m is None:
+        return float(text)
+    sign, whole, frac, exp = m.groups()
+    digits = whole + (frac or "")
+    significand = int(digits)
+    if significand >= 1 << 64 or len(exp or "") > 6:
+        return float(text)
+    exponent = -len(frac or "") + int(exp or 0)
+    f = float(significand)
+    while True:
+        k = abs(exponent)
+        if k < len(_POW10):
+            f = f * _POW10[k] if exponent >= 0 else f / _POW10[k]
+            break
+        if f == 0.0 or exponent >= 0:
+            break
+        f /= 1e308
+        exponent += 308
+    return -f if sign else f
+
+
 def read_hf_pipeline(path) -> dict:
     """The pipeline description of a tokenizer.json (plain data, not yet checked)."""
     global _last
@@ -88,4 +130,7 @@ def read_hf_pipeline(path) -> dict:
         raise FormatError("expected a JSON object", path=path)
     if not isinstance(v.get("model"), dict):
         raise FormatError("model: expected an object", path=path)
+    if v["model"].get("type") == "Unigram" or isinstance(v["model"].get("vocab"), list):
+        # the scores as tokenizers reads them (see the module doc); the text was checked by the first parse
+        v = json.loads(doc.text, parse_float=serde_json_float)
     return {k: v[k] for k in PIPELINE_KEYS if k in v}

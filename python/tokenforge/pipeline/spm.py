@@ -213,6 +213,7 @@ class SpmModel:
         self.min_score = min(normal, default=FLT_MAX)
         self.max_score = max(normal, default=FLT_MIN)
         self.max_len = max((len(p) for p in self.normal), default=1)
+        self.prefixes = {p[:k] for p in self.normal for k in range(1, len(p) + 1)}
 
     def piece_to_id(self, w: str) -> int:
         i = self.reserved.get(w)
@@ -371,12 +372,14 @@ class SpmPipeline:
         normal, types, scores = m.normal, m.types, m.scores
         unk_score = f32(m.min_score - 10.0)
         max_score = m.max_score
-        max_len = m.max_len
+        max_len, prefixes = m.max_len, m.prefixes
         for i in range(n):
             here = score_at[i]
             single = False
             for end in range(i + 1, min(n, i + max_len) + 1):
                 piece = s[i:end]
+                if piece not in prefixes:  # no piece starts with it (the trie walk's stop)
+                    break
                 pid = normal.get(piece)
                 if pid is None:
                     continue

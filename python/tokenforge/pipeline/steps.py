@@ -795,6 +795,10 @@ class Unigram(Model):
         # piece -> (id, score): the trie's content; lengths in characters
         self.best = {p: (self.by_piece[p], self.scores[self.by_piece[p]]) for p in self.by_piece}
         self.max_len = max(len(p) for p in self.pieces)
+        # every prefix of a piece: the Viterbi stops extending a candidate as soon as no
+        # piece can start with it (the trie walk tokenizers does), instead of trying
+        # every length up to the longest piece; costs the pieces' total length in memory
+        self.prefixes = {p[:k] for p in self.pieces for k in range(1, len(p) + 1)}
         self._cache: dict[str, list[int]] = {}
 
     def tokenize(self, piece: str) -> list[int]:
@@ -808,12 +812,15 @@ class Unigram(Model):
         score_at = [0.0] * (n + 1)
         start_at = [-1] * (n + 1)
         id_at = [0] * (n + 1)
-        best, max_len, unk_score = self.best, self.max_len, self.unk_score
+        best, max_len, unk_score, prefixes = self.best, self.max_len, self.unk_score, self.prefixes
         for i in range(n):
             here = score_at[i]
             single = False
             for end in range(i + 1, min(n, i + max_len) + 1):
-                hit = best.get(s[i:end])
+                sub = s[i:end]
+                if sub not in prefixes:  # no piece starts with it: no longer one either
+                    break
+                hit = best.get(sub)
                 if hit is None:
                     continue
                 cand = hit[1] + here
