@@ -37,6 +37,7 @@ LOWER_LAYERS = (
     "tokenforge.lz78",
     "tokenforge.mixedgram",
     "tokenforge.growing",
+    "tokenforge.pipeline",
     "tokenforge.embedding_meta",
     "tokenforge.bpe_structure",
     "tokenforge.torch",

@@ -225,3 +225,22 @@ def test_pretrained_encodings_load_by_name():
         tokenforge.load("gpt2")
     with pytest.raises(FileNotFoundError):
         tokenforge.load("cl100k_basis")
+
+
+def test_unigram_scores_are_read_as_tokenizers_reads_them(tmp_path):
+    """Two segmentations of '^' + three backslashes tie in correctly rounded scores;
+    tokenizers' serde_json reads -10.501558751962467 one ulp off, which breaks the tie."""
+    from tokenizers import Tokenizer
+
+    from tokenforge.formats.hf_pipeline import serde_json_float
+
+    assert serde_json_float("-10.501558751962467") != float("-10.501558751962467")
+    assert serde_json_float("-8.667044840796787") == float("-8.667044840796787")
+    assert serde_json_float("1.5e-7") == 15 / 1e8 and serde_json_float("-0.0") == 0.0
+    vocab = '[["<unk>", 0.0], ["^", -9.210575190375707], ["\\\\", -8.667044840796787], ["\\\\\\\\", -10.501558751962467]]'
+    text = '{"version": "1.0", "model": {"type": "Unigram", "unk_id": 0, "vocab": %s}}' % vocab
+    (tmp_path / "tokenizer.json").write_text(text)
+    ref = Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    tok = tokenforge.load(tmp_path / "tokenizer.json")
+    for s in ["^\\\\\\", "\\\\\\", "^^\\\\\\\\\\"]:
+        assert tok.encode(s) == ref.encode(s, add_special_tokens=False).ids, s
