@@ -143,6 +143,8 @@ class Family:
 def _bpe_formats() -> list[Format]:
     from . import bpe
     from .formats.hf_json import read_hf_json, sniff_hf_json
+    from .formats.hf_pretrained import read_pretrained, sniff_pretrained
+    from .formats.nanochat import read_nanochat, sniff_nanochat
     from .formats.seed003 import sniff_seed003
     from .formats.tfjson import read_tfjson, sniff_tfjson
     from .formats.tiktoken_io import read_tiktoken_file, sniff_tiktoken
@@ -151,6 +153,8 @@ def _bpe_formats() -> list[Format]:
     return [
         Format("tokenforge-bpe", sniff_tfjson, lambda p: cls(read_tfjson(p))),
         Format("tokenforge-bpe-dir", bpe._sniff_dir, cls.from_directory),
+        Format("nanochat", sniff_nanochat, lambda p: cls(read_nanochat(p))),
+        Format("transformers-dir", sniff_pretrained, lambda p: cls(read_pretrained(p))),
         Format("huggingface-tokenizer.json", sniff_hf_json, lambda p: cls(read_hf_json(p))),
         Format("tiktoken", sniff_tiktoken, lambda p: cls(read_tiktoken_file(p))),
         Format("seed003-pickles", sniff_seed003, lambda p: cls(bpe._read_seed003_files(p))),
