@@ -228,6 +228,8 @@ class Mixedgram(RustBacked, Tokenizer):
     above U+00FF.
     """
 
+    text_encoding = "latin-1"  # one byte per character (offsets)
+
     family = "mixedgram"
 
     def __init__(

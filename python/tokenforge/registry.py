@@ -53,6 +53,7 @@ __all__ = [
     "family",
     "family_of",
     "load",
+    "identify",
     "formats",
     "register",
     "unregister",
@@ -491,8 +492,9 @@ def formats() -> list[Format]:
     return [fmt for name in order if name in FAMILIES for fmt in FAMILIES[name].formats()]
 
 
-def load(path):
-    """Load any tokenizer file or directory tokenforge writes (or imports)."""
+def identify(path) -> Format:
+    """The reader :func:`load` uses for ``path`` (its ``name`` says which form
+    the file or directory is: ``tokenforge inspect`` prints it)."""
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"no such file or directory: {p}")
@@ -507,6 +509,11 @@ def load(path):
         except OSError:
             ok = False
         if ok:
-            return fmt.read(p)
+            return fmt
     kinds = ", ".join(f.name for f in known)
     raise FormatError(f"not a tokenizer file tokenforge recognises (known kinds: {kinds})", path=p)
+
+
+def load(path):
+    """Load any tokenizer file or directory tokenforge writes (or imports)."""
+    return identify(path).read(Path(path))

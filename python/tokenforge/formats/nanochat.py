@@ -32,8 +32,9 @@ that plain dict; no ``tiktoken`` object is ever made. Anything else is an
 
 Not handled: a pickle of an encoding tiktoken has registered by name (tiktoken
 stores only the name, ``"cl100k_base"``; load the name's rank file instead: the
-error says so); pickles of protocol 0 and 1 (``copyreg._reconstructor``), which
-Python 3 never writes by default; reading ``token_bytes.pt`` (it is derived
+error says so); pickles of protocol 0 to 2 (``copyreg._reconstructor``, or bytes
+stored through ``_codecs.encode``: refused as imports), which Python 3 never
+writes by default; reading ``token_bytes.pt`` (it is derived
 from the ranks, and reading it would mean unpickling torch's zip archive), so
 :func:`read_nanochat` reads ``tokenizer.pkl`` alone.
 """
@@ -120,16 +121,13 @@ def _pickle_path(path) -> Path:
 
 
 def sniff_nanochat(path, head: bytes) -> bool:
-    """A ``tokenizer.pkl`` (or a directory holding one) whose first bytes name
-    tiktoken's ``Encoding`` class."""
+    """A directory holding ``tokenizer.pkl``, a file of that name, or a pickle
+    whose first bytes name tiktoken's ``Encoding`` class. (Claimed by name, a
+    hostile ``tokenizer.pkl`` is refused by the reader, saying what it tried.)"""
     p = Path(path)
     if p.is_dir():
-        p = p / PICKLE_FILE
-        if not p.is_file():
-            return False
-        with open(p, "rb") as f:
-            head = f.read(4096)
-    return head[:1] == b"\x80" and all(m in head[:256] for m in _SNIFF_MARKS)
+        return (p / PICKLE_FILE).is_file()
+    return head[:1] == b"\x80" and (p.name == PICKLE_FILE or all(m in head[:256] for m in _SNIFF_MARKS))
 
 
 def _refuse(what: str, path, offset=None) -> UnsafePickleError:
