@@ -438,6 +438,10 @@ class Mixedgram(RustBacked, Tokenizer):
             disallowed_special=disallowed_special,
         )
 
+    def normalize(self, text: str) -> str:
+        """The text as mixedgram sees it: NUL characters removed (see the module docstring)."""
+        return text.replace("\x00", "")
+
     def encode_ordinary(self, text, parse: str | None = None) -> list[int]:
         return self.encode_to_numpy(text, parse=parse).tolist()
 
