@@ -13,10 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tokenforge
+from tiny_corpus import TINY_DOCS
 from tokenforge import BPETokenizer, GrowingBPETokenizer, LZ78Tokenizer, Mixedgram
 from tokenforge.offsets import char_starts, normalized_spans
-
-from tiny_corpus import TINY_DOCS
 
 
 def _families():
