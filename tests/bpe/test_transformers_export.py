@@ -157,3 +157,30 @@ def test_cli_train_format_transformers(tmp_path):
     auto = transformers.AutoTokenizer.from_pretrained(str(out))
     tok = tokenforge.load(out)
     assert auto(HELD_OUT[0], add_special_tokens=False)["input_ids"] == tok.encode(HELD_OUT[0])
+
+
+def test_the_growing_vocabulary_gets_the_same_export(tmp_path):
+    from tokenforge import GrowingBPETokenizer
+
+    grow = GrowingBPETokenizer()
+    grow.learn_merges(TRAIN, num_merges=600)
+    d = tmp_path / "grow"
+    grow.save_pretrained(d)
+    auto = transformers.AutoTokenizer.from_pretrained(str(d))
+    assert (auto.bos_token, auto.eos_token, auto.pad_token, auto.unk_token) == (
+        "<|bos|>",
+        "<|eos|>",
+        "<|pad|>",
+        "<|unk|>",
+    )
+    assert len(auto) == grow.current_vocab_size  # the reserved ids 4-9 are counted
+    texts = HELD_OUT + ["Cafe\u0301 A\u030a naïve 中文"]  # NFC applies on both sides
+    for text in texts:
+        assert auto(text, add_special_tokens=False)["input_ids"] == grow.encode_ordinary(text)
+        assert auto(text)["input_ids"] == grow.encode(text)  # the seed's default: BOS ... EOS
+        assert auto.decode(grow.encode(text), skip_special_tokens=True) == grow.decode(grow.encode(text))
+    out = auto(["a", "abc def"], padding=True)
+    assert out["input_ids"][0][-1] == grow.special_tokens["<|pad|>"] and out["attention_mask"][0][-1] == 0
+    back = tokenforge.load(d)
+    assert isinstance(back, GrowingBPETokenizer)
+    assert back.to_dict() == grow.to_dict()

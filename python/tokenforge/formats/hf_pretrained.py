@@ -14,6 +14,8 @@ The roles come from the tokenizer's own special tokens (:func:`special_roles`):
   assistant turn ends, so generation after the chat template stops there);
   pad ``<|bos|>`` (distinct from eos, so collators that drop padding from the
   labels keep eos; nanochat's loss mask is 0 on BOS anyway);
+* the growing vocabulary's ``<|bos|>``, ``<|eos|>``, ``<|pad|>`` and ``<|unk|>``
+  take their own roles;
 * a GPT-2 style ``<|endoftext|>`` is bos and eos, and pad when there is no other;
 * no special token at all: no roles (padding then needs ``pad_token=``).
 
@@ -66,8 +68,8 @@ def special_roles(specials: dict[str, int]) -> dict[str, str | None]:
 
     if "<|bos|>" in specials:
         bos = "<|bos|>"
-        eos = "<|assistant_end|>" if "<|assistant_end|>" in specials else bos
-        pad = bos
+        eos = next((t for t in ("<|assistant_end|>", "<|eos|>") if t in specials), bos)
+        pad = "<|pad|>" if "<|pad|>" in specials else bos
     elif "<|endoftext|>" in specials:
         bos = eos = pad = "<|endoftext|>"
     elif specials:
@@ -77,7 +79,8 @@ def special_roles(specials: dict[str, int]) -> dict[str, str | None]:
     if bos is not None and eos == pad:
         others = [t for t in sorted(specials, key=specials.get) if t != eos and t not in SPECIAL_TOKENS]
         pad = others[0] if others else pad
-    return {"bos_token": bos, "eos_token": eos, "pad_token": pad, "unk_token": None}
+    unk = "<|unk|>" if "<|unk|>" in specials else None
+    return {"bos_token": bos, "eos_token": eos, "pad_token": pad, "unk_token": unk}
 
 
 def pretrained_files(
@@ -90,8 +93,10 @@ def pretrained_files(
     model_max_length: int | None = None,
     chat_template=_UNSET,
     pretty: bool = True,
+    document: dict | None = None,
 ) -> dict[str, bytes]:
-    """The three files' contents (name -> bytes)."""
+    """The three files' contents (name -> bytes). ``document``: the
+    ``tokenizer.json`` to write (default :func:`.hf_json.hf_json_dict` of ``data``)."""
     from ..chat import CHAT_TEMPLATE, SPECIAL_TOKENS
 
     specials = dict(data.special_tokens)
@@ -141,16 +146,18 @@ def pretrained_files(
         return (json.dumps(obj, ensure_ascii=False, indent=indent) + "\n").encode("utf-8")
 
     return {
-        TOKENIZER_FILE: dump(hf_json_dict(data)),
+        TOKENIZER_FILE: dump(hf_json_dict(data) if document is None else document),
         CONFIG_FILE: dump(config),
         SPECIAL_MAP_FILE: dump(special_map),
     }
 
 
-def write_pretrained(directory, data: BPEData, **options) -> list[Path]:
-    """Write the three files into ``directory`` (created if missing); each is
-    complete in its temporary file before any is renamed. Returns the paths."""
+def write_pretrained(directory, data: BPEData, *, extra_files: dict[str, bytes] | None = None, **options) -> list[Path]:
+    """Write the three files (and ``extra_files``, name -> bytes) into
+    ``directory`` (created if missing); each is complete in its temporary file
+    before any is renamed. Returns the paths."""
     files = pretrained_files(data, **options)
+    files.update(extra_files or {})
     directory = Path(directory)
     with contextlib.ExitStack() as stack:
         for name, content in files.items():
