@@ -492,20 +492,24 @@ class Tokenizer(ChatMixin, abc.ABC):
         (the first and last character touched; a token inside one multi-byte
         character gets that character's span, as Hugging Face's ``offsets`` do).
         See :mod:`tokenforge.offsets`."""
-        from .offsets import encode_with_offsets
+        from .offsets import spans_of
 
-        return encode_with_offsets(self, text, allowed_special=allowed_special, disallowed_special=disallowed_special)
+        if not isinstance(text, str):
+            raise TypeError(f"encode_with_offsets expects a str, not {type(text).__name__}")
+        # the contract's encode, also where a family's own adds BOS/EOS (growing's seed-style encode)
+        ids = Tokenizer.encode(self, text, allowed_special=allowed_special, disallowed_special=disallowed_special)
+        return ids, spans_of(self, text, ids)
 
     def encode_batch_with_offsets(
         self, texts: Sequence[str], num_threads: int | None = None
     ) -> list[tuple[list[int], list[tuple[int, int]]]]:
         """:meth:`encode_with_offsets` of many texts (ids encoded as one
         :meth:`encode_batch`, in parallel where the family can)."""
-        from .offsets import encode_with_offsets
+        from .offsets import spans_of
 
         _check_texts(texts)
         batch = self.encode_batch(list(texts), num_threads=num_threads)
-        return [encode_with_offsets(self, t, ids) for t, ids in zip(texts, batch)]
+        return [(ids, spans_of(self, t, ids)) for t, ids in zip(texts, batch)]
 
     def decode(self, ids) -> str:
         """Decode ids to text (invalid UTF-8 becomes U+FFFD; a lone surrogate's

@@ -25,16 +25,14 @@ text) and mapped coarsely: every token then spans the whole text.
 from __future__ import annotations
 
 import unicodedata
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from .errors import TokenforgeError
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from .base import Tokenizer
-
-__all__ = ["char_starts", "normalized_spans", "token_spans", "encode_with_offsets"]
+__all__ = ["char_starts", "normalized_spans", "token_spans", "spans_of"]
 
 
 def char_starts(text: str, encoding: str) -> "np.ndarray":
@@ -97,20 +95,15 @@ def token_spans(byte_lengths: "np.ndarray", starts: "np.ndarray") -> "tuple[np.n
     return first, last
 
 
-def encode_with_offsets(
-    tok: "Tokenizer", text: str, ids: Sequence[int] | None = None, **special
-) -> tuple[list[int], list[tuple[int, int]]]:
-    """``(ids, spans)`` for ``text`` (``ids`` when the caller has them, else
-    encoded with :meth:`Tokenizer.encode`'s rules and ``special`` options)."""
+def spans_of(tok: Any, text: str, ids: Sequence[int]) -> list[tuple[int, int]]:
+    """The character span of ``text`` each of ``ids`` covers; ``ids`` are what
+    ``tok`` (a :class:`tokenforge.Tokenizer`: its ``normalize``, ``text_encoding``,
+    ``special_tokens`` and ``token_bytes``; not imported here, which the base
+    class does) encoded ``text`` to (special tokens allowed in the text included)."""
     import numpy as np
 
-    from .base import Tokenizer
-
     if not isinstance(text, str):
-        raise TypeError(f"encode_with_offsets expects a str, not {type(text).__name__}")
-    if ids is None:
-        ids = Tokenizer.encode(tok, text, **special)  # the contract's encode (no BOS/EOS of a family's own)
-    ids = list(ids)
+        raise TypeError(f"offsets need a str, not {type(text).__name__}")
     seen = tok.normalize(text)
     encoding = tok.text_encoding
     starts = char_starts(seen, encoding)
@@ -136,4 +129,4 @@ def encode_with_offsets(
         first, last = back[0][lo], back[1][hi]
         if n_seen == 0:
             first = last = np.zeros_like(first)
-    return ids, list(zip(first.tolist(), last.tolist()))
+    return list(zip(first.tolist(), last.tolist()))
