@@ -28,7 +28,6 @@ the longest special first, then at the others, longest first).
 from __future__ import annotations
 
 import dataclasses
-import functools
 from pathlib import Path
 from typing import Iterable
 
@@ -38,6 +37,7 @@ from .bpe_structure import bpe_embedding_metadata
 from .chat import SPECIAL_TOKENS
 from .errors import CorpusError, FormatError, PatternError, SpecialTokenError, TokenforgeError, warn_user
 from .formats.bpe_data import BPEData
+from .hybrid import class_or_instance
 from .progress import progress_bar
 
 __all__ = ["BPETokenizer", "PATTERNS", "resolve_pattern"]
@@ -119,19 +119,6 @@ def _check_seed_specials(specials: list[str]) -> None:
         check_special_line(text)
 
 
-class _HybridMethod:
-    """A method that is a classmethod when called on the class (returns a new
-    tokenizer) and an instance method when called on an instance (seed 003's
-    ``BPETokenizer().train(...)``, which trains in place)."""
-
-    def __init__(self, func):
-        self.func = func
-        functools.update_wrapper(self, func)
-
-    def __get__(self, obj, cls):
-        return functools.partial(self.func, cls, obj)
-
-
 class BPETokenizer(CoreEncoded, Tokenizer):
     """A byte-level BPE tokenizer (nanochat-compatible by default).
 
@@ -165,7 +152,7 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         self._specials = dict(data.special_tokens)
 
     # ---- training ----------------------------------------------------------
-    @_HybridMethod
+    @class_or_instance
     def train(
         cls,
         self,
@@ -330,7 +317,7 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         )
         data.split_specials = seed_mode
         if self is None:
-            tok = cls(data)  # type: ignore[operator]  # _HybridMethod passes the class as `cls`
+            tok = cls(data)  # type: ignore[operator]  # class_or_instance passes the class as `cls`
         else:
             self._set(data)
             tok = self
@@ -517,6 +504,36 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         from .formats.hf_json import write_hf_json
 
         write_hf_json(path, self._data)
+
+    # where models are trained
+    def save_nanochat(self, directory, *, name: str = "tokenforge") -> list[Path]:
+        """Write nanochat's tokenizer directory: ``tokenizer.pkl`` (a pickled
+        ``tiktoken.Encoding`` with this tokenizer's pattern, ranks and specials,
+        written by ``pickle.dump`` as nanochat does; needs tiktoken) and
+        ``token_bytes.pt`` (int32 byte length per id, 0 for specials; needs
+        torch: without it a warning says so and the pickle is written alone).
+        nanochat's ``RustBPETokenizer.from_directory``, ``get_tokenizer()`` and
+        ``get_token_bytes()`` read them; so does :func:`tokenforge.load`, through a
+        restricted reader. Returns the paths written. See
+        :mod:`tokenforge.formats.nanochat`."""
+        from .formats.nanochat import write_nanochat
+
+        return write_nanochat(directory, self, name=name)
+
+    def save_pretrained(self, directory, **options) -> list[Path]:
+        """Write what transformers' ``AutoTokenizer.from_pretrained(directory)``
+        needs: ``tokenizer.json``, ``tokenizer_config.json`` (bos/eos/pad/unk, the
+        chat template, ``model_max_length`` when given) and
+        ``special_tokens_map.json``. Options: ``bos_token``, ``eos_token``,
+        ``pad_token``, ``unk_token`` (a special token's text, or None),
+        ``model_max_length`` (int) and ``chat_template`` (Jinja, or None for none);
+        by default the roles come from the tokenizer's specials and nanochat's
+        layout gets :data:`tokenforge.chat.CHAT_TEMPLATE`, whose
+        ``apply_chat_template`` gives :meth:`render_conversation`'s ids and mask.
+        Returns the paths written. See :mod:`tokenforge.formats.hf_pretrained`."""
+        from .formats.hf_pretrained import write_pretrained
+
+        return write_pretrained(directory, self._data, **options)
 
     def to_hf(self):
         """A ``tokenizers.Tokenizer`` giving the same ids."""

@@ -53,6 +53,7 @@ __all__ = [
     "family",
     "family_of",
     "load",
+    "identify",
     "formats",
     "register",
     "unregister",
@@ -143,6 +144,8 @@ class Family:
 def _bpe_formats() -> list[Format]:
     from . import bpe
     from .formats.hf_json import read_hf_json, sniff_hf_json
+    from .formats.hf_pretrained import read_pretrained, sniff_pretrained
+    from .formats.nanochat import read_nanochat, sniff_nanochat
     from .formats.seed003 import sniff_seed003
     from .formats.tfjson import read_tfjson, sniff_tfjson
     from .formats.tiktoken_io import read_tiktoken_file, sniff_tiktoken
@@ -151,6 +154,8 @@ def _bpe_formats() -> list[Format]:
     return [
         Format("tokenforge-bpe", sniff_tfjson, lambda p: cls(read_tfjson(p))),
         Format("tokenforge-bpe-dir", bpe._sniff_dir, cls.from_directory),
+        Format("nanochat", sniff_nanochat, lambda p: cls(read_nanochat(p))),
+        Format("transformers-dir", sniff_pretrained, lambda p: cls(read_pretrained(p))),
         Format("huggingface-tokenizer.json", sniff_hf_json, lambda p: cls(read_hf_json(p))),
         Format("tiktoken", sniff_tiktoken, lambda p: cls(read_tiktoken_file(p))),
         Format("seed003-pickles", sniff_seed003, lambda p: cls(bpe._read_seed003_files(p))),
@@ -539,19 +544,11 @@ def formats() -> list[Format]:
     return [fmt for name in order if name in FAMILIES for fmt in FAMILIES[name].formats()]
 
 
-def load(path):
-    """Load any tokenizer file or directory tokenforge writes (or imports), or a
-    pretrained encoding by name ("cl100k_base", "o200k_base") from the package
-    that ships it (:mod:`tokenforge.formats.named`)."""
+def identify(path) -> Format:
+    """The reader :func:`load` uses for ``path`` (its ``name`` says which form
+    the file or directory is: ``tokenforge inspect`` prints it)."""
     p = Path(path)
     if not p.exists():
-        from .formats.named import is_named
-
-        if isinstance(path, str) and is_named(path):  # "cl100k_base", ...: formats/named.py
-            from .bpe import BPETokenizer
-            from .formats.named import named_data
-
-            return BPETokenizer(named_data(path))
         raise FileNotFoundError(f"no such file or directory: {p}")
     head = b""
     if p.is_file():
@@ -564,6 +561,21 @@ def load(path):
         except OSError:
             ok = False
         if ok:
-            return fmt.read(p)
+            return fmt
     kinds = ", ".join(f.name for f in known)
     raise FormatError(f"not a tokenizer file tokenforge recognises (known kinds: {kinds})", path=p)
+
+
+def load(path):
+    """Load any tokenizer file or directory tokenforge writes (or imports), or a
+    pretrained encoding by name ("cl100k_base", "o200k_base") from the package
+    that ships it (:mod:`tokenforge.formats.named`)."""
+    if isinstance(path, str) and not Path(path).exists():
+        from .formats.named import is_named
+
+        if is_named(path):
+            from .bpe import BPETokenizer
+            from .formats.named import named_data
+
+            return BPETokenizer(named_data(path))
+    return identify(path).read(Path(path))

@@ -33,8 +33,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 from ..errors import TokenforgeError
 from ..registry import FAMILIES
 from . import compare as _compare_cli
@@ -311,6 +309,10 @@ def cmd_train(args) -> int:
         tok.save_tiktoken(out)
     elif args.format == "hf":
         tok.save_hf(out)
+    elif args.format == "nanochat":
+        tok.save_nanochat(out)
+    elif args.format == "transformers":
+        tok.save_pretrained(out)
     mb = tok.data.training.get("corpus_bytes", 0) / 1e6
     print(f"trained {tok!r} on {mb:.1f} MB in {dt:.1f} s; wrote {out}")
     return 0
@@ -416,6 +418,8 @@ def cmd_encode(args) -> int:
     text = _read_text(args)
     ids = tok.encode(text, allowed_special="all" if args.allow_special else None)  # None: the tokenizer's policy
     if args.npy:
+        import numpy as np
+
         from ..base import ids_dtype
         from ..formats.atomic import atomic_open
 
@@ -445,6 +449,8 @@ def cmd_decode(args) -> int:
     tok = load(args.tokenizer)
     if args.file:
         if args.file.endswith(".npy"):
+            import numpy as np
+
             ids = np.load(args.file, allow_pickle=False)
         else:
             ids = _parse_ids(read_utf8(args.file), args.file)
@@ -472,11 +478,13 @@ def cmd_decode(args) -> int:
 
 
 def cmd_inspect(args) -> int:
-    from ..registry import load
+    from ..registry import identify
 
-    tok = load(args.tokenizer)
+    form = identify(args.tokenizer)
+    tok = form.read(Path(args.tokenizer))
     text = read_utf8(args.text) if args.text else None
     stats = vocabulary_stats(tok, text, top=args.top)
+    stats["read_as"] = form.name
     if args.json:
         print(json.dumps(stats, indent=2, ensure_ascii=False))
         return 0
@@ -502,6 +510,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = ArgumentParser(
         prog="tokenforge", description="Train, compare and use LM tokenizers.", epilog=exit_codes_epilog()
     )
+    from .. import __version__
+
+    p.add_argument("-V", "--version", action="version", version=f"tokenforge {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
@@ -529,7 +540,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="invalid UTF-8 or a lone surrogate escape in the corpus: an error naming file and line "
         "(strict, default), U+FFFD (replace) or dropped (ignore)",
     )
-    t.add_argument("--format", default="tokenforge", choices=["tokenforge", "tiktoken", "hf"])
+    t.add_argument(
+        "--format",
+        default="tokenforge",
+        choices=["tokenforge", "tiktoken", "hf", "nanochat", "transformers"],
+        help="tokenforge (default: our file or directory), tiktoken (a .tiktoken rank file), hf (a "
+        "tokenizer.json), nanochat (a directory with tokenizer.pkl and token_bytes.pt), transformers (a "
+        "directory AutoTokenizer.from_pretrained reads, with a chat template)",
+    )
     t.add_argument(
         "--parity",
         action="append",
