@@ -237,10 +237,20 @@ def test_unigram_scores_are_read_as_tokenizers_reads_them(tmp_path):
     assert serde_json_float("-10.501558751962467") != float("-10.501558751962467")
     assert serde_json_float("-8.667044840796787") == float("-8.667044840796787")
     assert serde_json_float("1.5e-7") == 15 / 1e8 and serde_json_float("-0.0") == 0.0
-    vocab = '[["<unk>", 0.0], ["^", -9.210575190375707], ["\\\\", -8.667044840796787], ["\\\\\\\\", -10.501558751962467]]'
+    vocab = (
+        '[["<unk>", 0.0], ["^", -9.210575190375707], ["\\\\", -8.667044840796787], ["\\\\\\\\", -10.501558751962467]]'
+    )
     text = '{"version": "1.0", "model": {"type": "Unigram", "unk_id": 0, "vocab": %s}}' % vocab
     (tmp_path / "tokenizer.json").write_text(text)
     ref = Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
     tok = tokenforge.load(tmp_path / "tokenizer.json")
     for s in ["^\\\\\\", "\\\\\\", "^^\\\\\\\\\\"]:
         assert tok.encode(s) == ref.encode(s, add_special_tokens=False).ids, s
+
+
+def test_a_transformers_directory_of_an_imported_tokenizer_loads(models_dir, tmp_path):
+    t, tok, path = hf_pair("wordpiece-bert", models_dir)
+    (tmp_path / "tokenizer.json").write_bytes(path.read_bytes())
+    (tmp_path / "tokenizer_config.json").write_text('{"tokenizer_class": "BertTokenizerFast"}')
+    again = tokenforge.load(tmp_path)
+    assert isinstance(again, PipelineTokenizer) and again.encode_batch(TINY_DOCS) == tok.encode_batch(TINY_DOCS)

@@ -77,8 +77,20 @@ def byte_level_reads(doc: JsonDoc) -> bool:
     return True
 
 
+def _file_of(path) -> Path:
+    """A tokenizer.json, or the one in a directory (a transformers tokenizer directory)."""
+    p = Path(path)
+    return p / "tokenizer.json" if p.is_dir() else p
+
+
 def sniff_hf_pipeline(path, head: bytes) -> bool:
-    """A tokenizer.json that the byte-level BPE reader does not take."""
+    """A tokenizer.json (or a directory holding one) that the byte-level BPE reader does not take."""
+    if Path(path).is_dir():
+        path = _file_of(path)
+        if not path.is_file():
+            return False
+        with open(path, "rb") as f:
+            head = f.read(4096)
     if not sniff_hf_json(path, head) or not Path(path).is_file():
         return False
     try:
@@ -123,6 +135,7 @@ def serde_json_float(text: str) -> float:
 def read_hf_pipeline(path) -> dict:
     """The pipeline description of a tokenizer.json (plain data, not yet checked)."""
     global _last
+    path = _file_of(path)
     doc = _doc(path)
     _last = None
     v = doc.value
