@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from ..errors import FormatError
+from ..errors import FormatError, VersionError
 
 __all__ = [
     "load_json_file",
@@ -36,6 +36,7 @@ __all__ = [
     "MAX_DEPTH",
     "line_of",
     "JsonDoc",
+    "check_header",
 ]
 
 _WS = " \t\n\r"
@@ -288,3 +289,30 @@ def line_of(text: str, where: Sequence) -> int | None:
     if offset is None:
         return None
     return text.count("\n", 0, offset) + 1
+
+
+def check_header(doc: JsonDoc, name: str, keys: Sequence[str], newest: int, extra: str = "checksum") -> int:
+    """The header rule of our JSON formats: an object with exactly ``keys`` (and
+    ``extra``), ``"format"`` equal to ``name``, ``"version"`` a positive integer
+    not newer than ``newest`` (VersionError otherwise). Returns the version."""
+    v = doc.value
+    if not isinstance(v, dict):
+        raise doc.error([], "expected a JSON object")
+    for key in v:
+        if key not in keys and key != extra:
+            raise doc.error([key], f"unknown key {key!r}; a {name} file has {', '.join(keys)}")
+    for key in keys:
+        if key not in v:
+            raise doc.error([], f"missing key {key!r}")
+    if v["format"] != name:
+        raise doc.error(["format"], f"format is {v['format']!r}, expected {name!r}")
+    version = v["version"]
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise doc.error(["version"], f"version must be a positive integer, found {json.dumps(version)}")
+    if version > newest:
+        raise doc.error(
+            ["version"],
+            f"version {version} is newer than this tokenforge reads (up to {newest}); upgrade tokenforge",
+            cls=VersionError,
+        )
+    return version

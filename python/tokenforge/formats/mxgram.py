@@ -39,9 +39,8 @@ import json
 import re
 from pathlib import Path
 
-from ..errors import VersionError
 from . import checksum
-from ._jsonutil import JsonDoc, json_doc_from_bytes, load_json_file
+from ._jsonutil import JsonDoc, check_header, json_doc_from_bytes, load_json_file
 from .atomic import atomic_write
 
 __all__ = [
@@ -118,23 +117,8 @@ def vocab_json_from_bytes(raw: bytes, origin) -> dict:
 
 
 def _read_doc(doc: JsonDoc) -> dict:
+    check_header(doc, FORMAT_NAME, _KEYS, FORMAT_VERSION, checksum.KEY)
     v = doc.value
-    for key in v:
-        if key not in _KEYS and key != checksum.KEY:
-            raise doc.error([key], f"unknown key {key!r}; a {FORMAT_NAME} file has {', '.join(_KEYS)}")
-    for key in _KEYS:
-        if key not in v:
-            raise doc.error([], f"missing key {key!r}")
-    if v["format"] != FORMAT_NAME:
-        raise doc.error(["format"], f"format is {v['format']!r}, expected {FORMAT_NAME!r}")
-    if not _is_int(v["version"]) or v["version"] < 1:
-        raise doc.error(["version"], f"version must be a positive integer, found {json.dumps(v['version'])}")
-    if v["version"] > FORMAT_VERSION:
-        raise doc.error(
-            ["version"],
-            f"version {v['version']} is newer than this tokenforge reads (up to {FORMAT_VERSION}); upgrade tokenforge",
-            cls=VersionError,
-        )
     grams_in = v["ngrams"]
     if not isinstance(grams_in, list):
         raise doc.error(["ngrams"], f"expected a list of strings, found {type(grams_in).__name__}")

@@ -26,9 +26,8 @@ from __future__ import annotations
 import json
 import re
 
-from ..errors import VersionError
 from . import checksum
-from ._jsonutil import JsonDoc, json_doc_from_bytes, load_json_file
+from ._jsonutil import JsonDoc, check_header, json_doc_from_bytes, load_json_file
 from .atomic import atomic_write
 
 __all__ = [
@@ -75,26 +74,8 @@ def pipeline_json_from_bytes(raw: bytes, origin) -> tuple[str, dict]:
 
 
 def _read_doc(doc: JsonDoc) -> tuple[str, dict]:
+    version = check_header(doc, FORMAT_NAME, _KEYS, FORMAT_VERSION, checksum.KEY)
     v = doc.value
-    if not isinstance(v, dict):
-        raise doc.error([], "expected a JSON object")
-    for key in v:
-        if key not in _KEYS and key != checksum.KEY:
-            raise doc.error([key], f"unknown key {key!r}; a {FORMAT_NAME} file has {', '.join(_KEYS)}")
-    for key in _KEYS:
-        if key not in v:
-            raise doc.error([], f"missing key {key!r}")
-    if v["format"] != FORMAT_NAME:
-        raise doc.error(["format"], f"format is {v['format']!r}, expected {FORMAT_NAME!r}")
-    version = v["version"]
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise doc.error(["version"], f"version must be a positive integer, found {json.dumps(version)}")
-    if version > FORMAT_VERSION:
-        raise doc.error(
-            ["version"],
-            f"version {version} is newer than this tokenforge reads (up to {FORMAT_VERSION}); upgrade tokenforge",
-            cls=VersionError,
-        )
     if v["source"] not in SOURCES:
         raise doc.error(["source"], f"source must be one of {', '.join(SOURCES)}, found {json.dumps(v['source'])[:60]}")
     if not isinstance(v["pipeline"], dict):
