@@ -166,34 +166,21 @@ def main() -> None:
     env = {"RAYON_NUM_THREADS": str(args.threads)}
     for model, ref, label in rows:
         for tool in (ref, "tokenforge"):
-            b.add(
-                run_function(
-                    encode_each,
-                    tool,
-                    model,
-                    args.threads,
-                    setup=setup,
-                    group=f"{label} 1 thread",
-                    tool=tool,
-                    mb=mb,
-                    repeat=args.repeat,
-                    env=env,
+            for fn, how in ((encode_each, "1 thread"), (encode_batch, "batch")):
+                b.add(
+                    run_function(
+                        fn,
+                        tool,
+                        model,
+                        args.threads,
+                        setup=setup,
+                        group=f"{label} {how}",
+                        tool=tool,
+                        mb=mb,
+                        repeat=args.repeat,
+                        env=env,
+                    )
                 )
-            )
-            b.add(
-                run_function(
-                    encode_batch,
-                    tool,
-                    model,
-                    args.threads,
-                    setup=setup,
-                    group=f"{label} batch",
-                    tool=tool,
-                    mb=mb,
-                    repeat=args.repeat,
-                    env=env,
-                )
-            )
     print(f"text: {source}, {mb:.2f} MB measured; vocab {args.vocab}; batch with {args.threads} threads")
     b.print_table()
     b.save()
