@@ -135,6 +135,28 @@ def make_fixtures(root: Path) -> None:
     (root / "in.txt").write_bytes("".join(train[:40]).encode("latin-1", errors="replace"))
     small = BPETokenizer.train_from_iterator(train[:50], 400, special_tokens=None, progress=False)
     small.export_seed003(root)  # bpe_vocab.pkl, bpe_merges.pkl, ... in the working directory
+    _imported_fixtures(root, train[:200])
+
+
+def _imported_fixtures(root: Path, docs: list[str]) -> None:
+    """tokenizer.model (sentencepiece) and bert/tokenizer.json (a tokenizers WordPiece), trained here."""
+    import io
+
+    import sentencepiece as spm
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
+    out = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(docs), model_writer=out, vocab_size=500, minloglevel=2, hard_vocab_limit=False
+    )
+    (root / "tokenizer.model").write_bytes(out.getvalue())
+    wp = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    wp.normalizer = normalizers.BertNormalizer()
+    wp.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    wp.decoder = decoders.WordPiece()
+    wp.train_from_iterator(docs, trainers.WordPieceTrainer(vocab_size=500, special_tokens=["[UNK]", "[SEP]"]))
+    (root / "bert").mkdir(exist_ok=True)
+    wp.save(str(root / "bert" / "tokenizer.json"))
 
 
 # ------------------------------------------------------------------ reading the README
