@@ -37,6 +37,7 @@ best segmentation only).
 from __future__ import annotations
 
 import base64
+import heapq
 import struct
 
 from ..errors import FormatError
@@ -145,17 +146,29 @@ class Charsmap:
 
 
 class _Matcher:
-    """sentencepiece's PrefixMatcher: the longest user-defined symbol at a place."""
+    """sentencepiece's PrefixMatcher: the longest user-defined symbol at a place
+    (a byte trie of nested dicts, -1 marking a symbol's end: one walk, linear in
+    the match)."""
 
     def __init__(self, symbols: list[str]):
-        self.symbols = {s.encode("utf-8") for s in symbols}
-        self.lengths = sorted({len(s) for s in self.symbols}, reverse=True)
+        self.trie: dict = {}
+        for sym in symbols:
+            node = self.trie
+            for b in sym.encode("utf-8"):
+                node = node.setdefault(b, {})
+            node[-1] = True
+        self.lengths = bool(symbols)  # whether there is any symbol at all
 
     def match(self, data: bytes, pos: int) -> int:
-        for n in self.lengths:
-            if data[pos : pos + n] in self.symbols:
-                return n
-        return 0
+        node, best, k = self.trie, 0, pos
+        while k < len(data):
+            node = node.get(data[k])
+            if node is None:
+                break
+            k += 1
+            if -1 in node:
+                best = k - pos
+        return best
 
 
 class SpmModel:
@@ -212,8 +225,15 @@ class SpmModel:
         normal = [s for s, t in zip(self.scores, self.types) if t == NORMAL]
         self.min_score = min(normal, default=FLT_MAX)
         self.max_score = max(normal, default=FLT_MIN)
-        self.max_len = max((len(p) for p in self.normal), default=1)
-        self.prefixes = {p[:k] for p in self.normal for k in range(1, len(p) + 1)}
+        # the trie sentencepiece walks (nested dicts by character, "" marks a piece's
+        # end with its id): linear in the pieces' length, and the Viterbi stops at
+        # the first character no piece continues with
+        self.trie: dict = {}
+        for p, i in self.normal.items():
+            node = self.trie
+            for c in p:
+                node = node.setdefault(c, {})
+            node[""] = i
 
     def piece_to_id(self, w: str) -> int:
         i = self.reserved.get(w)
@@ -369,18 +389,21 @@ class SpmPipeline:
         score_at = [0.0] * (n + 1)
         start_at = [-1] * (n + 1)
         id_at = [0] * (n + 1)
-        normal, types, scores = m.normal, m.types, m.scores
+        types, scores = m.types, m.scores
         unk_score = f32(m.min_score - 10.0)
         max_score = m.max_score
-        max_len, prefixes = m.max_len, m.prefixes
+        trie = m.trie
         for i in range(n):
             here = score_at[i]
             single = False
-            for end in range(i + 1, min(n, i + max_len) + 1):
-                piece = s[i:end]
-                if piece not in prefixes:  # no piece starts with it (the trie walk's stop)
+            node = trie
+            end = i
+            while end < n:
+                node = node.get(s[end])
+                if node is None:
                     break
-                pid = normal.get(piece)
+                end += 1
+                pid = node.get("")
                 if pid is None:
                     continue
                 t = types[pid]
@@ -388,7 +411,7 @@ class SpmPipeline:
                     continue
                 if t == USER_DEFINED:
                     # computed in double, as sentencepiece's `auto score` is
-                    cand = (f32(len(piece.encode("utf-8")) * max_score) - 0.1) + here
+                    cand = (f32(len(s[i:end].encode("utf-8")) * max_score) - 0.1) + here
                 else:
                     cand = f32(scores[pid] + here)
                 if start_at[end] == -1 or cand > score_at[end]:
@@ -415,29 +438,42 @@ class SpmPipeline:
         pieces = [p for p, _ in syms]
         frozen = [f for _, f in syms]
         rev: dict[str, tuple[str, str]] = {}
-        # Merge the adjacent pair whose joined text is a piece of highest score,
-        # leftmost on ties: the order of sentencepiece's agenda (its stale entries
-        # are exactly the pairs no longer adjacent). Quadratic in the symbols of
-        # one text; the cache and the engine's future native path bound the cost.
-        while len(pieces) > 1:
-            best = None
-            at = -1
-            for j in range(len(pieces) - 1):
-                if frozen[j] or frozen[j + 1]:
-                    continue
-                pid = normal.get(pieces[j] + pieces[j + 1])
-                if pid is None:
-                    continue
-                sc = scores[pid]
-                if best is None or sc > best:
-                    best, at = sc, j
-            if best is None:
-                break
-            joined = pieces[at] + pieces[at + 1]
-            if types[normal[joined]] == UNUSED:
-                rev[joined] = (pieces[at], pieces[at + 1])
-            pieces[at : at + 2] = [joined]
-            frozen[at : at + 2] = [False]
+        # The agenda of sentencepiece's bpe_model.cc: the adjacent pair whose
+        # joined text is a piece of highest score first, leftmost on ties; an
+        # entry is stale when either side has changed since it was pushed (its
+        # size no longer adds up). A heap over a linked list: O(n log n) for a
+        # text of n symbols. An unused piece's parts are remembered when its
+        # pair is pushed (as there), to split it back below.
+        n = len(pieces)
+        nxt = list(range(1, n + 1))
+        prv = list(range(-1, n - 1))
+        heap: list[tuple[float, int, int, int]] = []
+
+        def push(left: int, right: int) -> None:
+            if left < 0 or right >= n or frozen[left] or frozen[right]:
+                return
+            joined = pieces[left] + pieces[right]
+            pid = normal.get(joined)
+            if pid is None:
+                return
+            heapq.heappush(heap, (-scores[pid], left, right, len(joined)))
+            if types[pid] == UNUSED:
+                rev[joined] = (pieces[left], pieces[right])
+
+        for j in range(n - 1):
+            push(j, j + 1)
+        while heap:
+            _, left, right, size = heapq.heappop(heap)
+            if not pieces[left] or not pieces[right] or len(pieces[left]) + len(pieces[right]) != size:
+                continue
+            pieces[left] += pieces[right]
+            nxt[left] = nxt[right]
+            if nxt[right] < n:
+                prv[nxt[right]] = left
+            pieces[right] = ""
+            push(prv[left], left)
+            push(left, nxt[left])
+        pieces = [p for p in pieces if p]
         out: list[tuple[str, int]] = []
 
         def resegment(w: str) -> None:

@@ -52,6 +52,7 @@ crate's, the result differs from tokenizers'.
 from __future__ import annotations
 
 import bisect
+import heapq
 import unicodedata
 from functools import lru_cache
 from typing import Any, Callable
@@ -792,13 +793,16 @@ class Unigram(Model):
         self.byte_ids = _byte_ids(self.by_piece) if d.get("byte_fallback", bool, False) else None
         self.byte_fallback = d.get("byte_fallback", bool, False)
         self.unk_score = min(self.scores) - 10.0
-        # piece -> (id, score): the trie's content; lengths in characters
-        self.best = {p: (self.by_piece[p], self.scores[self.by_piece[p]]) for p in self.by_piece}
-        self.max_len = max(len(p) for p in self.pieces)
-        # every prefix of a piece: the Viterbi stops extending a candidate as soon as no
-        # piece can start with it (the trie walk tokenizers does), instead of trying
-        # every length up to the longest piece; costs the pieces' total length in memory
-        self.prefixes = {p[:k] for p in self.pieces for k in range(1, len(p) + 1)}
+        # the pieces in a character trie (nested dicts; "" marks a piece's end with
+        # (id, score)), as tokenizers' byte trie: the Viterbi walks it from each
+        # position and stops at the first character no piece continues with, so
+        # memory and work are linear in the pieces' and the text's length
+        self.trie: dict = {}
+        for p, i in self.by_piece.items():
+            node = self.trie
+            for c in p:
+                node = node.setdefault(c, {})
+            node[""] = (i, self.scores[i])
         self._cache: dict[str, list[int]] = {}
 
     def tokenize(self, piece: str) -> list[int]:
@@ -812,15 +816,18 @@ class Unigram(Model):
         score_at = [0.0] * (n + 1)
         start_at = [-1] * (n + 1)
         id_at = [0] * (n + 1)
-        best, max_len, unk_score, prefixes = self.best, self.max_len, self.unk_score, self.prefixes
+        trie, unk_score = self.trie, self.unk_score
         for i in range(n):
             here = score_at[i]
             single = False
-            for end in range(i + 1, min(n, i + max_len) + 1):
-                sub = s[i:end]
-                if sub not in prefixes:  # no piece starts with it: no longer one either
+            node = trie
+            end = i
+            while end < n:
+                node = node.get(s[end])
+                if node is None:
                     break
-                hit = best.get(sub)
+                end += 1
+                hit = node.get("")
                 if hit is None:
                     continue
                 cand = hit[1] + here
@@ -883,8 +890,22 @@ class WordPiece(Model):
         self.unk = d.get("unk_token", str)
         self.prefix = d.get("continuing_subword_prefix", str, "##")
         self.max_chars = d.get("max_input_chars_per_word", int, 100)
-        # no piece is longer than this, so the search never starts longer (bounds the greedy loop)
-        self.max_len = max((len(p) for p in self.by_piece), default=0)
+        # two character tries (nested dicts, "" marks a piece's end with its id): the
+        # pieces, and the continuation pieces without their prefix. The longest
+        # match is one walk from each start, linear in the word (tokenizers shortens
+        # the candidate from the end, quadratic in a word's length)
+        self.first: dict = {}
+        self.rest: dict = {}
+        for p, i in self.by_piece.items():
+            for trie, key in (
+                (self.first, p),
+                (self.rest, p[len(self.prefix) :] if p.startswith(self.prefix) else None),
+            ):
+                if key:
+                    node = trie
+                    for c in key:
+                        node = node.setdefault(c, {})
+                    node[""] = i
         self._cache: dict[str, list[int]] = {}
 
     def _unk(self) -> list[int]:
@@ -901,16 +922,16 @@ class WordPiece(Model):
             return self._unk()
         out: list[int] = []
         start, n = 0, len(s)
-        vocab, prefix = self.by_piece, self.prefix
         while start < n:
-            end = min(n, start + self.max_len)
-            found = None
-            while start < end:
-                sub = s[start:end] if start == 0 else prefix + s[start:end]
-                found = vocab.get(sub)
-                if found is not None:
+            node = self.first if start == 0 else self.rest
+            found, end, k = None, start, start
+            while k < n:
+                node = node.get(s[k])
+                if node is None:
                     break
-                end -= 1
+                k += 1
+                if "" in node:
+                    found, end = node[""], k
             if found is None:
                 return self._unk()
             out.append(found)
@@ -1017,21 +1038,47 @@ class BPE(Model):
                 unk = u
         if unk is not None:
             syms.append(unk)
-        # Merge the pair of lowest rank, leftmost first, until none is left: the
-        # order tokenizers' heap gives (ranks are unique per pair). Quadratic in
-        # the symbols of one piece only; pieces are words, and long ones are rare.
-        merges = self.merges
-        while len(syms) > 1:
-            best = None
-            at = -1
-            for j in range(len(syms) - 1):
-                m = merges.get((syms[j], syms[j + 1]))
-                if m is not None and (best is None or m[0] < best[0]):
-                    best, at = m, j
-            if best is None:
-                break
-            syms[at : at + 2] = [best[1]]
+        return _merge_by_rank(syms, self.merges)
+
+
+def _merge_by_rank(syms: list[int], merges: dict[tuple[int, int], tuple[int, int]]) -> list[int]:
+    """Merge the adjacent pair of lowest rank, leftmost first, until none is
+    left: tokenizers' ``Word::merge_all`` without dropout. A heap of (rank,
+    position) over a linked list of symbols, so a piece of n symbols costs
+    O(n log n) (a whole text is one piece when there is no pre-tokenizer); an
+    entry whose two symbols have changed since it was pushed is skipped."""
+    n = len(syms)
+    if n < 2:
         return syms
+    nxt = list(range(1, n + 1))
+    prv = list(range(-1, n - 1))
+    alive = [True] * n
+    heap = []
+    for j in range(n - 1):
+        m = merges.get((syms[j], syms[j + 1]))
+        if m is not None:
+            heap.append((m[0], j, syms[j], syms[j + 1]))
+    heapq.heapify(heap)
+    while heap:
+        rank, j, left, right = heapq.heappop(heap)
+        k = nxt[j]
+        if not alive[j] or k >= n or syms[j] != left or syms[k] != right:
+            continue
+        syms[j] = merges[(left, right)][1]
+        alive[k] = False
+        nxt[j] = nxt[k]
+        if nxt[j] < n:
+            prv[nxt[j]] = j
+        p = prv[j]
+        if p >= 0:
+            m = merges.get((syms[p], syms[j]))
+            if m is not None:
+                heapq.heappush(heap, (m[0], p, syms[p], syms[j]))
+        if nxt[j] < n:
+            m = merges.get((syms[j], syms[nxt[j]]))
+            if m is not None:
+                heapq.heappush(heap, (m[0], j, syms[j], syms[nxt[j]]))
+    return [t for t, a in zip(syms, alive) if a]
 
 
 _MODELS: dict[str, Callable[[Desc], Model]] = {
