@@ -237,6 +237,7 @@ def test_unigram_scores_are_read_as_tokenizers_reads_them(tmp_path):
     assert serde_json_float("-10.501558751962467") != float("-10.501558751962467")
     assert serde_json_float("-8.667044840796787") == float("-8.667044840796787")
     assert serde_json_float("1.5e-7") == 15 / 1e8 and serde_json_float("-0.0") == 0.0
+    assert serde_json_float("1." + "0" * 5000) == 1.0 and serde_json_float("2e999999999") == float("inf")
     vocab = (
         '[["<unk>", 0.0], ["^", -9.210575190375707], ["\\\\", -8.667044840796787], ["\\\\\\\\", -10.501558751962467]]'
     )

@@ -115,8 +115,10 @@ def serde_json_float(text: str) -> float:
         return float(text)
     sign, whole, frac, exp = m.groups()
     digits = whole + (frac or "")
+    if len(digits) > 20 or len(exp or "") > 6:  # (never int() a long run of digits)
+        return float(text)
     significand = int(digits)
-    if significand >= 1 << 64 or len(exp or "") > 6:
+    if significand >= 1 << 64:
         return float(text)
     exponent = -len(frac or "") + int(exp or 0)
     f = float(significand)

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import base64
 import heapq
+import math
 import struct
 
 from ..errors import FormatError
@@ -187,8 +188,8 @@ class SpmModel:
         for i, e in enumerate(entries):
             v = e.value
             ok = isinstance(v, list) and len(v) == 3 and isinstance(v[0], str) and isinstance(v[2], int)
-            if not ok or not isinstance(v[1], (int, float)) or isinstance(v[1], bool) or v[1] != v[1]:
-                raise e.fail("expected [piece, score, type]")
+            if not ok or not isinstance(v[1], (int, float)) or isinstance(v[1], bool) or not math.isfinite(v[1]):
+                raise e.fail("expected [piece, score, type] with a finite score")
             piece, score, t = v
             if not piece:
                 raise e.fail("piece must not be empty")

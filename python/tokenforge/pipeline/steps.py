@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import math
 import unicodedata
 from functools import lru_cache
 from typing import Any, Callable
@@ -779,8 +780,8 @@ class Unigram(Model):
         for e in entries:
             ok = isinstance(e.value, list) and len(e.value) == 2 and isinstance(e.value[0], str)
             score = e.value[1] if ok else None
-            if not ok or not isinstance(score, (int, float)) or isinstance(score, bool) or score != score:
-                raise e.fail("expected [piece, score]")
+            if not ok or not isinstance(score, (int, float)) or isinstance(score, bool) or not math.isfinite(score):
+                raise e.fail("expected [piece, score] with a finite score")
             if e.value[0] == "":
                 raise e.fail("an empty piece")
             self.by_piece[e.value[0]] = len(self.pieces)
