@@ -193,7 +193,7 @@ def _corpus(inputs, text_field: str, max_chars: int | None = None):
         docs = iter_default_corpus()
     else:
         paths = [Path(p) for p in inputs]
-        from .main import check_inputs
+        from .kit import check_inputs
 
         check_inputs(paths)
         docs = iter_documents(paths, text_field=text_field)
@@ -221,7 +221,7 @@ def cmd_train(args) -> int:
     out = Path(args.output or f"lz78_{args.strategy}_{args.vocab_size}.tsv")
     t0 = time.perf_counter()
     if args.scheduler:
-        from .main import check_inputs
+        from .kit import check_inputs
 
         if args.max_chars is not None:
             raise TokenforgeError("--max_chars cannot be used with --scheduler (the workers read whole files)")
@@ -330,7 +330,8 @@ def _load_tokenizer(path):
 
 
 def cmd_pretokenize(args) -> int:
-    from .main import check_inputs, pretokenize_and_report
+    from .kit import check_inputs
+    from .pretokenize import pretokenize_and_report
 
     tok = _load_tokenizer(args.tokenizer)
     corpus: Iterable[Path] | Iterable[str]
@@ -375,7 +376,7 @@ def add_parser(subparsers) -> None:
 
 
 def _run(build, func, argv, prog: str) -> int:
-    from .main import ArgumentParser, exit_codes_epilog, run_command  # both option spellings, one error handler
+    from .kit import ArgumentParser, exit_codes_epilog, run_command  # both option spellings, one error handler
 
     p = ArgumentParser(prog=prog, epilog=exit_codes_epilog())
     build(p)
