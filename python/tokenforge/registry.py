@@ -2,10 +2,12 @@
 
 Everything that must know "which families exist and what each can do" reads
 :data:`FAMILIES` and nothing else: :func:`load` (each family's file sniffers,
-in order), the ``tokenforge`` command (each family's subcommand hook),
-``compare``'s spec parser and trainer (:mod:`tokenforge.eval.families`: the
-spec words, the known ``key=value`` options with their defaults, how to train
-from a spec), shards and fingerprints (the family of a tokenizer). What a
+in order), the ``tokenforge`` command (each family's subcommand module, by
+name), ``compare``'s spec parser and trainer (:mod:`tokenforge.eval.families`:
+the spec words, the known ``key=value`` options with their defaults, how to
+train from a spec), the report (a family's own table), the playground (a
+token's detail, the text encoding, LZ78's chunking toggle) and
+``import tokenforge`` (the names it re-exports). What a
 *tokenizer* can do beyond the contract (embedding metadata, fingerprint files,
 inspect extras, a JSON-lines block encoder, the rows a model needs) are hooks
 declared with defaults on :class:`tokenforge.base.Tokenizer`; no caller probes
@@ -14,12 +16,15 @@ with ``hasattr``.
 The records name the families explicitly; nothing registers itself when a
 module is imported. A record's callables import their family lazily, so
 importing this module costs nothing and never imports a family, ``eval``,
-``torch`` or the CLI.
+``torch`` or the CLI (which it never imports at all: the command line imports
+the module a record names).
 
 Adding a family: write its module (a :class:`~tokenforge.base.Tokenizer`
 subclass with ``train(corpus)`` and ``train_from_iterator(texts)``, see
-:mod:`tokenforge.data.corpus`), then add one :class:`Family` to
-:data:`FAMILIES` (and its sniffers' place in :data:`LOAD_ORDER`). A family
+:mod:`tokenforge.data.corpus`, and the public functions the record points to,
+``file_formats`` and ``token_detail``), then add one :class:`Family` to
+:data:`FAMILIES` (its ``sniff_rank`` places its sniffers in :data:`LOAD_ORDER`).
+This module is the only one outside a family's own modules that names it. A family
 that lives outside the package (a test's toy family, a user's own class) is
 added at run time with :func:`register` and removed with :func:`unregister`
 (or both, around a block, with :func:`registered`); its sniffers are tried
