@@ -519,6 +519,36 @@ class BPETokenizer(CoreEncoded, Tokenizer):
 
         write_hf_json(path, self._data)
 
+    # where models are trained
+    def save_nanochat(self, directory, *, name: str = "tokenforge") -> list[Path]:
+        """Write nanochat's tokenizer directory: ``tokenizer.pkl`` (a pickled
+        ``tiktoken.Encoding`` with this tokenizer's pattern, ranks and specials,
+        written by ``pickle.dump`` as nanochat does; needs tiktoken) and
+        ``token_bytes.pt`` (int32 byte length per id, 0 for specials; needs
+        torch: without it a warning says so and the pickle is written alone).
+        nanochat's ``RustBPETokenizer.from_directory``, ``get_tokenizer()`` and
+        ``get_token_bytes()`` read them; so does :func:`tokenforge.load`, through a
+        restricted reader. Returns the paths written. See
+        :mod:`tokenforge.formats.nanochat`."""
+        from .formats.nanochat import write_nanochat
+
+        return write_nanochat(directory, self, name=name)
+
+    def save_pretrained(self, directory, **options) -> list[Path]:
+        """Write what transformers' ``AutoTokenizer.from_pretrained(directory)``
+        needs: ``tokenizer.json``, ``tokenizer_config.json`` (bos/eos/pad/unk, the
+        chat template, ``model_max_length`` when given) and
+        ``special_tokens_map.json``. Options: ``bos_token``, ``eos_token``,
+        ``pad_token``, ``unk_token`` (a special token's text, or None),
+        ``model_max_length`` (int) and ``chat_template`` (Jinja, or None for none);
+        by default the roles come from the tokenizer's specials and nanochat's
+        layout gets :data:`tokenforge.chat.CHAT_TEMPLATE`, whose
+        ``apply_chat_template`` gives :meth:`render_conversation`'s ids and mask.
+        Returns the paths written. See :mod:`tokenforge.formats.hf_pretrained`."""
+        from .formats.hf_pretrained import write_pretrained
+
+        return write_pretrained(directory, self._data, **options)
+
     def to_hf(self):
         """A ``tokenizers.Tokenizer`` giving the same ids."""
         import json
@@ -731,6 +761,8 @@ def file_formats() -> list[Format]:
     read, most specific first (the family's record in :mod:`tokenforge.registry`
     points here)."""
     from .formats.hf_json import read_hf_json, sniff_hf_json
+    from .formats.hf_pretrained import read_pretrained, sniff_pretrained
+    from .formats.nanochat import read_nanochat, sniff_nanochat
     from .formats.seed003 import sniff_seed003
     from .formats.tfjson import read_tfjson, sniff_tfjson
     from .formats.tiktoken_io import read_tiktoken_file, sniff_tiktoken
@@ -739,6 +771,8 @@ def file_formats() -> list[Format]:
     return [
         Format("tokenforge-bpe", sniff_tfjson, lambda p: cls(read_tfjson(p))),
         Format("tokenforge-bpe-dir", dir_holding(_DIR_FILE), cls.from_directory),
+        Format("nanochat", sniff_nanochat, lambda p: cls(read_nanochat(p))),
+        Format("transformers-dir", sniff_pretrained, lambda p: cls(read_pretrained(p))),
         Format("huggingface-tokenizer.json", sniff_hf_json, lambda p: cls(read_hf_json(p))),
         Format("tiktoken", sniff_tiktoken, lambda p: cls(read_tiktoken_file(p))),
         Format("seed003-pickles", sniff_seed003, lambda p: cls(read_seed003_files(p))),

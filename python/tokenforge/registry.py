@@ -44,10 +44,12 @@ import contextlib
 import dataclasses
 import importlib
 import re
+from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from .errors import TokenforgeError
-from .formats.kinds import Format, read_any
+from .formats.kinds import Format
+from .formats.kinds import identify as identify_kind
 
 __all__ = [
     "Family",
@@ -64,6 +66,7 @@ __all__ = [
     "family",
     "family_of",
     "load",
+    "identify",
     "formats",
     "register",
     "unregister",
@@ -558,6 +561,12 @@ def formats() -> list[Format]:
     return [fmt for name in sniff_order() for fmt in FAMILIES[name].formats()]
 
 
+def identify(path) -> Format:
+    """The reader :func:`load` uses for ``path`` (its ``name`` says which form
+    the file or directory is: ``tokenforge inspect`` prints it)."""
+    return identify_kind(path, formats())
+
+
 def load(path):
     """Load any tokenizer file or directory tokenforge writes (or imports)."""
-    return read_any(path, formats())
+    return identify(path).read(Path(path))

@@ -65,6 +65,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "tokenforge.embedding_meta",
             "tokenforge.latin1",
             "tokenforge.cluster",
+            "tokenforge.offsets",
             "tokenforge.reference",
         ),
     ),

@@ -1,5 +1,5 @@
 """A file kind a reader recognises (:class:`Format`), and the one rule that picks
-the reader of a path from a list of them (:func:`read_any`).
+the reader of a path from a list of them (:func:`identify`, :func:`read_any`).
 
 A family module lists its own readers (its public ``file_formats()``, most
 specific first); :func:`tokenforge.registry.load` tries every family's list in
@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 
 from ..errors import FormatError
 
-__all__ = ["Format", "HEAD_BYTES", "read_any", "dir_holding"]
+__all__ = ["Format", "HEAD_BYTES", "identify", "read_any", "dir_holding"]
 
 #: how much of a file each sniffer is shown
 HEAD_BYTES = 4096
@@ -45,8 +45,8 @@ def dir_holding(file_name: str) -> Callable[[Path, bytes], bool]:
     return sniff
 
 
-def read_any(path, formats: Sequence[Format], what: str = "a tokenizer file tokenforge recognises") -> Any:
-    """Read ``path`` with the first of ``formats`` whose sniffer says yes.
+def identify(path, formats: Sequence[Format], what: str = "a tokenizer file tokenforge recognises") -> Format:
+    """The first of ``formats`` whose sniffer says yes to ``path``.
 
     The sniffers see the first :data:`HEAD_BYTES` bytes of a file (``b""`` for a
     directory); a sniffer that hits an ``OSError`` counts as no. A missing path
@@ -65,6 +65,11 @@ def read_any(path, formats: Sequence[Format], what: str = "a tokenizer file toke
         except OSError:
             ok = False
         if ok:
-            return fmt.read(p)
+            return fmt
     kinds = ", ".join(f.name for f in formats)
     raise FormatError(f"not {what} (known kinds: {kinds})", path=p)
+
+
+def read_any(path, formats: Sequence[Format], what: str = "a tokenizer file tokenforge recognises") -> Any:
+    """Read ``path`` with the reader :func:`identify` picks from ``formats``."""
+    return identify(path, formats, what).read(Path(path))
