@@ -66,6 +66,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "tokenforge.latin1",
             "tokenforge.cluster",
             "tokenforge.offsets",
+            "tokenforge.hybrid",
             "tokenforge.reference",
         ),
     ),

@@ -31,8 +31,6 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-import numpy as np
-
 from ..errors import TokenforgeError
 
 __all__ = ["add_parser", "main_train", "main_setup", "main_pretokenize"]
@@ -62,12 +60,14 @@ def _param(value: str) -> tuple[str, object]:
 
 
 def _train_args(p: argparse.ArgumentParser) -> None:
-    from ..lz78 import STRATEGIES
+    # the record's copy of lz78.STRATEGIES (a test keeps them equal): building the
+    # parser (--help) imports neither the family nor numpy
+    from ..registry import LZ78_STRATEGIES
 
     p.add_argument(
         "--strategy",
         default="frequency_gated",
-        choices=STRATEGIES,
+        choices=LZ78_STRATEGIES,
         help="training strategy (default: frequency_gated, as the seed)",
     )
     p.add_argument("--vocab_size", type=int, default=32768, help="total ids, specials included (default 32768)")
@@ -312,6 +312,8 @@ def cmd_setup(args) -> int:
         _compact(tok, _corpus(args.input, args.text_field))
     out = Path(args.output_dir) if args.output_dir else tsv.parent / "tokenizer"
     tok.save(out)
+    import numpy as np
+
     from ..formats.atomic import atomic_open
 
     with atomic_open(out / "token_bytes.npy", "wb") as f:
