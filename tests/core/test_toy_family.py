@@ -61,6 +61,9 @@ def test_registry_refuses_names_a_spec_cannot_hold():
             registry.register(dataclasses.replace(TOY, name=bad))
     with pytest.raises(TokenforgeError, match="no registered family"):
         registry.unregister("toy")
+    # a family's CLI is a module the command line imports by name, not a callable the registry runs
+    with pytest.raises(TypeError, match="cli must be the name of a module with add_parser"):
+        registry.register(dataclasses.replace(TOY, cli=lambda subparsers: None))
     assert list(registry.FAMILIES) == BUILT_IN
 
 
