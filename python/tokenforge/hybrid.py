@@ -28,7 +28,10 @@ class class_or_instance:  # noqa: N801  (a decorator, named like classmethod)
 
     def __init__(self, func: Callable[..., Any]):
         self.func = func
-        functools.update_wrapper(self, func)
+        self.__doc__ = func.__doc__
+        self.__name__ = func.__name__
+        self.__qualname__ = func.__qualname__
+        self.__wrapped__ = func
         params = list(inspect.signature(func).parameters.values())[2:]
         self._signature = inspect.signature(func).replace(parameters=params)
 
@@ -39,5 +42,5 @@ class class_or_instance:  # noqa: N801  (a decorator, named like classmethod)
         def bound(*args, **kwargs):
             return func(cls, obj, *args, **kwargs)
 
-        bound.__signature__ = self._signature  # type: ignore[attr-defined]
+        bound.__signature__ = self._signature
         return bound

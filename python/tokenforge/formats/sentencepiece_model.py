@@ -31,7 +31,7 @@ from ..errors import FormatError
 
 __all__ = ["read_sentencepiece_model", "parse_model_proto", "sniff_sentencepiece_model"]
 
-_MODEL_TYPES = {1: "unigram", 2: "bpe", 3: "word", 4: "char"}
+_MODEL_TYPES = {1: "UNIGRAM", 2: "BPE", 3: "WORD", 4: "CHAR"}  # the enum names
 
 
 class _Reader:
@@ -136,7 +136,7 @@ def parse_model_proto(data: bytes, path=None) -> dict:
     """The pipeline description of a ModelProto's bytes."""
     r = _Reader(data, path)
     pieces = []
-    model: dict = {"type": "SentencePiece", "kind": "unigram", "byte_fallback": False}
+    model: dict = {"type": "SentencePiece", "kind": "UNIGRAM", "byte_fallback": False}
     norm: dict = {}
     denorm: dict = {}
     for field, wire, value, at in r.fields():

@@ -39,10 +39,10 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from ..base import Tokenizer
-from ..errors import FormatError, TokenforgeError
+from ..errors import TokenforgeError
 from .steps import Desc, build
 
-__all__ = ["PipelineTokenizer", "ALGORITHMS"]
+__all__ = ["PipelineTokenizer", "ALGORITHMS", "file_formats", "token_detail"]
 
 #: what :meth:`PipelineTokenizer.train` trains, and with which library
 ALGORITHMS = {
@@ -277,12 +277,46 @@ class PipelineTokenizer(Tokenizer):
     @classmethod
     def load(cls, path) -> "PipelineTokenizer":
         """Read our ``tokenforge-pipeline`` JSON, a tokenizer.json or a SentencePiece ``.model``."""
-        from .. import registry
+        from ..formats.kinds import read_any
 
-        tok = registry.load(path)
-        if not isinstance(tok, cls):
-            raise FormatError(f"not an imported tokenizer (a {type(tok).__name__})", path=path)
-        return tok
+        return read_any(path, file_formats(), "an imported tokenizer (tokenizer.json, .model or tokenforge-pipeline)")
 
     def __repr__(self) -> str:
         return f"PipelineTokenizer({self.source}, {self._pipe.kind}, vocab_size={self.vocab_size})"
+
+
+def file_formats():
+    """The files :func:`tokenforge.load` reads into a PipelineTokenizer, most
+    specific first (the family's record in :mod:`tokenforge.registry` points here)."""
+    from ..formats.hf_pipeline import read_hf_pipeline, sniff_hf_pipeline
+    from ..formats.kinds import Format
+    from ..formats.pipeline_json import read_pipeline_json, sniff_pipeline_json
+    from ..formats.sentencepiece_model import read_sentencepiece_model, sniff_sentencepiece_model
+
+    def read_ours(p):
+        source, description = read_pipeline_json(p)
+        return PipelineTokenizer(description, source, p)
+
+    return [
+        Format("tokenforge-pipeline", sniff_pipeline_json, read_ours),
+        Format(
+            "huggingface-tokenizer.json-pipeline",
+            sniff_hf_pipeline,
+            lambda p: PipelineTokenizer(read_hf_pipeline(p), "huggingface", p),
+        ),
+        Format(
+            "sentencepiece-model",
+            sniff_sentencepiece_model,
+            lambda p: PipelineTokenizer(read_sentencepiece_model(p), "sentencepiece", p),
+        ),
+    ]
+
+
+def token_detail(tok: PipelineTokenizer):
+    """The playground's detail of an id (the family record's ``detail`` hook): the
+    model's piece, and its score (Unigram, SentencePiece) and piece type."""
+
+    def detail(i: int, ref) -> dict:
+        return tok.piece_detail(i)
+
+    return detail

@@ -48,7 +48,7 @@ __all__ = ["build_spm", "Charsmap", "SpmPipeline"]
 
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
 TYPES = (NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE)
-KINDS = ("unigram", "bpe", "word", "char")
+KINDS = ("UNIGRAM", "BPE", "WORD", "CHAR")  # the ModelProto enum names
 SPACE = "\u2581"
 _F32 = struct.Struct("<f")
 FLT_MAX = 3.4028234663852886e38
@@ -364,11 +364,11 @@ class SpmPipeline:
 
     def _encode_normalized(self, norm: str) -> list[int]:
         m = self.model
-        if self.kind == "unigram":
+        if self.kind == "UNIGRAM":
             result = self._unigram(norm)
-        elif self.kind == "bpe":
+        elif self.kind == "BPE":
             result = self._bpe(norm)
-        elif self.kind == "word":
+        elif self.kind == "WORD":
             result = [(w, m.piece_to_id(w)) for w in _split_words(norm)]
         else:
             result = [(w, m.piece_to_id(w)) for w, _ in self._symbols_of(norm)]
