@@ -93,7 +93,7 @@ class SpecRule:
     keys its cache by them (every spec of the family when None). ``synopsis``:
     the spec forms ``compare --help`` shows (the family's name when empty).
     ``demo``: the specs ``tokenforge demo`` compares and the playground trains
-    for a built-in family (the family's name when empty).
+    for a built-in family (None: the family's name; (): none).
     """
 
     options: Mapping[str, Any]
@@ -104,7 +104,7 @@ class SpecRule:
     takes_languages: bool = False
     languages_for: Callable[[tuple[str, ...]], bool] | None = None
     synopsis: str = ""
-    demo: tuple[str, ...] = ()
+    demo: tuple[str, ...] | None = None
 
     def reads_languages(self, words: tuple[str, ...]) -> bool:
         """Whether the spec with bare words ``words`` trains on the languages
@@ -478,7 +478,13 @@ FAMILIES: dict[str, Family] = {
             "tokenforge.pipeline",
             "PipelineTokenizer",
             _hook("tokenforge.pipeline", "file_formats"),
-            SpecRule({}, _pipeline_train, words=_pipeline_words, synopsis="pipeline:<spm_unigram|hf_wordpiece|...>"),
+            SpecRule(
+                {},
+                _pipeline_train,
+                words=_pipeline_words,
+                synopsis="pipeline:<spm_unigram|hf_wordpiece|...>",
+                demo=(),  # none: its trainers are optional packages (sentencepiece, tokenizers)
+            ),
             detail=_hook("tokenforge.pipeline", "token_detail"),
             # before bpe: its tokenizer.json sniffer says yes only to files BPE's byte-level reader refuses
             sniff_rank=35,
@@ -502,7 +508,9 @@ DEFAULT_SPEC = "bpe"
 
 #: what ``tokenforge demo`` compares and the playground trains without files: each
 #: built-in family's ``SpecRule.demo`` specs, in the records' order
-DEMO_SPECS = ",".join(s for n in BUILT_IN for s in (FAMILIES[n].spec.demo or (n,)))
+DEMO_SPECS = ",".join(
+    s for n in BUILT_IN for s in (FAMILIES[n].spec.demo if FAMILIES[n].spec.demo is not None else (n,))
+)
 
 #: the seed's claim about bits per byte, lowest first: BPE, then LZ78's
 #: frequency_gated strategy with chunking, then without (the report's verdict)
