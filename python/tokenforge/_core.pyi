@@ -194,6 +194,9 @@ class BpeTrainer:
         alpha: float = 2.0,
         tolerance: float = 0.0,
         shared: float = 0.0,
+        rule: str = "foroutan2025",
+        reference: int | None = None,
+        gain: float = 0.0,
     ) -> BpeTrainer: ...
     def merge_languages(self) -> list[int | None] | None: ...
     def parity_summary(self) -> list[tuple[int, int, int]] | None: ...

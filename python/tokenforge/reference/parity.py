@@ -24,7 +24,19 @@ rule the Rust trainer runs incrementally; docs/algorithms.md):
    whose count ``c`` has ``c * shared >= top`` (its top pair's count) and
    ``c >= min_frequency``, the one with the largest count over all languages'
    training words, the first in the language's own order (count, then
-   tie-break) on a tie.
+   tie-break) on a tie;
+7. ``rule="levelup"``: step 5 measured against the ``reference`` language
+   instead of the cheapest: global while every live language costs at most
+   ``1 + tolerance`` times the reference (``t_w * n_r <= (1 + tolerance) *
+   t_r * n_w``; tolerance 0 included); else step 2;
+8. ``rule="excess"`` (after the global merges): ``excess_l`` is
+   ``t_l n_r / (t_r n_l) - 1`` (each product rounded once to a float) for a
+   language strictly dearer than the reference, else 0; the candidates are
+   step 1's pick (training stops if it is below ``min_frequency``), then the
+   top pair of each live language with ``excess_l > 0``, by index (one below
+   ``min_frequency`` exhausts its language); each scores ``float(count over
+   all languages)`` plus, language by language, ``gain * excess_l *
+   float(count_l)``; the first candidate with the largest score is merged.
 
 Not handled: pre-tokenization (give word counts, :func:`tokenforge.reference.bpe.count_words`),
 special tokens, speed.
@@ -79,6 +91,20 @@ def _balanced(cost_parts: list[tuple[int, int]], live: list[int], tolerance: flo
     return float(th * nl) <= (1.0 + tolerance) * float(tl * nh)
 
 
+def _level(cost_parts: list[tuple[int, int]], live: list[int], reference: int, tolerance: float) -> bool:
+    """Every live language within ``1 + tolerance`` of the reference language."""
+    if not live:
+        return True
+    hi = max(live, key=lambda i: Fraction(*cost_parts[i]))
+    (th, nh), (tr, nr) = cost_parts[hi], cost_parts[reference]
+    return float(th * nr) <= (1.0 + tolerance) * float(tr * nh)
+
+
+def _excess(cost_parts: list[tuple[int, int]], reference: int) -> list[float]:
+    tr, nr = cost_parts[reference]
+    return [float(t * nr) / float(tr * n) - 1.0 if t * nr > tr * n else 0.0 for t, n in cost_parts]
+
+
 def train_parity_reference(
     train_counts: list[dict[bytes, int]],
     dev_counts: list[dict[bytes, int]],
@@ -93,6 +119,9 @@ def train_parity_reference(
     alpha: float = 2.0,
     tolerance: float = 0.0,
     shared: float = 0.0,
+    rule: str = "foroutan2025",
+    reference: int | None = None,
+    gain: float = 0.0,
 ) -> tuple[list[tuple[int, int, int]], list[int | None]]:
     """(merges, the language each was picked for: None for a global merge)."""
     threshold = max(1, min_frequency)
@@ -108,7 +137,39 @@ def train_parity_reference(
             (sum(len(w) * c for w, c in zip(words, counts)), norms[i]) for i, (words, counts) in enumerate(dev)
         ]
         live_now = [i for i in range(len(train)) if not exhausted[i]]
-        if k < global_merges or _balanced(cost_parts, live_now, tolerance):
+        if rule == "levelup":
+            assert reference is not None
+            global_now = _level(cost_parts, live_now, reference, tolerance)
+        else:
+            global_now = rule == "foroutan2025" and _balanced(cost_parts, live_now, tolerance)
+        if k >= global_merges and rule == "excess":
+            assert reference is not None
+            allp: Counter = Counter()
+            for words, counts in train:
+                allp.update(_count_pairs(words, counts))
+            gpair, gcount = _best(allp, tie_break, id_bytes)
+            if gpair is None or gcount < threshold:
+                break
+            excess = _excess(cost_parts, reference)
+            mine_all = [_count_pairs(*t) for t in train]
+            options: list[tuple[int | None, tuple[int, int]]] = [(None, gpair)]
+            for i in range(len(train)):
+                if excess[i] > 0 and not exhausted[i]:
+                    p, c = _best(mine_all[i], tie_break, id_bytes)
+                    if p is None or c < threshold:
+                        exhausted[i] = True
+                    else:
+                        options.append((i, p))
+
+            def score(p):
+                s = float(allp[p])
+                for m, e in enumerate(excess):
+                    if e > 0:
+                        s += gain * e * float(mine_all[m][p])
+                return s
+
+            lang, pair = max(options, key=lambda c: score(c[1]))  # max keeps the first of equals
+        elif k < global_merges or global_now:
             pairs: Counter = Counter()
             for words, counts in train:
                 pairs.update(_count_pairs(words, counts))
