@@ -54,21 +54,33 @@ CONFIGS: list[tuple[str, str, dict]] = [
     ("foroutan2025 tolerance 0.05", "foroutan2025 tolerance", {"parity_tolerance": 0.05}),
     ("foroutan2025 tolerance 0.15", "foroutan2025 tolerance", {"parity_tolerance": 0.15}),
     ("foroutan2025 tolerance 0.3", "foroutan2025 tolerance", {"parity_tolerance": 0.3}),
+    ("foroutan2025 shared 1.5", "foroutan2025 shared", {"parity_shared": 1.5}),
     ("foroutan2025 shared 2", "foroutan2025 shared", {"parity_shared": 2.0}),
+    ("foroutan2025 shared 3", "foroutan2025 shared", {"parity_shared": 3.0}),
+    ("foroutan2025 shared 4", "foroutan2025 shared", {"parity_shared": 4.0}),
+    (
+        "foroutan2025 shared 2 global 0.25",
+        "foroutan2025 shared + global",
+        {"parity_shared": 2.0, "parity_global_merges": 0.25},
+    ),
+    (
+        "foroutan2025 shared 2 global 0.5",
+        "foroutan2025 shared + global",
+        {"parity_shared": 2.0, "parity_global_merges": 0.5},
+    ),
+    (
+        "foroutan2025 shared 1.5 global 0.25",
+        "foroutan2025 shared + global",
+        {"parity_shared": 1.5, "parity_global_merges": 0.25},
+    ),
     ("levelup 0", "levelup", {"parity_rule": "levelup", "parity_tolerance": 0.0}),
-    ("levelup 0.03", "levelup", {"parity_rule": "levelup", "parity_tolerance": 0.03}),
-    ("levelup 0.06", "levelup", {"parity_rule": "levelup", "parity_tolerance": 0.06}),
     ("levelup 0.1", "levelup", {"parity_rule": "levelup", "parity_tolerance": 0.1}),
     ("levelup 0.15", "levelup", {"parity_rule": "levelup", "parity_tolerance": 0.15}),
-    ("levelup 0 shared 2", "levelup shared 2", {"parity_rule": "levelup", "parity_shared": 2.0}),
-    ("levelup 0.06 shared 2", "levelup shared 2", {"parity_rule": "levelup", "parity_tolerance": 0.06, "parity_shared": 2.0}),
-    ("excess 1", "excess", {"parity_rule": "excess", "parity_gain": 1.0}),
-    ("excess 2", "excess", {"parity_rule": "excess", "parity_gain": 2.0}),
+    ("levelup 0.2", "levelup", {"parity_rule": "levelup", "parity_tolerance": 0.2}),
     ("excess 4", "excess", {"parity_rule": "excess", "parity_gain": 4.0}),
-    ("excess 8", "excess", {"parity_rule": "excess", "parity_gain": 8.0}),
     ("excess 16", "excess", {"parity_rule": "excess", "parity_gain": 16.0}),
-    ("excess 32", "excess", {"parity_rule": "excess", "parity_gain": 32.0}),
     ("excess 64", "excess", {"parity_rule": "excess", "parity_gain": 64.0}),
+    ("excess 256", "excess", {"parity_rule": "excess", "parity_gain": 256.0}),
 ]
 
 #: per set: (the held-out file, the dev file or None for the training pages, loss budget, Gini-cut target)
@@ -135,7 +147,7 @@ def run(args) -> dict:
             continue
         dev_docs = tuple(read_language_documents(data / devf)) if devf else ()
         corpus, dev, norms = compare_parity_inputs(TrainLanguages(train_docs, args.reference, dev_docs), "parallel")
-        dev = {k: list(v) for k, v in dev.items()}
+        dev = {k: list(v.texts) for k, v in dev.items()}
         sets[name] = {
             "heldout": list(read_language_documents(held_path)),
             "corpus": corpus,

@@ -127,9 +127,7 @@ def test_levelup_and_excess_rules_equal_to_the_slow_reference(rule, kw, referenc
             **{names[k]: v for k, v in kw.items()},
         )
         ref = sorted(DEV).index(reference)
-        want, chosen = _reference(
-            TRAIN, DEV, 80, measure=measure, tie_break=tie_break, rule=rule, reference=ref, **kw
-        )
+        want, chosen = _reference(TRAIN, DEV, 80, measure=measure, tie_break=tie_break, rule=rule, reference=ref, **kw)
         assert tok.merges == want
         rec = tok.data.training["parity"]
         assert rec["rule"] == rule and rec["reference"] == reference
@@ -477,3 +475,55 @@ def test_compare_parity_dev_cli(tmp_path, monkeypatch):
     nolang = tmp_path / "nolang.txt"
     nolang.write_text("some text\n")
     assert main([*args, "--parity-dev", str(nolang), "-o", str(tmp_path / "r3"), "-q"]) == 1
+
+
+def test_the_frontier_script_on_the_committed_fixture(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from repo_paths import ROOT
+    from tokenforge.bpe_parity import compare_parity_inputs
+    from tokenforge.data.languages import TrainLanguages, read_language_documents
+    from tokenforge.eval.languages import per_language_metrics
+
+    data = FIXTURES / "multilingual" / "heldout.jsonl"
+    out = tmp_path / "frontier"
+    only = "foroutan2025,levelup 0.1,excess 16,foroutan2025 shared 2"
+    cmd = [sys.executable, str(ROOT / "bench" / "parity_frontier.py"), "--data", str(tmp_path), "--train", str(data)]
+    cmd += ["--heldout", str(data), "--vocab", "300", "--only", only, "-o", str(out)]
+    env = {**os.environ, "MPLCONFIGDIR": str(tmp_path / "mpl")}
+    subprocess.run(cmd, check=True, env=env, capture_output=True, timeout=300)
+    res = json.loads((out / "frontier.json").read_text())
+    (s,) = res["sizes"]["300"].values()  # only the near-parallel set: no catalog files here
+    assert sorted(r["label"] for r in s["rows"]) == sorted(only.split(","))
+    assert "foroutan2025" in (out / "frontier.md").read_text()
+    assert (out / "frontier.png").read_bytes()[:4] == b"\x89PNG"
+    # the figures are the tokenizers' own: retrain one and measure it here
+    docs = tuple(read_language_documents(data))
+    corpus, dev, norms = compare_parity_inputs(TrainLanguages(docs, "en"), "parallel")
+    plain = BPETokenizer.train_from_iterator([d.text for d in docs], 300, progress=False)
+    tok = BPETokenizer.train_from_iterator(
+        corpus,
+        300,
+        parity=dev,
+        parity_measure=norms,
+        parity_reference="en",
+        parity_tolerance=0.1,
+        parity_rule="levelup",
+        progress=False,
+    )
+    row = next(r for r in s["rows"] if r["label"] == "levelup 0.1")
+    for t, got in ((plain, s["plain"]), (tok, row)):
+        m = per_language_metrics(t, list(docs), reference="en")
+        langs = m["languages"].values()
+        assert got["heldout"]["gini"] == pytest.approx(m["gini"])
+        assert got["heldout"]["bytes_per_token"] == pytest.approx(
+            sum(v["bytes"] for v in langs) / sum(v["tokens"] for v in langs)
+        )
+    assert row["heldout"]["gini_cut"] == pytest.approx(1 - row["heldout"]["gini"] / s["plain"]["heldout"]["gini"])
+    assert row["heldout"]["loss"] == pytest.approx(
+        1 - row["heldout"]["bytes_per_token"] / s["plain"]["heldout"]["bytes_per_token"]
+    )
+    # on its dev text the rule brought the dearest language nearer English than plain BPE did
+    assert max(row["dev"]["premiums"].values()) < max(s["plain"]["dev"]["premiums"].values())
