@@ -245,7 +245,10 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         ``parity_reference``'s; else the worst language is served) or
         "excess" (the pair with the largest count over all languages plus
         ``parity_gain`` times each dearer language's excess premium over
-        ``parity_reference`` times its count there). The settings
+        ``parity_reference`` times its count there) or "group" ("levelup"'s
+        language, and among its pairs within ``parity_shared`` of its top
+        count the one most frequent over all languages, the languages dearer
+        than the reference weighted ``1 + parity_gain``). The settings
         and each language's dev tokens before and after go to the file's
         training section (``parity``). See :mod:`tokenforge.bpe_parity`.
 

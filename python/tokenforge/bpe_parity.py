@@ -49,7 +49,14 @@ is stated in docs/algorithms.md).
   ``global count + parity_gain * sum_l excess_l * count_l`` (``excess_l``: the
   language's dev cost over the reference's, minus 1; 0 at or below it). Gain 0
   is plain BPE; the larger the gain, the more the dear languages' pairs weigh.
-  It takes no tolerance, shared factor or window.
+  It takes no tolerance, shared factor or window. "group": the language as
+  "levelup" picks it (``parity_tolerance`` included); the pair, among the
+  worst language's pairs counting at least ``1 / parity_shared`` of its top
+  pair's count (``parity_shared`` >= 1 required; at most 64 of them, its
+  best first), the one with the largest ``sum_l w_l count_l``, ``w_l = 1 +
+  parity_gain`` for a language dearer than the reference, else 1: the
+  shared-pair variant's choice leaning towards the pairs the other dear
+  languages share (gain 0: the shared-pair choice, capped).
 
 Not handled: the paper's target-ratio variant; documents
 without a language in a parity corpus (refused, not dropped); per-language
@@ -83,7 +90,7 @@ __all__ = [
 #: the named ways to compare dev compression across languages
 MEASURES = ("tokens", "bytes", "chars")
 #: the rules that pick the merges after the global ones (see the module docstring)
-RULES = ("foroutan2025", "levelup", "excess")
+RULES = ("foroutan2025", "levelup", "excess", "group")
 
 
 @dataclasses.dataclass
@@ -136,7 +143,7 @@ class ParityCounts:
         return {
             "rule": self.rule,
             **({"reference": self.reference} if self.rule != "foroutan2025" else {}),
-            **({"gain": self.gain} if self.rule == "excess" else {}),
+            **({"gain": self.gain} if self.rule in ("excess", "group") else {}),
             "languages": list(self.languages),
             "measure": self.measure if isinstance(self.measure, str) else dict(sorted(self.measure.items())),
             "global_merges": self.resolve_global(num_merges),
@@ -214,6 +221,10 @@ def check_parity_args(
             raise TokenforgeError(
                 f"parity_rule={rule!r} needs parity_reference, one of the dev languages ({', '.join(langs)}), "
                 f"not {reference!r}"
+            )
+        if rule == "group" and not shared:
+            raise TokenforgeError(
+                "parity_rule='group' needs parity_shared >= 1 (the band of the worst language's pairs it chooses from)"
             )
         if rule == "excess" and (tolerance or shared or window):
             raise TokenforgeError(

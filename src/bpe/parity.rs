@@ -81,7 +81,19 @@ pub enum Rule {
     /// `global count + gain · Σ_l excess_l · count_l`, where `excess_l` is
     /// language `l`'s dev cost over the reference's, minus 1 (0 at or below it).
     Excess { reference: usize, gain: f64 },
+    /// Group: the language as level up picks it; the pair, among the worst
+    /// language's first [`GROUP_CANDIDATES`] pairs (its order) counting at
+    /// least `1 / shared` of its top pair's count, the one with the largest
+    /// `sum_l w_l count_l`, `w_l = 1 + gain` for a language dearer than the
+    /// reference, 1 otherwise (a pair that serves the other dear languages too).
+    Group { reference: usize, gain: f64 },
 }
+
+/// The group rule looks at most at this many of the worst language's pairs a
+/// merge (its top pair included): the cost of a pick is bounded by it, not by
+/// how flat the language's counts are (the shared-pair variant's candidate
+/// lists grow to thousands late in a 32,768-id training).
+pub const GROUP_CANDIDATES: usize = 64;
 
 impl Rule {
     /// The rule named `name` ("foroutan2025", "levelup", "excess"); the last
@@ -96,9 +108,12 @@ impl Rule {
             "foroutan2025" => Ok(Rule::Foroutan),
             "levelup" => Ok(Rule::LevelUp { reference: need_ref()? }),
             "excess" if gain.is_finite() && gain >= 0.0 => Ok(Rule::Excess { reference: need_ref()?, gain }),
-            "excess" => Err(Error::Invalid(format!("the excess rule's gain must be a number >= 0, not {gain}"))),
+            "group" if gain.is_finite() && gain >= 0.0 => Ok(Rule::Group { reference: need_ref()?, gain }),
+            "excess" | "group" => {
+                Err(Error::Invalid(format!("the {name} rule's gain must be a number >= 0, not {gain}")))
+            }
             other => Err(Error::Invalid(format!(
-                "unknown parity rule {other:?}; expected \"foroutan2025\", \"levelup\" or \"excess\""
+                "unknown parity rule {other:?}; expected \"foroutan2025\", \"levelup\", \"excess\" or \"group\""
             ))),
         }
     }
@@ -232,7 +247,7 @@ impl Parity {
         match self.rule {
             Rule::Foroutan => self.balanced(),
             Rule::Excess { .. } => false,
-            Rule::LevelUp { reference: r } => {
+            Rule::LevelUp { reference: r } | Rule::Group { reference: r, .. } => {
                 let Some(hi) =
                     (0..self.langs)
                         .filter(|&l| !self.exhausted[l])
@@ -386,11 +401,35 @@ impl Parity {
                 }
                 break Some(top);
             };
-            let found = match found {
-                Some(top) if self.shared > 0.0 => {
-                    Some(Self::shared_pick(heap, counts, top, self.shared, min_frequency, better, global_count))
+            let found = match (found, self.rule) {
+                (Some(top), Rule::Group { reference, gain }) => {
+                    let weights: Vec<f64> = (0..self.langs)
+                        .map(|m| {
+                            let dear = self.dev_tokens[m] as u128 * self.norms[reference] as u128
+                                > self.dev_tokens[reference] as u128 * self.norms[m] as u128;
+                            if dear {
+                                1.0 + gain
+                            } else {
+                                1.0
+                            }
+                        })
+                        .collect();
+                    let all = &self.counts;
+                    let score = |key: u64| {
+                        let mut s = 0.0;
+                        for (m, &w) in weights.iter().enumerate() {
+                            s += w * all[m].get(&key).map_or(0, |&c| c as u64) as f64;
+                        }
+                        s
+                    };
+                    let heap = &mut self.heaps[l];
+                    Some(Self::candidates_pick(heap, &all[l], top, self.shared, min_frequency, better, GROUP_CANDIDATES, score))
                 }
-                other => other.map(|t| t.1),
+                (Some(top), _) if self.shared > 0.0 => {
+                    let g = |k: u64| global_count(k) as f64;
+                    Some(Self::candidates_pick(heap, counts, top, self.shared, min_frequency, better, usize::MAX, g))
+                }
+                (other, _) => other.map(|t| t.1),
             };
             match found {
                 Some(key) => {
@@ -410,23 +449,27 @@ impl Parity {
         }
     }
 
-    /// The shared-pair variant: `top` (popped, current) and the language's
-    /// other pairs whose count `c` has `c * shared >= top count` and reaches
-    /// `min_frequency` are the candidates; the one with the largest count
-    /// over all languages wins, the first in the language's order on a tie.
-    /// Cost: O(candidates · log heap) per merge; they all go back.
-    fn shared_pick(
+    /// The shared-pair variant and the group rule: `top` (popped, current)
+    /// and the language's next pairs whose count `c` has `c * shared >= top
+    /// count` and reaches `min_frequency`, at most `limit` in all, are the
+    /// candidates; the one with the largest `score` wins, the first in the
+    /// language's order on a tie. Cost: O(candidates · log heap) per merge;
+    /// they all go back.
+    #[allow(clippy::too_many_arguments)]
+    fn candidates_pick(
         heap: &mut Heap<(u64, u64)>,
         counts: &FxHashMap<u64, i64>,
         top: (u64, u64),
         shared: f64,
         min_frequency: u64,
         better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool,
-        global_count: &impl Fn(u64) -> u64,
+        limit: usize,
+        score: impl Fn(u64) -> f64,
     ) -> u64 {
         let floor = top.0 as f64;
         let mut cands = vec![top];
-        while let Some(e) = heap.pop(better) {
+        while cands.len() < limit {
+            let Some(e) = heap.pop(better) else { break };
             let Some(&cur) = counts.get(&e.1) else { continue };
             if cur as u64 != e.0 {
                 heap.push((cur as u64, e.1), better);
@@ -439,12 +482,12 @@ impl Parity {
             cands.push(e);
         }
         let mut best = 0;
-        let mut best_g = global_count(cands[0].1);
+        let mut best_s = score(cands[0].1);
         for (i, c) in cands.iter().enumerate().skip(1) {
-            let g = global_count(c.1);
-            if g > best_g {
+            let s = score(c.1);
+            if s > best_s {
                 best = i;
-                best_g = g;
+                best_s = s;
             }
         }
         let key = cands[best].1;

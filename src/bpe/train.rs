@@ -922,6 +922,11 @@ impl Trainer {
                         "the excess rule takes no tolerance, shared factor or window (its knob is the gain)".into(),
                     ));
                 }
+                if matches!(rule, Rule::Group { .. }) && shared < 1.0 {
+                    return Err(Error::Invalid(format!(
+                        "the group rule needs a shared factor >= 1 (its candidates' band), not {shared}"
+                    )));
+                }
                 par.set_rule(tolerance, shared, rule);
                 Ok(())
             }

@@ -111,6 +111,9 @@ def test_tolerance_and_shared_variants_equal_to_the_slow_reference(tolerance, sh
         ("excess", dict(gain=0.5)),
         ("excess", dict(gain=4.0, global_merges=2)),
         ("excess", dict(gain=50.0)),
+        ("group", dict(shared=2, gain=0.0)),
+        ("group", dict(shared=3, gain=2.0, tolerance=0.05)),
+        ("group", dict(shared=1.5, gain=10.0, global_merges=2)),
     ],
 )
 @pytest.mark.parametrize("reference", ["en", "de"])
@@ -149,7 +152,14 @@ def test_levelup_and_excess_serve_only_the_languages_dearer_than_the_reference()
     assert _train(vocab=256 + 80, parity_rule="excess", parity_reference="en", parity_gain=0.0).merges == plain
 
 
-@pytest.mark.parametrize("kw", [dict(parity_rule="levelup"), dict(parity_rule="excess", parity_gain=3.0)])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(parity_rule="levelup"),
+        dict(parity_rule="excess", parity_gain=3.0),
+        dict(parity_rule="group", parity_gain=3.0, parity_shared=2.0),
+    ],
+)
 def test_new_rules_deterministic_whatever_the_threads_and_recorded(tmp_path, kw):
     files = set()
     for threads in (1, 2, 1, 2):
@@ -170,6 +180,8 @@ def test_new_rules_typed_errors():
             _train(parity_rule=rule)
         with pytest.raises(TokenforgeError, match="needs parity_reference"):
             _train(parity_rule=rule, parity_reference="fr")
+    with pytest.raises(TokenforgeError, match="needs parity_shared"):
+        _train(parity_rule="group", parity_reference="en")
     with pytest.raises(TokenforgeError, match="takes no parity_tolerance"):
         _train(parity_rule="excess", parity_reference="en", parity_tolerance=0.1)
     for bad in (-1.0, float("nan"), "2", True):

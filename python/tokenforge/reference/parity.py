@@ -36,7 +36,12 @@ rule the Rust trainer runs incrementally; docs/algorithms.md):
    top pair of each live language with ``excess_l > 0``, by index (one below
    ``min_frequency`` exhausts its language); each scores ``float(count over
    all languages)`` plus, language by language, ``gain * excess_l *
-   float(count_l)``; the first candidate with the largest score is merged.
+   float(count_l)``; the first candidate with the largest score is merged;
+9. ``rule="group"``: the language as step 7 picks it; the pair, among the
+   first 64 of step 6's candidates (``shared`` >= 1), the one with the
+   largest ``sum_l w_l * float(count_l)`` (summed by language index; ``w_l``
+   = ``1 + gain`` for a language strictly dearer than the reference, else 1),
+   the first on a tie.
 
 Not handled: pre-tokenization (give word counts, :func:`tokenforge.reference.bpe.count_words`),
 special tokens, speed.
@@ -49,7 +54,10 @@ from fractions import Fraction
 
 from .bpe import _count_pairs, _merge_word
 
-__all__ = ["train_parity_reference", "norms_of"]
+__all__ = ["train_parity_reference", "norms_of", "GROUP_CANDIDATES"]
+
+#: the group rule's cap on its candidates (``src/bpe/parity.rs``: ``GROUP_CANDIDATES``)
+GROUP_CANDIDATES = 64
 
 
 def norms_of(dev_counts: list[dict[bytes, int]], measure: str) -> list[int]:
@@ -137,7 +145,7 @@ def train_parity_reference(
             (sum(len(w) * c for w, c in zip(words, counts)), norms[i]) for i, (words, counts) in enumerate(dev)
         ]
         live_now = [i for i in range(len(train)) if not exhausted[i]]
-        if rule == "levelup":
+        if rule in ("levelup", "group"):
             assert reference is not None
             global_now = _level(cost_parts, live_now, reference, tolerance)
         else:
@@ -193,7 +201,25 @@ def train_parity_reference(
                 mine = _count_pairs(*train[lang])
                 pair, count = _best(mine, tie_break, id_bytes)
                 if pair is not None and count >= threshold:
-                    if shared:
+                    if rule == "group":
+                        assert reference is not None
+                        tr, nr = cost_parts[reference]
+                        weights = [1.0 + gain if t * nr > tr * n else 1.0 for t, n in cost_parts]
+                        per_lang = [_count_pairs(*t) for t in train]
+                        band = [
+                            p
+                            for p in _ordered(mine, tie_break, id_bytes)
+                            if mine[p] * shared >= count and mine[p] >= threshold
+                        ][:GROUP_CANDIDATES]
+
+                        def weighted(p):
+                            s = 0.0
+                            for w, c in zip(weights, per_lang):
+                                s += w * float(c[p])
+                            return s
+
+                        pair = max(band, key=weighted)  # max keeps the first of equals
+                    elif shared:
                         everyone: Counter = Counter()
                         for words, counts in train:
                             everyone.update(_count_pairs(words, counts))
