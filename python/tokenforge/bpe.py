@@ -533,6 +533,36 @@ class BPETokenizer(CoreEncoded, Tokenizer):
 
         write_hf_json(path, self._data)
 
+    # where models are trained
+    def save_nanochat(self, directory, *, name: str = "tokenforge") -> list[Path]:
+        """Write nanochat's tokenizer directory: ``tokenizer.pkl`` (a pickled
+        ``tiktoken.Encoding`` with this tokenizer's pattern, ranks and specials,
+        written by ``pickle.dump`` as nanochat does; needs tiktoken) and
+        ``token_bytes.pt`` (int32 byte length per id, 0 for specials; needs
+        torch: without it a warning says so and the pickle is written alone).
+        nanochat's ``RustBPETokenizer.from_directory``, ``get_tokenizer()`` and
+        ``get_token_bytes()`` read them; so does :func:`tokenforge.load`, through a
+        restricted reader. Returns the paths written. See
+        :mod:`tokenforge.formats.nanochat`."""
+        from .formats.nanochat import write_nanochat
+
+        return write_nanochat(directory, self, name=name)
+
+    def save_pretrained(self, directory, **options) -> list[Path]:
+        """Write what transformers' ``AutoTokenizer.from_pretrained(directory)``
+        needs: ``tokenizer.json``, ``tokenizer_config.json`` (bos/eos/pad/unk, the
+        chat template, ``model_max_length`` when given) and
+        ``special_tokens_map.json``. Options: ``bos_token``, ``eos_token``,
+        ``pad_token``, ``unk_token`` (a special token's text, or None),
+        ``model_max_length`` (int) and ``chat_template`` (Jinja, or None for none);
+        by default the roles come from the tokenizer's specials and nanochat's
+        layout gets :data:`tokenforge.chat.CHAT_TEMPLATE`, whose
+        ``apply_chat_template`` gives :meth:`render_conversation`'s ids and mask.
+        Returns the paths written. See :mod:`tokenforge.formats.hf_pretrained`."""
+        from .formats.hf_pretrained import write_pretrained
+
+        return write_pretrained(directory, self._data, **options)
+
     def to_hf(self):
         """A ``tokenizers.Tokenizer`` giving the same ids."""
         import json

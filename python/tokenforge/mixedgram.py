@@ -228,6 +228,8 @@ class Mixedgram(RustBacked, Tokenizer):
     above U+00FF.
     """
 
+    text_encoding = "latin-1"  # one byte per character (offsets)
+
     family = "mixedgram"
 
     def __init__(
@@ -435,6 +437,10 @@ class Mixedgram(RustBacked, Tokenizer):
             allowed_special=allowed_special,
             disallowed_special=disallowed_special,
         )
+
+    def normalize(self, text: str) -> str:
+        """The text as mixedgram sees it: NUL characters removed (see the module docstring)."""
+        return text.replace("\x00", "")
 
     def encode_ordinary(self, text, parse: str | None = None) -> list[int]:
         return self.encode_to_numpy(text, parse=parse).tolist()

@@ -53,6 +53,7 @@ __all__ = [
     "family",
     "family_of",
     "load",
+    "identify",
     "formats",
     "register",
     "unregister",
@@ -143,6 +144,8 @@ class Family:
 def _bpe_formats() -> list[Format]:
     from . import bpe
     from .formats.hf_json import read_hf_json, sniff_hf_json
+    from .formats.hf_pretrained import read_pretrained, sniff_pretrained
+    from .formats.nanochat import read_nanochat, sniff_nanochat
     from .formats.seed003 import sniff_seed003
     from .formats.tfjson import read_tfjson, sniff_tfjson
     from .formats.tiktoken_io import read_tiktoken_file, sniff_tiktoken
@@ -151,6 +154,8 @@ def _bpe_formats() -> list[Format]:
     return [
         Format("tokenforge-bpe", sniff_tfjson, lambda p: cls(read_tfjson(p))),
         Format("tokenforge-bpe-dir", bpe._sniff_dir, cls.from_directory),
+        Format("nanochat", sniff_nanochat, lambda p: cls(read_nanochat(p))),
+        Format("transformers-dir", sniff_pretrained, lambda p: cls(read_pretrained(p))),
         Format("huggingface-tokenizer.json", sniff_hf_json, lambda p: cls(read_hf_json(p))),
         Format("tiktoken", sniff_tiktoken, lambda p: cls(read_tiktoken_file(p))),
         Format("seed003-pickles", sniff_seed003, lambda p: cls(bpe._read_seed003_files(p))),
@@ -492,8 +497,9 @@ def formats() -> list[Format]:
     return [fmt for name in order if name in FAMILIES for fmt in FAMILIES[name].formats()]
 
 
-def load(path):
-    """Load any tokenizer file or directory tokenforge writes (or imports)."""
+def identify(path) -> Format:
+    """The reader :func:`load` uses for ``path`` (its ``name`` says which form
+    the file or directory is: ``tokenforge inspect`` prints it)."""
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"no such file or directory: {p}")
@@ -508,6 +514,11 @@ def load(path):
         except OSError:
             ok = False
         if ok:
-            return fmt.read(p)
+            return fmt
     kinds = ", ".join(f.name for f in known)
     raise FormatError(f"not a tokenizer file tokenforge recognises (known kinds: {kinds})", path=p)
+
+
+def load(path):
+    """Load any tokenizer file or directory tokenforge writes (or imports)."""
+    return identify(path).read(Path(path))

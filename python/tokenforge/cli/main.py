@@ -311,6 +311,10 @@ def cmd_train(args) -> int:
         tok.save_tiktoken(out)
     elif args.format == "hf":
         tok.save_hf(out)
+    elif args.format == "nanochat":
+        tok.save_nanochat(out)
+    elif args.format == "transformers":
+        tok.save_pretrained(out)
     mb = tok.data.training.get("corpus_bytes", 0) / 1e6
     print(f"trained {tok!r} on {mb:.1f} MB in {dt:.1f} s; wrote {out}")
     return 0
@@ -472,11 +476,13 @@ def cmd_decode(args) -> int:
 
 
 def cmd_inspect(args) -> int:
-    from ..registry import load
+    from ..registry import identify
 
-    tok = load(args.tokenizer)
+    form = identify(args.tokenizer)
+    tok = form.read(Path(args.tokenizer))
     text = read_utf8(args.text) if args.text else None
     stats = vocabulary_stats(tok, text, top=args.top)
+    stats["read_as"] = form.name
     if args.json:
         print(json.dumps(stats, indent=2, ensure_ascii=False))
         return 0
@@ -529,7 +535,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="invalid UTF-8 or a lone surrogate escape in the corpus: an error naming file and line "
         "(strict, default), U+FFFD (replace) or dropped (ignore)",
     )
-    t.add_argument("--format", default="tokenforge", choices=["tokenforge", "tiktoken", "hf"])
+    t.add_argument(
+        "--format",
+        default="tokenforge",
+        choices=["tokenforge", "tiktoken", "hf", "nanochat", "transformers"],
+        help="tokenforge (default: our file or directory), tiktoken (a .tiktoken rank file), hf (a "
+        "tokenizer.json), nanochat (a directory with tokenizer.pkl and token_bytes.pt), transformers (a "
+        "directory AutoTokenizer.from_pretrained reads, with a chat template)",
+    )
     t.add_argument(
         "--parity",
         action="append",
