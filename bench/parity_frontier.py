@@ -227,6 +227,29 @@ def _dev_picks(rows: list[dict], budget: float) -> dict[str, str]:
     return picks
 
 
+def _levels(s: dict, reference: str) -> str:
+    """What the held-out Gini would be if every language's dev premium were ``x``:
+    each language's held-out premium over its dev premium under the paper's rule
+    (which brings every dev premium to one level) is a property of the sample
+    (how much longer its held-out translations are than its dev ones), so the
+    held-out premium is about ``x`` times that factor. Empty without that row."""
+    from tokenforge.eval.languages import gini
+
+    row = next((r for r in s["rows"] if r["label"] == "foroutan2025"), None)
+    if row is None:
+        return ""
+    f = {k: row["heldout"]["premiums"][k] / v for k, v in row["dev"]["premiums"].items() if k != reference}
+    want = s["plain"]["heldout"]["gini"] * (1 - s["target"])
+    cells = ", ".join(
+        f"{x:.2f} → {gini([1.0, *(x * v for v in f.values())]):.4f}" for x in (1.0, 1.04, 1.08, 1.12, 1.16, 1.2)
+    )
+    spread = ", ".join(f"{k} {v:.3f}" for k, v in sorted(f.items()))
+    return (
+        f"Held-out premium over dev premium under the paper's rule (a property of the sample): {spread}. Held-out "
+        f"Gini if every dev premium were x: {cells}; the target is {want:.4f}."
+    )
+
+
 def render_markdown(res: dict) -> str:
     lines = [
         "Gini cut and bytes/token loss: against plain BPE at the same size (positive = better fairness / worse "
@@ -244,6 +267,10 @@ def render_markdown(res: dict) -> str:
                 f"Plain BPE: held-out Gini {p['heldout']['gini']:.4f}, bytes/token {p['heldout']['bytes_per_token']:.3f}; "
                 f"dev Gini {p['dev']['gini']:.4f}; trained in {p['train_s']:.1f} s.",
                 "",
+            ]
+            levels = _levels(s, res["reference"])
+            lines += [levels, ""] if levels else []
+            lines += [
                 "| rule | dev Gini cut | dev loss | held-out Gini | Gini cut | bytes/token | loss | target | train s |",
                 "|---|---|---|---|---|---|---|---|---|",
             ]

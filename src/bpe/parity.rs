@@ -423,7 +423,16 @@ impl Parity {
                         s
                     };
                     let heap = &mut self.heaps[l];
-                    Some(Self::candidates_pick(heap, &all[l], top, self.shared, min_frequency, better, GROUP_CANDIDATES, score))
+                    Some(Self::candidates_pick(
+                        heap,
+                        &all[l],
+                        top,
+                        self.shared,
+                        min_frequency,
+                        better,
+                        GROUP_CANDIDATES,
+                        score,
+                    ))
                 }
                 (Some(top), _) if self.shared > 0.0 => {
                     let g = |k: u64| global_count(k) as f64;
@@ -533,8 +542,8 @@ impl Parity {
         let excess: Vec<f64> =
             (0..self.langs).map(|l| if self.dearer(l, r) { self.ratio(l, r) - 1.0 } else { 0.0 }).collect();
         let mut cands: Vec<(u32, u64)> = vec![(GLOBAL, global_top)];
-        for l in 0..self.langs {
-            if excess[l] > 0.0 && !self.exhausted[l] {
+        for (l, &e) in excess.iter().enumerate() {
+            if e > 0.0 && !self.exhausted[l] {
                 match self.peek(l, better) {
                     Some((c, key)) if c >= min_frequency => cands.push((l as u32, key)),
                     _ => self.exhausted[l] = true,
