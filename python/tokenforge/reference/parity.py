@@ -99,6 +99,14 @@ def _balanced(cost_parts: list[tuple[int, int]], live: list[int], tolerance: flo
     return float(th * nl) <= (1.0 + tolerance) * float(tl * nh)
 
 
+def _all_pairs(train) -> Counter:
+    """Every pair's count over all languages' training words."""
+    pairs: Counter = Counter()
+    for words, counts in train:
+        pairs.update(_count_pairs(words, counts))
+    return pairs
+
+
 def _level(cost_parts: list[tuple[int, int]], live: list[int], reference: int, tolerance: float) -> bool:
     """Every live language within ``1 + tolerance`` of the reference language."""
     if not live:
@@ -152,9 +160,7 @@ def train_parity_reference(
             global_now = rule == "foroutan2025" and _balanced(cost_parts, live_now, tolerance)
         if k >= global_merges and rule == "excess":
             assert reference is not None
-            allp: Counter = Counter()
-            for words, counts in train:
-                allp.update(_count_pairs(words, counts))
+            allp = _all_pairs(train)
             gpair, gcount = _best(allp, tie_break, id_bytes)
             if gpair is None or gcount < threshold:
                 break
@@ -178,10 +184,7 @@ def train_parity_reference(
 
             lang, pair = max(options, key=lambda c: score(c[1]))  # max keeps the first of equals
         elif k < global_merges or global_now:
-            pairs: Counter = Counter()
-            for words, counts in train:
-                pairs.update(_count_pairs(words, counts))
-            pair, count = _best(pairs, tie_break, id_bytes)
+            pair, count = _best(_all_pairs(train), tie_break, id_bytes)
             if pair is None or count < threshold:
                 break
         else:
@@ -220,9 +223,7 @@ def train_parity_reference(
 
                         pair = max(band, key=weighted)  # max keeps the first of equals
                     elif shared:
-                        everyone: Counter = Counter()
-                        for words, counts in train:
-                            everyone.update(_count_pairs(words, counts))
+                        everyone = _all_pairs(train)
                         cands = [
                             p
                             for p in _ordered(mine, tie_break, id_bytes)
