@@ -294,8 +294,10 @@ def plot(res: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     panels = [(v, n) for v, per in res["sizes"].items() for n in per]
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 4.2), squeeze=False)
-    for ax, (vocab, name) in zip(axes[0], panels):
+    cols = 2 if len(panels) > 1 else 1
+    nrows = (len(panels) + cols - 1) // cols
+    fig, axes = plt.subplots(nrows, cols, figsize=(6.2 * cols, 4.6 * nrows), squeeze=False)
+    for ax, (vocab, name) in zip(axes.flat, panels):
         s = res["sizes"][vocab][name]
         fams: dict[str, list] = {}
         for r in s["rows"]:
@@ -304,15 +306,22 @@ def plot(res: dict, path: Path) -> None:
             pts.sort()
             xs, ys = zip(*pts)
             ax.plot(xs, ys, marker="o", ms=4, label=fam)
-        ax.axvspan(-100, 100 * s["budget"], ymin=0, ymax=1, color="0.93", zorder=0)
+        lo, hi = ax.get_xlim()
+        lo, hi = min(lo, -0.5), max(hi, 100 * s["budget"] + 0.5)
+        top = max(ax.get_ylim()[1], 100 * s["target"] + 5)
+        # the target region: at least the Gini cut asked for, at most the loss allowed
+        ax.fill_between([lo, 100 * s["budget"]], 100 * s["target"], top, color="0.9", zorder=0)
         ax.axhline(100 * s["target"], color="0.5", lw=0.8, ls="--")
         ax.axvline(100 * s["budget"], color="0.5", lw=0.8, ls="--")
-        ax.set_xlim(left=min(-1.0, ax.get_xlim()[0]))
-        ax.set_title(f"{name}, {int(vocab):,} ids (held out)", fontsize=10)
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(top=top)
+        ax.set_title(f"{name}, {int(vocab):,} ids (held out; shaded: the target)", fontsize=10)
         ax.set_xlabel("global bytes/token loss vs plain BPE (%)")
         ax.set_ylabel("Gini of premiums cut vs plain BPE (%)")
         ax.grid(alpha=0.3)
-    axes[0][-1].legend(fontsize=7, loc="lower right")
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -328,13 +337,15 @@ def main(argv=None) -> int:
     ap.add_argument("--only", help="comma-separated labels of the configurations to run (default: all)")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("-o", "--out", required=True, help="directory for frontier.json, frontier.md, frontier.png")
+    ap.add_argument("--replot", action="store_true", help="only redraw frontier.md and .png from OUT/frontier.json")
     args = ap.parse_args(argv)
-    res = run(args)
+    res = json.loads((Path(args.out) / "frontier.json").read_text()) if args.replot else run(args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     from tokenforge.formats.atomic import atomic_write
 
-    atomic_write(out / "frontier.json", (json.dumps(res, indent=1) + "\n").encode())
+    if not args.replot:
+        atomic_write(out / "frontier.json", (json.dumps(res, indent=1) + "\n").encode())
     atomic_write(out / "frontier.md", (render_markdown(res) + "\n").encode())
     plot(res, out / "frontier.png")
     return 0
