@@ -28,7 +28,6 @@ the longest special first, then at the others, longest first).
 from __future__ import annotations
 
 import dataclasses
-import functools
 from pathlib import Path
 from typing import Iterable
 
@@ -38,6 +37,7 @@ from .bpe_structure import bpe_embedding_metadata
 from .chat import SPECIAL_TOKENS
 from .errors import CorpusError, FormatError, PatternError, SpecialTokenError, TokenforgeError, warn_user
 from .formats.bpe_data import BPEData
+from .hybrid import class_or_instance
 from .progress import progress_bar
 
 __all__ = ["BPETokenizer", "PATTERNS", "resolve_pattern"]
@@ -119,19 +119,6 @@ def _check_seed_specials(specials: list[str]) -> None:
         check_special_line(text)
 
 
-class _HybridMethod:
-    """A method that is a classmethod when called on the class (returns a new
-    tokenizer) and an instance method when called on an instance (seed 003's
-    ``BPETokenizer().train(...)``, which trains in place)."""
-
-    def __init__(self, func):
-        self.func = func
-        functools.update_wrapper(self, func)
-
-    def __get__(self, obj, cls):
-        return functools.partial(self.func, cls, obj)
-
-
 class BPETokenizer(CoreEncoded, Tokenizer):
     """A byte-level BPE tokenizer (nanochat-compatible by default).
 
@@ -165,7 +152,7 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         self._specials = dict(data.special_tokens)
 
     # ---- training ----------------------------------------------------------
-    @_HybridMethod
+    @class_or_instance
     def train(
         cls,
         self,
@@ -345,7 +332,7 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         )
         data.split_specials = seed_mode
         if self is None:
-            tok = cls(data)  # type: ignore[operator]  # _HybridMethod passes the class as `cls`
+            tok = cls(data)  # type: ignore[operator]  # class_or_instance passes the class as `cls`
         else:
             self._set(data)
             tok = self

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import functools
 import os
 from pathlib import Path
 from typing import Sequence
@@ -47,6 +46,7 @@ from .data.corpus import corpus_files, corpus_paths, iterator_documents
 from .errors import FormatError, SpecialTokenError, TokenforgeError
 from .formats import mxgram as _fmt
 from .formats.atomic import atomic_open
+from .hybrid import class_or_instance
 from .latin1 import latin1_of_file, to_latin1
 from .progress import progress_bar
 
@@ -153,18 +153,14 @@ def unpack12(data) -> list[int]:
 # ---------------------------------------------------------------------------
 # the tokenizer
 # ---------------------------------------------------------------------------
-class _ClassOrInstance:
-    """A method called on the class gets ``(cls, None, ...)``, on an instance ``(cls, self, ...)``."""
+class _Keep:
+    """The default of ``special_tokens``: keep what the tokenizer has (shown as such by help())."""
 
-    def __init__(self, func):
-        self.func = func
-        functools.update_wrapper(self, func)
-
-    def __get__(self, obj, cls):
-        return functools.partial(self.func, cls, obj)
+    def __repr__(self) -> str:
+        return "<keep>"
 
 
-_KEEP = object()
+_KEEP = _Keep()
 
 
 def _special_ids(special_tokens) -> dict[str, int]:
@@ -258,7 +254,7 @@ class Mixedgram(RustBacked, Tokenizer):
         self.errors = errors
 
     # ---- training ----------------------------------------------------------
-    @_ClassOrInstance
+    @class_or_instance
     def train(
         cls,
         self,
@@ -493,7 +489,7 @@ class Mixedgram(RustBacked, Tokenizer):
         return unpack(data, as_numpy=as_numpy)
 
     # ---- .mxgram files -----------------------------------------------------
-    @_ClassOrInstance
+    @class_or_instance
     def compress(
         cls,
         self,
@@ -579,7 +575,7 @@ class Mixedgram(RustBacked, Tokenizer):
                     bar.update(stop - start)
             return b"".join(out)
 
-    @_ClassOrInstance
+    @class_or_instance
     def decompress(cls, self, src, *, progress: bool = False) -> str:
         """The text of a ``.mxgram`` file (its own vocabulary is used), NULs gone."""
         return cls.decompress_bytes(src, progress=progress).decode("latin-1")

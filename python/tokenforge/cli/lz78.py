@@ -31,8 +31,6 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-import numpy as np
-
 from ..errors import TokenforgeError
 
 __all__ = ["add_parser", "main_train", "main_setup", "main_pretokenize"]
@@ -312,6 +310,8 @@ def cmd_setup(args) -> int:
         _compact(tok, _corpus(args.input, args.text_field))
     out = Path(args.output_dir) if args.output_dir else tsv.parent / "tokenizer"
     tok.save(out)
+    import numpy as np
+
     from ..formats.atomic import atomic_open
 
     with atomic_open(out / "token_bytes.npy", "wb") as f:

@@ -33,8 +33,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 from ..errors import TokenforgeError
 from ..registry import FAMILIES
 from . import compare as _compare_cli
@@ -420,6 +418,8 @@ def cmd_encode(args) -> int:
     text = _read_text(args)
     ids = tok.encode(text, allowed_special="all" if args.allow_special else None)  # None: the tokenizer's policy
     if args.npy:
+        import numpy as np
+
         from ..base import ids_dtype
         from ..formats.atomic import atomic_open
 
@@ -449,6 +449,8 @@ def cmd_decode(args) -> int:
     tok = load(args.tokenizer)
     if args.file:
         if args.file.endswith(".npy"):
+            import numpy as np
+
             ids = np.load(args.file, allow_pickle=False)
         else:
             ids = _parse_ids(read_utf8(args.file), args.file)
@@ -508,6 +510,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = ArgumentParser(
         prog="tokenforge", description="Train, compare and use LM tokenizers.", epilog=exit_codes_epilog()
     )
+    from .. import __version__
+
+    p.add_argument("-V", "--version", action="version", version=f"tokenforge {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 

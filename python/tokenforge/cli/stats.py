@@ -8,13 +8,13 @@ to measure bytes per token on).
 
 from __future__ import annotations
 
-import numpy as np
-
 __all__ = ["vocabulary_stats", "inspect_lines"]
 
 
 def vocabulary_stats(tok, text: str | None = None, top: int = 10) -> dict:
     """Statistics every family can answer through the contract."""
+    import numpy as np  # here, not at import: `tokenforge --help` stays light
+
     tb = tok.token_bytes()
     used = tb > 0
     stats = {
