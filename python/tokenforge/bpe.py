@@ -33,10 +33,11 @@ from typing import Iterable
 
 from . import _core
 from .base import CoreEncoded, Tokenizer, encode_around_surrogates, is_integer
-from .bpe_structure import bpe_embedding_metadata
+from .bpe_structure import Detail, bpe_embedding_metadata, merge_detail
 from .chat import SPECIAL_TOKENS
 from .errors import CorpusError, FormatError, PatternError, SpecialTokenError, TokenforgeError, warn_user
 from .formats.bpe_data import BPEData
+from .formats.kinds import Format, dir_holding, read_any
 from .hybrid import class_or_instance
 from .progress import progress_bar
 
@@ -572,17 +573,16 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         """Seed 003's loader: ``bpe_vocab.pkl`` + ``bpe_merges.pkl`` (+ ``special_tokens.txt``,
         + ``pre_tokenization_pattern.txt`` beside the vocabulary), read with a
         restricted unpickler, as a seed-mode tokenizer (:attr:`split_specials`);
-        or any file :func:`tokenforge.load` reads. Without the pattern file the
-        seed's GPT-2 pattern applies, with a warning."""
+        or any other BPE file (:func:`file_formats`: ours, tiktoken's, Hugging
+        Face's). Without the pattern file the seed's GPT-2 pattern applies, with a
+        warning."""
         from .formats.seed003 import sniff_seed003
 
         p = Path(vocab_path)
         head = p.read_bytes()[:4096] if p.is_file() else b""
         if merges_path is not None or sniff_seed003(p, head):
-            return cls(_read_seed003_files(p, merges_path, special_tokens_path))
-        from .registry import load
-
-        tok = load(p)
+            return cls(read_seed003_files(p, merges_path, special_tokens_path))
+        tok = read_any(p, file_formats(), "a BPE tokenizer file")
         if not isinstance(tok, cls):
             raise FormatError(f"{p} holds a {type(tok).__name__}, not a BPE tokenizer")
         return tok
@@ -715,7 +715,7 @@ def _train(
     )
 
 
-def _read_seed003_files(path, merges_path=None, special_tokens_path=None) -> BPEData:
+def read_seed003_files(path, merges_path=None, special_tokens_path=None) -> BPEData:
     """Seed 003's files as a seed-mode BPEData: the vocabulary files, and the
     split pattern from ``pre_tokenization_pattern.txt`` (GPT-2's, with a warning,
     when that file is missing)."""
@@ -755,5 +755,30 @@ def _warn_fewer_merges(learned: int, asked: int, vocab_size: int, num_specials: 
     return reason
 
 
-def _sniff_dir(path: Path, head: bytes) -> bool:
-    return path.is_dir() and (path / _DIR_FILE).is_file()
+def token_detail(tok: BPETokenizer) -> Detail:
+    """The playground's detail of ``tok``'s ids: a merge's two parts, or ``byte``
+    (the family record's ``detail`` hook; see :func:`tokenforge.bpe_structure.merge_detail`)."""
+    return merge_detail(tok.merges, tok.id_to_bytes)
+
+
+def file_formats() -> list[Format]:
+    """The BPE files :func:`tokenforge.load` and :meth:`BPETokenizer.from_file`
+    read, most specific first (the family's record in :mod:`tokenforge.registry`
+    points here)."""
+    from .formats.hf_json import read_hf_json, sniff_hf_json
+    from .formats.hf_pretrained import read_pretrained, sniff_pretrained
+    from .formats.nanochat import read_nanochat, sniff_nanochat
+    from .formats.seed003 import sniff_seed003
+    from .formats.tfjson import read_tfjson, sniff_tfjson
+    from .formats.tiktoken_io import read_tiktoken_file, sniff_tiktoken
+
+    cls = BPETokenizer
+    return [
+        Format("tokenforge-bpe", sniff_tfjson, lambda p: cls(read_tfjson(p))),
+        Format("tokenforge-bpe-dir", dir_holding(_DIR_FILE), cls.from_directory),
+        Format("nanochat", sniff_nanochat, lambda p: cls(read_nanochat(p))),
+        Format("transformers-dir", sniff_pretrained, lambda p: cls(read_pretrained(p))),
+        Format("huggingface-tokenizer.json", sniff_hf_json, lambda p: cls(read_hf_json(p))),
+        Format("tiktoken", sniff_tiktoken, lambda p: cls(read_tiktoken_file(p))),
+        Format("seed003-pickles", sniff_seed003, lambda p: cls(read_seed003_files(p))),
+    ]

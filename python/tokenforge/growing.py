@@ -54,7 +54,7 @@ import numpy as np
 from . import _core
 from . import sync as _sync
 from .base import Tokenizer, _check_texts, batch_flat, batch_ids, decode_utf8, encode_around_surrogates
-from .bpe_structure import bpe_embedding_metadata
+from .bpe_structure import Detail, bpe_embedding_metadata, merge_detail
 from .counting import DocRule, count_pieces
 from .data.corpus import Texts
 from .errors import TokenforgeError, VocabSizeError
@@ -71,6 +71,7 @@ from .formats.growing_json import (
     sniff_growing_json,
     write_growing_json,
 )
+from .formats.kinds import HEAD_BYTES, Format
 from .progress import progress_bar
 from .sync import DEFAULT_MAX_BYTES, AutoSync, SyncReport
 
@@ -865,4 +866,28 @@ def _sniff_dir(path: Path, head: bytes) -> bool:
     if not (path.is_dir() and f.is_file()):
         return False
     with open(f, "rb") as fh:
-        return sniff_growing_json(f, fh.read(4096))
+        return sniff_growing_json(f, fh.read(HEAD_BYTES))
+
+
+def token_detail(tok: GrowingBPETokenizer) -> Detail:
+    """The playground's detail of ``tok``'s ids (the family record's ``detail``
+    hook): a merge's two parts, or ``byte``, plus the ``source`` that added the
+    merge when the per-source counts add up to the merges (sources are
+    credited in the order they were learned; otherwise ``source`` is absent)."""
+    merges = tok.merge_list
+    sources = tok.sources_contributed
+    source_of: list[tuple[int, str]] = []  # (first id after the source's merges, name)
+    if merges and sum(sources.values()) == len(merges):
+        end = merges[0][2]
+        for name, n in sources.items():
+            end += n
+            source_of.append((end, name))
+    return merge_detail(merges, tok.id_to_bytes, source_of)
+
+
+def file_formats() -> list[Format]:
+    """The growing vocabulary's files :func:`tokenforge.load` reads (the family's record points here)."""
+    return [
+        Format("growing-tokenizer.json", sniff_growing_json, GrowingBPETokenizer.load),
+        Format("growing-tokenizer-dir", _sniff_dir, GrowingBPETokenizer.load),
+    ]

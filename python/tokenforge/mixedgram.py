@@ -35,7 +35,7 @@ import copy
 import dataclasses
 import os
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -46,6 +46,7 @@ from .data.corpus import corpus_files, corpus_paths, iterator_documents
 from .errors import FormatError, SpecialTokenError, TokenforgeError
 from .formats import mxgram as _fmt
 from .formats.atomic import atomic_open
+from .formats.kinds import Format, dir_holding
 from .hybrid import class_or_instance
 from .latin1 import latin1_of_file, to_latin1
 from .progress import progress_bar
@@ -745,5 +746,27 @@ def inspect_file(path, *, top: int = 20, progress: bool = False) -> dict:
 # ---------------------------------------------------------------------------
 # tokenforge.load
 # ---------------------------------------------------------------------------
-def _sniff_dir(path: Path, head: bytes) -> bool:
-    return path.is_dir() and (path / _DIR_FILE).is_file()
+def token_detail(tok: Mixedgram) -> Callable[[int, Callable[[int], dict]], dict]:
+    """The playground's detail of ``tok``'s ids (the family record's ``detail``
+    hook): ``n``, the n-gram's length in bytes, and its training ``count`` when
+    the file kept counts; ``byte`` for the 256 byte ids."""
+    counts = tok.counts
+
+    def detail(id: int, ref: Callable[[int], dict]) -> dict:
+        if id < 256:
+            return {"byte": id}
+        out: dict = {"n": len(tok.id_to_bytes(id))}
+        if counts is not None and id - 256 < len(counts):
+            out["count"] = int(counts[id - 256])
+        return out
+
+    return detail
+
+
+def file_formats() -> list[Format]:
+    """The mixedgram files :func:`tokenforge.load` reads (the family's record points here)."""
+    return [
+        Format("tokenforge-mixedgram", _fmt.sniff_vocab_json, Mixedgram.load),
+        Format("tokenforge-mixedgram-dir", dir_holding(_DIR_FILE), Mixedgram.load),
+        Format("mxgram", _fmt.sniff_mxgram, Mixedgram.load),
+    ]
