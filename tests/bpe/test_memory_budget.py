@@ -243,7 +243,9 @@ def test_bounded_memory_under_an_address_space_limit(tmp_path):
         for _ in range(6000):
             words = []
             for _ in range(600):
-                words.append(f"q{rng.getrandbits(44):x}".translate(letters) if rng.random() < 0.33 else rng.choice(WORDS[:6]))
+                words.append(
+                    f"q{rng.getrandbits(44):x}".translate(letters) if rng.random() < 0.33 else rng.choice(WORDS[:6])
+                )
             f.write(json.dumps({"text": " ".join(words)}) + "\n")
     env = {"MALLOC_ARENA_MAX": "2", "PATH": "/usr/bin:/bin"}
     run = lambda budget: subprocess.run(  # noqa: E731
