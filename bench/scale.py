@@ -230,53 +230,36 @@ def train_rustbpe(st: dict) -> dict:
     return _done(st, merges_sha=sha)
 
 
-def train_hf(st: dict) -> dict:
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+class _Lines:
+    """The texts of a JSON-lines file, re-read on each iteration, with a length
+    (what bench/bpe.py's HF trainer takes), without holding them in memory."""
 
-    tok = Tokenizer(models.BPE(unk_token=None, byte_fallback=False, fuse_unk=False))
-    tok.pre_tokenizer = pre_tokenizers.Sequence(
-        [
-            pre_tokenizers.Split(pattern=Regex(GPT4), behavior="isolated", invert=False),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-        ]
-    )
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=st["vocab"],
-        min_frequency=0,
-        show_progress=False,
-        special_tokens=[],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )
-    tok.train_from_iterator(texts_of(st["path"]), trainer=trainer)
-    return _done(st, vocab_size=tok.get_vocab_size())
+    def __init__(self, path: str):
+        self.path = path
+
+    def __iter__(self):
+        return texts_of(self.path)
+
+    def __len__(self) -> int:
+        with open(self.path, "rb") as f:
+            return sum(1 for _ in f)
+
+
+def train_hf(st: dict) -> dict:
+    import bpe
+
+    out = bpe.train_hf({"regex": GPT4, "vocab": st["vocab"], "docs": _Lines(st["path"])})
+    return _done(st, **out)
 
 
 def train_spm(st: dict) -> dict:
     import tempfile
 
-    import sentencepiece as spm
+    import bpe
 
-    txt = str(Path(st["path"]).with_suffix(".txt"))
     with tempfile.TemporaryDirectory() as tmp:
-        spm.SentencePieceTrainer.train(
-            input=txt,
-            model_prefix=os.path.join(tmp, "spm"),
-            model_type="bpe",
-            vocab_size=st["vocab"],
-            byte_fallback=True,
-            character_coverage=0.9999,
-            num_threads=st["threads"],
-            input_sentence_size=0,
-            shuffle_input_sentence=False,
-            max_sentence_length=1 << 20,
-            normalization_rule_name="identity",
-            add_dummy_prefix=False,
-            remove_extra_whitespaces=False,
-            allow_whitespace_only_pieces=True,
-            split_digits=False,
-            minloglevel=2,
-        )
+        txt = str(Path(st["path"]).with_suffix(".txt"))
+        bpe.train_spm({"path": txt, "out_dir": tmp, "tag": "scale", "vocab": st["vocab"], "threads": st["threads"]})
     return _done(st)
 
 

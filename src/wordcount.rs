@@ -141,7 +141,7 @@ struct Local<'a> {
 /// Contiguous groups of `items` of about equal size (`size` each, `total` in
 /// all): four per thread of the current rayon pool, so a slow group does not
 /// hold the others up.
-fn even_groups<T>(items: &[T], size: impl Fn(&T) -> usize, total: usize) -> Vec<&[T]> {
+pub(crate) fn even_groups<T>(items: &[T], size: impl Fn(&T) -> usize, total: usize) -> Vec<&[T]> {
     let parts = (rayon::current_num_threads() * 4).max(1);
     let target = total / parts + 1;
     let mut groups: Vec<&[T]> = Vec::new();
