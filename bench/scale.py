@@ -361,7 +361,7 @@ def main(argv=None) -> int:
 
     targets = []
     tf, rb = rows.get("tokenforge files"), rows.get("rustbpe")
-    if tf and tf.ok:
+    if tf and tf.ok and size == 2:
         targets.append(Target("train/tokenforge files", "wall <= 15 s at 2 GB", tf.best, 15.0, False, " s"))
     if tf and rb and tf.ok and rb.ok:
         targets.append(Target("train/tokenforge files", "speed vs rustbpe >= 12x", rb.best / tf.best, 12.0))
