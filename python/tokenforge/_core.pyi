@@ -42,6 +42,7 @@ __all__ = [
     "bpe_read_hf_json",
     "bpe_layout",
     "bpe_special_ids",
+    "train_cost",
     "MIXEDGRAM_HEADER_BYTES",
     "MixedgramModel",
     "mixedgram_train",
