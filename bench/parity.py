@@ -13,6 +13,7 @@ loaded in the untimed setup and count in the peak (the same for both).
 Usage::
 
     python bench/parity.py --data bench/data/multilingual --vocab 8192 32768 --repeat 3
+    python bench/parity.py --vocab 32768 --tools plain parity levelup excess group shared
 
 Not handled: Dask (``client=``) timings; the per-language counting is
 sequential over languages (each count is parallel inside).
@@ -46,7 +47,7 @@ def plain(state) -> dict:
     return {"merges": len(tok.merges)}
 
 
-def parity(state) -> dict:
+def parity(state, **rule) -> dict:
     from tokenforge import BPETokenizer
 
     tok = BPETokenizer.train_from_iterator(
@@ -56,8 +57,29 @@ def parity(state) -> dict:
         parity_measure=state["sizes"],
         num_threads=state["threads"],
         progress=False,
+        **rule,
     )
     return {"merges": len(tok.merges)}
+
+
+def levelup(state) -> dict:
+    return parity(state, parity_rule="levelup", parity_reference="en", parity_tolerance=0.1)
+
+
+def excess(state) -> dict:
+    return parity(state, parity_rule="excess", parity_reference="en", parity_gain=16.0)
+
+
+def group(state) -> dict:
+    return parity(state, parity_rule="group", parity_reference="en", parity_shared=2.0, parity_gain=1.0)
+
+
+def shared(state) -> dict:
+    return parity(state, parity_shared=2.0)
+
+
+#: the timed trainers: plain BPE, the paper's rule, and tokenforge's rules (issue 36)
+TOOLS = {"plain": plain, "parity": parity, "levelup": levelup, "excess": excess, "group": group, "shared": shared}
 
 
 def main(argv=None) -> int:
@@ -66,12 +88,16 @@ def main(argv=None) -> int:
     ap.add_argument("--vocab", type=int, nargs="+", default=[8192, 32768])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument(
+        "--tools", nargs="+", default=["plain", "parity"], choices=sorted(TOOLS), help="default: plain parity"
+    )
     args = ap.parse_args(argv)
     data = str(Path(args.data).resolve())
     mb = (Path(data) / "train.jsonl").stat().st_size / 1e6
     b = Bench("parity", baseline="plain")
     for vocab in args.vocab:
-        for tool, fn in (("plain", plain), ("parity", parity)):
+        for tool in args.tools:
+            fn = TOOLS[tool]
             b.add(
                 run_function(
                     fn,

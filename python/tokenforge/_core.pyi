@@ -32,6 +32,7 @@ __all__ = [
     "O200K_PATTERN",
     "__version__",
     "split",
+    "lists_built_inline",
     "BpeModel",
     "WordCounter",
     "BpeTrainer",
@@ -83,6 +84,7 @@ _JsonlBlock = tuple[
 ]
 
 def split(pattern: str | None, text: str, use_regex: bool = False) -> list[str]: ...
+def lists_built_inline() -> bool: ...
 
 class _Encoder:
     """The methods `encoder_class!` gives every encoder family (stub only)."""
@@ -208,6 +210,9 @@ class BpeTrainer:
         alpha: float = 2.0,
         tolerance: float = 0.0,
         shared: float = 0.0,
+        rule: str = "foroutan2025",
+        reference: int | None = None,
+        gain: float = 0.0,
     ) -> BpeTrainer: ...
     def merge_languages(self) -> list[int | None] | None: ...
     def parity_summary(self) -> list[tuple[int, int, int]] | None: ...

@@ -183,6 +183,9 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         parity_window_alpha: float = 2.0,
         parity_tolerance: float = 0.0,
         parity_shared: float = 0.0,
+        parity_rule: str = "foroutan2025",
+        parity_reference: str | None = None,
+        parity_gain: float = 1.0,
     ):
         """Train a tokenizer of ``vocab_size`` ids (specials included).
 
@@ -238,7 +241,16 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         ``parity_tolerance`` (> 0): a global merge while every language's dev
         cost is within ``1 + tolerance`` of the cheapest. ``parity_shared``
         (>= 1): the worst language's pair most frequent over all languages among
-        its pairs within that factor of its top count. The settings
+        its pairs within that factor of its top count. ``parity_rule``:
+        "foroutan2025" (the paper's, default), "levelup" (global merges while
+        every language costs at most ``1 + parity_tolerance`` times
+        ``parity_reference``'s; else the worst language is served) or
+        "excess" (the pair with the largest count over all languages plus
+        ``parity_gain`` times each dearer language's excess premium over
+        ``parity_reference`` times its count there) or "group" ("levelup"'s
+        language, and among its pairs within ``parity_shared`` of its top
+        count the one most frequent over all languages, the languages dearer
+        than the reference weighted ``1 + parity_gain``). The settings
         and each language's dev tokens before and after go to the file's
         training section (``parity``). See :mod:`tokenforge.bpe_parity`.
 
@@ -295,6 +307,9 @@ class BPETokenizer(CoreEncoded, Tokenizer):
                 window_alpha=parity_window_alpha,
                 tolerance=parity_tolerance,
                 shared=parity_shared,
+                parity_rule=parity_rule,
+                reference=parity_reference,
+                gain=parity_gain,
                 who="BPETokenizer.train",
                 rule=rule,
                 text_field=text_field,
@@ -666,6 +681,9 @@ def _train(
                 parity.window_alpha,
                 parity.tolerance,
                 parity.shared,
+                parity.rule,
+                parity.reference_index(),
+                parity.gain,
             )
         except TokenforgeError as e:  # the core names languages by index: say which
             names = ", ".join(f"{i} = {lang}" for i, lang in enumerate(parity.languages))

@@ -38,6 +38,25 @@ is stated in docs/algorithms.md).
 - ``parity_shared`` (0: off, else >= 1): the shared-pair variant: among the
   worst language's pairs counting at least ``1 / shared`` of its top pair's
   count (in its training text), the one most frequent over all languages.
+- ``parity_rule`` (:data:`RULES`): "foroutan2025" (the paper's, default);
+  "levelup": like the tolerance variant, but measured against
+  ``parity_reference`` (a language code) instead of the cheapest language: a
+  global merge while every language costs at most ``1 + parity_tolerance``
+  times the reference (0 allowed), else the worst language is served; a
+  language cheaper than the reference is never pulled up to it. "excess": no
+  language is served alone; each merge is, among plain BPE's pick and the top
+  pair of every language dearer than the reference, the one with the largest
+  ``global count + parity_gain * sum_l excess_l * count_l`` (``excess_l``: the
+  language's dev cost over the reference's, minus 1; 0 at or below it). Gain 0
+  is plain BPE; the larger the gain, the more the dear languages' pairs weigh.
+  It takes no tolerance, shared factor or window. "group": the language as
+  "levelup" picks it (``parity_tolerance`` included); the pair, among the
+  worst language's pairs counting at least ``1 / parity_shared`` of its top
+  pair's count (``parity_shared`` >= 1 required; at most 64 of them, its
+  best first), the one with the largest ``sum_l w_l count_l``, ``w_l = 1 +
+  parity_gain`` for a language dearer than the reference, else 1: the
+  shared-pair variant's choice leaning towards the pairs the other dear
+  languages share (gain 0: the shared-pair choice, capped).
 
 Not handled: the paper's target-ratio variant; documents
 without a language in a parity corpus (refused, not dropped); per-language
@@ -59,6 +78,7 @@ from .errors import CorpusError, TokenforgeError
 
 __all__ = [
     "MEASURES",
+    "RULES",
     "PARALLEL",
     "ParityCounts",
     "check_parity_args",
@@ -69,6 +89,8 @@ __all__ = [
 
 #: the named ways to compare dev compression across languages
 MEASURES = ("tokens", "bytes", "chars")
+#: the rules that pick the merges after the global ones (see the module docstring)
+RULES = ("foroutan2025", "levelup", "excess", "group")
 
 
 @dataclasses.dataclass
@@ -86,6 +108,13 @@ class ParityCounts:
     window_alpha: float = 2.0
     tolerance: float = 0.0
     shared: float = 0.0
+    rule: str = "foroutan2025"
+    reference: str | None = None
+    gain: float = 1.0
+
+    def reference_index(self) -> int | None:
+        """The reference language's index (None for the paper's rule, which has none)."""
+        return None if self.rule == "foroutan2025" or self.reference is None else self.languages.index(self.reference)
 
     def resolve_global(self, num_merges: int) -> int:
         """The number of global merges: as given, or the share of ``num_merges``."""
@@ -112,7 +141,9 @@ class ParityCounts:
                 "merges": int(merges),
             }
         return {
-            "rule": "foroutan2025",
+            "rule": self.rule,
+            **({"reference": self.reference} if self.rule != "foroutan2025" else {}),
+            **({"gain": self.gain} if self.rule in ("excess", "group") else {}),
             "languages": list(self.languages),
             "measure": self.measure if isinstance(self.measure, str) else dict(sorted(self.measure.items())),
             "global_merges": self.resolve_global(num_merges),
@@ -131,7 +162,16 @@ def _check_lang(lang, what: str) -> str:
 
 
 def check_parity_args(
-    parity, measure, global_merges, window=0, window_alpha=2.0, tolerance=0.0, shared=0.0
+    parity,
+    measure,
+    global_merges,
+    window=0,
+    window_alpha=2.0,
+    tolerance=0.0,
+    shared=0.0,
+    rule="foroutan2025",
+    reference=None,
+    gain=1.0,
 ) -> list[str]:
     """The dev languages, sorted, for valid parity arguments; the typed error otherwise."""
     if not isinstance(parity, Mapping) or isinstance(parity, (str, bytes)):
@@ -174,6 +214,25 @@ def check_parity_args(
         raise TokenforgeError(f"parity_tolerance must be a number >= 0 (0: off; 0.05: 5%), not {tolerance!r}")
     if isinstance(shared, bool) or not isinstance(shared, (int, float)) or not (shared == 0 or 1 <= shared < math.inf):
         raise TokenforgeError(f"parity_shared must be 0 (off) or a number >= 1, not {shared!r}")
+    if rule not in RULES:
+        raise TokenforgeError(f"unknown parity_rule {rule!r}; expected one of {', '.join(RULES)}")
+    if rule != "foroutan2025":
+        if reference not in parity:
+            raise TokenforgeError(
+                f"parity_rule={rule!r} needs parity_reference, one of the dev languages ({', '.join(langs)}), "
+                f"not {reference!r}"
+            )
+        if rule == "group" and not shared:
+            raise TokenforgeError(
+                "parity_rule='group' needs parity_shared >= 1 (the band of the worst language's pairs it chooses from)"
+            )
+        if rule == "excess" and (tolerance or shared or window):
+            raise TokenforgeError(
+                "parity_rule='excess' takes no parity_tolerance, parity_shared or parity_window (its knob is "
+                "parity_gain)"
+            )
+    if isinstance(gain, bool) or not isinstance(gain, (int, float)) or not 0 <= gain < math.inf:
+        raise TokenforgeError(f"parity_gain must be a number >= 0 (0: plain BPE), not {gain!r}")
     return langs
 
 
@@ -223,6 +282,9 @@ def count_parity(
     window_alpha: float = 2.0,
     tolerance: float = 0.0,
     shared: float = 0.0,
+    parity_rule: str = "foroutan2025",
+    reference: str | None = None,
+    gain: float = 1.0,
     who: str,
     rule: DocRule,
     text_field: str,
@@ -234,7 +296,9 @@ def count_parity(
     prune_below,
 ) -> ParityCounts:
     """Count every language's training text and dev text with ``regex``."""
-    langs = check_parity_args(parity, measure, global_merges, window, window_alpha, tolerance, shared)
+    langs = check_parity_args(
+        parity, measure, global_merges, window, window_alpha, tolerance, shared, parity_rule, reference, gain
+    )
     sources = _training_sources(corpus, who, text_field)
     for lang in langs:
         if lang not in sources:
@@ -280,6 +344,9 @@ def count_parity(
         window_alpha=float(window_alpha),
         tolerance=float(tolerance),
         shared=float(shared),
+        rule=parity_rule,
+        reference=reference,
+        gain=float(gain),
     )
 
 

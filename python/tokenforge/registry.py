@@ -200,6 +200,8 @@ _BPE_PARITY_OPTIONS = {
     "parity_window_alpha": 2.0,
     "parity_tolerance": 0.0,
     "parity_shared": 0.0,
+    "parity_rule": "foroutan2025",
+    "parity_gain": 1.0,
 }
 
 
@@ -238,6 +240,9 @@ def _bpe_train(words, options, docs, vocab_size, *, num_threads=None, progress=F
         parity_window_alpha=parity["parity_window_alpha"],
         parity_tolerance=parity["parity_tolerance"],
         parity_shared=parity["parity_shared"],
+        parity_rule=parity["parity_rule"],
+        parity_reference=languages.reference,
+        parity_gain=parity["parity_gain"],
         **options,
     )
 

@@ -66,6 +66,59 @@ use crate::error::{Error, Result};
 /// A merge picked by the global (plain) rule, in [`Parity::chosen`].
 pub const GLOBAL: u32 = u32::MAX;
 
+/// Which rule picks the merges after the global ones (module notes).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Rule {
+    /// The paper's: serve the worst language (with the tolerance variant
+    /// measured against the cheapest language).
+    Foroutan,
+    /// Level up: a global merge while every language not exhausted costs at
+    /// most `1 + tolerance` times the reference language's; else serve the
+    /// worst. Languages cheaper than the reference are never levelled down to it.
+    LevelUp { reference: usize },
+    /// Excess-weighted counts: among the global top pair and the top pair of
+    /// every language dearer than the reference, the one with the largest
+    /// `global count + gain · Σ_l excess_l · count_l`, where `excess_l` is
+    /// language `l`'s dev cost over the reference's, minus 1 (0 at or below it).
+    Excess { reference: usize, gain: f64 },
+    /// Group: the language as level up picks it; the pair, among the worst
+    /// language's first [`GROUP_CANDIDATES`] pairs (its order) counting at
+    /// least `1 / shared` of its top pair's count, the one with the largest
+    /// `sum_l w_l count_l`, `w_l = 1 + gain` for a language dearer than the
+    /// reference, 1 otherwise (a pair that serves the other dear languages too).
+    Group { reference: usize, gain: f64 },
+}
+
+/// The group rule looks at most at this many of the worst language's pairs a
+/// merge (its top pair included): the cost of a pick is bounded by it, not by
+/// how flat the language's counts are (the shared-pair variant's candidate
+/// lists grow to thousands late in a 32,768-id training).
+pub const GROUP_CANDIDATES: usize = 64;
+
+impl Rule {
+    /// The rule named `name` ("foroutan2025", "levelup", "excess"); the last
+    /// two need `reference` (a language index below `langs`).
+    pub fn parse(name: &str, reference: Option<usize>, gain: f64, langs: usize) -> Result<Self> {
+        let need_ref = || match reference {
+            Some(r) if r < langs => Ok(r),
+            Some(r) => Err(Error::Invalid(format!("the parity reference language {r} is not one of the {langs}"))),
+            None => Err(Error::Invalid(format!("the parity rule {name:?} needs a reference language"))),
+        };
+        match name {
+            "foroutan2025" => Ok(Rule::Foroutan),
+            "levelup" => Ok(Rule::LevelUp { reference: need_ref()? }),
+            "excess" if gain.is_finite() && gain >= 0.0 => Ok(Rule::Excess { reference: need_ref()?, gain }),
+            "group" if gain.is_finite() && gain >= 0.0 => Ok(Rule::Group { reference: need_ref()?, gain }),
+            "excess" | "group" => {
+                Err(Error::Invalid(format!("the {name} rule's gain must be a number >= 0, not {gain}")))
+            }
+            other => Err(Error::Invalid(format!(
+                "unknown parity rule {other:?}; expected \"foroutan2025\", \"levelup\", \"excess\" or \"group\""
+            ))),
+        }
+    }
+}
+
 /// How a language's compression on its dev text is measured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Measure {
@@ -122,7 +175,7 @@ pub struct Parity {
     touched: Vec<(u32, u64)>,
     /// The moving window: its length (0: off), `alpha`, the languages of
     /// the last `window` parity merges and how often each is among them.
-    window: usize,
+    pub(super) window: usize,
     alpha: f64,
     recent: VecDeque<u32>,
     in_window: Vec<usize>,
@@ -133,6 +186,8 @@ pub struct Parity {
     /// counting at least `1 / shared` of its top pair's count, the one with
     /// the largest count over all languages.
     shared: f64,
+    /// The rule after the global merges.
+    pub(super) rule: Rule,
 }
 
 impl Parity {
@@ -158,14 +213,53 @@ impl Parity {
             in_window: vec![0; langs],
             tolerance: 0.0,
             shared: 0.0,
+            rule: Rule::Foroutan,
         }
     }
 
     /// Turn on the tolerance variant (> 0) and the shared-pair variant
     /// (>= 1); 0 leaves either off (see the module notes).
-    pub(super) fn set_rule(&mut self, tolerance: f64, shared: f64) {
+    pub(super) fn set_rule(&mut self, tolerance: f64, shared: f64, rule: Rule) {
         self.tolerance = tolerance;
         self.shared = shared;
+        self.rule = rule;
+    }
+
+    /// `a`'s dev cost is above `b`'s (`t_a / n_a > t_b / n_b`, exact in 128 bits).
+    fn dearer(&self, a: usize, b: usize) -> bool {
+        self.dev_tokens[a] as u128 * self.norms[b] as u128 > self.dev_tokens[b] as u128 * self.norms[a] as u128
+    }
+
+    /// Language `l`'s dev cost over language `r`'s, as f64 (each product exact
+    /// in 128 bits, then rounded once to f64, the quotient in f64).
+    fn ratio(&self, l: usize, r: usize) -> f64 {
+        let x = (self.dev_tokens[l] as u128 * self.norms[r] as u128) as f64;
+        let y = (self.dev_tokens[r] as u128 * self.norms[l] as u128) as f64;
+        x / y
+    }
+
+    /// Is the merge global now? Foroutan: the tolerance variant
+    /// ([`Parity::balanced`]); level up: every language not exhausted costs at
+    /// most `1 + tolerance` times the reference (`t_w n_r <= (1 + tol) t_r n_w`,
+    /// the products exact, the comparison in f64). The excess rule decides
+    /// in [`Parity::pick_excess`].
+    pub(super) fn global_now(&self) -> bool {
+        match self.rule {
+            Rule::Foroutan => self.balanced(),
+            Rule::Excess { .. } => false,
+            Rule::LevelUp { reference: r } | Rule::Group { reference: r, .. } => {
+                let Some(hi) =
+                    (0..self.langs)
+                        .filter(|&l| !self.exhausted[l])
+                        .reduce(|h, l| if self.dearer(l, h) { l } else { h })
+                else {
+                    return true;
+                };
+                let worst = (self.dev_tokens[hi] as u128 * self.norms[r] as u128) as f64;
+                let refc = (self.dev_tokens[r] as u128 * self.norms[hi] as u128) as f64;
+                worst <= (1.0 + self.tolerance) * refc
+            }
+        }
     }
 
     /// The tolerance variant: every language not exhausted costs at most
@@ -307,11 +401,44 @@ impl Parity {
                 }
                 break Some(top);
             };
-            let found = match found {
-                Some(top) if self.shared > 0.0 => {
-                    Some(Self::shared_pick(heap, counts, top, self.shared, min_frequency, better, global_count))
+            let found = match (found, self.rule) {
+                (Some(top), Rule::Group { reference, gain }) => {
+                    let weights: Vec<f64> = (0..self.langs)
+                        .map(|m| {
+                            let dear = self.dev_tokens[m] as u128 * self.norms[reference] as u128
+                                > self.dev_tokens[reference] as u128 * self.norms[m] as u128;
+                            if dear {
+                                1.0 + gain
+                            } else {
+                                1.0
+                            }
+                        })
+                        .collect();
+                    let all = &self.counts;
+                    let score = |key: u64| {
+                        let mut s = 0.0;
+                        for (m, &w) in weights.iter().enumerate() {
+                            s += w * all[m].get(&key).map_or(0, |&c| c as u64) as f64;
+                        }
+                        s
+                    };
+                    let heap = &mut self.heaps[l];
+                    Some(Self::candidates_pick(
+                        heap,
+                        &all[l],
+                        top,
+                        self.shared,
+                        min_frequency,
+                        better,
+                        GROUP_CANDIDATES,
+                        score,
+                    ))
                 }
-                other => other.map(|t| t.1),
+                (Some(top), _) if self.shared > 0.0 => {
+                    let g = |k: u64| global_count(k) as f64;
+                    Some(Self::candidates_pick(heap, counts, top, self.shared, min_frequency, better, usize::MAX, g))
+                }
+                (other, _) => other.map(|t| t.1),
             };
             match found {
                 Some(key) => {
@@ -331,23 +458,27 @@ impl Parity {
         }
     }
 
-    /// The shared-pair variant: `top` (popped, current) and the language's
-    /// other pairs whose count `c` has `c * shared >= top count` and reaches
-    /// `min_frequency` are the candidates; the one with the largest count
-    /// over all languages wins, the first in the language's order on a tie.
-    /// Cost: O(candidates · log heap) per merge; they all go back.
-    fn shared_pick(
+    /// The shared-pair variant and the group rule: `top` (popped, current)
+    /// and the language's next pairs whose count `c` has `c * shared >= top
+    /// count` and reaches `min_frequency`, at most `limit` in all, are the
+    /// candidates; the one with the largest `score` wins, the first in the
+    /// language's order on a tie. Cost: O(candidates · log heap) per merge;
+    /// they all go back.
+    #[allow(clippy::too_many_arguments)]
+    fn candidates_pick(
         heap: &mut Heap<(u64, u64)>,
         counts: &FxHashMap<u64, i64>,
         top: (u64, u64),
         shared: f64,
         min_frequency: u64,
         better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool,
-        global_count: &impl Fn(u64) -> u64,
+        limit: usize,
+        score: impl Fn(u64) -> f64,
     ) -> u64 {
         let floor = top.0 as f64;
         let mut cands = vec![top];
-        while let Some(e) = heap.pop(better) {
+        while cands.len() < limit {
+            let Some(e) = heap.pop(better) else { break };
             let Some(&cur) = counts.get(&e.1) else { continue };
             if cur as u64 != e.0 {
                 heap.push((cur as u64, e.1), better);
@@ -360,12 +491,12 @@ impl Parity {
             cands.push(e);
         }
         let mut best = 0;
-        let mut best_g = global_count(cands[0].1);
+        let mut best_s = score(cands[0].1);
         for (i, c) in cands.iter().enumerate().skip(1) {
-            let g = global_count(c.1);
-            if g > best_g {
+            let s = score(c.1);
+            if s > best_s {
                 best = i;
-                best_g = g;
+                best_s = s;
             }
         }
         let key = cands[best].1;
@@ -373,6 +504,71 @@ impl Parity {
             heap.push(c, better);
         }
         key
+    }
+
+    /// Language `l`'s current top pair (count, key), left in its heap; None
+    /// when it has no pair left.
+    fn peek(&mut self, l: usize, better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool) -> Option<(u64, u64)> {
+        let heap = &mut self.heaps[l];
+        let counts = &self.counts[l];
+        loop {
+            let top = heap.pop(better)?;
+            let Some(&cur) = counts.get(&top.1) else { continue };
+            if cur as u64 != top.0 {
+                heap.push((cur as u64, top.1), better);
+                continue;
+            }
+            heap.push(top, better);
+            return Some(top);
+        }
+    }
+
+    /// The excess rule's pick (module notes): `global_top` is plain BPE's
+    /// pick (its count at least `min_frequency`), `global_count` any pair's
+    /// count over all languages. Candidates, in order: `global_top`, then the
+    /// top pair of each language dearer than the reference, by index (a
+    /// language whose top pair is below `min_frequency` is exhausted); the
+    /// first with the largest score wins. The score is summed in f64 in
+    /// language order, as the slow reference sums it. Cost: O(L) heap peeks
+    /// and O(L²) map lookups a merge, nothing sized by the text.
+    pub(super) fn pick_excess(
+        &mut self,
+        better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool,
+        min_frequency: u64,
+        global_top: u64,
+        global_count: &impl Fn(u64) -> u64,
+    ) -> u64 {
+        let Rule::Excess { reference: r, gain } = self.rule else { unreachable!("pick_excess needs the excess rule") };
+        let excess: Vec<f64> =
+            (0..self.langs).map(|l| if self.dearer(l, r) { self.ratio(l, r) - 1.0 } else { 0.0 }).collect();
+        let mut cands: Vec<(u32, u64)> = vec![(GLOBAL, global_top)];
+        for (l, &e) in excess.iter().enumerate() {
+            if e > 0.0 && !self.exhausted[l] {
+                match self.peek(l, better) {
+                    Some((c, key)) if c >= min_frequency => cands.push((l as u32, key)),
+                    _ => self.exhausted[l] = true,
+                }
+            }
+        }
+        let score = |key: u64| {
+            let mut s = global_count(key) as f64;
+            for (m, &e) in excess.iter().enumerate() {
+                if e > 0.0 {
+                    s += gain * e * self.counts[m].get(&key).map_or(0, |&c| c as u64) as f64;
+                }
+            }
+            s
+        };
+        let (mut best, mut best_s) = (cands[0], score(cands[0].1));
+        for &c in &cands[1..] {
+            let s = score(c.1);
+            if s > best_s {
+                best = c;
+                best_s = s;
+            }
+        }
+        self.chosen.push(best.0);
+        best.1
     }
 
     /// Per language: (dev tokens before training, dev tokens now, merges picked for it).

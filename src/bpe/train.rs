@@ -45,7 +45,7 @@ use std::time::Instant;
 use super::encode::{BpeModel, MergeRule};
 use super::heap::Heap;
 use super::pair::{pack, unpack};
-use super::parity::{Measure, Parity, GLOBAL};
+use super::parity::{Measure, Parity, Rule, GLOBAL};
 use crate::error::{Error, Result};
 use crate::pretok::Pretokenizer;
 use crate::wordcount::WordCounter;
@@ -382,7 +382,17 @@ impl Trainer {
 
     fn pick(&mut self) -> Option<(u64, u64)> {
         if let Some(par) = self.parity.as_deref_mut() {
-            if self.merges.len() >= par.global_merges && !par.balanced() {
+            let parity_phase = self.merges.len() >= par.global_merges;
+            if parity_phase && matches!(par.rule, Rule::Excess { .. }) {
+                let (key, count) =
+                    Self::pick_global(&mut self.heap, &self.pairs, self.tie, &self.tokens, self.min_frequency)?;
+                let cmp = better(self.tie, &self.tokens);
+                self.heap.push((count, key), &cmp); // peeked: it stays a candidate for later merges
+                let pairs = &self.pairs;
+                let global = |k: u64| pairs.get(&k).map_or(0, |i| i.count.max(0) as u64);
+                return Some((par.pick_excess(&cmp, self.min_frequency, key, &global), 0));
+            }
+            if parity_phase && !par.global_now() {
                 let cmp = better(self.tie, &self.tokens);
                 let pairs = &self.pairs;
                 let global = |k: u64| pairs.get(&k).map_or(0, |i| i.count.max(0) as u64);
@@ -885,7 +895,7 @@ impl Trainer {
     /// Parity training's tolerance and shared-pair variants
     /// (`super::parity`; 0 leaves each off): `tolerance` >= 0, `shared` 0 or
     /// >= 1. Call before the first merge; plain training refuses.
-    pub fn set_parity_rule(&mut self, tolerance: f64, shared: f64) -> Result<()> {
+    pub fn set_parity_rule(&mut self, tolerance: f64, shared: f64, rule: Rule) -> Result<()> {
         if !(tolerance.is_finite() && tolerance >= 0.0) {
             return Err(Error::Invalid(format!(
                 "the parity tolerance must be a number >= 0 (0: off), not {tolerance}"
@@ -898,7 +908,17 @@ impl Trainer {
         }
         match self.parity.as_deref_mut() {
             Some(par) if self.merges.is_empty() => {
-                par.set_rule(tolerance, shared);
+                if matches!(rule, Rule::Excess { .. }) && (tolerance > 0.0 || shared > 0.0 || par.window > 0) {
+                    return Err(Error::Invalid(
+                        "the excess rule takes no tolerance, shared factor or window (its knob is the gain)".into(),
+                    ));
+                }
+                if matches!(rule, Rule::Group { .. }) && shared < 1.0 {
+                    return Err(Error::Invalid(format!(
+                        "the group rule needs a shared factor >= 1 (its candidates' band), not {shared}"
+                    )));
+                }
+                par.set_rule(tolerance, shared, rule);
                 Ok(())
             }
             Some(_) => Err(Error::Invalid("the parity rule cannot change after training started".into())),

@@ -14,7 +14,7 @@ use super::encoder::{encoder_class, PyEncoder};
 use super::{pool, pretok_from, py_strs, IntTable};
 use crate::bpe::encode::{BpeModel, MergeRule, SplitRule};
 use crate::bpe::layout::Layout;
-use crate::bpe::parity::{Measure, GLOBAL};
+use crate::bpe::parity::{Measure, Rule, GLOBAL};
 use crate::bpe::train::{TieBreak, Trainer};
 use crate::error::Error;
 use crate::wordcount::WordCounter;
@@ -343,9 +343,11 @@ impl PyBpeTrainer {
     /// BPE's; `measure`: "tokens" (parallel dev sets), "bytes" or "chars";
     /// `norms` (one per language, above zero) overrides it; `window` > 0 turns
     /// on the moving-window variant with `alpha`; `tolerance` > 0 the
-    /// tolerance variant, `shared` >= 1 the shared-pair variant (0: off).
+    /// tolerance variant, `shared` >= 1 the shared-pair variant (0: off);
+    /// `rule`: "foroutan2025", "levelup" or "excess" (`reference`: the index
+    /// of the reference language, needed by the last two; `gain`: excess's knob).
     #[staticmethod]
-    #[pyo3(signature = (train, dev, byte_ids, next_id, num_merges, tie_break="pair_ids", min_frequency=1, num_threads=None, global_merges=0, measure="tokens", norms=None, window=0, alpha=2.0, tolerance=0.0, shared=0.0))]
+    #[pyo3(signature = (train, dev, byte_ids, next_id, num_merges, tie_break="pair_ids", min_frequency=1, num_threads=None, global_merges=0, measure="tokens", norms=None, window=0, alpha=2.0, tolerance=0.0, shared=0.0, rule="foroutan2025", reference=None, gain=0.0))]
     #[allow(clippy::too_many_arguments)]
     fn parity(
         py: Python<'_>,
@@ -364,9 +366,13 @@ impl PyBpeTrainer {
         alpha: f64,
         tolerance: f64,
         shared: f64,
+        rule: &str,
+        reference: Option<usize>,
+        gain: f64,
     ) -> PyResult<Self> {
         let tie = TieBreak::parse(tie_break)?;
         let measure = Measure::parse(measure)?;
+        let rule = Rule::parse(rule, reference, gain, train.len())?;
         let b = byte_ids_from(byte_ids)?;
         let take = |v: Vec<PyRefMut<'_, PyWordCounter>>| -> PyResult<Vec<WordCounter>> {
             v.into_iter()
@@ -390,7 +396,7 @@ impl PyBpeTrainer {
                     norms,
                     (window, alpha),
                 )
-                .and_then(|mut t| t.set_parity_rule(tolerance, shared).map(|()| t))
+                .and_then(|mut t| t.set_parity_rule(tolerance, shared, rule).map(|()| t))
             })
         })?;
         Ok(PyBpeTrainer { inner: t, done_total: 0 })

@@ -100,6 +100,95 @@ def test_tolerance_and_shared_variants_equal_to_the_slow_reference(tolerance, sh
             assert rec["per_language"][lang]["merges"] == sum(1 for c in chosen if c == i)
 
 
+@pytest.mark.parametrize("tie_break", ["pair_ids", "lexicographic"])
+@pytest.mark.parametrize(
+    "rule,kw",
+    [
+        ("levelup", dict(tolerance=0.0)),
+        ("levelup", dict(tolerance=0.1, global_merges=3)),
+        ("levelup", dict(tolerance=0.05, shared=2)),
+        ("levelup", dict(tolerance=0.0, window=4, alpha=1.0)),
+        ("excess", dict(gain=0.5)),
+        ("excess", dict(gain=4.0, global_merges=2)),
+        ("excess", dict(gain=50.0)),
+        ("group", dict(shared=2, gain=0.0)),
+        ("group", dict(shared=3, gain=2.0, tolerance=0.05)),
+        ("group", dict(shared=1.5, gain=10.0, global_merges=2)),
+    ],
+)
+@pytest.mark.parametrize("reference", ["en", "de"])
+def test_levelup_and_excess_rules_equal_to_the_slow_reference(rule, kw, reference, tie_break):
+    names = {"tolerance": "parity_tolerance", "shared": "parity_shared", "global_merges": "parity_global_merges"}
+    names.update(window="parity_window", alpha="parity_window_alpha", gain="parity_gain")
+    for measure in ("tokens", "bytes"):
+        tok = _train(
+            vocab=256 + 80,
+            tie_break=tie_break,
+            parity_measure=measure,
+            parity_rule=rule,
+            parity_reference=reference,
+            **{names[k]: v for k, v in kw.items()},
+        )
+        ref = sorted(DEV).index(reference)
+        want, chosen = _reference(TRAIN, DEV, 80, measure=measure, tie_break=tie_break, rule=rule, reference=ref, **kw)
+        assert tok.merges == want
+        rec = tok.data.training["parity"]
+        assert rec["rule"] == rule and rec["reference"] == reference
+        assert rec.get("gain") == kw.get("gain") and rec.get("tolerance", 0) == kw.get("tolerance", 0)
+        for i, lang in enumerate(rec["languages"]):
+            assert rec["per_language"][lang]["merges"] == sum(1 for c in chosen if c == i)
+
+
+def test_levelup_and_excess_serve_only_the_languages_dearer_than_the_reference():
+    # ru is the dearest and en the cheapest here (dev tokens before training: en 22, de 28, ru 42)
+    for rule, kw in (("levelup", {}), ("excess", {"gain": 100.0})):
+        _, chosen = _reference(TRAIN, DEV, 80, rule=rule, reference=2, **kw)  # ru as the reference
+        assert set(chosen) == {None}  # nobody is dearer than ru: every merge is global
+        _, chosen = _reference(TRAIN, DEV, 80, rule=rule, reference=0, **kw)  # de as the reference
+        assert 2 in chosen and 1 not in chosen  # ru is served, en (cheaper than de) never alone
+    # gain 0 is plain BPE on all the text
+    plain = train_reference(count_words([t for v in TRAIN.values() for t in v], GPT4_PATTERN), 80)
+    assert _reference(TRAIN, DEV, 80, rule="excess", reference=1, gain=0.0)[0] == plain
+    assert _train(vocab=256 + 80, parity_rule="excess", parity_reference="en", parity_gain=0.0).merges == plain
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(parity_rule="levelup"),
+        dict(parity_rule="excess", parity_gain=3.0),
+        dict(parity_rule="group", parity_gain=3.0, parity_shared=2.0),
+    ],
+)
+def test_new_rules_deterministic_whatever_the_threads_and_recorded(tmp_path, kw):
+    files = set()
+    for threads in (1, 2, 1, 2):
+        p = tmp_path / f"t{threads}.json"
+        _train(vocab=400, num_threads=threads, parity_reference="de", **kw).save(p)
+        files.add(p.read_bytes())
+    assert len(files) == 1
+    rec = load(p).data.training["parity"]
+    assert rec["rule"] == kw["parity_rule"] and rec["reference"] == "de"
+    assert rec.get("gain") == kw.get("parity_gain")
+
+
+def test_new_rules_typed_errors():
+    with pytest.raises(TokenforgeError, match="unknown parity_rule 'fair'"):
+        _train(parity_rule="fair")
+    for rule in ("levelup", "excess"):
+        with pytest.raises(TokenforgeError, match="needs parity_reference"):
+            _train(parity_rule=rule)
+        with pytest.raises(TokenforgeError, match="needs parity_reference"):
+            _train(parity_rule=rule, parity_reference="fr")
+    with pytest.raises(TokenforgeError, match="needs parity_shared"):
+        _train(parity_rule="group", parity_reference="en")
+    with pytest.raises(TokenforgeError, match="takes no parity_tolerance"):
+        _train(parity_rule="excess", parity_reference="en", parity_tolerance=0.1)
+    for bad in (-1.0, float("nan"), "2", True):
+        with pytest.raises(TokenforgeError, match="parity_gain must be"):
+            _train(parity_rule="excess", parity_reference="en", parity_gain=bad)
+
+
 def test_the_variants_change_the_merges():
     base = _reference(TRAIN, DEV, 80)
     # a wide tolerance makes (nearly) every merge global; a shared factor picks other pairs
@@ -283,12 +372,14 @@ def test_compare_with_bpe_parity(tmp_path, monkeypatch):
     data = FIXTURES / "multilingual" / "heldout.jsonl"
     out = tmp_path / "r"
     fams = "bpe,bpe:parity,bpe:parity:parity_global_merges=20,bpe:parity:parity_shared=1.5:parity_tolerance=0.1"
+    fams += ",bpe:parity:parity_rule=excess:parity_gain=4"
     args = ["compare", str(data), "--heldout", str(data), "--vocab-sizes", "400", "--families", fams]
     assert main([*args, "--reference-lang", "en", "-o", str(out), "-q"]) == 0
     res = json.loads((out / "results.json").read_text())
     rows = {r["spec"]: r for r in res["rows"]}
     variant = "bpe:parity:parity_shared=1.5:parity_tolerance=0.1"
-    assert set(rows) == {"bpe", "bpe:parity", "bpe:parity:parity_global_merges=20", variant}
+    excess = "bpe:parity:parity_rule=excess:parity_gain=4"
+    assert set(rows) == {"bpe", "bpe:parity", "bpe:parity:parity_global_merges=20", variant, excess}
     for r in rows.values():
         assert "error" not in r and r["languages"]["gini"] is not None
     tok = load(rows["bpe:parity"]["serve_path"])
@@ -300,6 +391,8 @@ def test_compare_with_bpe_parity(tmp_path, monkeypatch):
     assert load(rows["bpe:parity:parity_global_merges=20"]["serve_path"]).data.training["parity"]["global_merges"] == 20
     rec = load(rows[variant]["serve_path"]).data.training["parity"]
     assert rec["shared"] == 1.5 and rec["tolerance"] == 0.1
+    rec = load(rows[excess]["serve_path"]).data.training["parity"]
+    assert (rec["rule"], rec["reference"], rec["gain"]) == ("excess", "en", 4.0)
     # options of bpe:parity alone, and bare words other than parity, are refused
     with pytest.raises(TokenforgeError, match="only apply to bpe:parity"):
         train_tokenizer(parse_specs("bpe:parity_global_merges=3")[0], ["abc"], 300)
@@ -394,3 +487,55 @@ def test_compare_parity_dev_cli(tmp_path, monkeypatch):
     nolang = tmp_path / "nolang.txt"
     nolang.write_text("some text\n")
     assert main([*args, "--parity-dev", str(nolang), "-o", str(tmp_path / "r3"), "-q"]) == 1
+
+
+def test_the_frontier_script_on_the_committed_fixture(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from repo_paths import ROOT
+    from tokenforge.bpe_parity import compare_parity_inputs
+    from tokenforge.data.languages import TrainLanguages, read_language_documents
+    from tokenforge.eval.languages import per_language_metrics
+
+    data = FIXTURES / "multilingual" / "heldout.jsonl"
+    out = tmp_path / "frontier"
+    only = "foroutan2025,levelup 0.1,excess 16,foroutan2025 shared 2"
+    cmd = [sys.executable, str(ROOT / "bench" / "parity_frontier.py"), "--data", str(tmp_path), "--train", str(data)]
+    cmd += ["--heldout", str(data), "--vocab", "300", "--only", only, "-o", str(out)]
+    env = {**os.environ, "MPLCONFIGDIR": str(tmp_path / "mpl")}
+    subprocess.run(cmd, check=True, env=env, capture_output=True, timeout=300)
+    res = json.loads((out / "frontier.json").read_text())
+    (s,) = res["sizes"]["300"].values()  # only the near-parallel set: no catalog files here
+    assert sorted(r["label"] for r in s["rows"]) == sorted(only.split(","))
+    assert "foroutan2025" in (out / "frontier.md").read_text()
+    assert (out / "frontier.png").read_bytes()[:4] == b"\x89PNG"
+    # the figures are the tokenizers' own: retrain one and measure it here
+    docs = tuple(read_language_documents(data))
+    corpus, dev, norms = compare_parity_inputs(TrainLanguages(docs, "en"), "parallel")
+    plain = BPETokenizer.train_from_iterator([d.text for d in docs], 300, progress=False)
+    tok = BPETokenizer.train_from_iterator(
+        corpus,
+        300,
+        parity=dev,
+        parity_measure=norms,
+        parity_reference="en",
+        parity_tolerance=0.1,
+        parity_rule="levelup",
+        progress=False,
+    )
+    row = next(r for r in s["rows"] if r["label"] == "levelup 0.1")
+    for t, got in ((plain, s["plain"]), (tok, row)):
+        m = per_language_metrics(t, list(docs), reference="en")
+        langs = m["languages"].values()
+        assert got["heldout"]["gini"] == pytest.approx(m["gini"])
+        assert got["heldout"]["bytes_per_token"] == pytest.approx(
+            sum(v["bytes"] for v in langs) / sum(v["tokens"] for v in langs)
+        )
+    assert row["heldout"]["gini_cut"] == pytest.approx(1 - row["heldout"]["gini"] / s["plain"]["heldout"]["gini"])
+    assert row["heldout"]["loss"] == pytest.approx(
+        1 - row["heldout"]["bytes_per_token"] / s["plain"]["heldout"]["bytes_per_token"]
+    )
+    # on its dev text the rule brought the dearest language nearer English than plain BPE did
+    assert max(row["dev"]["premiums"].values()) < max(s["plain"]["dev"]["premiums"].values())

@@ -227,3 +227,30 @@ def test_token_length_plot_stays_readable_with_a_dozen_tokenizers(tmp_path, monk
         assert data[:8] == b"\x89PNG\r\n\x1a\n"
         sizes[n] = int.from_bytes(data[20:24], "big")  # PNG height
     assert sizes[12] > sizes[3]  # three rows of panels, not one crowded plot
+
+
+def test_gini_table_says_what_fairness_cost_against_the_family_default():
+    from tokenforge.eval.report import gini_table
+
+    def row(spec, family, size, bpt, g):
+        prem = {"en": {"premium": 1.0, "lossless": True}, "de": {"premium": 1 + g, "lossless": True}}
+        return {
+            "label": f"{spec} @{size}",
+            "spec": spec,
+            "family": family,
+            "vocab_size": size,
+            "metrics": {"bytes_per_token": bpt},
+            "languages": {"gini": g, "languages": prem},
+        }
+
+    rows = [
+        row("bpe", "bpe", 100, 4.0, 0.08),
+        row("bpe:parity", "bpe", 100, 3.9, 0.02),
+        row("bpe:parity", "bpe", 200, 4.5, 0.03),  # no plain bpe at 200
+        row("lz78:standard", "lz78", 100, 3.0, 0.1),  # no lz78 default
+    ]
+    head, table = gini_table({"rows": rows})
+    assert head[-2:] == ["Gini vs family default", "bytes/token vs family default"]
+    by = {r[0]: r[-2:] for r in table}
+    assert by["bpe:parity @100"] == ["-75.0%", "-2.5%"]
+    assert by["bpe @100"] == by["bpe:parity @200"] == by["lz78:standard @100"] == ["–", "–"]

@@ -24,7 +24,10 @@ none are converted).
                                  the dev costs are within 1+E);
                                  ``parity_shared=F`` (the worst language's
                                  pair most shared among those within F of
-                                 its top count)
+                                 its top count); ``parity_rule=levelup``,
+                                 ``excess`` or ``group`` (tokenforge's rules,
+                                 against ``--reference-lang``; knob
+                                 ``parity_gain=G``)
 ``lz78:<strategy>[:nochunk][:compact]``
                                  an LZ78 strategy (standard, frequency_gated,
                                  multi_round, cost_adjusted, smart_prune,

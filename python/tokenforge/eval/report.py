@@ -222,11 +222,43 @@ def language_table(results: dict) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
+def _family_baselines(results: dict) -> dict[int, dict]:
+    """``id(row)`` -> the row of its family's default tokenizer (spec = the family's
+    name, e.g. ``bpe`` for ``bpe:parity``) at the same vocabulary size, where the
+    comparison has one and it is another row."""
+    plain = {(r["family"], r.get("vocab_size")): r for r in _rows(results) if r.get("spec") == r.get("family")}
+    out = {}
+    for r in _rows(results):
+        base = plain.get((r.get("family"), r.get("vocab_size")))
+        if base is not None and base is not r:
+            out[id(r)] = base
+    return out
+
+
+def _change(x, base) -> str:
+    return "–" if x is None or not base else f"{100 * (x / base - 1):+.1f}%"
+
+
 def gini_table(results: dict) -> tuple[list[str], list[list[str]]]:
-    """One row per tokenizer: the Gini of its per-language premiums and its costliest language."""
-    head = ["tokenizer", "Gini of premiums (0 = fair)", "highest premium", "languages"]
+    """One row per tokenizer: the Gini of its per-language premiums, its costliest
+    language, and what its fairness cost globally: its Gini and held-out
+    bytes/token against its family's default tokenizer at the same size
+    (:func:`_family_baselines`; ``bpe:parity`` against ``bpe``)."""
+    head = [
+        "tokenizer",
+        "Gini of premiums (0 = fair)",
+        "highest premium",
+        "languages",
+        "Gini vs family default",
+        "bytes/token vs family default",
+    ]
+    bases = _family_baselines(results)
     rows = []
-    for label, lg in _lang_rows(results):
+    for r in _rows(results):
+        if not r.get("languages"):
+            continue
+        label, lg = r["label"], r["languages"]
+        base = bases.get(id(r))
         ls = {
             k: v for k, v in (lg.get("languages") or {}).items() if v.get("premium") is not None and v.get("lossless")
         }
@@ -237,6 +269,8 @@ def gini_table(results: dict) -> tuple[list[str], list[list[str]]]:
                 _f(lg.get("gini"), 3) if not lg.get("error") else "n/a",
                 f"{top[1]['premium']:.2f} ({top[0]})" if top else "–",
                 str(len(ls)),
+                _change(lg.get("gini"), ((base or {}).get("languages") or {}).get("gini")),
+                _change(r["metrics"]["bytes_per_token"], base["metrics"]["bytes_per_token"] if base else None),
             ]
         )
     return head, rows
@@ -247,7 +281,10 @@ _LANG_NOTE = (
     "continued words: the share of words touched by more than one token; both left out for languages written "
     "without spaces. Premium: the language's token cost against the reference language, as the ratio of token "
     "counts on parallel documents (the same page in both languages) where there are any, otherwise as the "
-    "ratio of bytes/token. Gini: over the per-language premiums of one tokenizer, the reference included."
+    "ratio of bytes/token. Gini: over the per-language premiums of one tokenizer, the reference included. "
+    "What fairness cost: a tokenizer's Gini and held-out bytes/token against its family's default tokenizer at "
+    "the same size (bpe:parity against bpe), when the comparison has it: a fairer tokenizer usually pays in "
+    "global compression."
 )
 
 

@@ -24,7 +24,24 @@ rule the Rust trainer runs incrementally; docs/algorithms.md):
    whose count ``c`` has ``c * shared >= top`` (its top pair's count) and
    ``c >= min_frequency``, the one with the largest count over all languages'
    training words, the first in the language's own order (count, then
-   tie-break) on a tie.
+   tie-break) on a tie;
+7. ``rule="levelup"``: step 5 measured against the ``reference`` language
+   instead of the cheapest: global while every live language costs at most
+   ``1 + tolerance`` times the reference (``t_w * n_r <= (1 + tolerance) *
+   t_r * n_w``; tolerance 0 included); else step 2;
+8. ``rule="excess"`` (after the global merges): ``excess_l`` is
+   ``t_l n_r / (t_r n_l) - 1`` (each product rounded once to a float) for a
+   language strictly dearer than the reference, else 0; the candidates are
+   step 1's pick (training stops if it is below ``min_frequency``), then the
+   top pair of each live language with ``excess_l > 0``, by index (one below
+   ``min_frequency`` exhausts its language); each scores ``float(count over
+   all languages)`` plus, language by language, ``gain * excess_l *
+   float(count_l)``; the first candidate with the largest score is merged;
+9. ``rule="group"``: the language as step 7 picks it; the pair, among the
+   first 64 of step 6's candidates (``shared`` >= 1), the one with the
+   largest ``sum_l w_l * float(count_l)`` (summed by language index; ``w_l``
+   = ``1 + gain`` for a language strictly dearer than the reference, else 1),
+   the first on a tie.
 
 Not handled: pre-tokenization (give word counts, :func:`tokenforge.reference.bpe.count_words`),
 special tokens, speed.
@@ -37,7 +54,10 @@ from fractions import Fraction
 
 from .bpe import _count_pairs, _merge_word
 
-__all__ = ["train_parity_reference", "norms_of"]
+__all__ = ["train_parity_reference", "norms_of", "GROUP_CANDIDATES"]
+
+#: the group rule's cap on its candidates (``src/bpe/parity.rs``: ``GROUP_CANDIDATES``)
+GROUP_CANDIDATES = 64
 
 
 def norms_of(dev_counts: list[dict[bytes, int]], measure: str) -> list[int]:
@@ -79,6 +99,28 @@ def _balanced(cost_parts: list[tuple[int, int]], live: list[int], tolerance: flo
     return float(th * nl) <= (1.0 + tolerance) * float(tl * nh)
 
 
+def _all_pairs(train) -> Counter:
+    """Every pair's count over all languages' training words."""
+    pairs: Counter = Counter()
+    for words, counts in train:
+        pairs.update(_count_pairs(words, counts))
+    return pairs
+
+
+def _level(cost_parts: list[tuple[int, int]], live: list[int], reference: int, tolerance: float) -> bool:
+    """Every live language within ``1 + tolerance`` of the reference language."""
+    if not live:
+        return True
+    hi = max(live, key=lambda i: Fraction(*cost_parts[i]))
+    (th, nh), (tr, nr) = cost_parts[hi], cost_parts[reference]
+    return float(th * nr) <= (1.0 + tolerance) * float(tr * nh)
+
+
+def _excess(cost_parts: list[tuple[int, int]], reference: int) -> list[float]:
+    tr, nr = cost_parts[reference]
+    return [float(t * nr) / float(tr * n) - 1.0 if t * nr > tr * n else 0.0 for t, n in cost_parts]
+
+
 def train_parity_reference(
     train_counts: list[dict[bytes, int]],
     dev_counts: list[dict[bytes, int]],
@@ -93,6 +135,9 @@ def train_parity_reference(
     alpha: float = 2.0,
     tolerance: float = 0.0,
     shared: float = 0.0,
+    rule: str = "foroutan2025",
+    reference: int | None = None,
+    gain: float = 0.0,
 ) -> tuple[list[tuple[int, int, int]], list[int | None]]:
     """(merges, the language each was picked for: None for a global merge)."""
     threshold = max(1, min_frequency)
@@ -108,11 +153,38 @@ def train_parity_reference(
             (sum(len(w) * c for w, c in zip(words, counts)), norms[i]) for i, (words, counts) in enumerate(dev)
         ]
         live_now = [i for i in range(len(train)) if not exhausted[i]]
-        if k < global_merges or _balanced(cost_parts, live_now, tolerance):
-            pairs: Counter = Counter()
-            for words, counts in train:
-                pairs.update(_count_pairs(words, counts))
-            pair, count = _best(pairs, tie_break, id_bytes)
+        if rule in ("levelup", "group"):
+            assert reference is not None
+            global_now = _level(cost_parts, live_now, reference, tolerance)
+        else:
+            global_now = rule == "foroutan2025" and _balanced(cost_parts, live_now, tolerance)
+        if k >= global_merges and rule == "excess":
+            assert reference is not None
+            allp = _all_pairs(train)
+            gpair, gcount = _best(allp, tie_break, id_bytes)
+            if gpair is None or gcount < threshold:
+                break
+            excess = _excess(cost_parts, reference)
+            mine_all = [_count_pairs(*t) for t in train]
+            options: list[tuple[int | None, tuple[int, int]]] = [(None, gpair)]
+            for i in range(len(train)):
+                if excess[i] > 0 and not exhausted[i]:
+                    p, c = _best(mine_all[i], tie_break, id_bytes)
+                    if p is None or c < threshold:
+                        exhausted[i] = True
+                    else:
+                        options.append((i, p))
+
+            def score(p):
+                s = float(allp[p])
+                for m, e in enumerate(excess):
+                    if e > 0:
+                        s += gain * e * float(mine_all[m][p])
+                return s
+
+            lang, pair = max(options, key=lambda c: score(c[1]))  # max keeps the first of equals
+        elif k < global_merges or global_now:
+            pair, count = _best(_all_pairs(train), tie_break, id_bytes)
             if pair is None or count < threshold:
                 break
         else:
@@ -132,10 +204,26 @@ def train_parity_reference(
                 mine = _count_pairs(*train[lang])
                 pair, count = _best(mine, tie_break, id_bytes)
                 if pair is not None and count >= threshold:
-                    if shared:
-                        everyone: Counter = Counter()
-                        for words, counts in train:
-                            everyone.update(_count_pairs(words, counts))
+                    if rule == "group":
+                        assert reference is not None
+                        tr, nr = cost_parts[reference]
+                        weights = [1.0 + gain if t * nr > tr * n else 1.0 for t, n in cost_parts]
+                        per_lang = [_count_pairs(*t) for t in train]
+                        band = [
+                            p
+                            for p in _ordered(mine, tie_break, id_bytes)
+                            if mine[p] * shared >= count and mine[p] >= threshold
+                        ][:GROUP_CANDIDATES]
+
+                        def weighted(p):
+                            s = 0.0
+                            for w, c in zip(weights, per_lang):
+                                s += w * float(c[p])
+                            return s
+
+                        pair = max(band, key=weighted)  # max keeps the first of equals
+                    elif shared:
+                        everyone = _all_pairs(train)
                         cands = [
                             p
                             for p in _ordered(mine, tie_break, id_bytes)
