@@ -33,7 +33,7 @@ pub enum Line<'a> {
 
 /// What the scanner found on one line; a document's text is in the buffer passed in.
 #[derive(Debug, PartialEq, Eq, Clone, Copy)]
-enum Found {
+pub(crate) enum Found {
     Blank,
     Null,
     Text,
@@ -139,10 +139,11 @@ fn skip_value(s: &str, i: usize) -> Option<usize> {
     Some(i + it.byte_offset())
 }
 
-/// Read one line (without its `\n`): the field's text goes to `text` (cleared
-/// first). None when only the Python reader can say what the line is.
+/// Read one line (without its `\n`): the field's text is appended to `text`
+/// (what `text` held before stays; a later duplicate field replaces only this
+/// line's text). None when only the Python reader can say what the line is.
 /// `file_start`: the file's first line, whose leading byte-order marks are dropped.
-fn scan_line(line: &[u8], field: &str, file_start: bool, text: &mut String) -> Option<Found> {
+pub(crate) fn scan_line(line: &[u8], field: &str, file_start: bool, text: &mut String) -> Option<Found> {
     let mut s = std::str::from_utf8(line).ok()?;
     if file_start {
         s = s.trim_start_matches('\u{feff}');
@@ -151,7 +152,7 @@ fn scan_line(line: &[u8], field: &str, file_start: bool, text: &mut String) -> O
     if b.iter().all(|c| matches!(c, b' ' | b'\t' | b'\r' | b'\n' | b'\x0b' | b'\x0c')) {
         return Some(Found::Blank);
     }
-    text.clear();
+    let base = text.len();
     let mut found = None;
     let mut key = String::new();
     let mut i = skip_ws(b, 0);
@@ -176,7 +177,7 @@ fn scan_line(line: &[u8], field: &str, file_start: bool, text: &mut String) -> O
         let is_field = key == field;
         match (b.get(i)?, is_field) {
             (b'"', true) => {
-                text.clear(); // a later duplicate wins, as in Python
+                text.truncate(base); // a later duplicate wins, as in Python
                 i = scan_string(s, i, Some(text))?;
                 found = Some(Found::Text);
             }
@@ -246,10 +247,11 @@ thread_local! {
     static TEXT: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
-/// Run `f` with this thread's text buffer (a fresh one if it is in use).
+/// Run `f` with this thread's text buffer, empty (a fresh one if it is in use).
 fn with_buffer<R>(f: impl FnOnce(&mut String) -> R) -> R {
     TEXT.with(|cell| match cell.try_borrow_mut() {
         Ok(mut buf) => {
+            buf.clear();
             let r = f(&mut buf);
             if buf.capacity() > 1 << 24 {
                 *buf = String::new(); // one huge document does not pin its size per thread
@@ -258,6 +260,39 @@ fn with_buffer<R>(f: impl FnOnce(&mut String) -> R) -> R {
         }
         Err(_) => f(&mut String::new()),
     })
+}
+
+/// The lines (without their `\n`) of a block of whole lines, `head` followed
+/// by `body` (`head` is the start of the first line, carried over from the
+/// previous read; it holds no newline): the first line is joined into
+/// `joined`, the others are slices of `body`. A last line without a newline
+/// counts.
+pub(crate) fn block_lines<'a>(head: &[u8], body: &'a [u8], joined: &'a mut Vec<u8>) -> Vec<&'a [u8]> {
+    let mut lines: Vec<&[u8]> = Vec::new();
+    let mut start = 0;
+    let mut first = None;
+    if !head.is_empty() {
+        let end = memchr::memchr(b'\n', body).unwrap_or(body.len());
+        joined.clear();
+        joined.extend_from_slice(head);
+        joined.extend_from_slice(&body[..end]);
+        first = Some(());
+        start = (end + 1).min(body.len());
+    }
+    let base = start;
+    let mut rest = Vec::new();
+    for nl in memchr::memchr_iter(b'\n', &body[base..]) {
+        rest.push(&body[start..base + nl]);
+        start = base + nl + 1;
+    }
+    if start < body.len() {
+        rest.push(&body[start..]);
+    }
+    if first.is_some() {
+        lines.push(&joined[..]);
+    }
+    lines.extend(rest);
+    lines
 }
 
 /// Parse and encode the documents of a block of whole lines, `head` followed
@@ -281,23 +316,8 @@ where
     T: TryFrom<u32> + Copy + Default + Send + Sync,
     F: Fn(&str) -> Result<Vec<u32>> + Sync,
 {
-    let mut lines: Vec<&[u8]> = Vec::new();
-    let mut start = 0;
-    let joined: Vec<u8>;
-    if !head.is_empty() {
-        let end = memchr::memchr(b'\n', body).unwrap_or(body.len());
-        joined = [head, &body[..end]].concat();
-        lines.push(&joined);
-        start = (end + 1).min(body.len());
-    }
-    let base = start;
-    for nl in memchr::memchr_iter(b'\n', &body[base..]) {
-        lines.push(&body[start..base + nl]);
-        start = base + nl + 1;
-    }
-    if start < body.len() {
-        lines.push(&body[start..]);
-    }
+    let mut joined = Vec::new();
+    let lines = block_lines(head, body, &mut joined);
 
     // When resuming, which lines are the first `skip` documents.
     let mut skipped_lines = 0;

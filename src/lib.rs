@@ -9,6 +9,7 @@ pub mod lz78;
 pub mod ngram;
 pub mod pretok;
 pub mod specials;
+pub mod spill;
 pub mod transport;
 pub mod unicode;
 pub mod wordcount;

@@ -174,6 +174,8 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         errors: str = "strict",
         client=None,
         prune_below: int | None = None,
+        max_memory=None,
+        tmp_dir=None,
         parity=None,
         parity_measure="tokens",
         parity_global_merges: int | float = 0,
@@ -210,6 +212,18 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         (bounded mode, for huge corpora): each partition drops the pieces it
         counted fewer times than this before merging; not exact (recorded in
         the file); None (default) is exact.
+
+        ``max_memory`` (bytes or a size such as ``"4GB"``; None: 3/4 of the
+        available memory), counting on this machine: counts past a share of it
+        spill sorted runs to ``tmp_dir`` (None: the system's temporary
+        directory) and are merged back exactly; if the distinct pieces would
+        not fit training's share, the rarest are dropped (every piece counted
+        fewer than some threshold), with a warning, and the file's training
+        section records it (``budget_dropped_below``, ``budget_dropped_unique``,
+        ``budget_dropped_pieces``). Nothing dropped: the file is byte-identical
+        to unbounded training. A budget whose kept pieces would make up less than
+        half of the corpus's pieces is a :class:`~tokenforge.errors.TokenforgeError`
+        naming a budget that would do. docs/scale.md says how many pieces a budget holds.
 
         ``parity`` (parity-aware BPE, Foroutan et al. 2025): a mapping language
         code -> development text (paths here; texts in
@@ -319,6 +333,8 @@ class BPETokenizer(CoreEncoded, Tokenizer):
                 num_threads=num_threads,
                 progress=progress,
                 prune_below=prune_below,
+                max_memory=max_memory,
+                tmp_dir=tmp_dir,
             )
         data = _train(
             counter,
@@ -646,6 +662,7 @@ def _train(
         unique = sum(c.unique for c in parity.train)
         drops = [c.dropped for c in parity.train]
         dropped = (sum(d[0] for d in drops), sum(d[1] for d in drops), max(d[2] for d in drops))
+        budget_dropped = (0, 0, 0)
         measure, norms = parity.core_measure()
         try:
             trainer = _core.BpeTrainer.parity(
@@ -674,6 +691,7 @@ def _train(
     else:
         corpus_bytes = counter.total_bytes
         dropped = counter.dropped
+        budget_dropped = counter.budget_dropped
         unique = counter.unique
         trainer = _core.BpeTrainer(
             counter, list(range(256)), [], first_merge, num_merges, tie_break, min_frequency, num_threads
@@ -699,6 +717,10 @@ def _train(
         training["pruned_below"] = int(dropped[2])
         training["pruned_unique"] = int(dropped[0])
         training["pruned_pieces"] = int(dropped[1])
+    if budget_dropped[2]:  # a memory budget dropped the rarest pieces (exact counts otherwise)
+        training["budget_dropped_below"] = int(budget_dropped[2])
+        training["budget_dropped_unique"] = int(budget_dropped[0])
+        training["budget_dropped_pieces"] = int(budget_dropped[1])
     if parity is not None:
         training["parity"] = parity.record(trainer.parity_summary() or [], num_merges)
     if len(merges) < num_merges:

@@ -22,17 +22,33 @@ one), and weighting documents.
 from __future__ import annotations
 
 import dataclasses
+import os
+import re
+import tempfile
 import unicodedata
+from pathlib import Path
 from typing import Iterable, Iterator
 
 from . import _core
 from .base import feed_in_batches
 from .cluster import LocalRunner, runner
-from .data.corpus import Texts, corpus_documents
+from .data.corpus import (
+    Texts,
+    check_options,
+    corpus_documents,
+    corpus_files,
+    corpus_paths,
+    file_documents,
+    is_jsonl,
+    is_url,
+    jsonl_block_documents,
+    jsonl_blocks,
+)
 from .data.partition import Partition, auto_target_bytes, partition_documents, plan_partitions
+from .errors import TokenforgeError, warn_user
 from .progress import progress_bar
 
-__all__ = ["DocRule", "count_pieces", "BATCH_CHARS"]
+__all__ = ["DocRule", "count_pieces", "BATCH_CHARS", "memory_budget", "parse_memory"]
 
 #: characters per text batch shipped to a worker
 BATCH_CHARS = 4 << 20
@@ -40,6 +56,21 @@ BATCH_CHARS = 4 << 20
 #: maps live while the batch is counted (1 MB: 4 MB less peak memory than 4 MB
 #: batches, at the same speed)
 COUNT_BATCH_CHARS = 1 << 20
+#: a memory budget's shares: the counting table spills past SPILL_SHARE of it (the
+#: per-thread tables of a batch and the batch itself come on top while it is counted,
+#: and the runs' merge keeps a read buffer per run), and training keeps the pieces whose
+#: cost (``_core`` ``train_cost``: the merge loop's arena and pair positions) fits KEEP_SHARE
+SPILL_SHARE = 0.35
+KEEP_SHARE = 0.6
+#: the default budget: this share of the available memory
+DEFAULT_SHARE = 0.75
+#: the smallest budget accepted (the interpreter and the batch buffers alone take tens of MB)
+MIN_BUDGET = 16 << 20
+#: a budget whose kept pieces make up less of the corpus's piece occurrences is an error
+MIN_COVERAGE = 0.5
+#: bytes of JSON lines per block handed to the core counter (read, parsed, split and
+#: counted on every thread; the block and one unescaped copy live while it is counted)
+COUNT_BLOCK_BYTES = 4 << 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,6 +104,94 @@ def _count_docs(docs: Iterable[str], pattern, rule: DocRule, num_threads, prune_
     return counter
 
 
+def _local_files(corpus, who: str) -> list[Path] | None:
+    """The local files of ``train(corpus)`` in reading order; None for texts or fsspec URLs."""
+    if isinstance(corpus, Texts):
+        return None
+    items = list(corpus) if isinstance(corpus, (list, tuple)) else [corpus]
+    if any(is_url(item) for item in items):
+        return None
+    return [f for p in corpus_paths(corpus, who=who) for f in corpus_files(p)]
+
+
+def parse_memory(value) -> int:
+    """Bytes from an int or a str such as ``"4GB"``, ``"512 MiB"``, ``"1e9"``
+    (k/M/G/T: powers of 1000; Ki/Mi/Gi/Ti: of 1024)."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise TypeError(f"max_memory must be an int (bytes) or a str such as '4GB', not {type(value).__name__}")
+    if isinstance(value, int):
+        n = value
+    else:
+        m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?(?:[eE][0-9]+)?)\s*([kKMGT]i?)?[bB]?\s*", value)
+        if m is None:
+            raise ValueError(f"max_memory {value!r}: expected a size such as '4GB', '512MiB' or a number of bytes")
+        unit = m.group(2) or ""
+        scale = (1024 if unit.endswith("i") else 1000) ** (" KMGT".index(unit[:1].upper()) if unit else 0)
+        n = int(float(m.group(1)) * scale)
+    if n < MIN_BUDGET:
+        raise ValueError(f"max_memory must be at least {MIN_BUDGET >> 20} MiB, got {value!r}")
+    return n
+
+
+def available_memory() -> int | None:
+    """The system's available memory in bytes (``MemAvailable`` of /proc/meminfo), or None."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def memory_budget(max_memory) -> int | None:
+    """The budget in bytes: ``max_memory`` parsed, or None -> ``DEFAULT_SHARE`` of the
+    available memory (None, unbounded, where it cannot be read)."""
+    if max_memory is not None:
+        return parse_memory(max_memory)
+    avail = available_memory()
+    return None if avail is None else max(MIN_BUDGET, int(avail * DEFAULT_SHARE))
+
+
+def _settle(counter, budget: int, who: str) -> None:
+    """The end of counting under a budget: exact counts from the runs, the pieces that
+    fit training's share of it kept, and a warning saying exactly what was dropped."""
+    keep = int(budget * KEEP_SHARE)
+    try:
+        dropped, occurrences, below = counter.settle(keep, MIN_COVERAGE, 1 / KEEP_SHARE)
+    except TokenforgeError as e:
+        raise TokenforgeError(f"{who}: max_memory={budget} bytes: {e}") from None
+    if dropped:
+        warn_user(
+            f"{who}: the memory budget of {budget} bytes holds {counter.unique} distinct pieces: dropped the "
+            f"{dropped} pieces counted fewer than {below} times ({occurrences} occurrences, "
+            f"{100 * occurrences / max(1, counter.total_pieces):.2f}% of the corpus's pieces); the file records "
+            "it (budget_dropped_*). A larger max_memory keeps them"
+        )
+
+
+def _count_files(counter, files: list[Path], text_field, split_on, errors, num_threads, bar):
+    """The piece counts of local files, documents as :func:`~tokenforge.data.corpus.iter_documents`
+    reads them. JSON lines go to the core a block at a time (``WordCounter.add_jsonl_block``):
+    no Python string per document -- ``json.loads`` and a str per line cost more than splitting
+    and counting the text (bench/scale.py's profile) -- and the core answers None for a block
+    with a line only Python's reader reads right (or reports right), which then reads it."""
+    for path in files:
+        if not is_jsonl(path):
+            docs = file_documents(path, text_field=text_field, split_on=split_on, errors=errors)
+            feed_in_batches(counter.add_texts, docs, num_threads, COUNT_BATCH_CHARS, bar)
+            continue
+        lines = 0  # lines of the file before the block
+        for block in jsonl_blocks([path], COUNT_BLOCK_BYTES, progress=bar):
+            got = counter.add_jsonl_block(block.head, block.body, block.end, text_field, block.offset == 0, num_threads)
+            if got is None:
+                docs = jsonl_block_documents(block, lines + 1, text_field, errors)
+                feed_in_batches(counter.add_texts, docs, num_threads, COUNT_BATCH_CHARS)
+                got = block.count_lines()
+            lines += got
+
+
 def count_partition(part: Partition, pattern, rule: DocRule, options: dict, num_threads, prune_below):
     """A worker's task: the piece counts of one partition."""
     return _count_docs(partition_documents(part, **options), pattern, rule, num_threads, prune_below)
@@ -104,6 +223,8 @@ def count_pieces(
     prune_below: int | None = None,
     split_every: int = 8,
     desc: str = "counting pieces",
+    max_memory=None,
+    tmp_dir=None,
 ):
     """The piece counts (a ``_core.WordCounter``) of ``corpus`` split with ``pattern``.
 
@@ -117,15 +238,39 @@ def count_pieces(
     ``prune_below`` is the bounded mode
     (``WordCounter.prune_below`` per partition; not exact, see
     :mod:`tokenforge.counting`'s Rust twin); None is exact.
+
+    ``max_memory`` (bytes, or ``"4GB"``; None: ``DEFAULT_SHARE`` of the available
+    memory), counting here: the table spills sorted runs to a new directory under
+    ``tmp_dir`` (None: the system's) past ``SPILL_SHARE`` of it, the runs are
+    merged into exact counts, and the most frequent pieces whose training cost
+    fits ``KEEP_SHARE`` of it are kept (``WordCounter.settle``; a warning says
+    what was dropped, ``counter.budget_dropped`` records it). Counts are exact,
+    and identical to unbounded counting, whenever nothing had to be dropped.
     """
     if prune_below is not None and (
         isinstance(prune_below, bool) or not isinstance(prune_below, int) or prune_below < 1
     ):
         raise ValueError(f"prune_below must be a positive int or None, not {prune_below!r}")
     if client is None:
-        docs = corpus_documents(corpus, who=who, text_field=text_field, split_on=split_on, errors=errors)
+        budget = memory_budget(max_memory)
+        counter = _core.WordCounter(pattern)
+        if budget is not None:
+            counter.spill_to(
+                tempfile.gettempdir() if tmp_dir is None else os.fspath(tmp_dir), int(budget * SPILL_SHARE)
+            )
         with progress_bar(total=None, desc=desc, unit="B", enabled=progress is not False) as bar:
-            return _count_docs(docs, pattern, rule, num_threads, prune_below, bar)
+            files = _local_files(corpus, who)
+            if files is not None and rule == DocRule():
+                check_options(split_on, 1 << 20, errors)
+                _count_files(counter, files, text_field, split_on, errors, num_threads, bar)
+            else:
+                docs = corpus_documents(corpus, who=who, text_field=text_field, split_on=split_on, errors=errors)
+                feed_in_batches(counter.add_texts, rule.apply(docs), num_threads, COUNT_BATCH_CHARS, bar)
+        if budget is not None:
+            _settle(counter, budget, who)
+        if prune_below:
+            counter.prune_below(prune_below)
+        return counter
     run = runner(client, progress=progress)
     try:
         threads = num_threads if num_threads is not None else (None if isinstance(run, LocalRunner) else 1)

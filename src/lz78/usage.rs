@@ -33,23 +33,8 @@ use crate::transport::{Kind, Reader, Writer};
 
 /// Contiguous groups of about equal bytes for the parallel passes.
 pub fn groups<T: AsRef<[u8]>>(chunks: &[(T, u64)]) -> Vec<&[(T, u64)]> {
-    let parts = (rayon::current_num_threads() * 4).max(1);
     let total: usize = chunks.iter().map(|c| c.0.as_ref().len()).sum();
-    let target = total / parts + 1;
-    let mut out = Vec::new();
-    let (mut start, mut acc) = (0, 0);
-    for (i, c) in chunks.iter().enumerate() {
-        acc += c.0.as_ref().len();
-        if acc >= target {
-            out.push(&chunks[start..=i]);
-            start = i + 1;
-            acc = 0;
-        }
-    }
-    if start < chunks.len() {
-        out.push(&chunks[start..]);
-    }
-    out
+    crate::wordcount::even_groups(chunks, |c| c.0.as_ref().len(), total)
 }
 
 /// How often each id is emitted by greedy longest match over the chunks

@@ -130,6 +130,69 @@ impl PyWordCounter {
         Ok(py.detach(|| pool.install(|| wc.add_texts(&refs)))?)
     }
 
+    /// Count the documents of a block of whole JSON lines, `head + body[:end]`
+    /// (`tokenforge.data.corpus.JsonlBlock`'s parts, not copied), read and
+    /// split in Rust with the GIL released. Returns the block's number of
+    /// lines, or None -- nothing counted -- when a line needs the Python reader.
+    #[pyo3(signature = (head, body, end, field, file_start, num_threads=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_jsonl_block(
+        &mut self,
+        py: Python<'_>,
+        head: &[u8],
+        body: &[u8],
+        end: usize,
+        field: &str,
+        file_start: bool,
+        num_threads: Option<usize>,
+    ) -> PyResult<Option<usize>> {
+        let pool = pool(num_threads)?;
+        if end > body.len() || head.contains(&b'\n') {
+            return Err(Error::invalid("a block is a head without newlines and body[:end]").into());
+        }
+        let wc = self.get()?;
+        let body = &body[..end];
+        Ok(py.detach(|| pool.install(|| wc.add_jsonl_block(head, body, field, file_start)))?)
+    }
+
+    /// Spill sorted runs of the counts to a new directory under `tmp_dir`
+    /// whenever the table passes `limit` estimated bytes (`crate::spill`).
+    fn spill_to(&mut self, tmp_dir: std::path::PathBuf, limit: u64) -> PyResult<()> {
+        Ok(self.get()?.spill_to(&tmp_dir, limit)?)
+    }
+
+    /// Sorted runs written to disk so far.
+    #[getter]
+    fn runs(&mut self) -> PyResult<usize> {
+        Ok(self.get()?.runs())
+    }
+
+    /// The spill directory, while there is one.
+    #[getter]
+    fn spill_dir(&mut self) -> PyResult<Option<std::path::PathBuf>> {
+        Ok(self.get()?.spill_dir().map(|p| p.to_path_buf()))
+    }
+
+    /// Merge the runs into exact counts and keep the most frequent pieces
+    /// whose training cost fits `keep` bytes (`WordCounter::settle`); returns
+    /// (unique pieces dropped, their occurrences, the threshold). GIL released.
+    fn settle(
+        &mut self,
+        py: Python<'_>,
+        keep: u64,
+        min_coverage: f64,
+        budget_per_keep: f64,
+    ) -> PyResult<(u64, u64, u64)> {
+        let wc = self.get()?;
+        Ok(py.detach(|| wc.settle(keep, min_coverage, budget_per_keep))?)
+    }
+
+    /// (unique pieces dropped, their occurrences, threshold) by `settle`.
+    #[getter]
+    fn budget_dropped(&mut self) -> PyResult<(u64, u64, u64)> {
+        Ok(self.get()?.budget_dropped())
+    }
+
     fn add_word(&mut self, word: &[u8], count: u64) -> PyResult<()> {
         self.get()?.add_word(word, count);
         Ok(())
@@ -154,7 +217,7 @@ impl PyWordCounter {
     /// Equal counts give equal bytes. GIL released.
     fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let wc = self.inner.as_ref().ok_or_else(|| Error::invalid("this WordCounter was already consumed"))?;
-        let b = py.detach(|| wc.to_bytes());
+        let b = py.detach(|| wc.to_bytes_checked())?;
         Ok(PyBytes::new(py, &b))
     }
 
@@ -605,6 +668,13 @@ fn bpe_layout(layout: &str, vocab_size: i64, specials: usize) -> PyResult<(u32, 
     Ok(Layout::parse(layout)?.plan(vocab_size, specials)?)
 }
 
+/// Estimated bytes training holds for a unique piece of `length` bytes
+/// (what a memory budget sizes; `crate::wordcount::train_cost`).
+#[pyfunction]
+fn train_cost(length: usize) -> u64 {
+    crate::wordcount::train_cost(length)
+}
+
 /// The ids of the special tokens, in order, once `merges` merges were learned.
 #[pyfunction]
 fn bpe_special_ids(layout: &str, specials: usize, merges: usize) -> PyResult<Vec<u64>> {
@@ -622,5 +692,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyHfJsonParts>()?;
     m.add_function(wrap_pyfunction!(bpe_layout, m)?)?;
     m.add_function(wrap_pyfunction!(bpe_special_ids, m)?)?;
+    m.add_function(wrap_pyfunction!(train_cost, m)?)?;
     Ok(())
 }

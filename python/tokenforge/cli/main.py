@@ -159,6 +159,8 @@ def cmd_train(args) -> int:
         progress=not args.quiet,
         errors=args.errors,
         client=args.scheduler,
+        max_memory=args.max_memory,
+        tmp_dir=args.tmp_dir,
         **extra,
     )
     dt = time.perf_counter() - t0
@@ -405,6 +407,14 @@ def build_parser() -> argparse.ArgumentParser:
         "within a factor F of its top count (0: off)",
     )
     scheduler_arg(t, "count the corpus")
+    t.add_argument(
+        "--max-memory",
+        default=None,
+        metavar="SIZE",
+        help="memory budget for counting and training (e.g. 4GB; default: 3/4 of the available memory): counts "
+        "spill to --tmp-dir and stay exact; the rarest pieces are dropped (and recorded) only if the rest must fit",
+    )
+    t.add_argument("--tmp-dir", default=None, metavar="DIR", help="where counts spill (default: the system's)")
     t.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     t.set_defaults(func=cmd_train)
 

@@ -66,6 +66,7 @@ __all__ = [
     "open_binary",
     "url_filesystem",
     "is_url",
+    "is_jsonl",
     "corpus_bytes",
     "corpus_files",
     "jsonl_blocks",
@@ -159,6 +160,12 @@ def _kind(path) -> tuple[str, str] | None:
         if name.endswith(fmt):
             return fmt, compression
     return None
+
+
+def is_jsonl(path) -> bool:
+    """Whether a corpus file is JSON lines (``.jsonl``, plain, ``.gz`` or ``.zst``)."""
+    kind = _kind(path)
+    return kind is not None and kind[0] == ".jsonl"
 
 
 def _supported() -> str:

@@ -91,6 +91,7 @@ from .corpus import (
     check_errors,
     corpus_bytes,
     corpus_files,
+    is_jsonl,
     iter_documents,
     jsonl_block_documents,
     jsonl_blocks,
@@ -484,7 +485,7 @@ def _block_encoder(tokenizer, corpus):
     if encoder is None:
         return None
     files = _source_files(corpus)
-    if not files or any(not p.name.lower().endswith((".jsonl", ".jsonl.gz", ".jsonl.zst")) for p in files):
+    if not files or not all(is_jsonl(p) for p in files):
         return None
     return encoder
 
