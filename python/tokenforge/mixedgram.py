@@ -47,6 +47,7 @@ from .data.corpus import corpus_files, corpus_paths, iterator_documents
 from .errors import FormatError, SpecialTokenError, TokenforgeError
 from .formats import mxgram as _fmt
 from .formats.atomic import atomic_open
+from .formats.suffixes import check_save_suffix
 from .latin1 import latin1_of_file, to_latin1
 from .progress import progress_bar
 
@@ -583,6 +584,7 @@ class Mixedgram(RustBacked, Tokenizer):
         """Save the vocabulary. ``*.mxgram``: the seed's header with an empty
         stream (no special tokens, no counts); ``*.json``: tokenforge's
         vocabulary JSON; anything else: a directory with ``mixedgram.json``."""
+        check_save_suffix(path, (".mxgram", ".json"), "Mixedgram.save")
         p = Path(path)
         if p.suffix.lower() == ".mxgram":
             if self._specials:

@@ -31,6 +31,7 @@ import json
 import os
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -328,7 +329,9 @@ def pretokenize_and_report(corpus, tok, out: Path, **kwargs) -> int:
         kept = None
         if (out / INDEX_FILE).is_file():
             try:
-                kept = ShardSet(out)
+                with warnings.catch_warnings():  # (unfinished, as this message says)
+                    warnings.simplefilter("ignore")
+                    kept = ShardSet(out, allow_incomplete=True)
             except (TokenforgeError, OSError):
                 kept = None
         if kept is not None and kept.num_shards:
@@ -514,7 +517,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     t.add_argument("--vocab-size", type=int, required=True, help="total ids, special tokens included")
     t.add_argument("-o", "--output", required=True, help="output directory (or .json / .tiktoken file)")
-    t.add_argument("--pattern", default="gpt4", help="gpt4 (default), gpt2, cl100k, none, or a regex")
+    t.add_argument(
+        "--pattern",
+        default="gpt4",
+        help="gpt4 (default), gpt2, cl100k, o200k, none, tiktoken's or Hugging Face's name of one "
+        "(cl100k_base, o200k_base, gpt-4, ...), or a regex",
+    )
     t.add_argument("--specials", default="nanochat", help="nanochat (default), none, or a comma-separated list")
     t.add_argument("--tie-break", default="pair_ids", choices=["pair_ids", "lexicographic"])
     t.add_argument("--min-frequency", type=int, default=1)
