@@ -4,6 +4,13 @@
 //! family gets `encode`, the batches, the `.jsonl` pipeline and decoding by
 //! implementing it.
 //!
+//! A family implements six methods (its size, pre-tokenizer, special tokens,
+//! the encoding of ordinary text into a buffer, the bytes and lengths of its
+//! ids) with [`impl_encoder!`] beside its model (`bpe/encode.rs`,
+//! `lz78/model.rs`); everything built on them (encoding to a new list, special
+//! tokens, decoding, the batches) is a default method here, written once. This
+//! module imports no family.
+//!
 //! Performance: callers are generic over `E: Encoder` (never `dyn Encoder`),
 //! so each family's encoder is monomorphized into the batch loops and the
 //! inner loops are the family's own code, exactly as when called directly.
@@ -14,10 +21,9 @@
 
 use rayon::prelude::*;
 
-use crate::bpe::encode::BpeModel;
-use crate::error::Result;
-use crate::lz78::Lz78Model;
+use crate::error::{Error, Result};
 use crate::pretok::Pretokenizer;
+use crate::specials::Specials;
 
 pub trait Encoder: Send + Sync {
     /// One past the largest id.
@@ -26,15 +32,8 @@ pub trait Encoder: Send + Sync {
     /// How text is split before the vocabulary is applied.
     fn pretokenizer(&self) -> &Pretokenizer;
 
-    /// Ids of `text`; special-token text is ordinary text.
-    fn encode_ordinary(&self, text: &str) -> Result<Vec<u32>>;
-
-    /// Ids of `text`, the text of the specials whose ids are in `allowed`
-    /// (all specials if None) turned into their ids.
-    fn encode_with_specials(&self, text: &str, allowed: Option<&[u32]>) -> Result<Vec<u32>>;
-
-    /// The bytes of `ids`, concatenated; an id outside the vocabulary is an error.
-    fn decode_bytes(&self, ids: &[u32]) -> Result<Vec<u8>>;
+    /// The special tokens (their texts and ids, and the matcher that finds them).
+    fn specials(&self) -> &Specials;
 
     /// The bytes of one id (a special's text), None if the id is unused.
     fn id_bytes(&self, id: u32) -> Option<&[u8]>;
@@ -42,11 +41,48 @@ pub trait Encoder: Send + Sync {
     /// The byte length of every id (0 for specials and unused ids).
     fn token_lengths(&self) -> Vec<i32>;
 
-    /// The first special token whose text occurs in `text`, and its byte offset.
-    fn find_special(&self, text: &str) -> Option<(String, usize)>;
-
     /// Append the ids of `text` to `out`; special-token text is ordinary text.
     fn encode_ordinary_into(&self, text: &str, out: &mut Vec<u32>) -> Result<()>;
+
+    /// Ids of `text`; special-token text is ordinary text.
+    #[inline]
+    fn encode_ordinary(&self, text: &str) -> Result<Vec<u32>> {
+        // About 3 bytes or more per id for a trained vocabulary: one allocation for most texts.
+        let mut out = Vec::with_capacity(text.len() / 3 + 1);
+        self.encode_ordinary_into(text, &mut out)?;
+        Ok(out)
+    }
+
+    /// Ids of `text`, the text of the specials whose ids are in `allowed`
+    /// (all specials if None) turned into their ids; the longest special wins
+    /// at a position.
+    fn encode_with_specials(&self, text: &str, allowed: Option<&[u32]>) -> Result<Vec<u32>> {
+        let mut out = Vec::with_capacity(text.len() / 3 + 1);
+        self.specials().encode_with(text, allowed, &mut out, |t, out| self.encode_ordinary_into(t, out))?;
+        Ok(out)
+    }
+
+    /// The first special token whose text occurs in `text`, and its byte offset.
+    fn find_special(&self, text: &str) -> Option<(String, usize)> {
+        self.specials().find(text)
+    }
+
+    /// The bytes of `ids`, concatenated; an id outside the vocabulary is an error.
+    fn decode_bytes(&self, ids: &[u32]) -> Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(ids.len() * 4);
+        for (i, &id) in ids.iter().enumerate() {
+            match self.id_bytes(id) {
+                Some(b) => out.extend_from_slice(b),
+                None => {
+                    return Err(Error::Invalid(format!(
+                        "token id {id} (at position {i}) is not in the vocabulary of {} ids",
+                        self.vocab_size()
+                    )))
+                }
+            }
+        }
+        Ok(out)
+    }
 
     /// `encode_with_specials` if `specials`, else `encode_ordinary`.
     #[inline]
@@ -189,34 +225,24 @@ where
     Ok((flat, offsets))
 }
 
-/// Each family's inherent methods are the implementation (they stay callable
-/// without importing the trait); the trait forwards to them.
-macro_rules! forward_encoder {
+/// `impl_encoder!(Model)` beside a family's model: the trait's required
+/// methods are the model's inherent ones of the same names (which stay
+/// callable without importing the trait), and a field `specials: Specials`
+/// holds its special tokens.
+macro_rules! impl_encoder {
     ($model:ty) => {
-        impl Encoder for $model {
+        impl $crate::encoder::Encoder for $model {
             #[inline]
             fn vocab_size(&self) -> usize {
                 <$model>::vocab_size(self)
             }
             #[inline]
-            fn pretokenizer(&self) -> &Pretokenizer {
+            fn pretokenizer(&self) -> &$crate::pretok::Pretokenizer {
                 <$model>::pretokenizer(self)
             }
             #[inline]
-            fn encode_ordinary(&self, text: &str) -> Result<Vec<u32>> {
-                <$model>::encode_ordinary(self, text)
-            }
-            #[inline]
-            fn encode_ordinary_into(&self, text: &str, out: &mut Vec<u32>) -> Result<()> {
-                <$model>::encode_ordinary_into(self, text, out)
-            }
-            #[inline]
-            fn encode_with_specials(&self, text: &str, allowed: Option<&[u32]>) -> Result<Vec<u32>> {
-                <$model>::encode_with_specials(self, text, allowed)
-            }
-            #[inline]
-            fn decode_bytes(&self, ids: &[u32]) -> Result<Vec<u8>> {
-                <$model>::decode_bytes(self, ids)
+            fn specials(&self) -> &$crate::specials::Specials {
+                &self.specials
             }
             #[inline]
             fn id_bytes(&self, id: u32) -> Option<&[u8]> {
@@ -227,86 +253,35 @@ macro_rules! forward_encoder {
                 <$model>::token_lengths(self)
             }
             #[inline]
-            fn find_special(&self, text: &str) -> Option<(String, usize)> {
-                <$model>::find_special(self, text)
+            fn encode_ordinary_into(&self, text: &str, out: &mut Vec<u32>) -> $crate::error::Result<()> {
+                <$model>::encode_ordinary_into(self, text, out)
             }
         }
     };
 }
+pub(crate) use impl_encoder;
 
-forward_encoder!(BpeModel);
-forward_encoder!(Lz78Model);
-
+/// The checks every family's encoder passes, run by each family's tests
+/// beside its model: batches equal one-by-one encoding, flat batches equal
+/// the lists, decoding inverts encoding, and `special` (with id `special_id`)
+/// is found and turned into its id only when allowed.
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ident() -> [u32; 256] {
-        std::array::from_fn(|i| i as u32)
+pub(crate) fn check_encoder<E: Encoder>(m: &E, special: &str, special_id: u32) {
+    let texts = ["hello world", "", "a<|x|>b", "héllo\nwörld  ", "abcabcabc"];
+    let one: Vec<Vec<u32>> = texts.iter().map(|t| m.encode_ordinary(t).unwrap()).collect();
+    assert_eq!(m.encode_batch(&texts, false, None).unwrap(), one);
+    let (flat, offsets) = m.encode_batch_flat(&texts, false, None).unwrap();
+    assert_eq!(offsets.len(), texts.len() + 1);
+    for (i, ids) in one.iter().enumerate() {
+        assert_eq!(&flat[offsets[i] as usize..offsets[i + 1] as usize], &ids[..]);
+        assert_eq!(m.decode_bytes(ids).unwrap(), texts[i].as_bytes());
     }
-
-    /// The same checks for every family: batches equal one-by-one encoding,
-    /// flat batches equal the lists, and decoding inverts encoding.
-    fn check<E: Encoder>(m: &E, special: &str, special_id: u32) {
-        let texts = ["hello world", "", "a<|x|>b", "héllo\nwörld  ", "abcabcabc"];
-        let one: Vec<Vec<u32>> = texts.iter().map(|t| m.encode_ordinary(t).unwrap()).collect();
-        assert_eq!(m.encode_batch(&texts, false, None).unwrap(), one);
-        let (flat, offsets) = m.encode_batch_flat(&texts, false, None).unwrap();
-        assert_eq!(offsets.len(), texts.len() + 1);
-        for (i, ids) in one.iter().enumerate() {
-            assert_eq!(&flat[offsets[i] as usize..offsets[i + 1] as usize], &ids[..]);
-            assert_eq!(m.decode_bytes(ids).unwrap(), texts[i].as_bytes());
-        }
-        let with = m.encode_as("a<|x|>b", true, None).unwrap();
-        assert!(with.contains(&special_id));
-        assert!(!m.encode_as("a<|x|>b", true, Some(&[])).unwrap().contains(&special_id));
-        assert_eq!(m.id_bytes(special_id), Some(special.as_bytes()));
-        assert_eq!(m.token_lengths().len(), m.vocab_size());
-        assert_eq!(m.token_lengths()[special_id as usize], 0);
-        assert!(m.decode_bytes(&[m.vocab_size() as u32]).is_err());
-        assert_eq!(m.find_special("ab<|x|>"), Some((special.to_string(), 2)));
-    }
-
-    #[test]
-    fn bpe_and_lz78_meet_the_seam() {
-        let merges = [(104, 101, 256), (108, 108, 257), (256, 257, 258)];
-        let bpe = BpeModel::new(
-            &ident(),
-            &merges,
-            vec![("<|x|>".into(), 259)],
-            Pretokenizer::Whole,
-            crate::bpe::encode::MergeRule::Pairs,
-        )
-        .unwrap();
-        check(&bpe, "<|x|>", 259);
-        let outputs: Vec<String> = ["he", "ll", "o", "abc"].iter().map(|s| s.to_string()).collect();
-        let lz = Lz78Model::new(&outputs, vec![("<|x|>".into(), 4 + 257)], Pretokenizer::Whole).unwrap();
-        check(&lz, "<|x|>", 4 + 257);
-    }
-
-    /// Many chunks on two threads (the parallel copy), one chunk on one
-    /// thread (no copy), empty texts and an empty batch: all equal one by one.
-    #[test]
-    fn flat_batches_on_one_and_two_threads() {
-        let merges = [(104, 101, 256), (108, 108, 257), (256, 257, 258)];
-        let bpe = BpeModel::new(&ident(), &merges, vec![], Pretokenizer::Whole, crate::bpe::encode::MergeRule::Pairs)
-            .unwrap();
-        let texts: Vec<String> =
-            (0..3000).map(|i| if i % 7 == 0 { String::new() } else { "hello ".repeat(i % 50) }).collect();
-        let one: Vec<Vec<u32>> = texts.iter().map(|t| bpe.encode_ordinary(t).unwrap()).collect();
-        for threads in [1, 2, 3] {
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-            let (flat, offsets) = pool.install(|| bpe.encode_batch_flat(&texts, false, None)).unwrap();
-            assert_eq!(offsets.len(), texts.len() + 1);
-            assert_eq!(offsets[0], 0);
-            assert_eq!(*offsets.last().unwrap() as usize, flat.len());
-            for (i, ids) in one.iter().enumerate() {
-                assert_eq!(&flat[offsets[i] as usize..offsets[i + 1] as usize], &ids[..]);
-            }
-            let (flat, offsets) = pool.install(|| bpe.encode_batch_flat::<&str>(&[], false, None)).unwrap();
-            assert!(flat.is_empty());
-            assert_eq!(offsets, vec![0]);
-        }
-        assert!(chunk_bounds(&texts, chunk_target(300_000, 2)).len() > 3);
-    }
+    let with = m.encode_as("a<|x|>b", true, None).unwrap();
+    assert!(with.contains(&special_id));
+    assert!(!m.encode_as("a<|x|>b", true, Some(&[])).unwrap().contains(&special_id));
+    assert_eq!(m.id_bytes(special_id), Some(special.as_bytes()));
+    assert_eq!(m.token_lengths().len(), m.vocab_size());
+    assert_eq!(m.token_lengths()[special_id as usize], 0);
+    assert!(m.decode_bytes(&[m.vocab_size() as u32]).is_err());
+    assert_eq!(m.find_special("ab<|x|>"), Some((special.to_string(), 2)));
 }

@@ -1,6 +1,7 @@
 """Shared test settings and fixtures: hypothesis keeps no example database
 (tests write only under tmp_path) and runs deterministically in CI; the tiny
-committed corpus (tests/tiny_corpus.py) and a BPE tokenizer trained on it.
+committed corpus (tests/tiny_corpus.py) and a BPE tokenizer trained on it;
+Hugging Face's libraries kept offline.
 
 Test files live in area folders (tests/bpe/, tests/data/, ...); pytest puts
 this directory on sys.path, so the helper modules here import by bare name.
@@ -14,6 +15,11 @@ import pytest
 from hypothesis import settings
 
 from tiny_corpus import TINY_CORPUS_PATH, TINY_DOCS
+
+# transformers and huggingface_hub never reach for the network in tests (they read local directories only)
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
 settings.register_profile("tokenforge", database=None, derandomize=bool(os.environ.get("CI")), print_blob=True)
 settings.load_profile("tokenforge")

@@ -51,7 +51,7 @@ from tokenforge.errors import (
 )
 from tokenforge.formats.atomic import atomic_write
 from tokenforge.formats.checksum import json_checksum
-from tokenforge.registry import Family, Format, SpecRule
+from tokenforge.registry import Family, Format, ReportRule, SpecRule
 
 FORMAT_NAME = "tokenforge-toy-chars"
 FORMAT_VERSION = 1
@@ -246,10 +246,33 @@ def _toy_train(words, options, docs, vocab_size, *, num_threads=None, progress=F
     return CharTokenizer.train_from_iterator(docs, vocab_size, progress=progress, **options)
 
 
-def _toy_cli(subparsers) -> None:
+def add_parser(subparsers) -> None:
+    """The family's ``tokenforge toy`` subcommand (the record names this module as its ``cli``)."""
     p = subparsers.add_parser("toy", help="the toy family (tests only): show a tokenizer's character table")
     p.add_argument("tokenizer")
     p.set_defaults(func=_cmd_toy)
+
+
+def token_detail(tok: CharTokenizer):
+    """The playground's detail (the record's ``detail`` hook): a character id's
+    rank by training frequency (0 = the most frequent), or ``byte``."""
+    n = len(tok._chars)
+
+    def detail(id: int, ref) -> dict:
+        return {"rank": id} if id < n else {"byte": id - n}
+
+    return detail
+
+
+def _measure(tok: CharTokenizer, train_docs, num_threads) -> dict:
+    """The report's own measurement: training characters the table lacks (they go through bytes)."""
+    seen = {c for d in train_docs for c in d}
+    return {"chars": len(tok._chars), "missing": len(seen - set(tok._chars))}
+
+
+def _table(rows: list[dict]):
+    head = ["tokenizer", "characters", "training characters without an id"]
+    return head, [[r["label"], f"{r['toy']['chars']:,}", f"{r['toy']['missing']:,}"] for r in rows]
 
 
 def _cmd_toy(args) -> int:
@@ -264,5 +287,13 @@ TOY = Family(
     "CharTokenizer",
     _toy_formats,
     SpecRule(options={"min_count": 1, "special_tokens": ("<|bos|>",)}, train=_toy_train),
-    cli=_toy_cli,
+    cli=__name__,
+    detail=token_detail,
+    report=ReportRule(
+        title="Toy character tables",
+        note="Characters without an id are encoded as their UTF-8 bytes.",
+        measure=_measure,
+        table=_table,
+    ),
+    sniff_rank=0,  # ranks first, yet is tried after every built-in family: it cannot shadow their files
 )

@@ -37,6 +37,8 @@ from .errors import (
     VersionError,
     VocabSizeError,
 )
+from .registry import BUILT_IN as _BUILT_IN
+from .registry import FAMILIES as _FAMILIES
 from .registry import load
 
 if TYPE_CHECKING:
@@ -47,16 +49,14 @@ if TYPE_CHECKING:
     from .lz78 import LZ78Tokenizer
     from .mixedgram import Mixedgram
 
-#: public name -> the submodule that defines it, imported on first use
+#: public name -> the module that defines it, imported on first use: the
+#: contract's names, then each built-in family's class and exports, as its
+#: record in tokenforge.registry says
 _LAZY = {
-    "BPETokenizer": "bpe",
-    "GrowingBPETokenizer": "growing",
-    "NeuroTokenizer": "growing",
-    "Mixedgram": "mixedgram",
-    "LZ78Tokenizer": "lz78",
-    "Tokenizer": "base",
-    "IdBatch": "base",
-    "SPECIAL_TOKENS": "chat",
+    "Tokenizer": f"{__name__}.base",
+    "IdBatch": f"{__name__}.base",
+    "SPECIAL_TOKENS": f"{__name__}.chat",
+    **{name: _FAMILIES[f].module for f in _BUILT_IN for name in (_FAMILIES[f].class_name, *_FAMILIES[f].exports)},
 }
 
 
@@ -64,7 +64,7 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'tokenforge' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    value = getattr(importlib.import_module(module), name)
     globals()[name] = value  # the next access is a plain module attribute
     return value
 

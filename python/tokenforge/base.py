@@ -480,6 +480,37 @@ class Tokenizer(ChatMixin, abc.ABC):
         _check_texts(texts)
         return _flat([self.encode_ordinary(t) for t in texts])
 
+    #: How text becomes the bytes the ids stand for: "utf-8" (a lone surrogate as
+    #: its three "surrogatepass" bytes) or "latin-1" (mixedgram). Offsets use it.
+    text_encoding = "utf-8"
+
+    def encode_with_offsets(
+        self, text: str, *, allowed_special=None, disallowed_special=()
+    ) -> tuple[list[int], list[tuple[int, int]]]:
+        """``(ids, offsets)``: the ids of :meth:`encode` (no BOS/EOS added) and, per
+        id, the span ``(start, end)`` of characters of ``text`` its bytes cover
+        (the first and last character touched; a token inside one multi-byte
+        character gets that character's span, as Hugging Face's ``offsets`` do).
+        See :mod:`tokenforge.offsets`."""
+        from .offsets import spans_of
+
+        if not isinstance(text, str):
+            raise TypeError(f"encode_with_offsets expects a str, not {type(text).__name__}")
+        # the contract's encode, also where a family's own adds BOS/EOS (growing's seed-style encode)
+        ids = Tokenizer.encode(self, text, allowed_special=allowed_special, disallowed_special=disallowed_special)
+        return ids, spans_of(self, text, ids)
+
+    def encode_batch_with_offsets(
+        self, texts: Sequence[str], num_threads: int | None = None
+    ) -> list[tuple[list[int], list[tuple[int, int]]]]:
+        """:meth:`encode_with_offsets` of many texts (ids encoded as one
+        :meth:`encode_batch`, in parallel where the family can)."""
+        from .offsets import spans_of
+
+        _check_texts(texts)
+        batch = self.encode_batch(list(texts), num_threads=num_threads)
+        return [(ids, spans_of(self, t, ids)) for t, ids in zip(texts, batch)]
+
     def decode(self, ids) -> str:
         """Decode ids to text (invalid UTF-8 becomes U+FFFD; a lone surrogate's
         bytes become the surrogate again, see :func:`decode_utf8`)."""

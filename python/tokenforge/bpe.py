@@ -28,17 +28,18 @@ the longest special first, then at the others, longest first).
 from __future__ import annotations
 
 import dataclasses
-import functools
 from pathlib import Path
 from typing import Iterable
 
 from . import _core
 from .base import CoreEncoded, Tokenizer, encode_around_surrogates, is_integer
-from .bpe_structure import bpe_embedding_metadata
+from .bpe_structure import Detail, bpe_embedding_metadata, merge_detail
 from .chat import SPECIAL_TOKENS, check_special_texts
 from .errors import CorpusError, FormatError, PatternError, SpecialTokenError, TokenforgeError, warn_user
 from .formats.bpe_data import BPEData
+from .formats.kinds import Format, dir_holding, read_any
 from .formats.patterns import resolve_pattern
+from .hybrid import class_or_instance
 from .progress import progress_bar
 
 __all__ = ["BPETokenizer", "PATTERNS", "resolve_pattern"]
@@ -96,19 +97,6 @@ def _check_seed_specials(specials: list[str]) -> None:
         check_special_line(text)
 
 
-class _HybridMethod:
-    """A method that is a classmethod when called on the class (returns a new
-    tokenizer) and an instance method when called on an instance (seed 003's
-    ``BPETokenizer().train(...)``, which trains in place)."""
-
-    def __init__(self, func):
-        self.func = func
-        functools.update_wrapper(self, func)
-
-    def __get__(self, obj, cls):
-        return functools.partial(self.func, cls, obj)
-
-
 class BPETokenizer(CoreEncoded, Tokenizer):
     """A byte-level BPE tokenizer (nanochat-compatible by default).
 
@@ -142,7 +130,7 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         self._specials = dict(data.special_tokens)
 
     # ---- training ----------------------------------------------------------
-    @_HybridMethod
+    @class_or_instance
     def train(
         cls,
         self,
@@ -307,7 +295,7 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         )
         data.split_specials = seed_mode
         if self is None:
-            tok = cls(data)  # type: ignore[operator]  # _HybridMethod passes the class as `cls`
+            tok = cls(data)  # type: ignore[operator]  # class_or_instance passes the class as `cls`
         else:
             self._set(data)
             tok = self
@@ -502,6 +490,36 @@ class BPETokenizer(CoreEncoded, Tokenizer):
 
         write_hf_json(path, self._data)
 
+    # where models are trained
+    def save_nanochat(self, directory, *, name: str = "tokenforge") -> list[Path]:
+        """Write nanochat's tokenizer directory: ``tokenizer.pkl`` (a pickled
+        ``tiktoken.Encoding`` with this tokenizer's pattern, ranks and specials,
+        written by ``pickle.dump`` as nanochat does; needs tiktoken) and
+        ``token_bytes.pt`` (int32 byte length per id, 0 for specials; needs
+        torch: without it a warning says so and the pickle is written alone).
+        nanochat's ``RustBPETokenizer.from_directory``, ``get_tokenizer()`` and
+        ``get_token_bytes()`` read them; so does :func:`tokenforge.load`, through a
+        restricted reader. Returns the paths written. See
+        :mod:`tokenforge.formats.nanochat`."""
+        from .formats.nanochat import write_nanochat
+
+        return write_nanochat(directory, self, name=name)
+
+    def save_pretrained(self, directory, **options) -> list[Path]:
+        """Write what transformers' ``AutoTokenizer.from_pretrained(directory)``
+        needs: ``tokenizer.json``, ``tokenizer_config.json`` (bos/eos/pad/unk, the
+        chat template, ``model_max_length`` when given) and
+        ``special_tokens_map.json``. Options: ``bos_token``, ``eos_token``,
+        ``pad_token``, ``unk_token`` (a special token's text, or None),
+        ``model_max_length`` (int) and ``chat_template`` (Jinja, or None for none);
+        by default the roles come from the tokenizer's specials and nanochat's
+        layout gets :data:`tokenforge.chat.CHAT_TEMPLATE`, whose
+        ``apply_chat_template`` gives :meth:`render_conversation`'s ids and mask.
+        Returns the paths written. See :mod:`tokenforge.formats.hf_pretrained`."""
+        from .formats.hf_pretrained import write_pretrained
+
+        return write_pretrained(directory, self._data, **options)
+
     def to_hf(self):
         """A ``tokenizers.Tokenizer`` giving the same ids."""
         import json
@@ -524,17 +542,16 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         """Seed 003's loader: ``bpe_vocab.pkl`` + ``bpe_merges.pkl`` (+ ``special_tokens.txt``,
         + ``pre_tokenization_pattern.txt`` beside the vocabulary), read with a
         restricted unpickler, as a seed-mode tokenizer (:attr:`split_specials`);
-        or any file :func:`tokenforge.load` reads. Without the pattern file the
-        seed's GPT-2 pattern applies, with a warning."""
+        or any other BPE file (:func:`file_formats`: ours, tiktoken's, Hugging
+        Face's). Without the pattern file the seed's GPT-2 pattern applies, with a
+        warning."""
         from .formats.seed003 import sniff_seed003
 
         p = Path(vocab_path)
         head = p.read_bytes()[:4096] if p.is_file() else b""
         if merges_path is not None or sniff_seed003(p, head):
-            return cls(_read_seed003_files(p, merges_path, special_tokens_path))
-        from .registry import load
-
-        tok = load(p)
+            return cls(read_seed003_files(p, merges_path, special_tokens_path))
+        tok = read_any(p, file_formats(), "a BPE tokenizer file")
         if not isinstance(tok, cls):
             raise FormatError(f"{p} holds a {type(tok).__name__}, not a BPE tokenizer")
         return tok
@@ -664,7 +681,7 @@ def _train(
     )
 
 
-def _read_seed003_files(path, merges_path=None, special_tokens_path=None) -> BPEData:
+def read_seed003_files(path, merges_path=None, special_tokens_path=None) -> BPEData:
     """Seed 003's files as a seed-mode BPEData: the vocabulary files, and the
     split pattern from ``pre_tokenization_pattern.txt`` (GPT-2's, with a warning,
     when that file is missing)."""
@@ -704,5 +721,30 @@ def _warn_fewer_merges(learned: int, asked: int, vocab_size: int, num_specials: 
     return reason
 
 
-def _sniff_dir(path: Path, head: bytes) -> bool:
-    return path.is_dir() and (path / _DIR_FILE).is_file()
+def token_detail(tok: BPETokenizer) -> Detail:
+    """The playground's detail of ``tok``'s ids: a merge's two parts, or ``byte``
+    (the family record's ``detail`` hook; see :func:`tokenforge.bpe_structure.merge_detail`)."""
+    return merge_detail(tok.merges, tok.id_to_bytes)
+
+
+def file_formats() -> list[Format]:
+    """The BPE files :func:`tokenforge.load` and :meth:`BPETokenizer.from_file`
+    read, most specific first (the family's record in :mod:`tokenforge.registry`
+    points here)."""
+    from .formats.hf_json import read_hf_json, sniff_hf_json
+    from .formats.hf_pretrained import read_pretrained, sniff_pretrained
+    from .formats.nanochat import read_nanochat, sniff_nanochat
+    from .formats.seed003 import sniff_seed003
+    from .formats.tfjson import read_tfjson, sniff_tfjson
+    from .formats.tiktoken_io import read_tiktoken_file, sniff_tiktoken
+
+    cls = BPETokenizer
+    return [
+        Format("tokenforge-bpe", sniff_tfjson, lambda p: cls(read_tfjson(p))),
+        Format("tokenforge-bpe-dir", dir_holding(_DIR_FILE), cls.from_directory),
+        Format("nanochat", sniff_nanochat, lambda p: cls(read_nanochat(p))),
+        Format("transformers-dir", sniff_pretrained, lambda p: cls(read_pretrained(p))),
+        Format("huggingface-tokenizer.json", sniff_hf_json, lambda p: cls(read_hf_json(p))),
+        Format("tiktoken", sniff_tiktoken, lambda p: cls(read_tiktoken_file(p))),
+        Format("seed003-pickles", sniff_seed003, lambda p: cls(read_seed003_files(p))),
+    ]

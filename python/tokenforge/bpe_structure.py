@@ -14,7 +14,8 @@ every id gets a distinct (parent, char) pair, because a BPE vocabulary never
 holds the same pair twice.
 
 :class:`tokenforge.BPETokenizer` and the growing vocabulary both answer their
-``embedding_metadata`` hook with it, from their ``(left, right, new_id)`` triples.
+``embedding_metadata`` hook with it, from their ``(left, right, new_id)`` triples,
+and their playground detail with :func:`merge_detail` (a merged id's two parts).
 
 Not handled: a "hierarchical" mode. A BPE token's longest proper prefix that
 is itself a token does not leave a single token as the remainder, so there is
@@ -23,9 +24,42 @@ no trie parent + character split; :func:`bpe_embedding_metadata` refuses it.
 
 from __future__ import annotations
 
+from typing import Any, Callable, Sequence
+
 from .embedding_meta import EmbeddingModeError
 
-__all__ = ["bpe_embedding_metadata"]
+__all__ = ["bpe_embedding_metadata", "merge_detail", "Detail", "Ref"]
+
+#: ``ref(id)``: the playground's reference to another id (``{"id", "piece"}``)
+Ref = Callable[[int], dict]
+#: ``detail(id, ref)``: what a family knows about how ``id`` came to be (a family record's ``detail`` hook)
+Detail = Callable[[int, Ref], dict]
+
+
+def merge_detail(triples, id_to_bytes: Callable[[int], bytes], sources: Sequence[tuple[int, str]] = ()) -> Detail:
+    """The playground detail of a BPE vocabulary built by ``triples``
+    (``(left, right, new_id)``): a merged id's two parts (``left``, ``right``),
+    ``byte`` for a base byte, and the ``source`` whose merges end before
+    ``end`` for the first ``(end, source)`` of ``sources`` above the id (the
+    growing vocabulary's per-source credit; none: no ``source``).
+
+    The table of parts is built once, here (one dict over the merges), so each
+    lookup is one dict probe."""
+    parts = {c: (a, b) for a, b, c in triples}
+
+    def detail(id: int, ref: Ref) -> dict:
+        ab = parts.get(id)
+        if ab is None:
+            data = id_to_bytes(id)
+            return {"byte": data[0]} if len(data) == 1 else {}
+        out: dict[str, Any] = {"left": ref(ab[0]), "right": ref(ab[1])}
+        for end, name in sources:
+            if id < end:
+                out["source"] = name
+                break
+        return out
+
+    return detail
 
 
 def bpe_embedding_metadata(triples, vocab_size: int, mode: str = "structured", *, who: str = "BPE tokenizer") -> dict:

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import SpecialTokenError, TokenforgeError
 
-__all__ = ["SPECIAL_TOKENS", "ChatMixin", "check_special_texts"]
+__all__ = ["SPECIAL_TOKENS", "CHAT_TEMPLATE", "ChatMixin", "check_special_texts"]
 
 #: nanochat's special tokens, in id order (they follow the merges).
 SPECIAL_TOKENS = [
@@ -48,6 +48,52 @@ SPECIAL_TOKENS = [
     "<|output_start|>",
     "<|output_end|>",
 ]
+
+#: The same rendering as a Jinja chat template (what transformers'
+#: ``apply_chat_template`` runs; :meth:`tokenforge.BPETokenizer.save_pretrained`
+#: writes it): the system message folded into the first user message with
+#: "\\n\\n", roles checked to alternate, tool parts as nanochat renders them, and
+#: ``{% generation %}`` around exactly the spans whose mask is 1, so
+#: ``return_assistant_tokens_mask=True`` gives :meth:`ChatMixin.render_conversation`'s
+#: mask; ``add_generation_prompt=True`` ends with ``<|assistant_start|>``, as
+#: :meth:`ChatMixin.render_for_completion` does. A template renders text that is
+#: tokenized whole, so two *adjacent* ``text`` parts are encoded together (the
+#: renderer encodes each alone); every part next to a special token is the same.
+CHAT_TEMPLATE = (
+    "{%- if not messages -%}{{ raise_exception('conversation has no messages') }}{%- endif -%}"
+    "{%- if messages[0]['role'] == 'system' -%}"
+    "{%- if messages | length < 2 or messages[1]['role'] != 'user' -%}"
+    "{{ raise_exception('message 1: a system message must be followed by a user message') }}{%- endif -%}"
+    "{%- if messages[0]['content'] is not string or messages[1]['content'] is not string -%}"
+    "{{ raise_exception('messages 0 and 1: system and user content must be str') }}{%- endif -%}"
+    "{%- set msgs = [{'role': 'user', 'content': messages[0]['content'] + '\\n\\n' + messages[1]['content']}]"
+    " + messages[2:] -%}"
+    "{%- else -%}{%- set msgs = messages -%}{%- endif -%}"
+    "{{- bos_token -}}"
+    "{%- for m in msgs -%}"
+    "{%- set want = 'user' if loop.index0 % 2 == 0 else 'assistant' -%}"
+    "{%- if m['role'] != want -%}{{ raise_exception('expected role ' + want + ' (roles must alternate "
+    "user/assistant), got ' + m['role']) }}{%- endif -%}"
+    "{%- if want == 'user' -%}"
+    "{%- if m['content'] is not string -%}{{ raise_exception('user content must be a str') }}{%- endif -%}"
+    "{{- '<|user_start|>' + m['content'] + '<|user_end|>' -}}"
+    "{%- else -%}"
+    "{{- '<|assistant_start|>' -}}"
+    "{%- if m['content'] is string -%}"
+    "{%- generation -%}{{- m['content'] -}}{%- endgeneration -%}"
+    "{%- else -%}{%- for part in m['content'] -%}"
+    "{%- if part['type'] == 'text' -%}{%- generation -%}{{- part['text'] -}}{%- endgeneration -%}"
+    "{%- elif part['type'] == 'python' -%}"
+    "{%- generation -%}{{- '<|python_start|>' + part['text'] + '<|python_end|>' -}}{%- endgeneration -%}"
+    "{%- elif part['type'] == 'python_output' -%}{{- '<|output_start|>' + part['text'] + '<|output_end|>' -}}"
+    "{%- else -%}{{ raise_exception('unknown content part type ' + part['type'] | string) }}"
+    "{%- endif -%}"
+    "{%- endfor -%}{%- endif -%}"
+    "{%- generation -%}{{- '<|assistant_end|>' -}}{%- endgeneration -%}"
+    "{%- endif -%}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}{{- '<|assistant_start|>' -}}{%- endif -%}"
+)
 
 # ANSI escapes used by visualize_tokenization.
 _RESET = "\x1b[0m"

@@ -53,7 +53,7 @@ import numpy as np
 from . import _core
 from . import sync as _sync
 from .base import Tokenizer, _check_texts, batch_flat, batch_ids, decode_utf8, encode_around_surrogates
-from .bpe_structure import bpe_embedding_metadata
+from .bpe_structure import Detail, bpe_embedding_metadata, merge_detail
 from .counting import DocRule, count_pieces
 from .data.corpus import Texts, corpus_source
 from .errors import TokenforgeError, VocabSizeError
@@ -69,6 +69,7 @@ from .formats.growing_json import (
     sniff_growing_json,
     write_growing_json,
 )
+from .formats.kinds import HEAD_BYTES, Format
 from .formats.patterns import resolve_pattern
 from .formats.suffixes import check_save_suffix
 from .progress import progress_bar
@@ -88,6 +89,8 @@ _SPECIAL_TEXT = {i: s.encode() for s, i in _SPECIALS.items()}
 _UNK_TEXT = b"<unk>"
 _BYTE_IDS = [b + BYTE_OFFSET for b in range(256)]
 _DEFAULT_FILE = "tokenizer.json"
+#: the vocabulary's own file in a save_pretrained directory (tokenizer.json there is Hugging Face's)
+_PRETRAINED_FILE = "tokenforge-growing.json"
 
 
 def _nfc(text: str) -> str:
@@ -640,13 +643,60 @@ class GrowingBPETokenizer(Tokenizer):
             p = p / _DEFAULT_FILE
         return p
 
+    def save_pretrained(self, directory, **options) -> list[Path]:
+        """Write what transformers' ``AutoTokenizer.from_pretrained(directory)`` reads
+        (see :meth:`tokenforge.BPETokenizer.save_pretrained` for the options):
+        a ``tokenizer.json`` with this layout's ids (offset 10, ids 4-9 as the
+        reserved special tokens ``<|reserved_4|>`` .. ``<|reserved_9|>``, so that
+        ``len(tokenizer)`` is :attr:`current_vocab_size`), its NFC normaliser and a
+        post-processor that wraps a text in ``<|bos|>`` ... ``<|eos|>`` as this
+        class's :meth:`encode` does by default; bos/eos/pad/unk are
+        ``<|bos|>``/``<|eos|>``/``<|pad|>``/``<|unk|>``. The vocabulary itself
+        (sources, counts, declared size) is written beside them as
+        ``tokenforge-growing.json``, which :func:`tokenforge.load` reads back."""
+        from .formats.bpe_data import BPEData
+        from .formats.hf_json import hf_json_dict
+        from .formats.hf_pretrained import write_pretrained
+        from .formats.patterns import pattern_name_for
+
+        data = self._data
+        specials = {**_SPECIALS, **{f"<|reserved_{i}|>": i for i in range(len(_SPECIALS), BYTE_OFFSET)}}
+        merges = [(a, b, MERGE_OFFSET + k) for k, (a, b) in enumerate(data.pairs)]
+        bpe = BPEData(list(_BYTE_IDS), merges, specials, data.pattern, pattern_name_for(data.pattern), {})
+        doc = hf_json_dict(bpe)
+        if data.normalization == "NFC":
+            doc["normalizer"] = {"type": "NFC"}
+
+        def piece(token: str) -> dict:
+            return {"SpecialToken": {"id": token, "type_id": 0}}
+
+        seq = {"Sequence": {"id": "A", "type_id": 0}}
+        doc["post_processor"] = {
+            "type": "TemplateProcessing",
+            "single": [piece(self.BOS_TOKEN), seq, piece(self.EOS_TOKEN)],
+            "pair": [
+                piece(self.BOS_TOKEN),
+                seq,
+                piece(self.EOS_TOKEN),
+                {"Sequence": {"id": "B", "type_id": 1}},
+                {"SpecialToken": {"id": self.EOS_TOKEN, "type_id": 1}},
+            ],
+            "special_tokens": {
+                t: {"id": t, "ids": [_SPECIALS[t]], "tokens": [t]} for t in (self.BOS_TOKEN, self.EOS_TOKEN)
+            },
+        }
+        own = growing_json_text(data).encode("utf-8")
+        return write_pretrained(directory, bpe, document=doc, extra_files={_PRETRAINED_FILE: own}, **options)
+
     @classmethod
     def load(cls, path) -> "GrowingBPETokenizer":
         """Read a tokenizer.json written by the seed (with or without
-        ``merge_to_tokens``) or by :meth:`save`; validated (errors name the key)."""
+        ``merge_to_tokens``) or by :meth:`save` (a directory: its tokenizer.json,
+        or the ``tokenforge-growing.json`` :meth:`save_pretrained` writes);
+        validated (errors name the key)."""
         p = Path(path)
         if p.is_dir():
-            p = p / _DEFAULT_FILE
+            p = p / (_PRETRAINED_FILE if (p / _PRETRAINED_FILE).is_file() else _DEFAULT_FILE)
         if not p.exists():
             raise FileNotFoundError(f"no such tokenizer file: {p}")
         return cls._from_data(read_growing_json(p), p)
@@ -805,8 +855,35 @@ def _ids_array(ids) -> np.ndarray:
 
 
 def _sniff_dir(path: Path, head: bytes) -> bool:
-    f = path / _DEFAULT_FILE
+    if path.is_dir() and (path / _PRETRAINED_FILE).is_file():
+        f = path / _PRETRAINED_FILE  # save_pretrained's directory
+    else:
+        f = path / _DEFAULT_FILE
     if not (path.is_dir() and f.is_file()):
         return False
     with open(f, "rb") as fh:
-        return sniff_growing_json(f, fh.read(4096))
+        return sniff_growing_json(f, fh.read(HEAD_BYTES))
+
+
+def token_detail(tok: GrowingBPETokenizer) -> Detail:
+    """The playground's detail of ``tok``'s ids (the family record's ``detail``
+    hook): a merge's two parts, or ``byte``, plus the ``source`` that added the
+    merge when the per-source counts add up to the merges (sources are
+    credited in the order they were learned; otherwise ``source`` is absent)."""
+    merges = tok.merge_list
+    sources = tok.sources_contributed
+    source_of: list[tuple[int, str]] = []  # (first id after the source's merges, name)
+    if merges and sum(sources.values()) == len(merges):
+        end = merges[0][2]
+        for name, n in sources.items():
+            end += n
+            source_of.append((end, name))
+    return merge_detail(merges, tok.id_to_bytes, source_of)
+
+
+def file_formats() -> list[Format]:
+    """The growing vocabulary's files :func:`tokenforge.load` reads (the family's record points here)."""
+    return [
+        Format("growing-tokenizer.json", sniff_growing_json, GrowingBPETokenizer.load),
+        Format("growing-tokenizer-dir", _sniff_dir, GrowingBPETokenizer.load),
+    ]

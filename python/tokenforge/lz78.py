@@ -35,6 +35,7 @@ over workers (it must see the corpus in order, so it is one task).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -44,6 +45,7 @@ from .chat import SPECIAL_TOKENS, check_special_texts
 from .data.corpus import Texts, corpus_documents
 from .data.partition import Partition, auto_target_bytes, partition_documents, plan_partitions
 from .errors import PatternError, SpecialTokenError, TokenforgeError, VocabSizeError, warn_user
+from .formats.kinds import Format, dir_holding
 from .formats.lz78_tsv import (
     LZ78Data,
     drop_unwritable,
@@ -855,5 +857,66 @@ def lz78_inspect(tokenizer: LZ78Tokenizer, top: int = 10) -> dict:
     }
 
 
-def _sniff_dir(path: Path, head: bytes) -> bool:
-    return path.is_dir() and (path / _DIR_FILE).is_file()
+def token_detail(tok: LZ78Tokenizer) -> Callable[[int, Callable[[int], dict]], dict]:
+    """The playground's detail of ``tok``'s ids (the family record's ``detail``
+    hook): an entry's ``parent`` (its code and pattern; code 0 is the empty
+    root) and ``char``, the character that extends it; a compressed (Patricia)
+    dictionary gives the parent node's pattern and the ``edge`` label; a flat
+    one says ``flat``; byte-fallback ids say ``byte``. The Patricia node of each
+    output id is indexed once, here."""
+    data = tok.data
+    nodes, structure, n = data.nodes, data.structure, tok.num_codes
+    node_of = {}
+    if structure == "compressed":  # Patricia: output id -> node index
+        node_of = {node[2]: k + 1 for k, node in enumerate(nodes) if node[2] > 0}
+
+    def detail(id: int, ref: Callable[[int], dict]) -> dict:
+        if id > n:
+            return {"byte": id - n - 1}
+        if id < 1:
+            return {}
+        if structure == "tree":  # output entries are codes 1..N
+            parent, char, _pattern, _out = nodes[id - 1]
+            return {"parent": {"code": parent, "pattern": nodes[parent - 1][2] if parent else ""}, "char": char}
+        if structure == "compressed":
+            k = node_of.get(id)
+            if k is None:
+                return {}
+            parent, label, _out, _pattern = nodes[k - 1]
+            return {"parent": {"node": parent, "pattern": nodes[parent - 1][3] if parent else ""}, "edge": label}
+        return {"flat": True}
+
+    return detail
+
+
+def chunking_twin(tok: LZ78Tokenizer) -> tuple[bool, LZ78Tokenizer]:
+    """``(chunking, twin)``: whether ``tok`` chunks its text, and a copy that does
+    the other (the family record's ``chunking_twin`` hook: the playground's
+    toggle). The copy travels through the file's bytes; the warning that it
+    was trained with the other chunking is what the toggle is for, so it is
+    not shown."""
+    import copy
+    import warnings
+
+    chunking = bool(tok.chunking)
+    twin = copy.deepcopy(tok)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        twin.set_chunking(not chunking)
+    return chunking, twin
+
+
+def strategy_params() -> list[str]:
+    """Every parameter some strategy takes (the spec options ``compare`` accepts beyond its own)."""
+    return sorted(set().union(*_ACCEPTS.values()))
+
+
+def file_formats() -> list[Format]:
+    """The LZ78 files :func:`tokenforge.load` reads (the family's record points here)."""
+    from .formats.lz78_tsv import sniff_lz78_tsv
+
+    cls = LZ78Tokenizer
+    return [
+        Format("tokenforge-lz78-tsv", sniff_lz78_tsv, lambda p: cls.from_tsv(p, tsv_format=None)),
+        Format("tokenforge-lz78-dir", dir_holding(_DIR_FILE), cls.from_directory),
+    ]

@@ -33,10 +33,9 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import functools
 import os
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -47,7 +46,9 @@ from .data.corpus import corpus_files, corpus_paths, iterator_documents
 from .errors import FormatError, SpecialTokenError, TokenforgeError
 from .formats import mxgram as _fmt
 from .formats.atomic import atomic_open
+from .formats.kinds import Format, dir_holding
 from .formats.suffixes import check_save_suffix
+from .hybrid import class_or_instance
 from .latin1 import latin1_of_file, to_latin1
 from .progress import progress_bar
 
@@ -154,18 +155,14 @@ def unpack12(data) -> list[int]:
 # ---------------------------------------------------------------------------
 # the tokenizer
 # ---------------------------------------------------------------------------
-class _ClassOrInstance:
-    """A method called on the class gets ``(cls, None, ...)``, on an instance ``(cls, self, ...)``."""
+class _Keep:
+    """The default of ``special_tokens``: keep what the tokenizer has (shown as such by help())."""
 
-    def __init__(self, func):
-        self.func = func
-        functools.update_wrapper(self, func)
-
-    def __get__(self, obj, cls):
-        return functools.partial(self.func, cls, obj)
+    def __repr__(self) -> str:
+        return "<keep>"
 
 
-_KEEP = object()
+_KEEP = _Keep()
 
 
 def _special_ids(special_tokens) -> dict[str, int]:
@@ -229,6 +226,8 @@ class Mixedgram(RustBacked, Tokenizer):
     above U+00FF.
     """
 
+    text_encoding = "latin-1"  # one byte per character (offsets)
+
     family = "mixedgram"
 
     def __init__(
@@ -257,7 +256,7 @@ class Mixedgram(RustBacked, Tokenizer):
         self.errors = errors
 
     # ---- training ----------------------------------------------------------
-    @_ClassOrInstance
+    @class_or_instance
     def train(
         cls,
         self,
@@ -437,6 +436,10 @@ class Mixedgram(RustBacked, Tokenizer):
             disallowed_special=disallowed_special,
         )
 
+    def normalize(self, text: str) -> str:
+        """The text as mixedgram sees it: NUL characters removed (see the module docstring)."""
+        return text.replace("\x00", "")
+
     def encode_ordinary(self, text, parse: str | None = None) -> list[int]:
         return self.encode_to_numpy(text, parse=parse).tolist()
 
@@ -488,7 +491,7 @@ class Mixedgram(RustBacked, Tokenizer):
         return unpack(data, as_numpy=as_numpy)
 
     # ---- .mxgram files -----------------------------------------------------
-    @_ClassOrInstance
+    @class_or_instance
     def compress(
         cls,
         self,
@@ -574,7 +577,7 @@ class Mixedgram(RustBacked, Tokenizer):
                     bar.update(stop - start)
             return b"".join(out)
 
-    @_ClassOrInstance
+    @class_or_instance
     def decompress(cls, self, src, *, progress: bool = False) -> str:
         """The text of a ``.mxgram`` file (its own vocabulary is used), NULs gone."""
         return cls.decompress_bytes(src, progress=progress).decode("latin-1")
@@ -745,5 +748,27 @@ def inspect_file(path, *, top: int = 20, progress: bool = False) -> dict:
 # ---------------------------------------------------------------------------
 # tokenforge.load
 # ---------------------------------------------------------------------------
-def _sniff_dir(path: Path, head: bytes) -> bool:
-    return path.is_dir() and (path / _DIR_FILE).is_file()
+def token_detail(tok: Mixedgram) -> Callable[[int, Callable[[int], dict]], dict]:
+    """The playground's detail of ``tok``'s ids (the family record's ``detail``
+    hook): ``n``, the n-gram's length in bytes, and its training ``count`` when
+    the file kept counts; ``byte`` for the 256 byte ids."""
+    counts = tok.counts
+
+    def detail(id: int, ref: Callable[[int], dict]) -> dict:
+        if id < 256:
+            return {"byte": id}
+        out: dict = {"n": len(tok.id_to_bytes(id))}
+        if counts is not None and id - 256 < len(counts):
+            out["count"] = int(counts[id - 256])
+        return out
+
+    return detail
+
+
+def file_formats() -> list[Format]:
+    """The mixedgram files :func:`tokenforge.load` reads (the family's record points here)."""
+    return [
+        Format("tokenforge-mixedgram", _fmt.sniff_vocab_json, Mixedgram.load),
+        Format("tokenforge-mixedgram-dir", dir_holding(_DIR_FILE), Mixedgram.load),
+        Format("mxgram", _fmt.sniff_mxgram, Mixedgram.load),
+    ]

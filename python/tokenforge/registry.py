@@ -2,10 +2,12 @@
 
 Everything that must know "which families exist and what each can do" reads
 :data:`FAMILIES` and nothing else: :func:`load` (each family's file sniffers,
-in order), the ``tokenforge`` command (each family's subcommand hook),
-``compare``'s spec parser and trainer (:mod:`tokenforge.eval.families`: the
-spec words, the known ``key=value`` options with their defaults, how to train
-from a spec), shards and fingerprints (the family of a tokenizer). What a
+in order), the ``tokenforge`` command (each family's subcommand module, by
+name), ``compare``'s spec parser and trainer (:mod:`tokenforge.eval.families`:
+the spec words, the known ``key=value`` options with their defaults, how to
+train from a spec), the report (a family's own table), the playground (a
+token's detail, the text encoding, LZ78's chunking toggle) and
+``import tokenforge`` (the names it re-exports). What a
 *tokenizer* can do beyond the contract (embedding metadata, fingerprint files,
 inspect extras, a JSON-lines block encoder, the rows a model needs) are hooks
 declared with defaults on :class:`tokenforge.base.Tokenizer`; no caller probes
@@ -14,12 +16,15 @@ with ``hasattr``.
 The records name the families explicitly; nothing registers itself when a
 module is imported. A record's callables import their family lazily, so
 importing this module costs nothing and never imports a family, ``eval``,
-``torch`` or the CLI.
+``torch`` or the CLI (which it never imports at all: the command line imports
+the module a record names).
 
 Adding a family: write its module (a :class:`~tokenforge.base.Tokenizer`
 subclass with ``train(corpus)`` and ``train_from_iterator(texts)``, see
-:mod:`tokenforge.data.corpus`), then add one :class:`Family` to
-:data:`FAMILIES` (and its sniffers' place in :data:`LOAD_ORDER`). A family
+:mod:`tokenforge.data.corpus`, and the public functions the record points to,
+``file_formats`` and ``token_detail``), then add one :class:`Family` to
+:data:`FAMILIES` (its ``sniff_rank`` places its sniffers in :data:`LOAD_ORDER`).
+This module is the only one outside a family's own modules that names it. A family
 that lives outside the package (a test's toy family, a user's own class) is
 added at run time with :func:`register` and removed with :func:`unregister`
 (or both, around a block, with :func:`registered`); its sniffers are tried
@@ -42,7 +47,9 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from .errors import FormatError, TokenforgeError
+from .errors import TokenforgeError
+from .formats.kinds import Format
+from .formats.kinds import identify as identify_kind
 
 __all__ = [
     "Family",
@@ -50,24 +57,21 @@ __all__ = [
     "SpecRule",
     "FAMILIES",
     "LOAD_ORDER",
+    "BUILT_IN",
+    "ReportRule",
+    "sniff_order",
+    "DEFAULT_SPEC",
+    "DEMO_SPECS",
+    "SEED_ORDERING",
     "family",
     "family_of",
     "load",
+    "identify",
     "formats",
     "register",
     "unregister",
     "registered",
 ]
-
-
-@dataclasses.dataclass(frozen=True)
-class Format:
-    """One file kind a family reads: ``sniff(path, head)`` gets the path and its
-    first 4 KiB (b"" for a directory) and says whether ``read(path)`` can read it."""
-
-    name: str
-    sniff: Callable[[Path, bytes], bool]
-    read: Callable[[Path], Any]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,7 +90,10 @@ class SpecRule:
     documents with their languages (:class:`tokenforge.data.languages.TrainLanguages`,
     or None when the corpus carries none); ``languages_for(words)``: whether the
     spec with these (normalised) bare words reads them, so that ``compare``
-    keys its cache by them (every spec of the family when None).
+    keys its cache by them (every spec of the family when None). ``synopsis``:
+    the spec forms ``compare --help`` shows (the family's name when empty).
+    ``demo``: the specs ``tokenforge demo`` compares and the playground trains
+    for a built-in family (the family's name when empty).
     """
 
     options: Mapping[str, Any]
@@ -96,6 +103,8 @@ class SpecRule:
     fixed_vocab: bool = False
     takes_languages: bool = False
     languages_for: Callable[[tuple[str, ...]], bool] | None = None
+    synopsis: str = ""
+    demo: tuple[str, ...] = ()
 
     def reads_languages(self, words: tuple[str, ...]) -> bool:
         """Whether the spec with bare words ``words`` trains on the languages
@@ -110,17 +119,48 @@ class SpecRule:
 
 
 @dataclasses.dataclass(frozen=True)
+class ReportRule:
+    """A family's own part of ``compare``'s results and report.
+
+    ``measure(tok, train_docs, num_threads)`` returns a JSON-able dict that
+    ``compare`` stores in each of the family's result rows under the family's
+    name; ``table(rows)`` turns the rows that have it into ``(head, rows)`` of
+    strings, shown under ``title`` after ``note``.
+    """
+
+    title: str
+    note: str
+    measure: Callable[[Any, Sequence[str], int | None], dict]
+    table: Callable[[list[dict]], tuple[list[str], list[list[str]]]]
+
+
+@dataclasses.dataclass(frozen=True)
 class Family:
     """One tokenizer family: what every part of tokenforge needs to know about it.
 
     ``name``: the short name in files, specs and reports (``Tokenizer.family``).
     ``module``/``class_name``: where its class lives (imported on first use).
-    ``formats``: its readers, most specific first (a lazy list). ``spec``: how
-    ``compare`` trains it. ``cli``: adds its ``tokenforge`` subcommand(s) to an
-    argparse subparsers object (None: the core commands serve it).
+    ``formats``: its readers, most specific first (a lazy list; a family
+    module's ``file_formats``). ``spec``: how ``compare`` trains it. ``cli``:
+    the name of the module whose ``add_parser(subparsers)`` adds the family's
+    ``tokenforge`` subcommand(s) (None: the core commands serve it); the
+    command line imports it by that name, so the registry never imports the CLI.
     ``embedding_modes``: the tree embedding modes its tokenizers' hook
     :meth:`~tokenforge.base.Tokenizer.embedding_metadata` answers (the hook
     itself is on the class; this is what reports and docs state).
+    ``sniff_rank``: where its sniffers go in :func:`load`'s order, lowest first
+    (a family whose files another family's sniffer would also accept ranks
+    before it); families registered at run time come after every built-in one
+    whatever their rank. ``exports``: further public names of ``module`` that
+    ``import tokenforge`` re-exports beside ``class_name`` (an alias).
+    ``report``: the family's own measurement and table in ``compare``'s report
+    (:class:`ReportRule`; None: the common tables only). ``detail(tok)``: a
+    function ``detail(id, ref)`` saying how ``id`` came to be, for the
+    playground (``ref(other_id)`` is the playground's reference to another id;
+    None: no detail). ``text_encoding``: the encoding its tokenizers read text
+    in ("utf-8", or "latin-1" for mixedgram). ``chunking_twin(tok)``:
+    ``(chunking, twin)``, whether ``tok`` chunks its text and a copy that does
+    the other, for the playground's toggle (None: no toggle).
     """
 
     name: str
@@ -128,8 +168,14 @@ class Family:
     class_name: str
     formats: Callable[[], Sequence[Format]]
     spec: SpecRule
-    cli: Callable[[Any], None] | None = None
+    cli: str | None = None
     embedding_modes: tuple[str, ...] = ()
+    sniff_rank: int = 100
+    exports: tuple[str, ...] = ()
+    report: ReportRule | None = None
+    detail: Callable[[Any], Callable[[int, Callable[[int], dict]], dict]] | None = None
+    text_encoding: str = "utf-8"
+    chunking_twin: Callable[[Any], tuple[bool, Any]] | None = None
 
     @property
     def cls(self):
@@ -137,26 +183,15 @@ class Family:
         return getattr(importlib.import_module(self.module), self.class_name)
 
 
+def _hook(module: str, name: str) -> Callable[..., Any]:
+    """A built-in family's public function ``name`` (``file_formats``,
+    ``token_detail``), its module imported when it is first called."""
+    return lambda *args: getattr(importlib.import_module(module), name)(*args)
+
+
 # ---------------------------------------------------------------------------
 # bpe
 # ---------------------------------------------------------------------------
-def _bpe_formats() -> list[Format]:
-    from . import bpe
-    from .formats.hf_json import read_hf_json, sniff_hf_json
-    from .formats.seed003 import sniff_seed003
-    from .formats.tfjson import read_tfjson, sniff_tfjson
-    from .formats.tiktoken_io import read_tiktoken_file, sniff_tiktoken
-
-    cls = bpe.BPETokenizer
-    return [
-        Format("tokenforge-bpe", sniff_tfjson, lambda p: cls(read_tfjson(p))),
-        Format("tokenforge-bpe-dir", bpe._sniff_dir, cls.from_directory),
-        Format("huggingface-tokenizer.json", sniff_hf_json, lambda p: cls(read_hf_json(p))),
-        Format("tiktoken", sniff_tiktoken, lambda p: cls(read_tiktoken_file(p))),
-        Format("seed003-pickles", sniff_seed003, lambda p: cls(bpe._read_seed003_files(p))),
-    ]
-
-
 #: bpe's options that only ``bpe:parity`` takes, with their defaults
 _BPE_PARITY_OPTIONS = {
     "parity_global_merges": 0,
@@ -210,17 +245,6 @@ def _bpe_train(words, options, docs, vocab_size, *, num_threads=None, progress=F
 # ---------------------------------------------------------------------------
 # lz78
 # ---------------------------------------------------------------------------
-def _lz78_formats() -> list[Format]:
-    from . import lz78
-    from .formats.lz78_tsv import sniff_lz78_tsv
-
-    cls = lz78.LZ78Tokenizer
-    return [
-        Format("tokenforge-lz78-tsv", sniff_lz78_tsv, lambda p: cls.from_tsv(p, tsv_format=None)),
-        Format("tokenforge-lz78-dir", lz78._sniff_dir, cls.from_directory),
-    ]
-
-
 #: LZ78 strategies a spec may name (the core's list; checked against lz78.STRATEGIES by the tests)
 LZ78_STRATEGIES = (
     "standard",
@@ -253,9 +277,50 @@ def _lz78_words(words: list[str], raw: str) -> list[tuple[str, ...]]:
 
 
 def _lz78_params() -> list[str]:
-    from .lz78 import _ACCEPTS
+    from .lz78 import strategy_params
 
-    return sorted(set().union(*_ACCEPTS.values()))
+    return strategy_params()
+
+
+def _lz78_outputs(tok, train_docs, num_threads) -> dict:
+    """An LZ78 dictionary's output vocabulary: output ids, prefix-only entries
+    (kept for the trie, no id) and output ids the training text never emits
+    (what ``compact`` would make prefix-only)."""
+    info = tok.inspect_extra()
+    return {
+        "output_ids": int(info["output_entries"]),
+        "prefix_only": int(info["prefix_only_entries"]),
+        "entries": int(info["entries"]),
+        "never_emitted": tok.count_never_emitted(train_docs, num_threads=num_threads),
+    }
+
+
+def _lz78_table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """LZ78 rows: output ids, prefix-only entries, and output ids the training text never emits."""
+    head = ["tokenizer", "output ids", "prefix-only entries (no id)", "output ids never emitted (training text)"]
+    out = []
+    for r in rows:
+        z = r["lz78"]
+        n = max(1, z["output_ids"])
+        out.append(
+            [
+                r["label"],
+                f"{z['output_ids']:,}",
+                f"{z['prefix_only']:,}",
+                f"{z['never_emitted']:,} ({100 * z['never_emitted'] / n:.1f}%)",
+            ]
+        )
+    return head, out
+
+
+_LZ78_REPORT = ReportRule(
+    title="LZ78 output vocabulary",
+    note="Prefix-only entries stay in the trie for matching but have no id. Output ids the training text never "
+    "emits cost softmax rows for nothing; the spec option `compact` (lz78:STRATEGY:compact) or "
+    "`--compact_output_vocab` makes them prefix-only.",
+    measure=_lz78_outputs,
+    table=_lz78_table,
+)
 
 
 def _lz78_train(words, options, docs, vocab_size, *, num_threads=None, progress=False):
@@ -269,27 +334,9 @@ def _lz78_train(words, options, docs, vocab_size, *, num_threads=None, progress=
     return tok
 
 
-def _lz78_cli(subparsers) -> None:
-    from .cli.lz78 import add_parser
-
-    add_parser(subparsers)
-
-
 # ---------------------------------------------------------------------------
 # mixedgram
 # ---------------------------------------------------------------------------
-def _mixedgram_formats() -> list[Format]:
-    from . import mixedgram
-    from .formats import mxgram
-
-    cls = mixedgram.Mixedgram
-    return [
-        Format("tokenforge-mixedgram", mxgram.sniff_vocab_json, cls.load),
-        Format("tokenforge-mixedgram-dir", mixedgram._sniff_dir, cls.load),
-        Format("mxgram", mxgram.sniff_mxgram, cls.load),
-    ]
-
-
 def _mixedgram_train(words, options, docs, vocab_size, *, num_threads=None, progress=False):
     from .mixedgram import Mixedgram
 
@@ -301,26 +348,9 @@ def _mixedgram_train(words, options, docs, vocab_size, *, num_threads=None, prog
     return tok
 
 
-def _mixedgram_cli(subparsers) -> None:
-    from .cli.mixedgram import add_parser
-
-    add_parser(subparsers)
-
-
 # ---------------------------------------------------------------------------
 # growing
 # ---------------------------------------------------------------------------
-def _growing_formats() -> list[Format]:
-    from . import growing
-    from .formats.growing_json import sniff_growing_json
-
-    cls = growing.GrowingBPETokenizer
-    return [
-        Format("growing-tokenizer.json", sniff_growing_json, cls.load),
-        Format("growing-tokenizer-dir", growing._sniff_dir, cls.load),
-    ]
-
-
 def _growing_train(words, options, docs, vocab_size, *, num_threads=None, progress=False):
     """Grown in ``rounds`` rounds over as many consecutive slices of ``docs``."""
     from .growing import GrowingBPETokenizer
@@ -347,12 +377,6 @@ def _growing_train(words, options, docs, vocab_size, *, num_threads=None, progre
     return tok
 
 
-def _grow_cli(subparsers) -> None:
-    from .cli.grow import add_parser
-
-    add_parser(subparsers)
-
-
 # ---------------------------------------------------------------------------
 # the records
 # ---------------------------------------------------------------------------
@@ -363,7 +387,7 @@ FAMILIES: dict[str, Family] = {
             "bpe",
             "tokenforge.bpe",
             "BPETokenizer",
-            _bpe_formats,
+            _hook("tokenforge.bpe", "file_formats"),
             SpecRule(
                 options={
                     "pattern": "gpt4",
@@ -377,51 +401,88 @@ FAMILIES: dict[str, Family] = {
                 words=_bpe_words,
                 takes_languages=True,
                 languages_for=lambda words: "parity" in words,
+                synopsis="bpe",
             ),
             cli=None,  # `tokenforge train` (cli/main.py) is BPE's
             embedding_modes=("structured", "tuple"),
+            detail=_hook("tokenforge.bpe", "token_detail"),
+            sniff_rank=40,  # last: Hugging Face's and tiktoken's sniffers are the least specific
         ),
         Family(
             "lz78",
             "tokenforge.lz78",
             "LZ78Tokenizer",
-            _lz78_formats,
-            SpecRule(options={"special_tokens": None}, train=_lz78_train, words=_lz78_words, more_options=_lz78_params),
-            cli=_lz78_cli,
+            _hook("tokenforge.lz78", "file_formats"),
+            SpecRule(
+                options={"special_tokens": None},
+                train=_lz78_train,
+                words=_lz78_words,
+                more_options=_lz78_params,
+                synopsis="lz78:<strategy>[:nochunk], lz78:all",
+                demo=("lz78:frequency_gated", "lz78:frequency_gated:nochunk"),
+            ),
+            cli="tokenforge.cli.lz78",
             embedding_modes=("structured", "hierarchical", "tuple"),
+            detail=_hook("tokenforge.lz78", "token_detail"),
+            chunking_twin=_hook("tokenforge.lz78", "chunking_twin"),
+            sniff_rank=30,
+            report=_LZ78_REPORT,
         ),
         Family(
             "mixedgram",
             "tokenforge.mixedgram",
             "Mixedgram",
-            _mixedgram_formats,
+            _hook("tokenforge.mixedgram", "file_formats"),
             SpecRule(
                 options={"special_tokens": ["<|bos|>"], "errors": "replace", "parse": None},
                 train=_mixedgram_train,
                 fixed_vocab=True,
             ),
-            cli=_mixedgram_cli,
+            cli="tokenforge.cli.mixedgram",
+            detail=_hook("tokenforge.mixedgram", "token_detail"),
+            text_encoding="latin-1",
+            sniff_rank=20,
         ),
         Family(
             "growing",
             "tokenforge.growing",
             "GrowingBPETokenizer",
-            _growing_formats,
+            _hook("tokenforge.growing", "file_formats"),
             SpecRule(
                 options={"rounds": 1, "pattern": "cl100k", "normalization": "NFC", "min_frequency": 2},
                 train=_growing_train,
+                synopsis="growing[:rounds=N]",
             ),
-            cli=_grow_cli,
+            cli="tokenforge.cli.grow",
             embedding_modes=("structured", "tuple"),
+            detail=_hook("tokenforge.growing", "token_detail"),
+            sniff_rank=10,  # first: its tokenizer.json may hold a key "model", which Hugging Face's sniffer looks for
+            exports=("NeuroTokenizer",),
         ),
     )
 }
 
-#: the order :func:`load` tries the families' sniffers in: the most specific
-#: first (the growing vocabulary's tokenizer.json has "next_merge_id" and may
-#: also hold a key named "model", which Hugging Face's sniffer looks for;
-#: mixedgram's and LZ78's sniffers look for their own markers)
-LOAD_ORDER = ("growing", "mixedgram", "lz78", "bpe")
+#: the built-in families, in their records' order; they cannot be unregistered
+BUILT_IN: tuple[str, ...] = tuple(FAMILIES)
+
+#: the order :func:`load` tries the built-in families' sniffers in, from their
+#: records' ``sniff_rank``: the most specific first (the growing vocabulary's
+#: tokenizer.json has "next_merge_id" and may also hold a key named "model",
+#: which Hugging Face's sniffer looks for; mixedgram's and LZ78's sniffers look
+#: for their own markers)
+LOAD_ORDER: tuple[str, ...] = tuple(sorted(BUILT_IN, key=lambda n: FAMILIES[n].sniff_rank))
+
+
+#: what ``compare`` compares when no ``--families`` is given
+DEFAULT_SPEC = "bpe"
+
+#: what ``tokenforge demo`` compares and the playground trains without files: each
+#: built-in family's ``SpecRule.demo`` specs, in the records' order
+DEMO_SPECS = ",".join(s for n in BUILT_IN for s in (FAMILIES[n].spec.demo or (n,)))
+
+#: the seed's claim about bits per byte, lowest first: BPE, then LZ78's
+#: frequency_gated strategy with chunking, then without (the report's verdict)
+SEED_ORDERING = ("bpe", "lz78:frequency_gated", "lz78:frequency_gated:nochunk")
 
 
 #: a family name: what a spec (``name:word:key=value``, comma-separated, lower-cased) can hold
@@ -447,14 +508,19 @@ def register(fam: Family) -> Family:
         raise TokenforgeError(f"a family named {fam.name!r} is already registered")
     if not isinstance(fam.spec, SpecRule):
         raise TypeError(f"family {fam.name!r}: spec must be a SpecRule, not {type(fam.spec).__name__}")
+    if fam.cli is not None and not isinstance(fam.cli, str):
+        raise TypeError(
+            f"family {fam.name!r}: cli must be the name of a module with add_parser(subparsers), "
+            f"not {type(fam.cli).__name__}"
+        )
     FAMILIES[fam.name] = fam
     return fam
 
 
 def unregister(name: str) -> Family:
     """Remove a record :func:`register` added and return it; the built-in
-    families (:data:`LOAD_ORDER`) cannot be removed."""
-    if name in LOAD_ORDER:
+    families (:data:`BUILT_IN`) cannot be removed."""
+    if name in BUILT_IN:
         raise TokenforgeError(f"{name!r} is a built-in family and cannot be unregistered")
     if name not in FAMILIES:
         raise TokenforgeError(f"no registered family named {name!r}")
@@ -486,28 +552,26 @@ def family_of(tok) -> Family | None:
     return FAMILIES.get(tok.family)
 
 
+def sniff_order() -> list[str]:
+    """The families in the order :func:`load` tries their sniffers: the built-in
+    ones by rank (:data:`LOAD_ORDER`), then those registered at run time, by
+    rank and then in the order they were registered (so they can never shadow
+    a built-in family's files)."""
+    added = sorted((n for n in FAMILIES if n not in BUILT_IN), key=lambda n: FAMILIES[n].sniff_rank)
+    return list(LOAD_ORDER) + added
+
+
 def formats() -> list[Format]:
     """Every reader :func:`load` tries, in order."""
-    order = list(LOAD_ORDER) + [n for n in FAMILIES if n not in LOAD_ORDER]
-    return [fmt for name in order if name in FAMILIES for fmt in FAMILIES[name].formats()]
+    return [fmt for name in sniff_order() for fmt in FAMILIES[name].formats()]
+
+
+def identify(path) -> Format:
+    """The reader :func:`load` uses for ``path`` (its ``name`` says which form
+    the file or directory is: ``tokenforge inspect`` prints it)."""
+    return identify_kind(path, formats())
 
 
 def load(path):
     """Load any tokenizer file or directory tokenforge writes (or imports)."""
-    p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"no such file or directory: {p}")
-    head = b""
-    if p.is_file():
-        with open(p, "rb") as f:
-            head = f.read(4096)
-    known = formats()
-    for fmt in known:
-        try:
-            ok = fmt.sniff(p, head)
-        except OSError:
-            ok = False
-        if ok:
-            return fmt.read(p)
-    kinds = ", ".join(f.name for f in known)
-    raise FormatError(f"not a tokenizer file tokenforge recognises (known kinds: {kinds})", path=p)
+    return identify(path).read(Path(path))

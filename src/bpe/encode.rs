@@ -32,9 +32,11 @@ use super::fast::{
     spill_hash, LongCache, LongKey, PairTable, PieceCache, PieceTable, ShortKey, SpillCache, CACHE_ID_LIMIT, CACHE_MAX,
     CACHE_SLOTS, LONG_CACHE_MAX, LONG_CACHE_SLOTS, PIECE_MAX, SPILL_MAX, TABLE_IDS,
 };
+use super::pair::{pack, unpack};
 use super::ranks::{id_limit, id_too_large, token_bytes_error, token_bytes_total, SplitIndex, MAX_TOKEN_BYTES};
-use super::train::{pack, unpack};
 use super::vocab::{CutHashes, Tokens};
+#[cfg(test)]
+use crate::encoder::Encoder;
 use crate::error::{Error, Result};
 use crate::pretok::{Pretokenizer, SCAN_CHUNK};
 use crate::specials::Specials;
@@ -1231,49 +1233,52 @@ impl BpeModel {
             }
         })
     }
-
-    pub fn encode_ordinary(&self, text: &str) -> Result<Vec<u32>> {
-        let mut out = Vec::with_capacity(text.len() / 3 + 1);
-        self.encode_ordinary_into(text, &mut out)?;
-        Ok(out)
-    }
-
-    /// Encode text, turning the text of the specials whose ids are in
-    /// `allowed` into their ids (all specials if `allowed` is None).
-    pub fn encode_with_specials(&self, text: &str, allowed: Option<&[u32]>) -> Result<Vec<u32>> {
-        let mut out = Vec::with_capacity(text.len() / 3 + 1);
-        self.specials.encode_with(text, allowed, &mut out, |t, out| self.encode_ordinary_into(t, out))?;
-        Ok(out)
-    }
-
-    /// The first special token whose text occurs in `text` (and where).
-    pub fn find_special(&self, text: &str) -> Option<(String, usize)> {
-        self.specials.find(text)
-    }
-
-    pub fn decode_bytes(&self, ids: &[u32]) -> Result<Vec<u8>> {
-        let mut out = Vec::with_capacity(ids.len() * 4);
-        for (i, &id) in ids.iter().enumerate() {
-            match self.id_bytes(id) {
-                Some(b) => out.extend_from_slice(b),
-                None => {
-                    return Err(Error::Invalid(format!(
-                        "token id {id} (at position {i}) is not in the vocabulary of {} ids",
-                        self.vocab_size
-                    )))
-                }
-            }
-        }
-        Ok(out)
-    }
 }
+
+// encode_ordinary, encode_with_specials, find_special, decode_bytes and the
+// batches: the encoder seam's default methods (crate::encoder), over the above.
+crate::encoder::impl_encoder!(BpeModel);
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::bpe::train::{train_texts, TieBreak};
+    use crate::encoder::{check_encoder, chunk_bounds, chunk_target};
     use crate::pretok::GPT4_PATTERN;
     use proptest::prelude::*;
+
+    #[test]
+    fn meets_the_encoder_seam() {
+        let merges = [(104, 101, 256), (108, 108, 257), (256, 257, 258)];
+        let bpe = BpeModel::new(&ident(), &merges, vec![("<|x|>".into(), 259)], Pretokenizer::Whole, MergeRule::Pairs)
+            .unwrap();
+        check_encoder(&bpe, "<|x|>", 259);
+    }
+
+    /// Many chunks on two threads (the parallel copy), one chunk on one
+    /// thread (no copy), empty texts and an empty batch: all equal one by one.
+    #[test]
+    fn flat_batches_on_one_and_two_threads() {
+        let merges = [(104, 101, 256), (108, 108, 257), (256, 257, 258)];
+        let bpe = BpeModel::new(&ident(), &merges, vec![], Pretokenizer::Whole, MergeRule::Pairs).unwrap();
+        let texts: Vec<String> =
+            (0..3000).map(|i| if i % 7 == 0 { String::new() } else { "hello ".repeat(i % 50) }).collect();
+        let one: Vec<Vec<u32>> = texts.iter().map(|t| bpe.encode_ordinary(t).unwrap()).collect();
+        for threads in [1, 2, 3] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let (flat, offsets) = pool.install(|| bpe.encode_batch_flat(&texts, false, None)).unwrap();
+            assert_eq!(offsets.len(), texts.len() + 1);
+            assert_eq!(offsets[0], 0);
+            assert_eq!(*offsets.last().unwrap() as usize, flat.len());
+            for (i, ids) in one.iter().enumerate() {
+                assert_eq!(&flat[offsets[i] as usize..offsets[i + 1] as usize], &ids[..]);
+            }
+            let (flat, offsets) = pool.install(|| bpe.encode_batch_flat::<&str>(&[], false, None)).unwrap();
+            assert!(flat.is_empty());
+            assert_eq!(offsets, vec![0]);
+        }
+        assert!(chunk_bounds(&texts, chunk_target(300_000, 2)).len() > 3);
+    }
 
     fn ident() -> [u32; 256] {
         let mut b = [0u32; 256];

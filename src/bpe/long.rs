@@ -43,7 +43,7 @@ use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::train::pack;
+use super::pair::pack;
 use super::vocab::Tokens;
 
 pub(crate) const NO_RANK: u32 = u32::MAX;

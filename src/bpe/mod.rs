@@ -4,6 +4,7 @@ pub mod heap;
 pub mod hfjson;
 pub mod layout;
 pub mod long;
+pub mod pair;
 pub mod parity;
 pub mod ranks;
 pub mod tfjson;

@@ -44,6 +44,7 @@ use std::time::Instant;
 
 use super::encode::{BpeModel, MergeRule};
 use super::heap::Heap;
+use super::pair::{pack, unpack};
 use super::parity::{Measure, Parity, GLOBAL};
 use crate::error::{Error, Result};
 use crate::pretok::Pretokenizer;
@@ -76,16 +77,6 @@ const HEAP_SLACK: usize = 2;
 const NO_POS: u32 = u32::MAX;
 /// The language of an occurrence that changes no language's training count.
 const NO_LANG: u32 = u32::MAX;
-
-#[inline(always)]
-pub fn pack(a: u32, b: u32) -> u64 {
-    ((a as u64) << 32) | b as u64
-}
-
-#[inline(always)]
-pub fn unpack(p: u64) -> (u32, u32) {
-    ((p >> 32) as u32, p as u32)
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TieBreak {

@@ -9,6 +9,8 @@
 use std::sync::Arc;
 
 use super::trie::ByteTrie;
+#[cfg(test)]
+use crate::encoder::Encoder;
 use crate::error::{Error, Result};
 use crate::pretok::Pretokenizer;
 use crate::specials::Specials;
@@ -97,25 +99,6 @@ impl Lz78Model {
         }
     }
 
-    pub fn encode_ordinary(&self, text: &str) -> Result<Vec<u32>> {
-        let mut out = Vec::with_capacity(text.len() / 3 + 1);
-        self.encode_ordinary_into(text, &mut out)?;
-        Ok(out)
-    }
-
-    /// Encode, turning the text of the specials whose ids are in `allowed`
-    /// (all if None) into their ids; the longest special wins at a position.
-    pub fn encode_with_specials(&self, text: &str, allowed: Option<&[u32]>) -> Result<Vec<u32>> {
-        let mut out = Vec::with_capacity(text.len() / 3 + 1);
-        self.specials.encode_with(text, allowed, &mut out, |t, out| self.encode_ordinary_into(t, out))?;
-        Ok(out)
-    }
-
-    /// The first special token whose text occurs in `text` (and where).
-    pub fn find_special(&self, text: &str) -> Option<(String, usize)> {
-        self.specials.find(text)
-    }
-
     pub fn id_bytes(&self, id: u32) -> Option<&[u8]> {
         if id == 0 {
             return Some(&[]);
@@ -128,29 +111,25 @@ impl Lz78Model {
         let first_special = self.n as usize + 257;
         self.tokens.iter().enumerate().map(|(i, t)| if i >= first_special { 0 } else { t.len() as i32 }).collect()
     }
-
-    /// Decode ids; id 0 (padding) decodes to nothing.
-    pub fn decode_bytes(&self, ids: &[u32]) -> Result<Vec<u8>> {
-        let mut out = Vec::with_capacity(ids.len() * 4);
-        for (i, &id) in ids.iter().enumerate() {
-            match self.id_bytes(id) {
-                Some(b) => out.extend_from_slice(b),
-                None => {
-                    return Err(Error::Invalid(format!(
-                        "token id {id} (at position {i}) is not in the vocabulary of {} ids",
-                        self.tokens.len()
-                    )))
-                }
-            }
-        }
-        Ok(out)
-    }
 }
+
+// encode_ordinary, encode_with_specials (the longest special wins at a
+// position), find_special, decode_bytes (id 0, padding, decodes to nothing:
+// its bytes are empty) and the batches: the encoder seam's default methods
+// (crate::encoder), over the above.
+crate::encoder::impl_encoder!(Lz78Model);
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn meets_the_encoder_seam() {
+        let outputs: Vec<String> = ["he", "ll", "o", "abc"].iter().map(|s| s.to_string()).collect();
+        let lz = Lz78Model::new(&outputs, vec![("<|x|>".into(), 4 + 257)], Pretokenizer::Whole).unwrap();
+        crate::encoder::check_encoder(&lz, "<|x|>", 4 + 257);
+    }
 
     fn seed() -> Lz78Model {
         let outs: Vec<String> = ["h", "e", "he", "hel", "hell", "hello"].iter().map(|s| s.to_string()).collect();

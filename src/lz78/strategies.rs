@@ -18,7 +18,7 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use super::trie::{ByteTrie, CharTrie, NONE};
-use super::usage::PoolTrie;
+use super::usage::{groups, PoolTrie};
 use super::{DictEntry, Dictionary};
 use crate::error::{Error, Result};
 use crate::pretok::Pretokenizer;
@@ -352,53 +352,6 @@ pub fn frequency_gated(builder: OnlineBuilder) -> Dictionary {
 // usage counting
 // ---------------------------------------------------------------------------
 
-/// Contiguous groups of about equal bytes for the parallel passes.
-fn groups<T: AsRef<[u8]>>(chunks: &[(T, u64)]) -> Vec<&[(T, u64)]> {
-    let parts = (rayon::current_num_threads() * 4).max(1);
-    let total: usize = chunks.iter().map(|c| c.0.as_ref().len()).sum();
-    let target = total / parts + 1;
-    let mut out = Vec::new();
-    let (mut start, mut acc) = (0, 0);
-    for (i, c) in chunks.iter().enumerate() {
-        acc += c.0.as_ref().len();
-        if acc >= target {
-            out.push(&chunks[start..=i]);
-            start = i + 1;
-            acc = 0;
-        }
-    }
-    if start < chunks.len() {
-        out.push(&chunks[start..]);
-    }
-    out
-}
-
-/// How often each id is emitted by greedy longest match over the chunks
-/// (weighted by their counts; in any order). `counts[id]`, length `n_ids`.
-pub fn usage_counts<T: AsRef<[u8]> + Sync>(trie: &ByteTrie, chunks: &[(T, u64)], n_ids: usize) -> Vec<u64> {
-    let parts: Vec<Vec<u64>> = groups(chunks)
-        .par_iter()
-        .map(|g| {
-            let mut c = vec![0u64; n_ids];
-            for (s, w) in g.iter() {
-                trie.parse(s.as_ref(), NONE, |_, _, id| {
-                    if id != NONE {
-                        c[id as usize] += *w;
-                    }
-                });
-            }
-            c
-        })
-        .collect();
-    let mut total = vec![0u64; n_ids];
-    for p in parts {
-        for (t, x) in total.iter_mut().zip(p) {
-            *t += x;
-        }
-    }
-    total
-}
-
 /// Total tokens (byte fallbacks included) of greedy longest match.
 pub fn total_tokens(trie: &ByteTrie, chunks: &Chunks) -> u64 {
     groups(chunks)
@@ -428,7 +381,7 @@ pub fn round_target(pool: usize, n: usize, r: u32, rounds: u32) -> usize {
 /// outputs this round (`mask[code]`, pool entries + 1 long), it returns how
 /// often greedy longest match over the corpus's chunks emits each code (the
 /// others are pass-through prefixes), weighted by the chunk counts: what
-/// [`usage_counts`] gives over the chunks here ([`local_usage`]), or what a
+/// [`usage_counts`](super::usage::usage_counts) gives over the chunks here ([`local_usage`]), or what a
 /// cluster's workers give, each over its own chunks, summed.
 pub type UsageFn<'a> = dyn FnMut(&[bool]) -> Result<Vec<u64>> + 'a;
 

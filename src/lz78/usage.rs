@@ -21,13 +21,62 @@
 //! either way the longest output match is the one a trie without it finds).
 //!
 //! Not handled: moving chunk counters (the caller keeps them where they were
-//! counted) and the rules that pick a round's mask (`super::strategies`).
+//! counted) and the rules that pick a round's mask (`super::strategies`, which
+//! uses this module's [`groups`], never the other way round).
 
-use super::strategies::usage_counts;
-use super::trie::ByteTrie;
+use rayon::prelude::*;
+
+use super::trie::{ByteTrie, NONE};
 use super::Dictionary;
 use crate::error::{Error, Result};
 use crate::transport::{Kind, Reader, Writer};
+
+/// Contiguous groups of about equal bytes for the parallel passes.
+pub fn groups<T: AsRef<[u8]>>(chunks: &[(T, u64)]) -> Vec<&[(T, u64)]> {
+    let parts = (rayon::current_num_threads() * 4).max(1);
+    let total: usize = chunks.iter().map(|c| c.0.as_ref().len()).sum();
+    let target = total / parts + 1;
+    let mut out = Vec::new();
+    let (mut start, mut acc) = (0, 0);
+    for (i, c) in chunks.iter().enumerate() {
+        acc += c.0.as_ref().len();
+        if acc >= target {
+            out.push(&chunks[start..=i]);
+            start = i + 1;
+            acc = 0;
+        }
+    }
+    if start < chunks.len() {
+        out.push(&chunks[start..]);
+    }
+    out
+}
+
+/// How often each id is emitted by greedy longest match over the chunks
+/// (weighted by their counts; in any order). `counts[id]`, length `n_ids`.
+pub fn usage_counts<T: AsRef<[u8]> + Sync>(trie: &ByteTrie, chunks: &[(T, u64)], n_ids: usize) -> Vec<u64> {
+    let parts: Vec<Vec<u64>> = groups(chunks)
+        .par_iter()
+        .map(|g| {
+            let mut c = vec![0u64; n_ids];
+            for (s, w) in g.iter() {
+                trie.parse(s.as_ref(), NONE, |_, _, id| {
+                    if id != NONE {
+                        c[id as usize] += *w;
+                    }
+                });
+            }
+            c
+        })
+        .collect();
+    let mut total = vec![0u64; n_ids];
+    for p in parts {
+        for (t, x) in total.iter_mut().zip(p) {
+            *t += x;
+        }
+    }
+    total
+}
 
 /// Greedy-parse usage per pool code; `merge` sums.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

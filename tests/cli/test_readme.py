@@ -4,8 +4,9 @@ Every fenced block of README.md is found and, in README order, in one
 temporary working directory that holds tiny fixtures under the names the
 README uses (``corpus.jsonl.zst``, ``data/*.jsonl``, ``heldout.txt``, ...):
 
-* ```python blocks are executed (with :data:`PYTHON_NAMES` defined, e.g.
-  ``texts``). A top-level expression whose comment is a Python literal,
+* ```python blocks are executed as written, each on its own as a script
+  would run it (a fresh namespace, ``__name__ == "__main__"``: a block must
+  define every name it uses). A top-level expression whose comment is a Python literal,
   optionally followed by ``:`` and prose (``tok.decode(ids)  # 'Hello, world!'``),
   must evaluate to that literal.
 * ```bash blocks are split into commands (``\\`` continuations joined,
@@ -103,8 +104,8 @@ def _sample_documents(n_bytes: int) -> list[str]:
     return [d for d in iter_default_corpus(max_bytes=n_bytes) if d.strip()]
 
 
-def make_fixtures(root: Path) -> dict:
-    """The files and names the README's examples use, all tiny."""
+def make_fixtures(root: Path) -> None:
+    """The files the README's examples name as the user's own, all tiny."""
     import zstandard
 
     from tokenforge import BPETokenizer
@@ -134,18 +135,12 @@ def make_fixtures(root: Path) -> dict:
     (root / "train.txt").write_text("<|endoftext|>".join(train), encoding="utf-8")
     (root / "in.txt").write_bytes("".join(train[:40]).encode("latin-1", errors="replace"))
     small = BPETokenizer.train_from_iterator(train[:50], 400, special_tokens=None, progress=False)
-    small.save_tiktoken(root / "r.tiktoken")
     # OpenAI's cl100k rank file, as bpe-openai (a dev dependency) ships it: load() recognises it by content
     spec = importlib.util.find_spec("bpe_openai")
     assert spec is not None and spec.submodule_search_locations, "bpe-openai (a dev dependency) is not installed"
     cl100k = Path(next(iter(spec.submodule_search_locations))) / "data" / "cl100k_base.tiktoken.gz"
     (root / "cl100k_base.tiktoken").write_bytes(gzip.decompress(cl100k.read_bytes()))
     small.export_seed003(root)  # bpe_vocab.pkl, bpe_merges.pkl, ... in the working directory
-    return {"texts": train[:200]}
-
-
-#: Names the README's Python blocks use without defining them; filled by make_fixtures.
-PYTHON_NAMES = ("texts",)
 
 
 # ------------------------------------------------------------------ reading the README
@@ -362,17 +357,16 @@ def run_python_block(block: Block, namespace: dict) -> int:
     return checks
 
 
-def run_readme(text: str, root: Path, names: dict) -> dict:
+def run_readme(text: str, root: Path) -> dict:
     """Run every block of ``text`` (a README) in ``root``; a record of what ran and what was excluded."""
     record = {"python_blocks": 0, "literal_checks": 0, "commands": [], "excluded": []}
-    namespace = {"__name__": "__readme__", **names}
     for block in readme_blocks(text):
         where = f"README.md:{block.line}"
         if any(block.lang == lang and re.search(rx, block.text.split("\n")[0]) for lang, rx, _ in EXCLUDED_BLOCKS):
             record["excluded"].append((where, block.lang))
             continue
         if block.lang in PYTHON_LANGS:
-            record["literal_checks"] += run_python_block(block, namespace)
+            record["literal_checks"] += run_python_block(block, {"__name__": "__main__"})
             record["python_blocks"] += 1
         elif block.lang in SHELL_LANGS:
             for line, command in shell_commands(block):
@@ -390,9 +384,8 @@ def run_readme(text: str, root: Path, names: dict) -> dict:
 
 def test_readme_commands_run(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    names = make_fixtures(tmp_path)
-    assert set(names) == set(PYTHON_NAMES)
-    record = run_readme(README.read_text(encoding="utf-8"), tmp_path, names)
+    make_fixtures(tmp_path)
+    record = run_readme(README.read_text(encoding="utf-8"), tmp_path)
     # the README has Python and shell examples, and they were run, not skipped
     assert record["python_blocks"] >= 1 and record["literal_checks"] >= 2
     assert len(record["commands"]) >= 8
@@ -412,8 +405,8 @@ def test_blocks_neither_run_nor_excluded_fail(tmp_path, monkeypatch):
         ("```\nplain\n```\n", "neither run nor excluded"),
     ):
         with pytest.raises(pytest.fail.Exception, match=message):
-            run_readme(text, tmp_path, {})
-    assert run_readme("```bash\nmake test   # all\n```\n", tmp_path, {})["excluded"] == [
+            run_readme(text, tmp_path)
+    assert run_readme("```bash\nmake test   # all\n```\n", tmp_path)["excluded"] == [
         ("README.md:2", "make test   # all")
     ]
     for line in (
@@ -431,15 +424,14 @@ def test_blocks_neither_run_nor_excluded_fail(tmp_path, monkeypatch):
 def test_drifting_examples_fail(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(AssertionError, match="README says"):
-        run_readme("```python\nlen('abc')   # 4\n```\n", tmp_path, {})
+        run_readme("```python\nlen('abc')   # 4\n```\n", tmp_path)
     with pytest.raises(AssertionError, match="exited with 3"):
-        run_readme("```bash\ntokenforge decode no/such/tok 1 2 3\n```\n", tmp_path, {})
+        run_readme("```bash\ntokenforge decode no/such/tok 1 2 3\n```\n", tmp_path)
     with pytest.raises(AssertionError, match="exited with 2"):  # argparse refuses an option the CLI lacks
-        run_readme("```bash\ntokenforge inspect x --no-such-option\n```\n", tmp_path, {})
+        run_readme("```bash\ntokenforge inspect x --no-such-option\n```\n", tmp_path)
     record = run_readme(
         "```python\nx = 2\nx + 1   # 3: prose after a colon is fine\nx   # a comment, not a literal\n```\n",
         tmp_path,
-        {},
     )
     assert record["literal_checks"] == 1
 
@@ -469,6 +461,6 @@ def test_parser_handles_continuations_comments_and_globs(tmp_path, monkeypatch):
 def test_python_entry_points(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     record = run_readme(
-        "```bash\npython -m tokenforge encode --help\npython3 scripts/lz78_tok_train.py --help\n```\n", tmp_path, {}
+        "```bash\npython -m tokenforge encode --help\npython3 scripts/lz78_tok_train.py --help\n```\n", tmp_path
     )
     assert record["commands"] == ["python -m tokenforge encode --help", "python3 scripts/lz78_tok_train.py --help"]

@@ -22,7 +22,7 @@ from tokenforge import registry
 from tokenforge.errors import ChecksumError, CorpusError, FormatError, TokenforgeError, VersionError
 from toy_family import TOY, CharTokenizer
 
-BUILT_IN = ["bpe", "lz78", "mixedgram", "growing"]
+BUILT_IN = list(registry.BUILT_IN)
 DOCS = [f"Document {i}: the quick brown fox jumps over the lazy dog; café, naïve, 日本 {i}\n" for i in range(60)]
 PROBES = ["", "hello world", "ünïcödé 🙂 日本語 \t\n", "\ud800 lone surrogate", "<|bos|> stays text"]
 
@@ -44,6 +44,9 @@ def test_registers_through_the_seam_and_is_gone_afterwards(toy):
     assert registry.family("toy") is toy and toy.cls is CharTokenizer
     assert registry.family_of(CharTokenizer(["a"])) is toy
     assert registry.formats()[-1].name == "tokenforge-toy-chars"  # after every built-in sniffer
+    # load order: the toy ranks 0, lower than any built-in family, and still comes after them all
+    assert toy.sniff_rank < min(registry.FAMILIES[n].sniff_rank for n in BUILT_IN)
+    assert registry.sniff_order() == [*registry.LOAD_ORDER, "toy"]
     with pytest.raises(TokenforgeError, match="already registered"):
         registry.register(TOY)
     with pytest.raises(TokenforgeError, match="built-in"):
@@ -58,6 +61,9 @@ def test_registry_refuses_names_a_spec_cannot_hold():
             registry.register(dataclasses.replace(TOY, name=bad))
     with pytest.raises(TokenforgeError, match="no registered family"):
         registry.unregister("toy")
+    # a family's CLI is a module the command line imports by name, not a callable the registry runs
+    with pytest.raises(TypeError, match="cli must be the name of a module with add_parser"):
+        registry.register(dataclasses.replace(TOY, cli=lambda subparsers: None))
     assert list(registry.FAMILIES) == BUILT_IN
 
 
@@ -158,6 +164,16 @@ def test_runs_through_compare(toy, tmp_path):
     assert rows["toy @300"]["metrics"]["tokens"] < rows["toy @270"]["metrics"]["tokens"]
     assert rows["toy @300"]["metrics"]["bytes_per_token"] > 1.0
     assert (out / "report.md").is_file() and "toy @300" in (out / "report.md").read_text()
+    # the record's report rule: its measurement in each of its rows, its table in the report
+    # (characters with an id + those without = the training text's distinct characters, in every row)
+    seen = {r["toy"]["chars"] + r["toy"]["missing"] for r in rows.values()}
+    assert len(seen) == 1 and seen.pop() > 43
+    assert rows["toy:min_count=1000:special_tokens=None @300"]["toy"]["chars"] == 0
+    assert rows["toy @300"]["toy"]["chars"] == 43 and rows["toy @270"]["toy"]["chars"] == 13
+    md = (out / "report.md").read_text()
+    missing = rows["toy @300"]["toy"]["missing"]
+    assert "## Toy character tables" in md and f"| toy @300 | 43 | {missing} |" in md
+    assert "<h2>Toy character tables</h2>" in (out / "report.html").read_text()
     # the trained tokenizers were cached in the toy's own format and are reused (loaded by the sniffer)
     again = run_compare(opts)
     assert all(r["reused"] for r in again["rows"])
@@ -205,6 +221,35 @@ def test_cli_shards_and_fingerprint_read_the_record(toy, tmp_path, capsys):
     assert shards.index["tokenizer"]["fingerprint"] == tokenizer_fingerprint(tok)
     other = CharTokenizer.train_from_iterator(DOCS, 299)
     assert tokenizer_fingerprint(other) != tokenizer_fingerprint(tok)
+
+
+def test_playground_shows_the_record_s_detail(toy):
+    from starlette.testclient import TestClient
+
+    from tokenforge.serve import create_app
+
+    tok = CharTokenizer.train_from_iterator(DOCS, 300)
+    with TestClient(create_app({"toy": tok})) as c:
+        listing = c.get("/api/tokenizers").json()["tokenizers"]
+        assert listing == [{"name": "toy", "family": "toy", "vocab_size": 300, "encoding": "utf-8", "chunking": None}]
+        out = c.post("/api/encode", json={"tokenizer": "toy", "text": " e\u00e9\U0001f642<|bos|>", "details": True})
+    assert out.status_code == 200, out.text
+    body = out.json()
+    details = body["details"]
+    space, e = tok._ids[" "], tok._ids["e"]
+    assert details[str(space)] == {"rank": 0} and details[str(e)] == {"rank": e}
+    emoji = tok.encode("\U0001f642")  # not in the table: its four UTF-8 bytes
+    assert [details[str(i)] for i in emoji] == [{"byte": b} for b in "\U0001f642".encode()]
+    assert body["ids"][-1] != tok.special_tokens["<|bos|>"]  # the playground encodes specials as text
+
+
+def test_playground_detail_is_empty_without_the_record():
+    from tokenforge.eval.pieces import TokenInfo
+
+    tok = CharTokenizer.train_from_iterator(DOCS, 300)
+    info = TokenInfo(tok)  # not registered: no detail hook, text in UTF-8
+    assert info.detail(0) == {} and info.encoding == "utf-8"
+    assert info.detail(tok.special_tokens["<|bos|>"]) == {"special": "<|bos|>"}
 
 
 def test_cli_without_the_record_has_no_toy_command():

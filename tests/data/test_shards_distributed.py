@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import tokenforge
+from tokenforge import registry
 from tokenforge.cluster import LocalRunner
 from tokenforge.data import shards as shards_cluster  # (the cluster path's section of shards)
 from tokenforge.data.shards import INDEX_FILE, ShardError, ShardSet, pretokenize
@@ -63,7 +64,7 @@ def _train(family: str):
         return tokenforge.GrowingBPETokenizer.train_from_iterator(DOCS, 300)
 
 
-FAMILIES = ["bpe", "lz78", "mixedgram", "growing"]
+FAMILIES = list(registry.BUILT_IN)
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from serve_helpers import LiveServer, small_tokenizers
+from tokenforge import registry
 from tokenforge.serve import body_limit, create_app, piece_bytes
 
 MAX_TEXT = 2000
@@ -48,7 +49,7 @@ def test_listing(client, toks):
         assert t["vocab_size"] == tok.vocab_size
         assert t["encoding"] == ("latin-1" if tok.family == "mixedgram" else "utf-8")
         assert t["chunking"] == (tok.chunking if tok.family == "lz78" else None)
-    assert {t["family"] for t in listing["tokenizers"]} == {"bpe", "lz78", "mixedgram", "growing"}
+    assert {t["family"] for t in listing["tokenizers"]} == set(registry.BUILT_IN)
 
 
 @pytest.mark.parametrize("text", TEXTS)

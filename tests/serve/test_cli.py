@@ -6,6 +6,7 @@ import uvicorn
 from starlette.testclient import TestClient
 
 import tokenforge.serve
+from tokenforge import registry
 from tokenforge.cli.main import main
 
 
@@ -49,7 +50,7 @@ def test_without_files_trains_every_family(served, monkeypatch, capsys):
     assert "training bpe @512 (1/5)" in out and "training growing @512 (5/5)" in out
     with TestClient(app) as c:
         fams = {t["family"] for t in c.get("/api/tokenizers").json()["tokenizers"]}
-    assert fams == {"bpe", "lz78", "mixedgram", "growing"}
+    assert fams == set(registry.BUILT_IN)
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,9 @@ import argparse
 import shlex
 import sys
 
+from ..registry import DEFAULT_SPEC, FAMILIES
+from .kit import EXIT_INTERRUPTED
+
 
 def _ints(text: str) -> list[int]:
     try:
@@ -100,8 +103,8 @@ def add_arguments(p) -> None:
     )
     p.add_argument(
         "--families",
-        default="bpe",
-        help="comma-separated specs: bpe, lz78:<strategy>[:nochunk], lz78:all, mixedgram, growing[:rounds=N]",
+        default=DEFAULT_SPEC,
+        help="comma-separated specs: " + ", ".join(f.spec.synopsis or f.name for f in FAMILIES.values()),
     )
     p.add_argument(
         "--vocab-sizes", default="8192", type=_checked(_ints), help="comma-separated vocabulary sizes (default 8192)"
@@ -201,7 +204,7 @@ def options_from_args(args, command: str):
 
 def cmd_compare(args) -> int:
     from ..eval.compare import run_compare
-    from .main import check_inputs
+    from .kit import check_inputs
 
     check_inputs(args.corpus)  # a missing corpus file is the OS-class error (exit 3), as in every command
     opts = options_from_args(args, _rebuild_command(args))
@@ -213,7 +216,7 @@ def cmd_compare(args) -> int:
             "trained tokenizers and pretokenized shards are kept there and the same command reuses them",
             file=sys.stderr,
         )
-        return 130  # cli.main.EXIT_INTERRUPTED (cli.main imports this module)
+        return EXIT_INTERRUPTED
     print(f"report: {opts.out}/report.html and {opts.out}/report.md ({len(results['rows'])} tokenizers)")
     return 0
 
@@ -227,7 +230,7 @@ def _rebuild_command(args) -> str:
         parts += ["--parity-dev", x]
     defaults = {
         "reference_lang": "en",
-        "families": "bpe",
+        "families": DEFAULT_SPEC,
         "vocab_sizes": "8192",
         "train_mb": None,
         "eval_mb": 2.0,

@@ -21,6 +21,8 @@ import sys
 import time
 from pathlib import Path
 
+from ..registry import DEMO_SPECS
+
 
 def _split(docs):
     train, held = [], []
@@ -106,7 +108,7 @@ def run_demo(args) -> int:
 
 
 #: what the comparison part compares (families this tokenforge lacks are skipped)
-DEMO_FAMILIES = "bpe,lz78:frequency_gated,lz78:frequency_gated:nochunk,mixedgram,growing"
+DEMO_FAMILIES = DEMO_SPECS  # each built-in family's record says its own
 DEMO_VOCAB_SIZES = [1024, 4096, 8192]
 DEMO_BPB_VOCAB = 4096
 DEMO_TRAIN_MB = 4.0

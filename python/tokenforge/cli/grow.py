@@ -59,7 +59,7 @@ def cmd_learn(args) -> int:
     if args.vocab_size is not None:
         tok.vocab_size = args.vocab_size
     corpus = [Path(p) for p in args.corpus]
-    from .main import check_inputs
+    from .kit import check_inputs
 
     check_inputs(corpus)
     if tok.is_full:
@@ -239,9 +239,9 @@ def _add_commands(p: argparse.ArgumentParser) -> None:
     learn.add_argument("--vocab-size", type=int, default=None, help="set the declared maximum number of ids")
     learn.add_argument("--threads", type=int, default=None, help="threads for counting (default: all cores)")
     learn.add_argument("--text-field", default="text", help="JSON/parquet field holding the text (default: text)")
-    from .main import _scheduler_arg
+    from .kit import scheduler_arg
 
-    _scheduler_arg(learn, "count the corpus")
+    scheduler_arg(learn, "count the corpus")
     learn.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     learn.set_defaults(func=cmd_learn)
 
@@ -283,7 +283,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    from .main import ArgumentParser, exit_codes_epilog, run_command
+    from .kit import ArgumentParser, exit_codes_epilog, run_command
 
     p = ArgumentParser(
         prog="python -m tokenforge.cli.grow", description=__doc__.split("\n\n")[0], epilog=exit_codes_epilog()

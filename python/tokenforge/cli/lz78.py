@@ -31,8 +31,6 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-import numpy as np
-
 from ..errors import TokenforgeError
 
 __all__ = ["add_parser", "main_train", "main_setup", "main_pretokenize"]
@@ -62,12 +60,14 @@ def _param(value: str) -> tuple[str, object]:
 
 
 def _train_args(p: argparse.ArgumentParser) -> None:
-    from ..lz78 import STRATEGIES
+    # the record's copy of lz78.STRATEGIES (a test keeps them equal): building the
+    # parser (--help) imports neither the family nor numpy
+    from ..registry import LZ78_STRATEGIES
 
     p.add_argument(
         "--strategy",
         default="frequency_gated",
-        choices=STRATEGIES,
+        choices=LZ78_STRATEGIES,
         help="training strategy (default: frequency_gated, as the seed)",
     )
     p.add_argument("--vocab_size", type=int, default=32768, help="total ids, specials included (default 32768)")
@@ -193,7 +193,7 @@ def _corpus(inputs, text_field: str, max_chars: int | None = None):
         docs = iter_default_corpus()
     else:
         paths = [Path(p) for p in inputs]
-        from .main import check_inputs
+        from .kit import check_inputs
 
         check_inputs(paths)
         docs = iter_documents(paths, text_field=text_field)
@@ -221,7 +221,7 @@ def cmd_train(args) -> int:
     out = Path(args.output or f"lz78_{args.strategy}_{args.vocab_size}.tsv")
     t0 = time.perf_counter()
     if args.scheduler:
-        from .main import check_inputs
+        from .kit import check_inputs
 
         if args.max_chars is not None:
             raise TokenforgeError("--max_chars cannot be used with --scheduler (the workers read whole files)")
@@ -312,6 +312,8 @@ def cmd_setup(args) -> int:
         _compact(tok, _corpus(args.input, args.text_field))
     out = Path(args.output_dir) if args.output_dir else tsv.parent / "tokenizer"
     tok.save(out)
+    import numpy as np
+
     from ..formats.atomic import atomic_open
 
     with atomic_open(out / "token_bytes.npy", "wb") as f:
@@ -330,7 +332,8 @@ def _load_tokenizer(path):
 
 
 def cmd_pretokenize(args) -> int:
-    from .main import check_inputs, pretokenize_and_report
+    from .kit import check_inputs
+    from .pretokenize import pretokenize_and_report
 
     tok = _load_tokenizer(args.tokenizer)
     corpus: Iterable[Path] | Iterable[str]
@@ -375,7 +378,7 @@ def add_parser(subparsers) -> None:
 
 
 def _run(build, func, argv, prog: str) -> int:
-    from .main import ArgumentParser, exit_codes_epilog, run_command  # both option spellings, one error handler
+    from .kit import ArgumentParser, exit_codes_epilog, run_command  # both option spellings, one error handler
 
     p = ArgumentParser(prog=prog, epilog=exit_codes_epilog())
     build(p)

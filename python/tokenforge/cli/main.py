@@ -8,15 +8,17 @@
     tokenforge reseal FILE...                            accept a deliberate edit of a file of ours
 
 Families add their own subcommands (``tokenforge lz78 ...``, ``tokenforge
-mixedgram ...``, ``tokenforge grow ...``) through the CLI hook of their record
-in :mod:`tokenforge.registry`; an import error there is an error, never a
-missing subcommand.
+mixedgram ...``, ``tokenforge grow ...``): the record of each family in
+:mod:`tokenforge.registry` names its CLI module, whose ``add_parser`` this
+module calls; an import error there is an error, never a missing subcommand.
 
 Every multi-word option takes both spellings, ``--vocab-size`` and
-``--vocab_size`` (:class:`ArgumentParser`, which every subcommand's parser and
-the seed scripts' parsers are). Every command runs through :func:`run_command`:
-a user error is one line on stderr and a documented exit status
-(:data:`EXIT_CODES`); a closed pipe (``| head``) ends quietly.
+``--vocab_size`` (:class:`~tokenforge.cli.kit.ArgumentParser`, which every
+subcommand's parser and the seed scripts' parsers are). Every command runs
+through :func:`~tokenforge.cli.kit.run_command`: a user error is one line on
+stderr and a documented exit status (:data:`~tokenforge.cli.kit.EXIT_CODES`);
+a closed pipe (``| head``) ends quietly. Those live in :mod:`tokenforge.cli.kit`,
+which the family subcommands import too.
 
 Not handled: abbreviations of an option in its other spelling (``--vocab_s``);
 errors that are bugs (anything not listed in :data:`EXIT_CODES`) keep their
@@ -26,178 +28,33 @@ traceback, so they can be reported.
 from __future__ import annotations
 
 import argparse
-import errno
+import importlib
 import json
-import os
 import sys
 import time
-import warnings
 from pathlib import Path
-
-import numpy as np
 
 from ..errors import TokenforgeError
 from ..registry import FAMILIES
 from . import compare as _compare_cli
 from . import serve as _serve_cli
+from .kit import (  # noqa: F401  (the kit's names stay importable from tokenforge.cli.main)
+    EXIT_BROKEN_PIPE,
+    EXIT_CODES,
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_OS,
+    EXIT_USAGE,
+    ArgumentParser,
+    check_inputs,
+    exit_codes_epilog,
+    read_utf8,
+    run_command,
+    scheduler_arg,
+)
+from .pretokenize import pretokenize_and_report
 from .stats import inspect_lines, vocabulary_stats  # noqa: F401  (tokenforge.cli.main.vocabulary_stats stays)
-
-# ---------------------------------------------------------------------------
-# one parser class and one error handler for every command and script
-# ---------------------------------------------------------------------------
-EXIT_OK = 0
-EXIT_ERROR = 1  # bad input or settings: a TokenforgeError (bad file, bad value, refused sync, ...), bad text
-EXIT_USAGE = 2  # the command line itself (argparse: unknown option, missing argument, bad number)
-EXIT_OS = 3  # the system refused: no such file, permission denied, read-only file system, disk full
-EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
-EXIT_BROKEN_PIPE = 141  # the reader of our output went away (128 + SIGPIPE); nothing is printed
-
-#: what ``tokenforge --help`` and the README say
-EXIT_CODES = {
-    EXIT_OK: "success",
-    EXIT_ERROR: "error in the input or settings (bad file, bad value, refused sync); one line on stderr",
-    EXIT_USAGE: "bad command line (unknown option, missing argument)",
-    EXIT_OS: "the system refused (no such file, permission denied, read-only, disk full); one line on stderr",
-    EXIT_INTERRUPTED: "interrupted (Ctrl-C); nothing half-written is left",
-    EXIT_BROKEN_PIPE: "the output pipe was closed (e.g. | head); nothing printed",
-}
-
-
-def exit_codes_epilog() -> str:
-    lines = ["options with several words take - or _ alike (--vocab-size = --vocab_size).", "", "exit status:"]
-    lines += [f"  {code:<4} {text}" for code, text in EXIT_CODES.items()]
-    return "\n".join(lines)
-
-
-class _EpilogFormatter(argparse.HelpFormatter):
-    def _fill_text(self, text, width, indent):
-        if "\n" in text:  # a preformatted block (the epilog)
-            return "".join(indent + line for line in text.splitlines(keepends=True))
-        return super()._fill_text(text, width, indent)
-
-
-class ArgumentParser(argparse.ArgumentParser):
-    """argparse's parser, accepting both spellings of every multi-word option.
-
-    ``--vocab_size`` and ``--vocab-size`` are the same option whichever one was
-    registered: before parsing, a ``--long_option`` (or ``--long-option``,
-    with or without ``=value``) that this parser does not know is rewritten to
-    the other spelling when that one is known. Subparsers are of this class
-    too (argparse makes them of the parent's class), so every subcommand and
-    every option added later gets this without registering anything twice;
-    ``--help`` shows the registered spelling.
-    """
-
-    def __init__(self, *args, **kwargs):
-        if kwargs.get("epilog"):  # the exit-status table keeps its lines; descriptions still wrap
-            kwargs.setdefault("formatter_class", _EpilogFormatter)
-        super().__init__(*args, **kwargs)
-
-    def _respell(self, arg_strings):
-        if arg_strings is None:
-            return None
-        known = self._option_string_actions
-        out = []
-        rest = False
-        for a in arg_strings:
-            if rest or not isinstance(a, str) or not a.startswith("--") or len(a) <= 2:
-                rest = rest or a == "--"
-                out.append(a)
-                continue
-            name, eq, value = a.partition("=")
-            if name not in known:
-                for other in (name[:2] + name[2:].replace("_", "-"), name[:2] + name[2:].replace("-", "_")):
-                    if other != name and other in known:
-                        name = other
-                        break
-            out.append(name + eq + value)
-        return out
-
-    def error(self, message):
-        # one line, as for every other user error (the usage block is one --help away)
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-    def parse_known_args(self, args=None, namespace=None):
-        if args is None:
-            args = sys.argv[1:]
-        return super().parse_known_args(self._respell(list(args)), namespace)
-
-
-def _os_message(e: OSError) -> str:
-    what = e.strerror or str(e)
-    if e.errno == errno.ENOSPC:
-        what = "no space left on device (disk full)"
-    elif e.errno == errno.EROFS:
-        what = "read-only file system"
-    names = [os.fsdecode(x) for x in (e.filename, e.filename2) if x is not None]
-    return f"{what}: {' -> '.join(names)}" if names else what
-
-
-def _quiet_stdout() -> None:
-    # Point stdout at /dev/null so the interpreter's final flush cannot raise again.
-    try:
-        fd = sys.stdout.fileno()
-    except (AttributeError, OSError, ValueError):
-        return
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, fd)
-        os.close(devnull)
-    except OSError:
-        pass
-
-
-def run_command(func, args, prog: str) -> int:
-    """Run one command's function and turn every user error into one line on
-    stderr and an exit status from :data:`EXIT_CODES`. ``TOKENFORGE_TRACEBACK=1``
-    re-raises instead (for bug reports). A warning is one line too
-    (``prog: warning: ...``), not Python's two-line form with a source line."""
-    import warnings
-
-    def one_line(message, category, filename, lineno, line=None):
-        return f"{prog}: warning: {' '.join(str(message).split())}\n"
-
-    shown = warnings.formatwarning  # (the format only: recording warnings, as tests do, still works)
-    warnings.formatwarning = one_line
-    try:
-        code = int(func(args) or 0)
-        sys.stdout.flush()
-        return code
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        _quiet_stdout()
-        return EXIT_BROKEN_PIPE
-    except Exception as e:
-        if os.environ.get("TOKENFORGE_TRACEBACK"):
-            raise
-        if isinstance(e, OSError):
-            if e.errno == errno.EPIPE:
-                _quiet_stdout()
-                return EXIT_BROKEN_PIPE
-            print(f"{prog}: error: {_os_message(e)}", file=sys.stderr)
-            return EXIT_OS
-        if isinstance(e, UnicodeError):
-            print(f"{prog}: error: the input is not valid text ({e})", file=sys.stderr)
-            return EXIT_ERROR
-        if isinstance(e, MemoryError):
-            print(f"{prog}: error: out of memory", file=sys.stderr)
-            return EXIT_ERROR
-        if isinstance(e, (TokenforgeError, ValueError, TypeError)):
-            msg = str(e).strip().splitlines()
-            print(f"{prog}: error: {' '.join(msg) if msg else type(e).__name__}", file=sys.stderr)
-            return EXIT_ERROR
-        raise
-    finally:
-        warnings.formatwarning = shown
-
-
-def check_inputs(paths, what: str = "corpus path") -> None:
-    """A named input that does not exist is the OS-class error (exit 3), whoever notices it first."""
-    for p in paths:
-        if not Path(p).exists():
-            raise FileNotFoundError(errno.ENOENT, f"{what} does not exist", str(p))
 
 
 def _specials_arg(value: str):
@@ -276,6 +133,10 @@ def cmd_train(args) -> int:
     from ..bpe import BPETokenizer
 
     corpus, parity = _train_corpus(args)
+    if args.format == "tokenforge":  # refused before training, not after: -o x.tiktoken wants --format tiktoken
+        from ..formats.suffixes import check_save_suffix
+
+        check_save_suffix(args.output, (".json",), "tokenforge train (pick the file's format with --format)")
     extra = {}
     if parity is not None:
         extra = dict(
@@ -312,46 +173,12 @@ def cmd_train(args) -> int:
         tok.save_tiktoken(out)
     elif args.format == "hf":
         tok.save_hf(out)
+    elif args.format == "nanochat":
+        tok.save_nanochat(out)
+    elif args.format == "transformers":
+        tok.save_pretrained(out)
     mb = tok.data.training.get("corpus_bytes", 0) / 1e6
     print(f"trained {tok!r} on {mb:.1f} MB in {dt:.1f} s; wrote {out}")
-    return 0
-
-
-def pretokenize_and_report(corpus, tok, out: Path, **kwargs) -> int:
-    """:func:`tokenforge.data.shards.pretokenize` with a one-line summary; on
-    Ctrl-C, say what was kept (run again to resume) and exit 130."""
-    from ..data.shards import INDEX_FILE, ShardSet, pretokenize
-
-    t0 = time.perf_counter()
-    try:
-        shards = pretokenize(corpus, tok, out, **kwargs)
-    except KeyboardInterrupt:
-        kept = None
-        if (out / INDEX_FILE).is_file():
-            try:
-                with warnings.catch_warnings():  # (unfinished, as this message says)
-                    warnings.simplefilter("ignore")
-                    kept = ShardSet(out, allow_incomplete=True)
-            except (TokenforgeError, OSError):
-                kept = None
-        if kept is not None and kept.num_shards:
-            print(
-                f"interrupted; kept {kept.num_shards} finished shard(s) ({kept.num_tokens:,} tokens, "
-                f"{kept.num_documents:,} documents) in {out}; run the same command again to resume",
-                file=sys.stderr,
-            )
-        else:
-            print(
-                f"interrupted; no shard was finished (only {out / INDEX_FILE} records the settings); "
-                "run the same command again to start",
-                file=sys.stderr,
-            )
-        return EXIT_INTERRUPTED
-    dt = time.perf_counter() - t0
-    print(
-        f"{shards.num_tokens:,} tokens from {shards.num_documents:,} documents in "
-        f"{shards.num_shards} shards ({shards.dtype.name}) in {out} ({dt:.1f} s)"
-    )
     return 0
 
 
@@ -379,25 +206,6 @@ def cmd_pretokenize(args) -> int:
     )
 
 
-def _scheduler_arg(p, what: str) -> None:
-    p.add_argument(
-        "--scheduler",
-        metavar="ADDR",
-        default=None,
-        help=f"{what} on this Dask cluster (a scheduler address such as tcp://host:8786); the workers read the "
-        "corpus files, at the same paths (or fsspec URLs)",
-    )
-
-
-def read_utf8(path) -> str:
-    """A UTF-8 file's text; invalid bytes are a TokenforgeError naming the file and the byte offset."""
-    data = Path(path).read_bytes()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise TokenforgeError(f"{path}: not UTF-8 text at byte {e.start} ({e.reason})") from None
-
-
 def _read_text(args) -> str:
     if args.file:
         return read_utf8(args.file)
@@ -419,6 +227,8 @@ def cmd_encode(args) -> int:
     text = _read_text(args)
     ids = tok.encode(text, allowed_special="all" if args.allow_special else None)  # None: the tokenizer's policy
     if args.npy:
+        import numpy as np
+
         from ..base import ids_dtype
         from ..formats.atomic import atomic_open
 
@@ -448,6 +258,8 @@ def cmd_decode(args) -> int:
     tok = load(args.tokenizer)
     if args.file:
         if args.file.endswith(".npy"):
+            import numpy as np
+
             ids = np.load(args.file, allow_pickle=False)
         else:
             ids = _parse_ids(read_utf8(args.file), args.file)
@@ -475,11 +287,13 @@ def cmd_decode(args) -> int:
 
 
 def cmd_inspect(args) -> int:
-    from ..registry import load
+    from ..registry import identify
 
-    tok = load(args.tokenizer)
+    form = identify(args.tokenizer)
+    tok = form.read(Path(args.tokenizer))
     text = read_utf8(args.text) if args.text else None
     stats = vocabulary_stats(tok, text, top=args.top)
+    stats["read_as"] = form.name
     if args.json:
         print(json.dumps(stats, indent=2, ensure_ascii=False))
         return 0
@@ -505,6 +319,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = ArgumentParser(
         prog="tokenforge", description="Train, compare and use LM tokenizers.", epilog=exit_codes_epilog()
     )
+    from .._core import __version__
+
+    p.add_argument("-V", "--version", action="version", version=f"tokenforge {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
@@ -537,7 +354,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="invalid UTF-8 or a lone surrogate escape in the corpus: an error naming file and line "
         "(strict, default), U+FFFD (replace) or dropped (ignore)",
     )
-    t.add_argument("--format", default="tokenforge", choices=["tokenforge", "tiktoken", "hf"])
+    t.add_argument(
+        "--format",
+        default="tokenforge",
+        choices=["tokenforge", "tiktoken", "hf", "nanochat", "transformers"],
+        help="tokenforge (default: our file or directory), tiktoken (a .tiktoken rank file), hf (a "
+        "tokenizer.json), nanochat (a directory with tokenizer.pkl and token_bytes.pt), transformers (a "
+        "directory AutoTokenizer.from_pretrained reads, with a chat template)",
+    )
     t.add_argument(
         "--parity",
         action="append",
@@ -589,7 +413,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --parity: the worst language's pair most frequent over all languages among its pairs "
         "within a factor F of its top count (0: off)",
     )
-    _scheduler_arg(t, "count the corpus")
+    scheduler_arg(t, "count the corpus")
     t.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     t.set_defaults(func=cmd_train)
 
@@ -609,7 +433,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     pt.add_argument("--no-bos", action="store_true", help="do not start every document with the BOS id")
     pt.add_argument("--overwrite", action="store_true", help="replace what --output holds instead of resuming")
-    _scheduler_arg(pt, "encode the corpus")
+    scheduler_arg(pt, "encode the corpus")
     pt.add_argument("--partition-mb", type=float, default=None, help="with --scheduler: about this many MB per task")
     pt.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     pt.set_defaults(func=cmd_pretokenize)
@@ -659,9 +483,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("files", nargs="+", metavar="FILE", help="tokenizer or shard index files")
     r.set_defaults(func=cmd_reseal)
 
-    for fam in FAMILIES.values():  # each family's own subcommands (the registry's CLI hook)
+    for fam in FAMILIES.values():  # each family's own subcommands: the module its record names
         if fam.cli is not None:
-            fam.cli(sub)
+            importlib.import_module(fam.cli).add_parser(sub)
     _compare_cli.add_parser(sub)
     _serve_cli.add_parser(sub)
     return p

@@ -6,7 +6,7 @@
 
 The top-level command calls :func:`add_parser` with its subparsers; every
 leaf parser sets ``func``; errors are reported by the top-level command's
-handler (:func:`tokenforge.cli.main.run_command`: one line, documented exit status).
+handler (:func:`tokenforge.cli.kit.run_command`: one line, documented exit status).
 ``python -m tokenforge.cli.mixedgram compress IN OUT`` works on its own too.
 Progress goes to stderr (a bar on a terminal, a line every 10 s otherwise);
 ``--quiet`` turns it off.
@@ -210,7 +210,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    from .main import ArgumentParser, exit_codes_epilog, run_command
+    from .kit import ArgumentParser, exit_codes_epilog, run_command
 
     parser = ArgumentParser(
         prog="python -m tokenforge.cli.mixedgram", description=__doc__.split("\n\n")[0], epilog=exit_codes_epilog()

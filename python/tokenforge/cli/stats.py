@@ -8,13 +8,13 @@ to measure bytes per token on).
 
 from __future__ import annotations
 
-import numpy as np
-
 __all__ = ["vocabulary_stats", "inspect_lines"]
 
 
 def vocabulary_stats(tok, text: str | None = None, top: int = 10) -> dict:
     """Statistics every family can answer through the contract."""
+    import numpy as np  # here, not at import: `tokenforge --help` stays light
+
     tb = tok.token_bytes()
     used = tb > 0
     stats = {
@@ -48,6 +48,7 @@ def vocabulary_stats(tok, text: str | None = None, top: int = 10) -> dict:
 # the generic statistics inspect_lines prints itself; a family's extras that repeat them are left to --json
 _GENERIC_KEYS = {
     "class",
+    "read_as",
     "vocab_size",
     "special_tokens",
     "byte_length_mean",
@@ -88,6 +89,8 @@ def inspect_lines(stats: dict, tok=None, width: int = 100) -> list[str]:
         return f"{v:.3f}" if isinstance(v, float) else str(v)
 
     out = [f"{stats['class']}: {stats['vocab_size']:,} ids ({stats['special_tokens']} special tokens)"]
+    if "read_as" in stats:
+        out.append(f"  read as: {stats['read_as']}")
     bad = stats.get("tokens_not_valid_utf8_alone", 0)
     out.append(
         f"  token bytes: mean {stats['byte_length_mean']:.2f}, max {stats['byte_length_max']}"

@@ -8,6 +8,10 @@ vocabulary size, the special tokens, the byte length of every id, and the ids
 of a fixed probe text (which catches encode-time options a file might not
 record). Saving goes to a temporary directory (inside ``scratch_dir`` when
 given) that is removed afterwards.
+
+Not handled: two classes that name the same family and save the same files are
+told apart only by their class name, which is hashed too; a tokenizer whose
+encoding depends on state neither its files nor the probe reach.
 """
 
 from __future__ import annotations
@@ -19,8 +23,6 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-
-from ..registry import family_of
 
 __all__ = ["tokenizer_fingerprint"]
 
@@ -70,9 +72,9 @@ def tokenizer_fingerprint(tok, scratch_dir=None) -> str:
     """
     h = hashlib.sha256()
     h.update(f"{type(tok).__module__}.{type(tok).__qualname__}\0".encode())
-    fam = family_of(tok)  # a registered family also hashes its name (a stub or user class: its class only)
-    if fam is not None:
-        h.update(f"family:{fam.name}\0".encode())
+    # the family's name, as the tokenizer states it (registered or not: this module
+    # reads no registry, so it cannot tell; a class outside it hashes its own name)
+    h.update(f"family:{tok.family}\0".encode())
     h.update(b"saved:" + (b"1" if _saved_files_digest(tok, h, scratch_dir) else b"0"))
     h.update(
         json.dumps({"vocab_size": int(tok.vocab_size), "special_tokens": tok.special_tokens}, sort_keys=True).encode()

@@ -86,7 +86,6 @@ from ..formats import checksum
 from ..formats._jsonutil import JsonDoc, parse_json
 from ..formats.atomic import atomic_open, atomic_write
 from ..progress import progress_bar
-from ..registry import family_of
 from .corpus import (
     Texts,
     _lines_before,
@@ -121,12 +120,6 @@ class ShardError(TokenforgeError):
 
 def _model_vocab(tok) -> int:
     return int(tok.model_vocab_size)
-
-
-def _family_name(tok) -> str:
-    """The registry's name of the tokenizer's family (a class outside the registry: its own ``family``)."""
-    fam = family_of(tok)
-    return fam.name if fam is not None else tok.family
 
 
 def _dtype_for(vocab: int):
@@ -340,6 +333,8 @@ def _legacy_index(old: dict, p: Path) -> dict:
     the SHA-256 of the tokenizer's TSV file instead). What they lack stays
     ``None`` and the readers that need it say so (:attr:`ShardSet.legacy`).
     """
+    from ..formats.lz78_tsv import LEGACY_SHARDS_TOKENIZER
+
     v = old.get("version")
     if v != 1:
         raise VersionError(f"old lz78 shard index version {v!r}; this tokenforge reads version 1", path=p)
@@ -381,8 +376,7 @@ def _legacy_index(old: dict, p: Path) -> dict:
         "version": VERSION,
         "legacy": f"{LEGACY_FORMAT} v1",
         "tokenizer": {
-            "class": "LZ78Tokenizer",
-            "family": "lz78",
+            **LEGACY_SHARDS_TOKENIZER,
             "vocab_size": count(old.get("vocab_size"), "vocab_size"),
             "fingerprint": None,
             "tsv_sha256": old.get("tokenizer_sha256"),
@@ -630,7 +624,7 @@ def _settings(
     settings = {
         "tokenizer": {
             "class": type(tokenizer).__name__,
-            "family": _family_name(tokenizer),
+            "family": tokenizer.family,
             "vocab_size": vocab,
             "fingerprint": fingerprint or tokenizer_fingerprint(tokenizer, scratch_dir=out),
         },

@@ -38,7 +38,7 @@ from ..data.fingerprint import tokenizer_fingerprint
 from ..data.languages import TrainLanguages
 from ..embedding_meta import EmbeddingModeError, get_embedding_metadata
 from ..errors import TokenforgeError
-from ..registry import family
+from ..registry import DEFAULT_SPEC, FAMILIES, family
 from .bpb import BPBConfig, run_bpb, select_documents
 from .families import Spec, parse_specs, train_tokenizer
 from .languages import LangDoc, parse_heldout_arg, per_language_metrics, read_language_documents
@@ -54,7 +54,7 @@ class CompareOptions:
     heldout: str | list[str] | None = None  # held-out files, each "PATH" or "LANG=PATH"
     parity_dev: list[str] | None = None  # bpe:parity's dev text: files, each "PATH" or "LANG=PATH"
     reference_lang: str = "en"  # the language premiums are measured against
-    families: str = "bpe"
+    families: str = DEFAULT_SPEC
     vocab_sizes: list[int] = dataclasses.field(default_factory=lambda: [8192])
     load: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (label, path)
     train_mb: float | None = None
@@ -371,19 +371,6 @@ def _cached_file(opts, spec: Spec, vocab: int | None) -> str | None:
         return None
 
 
-def _lz78_outputs(tok, train_docs, threads) -> dict:
-    """An LZ78 dictionary's output vocabulary: output ids, prefix-only entries
-    (kept for the trie, no id) and output ids the training text never emits
-    (what ``compact`` would make prefix-only)."""
-    info = tok.inspect_extra()
-    return {
-        "output_ids": int(info["output_entries"]),
-        "prefix_only": int(info["prefix_only_entries"]),
-        "entries": int(info["entries"]),
-        "never_emitted": tok.count_never_emitted(train_docs, num_threads=threads),
-    }
-
-
 def _language_setup(opts: CompareOptions, lang_docs: list[LangDoc]) -> dict:
     """The report's description of the per-language held-out set."""
     langs = _per_language(lang_docs)
@@ -433,8 +420,9 @@ def _run_jobs(
             row["metrics_seconds"] = time.perf_counter() - t0
             if row["vocab_size"] is None:
                 row["vocab_size"] = row["metrics"]["model_vocab_size"]
-            if row["family"] == "lz78":
-                row["lz78"] = _lz78_outputs(tok, train_docs, opts.threads)
+            fam = FAMILIES.get(row["family"])
+            if fam is not None and fam.report is not None:  # the family's own measurement, under its name
+                row[fam.name] = fam.report.measure(tok, train_docs, opts.threads)
             if lang_docs:
                 try:
                     row["languages"] = per_language_metrics(

@@ -29,12 +29,14 @@ import os
 from pathlib import Path
 
 from ..formats.atomic import atomic_write
+from ..registry import FAMILIES, SEED_ORDERING
 
 __all__ = [
     "write_report",
     "render_markdown",
     "render_html",
     "seed_ordering",
+    "family_tables",
     "language_table",
     "gini_table",
     "sample_paragraph",
@@ -85,31 +87,19 @@ def compression_table(results: dict) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
-def lz78_table(results: dict) -> tuple[list[str], list[list[str]]]:
-    """LZ78 rows: output ids, prefix-only entries, and output ids the training text never emits."""
-    head = ["tokenizer", "output ids", "prefix-only entries (no id)", "output ids never emitted (training text)"]
-    rows = []
-    for r in _rows(results):
-        z = r.get("lz78")
-        if not z:
+def family_tables(results: dict) -> list[tuple[str, str, list[str], list[list[str]]]]:
+    """``(title, note, head, rows)`` of each family's own table (its record's
+    :class:`~tokenforge.registry.ReportRule`), for the families whose rows carry
+    its measurement (stored under the family's name)."""
+    out = []
+    for name, fam in FAMILIES.items():
+        if fam.report is None:
             continue
-        n = max(1, z["output_ids"])
-        rows.append(
-            [
-                r["label"],
-                f"{z['output_ids']:,}",
-                f"{z['prefix_only']:,}",
-                f"{z['never_emitted']:,} ({100 * z['never_emitted'] / n:.1f}%)",
-            ]
-        )
-    return head, rows
-
-
-_LZ78_NOTE = (
-    "Prefix-only entries stay in the trie for matching but have no id. Output ids the training text never "
-    "emits cost softmax rows for nothing; the spec option `compact` (lz78:STRATEGY:compact) or "
-    "`--compact_output_vocab` makes them prefix-only."
-)
+        rows = [r for r in _rows(results) if r.get(name)]
+        if rows:
+            head, cells = fam.report.table(rows)
+            out.append((fam.report.title, fam.report.note, head, cells))
+    return out
 
 
 def bpb_entries(results: dict) -> list[tuple[str, str, dict]]:
@@ -148,26 +138,20 @@ def bpb_table(results: dict) -> tuple[list[str], list[list[str]]]:
 
 
 def seed_ordering(results: dict) -> list[str]:
-    """Whether the seed's ordering (BPE < frequency_gated chunked < unchunked, by BPB) holds, per vocab size and mode."""
+    """Whether the seed's ordering (:data:`tokenforge.registry.SEED_ORDERING`: BPE <
+    frequency_gated chunked < unchunked, by BPB) holds, per vocab size and mode."""
     by: dict = {}
     for r in _rows(results):
-        key = None
-        if r["spec"] == "bpe":
-            key = "bpe"
-        elif r["spec"] == "lz78:frequency_gated":
-            key = "chunked"
-        elif r["spec"] == "lz78:frequency_gated:nochunk":
-            key = "unchunked"
-        if key is None:
+        if r["spec"] not in SEED_ORDERING:
             continue
         for mode, b in (r.get("bpb") or {}).items():
             if not b.get("error"):
-                by.setdefault((r["vocab_size"], mode), {})[key] = b["bpb"]
+                by.setdefault((r["vocab_size"], mode), {})[r["spec"]] = b["bpb"]
     lines = []
     for (vocab, mode), d in sorted(by.items(), key=lambda kv: (kv[0][0] or 0, kv[0][1])):
-        if len(d) < 3:
+        if len(d) < len(SEED_ORDERING):
             continue
-        a, b, c = d["bpe"], d["chunked"], d["unchunked"]
+        a, b, c = (d[spec] for spec in SEED_ORDERING)
         holds = a["mean"] < b["mean"] < c["mean"]
 
         def sep(x, y):
@@ -509,9 +493,8 @@ def render_markdown(results: dict, plots: dict[str, str]) -> str:
     if command:
         out += ["See where each tokenizer cuts the text (report.html shows a paragraph; the playground any text):", ""]
         out += ["```bash", command, "```", ""]
-    head, rows = lz78_table(results)
-    if rows:
-        out += ["## LZ78 output vocabulary", "", _LZ78_NOTE, "", _md_table(head, rows), ""]
+    for title, note, head, rows in family_tables(results):
+        out += [f"## {title}", "", note, "", _md_table(head, rows), ""]
     if bpb_entries(results):
         head, rows = bpb_table(results)
         out += ["## Bits per byte (lower is better)", "", _md_table(head, rows), ""]
@@ -577,7 +560,7 @@ def sample_paragraph(docs) -> str:
 
 def sample_cut(tok, text: str) -> dict:
     """``{"ids", "pieces"}`` of ``text`` (pieces as the playground's API gives them)."""
-    from ..serve.detail import TokenInfo
+    from .pieces import TokenInfo
 
     ids = [int(i) for i in tok.encode_ordinary(text)]
     pieces, _ = TokenInfo(tok).pieces(ids)
@@ -669,9 +652,8 @@ def render_html(results: dict, plots: dict[str, str]) -> str:
         if "premiums" in plots:
             parts.append(f'<img src="{e(plots["premiums"])}" alt="premium per language">')
     parts += _sample_html(results)
-    head, rows = lz78_table(results)
-    if rows:
-        parts += ["<h2>LZ78 output vocabulary</h2>", f"<p>{e(_LZ78_NOTE)}</p>", _html_table(head, rows)]
+    for title, note, head, rows in family_tables(results):
+        parts += [f"<h2>{e(title)}</h2>", f"<p>{e(note)}</p>", _html_table(head, rows)]
     if bpb_entries(results):
         head, rows = bpb_table(results)
         parts += ["<h2>Bits per byte (lower is better)</h2>", _html_table(head, rows)]

@@ -67,6 +67,7 @@ __all__ = [
     "SeedStyleError",
     "HEADER",
     "VERSION",
+    "LEGACY_SHARDS_TOKENIZER",
 ]
 
 VERSION = 2  # 2: a checksum of the content (formats/checksum.py)
@@ -75,6 +76,9 @@ HEADER = "# tokenforge lz78 v"
 LZ78_COLUMNS = ("code", "parent_code", "char", "pattern")
 COMPRESSED_COLUMNS = ("node_idx", "edge_label", "parent_idx", "output_code", "pattern")
 STRUCTURES = ("tree", "flat", "compressed")
+#: the tokenizer of every shard set the old ``tokenforge lz78 pretokenize`` wrote
+#: (its index, ``tokenforge-token-shards`` v1, did not say; the shard reader fills it in)
+LEGACY_SHARDS_TOKENIZER = {"class": "LZ78Tokenizer", "family": "lz78"}
 
 
 @dataclass

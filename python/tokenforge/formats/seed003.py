@@ -57,6 +57,7 @@ __all__ = [
     "SPECIALS_FILE",
     "PATTERN_FILE",
     "load_plain_pickle",
+    "load_plain_pickle_bytes",
     "read_seed003",
     "read_pattern_file",
     "write_seed003",
@@ -425,7 +426,11 @@ def _scan_opcodes(raw: bytes, path) -> None:
 def load_plain_pickle(path):
     """Unpickle ``path`` if, and only if, it holds plain data; never runs its code."""
     path = Path(path)
-    raw = path.read_bytes()
+    return load_plain_pickle_bytes(path.read_bytes(), path)
+
+
+def load_plain_pickle_bytes(raw: bytes, path):
+    """:func:`load_plain_pickle` of bytes read from ``path`` (named in errors)."""
     _scan_opcodes(raw, path)
     buf = io.BytesIO(raw)
     try:

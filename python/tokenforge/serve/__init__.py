@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TokenforgeError
+from ..eval.pieces import TokenInfo, piece_bytes, piece_of, text_encoding
+from ..registry import DEMO_SPECS
 from .app import DEFAULT_MAX_TEXT, body_limit, create_app
-from .detail import TokenInfo, piece_bytes, piece_of, text_encoding
 
 __all__ = [
     "create_app",
@@ -37,7 +38,7 @@ __all__ = [
 ]
 
 #: what the playground trains when it is given no files (tokenforge demo's families)
-DEFAULT_SPECS = "bpe,lz78:frequency_gated,lz78:frequency_gated:nochunk,mixedgram,growing"
+DEFAULT_SPECS = DEMO_SPECS
 #: their vocabulary size (mixedgram's is fixed at 4,096) and the corpus bytes they learn from
 DEFAULT_VOCAB_SIZE = 4096
 DEFAULT_TRAIN_BYTES = 2_000_000

@@ -13,7 +13,7 @@ tokenizer's own setting (null for the other families).
 split) and ``"details": true`` → ``{"tokenizer", "ids", "pieces", "num_bytes",
 "num_chars", "exact"}`` (+ ``"details": {"<id>": {...}}`` for each distinct id).
 A piece is the token's text, or ``{"hex": "..."}`` for bytes that are not valid
-in the tokenizer's text encoding (:mod:`tokenforge.serve.detail`); the pieces'
+in the tokenizer's text encoding (:mod:`tokenforge.eval.pieces`); the pieces'
 bytes joined are the bytes the tokenizer saw. ``exact`` says whether those are
 the text's own bytes (false when the tokenizer normalised the text, NFC for the
 growing vocabulary, or replaced characters it cannot read, mixedgram's latin1).
@@ -39,14 +39,13 @@ special tokens (text is encoded with ``encode_ordinary``).
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
-import warnings
 from importlib import resources
 from typing import Any, Mapping
 
 from ..errors import TokenforgeError
-from .detail import TokenInfo
+from ..eval.pieces import TokenInfo
+from ..registry import family_of
 from .server import BODY_TIMEOUT, LOG
 
 __all__ = ["create_app", "DEFAULT_MAX_TEXT", "body_limit"]
@@ -68,7 +67,8 @@ def body_limit(max_text: int) -> int:
 
 
 class _Served:
-    """One tokenizer the server answers for, and its LZ78 twin with the other chunking."""
+    """One tokenizer the server answers for, and its twin with the other chunking
+    when its family's record has a ``chunking_twin`` hook (LZ78)."""
 
     def __init__(self, name: str, tok):
         self.name = name
@@ -76,13 +76,9 @@ class _Served:
         self.info = TokenInfo(tok)
         self.chunking: bool | None = None
         self._twin = None
-        if tok.family == "lz78":
-            self.chunking = bool(tok.chunking)
-            twin = copy.deepcopy(tok)  # a tokenizer travels as its file's bytes (tokenforge.base)
-            with warnings.catch_warnings():  # "trained with chunking=..." is what the toggle is for
-                warnings.simplefilter("ignore")
-                twin.set_chunking(not self.chunking)
-            self._twin = twin
+        fam = family_of(tok)
+        if fam is not None and fam.chunking_twin is not None:
+            self.chunking, self._twin = fam.chunking_twin(tok)
 
     def describe(self) -> dict:
         return {

@@ -39,7 +39,7 @@ def _guarded_protocol(header_timeout: float, max_connections: int):
     class GuardedH11Protocol(H11Protocol):
         _head_timer = None
 
-        def connection_made(self, transport) -> None:  # type: ignore[override]
+        def connection_made(self, transport) -> None:
             super().connection_made(transport)
             if len(self.connections) > max_connections:
                 LOG.warning(
