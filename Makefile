@@ -4,6 +4,7 @@
 #   make test    cargo test + the whole pytest suite
 #   make bench   build the benchmark corpus if needed, then run bench/bpe.py
 #   make bench-peers  pip-install the exact-encoder and trainer peers, then run bench/peers.py
+#   make wheel   the abi3 wheel users install (dist/), also built by make test
 #   make lint    ruff (lint, format check), cargo fmt --check, clippy (warnings are errors),
 #                mypy on the package, and stubtest of _core.pyi against the built extension
 
@@ -16,7 +17,7 @@ RUST_SRC := $(shell find src -name '*.rs') Cargo.toml Cargo.lock pyproject.toml
 BUILT := $(VENV)/.built
 DEV := $(VENV)/.dev
 
-.PHONY: demo test test-rust test-python chromium bench bench-peers lint clean
+.PHONY: demo test test-rust test-python chromium wheel bench bench-peers lint clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +31,17 @@ $(BUILT): $(PY) $(RUST_SRC)
 	rm -f python/tokenforge/_core*.so
 	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --release -q
 	touch $@
+
+# The wheel users install (`make wheel`): one stable-ABI (abi3) wheel for every CPython >= 3.10,
+# release build, in dist/. `make test` builds it first: a test installs it into a fresh venv.
+WHEEL := dist/.wheel
+$(WHEEL): $(BUILT)
+	rm -f dist/tokenforge-*.whl
+	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin build --release -q -o dist
+	touch $@
+
+wheel: $(WHEEL)
+	@ls dist/tokenforge-*.whl
 
 # Test and benchmark peers (tiktoken, tokenizers, sentencepiece, rustbpe, ...),
 # and the torch and plot extras, so that no test is skipped. torch from PyPI is a
@@ -55,7 +67,7 @@ test-rust:
 chromium:
 	@command -v chromium >/dev/null || { S=$$([ "$$(id -u)" = 0 ] || echo sudo); $$S apt-get update -q && $$S apt-get install -y -q chromium; }
 
-test-python: $(BUILT) $(DEV) chromium
+test-python: $(BUILT) $(DEV) chromium $(WHEEL)
 	$(PY) -m pytest -q
 
 test: test-rust test-python
@@ -84,9 +96,10 @@ lint: $(BUILT) $(DEV)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	cargo fmt --check
+	cargo clippy --all-targets --features abi3 -q -- -D warnings
 	cargo clippy --all-targets --features python -q -- -D warnings
 	$(PY) -m mypy python/tokenforge
 	$(PY) -m mypy.stubtest tokenforge._core
 
 clean:
-	rm -rf $(VENV) target python/tokenforge/_core*.so
+	rm -rf $(VENV) target dist python/tokenforge/_core*.so

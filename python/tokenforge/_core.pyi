@@ -30,6 +30,7 @@ __all__ = [
     "O200K_PATTERN",
     "__version__",
     "split",
+    "lists_built_inline",
     "BpeModel",
     "WordCounter",
     "BpeTrainer",
@@ -80,6 +81,7 @@ _JsonlBlock = tuple[
 ]
 
 def split(pattern: str | None, text: str, use_regex: bool = False) -> list[str]: ...
+def lists_built_inline() -> bool: ...
 
 class _Encoder:
     """The methods `encoder_class!` gives every encoder family (stub only)."""

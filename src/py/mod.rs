@@ -93,23 +93,161 @@ pub(crate) fn pool(n: Option<usize>) -> PyResult<Arc<ThreadPool>> {
     Ok(p)
 }
 
+/// The layout of a list object in CPython 3.10 to 3.14 with the GIL
+/// (`PyListObject` of `Include/cpython/listobject.h`: the variable-size
+/// object header, the item array, its allocated length), 64-bit or 32-bit.
+/// The per-version build checks it against pyo3's own definition at compile
+/// time; the stable-ABI build (where the struct is hidden) checks it at
+/// import ([`check_list_layout`]) and uses it only if the running
+/// interpreter agrees.
+#[repr(C)]
+struct ListLayout {
+    ob_refcnt: pyo3::ffi::Py_ssize_t,
+    ob_type: *mut pyo3::ffi::PyTypeObject,
+    ob_size: pyo3::ffi::Py_ssize_t,
+    ob_item: *mut *mut pyo3::ffi::PyObject,
+    allocated: pyo3::ffi::Py_ssize_t,
+}
+
+#[cfg(plain_list)]
+const _: () = assert!(std::mem::size_of::<ListLayout>() == std::mem::size_of::<pyo3::ffi::PyListObject>());
+
+/// Whether lists are built in an item array of our own through
+/// [`ListLayout`]: always in the per-version build (`plain_list`), and in the
+/// stable-ABI build when [`check_list_layout`] found the running CPython's
+/// lists laid out so.
+#[cfg(not(plain_list))]
+static PLAIN_LIST: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The running CPython's minor version, where [`plain_list`] holds in the
+/// stable-ABI build: it says which inline reference-count rule applies
+/// ([`incref`]).
+#[cfg(not(plain_list))]
+static PY_MINOR: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// `Py_INCREF` of a live object. `INLINE` (where [`plain_list`] holds): the
+/// per-version build uses pyo3's inline increment for the version built for;
+/// the stable-ABI build the rule of the running CPython (`skip_immortal`:
+/// 3.12 and later leave immortal objects alone, whose 32-bit reference count
+/// reads negative; 3.10 and 3.11 add one), where the stable ABI would call
+/// `_Py_IncRef` for each id of a list. Otherwise `Py_INCREF` as pyo3 has it.
+///
+/// # Safety
+/// Attached to the interpreter; `p` is a live object; `INLINE` only where
+/// [`plain_list`] holds, with `skip_immortal` from [`skip_immortal`].
+#[inline(always)]
+unsafe fn incref<const INLINE: bool>(p: *mut pyo3::ffi::PyObject, skip_immortal: bool) {
+    #[cfg(not(plain_list))]
+    if INLINE {
+        // SAFETY: the reference count is every object's first field (the
+        // header ListLayout reads, checked at import); attached, so no other
+        // thread changes it.
+        unsafe {
+            let rc = p as *mut pyo3::ffi::Py_ssize_t;
+            let cur = *rc;
+            if !(skip_immortal && (cur as i32) < 0) {
+                *rc = cur + 1;
+            }
+        }
+        return;
+    }
+    let _ = skip_immortal;
+    // SAFETY: the caller's contract.
+    unsafe { pyo3::ffi::Py_INCREF(p) };
+}
+
+/// Whether [`incref`] must leave immortal objects alone (CPython 3.12+), in
+/// the stable-ABI build; unused by the per-version build.
+#[inline]
+fn skip_immortal() -> bool {
+    #[cfg(not(plain_list))]
+    {
+        PY_MINOR.load(Ordering::Relaxed) >= 12
+    }
+    #[cfg(plain_list)]
+    {
+        false
+    }
+}
+
+#[inline(always)]
+fn plain_list() -> bool {
+    #[cfg(plain_list)]
+    {
+        true
+    }
+    #[cfg(not(plain_list))]
+    {
+        PLAIN_LIST.load(Ordering::Relaxed)
+    }
+}
+
+/// At import, in the stable-ABI build: use [`ListLayout`] only on a CPython
+/// whose version is one it describes (3.10 to 3.14), whose `list` objects
+/// have its size, and where a list made through the API reads back through
+/// it (length, items, allocation). Anything else (a newer CPython, another
+/// implementation) keeps `PyList_New` and `PyList_SetItem`.
+fn check_list_layout(py: Python<'_>) -> PyResult<bool> {
+    if cfg!(plain_list) {
+        return Ok(true);
+    }
+    let sys = py.import("sys")?;
+    let name: String = sys.getattr("implementation")?.getattr("name")?.extract()?;
+    let (major, minor): (u32, u32) = sys
+        .getattr("version_info")?
+        .get_item(0)?
+        .extract::<u32>()
+        .and_then(|a| Ok((a, sys.getattr("version_info")?.get_item(1)?.extract::<u32>()?)))?;
+    let gil = match sys.getattr("_is_gil_enabled") {
+        Ok(f) => f.call0()?.extract::<bool>()?,
+        Err(_) => true,
+    };
+    let basic: usize = py.get_type::<PyList>().getattr("__basicsize__")?.extract()?;
+    if name != "cpython" || major != 3 || !(10..=14).contains(&minor) || !gil || !cfg!(target_pointer_width = "64") {
+        return Ok(false);
+    }
+    #[cfg(not(plain_list))]
+    PY_MINOR.store(minor, Ordering::Relaxed);
+    if basic != std::mem::size_of::<ListLayout>() {
+        return Ok(false);
+    }
+    let probe = PyList::new(py, [7u32, 8, 9])?;
+    probe.append(10u32)?; // grows the item array past its length
+    let p = probe.as_ptr();
+    // SAFETY: attached; `p` is a live list of 4 items whose type's size is
+    // that of ListLayout. Only its header fields are read, then compared with
+    // what the API says.
+    let ok = unsafe {
+        let l = &*(p as *const ListLayout);
+        l.ob_size == 4
+            && l.allocated >= 4
+            && !l.ob_item.is_null()
+            && (0..4).all(|i| *l.ob_item.add(i) == pyo3::ffi::PyList_GetItem(p, i as pyo3::ffi::Py_ssize_t))
+    };
+    Ok(ok)
+}
+
 /// A new list with room for `n` items and a length of 0 (see
 /// [`list_filled`]), and where its items go; null (with a Python error set)
-/// on failure. Under `plain_list` (build.rs: one version of CPython with
-/// the GIL) the item array is allocated without being zeroed (`PyList_New`
-/// clears what [`IntTable::list`] overwrites at once); elsewhere it is
-/// `PyList_New(n)`.
+/// on failure. Where [`plain_list`] holds, the item array is allocated
+/// without being zeroed (`PyList_New` clears what [`IntTable::list`]
+/// overwrites at once) and the items pointer is returned; elsewhere it is
+/// `PyList_New(n)` and a null items pointer.
 ///
 /// # Safety
 /// Attached to the interpreter. Until [`list_filled`], only [`set_slot`]
 /// may touch the list's items.
-#[cfg(plain_list)]
 unsafe fn new_list(n: pyo3::ffi::Py_ssize_t) -> (*mut pyo3::ffi::PyObject, *mut *mut pyo3::ffi::PyObject) {
     use pyo3::ffi;
+    if !plain_list() {
+        // SAFETY: attached (the caller's contract).
+        return (unsafe { ffi::PyList_New(n) }, std::ptr::null_mut());
+    }
     // SAFETY: attached (the caller's contract); the list is ours alone, and
     // an empty list has no item array, so giving it one of `n` slots (from
     // the allocator it frees its items with) loses nothing. Its length stays
-    // 0 until `list_filled`, so nothing reads a slot not yet set.
+    // 0 until `list_filled`, so nothing reads a slot not yet set. The layout
+    // is the running interpreter's (`plain_list`).
     unsafe {
         let l = ffi::PyList_New(0);
         if l.is_null() || n == 0 {
@@ -122,52 +260,43 @@ unsafe fn new_list(n: pyo3::ffi::Py_ssize_t) -> (*mut pyo3::ffi::PyObject, *mut 
             ffi::PyErr_NoMemory();
             return (std::ptr::null_mut(), items);
         }
-        let lp = l as *mut ffi::PyListObject;
+        let lp = l as *mut ListLayout;
         (*lp).ob_item = items;
         (*lp).allocated = n;
         (l, items)
     }
 }
 
-/// [`new_list`] where the item array is the list's own: `PyList_New(n)`.
+/// Put the new reference `o` in slot `i` of a list from [`new_list`]:
+/// through `items` when `INLINE` (new_list gave an item array), else through
+/// the API.
 ///
 /// # Safety
-/// Attached to the interpreter.
-#[cfg(not(plain_list))]
-unsafe fn new_list(n: pyo3::ffi::Py_ssize_t) -> (*mut pyo3::ffi::PyObject, *mut *mut pyo3::ffi::PyObject) {
-    // SAFETY: attached (the caller's contract).
-    (unsafe { pyo3::ffi::PyList_New(n) }, std::ptr::null_mut())
-}
-
-/// Put the new reference `o` in slot `i` of a list from [`new_list`].
-///
-/// # Safety
-/// `i` is below the `n` the list was made with, and is set once.
+/// `i` is below the `n` the list was made with, and is set once; `INLINE`
+/// exactly when `items` is not null.
 #[inline(always)]
-unsafe fn set_slot(
+unsafe fn set_slot<const INLINE: bool>(
     l: *mut pyo3::ffi::PyObject,
     items: *mut *mut pyo3::ffi::PyObject,
     i: usize,
     o: *mut pyo3::ffi::PyObject,
 ) {
-    #[cfg(plain_list)]
-    // SAFETY: `items` has `n > i` slots (the caller's contract); written
-    // through the pointer kept, not reloaded from the list after each
-    // reference-count increment (which could alias it).
-    unsafe {
-        let _ = l;
-        items.add(i).write(o)
-    };
-    #[cfg(all(not(plain_list), not(feature = "abi3")))]
+    if INLINE {
+        // SAFETY: `items` (from new_list where plain_list holds) has `n > i`
+        // slots (the caller's contract); written through the pointer kept,
+        // not reloaded from the list after each reference-count increment
+        // (which could alias it).
+        unsafe { items.add(i).write(o) };
+        return;
+    }
+    #[cfg(not(feature = "abi3"))]
     // SAFETY: as above; the list steals the reference.
     unsafe {
-        let _ = items;
         pyo3::ffi::PyList_SET_ITEM(l, i as pyo3::ffi::Py_ssize_t, o)
     };
     #[cfg(feature = "abi3")]
     // SAFETY: as above; the list steals the reference.
     unsafe {
-        let _ = items;
         pyo3::ffi::PyList_SetItem(l, i as pyo3::ffi::Py_ssize_t, o);
     }
 }
@@ -178,18 +307,14 @@ unsafe fn set_slot(
 /// # Safety
 /// Slots `0..filled` were set with [`set_slot`].
 #[inline]
-unsafe fn list_filled(l: *mut pyo3::ffi::PyObject, filled: usize) {
-    #[cfg(plain_list)]
-    // SAFETY: `filled <= allocated`, every one of those slots a reference.
-    unsafe {
-        (*(l as *mut pyo3::ffi::PyVarObject)).ob_size = filled as pyo3::ffi::Py_ssize_t
-    };
-    #[cfg(not(plain_list))]
-    {
-        // PyList_New(n) made n empty slots, set in place; an unset one is
-        // NULL, which the list's release skips
-        let _ = (l, filled);
+unsafe fn list_filled(l: *mut pyo3::ffi::PyObject, items: *mut *mut pyo3::ffi::PyObject, filled: usize) {
+    if !items.is_null() {
+        // SAFETY: a list of the plain layout (new_list gave it `items`);
+        // `filled <= allocated`, every one of those slots a reference.
+        unsafe { (*(l as *mut ListLayout)).ob_size = filled as pyo3::ffi::Py_ssize_t };
     }
+    // otherwise PyList_New(n) made n empty slots, set in place; an unset one
+    // is NULL, which the list's release skips
 }
 
 /// One Python int per id, made the first time a list holds the id and kept
@@ -205,7 +330,7 @@ unsafe fn list_filled(l: *mut pyo3::ffi::PyObject, filled: usize) {
 /// increments (and the decrements when Python frees it) touch a few hundred
 /// KB instead of megabytes; the load makes none. The list is built with the
 /// table entry and the int of ids ahead prefetched, into an item array that
-/// is not zeroed first (CPython with the GIL, per-version build).
+/// is not zeroed first (where [`plain_list`] holds).
 pub(crate) struct IntTable(Box<[AtomicPtr<pyo3::ffi::PyObject>]>);
 
 impl IntTable {
@@ -220,7 +345,7 @@ impl IntTable {
     /// # Safety
     /// The caller is attached to the interpreter (holds `py`).
     #[inline(always)]
-    unsafe fn int(&self, id: u32) -> *mut pyo3::ffi::PyObject {
+    unsafe fn int<const INLINE: bool>(&self, id: u32, skip_immortal: bool) -> *mut pyo3::ffi::PyObject {
         use pyo3::ffi;
         let Some(slot) = self.0.get(id as usize) else {
             // SAFETY: attached (the caller's contract)
@@ -228,8 +353,9 @@ impl IntTable {
         };
         let p = slot.load(Ordering::Acquire);
         if !p.is_null() {
-            // SAFETY: the table holds a reference to p, so it is alive; attached.
-            unsafe { ffi::Py_INCREF(p) };
+            // SAFETY: the table holds a reference to p, so it is alive;
+            // attached; INLINE and skip_immortal as the caller was given them.
+            unsafe { incref::<INLINE>(p, skip_immortal) };
             return p;
         }
         // SAFETY: attached.
@@ -268,6 +394,16 @@ impl IntTable {
     }
 
     pub(crate) fn list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
+        // Decided once a list, so the loop below is one of two, neither
+        // branching per id on how lists are built.
+        if plain_list() {
+            self.list_with::<true>(py, ids)
+        } else {
+            self.list_with::<false>(py, ids)
+        }
+    }
+
+    fn list_with<'py, const INLINE: bool>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
         use pyo3::ffi;
         // How far ahead the table entries and the ints are asked for: measured
         // on o200k code and English (a list cost 2.5-5.7 ns an id more than a
@@ -279,6 +415,7 @@ impl IntTable {
         const INT_AHEAD: usize = 64;
         let n = ffi::Py_ssize_t::try_from(ids.len()).map_err(|_| Error::invalid("too many ids for one list"))?;
         let table = &self.0;
+        let skip = skip_immortal();
         // SAFETY: a new list whose `n` slots are each set once to a new
         // reference (the list steals it) before the list is handed out; on
         // failure the list (and what it holds) is released. Attached to the
@@ -306,15 +443,15 @@ impl IntTable {
                         crate::bpe::fast::prefetch(p);
                     }
                 }
-                let o = self.int(id);
+                let o = self.int::<INLINE>(id, skip);
                 if o.is_null() {
                     // the slots set so far are the list's (released with it)
-                    list_filled(l, i);
+                    list_filled(l, items, i);
                     return Err(PyErr::fetch(py));
                 }
-                set_slot(l, items, i, o);
+                set_slot::<INLINE>(l, items, i, o);
             }
-            list_filled(l, ids.len());
+            list_filled(l, items, ids.len());
             Ok(list.downcast_into_unchecked())
         }
     }
@@ -664,14 +801,27 @@ fn split(py: Python<'_>, pattern: Option<&str>, text: &str, use_regex: bool) -> 
     Ok(py.detach(|| pt.split_vec(text).map(|v| v.into_iter().map(String::from).collect::<Vec<_>>()))?)
 }
 
+/// Whether lists of ids are built inline (item array, reference counts) in
+/// this process: always in the per-version build, in the stable-ABI build
+/// where the running CPython's list layout checked out at import.
+#[pyfunction]
+fn lists_built_inline() -> bool {
+    plain_list()
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    #[cfg(not(plain_list))]
+    PLAIN_LIST.store(check_list_layout(m.py())?, Ordering::Relaxed);
+    #[cfg(plain_list)]
+    let _ = check_list_layout;
     m.add("GPT4_PATTERN", GPT4_PATTERN)?;
     m.add("CL100K_PATTERN", CL100K_PATTERN)?;
     m.add("GPT2_PATTERN", GPT2_PATTERN)?;
     m.add("O200K_PATTERN", O200K_PATTERN)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(split, m)?)?;
+    m.add_function(wrap_pyfunction!(lists_built_inline, m)?)?;
     bpe::register(m)?;
     mixedgram::register(m)?;
     lz78::register(m)?;

@@ -79,6 +79,10 @@ EXCLUDED: list[tuple[str, str]] = [
         r"\bhttps?://|\bURL\b",
         "needs the network, which tests never use (sync is tested against a loopback server in test_growing_sync.py)",
     ),
+    (
+        r"^pip install\b",
+        "installs into the running environment; tests/core/test_wheel.py installs the built wheel into a fresh venv",
+    ),
     (r"--every\b", "runs until interrupted"),
     (r"^tokenforge serve\b", "serves until interrupted; tests/serve/ runs its app on a loopback port"),
     (
