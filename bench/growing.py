@@ -5,7 +5,7 @@
 Tools, each run once in its own fresh process, all given the same list of
 documents already in memory (timing starts there and ends with the merges):
 
-- tokenforge, from scratch: ``GrowingBPETokenizer().learn_merges(docs, 10000)``
+- tokenforge, from scratch: ``GrowingBPETokenizer().learn_merges(iter(docs), 10000)``
   (NFC, cl100k split, counting and merging in Rust);
 - tokenforge, continued: the same 10,000 merges learned on top of a vocabulary
   that already has 10,000 merges from another source (the held-out file, or
@@ -104,10 +104,10 @@ def work_ours(corpus, merges, prior, raw=False):
     # raw: rustbpe's exact task (no NFC, every pair may merge) for a merge-by-merge comparison
     tok = GrowingBPETokenizer(normalization=None) if raw else GrowingBPETokenizer()
     if prior:
-        tok.learn_merges(load_docs(prior), merges, source="earlier")
+        tok.learn_merges(iter(load_docs(prior)), merges, source="earlier")
     before = tok.current_vocab_size
     t0 = time.perf_counter()
-    n = tok.learn_merges(docs, merges, source="bench", min_frequency=1 if raw else 2)
+    n = tok.learn_merges(iter(docs), merges, source="bench", min_frequency=1 if raw else 2)
     dt = time.perf_counter() - t0
     new = [(a, b, z) for a, b, z in tok.merge_list if z >= before]
     return {

@@ -161,9 +161,9 @@ def main(argv=None) -> int:
     train_a, train_b = _split(d / "train.jsonl", budget, budget)
     held_a, held_b = _split(d / "heldout.jsonl", args.heldout_kb * 1000, args.heldout_kb * 1000)
     old = GrowingBPETokenizer()
-    old.learn_merges(train_a, args.merges_a, source="A", progress=False)
+    old.learn_merges(iter(train_a), args.merges_a, source="A", progress=False)
     grown = copy.deepcopy(old)
-    grown.learn_merges(train_b, args.merges_b, source="B", progress=False)
+    grown.learn_merges(iter(train_b), args.merges_b, source="B", progress=False)
     n0, n1 = old.current_vocab_size, grown.current_vocab_size
     parts = grown.merge_parts()
     deep = sum(1 for i in range(n0, n1) if max(parts[i]) >= n0)

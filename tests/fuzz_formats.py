@@ -4,7 +4,9 @@ tests/test_fuzz.py and bench/fuzz.py).
 :func:`build_cases` writes one small valid file set per format into a
 directory; :func:`mutate` changes one file of a case with a few seeded random
 edits (bit flips, inserted/deleted/duplicated bytes, truncation, changed
-digits, huge numbers, deep nesting, lone surrogate escapes, ...);
+digits, huge numbers, deep nesting, lone surrogate escapes, comment lines
+stripped, files cut after a line, ...); shard directories are fuzzed in their
+index and in their sealed files (token arrays, document tables, .npy headers);
 :func:`try_load` loads a mutated copy and classifies the outcome:
 
 ``error``      a TokenforgeError subclass (what must happen to a broken file);
@@ -139,7 +141,8 @@ def _from_tsv(fmt: str):
 #: name -> (our own format?, files fuzzing mutates, loader of the case's directory)
 SPECS: dict[str, tuple[bool, list[str], Callable[[Path], object]]] = {
     "bpe-json": (True, ["tok.json"], _tf_load("tok.json")),
-    "tiktoken": (False, ["ranks.tiktoken"], _tf_load("ranks.tiktoken")),
+    # (a .tiktoken file does not say its pattern: an unknown one is loaded with the caller's)
+    "tiktoken": (False, ["ranks.tiktoken"], lambda p: tf.BPETokenizer.from_tiktoken(p / "ranks.tiktoken", "gpt4")),
     "hf-json": (False, ["tokenizer.json"], _tf_load("tokenizer.json")),
     "seed003": (False, ["bpe_vocab.pkl", "bpe_merges.pkl", "special_tokens.txt"], lambda p: tf.load(p)),
     "lz78-tsv": (True, ["lz78.tsv"], _tf_load("lz78.tsv")),
@@ -155,6 +158,8 @@ SPECS: dict[str, tuple[bool, list[str], Callable[[Path], object]]] = {
     "hf-unigram-json": (False, ["tokenizer.json"], _tf_load("tokenizer.json")),
     "hf-wordpiece-json": (False, ["tokenizer.json"], _tf_load("tokenizer.json")),
     "pipeline-json": (True, ["tok.json"], _tf_load("tok.json")),
+    # the shard files the index seals: token arrays and document tables, headers included (issue 32 item 6)
+    "shard-files": (True, ["shard_00000.npy", "shard_00000.docs.npy", "shard_00001.docs.npy"], _load_shards),
 }
 
 
@@ -182,10 +187,12 @@ def write_examples(scratch: Path) -> None:
     tf.Mixedgram.train(text=latin, special_tokens=[]).save(scratch / "mxgram" / "vocab.mxgram")
     tf.Mixedgram.train(text=latin).save(scratch / "mixedgram-json" / "mixedgram.json")
     g = tf.GrowingBPETokenizer()
-    g.learn_merges(_TEXTS * 3, num_merges=30, min_frequency=2)
+    g.learn_merges(iter(_TEXTS * 3), num_merges=30, min_frequency=2)
     g.save(scratch / "growing-json" / "tokenizer.json")
     shutil.copy(fixtures / "growing_seed_tokenizer.json", scratch / "growing-seed-json" / "tokenizer.json")
-    pretokenize(_TEXTS * 5, bpe, scratch / "shard-index", shard_tokens=200, progress=False, num_threads=1)
+    pretokenize(iter(_TEXTS * 5), bpe, scratch / "shard-index", shard_tokens=200, progress=False, num_threads=1)
+    shutil.rmtree(scratch / "shard-files")
+    shutil.copytree(scratch / "shard-index", scratch / "shard-files")
     _write_imported(scratch)
 
 
@@ -360,9 +367,34 @@ def _swap_lines(r, b):
         b[:] = b"\n".join(lines)
 
 
+def _strip_comments(r, b):
+    """``grep -v '^#'``: every comment line gone (our TSV headers and checksums with them)."""
+    b[:] = b"".join(line for line in bytes(b).splitlines(keepends=True) if not line.startswith(b"#"))
+
+
+def _cut_lines(r, b):
+    """The file cut after a whole line (its header, its column-name row, some rows)."""
+    lines = bytes(b).splitlines(keepends=True)
+    if lines:
+        b[:] = b"".join(lines[: r.randrange(len(lines))])
+
+
 MUTATIONS = {
     f.__name__.lstrip("_"): f
-    for f in (_flip, _set_byte, _insert, _delete, _truncate, _digits, _huge_number, _duplicate, _deep, _swap_lines)
+    for f in (
+        _flip,
+        _set_byte,
+        _insert,
+        _delete,
+        _truncate,
+        _digits,
+        _huge_number,
+        _duplicate,
+        _deep,
+        _swap_lines,
+        _strip_comments,
+        _cut_lines,
+    )
 }
 _WEIGHTS = {
     "flip": 3,
@@ -375,6 +407,8 @@ _WEIGHTS = {
     "duplicate": 2,
     "deep": 1,
     "swap_lines": 1,
+    "strip_comments": 1,
+    "cut_lines": 1,
 }
 
 

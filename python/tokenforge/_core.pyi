@@ -231,6 +231,7 @@ def bpe_model_from_tiktoken(
 ) -> BpeModel | None: ...
 def bpe_model_from_tfjson(
     raw: bytes,
+    max_token_bytes: int,
 ) -> (
     tuple[BpeModel, list[tuple[str, str | None]], list[tuple[str, bytes]], list[tuple[str, int]], str | None] | None
 ): ...

@@ -34,10 +34,11 @@ from typing import Iterable
 from . import _core
 from .base import CoreEncoded, Tokenizer, encode_around_surrogates, is_integer
 from .bpe_structure import Detail, bpe_embedding_metadata, merge_detail
-from .chat import SPECIAL_TOKENS
+from .chat import SPECIAL_TOKENS, check_special_texts
 from .errors import CorpusError, FormatError, PatternError, SpecialTokenError, TokenforgeError, warn_user
 from .formats.bpe_data import BPEData
 from .formats.kinds import Format, dir_holding, read_any
+from .formats.patterns import resolve_pattern
 from .hybrid import class_or_instance
 from .progress import progress_bar
 
@@ -73,28 +74,6 @@ _NANOCHAT_DEFAULTS = {"pattern": "gpt4", "tie_break": "pair_ids", "layout": "nan
 _SEED003_DEFAULTS = {"pattern": "gpt2", "tie_break": "lexicographic", "layout": "specials_first"}
 
 
-def resolve_pattern(pattern) -> tuple[str | None, str]:
-    """(regex or None, name) for a pattern name, a regex, or None."""
-    if pattern is None:
-        return None, "none"
-    if not isinstance(pattern, str):
-        raise TypeError(
-            f"pattern must be a name ({', '.join(PATTERNS)}), a regex string or None, not {type(pattern).__name__}"
-        )
-    if pattern in PATTERNS:
-        return PATTERNS[pattern], pattern
-    for name, p in PATTERNS.items():
-        if p == pattern:
-            return p, name
-    try:
-        _core.split(pattern, "", True)
-    except PatternError:
-        raise
-    except Exception as e:  # pragma: no cover - defensive
-        raise PatternError(f"split pattern {pattern!r} does not compile: {e}") from None
-    return pattern, "custom"
-
-
 def _special_list(special_tokens) -> list[str]:
     if special_tokens is None:
         return []
@@ -103,9 +82,7 @@ def _special_list(special_tokens) -> list[str]:
     if isinstance(special_tokens, str):
         raise TypeError("special_tokens must be a list of strings (or 'nanochat' or None), not a single string")
     out = list(special_tokens)
-    for i, s in enumerate(out):
-        if not isinstance(s, str) or not s:
-            raise SpecialTokenError(f"special_tokens[{i}] must be a non-empty string, not {s!r}")
+    check_special_texts(out)
     if len(set(out)) != len(out):
         dup = next(s for s in out if out.count(s) > 1)
         raise SpecialTokenError(f"special token {dup!r} is listed twice")
@@ -437,8 +414,10 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         """Save in tokenforge's format. A path ending in ``.json`` is the file;
         anything else is a directory that gets ``tokenforge.json`` (nanochat's
         ``save(dir)``). A human-readable ``*.vocab.txt`` is written beside it."""
+        from .formats.suffixes import check_save_suffix
         from .formats.tfjson import write_tfjson
 
+        check_save_suffix(path, (".json",), "BPETokenizer.save")
         p = Path(path)
         if p.suffix != ".json":
             p.mkdir(parents=True, exist_ok=True)
@@ -518,16 +497,21 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         write_tiktoken_file(path, self._data)
 
     @classmethod
-    def from_tiktoken(cls, source, pattern="gpt4", special_tokens=None) -> "BPETokenizer":
-        """From a ``.tiktoken`` file, a ``{bytes: rank}`` dict, or a ``tiktoken.Encoding``."""
-        from .formats.tiktoken_io import data_from_ranks, read_tiktoken_file
+    def from_tiktoken(cls, source, pattern=_DEFAULT, special_tokens=None) -> "BPETokenizer":
+        """From a ``.tiktoken`` file, a ``{bytes: rank}`` dict, or a ``tiktoken.Encoding``.
+
+        ``pattern``: a name or a regex (None: no pre-tokenization). Left out, a file
+        or dict must be one of OpenAI's rank files (cl100k_base, o200k_base, r50k_base,
+        p50k_base, recognised by content), whose pattern is used; anything else is a
+        FormatError asking for ``pattern=``. An Encoding carries its own pattern."""
+        from .formats.tiktoken_io import FROM_FILE, data_from_ranks, read_tiktoken_file, tiktoken_ranks_pattern
 
         if hasattr(source, "_mergeable_ranks") and hasattr(source, "_pat_str"):
             ranks = source._mergeable_ranks
             return cls(data_from_ranks(ranks, source._pat_str, dict(source._special_tokens)))
-        regex, _ = resolve_pattern(pattern)
+        regex = FROM_FILE if pattern is _DEFAULT else resolve_pattern(pattern)[0]
         if isinstance(source, dict):
-            return cls(data_from_ranks(source, regex, special_tokens))
+            return cls(data_from_ranks(source, tiktoken_ranks_pattern(source, regex), special_tokens))
         return cls(read_tiktoken_file(source, regex, special_tokens))
 
     # Hugging Face

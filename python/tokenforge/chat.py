@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import SpecialTokenError, TokenforgeError
 
-__all__ = ["SPECIAL_TOKENS", "CHAT_TEMPLATE", "ChatMixin"]
+__all__ = ["SPECIAL_TOKENS", "CHAT_TEMPLATE", "ChatMixin", "check_special_texts"]
 
 #: nanochat's special tokens, in id order (they follow the merges).
 SPECIAL_TOKENS = [
@@ -264,6 +264,22 @@ class ChatMixin:
             raise SpecialTokenError(
                 "this tokenizer has no <|bos|> special token, which chat rendering needs; "
                 "give it nanochat's special tokens (tokenforge.chat.SPECIAL_TOKENS) when training or loading"
+            ) from None
+
+
+def check_special_texts(texts: list) -> None:
+    """Every special token of a list a caller gives is a non-empty str of
+    encodable text (no lone surrogate: a token is stored and matched as UTF-8);
+    else a SpecialTokenError naming its index."""
+    for i, s in enumerate(texts):
+        if not isinstance(s, str) or not s:
+            raise SpecialTokenError(f"special_tokens[{i}] must be a non-empty string, not {s!r}")
+        try:
+            s.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise SpecialTokenError(
+                f"special_tokens[{i}] {s!r} holds a lone surrogate ({s[e.start]!r} at character {e.start}), "
+                "which is not text that can be stored or matched as UTF-8"
             ) from None
 
 

@@ -41,7 +41,6 @@ what :mod:`tokenforge.sync` does not handle.
 from __future__ import annotations
 
 import json
-import os
 import threading
 import unicodedata
 from dataclasses import dataclass, field
@@ -56,11 +55,10 @@ from . import sync as _sync
 from .base import Tokenizer, _check_texts, batch_flat, batch_ids, decode_utf8, encode_around_surrogates
 from .bpe_structure import Detail, bpe_embedding_metadata, merge_detail
 from .counting import DocRule, count_pieces
-from .data.corpus import Texts
+from .data.corpus import Texts, corpus_source
 from .errors import TokenforgeError, VocabSizeError
 from .formats.growing_json import (
     BYTE_OFFSET,
-    CL100K_PATTERN,
     DEFAULT_VOCAB_SIZE,
     MAX_ID,
     MERGE_OFFSET,
@@ -72,6 +70,8 @@ from .formats.growing_json import (
     write_growing_json,
 )
 from .formats.kinds import HEAD_BYTES, Format
+from .formats.patterns import resolve_pattern
+from .formats.suffixes import check_save_suffix
 from .progress import progress_bar
 from .sync import DEFAULT_MAX_BYTES, AutoSync, SyncReport
 
@@ -99,12 +99,6 @@ def _nfc(text: str) -> str:
 
 
 def _resolve_pattern(pattern) -> str | None:
-    if pattern is None or pattern == "none":
-        return None
-    if pattern == "cl100k":
-        return CL100K_PATTERN
-    from .bpe import resolve_pattern
-
     return resolve_pattern(pattern)[0]
 
 
@@ -462,7 +456,9 @@ class GrowingBPETokenizer(Tokenizer):
     # ---- decoding --------------------------------------------------------------
     def decode_bytes(self, ids, skip_special_tokens: bool = False) -> bytes:
         """Bytes of the ids: PAD/BOS/EOS/UNK as their text (nothing if
-        ``skip_special_tokens``), reserved ids 4-9 and ids not in the vocabulary as ``<unk>``."""
+        ``skip_special_tokens``), reserved ids 4-9 as ``<unk>``. An id that is not
+        in the vocabulary (negative, or ``current_vocab_size`` or more) is a
+        TokenforgeError naming it and its position, as in every family."""
         arr = _ids_array(ids)
         if arr.size == 0:
             return b""
@@ -471,6 +467,10 @@ class GrowingBPETokenizer(Tokenizer):
         regular = (arr >= BYTE_OFFSET) & (arr < n)
         if regular.all():
             return st.model.decode_bytes(arr.astype(np.uint32))
+        invalid = np.flatnonzero((arr < 0) | (arr >= n))
+        if invalid.size:
+            i = int(invalid[0])
+            raise TokenforgeError(f"token id {int(arr[i])} (at position {i}) is not in the vocabulary of {n} ids")
         out = bytearray()
         start = 0
         for i in np.flatnonzero(~regular).tolist():
@@ -489,7 +489,7 @@ class GrowingBPETokenizer(Tokenizer):
 
     def decode(self, ids, skip_special_tokens: bool = True) -> str:
         """Text of the ids (the seed's rule: PAD/BOS/EOS/UNK give nothing, reserved
-        and unknown ids give ``<unk>``); invalid UTF-8 becomes U+FFFD, a lone
+        ids give ``<unk>``; an id not in the vocabulary is an error, see :meth:`decode_bytes`); invalid UTF-8 becomes U+FFFD, a lone
         surrogate's bytes the surrogate (:func:`tokenforge.base.decode_utf8`)."""
         return decode_utf8(self.decode_bytes(ids, skip_special_tokens=skip_special_tokens))
 
@@ -547,13 +547,8 @@ class GrowingBPETokenizer(Tokenizer):
         batches) and learns the merges here, with the same result as without
         it (:mod:`tokenforge.counting`).
         """
-        if isinstance(texts, (str, bytes)):
-            raise TypeError("learn_merges expects an iterable of str (e.g. a list of documents), not a single str")
-        files = isinstance(texts, os.PathLike) or (
-            isinstance(texts, (list, tuple)) and bool(texts) and all(isinstance(t, os.PathLike) for t in texts)
-        )
         return self._learn(
-            texts if files else Texts(texts),
+            corpus_source(texts, who="GrowingBPETokenizer.learn_merges"),
             num_merges,
             source=source,
             min_frequency=min_frequency,
@@ -642,6 +637,7 @@ class GrowingBPETokenizer(Tokenizer):
             if self._path is None:
                 raise TokenforgeError("save() needs a path: this tokenizer was not loaded from or saved to a file")
             return self._path
+        check_save_suffix(path, (".json",), "GrowingBPETokenizer.save")
         p = Path(path)
         if p.is_dir():
             p = p / _DEFAULT_FILE
@@ -852,8 +848,8 @@ def _ids_array(ids) -> np.ndarray:
         items = arr.tolist()
         bad = next((x for x in items if isinstance(x, bool) or not isinstance(x, (int, np.integer))), None)
         if bad is None:  # Python ints too large for int64
-            big = next(x for x in items if not -(2**63) <= x < 2**63)
-            raise TokenforgeError(f"token id {big} is out of range (ids are 0..{MAX_ID})")
+            at, big = next((i, x) for i, x in enumerate(items) if not -(2**63) <= x < 2**63)
+            raise TokenforgeError(f"token id {big} (at position {at}) is out of range (ids are 0..{MAX_ID})")
         raise TypeError(f"token ids must be ints, found {type(bad).__name__} {bad!r}")
     return arr.astype(np.int64, copy=False)
 

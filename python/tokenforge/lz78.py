@@ -41,7 +41,7 @@ import numpy as np
 
 from . import _core
 from .base import CoreEncoded, Tokenizer, _check_texts, batch_flat, feed_in_batches
-from .chat import SPECIAL_TOKENS
+from .chat import SPECIAL_TOKENS, check_special_texts
 from .data.corpus import Texts, corpus_documents
 from .data.partition import Partition, auto_target_bytes, partition_documents, plan_partitions
 from .errors import PatternError, SpecialTokenError, TokenforgeError, VocabSizeError, warn_user
@@ -55,6 +55,7 @@ from .formats.lz78_tsv import (
     write_lz78_tsv,
 )
 from .formats.patterns import NAMED_PATTERNS
+from .formats.suffixes import check_save_suffix
 from .progress import progress_bar
 
 __all__ = ["LZ78Tokenizer", "STRATEGIES", "SEED_SPECIALS", "DEFAULT_PARAMS", "lz78_inspect"]
@@ -95,9 +96,7 @@ def _extra_specials(special_tokens) -> list[str]:
     if isinstance(special_tokens, str):
         raise TypeError("special_tokens must be a list of strings, 'nanochat' or None, not a single string")
     out = list(special_tokens)
-    for i, s in enumerate(out):
-        if not isinstance(s, str) or not s:
-            raise SpecialTokenError(f"special_tokens[{i}] must be a non-empty string, not {s!r}")
+    check_special_texts(out)
     out = [s for s in out if s not in SEED_SPECIALS]  # the seed's three are always there
     if len(set(out)) != len(out):
         dup = next(s for s in out if out.count(s) > 1)
@@ -539,6 +538,7 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
     def save(self, path) -> None:
         """Write the dictionary TSV (with header). A path ending in ``.tsv`` is
         the file; anything else is a directory that gets ``lz78.tsv``."""
+        check_save_suffix(path, (".tsv",), "LZ78Tokenizer.save")
         p = Path(path)
         if p.suffix.lower() != ".tsv":
             p.mkdir(parents=True, exist_ok=True)

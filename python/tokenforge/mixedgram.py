@@ -47,6 +47,7 @@ from .errors import FormatError, SpecialTokenError, TokenforgeError
 from .formats import mxgram as _fmt
 from .formats.atomic import atomic_open
 from .formats.kinds import Format, dir_holding
+from .formats.suffixes import check_save_suffix
 from .hybrid import class_or_instance
 from .latin1 import latin1_of_file, to_latin1
 from .progress import progress_bar
@@ -586,6 +587,7 @@ class Mixedgram(RustBacked, Tokenizer):
         """Save the vocabulary. ``*.mxgram``: the seed's header with an empty
         stream (no special tokens, no counts); ``*.json``: tokenforge's
         vocabulary JSON; anything else: a directory with ``mixedgram.json``."""
+        check_save_suffix(path, (".mxgram", ".json"), "Mixedgram.save")
         p = Path(path)
         if p.suffix.lower() == ".mxgram":
             if self._specials:

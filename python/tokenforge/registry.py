@@ -372,7 +372,12 @@ def _growing_train(words, options, docs, vocab_size, *, num_threads=None, progre
         if want <= 0 or not part:
             continue
         tok.learn_merges(
-            part, num_merges=want, source=f"round{r + 1}", num_threads=num_threads, progress=bool(progress), **options
+            iter(part),
+            num_merges=want,
+            source=f"round{r + 1}",
+            num_threads=num_threads,
+            progress=bool(progress),
+            **options,
         )
     return tok
 

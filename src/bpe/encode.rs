@@ -33,7 +33,7 @@ use super::fast::{
     CACHE_SLOTS, LONG_CACHE_MAX, LONG_CACHE_SLOTS, PIECE_MAX, SPILL_MAX, TABLE_IDS,
 };
 use super::pair::{pack, unpack};
-use super::ranks::{id_limit, id_too_large, SplitIndex};
+use super::ranks::{id_limit, id_too_large, token_bytes_error, token_bytes_total, SplitIndex, MAX_TOKEN_BYTES};
 use super::vocab::{CutHashes, Tokens};
 #[cfg(test)]
 use crate::encoder::Encoder;
@@ -331,9 +331,17 @@ impl BpeModel {
             }
             max_id = max_id.max(*id);
         }
-        // all bytes in one arena (a token's bytes are copied from its parents'
-        // there: O(total bytes of the tokens), no allocation per token)
-        let mut tokens = Tokens::new(max_id as usize + 1, 8 * (merges.len() + 256));
+        // the tokens' total length first, from lengths alone (linear in the
+        // merges): merges that double a token make it 2^k bytes, which no id
+        // bound limits, so it is refused here before any of it is allocated
+        let total = token_bytes_total(byte_ids, merges);
+        if total > MAX_TOKEN_BYTES {
+            return Err(token_bytes_error(total, MAX_TOKEN_BYTES));
+        }
+        // all bytes in one arena, allocated once at its exact size (a token's
+        // bytes are copied from its parents' there: O(total bytes of the
+        // tokens), no allocation per token)
+        let mut tokens = Tokens::new(max_id as usize + 1, total as usize);
         let defined = |tokens: &Tokens, id: u32| -> Result<()> {
             if tokens.len_of(id) != 0 {
                 return Err(Error::Invalid(format!("id {id} is defined twice")));

@@ -26,6 +26,45 @@ pub fn id_limit(entries: usize) -> u64 {
     entries as u64 + (entries as u64 / 8).max(1024)
 }
 
+/// The engine's hard cap on the total bytes of a vocabulary's tokens (1 GiB).
+///
+/// Ids do not bound this: merges that each join a token with itself double
+/// its length, so 30 merges of a file under 2 KB describe a 1 GiB token. The
+/// total is computed from the merge table before anything is built
+/// ([`token_bytes_total`], lengths only), and a model past the cap is refused;
+/// the readers hold files to a tighter limit relative to their size
+/// (`tokenforge.formats.bpe_data.token_bytes_limit`).
+pub const MAX_TOKEN_BYTES: u64 = 1 << 30;
+
+/// The total bytes of the tokens `byte_ids` and `merges` define (each merge's
+/// token is its parents' bytes), in one linear pass over lengths only;
+/// saturating, so a hostile table cannot overflow it. An id used before it is
+/// defined counts 0 (the builder reports it).
+pub fn token_bytes_total(byte_ids: &[u32; 256], merges: &[(u32, u32, u32)]) -> u64 {
+    let mut len: FxHashMap<u32, u64> = FxHashMap::default();
+    len.reserve(256 + merges.len());
+    for &id in byte_ids {
+        len.insert(id, 1);
+    }
+    let mut total = 256u64;
+    for &(a, b, z) in merges {
+        let n = len.get(&a).copied().unwrap_or(0).saturating_add(len.get(&b).copied().unwrap_or(0));
+        len.insert(z, n);
+        total = total.saturating_add(n);
+    }
+    total
+}
+
+/// The error for tokens past `limit` bytes in all.
+pub fn token_bytes_error(total: u64, limit: u64) -> Error {
+    Error::Invalid(format!(
+        "the merges define tokens of {} bytes in all, more than the limit of {limit} bytes \
+         (merges that repeatedly join a token with itself double its length); refused before \
+         anything is built",
+        if total == u64::MAX { "2^64 or more".to_string() } else { total.to_string() }
+    ))
+}
+
 /// An error for an id at or beyond [`id_limit`].
 pub fn id_too_large(what: &str, id: u64, entries: usize) -> Error {
     Error::Invalid(format!(

@@ -590,11 +590,18 @@ fn tfjson_parts(text: &str) -> Option<TfjsonParts> {
 /// with what the Python reader still checks (see [`TfjsonFast`]), or None
 /// when the fast path declines: the Python reader then reads the file and
 /// reports what is wrong where. GIL released.
+///
+/// It declines too when the merges define more than `max_token_bytes` bytes
+/// of tokens in all (counted from lengths before anything is built): the
+/// Python reader then says so, with the file's limit.
 #[pyfunction]
-fn bpe_model_from_tfjson<'py>(py: Python<'py>, raw: &[u8]) -> PyResult<Option<TfjsonFast<'py>>> {
+fn bpe_model_from_tfjson<'py>(py: Python<'py>, raw: &[u8], max_token_bytes: u64) -> PyResult<Option<TfjsonFast<'py>>> {
     let raw = raw.strip_prefix(b"\xef\xbb\xbf").unwrap_or(raw);
     let Ok(text) = std::str::from_utf8(raw) else { return Ok(None) };
     let Some(p) = py.detach(|| tfjson_parts(text)) else { return Ok(None) };
+    if crate::bpe::ranks::token_bytes_total(&p.byte_ids, &p.merges) > max_token_bytes {
+        return Ok(None);
+    }
     let Ok(pt) = pretok_from(p.pattern.as_deref()) else { return Ok(None) };
     let pool = pool(None)?;
     let (byte_ids, merges, specials) = (p.byte_ids, p.merges, p.specials.clone());

@@ -763,6 +763,10 @@ pub(crate) fn ids_from(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
         if x.is_instance_of::<pyo3::types::PyBool>() {
             return Err(PyTypeError::new_err(format!("token id at position {i} is a bool, not an int")));
         }
+        if x.is_instance_of::<pyo3::types::PyInt>() && x.extract::<i64>().is_err() {
+            // an int past 64 bits is an id out of range, not a wrong type
+            return Err(Error::Invalid(format!("token id {x} at position {i} is out of range")).into());
+        }
         let v: i64 = x.extract().map_err(|_| {
             PyTypeError::new_err(format!(
                 "token id at position {i} must be an int, not {}",

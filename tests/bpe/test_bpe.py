@@ -247,7 +247,7 @@ def _paths(tok, tmp_path):
         "dir": tokenforge.load(tmp_path / "dir"),
         "json": tokenforge.load(tmp_path / "ours.json"),
         "hf": tokenforge.load(tmp_path / "hf" / "tokenizer.json"),
-        "ranks": BPETokenizer.from_tiktoken(tok.mergeable_ranks(), special_tokens=tok.special_tokens),
+        "ranks": BPETokenizer.from_tiktoken(tok.mergeable_ranks(), tok.pattern, special_tokens=tok.special_tokens),
         "tiktoken-encoding": BPETokenizer.from_tiktoken(tok.to_tiktoken()),
     }
 
@@ -260,7 +260,7 @@ def test_every_save_load_path_round_trips(tok, tmp_path, heldout):
         assert t.decode(want) == text, name
         assert t.special_tokens == tok.special_tokens, name
     tok.save_tiktoken(tmp_path / "r.tiktoken")
-    t = BPETokenizer.from_tiktoken(tmp_path / "r.tiktoken", special_tokens=tok.special_tokens)
+    t = BPETokenizer.from_tiktoken(tmp_path / "r.tiktoken", tok.pattern, special_tokens=tok.special_tokens)
     assert t.encode(text) == want
 
 

@@ -72,7 +72,7 @@ def test_growing_on_a_local_cluster_is_byte_identical(tmp_path, dask_client):
     n1 = one.learn_merges([extra], 20, source="extra")
     n2 = dask.learn_merges([extra], 20, source="extra", client=dask_client)
     n3 = GrowingBPETokenizer.train(files, 700).learn_merges(
-        [extra.read_text(encoding="utf-8")], 20, source="extra", client=dask_client
+        iter([extra.read_text(encoding="utf-8")]), 20, source="extra", client=dask_client
     )
     assert n1 == n2 == n3 > 0
     one.save(tmp_path / "one.json")

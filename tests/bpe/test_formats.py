@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import base64
+import gzip
+import importlib.util
 import json
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import tokenforge
 from bpe_strategies import ANY_SPECIAL_TEXT, bpe_data, canonical, fail_writes_halfway, same_vocabulary
+from tokenforge import BPETokenizer
 from tokenforge.errors import FormatError, VersionError
 from tokenforge.formats.bpe_data import BPEData
-from tokenforge.formats.patterns import GPT2_PATTERN, GPT4_PATTERN
+from tokenforge.formats.patterns import GPT2_PATTERN, NAMED_PATTERNS, O200K_PATTERN
 from tokenforge.formats.tfjson import (
     FORMAT_VERSION,
     read_tfjson,
@@ -25,6 +30,7 @@ from tokenforge.formats.tfjson import (
 )
 from tokenforge.formats.tiktoken_io import (
     data_from_ranks,
+    known_rank_file,
     mergeable_ranks,
     read_tiktoken_file,
     sniff_tiktoken,
@@ -443,9 +449,73 @@ def test_to_tiktoken_agrees_with_rank_reference(data, text):
     assert enc.encode_ordinary(text) == expected
 
 
-def test_read_tiktoken_default_pattern_is_gpt4(tmp_path):
+def test_read_tiktoken_without_pattern_refuses_an_unknown_file(tmp_path):
+    """A .tiktoken file does not say its pattern: an unknown one is refused, never given a default (issue 32 item 3)."""
     path = tmp_path / "v.tiktoken"
     write_tiktoken_file(path, small_data())
-    data = read_tiktoken_file(path)
-    assert data.pattern == GPT4_PATTERN and data.pattern_name == "gpt4" and data.special_tokens == {}
+    for read in (read_tiktoken_file, tokenforge.load, BPETokenizer.from_tiktoken):
+        with pytest.raises(FormatError, match="do not store their split pattern.*pass pattern=") as e:
+            read(path)
+        assert e.value.path == str(path)
+    with pytest.raises(FormatError, match="pass pattern="):
+        BPETokenizer.from_tiktoken(mergeable_ranks(small_data()))
     assert read_tiktoken_file(path, pattern=None).pattern_name == "none"
+    assert BPETokenizer.from_tiktoken(path, pattern="gpt2").pattern == GPT2_PATTERN
+    assert BPETokenizer.from_tiktoken(path, pattern="o200k_base").pattern == O200K_PATTERN
+
+
+@pytest.mark.parametrize("name, pattern_name", [("cl100k_base", "cl100k"), ("o200k_base", "o200k")])
+def test_a_known_rank_file_gets_its_own_pattern(tmp_path, name, pattern_name):
+    """OpenAI's rank files are recognised by content (not name): ids equal tiktoken's, through load() too."""
+    import tiktoken
+
+    from bpe.test_encode_fast import ranks
+    from bpe.test_gpt_patterns import tiktoken_pat_strs
+
+    src = Path(next(iter(importlib.util.find_spec("bpe_openai").submodule_search_locations)))
+    path = tmp_path / "renamed.txt"  # the name says nothing
+    path.write_bytes(gzip.decompress((src / "data" / f"{name}.tiktoken.gz").read_bytes()))
+    assert known_rank_file(path.read_bytes()) == (name, pattern_name)
+    enc = tiktoken.Encoding(name, pat_str=tiktoken_pat_strs()[name], mergeable_ranks=ranks(name), special_tokens={})
+    text = "Hello world! It's 2024: naïve café, 12345 numbers, CamelCaseWords and\n\n  spaces 日本語 🙂"
+    for tok in (tokenforge.load(path), BPETokenizer.from_tiktoken(path), BPETokenizer.from_tiktoken(ranks(name))):
+        assert tok.pattern == NAMED_PATTERNS[pattern_name]
+        assert tok.encode(text) == enc.encode_ordinary(text)
+    # written back by our writer: the same bytes, so still recognised
+    out = tmp_path / "again.tiktoken"
+    tokenforge.load(path).save_tiktoken(out)
+    assert out.read_bytes() == path.read_bytes()
+    assert tokenforge.load(out).pattern == NAMED_PATTERNS[pattern_name]
+
+
+def test_a_failed_save_replaces_neither_file(tmp_path, monkeypatch):
+    """The JSON and its vocabulary view are one save: disk full while writing the
+    second file leaves the first unreplaced too (issue 32 item 7)."""
+    import os
+
+    from bpe_strategies import HalfWriteFile
+    from tokenforge.formats import atomic
+
+    path = tmp_path / "tok.json"
+    write_tfjson(path, small_data())
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    assert len(before) == 2  # tok.json and tok.vocab.txt
+    opened = []
+
+    class OsProxy:  # the second file opened (the view) fails halfway: the disk is full
+        def __getattr__(self, name):
+            return getattr(os, name)
+
+        @staticmethod
+        def fdopen(*args, **kwargs):
+            opened.append(1)
+            f = os.fdopen(*args, **kwargs)
+            return HalfWriteFile(f) if len(opened) == 2 else f
+
+    bigger = small_data(merges=[(97, 98, 256), (256, 99, 257), (32, 257, 258), (120, 121, 259)], special_tokens={})
+    monkeypatch.setattr(atomic, "os", OsProxy())
+    with pytest.raises(OSError, match="No space left"):
+        write_tfjson(path, bigger)
+    monkeypatch.undo()
+    assert len(opened) == 2
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before

@@ -50,7 +50,8 @@ def test_gaps_are_counted_in_training():
 
 
 def test_pattern_matching_nothing_keeps_the_whole_text():
-    tok = BPETokenizer.train_from_iterator(CORPUS, 280, pattern="qqq", progress=False)
+    # (a bare word is a pattern name, never a regex: issue 32 item 2)
+    tok = BPETokenizer.train_from_iterator(CORPUS, 280, pattern="(?:qqq)", progress=False)
     for text in CORPUS + ["", "q", "qq", "qqqq"]:
         assert tok.decode(tok.encode(text)) == text
 
@@ -141,7 +142,8 @@ _TEXT = st.text(
 @functools.lru_cache(maxsize=None)
 def _trained(pattern: str):
     try:
-        return BPETokenizer.train_from_iterator(CORPUS, 300, pattern=pattern, progress=False)
+        # (?:...): the same regex, never read as a name (a bare word such as "a" is a PatternError)
+        return BPETokenizer.train_from_iterator(CORPUS, 300, pattern=f"(?:{pattern})", progress=False)
     except PatternError:
         return None
 
@@ -164,7 +166,7 @@ def test_any_pattern_round_trips_any_text(pattern, text):
 # ---- the other families -------------------------------------------------------
 def test_growing_custom_pattern_round_trips():
     tok = GrowingBPETokenizer(pattern=r"\w+", normalization=None)
-    assert tok.learn_merges(CORPUS * 3, 40, min_frequency=1) > 0
+    assert tok.learn_merges(iter(CORPUS * 3), 40, min_frequency=1) > 0
     for text in CORPUS + ["hello, world!", ",,,,"]:
         assert tok.decode(tok.encode_ordinary(text)) == text
     # the gaps were learned from: ",,,," is no longer four byte tokens
@@ -341,3 +343,61 @@ def test_to_tiktoken_refuses_a_pattern_it_cannot_widen():
     assert tok.decode(tok.encode("hello, world!")) == "hello, world!"
     with pytest.raises(PatternError, match="save_hf"):
         tok.to_tiktoken()
+
+
+# ---- pattern names: one lookup (issue 32 item 2) --------------------------------------
+@pytest.mark.parametrize(
+    "alias, ours",
+    [
+        ("cl100k_base", "cl100k"),
+        ("gpt-4", "cl100k"),
+        ("o200k_base", "o200k"),
+        ("gpt-4o", "o200k"),
+        ("r50k_base", "gpt2"),
+        ("p50k_base", "gpt2"),
+        ("openai-community/gpt2", "gpt2"),
+        ("Xenova/gpt-4o", "o200k"),
+    ],
+)
+def test_tiktoken_and_hf_names_are_aliases(alias, ours):
+    assert patterns.resolve_pattern(alias) == (patterns.NAMED_PATTERNS[ours], ours)
+    for cls in (BPETokenizer, GrowingBPETokenizer):
+        a = cls.train_from_iterator(CORPUS, 280, pattern=alias, progress=False)
+        assert a.pattern == patterns.NAMED_PATTERNS[ours]
+
+
+def test_aliases_split_as_tiktoken_does():
+    """Each alias's pattern splits as tiktoken's own pat_str of that encoding (on the regex path)."""
+    from bpe.test_gpt_patterns import tiktoken_pat_strs
+
+    pats = tiktoken_pat_strs()
+    texts = CORPUS + ["  leading\n\n\ttabs  and trailing   ", "O'Neil's 12345 NASA's CamelCase /path"]
+    for name in ("cl100k_base", "o200k_base", "r50k_base", "gpt2"):
+        regex, _ = patterns.resolve_pattern(name)
+        for t in texts:
+            assert _core.split(regex, t, True) == ref.split(t, pats[name]), (name, t)
+
+
+@pytest.mark.parametrize("name", ["gpt5", "gpt-5", "cl100k-base", "o200k", "abc", "llama.3", "my/pattern"])
+def test_an_unknown_bare_name_is_a_pattern_error_listing_the_names(name):
+    if name == "o200k":
+        assert patterns.resolve_pattern(name)[1] == "o200k"
+        return
+    with pytest.raises(PatternError, match=rf"unknown pattern name '{name}'; known names: gpt4, cl100k, .*o200k_base"):
+        patterns.resolve_pattern(name)
+    for cls in (BPETokenizer, GrowingBPETokenizer):
+        with pytest.raises(PatternError, match="unknown pattern name"):
+            cls.train_from_iterator(CORPUS, 280, pattern=name, progress=False)
+
+
+def test_cli_pattern_name(tmp_path, capsys):
+    from tokenforge.cli.main import main
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(CORPUS * 20), encoding="utf-8")
+    out = tmp_path / "t"
+    assert main(["train", str(corpus), "--vocab-size", "300", "-o", str(out), "--pattern", "gpt5", "-q"]) != 0
+    assert "unknown pattern name 'gpt5'" in capsys.readouterr().err
+    assert not out.exists()
+    assert main(["train", str(corpus), "--vocab-size", "300", "-o", str(out), "--pattern", "o200k_base", "-q"]) == 0
+    assert tokenforge.load(out).pattern == patterns.O200K_PATTERN

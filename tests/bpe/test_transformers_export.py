@@ -163,7 +163,7 @@ def test_the_growing_vocabulary_gets_the_same_export(tmp_path):
     from tokenforge import GrowingBPETokenizer
 
     grow = GrowingBPETokenizer()
-    grow.learn_merges(TRAIN, num_merges=600)
+    grow.learn_merges(iter(TRAIN), num_merges=600)
     d = tmp_path / "grow"
     grow.save_pretrained(d)
     auto = transformers.AutoTokenizer.from_pretrained(str(d))

@@ -103,12 +103,12 @@ def test_add_parser_plugs_into_a_parent_command(tmp_path, capsys):
 
 def test_module_runs_standalone(tmp_path, corpora):
     a, _ = corpora
-    r = subprocess.run(
-        [sys.executable, "-m", "tokenforge.cli.grow", "learn", "--source", "a", "--num-merges", "10", "-q", str(a)],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-    )
+    learn = [sys.executable, "-m", "tokenforge.cli.grow", "learn", "--source", "a", "--num-merges", "10", "-q", str(a)]
+    # without --tokenizer nothing is created where the user did not ask (issue 32 item 4)
+    r = subprocess.run(learn, capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode != 0 and "pass --tokenizer PATH" in r.stderr
+    assert not (tmp_path / "tokenizer.json").exists()
+    r = subprocess.run(learn + ["--tokenizer", "tokenizer.json"], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "tokenizer.json").exists()
     r = subprocess.run(

@@ -147,8 +147,8 @@ def test_old_lz78_shard_index_still_reads(tmp_path):
     from tokenforge.data.shards import pretokenize
 
     with pytest.raises(ShardError, match="overwrite"):
-        pretokenize(DOCS, tok, old, progress=False)
-    assert pretokenize(DOCS, tok, old, progress=False, overwrite=True).legacy is None
+        pretokenize(iter(DOCS), tok, old, progress=False)
+    assert pretokenize(iter(DOCS), tok, old, progress=False, overwrite=True).legacy is None
 
 
 def test_subcommands_register():

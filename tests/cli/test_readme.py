@@ -34,6 +34,7 @@ import ast
 import contextlib
 import glob
 import gzip
+import importlib.util
 import io
 import json
 import re
@@ -138,6 +139,11 @@ def make_fixtures(root: Path) -> None:
     (root / "train.txt").write_text("<|endoftext|>".join(train), encoding="utf-8")
     (root / "in.txt").write_bytes("".join(train[:40]).encode("latin-1", errors="replace"))
     small = BPETokenizer.train_from_iterator(train[:50], 400, special_tokens=None, progress=False)
+    # OpenAI's cl100k rank file, as bpe-openai (a dev dependency) ships it: load() recognises it by content
+    spec = importlib.util.find_spec("bpe_openai")
+    assert spec is not None and spec.submodule_search_locations, "bpe-openai (a dev dependency) is not installed"
+    cl100k = Path(next(iter(spec.submodule_search_locations))) / "data" / "cl100k_base.tiktoken.gz"
+    (root / "cl100k_base.tiktoken").write_bytes(gzip.decompress(cl100k.read_bytes()))
     small.export_seed003(root)  # bpe_vocab.pkl, bpe_merges.pkl, ... in the working directory
     _imported_fixtures(root, train[:200])
 

@@ -28,7 +28,7 @@ def _quiet(fn, *a, **k):
 
 def _grown() -> GrowingBPETokenizer:
     tok = GrowingBPETokenizer()
-    tok.learn_merges(CORPUS, 40)
+    tok.learn_merges(iter(CORPUS), 40)
     return tok
 
 

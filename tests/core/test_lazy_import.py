@@ -49,7 +49,7 @@ def test_loading_a_bpe_file_imports_neither_the_other_families_nor_numpy(tmp_pat
     tokenforge.BPETokenizer.train_from_iterator(["hello world, hello there"] * 20, 265).save_tiktoken(path)
     # encode only: the core's decode accepts a numpy array of ids, so it asks for numpy
     code = (
-        f"import tokenforge\ntok = tokenforge.BPETokenizer.from_tiktoken({str(path)!r})\n"
+        f"import tokenforge\ntok = tokenforge.BPETokenizer.from_tiktoken({str(path)!r}, 'gpt4')\n"
         "assert tok.encode('hello world')"
     )
     loaded = _loaded_after(code, NOT_ON_IMPORT)

@@ -23,7 +23,7 @@ def _families():
         warnings.simplefilter("ignore", tokenforge.TokenforgeWarning)
         bpe = BPETokenizer.train_from_iterator(TINY_DOCS, 400)
         grow = GrowingBPETokenizer(100_000)
-        grow.learn_merges(TINY_DOCS, num_merges=200, min_frequency=1)
+        grow.learn_merges(iter(TINY_DOCS), num_merges=200, min_frequency=1)
         return {
             "bpe": bpe,
             "lz78": LZ78Tokenizer.train_from_iterator(TINY_DOCS, "standard", 400),

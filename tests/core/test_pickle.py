@@ -118,11 +118,11 @@ def _mixedgram_variants() -> dict[str, Tokenizer]:
 def _growing_variants(tmp_path_factory) -> dict[str, Tokenizer]:
     out = {"growing-empty": GrowingBPETokenizer()}
     g = GrowingBPETokenizer(vocab_size=5000)
-    g.learn_merges(CORPUS, 60, source="corpus")
-    g.learn_merges(["more text, more merges"] * 5, 5, source="more")
+    g.learn_merges(iter(CORPUS), 60, source="corpus")
+    g.learn_merges(iter(["more text, more merges"] * 5), 5, source="more")
     out["growing-learned"] = g
     saved = GrowingBPETokenizer(normalization=None, pattern="gpt4")
-    saved.learn_merges(CORPUS, 30)
+    saved.learn_merges(iter(CORPUS), 30)
     saved.save(tmp_path_factory.mktemp("growing") / "tokenizer.json")  # remembers its path
     out["growing-saved-no-nfc"] = saved
     out["growing-seed-file"] = GrowingBPETokenizer.load(FIXTURES / "growing_seed_tokenizer.json")
@@ -299,7 +299,7 @@ def test_growing_deepcopy_is_independent(variants):
     tok = variants["growing-learned"]
     before = tok.merge_list
     other = copy.deepcopy(tok)
-    other.learn_merges(["completely different words zzz qqq"] * 20, 10)
+    other.learn_merges(iter(["completely different words zzz qqq"] * 20), 10)
     assert tok.merge_list == before
     assert len(other.merge_list) > len(before)
 

@@ -66,7 +66,7 @@ def _permuted_bytes_bpe() -> BPETokenizer:
     imported tiktoken/HF vocabulary may be): byte b has rank 255 - b."""
     ranks = BPETokenizer.train_from_iterator(CORPUS, 300, special_tokens=None, progress=False).mergeable_ranks()
     ranks = {t: (255 - r if r < 256 else r) for t, r in ranks.items()}
-    return BPETokenizer.from_tiktoken(ranks, special_tokens={"<|bos|>": 300})
+    return BPETokenizer.from_tiktoken(ranks, "gpt4", special_tokens={"<|bos|>": 300})
 
 
 def _seed003_bpe() -> BPETokenizer:
@@ -101,7 +101,7 @@ TOKENIZERS = {
 
 def _grown() -> GrowingBPETokenizer:
     tok = GrowingBPETokenizer()
-    tok.learn_merges(CORPUS, 80)
+    tok.learn_merges(iter(CORPUS), 80)
     return tok
 
 
@@ -424,7 +424,7 @@ def test_pretokenize_docs_with_lone_surrogates(tmp_path):
     tok = BPETokenizer.train_from_iterator(CORPUS, 300, progress=False)
     docs = ["fox \ud800 dog", "plain", "\udfff", json.loads('"x\\udc00"')]
     (tmp_path / "c.jsonl").write_text("".join(json.dumps({"text": d}) + "\n" for d in docs), encoding="utf-8")
-    s = pretokenize(docs, tok, tmp_path / "s0", progress=False)  # texts from Python: kept exactly
+    s = pretokenize(iter(docs), tok, tmp_path / "s0", progress=False)  # texts from Python: kept exactly
     assert [tok.decode(a) for a in s.iter_documents()] == docs
     assert s.num_bytes == sum(len(d.encode("utf-8", "surrogatepass")) for d in docs)
     # a JSON-lines corpus holding such escapes is refused at file:line unless told otherwise (issue 10)
@@ -443,7 +443,7 @@ def test_training_on_texts_with_lone_surrogates(tmp_path):
         bpe_tok = BPETokenizer.train_from_iterator(docs, 300, progress=False)
         lz = LZ78Tokenizer.train_from_iterator(docs, "frequency_gated", 300, progress=False)
         g = GrowingBPETokenizer()
-        g.learn_merges(docs, 20)
+        g.learn_merges(iter(docs), 20)
     for tok in (bpe_tok, lz, g):
         assert tok.decode(tok.encode(s)) == s
     # the documented rule: training sees exactly the texts cut at the surrogates

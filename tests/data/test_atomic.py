@@ -166,7 +166,7 @@ def test_shards_use_the_same_writer(tmp_path, umask022, tiny_bpe):
 
     tok = tiny_bpe
     out = tmp_path / "shards"
-    pretokenize(["hello world"] * 20, tok, out)
+    pretokenize(iter(["hello world"] * 20), tok, out)
     files = [x for x in out.iterdir()]
     assert files and all(_mode(x) == 0o644 for x in files), [(x.name, oct(_mode(x))) for x in files]
     arr = np.load(next(x for x in files if x.name.endswith(".npy") and ".docs" not in x.name))

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokenforge.data.corpus import corpus_bytes, corpus_files, iter_documents
+from tokenforge.data.corpus import Texts, corpus_bytes, corpus_files, iter_documents
 from tokenforge.errors import CorpusError
 from tokenforge.progress import Progress, progress_bar
 
@@ -109,7 +109,7 @@ def test_split_on_round_trip(tmp_path_factory, docs, block_bytes):
 
 
 def test_split_on_does_not_apply_to_text_sources():
-    assert list(iter_documents([f"a{SEP}b"], split_on=SEP)) == [f"a{SEP}b"]
+    assert list(iter_documents(iter([f"a{SEP}b"]), split_on=SEP)) == [f"a{SEP}b"]
 
 
 # ---- UTF-8 errors ---------------------------------------------------------------
@@ -252,19 +252,31 @@ def test_list_of_paths(tmp_path):
     assert list(iter_documents([b, a])) == ["B", "A"]
 
 
-def test_iterables_of_str_pass_through():
-    assert list(iter_documents(["x", "y"])) == ["x", "y"]
+def test_iterators_of_str_pass_through():
+    assert list(iter_documents(iter(["x", "y"]))) == ["x", "y"]
     assert list(iter_documents(t for t in ("p", "q"))) == ["p", "q"]
+    assert list(iter_documents(Texts(["x", "y"]))) == ["x", "y"]
     assert list(iter_documents([])) == []
+
+
+def test_a_list_of_str_names_files_never_texts(tmp_path):
+    a = write(tmp_path / "a.txt", "A")
+    assert list(iter_documents([str(a)])) == ["A"]
+    assert corpus_files([str(a), a]) == [a, a]
+    for bad in (["x", "y"], ("x",), [str(a), "some text"], "some text"):
+        with pytest.raises(CorpusError, match="is not an existing file or directory; a str or a list of str names"):
+            iter_documents(bad)
+        with pytest.raises(CorpusError, match="iterator of str"):
+            corpus_bytes(bad)
 
 
 def test_non_str_items_name_their_index(tmp_path):
     with pytest.raises(TypeError, match=r"item 2 is bytes, expected str"):
-        list(iter_documents(["a", "b", b"c"]))
-    with pytest.raises(TypeError, match=r"item 1 is str in a list of paths"):
+        list(iter_documents(iter(["a", "b", b"c"])))
+    with pytest.raises(CorpusError, match=r"'b.txt' \(item 1\) is not an existing file"):
         iter_documents([tmp_path / "a.txt", "b.txt"])
-    with pytest.raises(TypeError, match=r"item 0 is str in a list of paths"):
-        iter_documents(("a.txt", tmp_path / "b.txt"))
+    with pytest.raises(TypeError, match=r"corpus item 1 is bytes"):
+        iter_documents((tmp_path / "b.txt", b"c"))
     with pytest.raises(TypeError, match="source must be"):
         iter_documents(42)
     with pytest.raises(TypeError, match="source is bytes"):
@@ -272,14 +284,14 @@ def test_non_str_items_name_their_index(tmp_path):
 
 
 def test_missing_and_unsupported_files_fail_at_call_time(tmp_path):
-    with pytest.raises(FileNotFoundError, match=r"nope\.txt.*pass \[text\]"):
+    with pytest.raises(CorpusError, match=r"nope\.txt' is not an existing file"):
         iter_documents(str(tmp_path / "nope.txt"))
     with pytest.raises(CorpusError, match=r"data\.csv: unsupported corpus file suffix"):
         iter_documents(write(tmp_path / "data.csv", "a,b"))
     with pytest.raises(ValueError, match="block_bytes"):
-        iter_documents(["x"], block_bytes=2)
+        iter_documents(iter(["x"]), block_bytes=2)
     with pytest.raises(ValueError, match="split_on"):
-        iter_documents(["x"], split_on="")
+        iter_documents(iter(["x"]), split_on="")
 
 
 def test_corpus_bytes(tmp_path):
@@ -288,7 +300,7 @@ def test_corpus_bytes(tmp_path):
     assert corpus_bytes(a) == 5
     assert corpus_bytes([a, b]) == 5 + b.stat().st_size
     assert corpus_bytes(tmp_path) == 5 + b.stat().st_size
-    assert corpus_bytes(["ab", "é"]) == 4
+    assert corpus_bytes(Texts(["ab", "é"])) == 4
     assert corpus_bytes(iter(["ab"])) is None
 
 
@@ -339,7 +351,7 @@ def test_iter_documents_reports_bytes_read(tmp_path, parquet_path):
     docs = list(iter_documents(files, block_bytes=64, progress=p))
     assert docs and p.n == corpus_bytes(files)
     q = Progress(enabled=False)
-    list(iter_documents(["ab", "é"], progress=q))
+    list(iter_documents(Texts(["ab", "é"]), progress=q))
     assert q.n == 4
 
 

@@ -79,9 +79,9 @@ def json_files(tmp_path_factory):
     bpe.save_hf(d / "hf.json")
     tf.Mixedgram.train(text=" ".join(TEXTS) * 3).save(d / "mixedgram.json")
     g = tf.GrowingBPETokenizer()
-    g.learn_merges(TEXTS * 5, num_merges=5, min_frequency=2)
+    g.learn_merges(iter(TEXTS * 5), num_merges=5, min_frequency=2)
     g.save(d / "growing.json")
-    pretokenize(TEXTS, bpe, d / "shards", progress=False)
+    pretokenize(iter(TEXTS), bpe, d / "shards", progress=False)
     return {
         "bpe.json": tf.load,
         "hf.json": tf.load,
@@ -118,7 +118,7 @@ def test_every_json_reader_refuses_hostile_values_with_file_and_line(json_files,
 
 def test_growing_json_merge_key_of_many_digits(tmp_path):
     g = tf.GrowingBPETokenizer()
-    g.learn_merges(TEXTS * 5, num_merges=5, min_frequency=2)
+    g.learn_merges(iter(TEXTS * 5), num_merges=5, min_frequency=2)
     g.save(tmp_path / "t.json")
     doc = json.loads((tmp_path / "t.json").read_text())
     key = next(iter(doc["merges"]))
@@ -256,7 +256,7 @@ def test_pretokenize_a_dirty_jsonl_corpus_matches_the_python_reader(tmp_path):
     fast = pretokenize(p, tok, tmp_path / "fast", progress=False, errors="replace", batch_chars=500)
     texts = list(iter_documents(p, errors="replace"))
     assert sum("\ufffd" in t for t in texts) == 9
-    slow = pretokenize(texts, tok, tmp_path / "slow", progress=False)
+    slow = pretokenize(iter(texts), tok, tmp_path / "slow", progress=False)
     a = [x.tolist() for x in fast.iter_documents()]
     b = [x.tolist() for x in slow.iter_documents()]
     assert a == b and len(a) == 300

@@ -16,7 +16,14 @@ from hypothesis import strategies as st
 import tokenforge
 from growing_helpers import FIXTURE, SOURCE_A, SOURCE_B, corpus_texts
 from tokenforge import GrowingBPETokenizer, NeuroTokenizer
-from tokenforge.errors import FormatError, SpecialTokenError, TokenforgeError, VersionError, VocabSizeError
+from tokenforge.errors import (
+    CorpusError,
+    FormatError,
+    SpecialTokenError,
+    TokenforgeError,
+    VersionError,
+    VocabSizeError,
+)
 from tokenforge.formats.growing_json import sniff_growing_json
 from tokenforge.growing import get_neuro_tokenizer
 from tokenforge.reference import growing as ref
@@ -114,7 +121,7 @@ def test_save_is_atomic(tmp_path, monkeypatch):
     p = tmp_path / "tok.json"
     t.save(p)
     before = p.read_bytes()
-    t.learn_merges(SOURCE_A, 20, source="A")
+    t.learn_merges(iter(SOURCE_A), 20, source="A")
 
     def boom(*a, **k):
         raise OSError("disk full")
@@ -273,7 +280,10 @@ def test_decode_rules():
     t = GrowingBPETokenizer.load(FIXTURE)
     n = t.current_vocab_size
     assert t.decode([0, 1, 2, 3, 285, 2, 0]) == "He"
-    assert t.decode([4, 9, 285, n, n + 5, 10_000_000]) == "<unk><unk>He<unk><unk><unk>"
+    assert t.decode([4, 9, 285]) == "<unk><unk>He"  # reserved ids
+    for bad, at in (([285, n], 1), ([n + 5], 0), ([285, 285, 10_000_000], 2), ([285, -1], 1)):
+        with pytest.raises(TokenforgeError, match=rf"token id {bad[at]} \(at position {at}\) is not in the vocabulary"):
+            t.decode(bad)  # one rule for invalid ids in every family (issue 32 item 10)
     assert t.decode([1, 285, 2], skip_special_tokens=False) == "<|bos|>He<|eos|>"
     assert t.decode_bytes([1, 285, 0]) == b"<|bos|>He<|pad|>"
     assert t.decode(np.array([285, 270], dtype=np.uint32)) == "Hell"
@@ -287,7 +297,6 @@ def test_decode_rules():
         t.decode([285, 1.5])
     with pytest.raises(TokenforgeError, match="out of range"):
         t.decode([285, 2**70])
-    assert t.decode([285, -1]) == "He<unk>"
     with pytest.raises(TokenforgeError):
         t.id_to_bytes(5)
     with pytest.raises(TokenforgeError):
@@ -308,6 +317,10 @@ def test_round_trip_any_text(s):
 @given(st.lists(st.integers(min_value=0, max_value=2000), max_size=60))
 def test_decode_any_ids_never_fails(ids):
     t = _trained()
+    if any(i >= t.current_vocab_size for i in ids):
+        with pytest.raises(TokenforgeError, match="is not in the vocabulary"):
+            t.decode(ids)
+        return
     out = t.decode(ids)
     expected = b""
     for i in ids:
@@ -323,8 +336,8 @@ _CACHE = {}
 def _trained() -> GrowingBPETokenizer:
     if "t" not in _CACHE:
         t = GrowingBPETokenizer()
-        t.learn_merges(SOURCE_A, 200, source="A")
-        t.learn_merges(SOURCE_B, 200, source="B")
+        t.learn_merges(iter(SOURCE_A), 200, source="A")
+        t.learn_merges(iter(SOURCE_B), 200, source="B")
         _CACHE["t"] = t
     return _CACHE["t"]
 
@@ -332,50 +345,50 @@ def _trained() -> GrowingBPETokenizer:
 # ---- learning --------------------------------------------------------------------------------
 def test_learn_appends_and_records_sources():
     t = GrowingBPETokenizer()
-    n = t.learn_merges(SOURCE_A, 50, source="A")
+    n = t.learn_merges(iter(SOURCE_A), 50, source="A")
     assert n == 50 and t.current_vocab_size == 316 and t.sources_contributed == {"A": 50}
     assert [z for _, _, z in t.merge_list] == list(range(266, 316))
     assert t.total_tokens_processed == sum(len(s.encode()) for s in SOURCE_A)
-    assert t.learn_merges(SOURCE_A, 10, source="A") == 10
+    assert t.learn_merges(iter(SOURCE_A), 10, source="A") == 10
     assert t.sources_contributed == {"A": 60}
-    assert t.learn_merges(SOURCE_B, 5) == 5  # no source: not recorded
+    assert t.learn_merges(iter(SOURCE_B), 5) == 5  # no source: not recorded
     assert t.sources_contributed == {"A": 60}
     assert t.has_source_contributed("A") and not t.has_source_contributed("B")
-    assert t.learn_merges(SOURCE_B, 0, source="B") == 0
+    assert t.learn_merges(iter(SOURCE_B), 0, source="B") == 0
     stats = t.get_stats()
     assert stats["num_merges"] == 65 and stats["current_vocab"] == 331 and stats["can_learn_more"]
 
 
 def test_learn_stops_at_capacity_and_min_frequency():
     t = GrowingBPETokenizer(vocab_size=270)
-    assert t.learn_merges(SOURCE_A, 100, source="A") == 4
+    assert t.learn_merges(iter(SOURCE_A), 100, source="A") == 4
     assert t.current_vocab_size == 270 and t.is_full
-    assert t.learn_merges(SOURCE_A, 100, source="A") == 0
+    assert t.learn_merges(iter(SOURCE_A), 100, source="A") == 0
     assert t.sources_contributed == {"A": 4}
     with pytest.raises(VocabSizeError):
         t.vocab_size = 269
     t.vocab_size = 1000
-    assert t.learn_merges(SOURCE_A, 5) == 5
+    assert t.learn_merges(iter(SOURCE_A), 5) == 5
     # min_frequency: each pair of "abc" occurs once
     u = GrowingBPETokenizer()
-    assert u.learn_merges(["abc"], 10) == 0
-    assert u.learn_merges(["abc"], 10, min_frequency=1) == 2
+    assert u.learn_merges(iter(["abc"]), 10) == 0
+    assert u.learn_merges(iter(["abc"]), 10, min_frequency=1) == 2
     v = GrowingBPETokenizer()
-    assert v.learn_merges(["ab ab cd"], 10) == ref.learn_reference(ref.count_words(["ab ab cd"]), 10).__len__()
+    assert v.learn_merges(iter(["ab ab cd"]), 10) == ref.learn_reference(ref.count_words(["ab ab cd"]), 10).__len__()
 
 
 def test_learn_bad_arguments():
     t = GrowingBPETokenizer()
-    with pytest.raises(TypeError):
+    with pytest.raises(CorpusError, match="not an existing file or directory.*iterator of str"):
         t.learn_merges("a single string", 10)
     with pytest.raises(TypeError):
-        t.learn_merges(["ok", 3], 10)
+        t.learn_merges(iter(["ok", 3]), 10)
     with pytest.raises(TokenforgeError):
-        t.learn_merges(["x"], -1)
+        t.learn_merges(iter(["x"]), -1)
     with pytest.raises(TokenforgeError):
-        t.learn_merges(["x"], 1, min_frequency=0)
+        t.learn_merges(iter(["x"]), 1, min_frequency=0)
     with pytest.raises(TokenforgeError):
-        t.learn_merges(["x"], 1, source="")
+        t.learn_merges(iter(["x"]), 1, source="")
     with pytest.raises(AttributeError):
         t.merges = {}
     with pytest.raises(TypeError):
@@ -386,21 +399,21 @@ def test_learn_bad_arguments():
 def test_learning_is_deterministic_across_threads():
     texts = corpus_texts(7, 200)
     a, b = GrowingBPETokenizer(), GrowingBPETokenizer()
-    a.learn_merges(texts, 300, num_threads=1)
-    b.learn_merges(texts, 300, num_threads=2)
+    a.learn_merges(iter(texts), 300, num_threads=1)
+    b.learn_merges(iter(texts), 300, num_threads=2)
     assert a.merge_list == b.merge_list
 
 
 def test_backward_compatibility_a_then_b(tmp_path):
     t = GrowingBPETokenizer()
-    t.learn_merges(SOURCE_A, 120, source="A")
+    t.learn_merges(iter(SOURCE_A), 120, source="A")
     merges_a = t.merge_list
     text = "The fox and the dog: def encode(text) -> 12345 café 🙂"
     ids_a = t.encode(text)
     bytes_a = {i: t.id_to_bytes(i) for i in range(10, t.current_vocab_size)}
     t.save(tmp_path / "a.json")
 
-    n = t.learn_merges(SOURCE_B, 150, source="B")
+    n = t.learn_merges(iter(SOURCE_B), 150, source="B")
     assert n > 0
     assert t.merge_list[: len(merges_a)] == merges_a
     assert all(z >= 266 + len(merges_a) for _, _, z in t.merge_list[len(merges_a) :])
@@ -419,8 +432,8 @@ def test_parity_with_reference_continued(seed):
     a = corpus_texts(seed, 30)
     b = corpus_texts(seed + 100, 30) + SOURCE_B[:4]
     t = GrowingBPETokenizer()
-    t.learn_merges(a, 40, min_frequency=2)
-    t.learn_merges(b, 60, min_frequency=1)
+    t.learn_merges(iter(a), 40, min_frequency=2)
+    t.learn_merges(iter(b), 60, min_frequency=1)
 
     m1 = ref.learn_reference(ref.count_words(a), 40, min_frequency=2)
     known = {(x, y): z for x, y, z in m1}
@@ -438,8 +451,8 @@ def test_parity_with_reference_continued(seed):
 
 def test_parity_on_real_text():
     t = GrowingBPETokenizer()
-    t.learn_merges(SOURCE_A, 80, source="A")
-    t.learn_merges(SOURCE_B, 80, source="B")
+    t.learn_merges(iter(SOURCE_A), 80, source="A")
+    t.learn_merges(iter(SOURCE_B), 80, source="B")
     m1 = ref.learn_seed_algorithm(ref.count_words(SOURCE_A), 80)
     m2 = ref.learn_seed_algorithm(ref.count_words(SOURCE_B), 80, {(x, y): z for x, y, z in m1}, 266 + len(m1))
     assert t.merge_list == m1 + m2
@@ -454,8 +467,8 @@ def test_parity_on_real_text():
 )
 def test_parity_property(a, b, n1, n2):
     t = GrowingBPETokenizer()
-    t.learn_merges(a, n1, min_frequency=1)
-    t.learn_merges(b, n2, min_frequency=1)
+    t.learn_merges(iter(a), n1, min_frequency=1)
+    t.learn_merges(iter(b), n2, min_frequency=1)
     m1 = ref.learn_reference(ref.count_words(a), n1, min_frequency=1)
     m2 = ref.learn_reference(ref.count_words(b), n2, {(x, y): z for x, y, z in m1}, 266 + len(m1), min_frequency=1)
     assert t.merge_list == m1 + m2

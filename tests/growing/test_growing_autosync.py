@@ -27,7 +27,7 @@ TEXT = "Extraordinary gardeners cultivate wonderful, sprawling, magnificent vege
 @pytest.fixture
 def local(tmp_path):
     t = GrowingBPETokenizer()
-    t.learn_merges(SOURCE_A, 40, source="A")
+    t.learn_merges(iter(SOURCE_A), 40, source="A")
     p = tmp_path / "tokenizer.json"
     t.save(p)
     return t, p
@@ -39,7 +39,7 @@ def _versions(t: GrowingBPETokenizer, n: int, step: int = 3) -> list[GrowingBPET
     cur = GrowingBPETokenizer._from_data(t._data)
     for k in range(n):
         nxt = GrowingBPETokenizer._from_data(cur._data)
-        nxt.learn_merges([TEXT], step, source=f"B{k}", min_frequency=1)
+        nxt.learn_merges(iter([TEXT]), step, source=f"B{k}", min_frequency=1)
         assert nxt.current_vocab_size > cur.current_vocab_size
         out.append(nxt)
         cur = nxt

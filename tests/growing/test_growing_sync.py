@@ -110,7 +110,7 @@ def _serve(server, name: str, body: bytes, kind: str = "ok") -> str:
 def local(tmp_path):
     """A tokenizer trained on source A, saved to tmp_path/tokenizer.json."""
     t = GrowingBPETokenizer()
-    t.learn_merges(SOURCE_A, 60, source="A")
+    t.learn_merges(iter(SOURCE_A), 60, source="A")
     p = tmp_path / "tokenizer.json"
     t.save(p)
     return t, p
@@ -118,7 +118,7 @@ def local(tmp_path):
 
 def _extended(t: GrowingBPETokenizer, n: int = 40) -> GrowingBPETokenizer:
     r = GrowingBPETokenizer._from_data(t._data)
-    r.learn_merges(SOURCE_B, n, source="B")
+    r.learn_merges(iter(SOURCE_B), n, source="B")
     return r
 
 
@@ -278,7 +278,7 @@ def test_other_pattern_is_refused(server, local):
     t, p = local
     before, merges = p.read_bytes(), t.merge_list
     other = GrowingBPETokenizer(pattern="gpt2")
-    other.learn_merges(SOURCE_A, 100)
+    other.learn_merges(iter(SOURCE_A), 100)
     with pytest.raises(SyncError, match="split pattern"):
         t.sync(_serve(server, "gpt2.json", _text(other)))
     _unchanged(t, p, before, merges)

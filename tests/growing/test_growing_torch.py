@@ -105,13 +105,13 @@ def test_optimizer_follows_the_new_parameters():
 def test_grows_with_the_tokenizer():
     tok = GrowingBPETokenizer()
     model = TinyLM(32_000)
-    tok.learn_merges(SOURCE_A, 50, source="A")
+    tok.learn_merges(iter(SOURCE_A), 50, source="A")
     ids = torch.tensor([tok.encode("The fox and the dog")])
     before = model(ids).clone()
     tok.vocab_size = 40_000
     expand_vocabulary(model, 33_000, max_size=tok.vocab_size, init="normal")
     assert vocab_capacity(model) == 40_000
-    tok.learn_merges(SOURCE_B, 50, source="B")
+    tok.learn_merges(iter(SOURCE_B), 50, source="B")
     assert torch.equal(model(ids)[..., :32_000], before)
     logits = model(torch.tensor([tok.encode("def encode")]))[:, -1]
     nxt = sample_next_token(logits, tok.current_vocab_size, generator=torch.Generator().manual_seed(0))

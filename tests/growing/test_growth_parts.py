@@ -108,12 +108,12 @@ def _reference_rows(w_old, parts, old, new):
 
 def test_growing_vocabulary_recurses_down_to_trained_rows():
     tok = GrowingBPETokenizer()
-    tok.learn_merges(SOURCE_A, 30, source="A")
+    tok.learn_merges(iter(SOURCE_A), 30, source="A")
     n0 = tok.current_vocab_size
     torch.manual_seed(0)
     emb, head = nn.Embedding(n0, 8), nn.Linear(8, n0, bias=False)
     w0, h0 = emb.weight.detach().clone(), head.weight.detach().clone()
-    tok.learn_merges(SOURCE_B, 40, source="B")
+    tok.learn_merges(iter(SOURCE_B), 40, source="B")
     n1 = tok.current_vocab_size
     parts = dict(tok.merge_parts())
     assert all(a >= 10 and b >= 10 for a, b in parts.values())  # the offset-10 layout: bytes are 10..265
@@ -204,7 +204,7 @@ def test_normal_init_draws_todays_numbers():
 
 def test_tokenforge_gpt_flat_and_structured_heads_take_the_parts_rule(tmp_path):
     tok = GrowingBPETokenizer()
-    tok.learn_merges(SOURCE_A, 25, source="A")
+    tok.learn_merges(iter(SOURCE_A), 25, source="A")
     n0 = tok.current_vocab_size
     for mode in ("flat", "structured"):
         torch.manual_seed(0)
@@ -214,7 +214,7 @@ def test_tokenforge_gpt_flat_and_structured_heads_take_the_parts_rule(tmp_path):
         e0 = model.embed.weight.detach().clone() if mode == "flat" else None
         tok.save(tmp_path / "t.json")
         grown = GrowingBPETokenizer.load(tmp_path / "t.json")
-        grown.learn_merges(SOURCE_B, 20, source="B")
+        grown.learn_merges(iter(SOURCE_B), 20, source="B")
         n1 = grown.current_vocab_size
         expand_vocabulary(model, n1, chunk=1, tokenizer=grown)
         parts = dict(grown.merge_parts())

@@ -69,7 +69,7 @@ def test_chunked_capacity_beyond_the_tokenizer_gets_rows_of_its_own():
 
 def test_growing_bpe_tokenizer_grows_a_structured_gpt():
     tok = GrowingBPETokenizer()
-    tok.learn_merges(SOURCE_A, 40, source="A")
+    tok.learn_merges(iter(SOURCE_A), 40, source="A")
     n0 = tok.current_vocab_size
     torch.manual_seed(0)
     model = GPT(
@@ -77,7 +77,7 @@ def test_growing_bpe_tokenizer_grows_a_structured_gpt():
     ).eval()
     ids = torch.tensor([tok.encode("The fox and the dog")])
     before, embedded = model(ids).detach().clone(), model.embed(ids).detach().clone()
-    tok.learn_merges(SOURCE_B, 40, source="B")
+    tok.learn_merges(iter(SOURCE_B), 40, source="B")
     expand_vocabulary(model, tok.current_vocab_size, chunk=1, tokenizer=tok)
     assert model.config.vocab_size == tok.current_vocab_size
     assert torch.equal(model.embed(ids).detach(), embedded)

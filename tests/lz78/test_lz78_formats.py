@@ -234,3 +234,40 @@ def test_nothing_half_loaded(tmp_path):
     with pytest.raises(FormatError):
         good = LZ78Tokenizer.from_tsv(bad)
     assert good.encode("hello") == [6] and good.num_codes == 6
+
+
+@pytest.mark.parametrize("fmt", ["lz78", "compressed"])
+def test_our_file_with_its_comment_lines_stripped_is_refused(tmp_path, fmt):
+    """grep -v '^#' drops our header and checksum: the rest must not load as a seed file (issue 32 item 5)."""
+    tok = LZ78Tokenizer(LZ78Data("tree", [(0, "\t", "\t", True), (1, "\n", "\t\n", True), (0, "a", "a", True)], {}))
+    tok.save_tsv(tmp_path / "ours.tsv", fmt)
+    lines = (tmp_path / "ours.tsv").read_text(encoding="utf-8").splitlines(keepends=True)
+    stripped = write(tmp_path, "".join(line for line in lines if not line.startswith("#")), "stripped.tsv")
+    row = next(i for i, line in enumerate(stripped.read_text().splitlines()) if line) + 1
+    for read in (read_lz78_tsv, load, LZ78Tokenizer.from_tsv):
+        with pytest.raises(FormatError, match="column-name row but not its header lines") as e:
+            read(stripped)
+        assert e.value.line == row
+    # a seed file with the seed's own column-name row still reads
+    assert LZ78Tokenizer.from_tsv(write(tmp_path, "code\tparent_code\tchar\tpattern\n" + SEED)).encode("hello") == [6]
+
+
+@pytest.mark.parametrize("text", ["code\tparent_code\tchar\tpattern\n", "", "# only a comment\n\n"])
+def test_a_seed_file_without_rows_is_refused(tmp_path, text):
+    """Cut to its column-name row, a seed file loaded empty and then could not be saved (issue 32 item 10)."""
+    with pytest.raises(FormatError, match="no dictionary entries"):
+        read_lz78_tsv(write(tmp_path, text))
+
+
+def test_a_lone_surrogate_special_token_is_a_special_token_error():
+    from tokenforge import BPETokenizer
+    from tokenforge.errors import SpecialTokenError
+
+    for train in (
+        lambda: BPETokenizer.train_from_iterator(
+            ["hello world"] * 5, 270, special_tokens=["<a\ud800>"], progress=False
+        ),
+        lambda: LZ78Tokenizer.train_from_iterator(["hello world"] * 5, vocab_size=300, special_tokens=["<\udfff>"]),
+    ):
+        with pytest.raises(SpecialTokenError, match=r"special_tokens\[0\] .* holds a lone surrogate"):
+            train()

@@ -25,6 +25,8 @@ def test_serves_the_given_files(served, tiny_bpe, tmp_path, capsys):
     )
     ((app, kw),) = served
     assert kw["host"] == "127.0.0.1" and kw["port"] == 0
+    # the deadlines and the connection bound of tokenforge.serve.server (issue 32 item 9)
+    assert kw["http"].__name__ == "GuardedH11Protocol" and kw["limit_concurrency"] > 1
     assert "serving tok, tok-2 on http://127.0.0.1:0/" in capsys.readouterr().out
     with TestClient(app) as c:
         listing = c.get("/api/tokenizers").json()

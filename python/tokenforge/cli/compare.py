@@ -204,7 +204,9 @@ def options_from_args(args, command: str):
 
 def cmd_compare(args) -> int:
     from ..eval.compare import run_compare
+    from .kit import check_inputs
 
+    check_inputs(args.corpus)  # a missing corpus file is the OS-class error (exit 3), as in every command
     opts = options_from_args(args, _rebuild_command(args))
     try:
         results = run_compare(opts)

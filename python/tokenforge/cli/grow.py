@@ -4,9 +4,10 @@
     tokenforge grow sync URL [--sha256 HEX] [--every 10m]          take a published copy if it extends ours
     tokenforge grow inspect                                        sizes, per-source counts, newest merges
 
-Every command works on ``--tokenizer PATH`` (default ``tokenizer.json``);
-``learn`` and ``sync`` create it (byte-level) if it does not exist yet and
-replace it atomically. ``sync --every 10m`` keeps the file current until
+Every command works on ``--tokenizer PATH`` (default ``tokenizer.json`` in
+the current directory, which must then exist); ``learn`` and ``sync`` create
+the file at a ``--tokenizer`` path (byte-level) if it does not exist yet, never
+at the default, and replace it atomically. ``sync --every 10m`` keeps the file current until
 interrupted (Ctrl-C: exit status 130). Also runs standalone:
 ``python -m tokenforge.cli.grow ...``.
 
@@ -29,21 +30,32 @@ __all__ = ["add_parser", "main"]
 _DEFAULT_PATH = "tokenizer.json"
 
 
-def _open(path: Path, create: bool):
+def _path(args) -> Path:
+    return Path(_DEFAULT_PATH if args.tokenizer is None else args.tokenizer)
+
+
+def _open(args, create: bool):
+    """The tokenizer of ``--tokenizer`` (default ``./tokenizer.json``, which must
+    exist: a new file is created only where ``--tokenizer`` says)."""
     from ..growing import GrowingBPETokenizer
 
+    path = _path(args)
     if path.exists():
         return GrowingBPETokenizer.load(path), False
     if not create:
         raise TokenforgeError(
             f"no tokenizer at {path}; create one with 'grow learn' or 'grow sync', or pass --tokenizer"
         )
+    if args.tokenizer is None:
+        raise TokenforgeError(
+            f"no {_DEFAULT_PATH} in the current directory; pass --tokenizer PATH to say where to create one"
+        )
     return GrowingBPETokenizer(), True
 
 
 def cmd_learn(args) -> int:
-    path = Path(args.tokenizer)
-    tok, new = _open(path, create=True)
+    path = _path(args)
+    tok, new = _open(args, create=True)
     if args.vocab_size is not None:
         tok.vocab_size = args.vocab_size
     corpus = [Path(p) for p in args.corpus]
@@ -119,8 +131,8 @@ def cmd_sync(args) -> int:
 
     if args.max_bytes is None:
         args.max_bytes = DEFAULT_MAX_BYTES
-    path = Path(args.tokenizer)
-    tok, _ = _open(path, create=True)
+    path = _path(args)
+    tok, _ = _open(args, create=True)
     if args.every is None:
         report = tok.sync(args.url, sha256=args.sha256, timeout=args.timeout, path=path, max_bytes=args.max_bytes)
         print(report)
@@ -173,18 +185,15 @@ def _newest(tok, n: int) -> list[dict]:
 
 
 def cmd_inspect(args) -> int:
-    path = Path(args.tokenizer)
-    tok, _ = _open(path, create=False)
+    path = _path(args)
+    tok, _ = _open(args, create=False)
     newest = _newest(tok, args.newest)
     if args.json:
         print(json.dumps({**tok.get_stats(), "path": str(path), "newest_merges": newest}, indent=2, ensure_ascii=False))
         return 0
-    from ..bpe import PATTERNS
-    from ..formats.growing_json import CL100K_PATTERN
+    from ..formats.patterns import pattern_name_for
 
-    names = {v: k for k, v in PATTERNS.items()}
-    names[CL100K_PATTERN] = "cl100k"
-    pattern = names.get(tok.pattern, "custom")
+    pattern = pattern_name_for(tok.pattern)
     print(f"{path}: growing BPE vocabulary")
     print(f"  ids in use         {tok.current_vocab_size:,} (next merge id {tok.next_merge_id:,})")
     print(f"  declared maximum   {tok.vocab_size:,}")
@@ -209,7 +218,11 @@ def cmd_inspect(args) -> int:
 def _add_commands(p: argparse.ArgumentParser) -> None:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
-        "--tokenizer", "-t", default=_DEFAULT_PATH, help="the tokenizer.json to use (default: %(default)s)"
+        "--tokenizer",
+        "-t",
+        default=None,
+        help=f"the tokenizer.json to use (default: ./{_DEFAULT_PATH}, which must exist; a new one is created only "
+        "at a path given here)",
     )
     sub = p.add_subparsers(dest="grow_command", metavar="{learn,sync,inspect}")
     sub.required = True

@@ -133,6 +133,10 @@ def cmd_train(args) -> int:
     from ..bpe import BPETokenizer
 
     corpus, parity = _train_corpus(args)
+    if args.format == "tokenforge":  # refused before training, not after: -o x.tiktoken wants --format tiktoken
+        from ..formats.suffixes import check_save_suffix
+
+        check_save_suffix(args.output, (".json",), "tokenforge train (pick the file's format with --format)")
     extra = {}
     if parity is not None:
         extra = dict(
@@ -332,7 +336,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     t.add_argument("--vocab-size", type=int, required=True, help="total ids, special tokens included")
     t.add_argument("-o", "--output", required=True, help="output directory (or .json / .tiktoken file)")
-    t.add_argument("--pattern", default="gpt4", help="gpt4 (default), gpt2, cl100k, none, or a regex")
+    t.add_argument(
+        "--pattern",
+        default="gpt4",
+        help="gpt4 (default), gpt2, cl100k, o200k, none, tiktoken's or Hugging Face's name of one "
+        "(cl100k_base, o200k_base, gpt-4, ...), or a regex",
+    )
     t.add_argument("--specials", default="nanochat", help="nanochat (default), none, or a comma-separated list")
     t.add_argument("--tie-break", default="pair_ids", choices=["pair_ids", "lexicographic"])
     t.add_argument("--min-frequency", type=int, default=1)

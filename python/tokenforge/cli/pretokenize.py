@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
+import warnings
 from pathlib import Path
 
 from ..errors import TokenforgeError
@@ -28,7 +29,9 @@ def pretokenize_and_report(corpus, tok, out: Path, **kwargs) -> int:
         kept = None
         if (out / INDEX_FILE).is_file():
             try:
-                kept = ShardSet(out)
+                with warnings.catch_warnings():  # (unfinished, as this message says)
+                    warnings.simplefilter("ignore")
+                    kept = ShardSet(out, allow_incomplete=True)
             except (TokenforgeError, OSError):
                 kept = None
         if kept is not None and kept.num_shards:

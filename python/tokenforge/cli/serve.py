@@ -80,5 +80,8 @@ def run_serve(args) -> int:
     app = create_app(tokenizers, max_text=args.max_text)
     host = f"[{args.host}]" if ":" in args.host else args.host
     print(f"serving {', '.join(tokenizers)} on http://{host}:{args.port}/  (Ctrl-C stops)", flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    from ..serve.server import server_options
+
+    # deadlines for a request's head and body, a bound on connections (tokenforge.serve.server)
+    uvicorn.run(app, **server_options(args.host, args.port))
     return 0

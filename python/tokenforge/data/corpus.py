@@ -1,11 +1,12 @@
 """Streaming corpus readers: text, JSON lines and parquet, plain or compressed.
 
-The one corpus rule every family's trainer follows lives here:
-``train(corpus)`` takes a path or a list of paths (``str`` or ``os.PathLike``)
-and reads files (:func:`corpus_paths`, :func:`train_documents`); a ``str`` that
-names no existing file or directory is a :class:`CorpusError` saying so, never a
-text. ``train_from_iterator(texts)`` takes an iterable of str
-(:func:`iterator_documents`).
+The one corpus rule every function that takes a corpus follows lives here
+(:func:`corpus_source`): a path or a list/tuple of paths (``str`` or
+``os.PathLike``) names files; a ``str`` that names no existing file or directory
+is a :class:`CorpusError` saying what to pass, never a text. Texts come as an
+iterator of str (``learn_merges``, ``pretokenize``, ``iter_documents``) or
+through ``train_from_iterator(texts)`` (:func:`iterator_documents`);
+``train(corpus)`` reads files only (:func:`corpus_paths`, :func:`train_documents`).
 
 :func:`iter_documents` turns a path, a directory, a list of paths or an
 iterable of str into a stream of str, reading files in bounded memory, so a
@@ -55,6 +56,7 @@ from ..progress import progress_bar
 __all__ = [
     "iter_documents",
     "corpus_paths",
+    "corpus_source",
     "train_documents",
     "iterator_documents",
     "corpus_documents",
@@ -194,19 +196,18 @@ def _expand(path: Path, from_str: bool) -> list[Path]:
 
 
 def _paths_of(source) -> list[Path] | None:
-    """The corpus files a source names, or None when the source is an iterable of texts."""
-    if isinstance(source, (str, os.PathLike)):
-        return _expand(Path(source), from_str=isinstance(source, str))
-    if isinstance(source, (list, tuple)) and any(isinstance(s, os.PathLike) for s in source):
-        for i, s in enumerate(source):
-            if not isinstance(s, os.PathLike):
-                raise TypeError(
-                    f"iter_documents: item {i} is {type(s).__name__} in a list of paths; a list of paths must "
-                    "hold only pathlib.Path objects (a list of str is read as texts)"
-                )
-        return [f for s in source for f in _expand(Path(s), from_str=False)]
+    """The corpus files a source names, or None when the source is an iterable of texts
+    (the corpus rule, :func:`corpus_source`: a list or tuple names files)."""
+    if isinstance(source, Texts):
+        return None
+    if isinstance(source, os.PathLike):
+        return _expand(Path(source), from_str=False)
+    if isinstance(source, (str, list, tuple)):
+        if not source:
+            return []
+        return [f for p in corpus_paths(source, who="iter_documents") for f in _expand(p, from_str=False)]
     if isinstance(source, (bytes, bytearray)):
-        raise TypeError("iter_documents: source is bytes; pass a path, a list of paths or an iterable of str")
+        raise TypeError("iter_documents: source is bytes; pass a path, a list of paths or an iterator of str")
     return None
 
 
@@ -226,9 +227,10 @@ def corpus_bytes(source) -> int | None:
     paths = _paths_of(source)
     if paths is not None:
         return sum(p.stat().st_size for p in paths)
-    if isinstance(source, (list, tuple)):
+    texts = source.texts if isinstance(source, Texts) else None
+    if isinstance(texts, (list, tuple)):
         # "surrogatepass": a lone surrogate counts its 3 bytes, as tokenizers encode it (tokenforge.base)
-        return sum(len(s.encode("utf-8", "surrogatepass")) for s in source if isinstance(s, str))
+        return sum(len(s.encode("utf-8", "surrogatepass")) for s in texts if isinstance(s, str))
     return None
 
 
@@ -768,8 +770,10 @@ def iter_documents(
     - a path (``str`` or ``pathlib.Path``) to a file, or to a directory read
       recursively in sorted path order (hidden entries and files with other
       suffixes are skipped);
-    - a list or tuple of ``pathlib.Path`` (a list of ``str`` is texts, below);
-    - any other iterable of str, passed through unchanged.
+    - a list or tuple of paths (``str`` or ``pathlib.Path``; a ``str`` that
+      names no existing file is a :class:`CorpusError`, never a text);
+    - a :class:`Texts`, or any other iterable of str (an iterator, a generator):
+      texts, passed through unchanged (the corpus rule, :func:`corpus_source`).
 
     ``text_field`` names the JSON field / parquet column. ``split_on`` (e.g.
     ``"<|endoftext|>"``) makes ``.txt`` files yield the non-empty documents
@@ -789,7 +793,7 @@ def iter_documents(
     """
     check_options(split_on, block_bytes, errors)
     paths = _paths_of(source)
-    if paths is None:
+    if paths is None and not isinstance(source, Texts):
         try:
             iter(source)
         except TypeError:
@@ -798,7 +802,7 @@ def iter_documents(
                 f"not {type(source).__name__}"
             ) from None
     options = dict(text_field=text_field, split_on=split_on, block_bytes=block_bytes, errors=errors)
-    return _generate(source, paths, progress, options)
+    return _generate(source.texts if isinstance(source, Texts) else source, paths, progress, options)
 
 
 # ---------------------------------------------------------------------------
@@ -809,6 +813,46 @@ def _exists(s: str) -> bool:
         return 0 < len(s) and "\0" not in s and Path(s).exists()
     except (OSError, ValueError):  # too long for a file name, ...
         return False
+
+
+#: what every corpus error tells the user to pass instead
+_TEXTS_HINT = (
+    "a str or a list of str names files; to pass texts, give an iterator of str (e.g. iter(texts)) "
+    "or use train_from_iterator"
+)
+
+
+def corpus_source(corpus, *, who: str):
+    """The corpus rule of every function that takes files or texts (``learn_merges``,
+    ``pretokenize``, ``count_pieces``, the cluster path, ``iter_documents``):
+
+    - a ``str`` or ``os.PathLike``, or a list/tuple of them, names files: returned as
+      :func:`corpus_paths` gives them (fsspec URLs kept as they are); a ``str`` that
+      names no existing file or directory is a :class:`CorpusError` saying what to pass;
+    - a :class:`Texts`, or any other iterable (an iterator, a generator), is texts:
+      returned as a :class:`Texts`.
+
+    A list of texts is never read as the corpus: ``pretokenize(glob.glob("*.txt"), ...)``
+    with no match, or ``learn_merges(["some text"])``, is an error, not 3 tokens."""
+    if isinstance(corpus, Texts):
+        return corpus
+    if isinstance(corpus, (bytes, bytearray, memoryview)):
+        raise TypeError(f"{who}: the corpus is bytes; pass a path, a list of paths or an iterator of str")
+    if isinstance(corpus, (str, os.PathLike, list, tuple)):
+        items = list(corpus) if isinstance(corpus, (list, tuple)) else [corpus]
+        if any(is_url(item) for item in items):
+            for item in items:
+                if not is_url(item):
+                    corpus_paths(item, who=who)
+            return corpus
+        return corpus_paths(corpus, who=who)
+    try:
+        iter(corpus)
+    except TypeError:
+        raise TypeError(
+            f"{who}: the corpus must be a path, a list of paths or an iterator of str, not {type(corpus).__name__}"
+        ) from None
+    return Texts(corpus)
 
 
 def corpus_paths(corpus, *, who: str = "train") -> list[Path]:
@@ -835,13 +879,9 @@ def corpus_paths(corpus, *, who: str = "train") -> list[Path]:
             out.append(Path(item))
         elif isinstance(item, str):
             if not _exists(item):
-                shown = item if len(item) <= 60 else item[:57] + "..."
+                shown = item if len(item) <= 80 else item[:40] + "..." + item[-37:]
                 where = "" if len(items) == 1 else f" (item {i})"
-                raise CorpusError(
-                    f"{who}: {shown!r}{where} is not an existing file or directory; train(corpus) reads files. "
-                    f"To train on texts, pass them as an iterable of str to train_from_iterator (e.g. "
-                    f"train_from_iterator([text]))"
-                )
+                raise CorpusError(f"{who}: {shown!r}{where} is not an existing file or directory; {_TEXTS_HINT}")
             out.append(Path(item))
         else:
             raise TypeError(f"{who}: corpus item {i} is {type(item).__name__}; expected a path (str or pathlib.Path)")
@@ -929,7 +969,8 @@ def _generate(source, paths, progress, options) -> Iterator[str]:
     """The lazy half of :func:`iter_documents`."""
     own_bar = None
     if progress is True:
-        own_bar = progress = progress_bar(total=corpus_bytes(source), desc="reading corpus", unit="B")
+        total = corpus_bytes(source if paths is not None else Texts(source))
+        own_bar = progress = progress_bar(total=total, desc="reading corpus", unit="B")
     elif progress is False:
         progress = None
     try:

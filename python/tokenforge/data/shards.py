@@ -87,10 +87,12 @@ from ..formats._jsonutil import JsonDoc, parse_json
 from ..formats.atomic import atomic_open, atomic_write
 from ..progress import progress_bar
 from .corpus import (
+    Texts,
     _lines_before,
     check_errors,
     corpus_bytes,
     corpus_files,
+    corpus_source,
     is_jsonl,
     iter_documents,
     jsonl_block_documents,
@@ -211,6 +213,10 @@ class _Writer:
                 "num_bytes": int(docs[:, 1].sum()),
                 "num_chars": int(self.nchars),
                 "sha256": self.sha.hexdigest(),
+                # the seal of the rest: file sizes (checked at open) and the table's hash (by verify)
+                "documents_sha256": hashlib.sha256(docs.tobytes()).hexdigest(),
+                "tokens_size": (self.out / f"{name}.npy").stat().st_size,
+                "documents_size": (self.out / f"{name}.docs.npy").stat().st_size,
             }
         )
         _write_index(self.out, self.index)  # the shard is listed only now, after its files exist
@@ -420,6 +426,11 @@ def _check_index_entries(index: dict, p: Path, version: int = FLAT_VERSION) -> N
             raise bad(f"shard {j}: 'num_chars' must be a non-negative integer")
         if not isinstance(e.get("sha256"), str):
             raise bad(f"shard {j}: 'sha256' must be a string")
+        for key in ("tokens_size", "documents_size"):
+            if key in e and not _is_count(e[key]):
+                raise bad(f"shard {j}: {key!r} must be a non-negative integer")
+        if "documents_sha256" in e and not isinstance(e["documents_sha256"], str):
+            raise bad(f"shard {j}: 'documents_sha256' must be a string")
 
 
 def _is_count(x) -> bool:
@@ -517,9 +528,10 @@ def pretokenize(
 ) -> "ShardSet":
     """Encode a corpus into shards under ``out_dir`` (resuming a previous run there).
 
-    ``corpus``: a path, a list of ``pathlib.Path`` or an iterable of str (see
-    :func:`~tokenforge.data.corpus.iter_documents`; an iterable must yield the
-    same documents again to resume). ``bos``: start every document with the
+    ``corpus``: a path or a list of paths (files), or an iterator of str (texts;
+    the corpus rule, :func:`~tokenforge.data.corpus.corpus_source`: a list of str
+    that names no files is an error, never the corpus; an iterable must yield
+    the same documents again to resume). ``bos``: start every document with the
     tokenizer's BOS id. ``num_threads``: encoding threads (None: all cores; with
     ``client``, per task, None is one, as a Dask worker thread is a core).
     ``overwrite``: discard what ``out_dir`` holds instead of resuming.
@@ -537,6 +549,7 @@ def pretokenize(
     ``out_dir`` a directory every worker reaches at the same path.
     Ctrl-C stops cleanly; run again to resume. Returns the :class:`ShardSet`.
     """
+    corpus = corpus_source(corpus, who="pretokenize")
     if client is not None:
         return pretokenize_on(
             client,
@@ -933,8 +946,15 @@ class ShardSet:
     """A pretokenized shard directory, read through memory maps.
 
     ``ShardSet(path)`` reads ``index.json`` (a directory or the file itself).
-    Only shards listed in the index are visible; an unfinished run shows the
-    shards finished so far and ``complete`` False.
+    Only shards listed in the index are visible. An unfinished run (``complete``
+    False) is refused with a :class:`ShardError`, so that nothing trains on part
+    of a corpus unawares; ``allow_incomplete=True`` reads the shards finished so
+    far, with a warning.
+
+    The index seals every shard: the SHA-256 of its tokens and of its document
+    table, and both files' sizes. Opening checks what is cheap (the sizes, each
+    .npy header against the index, every document table's offsets, byte counts
+    and BOS ids); :meth:`verify` checks the hashes (reads everything).
 
     Directories written by the old ``tokenforge lz78 pretokenize``
     (``"format": "tokenforge-token-shards"``) are read too (:attr:`legacy`):
@@ -944,12 +964,33 @@ class ShardSet:
     :class:`ShardError` on them, saying to pretokenize again.
     """
 
-    def __init__(self, path):
+    def __init__(self, path, *, allow_incomplete: bool = False):
         p = Path(path)
         self.dir = p if p.is_dir() else p.parent
         self.index = _read_index(p)
         self.dtype = np.dtype(self.index["dtype"])
         self._tokens: dict[int, np.ndarray] = {}
+        self._tables: dict[int, np.ndarray] = {}
+        if not self.complete:
+            if not allow_incomplete:
+                raise ShardError(
+                    f"{self.dir} is an unfinished pretokenize run ({self.num_shards} shard(s) of an unknown number; "
+                    "its index says complete: false): run the same pretokenize again to finish it, or pass "
+                    "allow_incomplete=True to read the finished shards only"
+                )
+            warn_user(
+                f"reading an unfinished pretokenize run in {self.dir}: {self.num_shards} shard(s), part of the corpus"
+            )
+        for i, e in enumerate(self.index["shards"]):  # cheap checks of the seal at open: sizes, then tables
+            for key in ("tokens", "documents"):
+                size = e.get(f"{key}_size")
+                if size is not None and self._file(i, key).stat().st_size != size:
+                    raise FormatError(
+                        f"{e[key]} (shard {i}) is {self._file(i, key).stat().st_size} bytes, the index says {size}",
+                        path=self._file(i, key),
+                    )
+            if e.get("documents") is not None and not self.legacy:
+                self.documents(i)
 
     # ---- summary -------------------------------------------------------------
     @property
@@ -1023,18 +1064,39 @@ class ShardSet:
         return p
 
     @staticmethod
-    def _load(p: Path, **kw) -> np.ndarray:
+    def _load(p: Path, dtype, shape: tuple, **kw) -> np.ndarray:
+        """The array in ``p``, after its .npy header is checked against what the
+        index says (``dtype``, ``shape``) and the file's size: a damaged header
+        never sizes an allocation, and is a FormatError naming the file."""
+        try:
+            with open(p, "rb") as f:
+                version = np.lib.format.read_magic(f)
+                read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+                got_shape, fortran, got_dtype = read(f)
+                start = f.tell()
+        except Exception as e:  # noqa: BLE001 -- numpy parses the header with ast (SyntaxError, TokenError, ...)
+            raise FormatError(f"not a readable shard array (its .npy header): {str(e)[:200]}", path=p) from None
+        if got_dtype != np.dtype(dtype) or tuple(got_shape) != tuple(shape) or fortran:
+            raise FormatError(
+                f"the .npy header says {got_dtype}{list(got_shape)}{' (Fortran order)' if fortran else ''}, "
+                f"the index says {np.dtype(dtype)}{list(shape)}",
+                path=p,
+            )
+        want = start + int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        size = p.stat().st_size
+        if size != want:
+            raise FormatError(f"holds {size} bytes, its header and the index say {want}", path=p)
         try:
             return np.load(p, allow_pickle=False, **kw)
-        except (ValueError, EOFError, OSError) as e:  # not a .npy file, truncated, ...
+        except (ValueError, EOFError, OSError) as e:  # (cannot happen after the checks above)
             raise FormatError(f"not a readable shard array: {str(e)[:200]}", path=p) from None
 
     def tokens(self, i: int) -> np.ndarray:
         """Shard ``i``'s token ids, memory-mapped (read-only)."""
         if i not in self._tokens:
             p = self._file(i, "tokens")
-            arr = self._load(p, mmap_mode="r")
             want = self.index["shards"][i]["num_tokens"]
+            arr = self._load(p, self.dtype, (want,), mmap_mode="r")
             if arr.dtype != self.dtype or arr.ndim != 1 or len(arr) != want:
                 raise FormatError(f"shard holds {arr.dtype}[{len(arr)}], the index says {self.dtype}[{want}]", path=p)
             self._tokens[i] = arr
@@ -1043,10 +1105,28 @@ class ShardSet:
     def documents(self, i: int) -> np.ndarray:
         """Shard ``i``'s document table: int64 [documents, 2] = (token offset, byte count)."""
         self._no_legacy("document tables")
+        if i in self._tables:
+            return self._tables[i]
         p = self._file(i, "documents")
-        arr = self._load(p)
-        if arr.ndim != 2 or arr.shape[1] != 2 or len(arr) != self.index["shards"][i]["num_documents"]:
-            raise FormatError("document table does not match the index", path=p)
+        e = self.index["shards"][i]
+        arr = self._load(p, np.int64, (e["num_documents"], 2))
+        # the table's sanity (cheap, linear in documents): offsets start at 0, never
+        # decrease and stay inside the shard; byte counts are >= 0 and add up; with a
+        # BOS id every document starts with it
+        offsets, nbytes = arr[:, 0], arr[:, 1]
+        least = 0 if self.bos_id is None else 1  # tokens of a document: with BOS, never none
+        problem = None
+        if len(arr) and offsets[0] != 0:
+            problem = f"the first document starts at token {offsets[0]}, not 0"
+        elif len(arr) and (np.any(np.diff(offsets) < least) or offsets[-1] > e["num_tokens"] - least):
+            problem = f"document offsets are not increasing within the shard's {e['num_tokens']} tokens"
+        elif np.any(nbytes < 0) or int(nbytes.sum()) != e["num_bytes"]:
+            problem = f"document byte counts are negative or do not add up to the index's {e['num_bytes']}"
+        elif self.bos_id is not None and len(arr) and np.any(self.tokens(i)[offsets] != self.bos_id):
+            problem = f"a document does not start with the BOS id {self.bos_id}"
+        if problem is not None:
+            raise FormatError(f"document table of shard {i}: {problem}", path=p)
+        self._tables[i] = arr
         return arr
 
     def iter_documents(self) -> Iterator[np.ndarray]:
@@ -1072,12 +1152,18 @@ class ShardSet:
         return offsets
 
     def verify(self) -> None:
-        """Check every listed shard against its recorded SHA-256 (reads everything)."""
+        """Check every listed shard's tokens and document table against their
+        recorded SHA-256 (reads everything)."""
         self._no_legacy("checksums")
         for i, s in enumerate(self.index["shards"]):
             digest = hashlib.sha256(np.ascontiguousarray(self.tokens(i)).tobytes()).hexdigest()
             if digest != s["sha256"]:
                 raise FormatError("shard contents do not match the SHA-256 in the index", path=self._file(i, "tokens"))
+            want = s.get("documents_sha256")  # (indexes before issue 32 did not seal the tables)
+            if want is not None and hashlib.sha256(self.documents(i).tobytes()).hexdigest() != want:
+                raise FormatError(
+                    "document table does not match the SHA-256 in the index", path=self._file(i, "documents")
+                )
 
     def check_tokenizer(self, tok) -> None:
         """Raise :class:`ShardError` unless ``tok`` is the tokenizer that made these shards.
@@ -1280,14 +1366,10 @@ def _plan(corpus, partition_bytes, *, threads: int = 1, resume: Path | None = No
     another size would plan another partitioning; so an unfinished job in
     ``resume`` (the output directory, unless overwriting) keeps the
     partitions it recorded, when they still cover the corpus's files."""
-    files = isinstance(corpus, (str, os.PathLike)) or (
-        isinstance(corpus, (list, tuple)) and bool(corpus) and all(isinstance(c, os.PathLike) for c in corpus)
-    )
-    if not files:
+    if isinstance(corpus_source(corpus, who="pretokenize"), Texts):
         raise ShardError(
             "pretokenize with client= reads files that every worker can open: pass a path or a list of "
-            "pathlib.Path (an iterable of texts, or a list of str, which pretokenize reads as texts, cannot be "
-            "split among workers)"
+            "paths (an iterator of texts cannot be split among workers)"
         )
     if partition_bytes is not None and (
         isinstance(partition_bytes, bool) or not isinstance(partition_bytes, int) or partition_bytes < 1

@@ -427,16 +427,18 @@ def run_bpb(
     ``train_docs``/``eval_docs`` are the (already budgeted) documents; shards go
     under ``work_dir`` (``train/`` and ``eval/``) and are reused when present.
     """
+    from ..data.corpus import Texts
     from ..data.shards import pretokenize
 
     cfg = cfg or BPBConfig()
     work = Path(work_dir)
     quiet = progress is False
+    # texts, marked as such (the corpus rule: a list of str names files)
     train_shards = pretokenize(
-        list(train_docs), tok, work / "train", num_threads=num_threads, progress=False if quiet else None
+        Texts(list(train_docs)), tok, work / "train", num_threads=num_threads, progress=False if quiet else None
     )
     eval_shards = pretokenize(
-        list(eval_docs), tok, work / "eval", num_threads=num_threads, progress=False if quiet else None
+        Texts(list(eval_docs)), tok, work / "eval", num_threads=num_threads, progress=False if quiet else None
     )
     expected = text_bytes_seen(tok, eval_docs)
     if eval_shards.num_bytes != expected:  # refuse before spending any time on training

@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ..data.corpus import corpus_paths
 from ..data.fingerprint import tokenizer_fingerprint
 from ..data.languages import TrainLanguages
 from ..embedding_meta import EmbeddingModeError, get_embedding_metadata
@@ -148,7 +149,7 @@ def _load_corpus(opts: CompareOptions) -> tuple[list[LangDoc], list[LangDoc], st
     """(training documents and held-out documents, with their languages where
     JSON lines give them, and a description)."""
     if opts.corpus:
-        paths = [Path(p) for p in opts.corpus]
+        paths = corpus_paths(list(opts.corpus), who="compare")
         train_iter = (d for p in paths for d in read_language_documents(p, text_field=opts.text_field))
         desc = ", ".join(str(p) for p in paths)
     else:

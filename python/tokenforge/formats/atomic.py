@@ -52,7 +52,14 @@ import time
 from pathlib import Path
 from typing import IO, Any, Iterator
 
-__all__ = ["atomic_write", "atomic_open", "resolve_target", "clean_stale_temporaries", "STALE_SECONDS"]
+__all__ = [
+    "atomic_write",
+    "atomic_write_all",
+    "atomic_open",
+    "resolve_target",
+    "clean_stale_temporaries",
+    "STALE_SECONDS",
+]
 
 #: a temporary file of ours untouched for this long is stale even if we cannot tell whether its writer lives
 STALE_SECONDS = 3600.0
@@ -254,6 +261,21 @@ def atomic_open(path, mode: str = "wb", encoding: str | None = None, *, clean: b
         if tmp is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+
+
+def atomic_write_all(items: list[tuple[object, bytes]]) -> None:
+    """Write several files as one save: every temporary file is written and
+    synced before any is renamed over its target, so a failure while writing
+    (disk full, an interruption) replaces none of them. The renames follow in
+    reverse order of ``items`` (put the file readers trust first: it is
+    replaced last)."""
+    with contextlib.ExitStack() as stack:
+        files = [stack.enter_context(atomic_open(path, "wb")) for path, _ in items]
+        for f, (_, data) in zip(files, items):
+            f.write(data)
+        for f in files:
+            f.flush()
+            os.fsync(f.fileno())
 
 
 def atomic_write(path, data: bytes | str, encoding: str = "utf-8", *, clean: bool = True) -> None:

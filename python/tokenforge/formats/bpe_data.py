@@ -16,6 +16,12 @@ model stays attached, so the tokenizer reuses it instead of building and
 checking a second one, only while the merges have not been handed out and
 the byte ids, specials and pattern are still the ones it was built with.
 
+The total bytes of the tokens are bounded too (:func:`check_token_bytes`): a
+merge's token is its parents' bytes, so merges that double a token describe
+2^k bytes in a file of k lines; every reader sums the lengths from the merge
+table, in one linear pass, before anything is built, and refuses a total past
+:func:`token_bytes_limit` of the file's size.
+
 Not handled: vocabularies that are not byte-level (every byte has an id).
 """
 
@@ -27,7 +33,7 @@ from dataclasses import dataclass, field
 from ..errors import FormatError
 from .patterns import pattern_name_problem
 
-__all__ = ["BPEData", "id_limit", "MAX_ID"]
+__all__ = ["BPEData", "id_limit", "MAX_ID", "MAX_TOKEN_BYTES", "token_bytes_limit", "check_token_bytes"]
 
 #: Ids are stored by the engine as unsigned 32-bit integers.
 MAX_ID = 2**32 - 1
@@ -60,6 +66,47 @@ def id_error(what: str, i: int, entries: int, noun: str = "id") -> str:
 
 
 _LAZY_LOCK = threading.Lock()
+
+
+#: The hard cap on the total bytes of a vocabulary's tokens; the engine refuses a model past it
+#: too (``MAX_TOKEN_BYTES`` in src/bpe/ranks.rs, the same number: a test checks).
+MAX_TOKEN_BYTES = 1 << 30
+#: A file may describe this many bytes of tokens per byte of its own (real vocabularies hold
+#: well under one: cl100k's tokens are 0.7 MB in a 2.6 MB tokenforge-bpe file) ...
+TOKEN_BYTES_PER_FILE_BYTE = 64
+#: ... and any file at least this many.
+MIN_TOKEN_BYTES_LIMIT = 16 << 20
+
+
+def token_bytes_limit(file_bytes: int) -> int:
+    """The most token bytes a file of ``file_bytes`` bytes may describe:
+    :data:`TOKEN_BYTES_PER_FILE_BYTE` per byte, at least :data:`MIN_TOKEN_BYTES_LIMIT`,
+    at most :data:`MAX_TOKEN_BYTES`."""
+    return min(MAX_TOKEN_BYTES, max(MIN_TOKEN_BYTES_LIMIT, TOKEN_BYTES_PER_FILE_BYTE * file_bytes))
+
+
+def check_token_bytes(byte_ids, merges, file_bytes: int | None, path=None) -> None:
+    """Refuse, before anything is built, merges whose tokens add up to more than
+    :func:`token_bytes_limit` of the file (or :data:`MAX_TOKEN_BYTES` without one).
+
+    ``merges`` are ``(left, right, new)`` ids. One linear pass over lengths only:
+    ids do not bound the bytes (30 merges that each join a token with itself
+    make a 1 GiB token), so the total is summed here, capped as it grows."""
+    limit = MAX_TOKEN_BYTES if file_bytes is None else token_bytes_limit(file_bytes)
+    length = {i: 1 for i in byte_ids}
+    total = len(length)
+    for a, b, new in merges:
+        n = length.get(a, 0) + length.get(b, 0)
+        length[new] = n
+        total += n
+        if total > limit:
+            where = "" if file_bytes is None else f" for a file of {file_bytes:,} bytes"
+            raise FormatError(
+                f"the merges define tokens of more than {limit:,} bytes in all, the limit{where} "
+                f"(merges that repeatedly join a token with itself double its length; reached at merge "
+                f"{new} -> {n:,} bytes); refused before anything is built",
+                path=path,
+            )
 
 
 class _Deferred:

@@ -45,6 +45,7 @@ from ..errors import FormatError, VersionError
 from . import checksum
 from ._jsonutil import JsonDoc, parse_json
 from .atomic import atomic_write
+from .bpe_data import check_token_bytes
 from .patterns import (  # CL100K: the seed's split pattern (numbers of 1-3 digits)
     CL100K_PATTERN,
     pattern_compile_problem,
@@ -240,6 +241,9 @@ def parse_growing_json(text: str, origin) -> GrowingData:
 
     if ours:
         checksum.check_json(doc, FORMAT_NAME, v["version"])  # after the checks that say what is wrong where
+    # the tokens' total bytes, from the merge table alone, before any model is built (bpe_data)
+    merges = ((a, b, MERGE_OFFSET + k) for k, (a, b) in enumerate(pairs))
+    check_token_bytes(range(BYTE_OFFSET, BYTE_OFFSET + 256), merges, len(text.encode("utf-8", "surrogatepass")), origin)
     return GrowingData(
         pairs=pairs,
         vocab_size=vocab_size,

@@ -18,7 +18,11 @@ Files without that header are read as the seed writes them: no escapes,
 
 Files without that header are also what ``style="seed"`` writes: exactly the
 seed's columns, no header, no escapes (so a tab, LF or CR in a pattern is
-refused, naming the code). In every file a parent's row precedes its
+refused, naming the code). A file without that header whose column-name row is
+one only we write (``code, parent_code, char, pattern, output``, or the
+compressed five) is ours with its header removed (``grep -v '^#'`` drops the
+checksum with it): refused, never read as a seed file with its escapes taken
+literally. In every file a parent's row precedes its
 children's. CRLF files are read (one CR before each LF is the line break's).
 
 Every reader is strict: a wrong column count, a non-integer code, a duplicate
@@ -320,6 +324,7 @@ def _read_lines(lines: list[str], path, tsv_format: str | None, strict: bool) ->
     if fmt is not None and fmt not in ("lz78", "compressed"):
         raise FormatError(f"unknown format {fmt!r} in the header", path=path, line=1)
     if not ours:
+        _refuse_ours_without_header(lines, path)
         fmt = tsv_format or _guess_seed_format(lines, path)
     if tsv_format is not None and fmt != tsv_format:
         raise FormatError(
@@ -330,6 +335,8 @@ def _read_lines(lines: list[str], path, tsv_format: str | None, strict: bool) ->
         data = _read_compressed(lines, start, path, ours, settings)
     else:
         data = _read_lz78(lines, start, path, ours, settings, strict or ours)
+    if not ours and not data.nodes:  # (it would load as an empty dictionary that cannot be saved)
+        raise FormatError("no dictionary entries: an LZ78 file without our header needs at least one row", path=path)
     n = settings.get("N")
     if n is not None and n != data.num_outputs:
         raise FormatError(f"the header says N={n} but the file has {data.num_outputs} output entries", path=path)
@@ -361,6 +368,27 @@ def _data_rows(lines: list[str], start: int, ours: bool, columns: tuple) -> list
             continue  # the column-name row
         rows.append((i + 1, fields))
     return rows
+
+
+def _refuse_ours_without_header(lines: list[str], path) -> None:
+    """A file without our header whose column-name row is one we write (the lz78
+    row with ``output``, or the compressed row: neither the seed nor the seed
+    style writes one) is ours with its header removed, e.g. by ``grep -v '^#'``,
+    which drops the checksum too. Read as a seed file its escapes would be
+    taken literally and its settings dropped, so it is refused."""
+    ours = {"\t".join(LZ78_COLUMNS + ("output",)), "\t".join(COMPRESSED_COLUMNS)}
+    for i, line in enumerate(lines):
+        if not line or line.startswith("#"):
+            continue
+        if line.rstrip("\r") in ours:
+            raise FormatError(
+                f"this file has tokenforge's column-name row but not its header lines ('{HEADER}{VERSION}' and "
+                "its checksum, perhaps stripped with the other '#' lines): it is a damaged tokenforge LZ78 file, "
+                "not a seed file; restore its header or write it again",
+                path=path,
+                line=i + 1,
+            )
+        return
 
 
 def _guess_seed_format(lines: list[str], path) -> str:

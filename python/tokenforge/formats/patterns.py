@@ -1,21 +1,31 @@
-"""The pre-tokenization patterns the file formats name, and the rule tying a name to its pattern.
+"""The pre-tokenization patterns by name: the one home of name -> regex.
 
-Only the formats use these constants (to recognise a pattern, to supply the
-one a format implies, or to refuse a file whose name and pattern disagree);
-the tokenizer itself takes whatever pattern it is given. The Rust core holds
+:func:`resolve_pattern` is what every ``pattern=`` argument and ``--pattern``
+option goes through: our names (``gpt4``, ``cl100k``, ``gpt2``, ``o200k``,
+``none``), tiktoken's and Hugging Face's names of the same GPT patterns as
+aliases (:data:`PATTERN_ALIASES`: ``cl100k_base``, ``gpt-4``, ``o200k_base``,
+``gpt-4o``, ``r50k_base``, ``openai-community/gpt2``, ...), or a regex. A bare
+word that is none of these (only letters, digits, ``_``, ``-``, ``.``, ``/``),
+such as ``gpt5``, is a :class:`~tokenforge.errors.PatternError` listing the
+known names, never a literal regex. The formats use the constants to recognise
+a pattern, to supply the one a format implies, or to refuse a file whose name
+and pattern disagree. The Rust core holds
 the same texts (``_core.GPT4_PATTERN`` ...); a test checks they are equal.
 
 Whatever the pattern, splitting loses no text: the text between two matches
 is a piece of its own (Hugging Face's ``Split(pattern, "isolated")``) and
 empty matches are skipped, so the pieces of a text concatenate back to it.
 
-Not handled: a custom pattern's cost. Whether it compiles is asked of the
+Not handled: a regex that is itself a bare word (``abc``) is refused as an
+unknown name; write it so it is not one (``(?:abc)``). A custom pattern's cost. Whether it compiles is asked of the
 engine (:func:`pattern_compile_problem` imports ``_core`` lazily, the only
 place the formats touch it), but a pattern that compiles and backtracks
 heavily is as slow as the regex engine makes it.
 """
 
 from __future__ import annotations
+
+import re
 
 __all__ = [
     "GPT4_PATTERN",
@@ -28,6 +38,8 @@ __all__ = [
     "pattern_name_for",
     "pattern_name_problem",
     "pattern_compile_problem",
+    "PATTERN_ALIASES",
+    "resolve_pattern",
 ]
 
 #: nanochat's variant of the GPT-4 split pattern (numbers in groups of 1-2, possessive quantifiers).
@@ -64,6 +76,70 @@ NAMED_PATTERNS: dict[str, str] = {
 
 #: The values of BPEData.pattern_name: the named patterns, "custom" (any other regex) and "none" (no pattern).
 PATTERN_NAMES = (*NAMED_PATTERNS, "custom", "none")
+
+
+#: Other names of our named patterns: tiktoken's encodings and the models it maps to them, and
+#: Hugging Face's hub names of the same tokenizers. "gpt-4" is tiktoken's cl100k_base (digits in
+#: groups of 1-3), not our "gpt4" (nanochat's variant, groups of 1-2).
+PATTERN_ALIASES: dict[str, str] = {
+    "cl100k_base": "cl100k",
+    "gpt-4": "cl100k",
+    "gpt-3.5-turbo": "cl100k",
+    "text-embedding-3-small": "cl100k",
+    "Xenova/gpt-4": "cl100k",
+    "o200k_base": "o200k",
+    "o200k_harmony": "o200k",
+    "gpt-4o": "o200k",
+    "gpt-4o-mini": "o200k",
+    "Xenova/gpt-4o": "o200k",
+    "r50k_base": "gpt2",
+    "p50k_base": "gpt2",
+    "p50k_edit": "gpt2",
+    "gpt-2": "gpt2",
+    "openai-community/gpt2": "gpt2",
+}
+
+#: A pattern argument made only of these is a name, never a regex.
+_BARE_NAME = re.compile(r"[A-Za-z0-9_.\-/]+")
+
+
+def known_pattern_names() -> list[str]:
+    """Every name :func:`resolve_pattern` takes (ours, then the aliases)."""
+    return [*NAMED_PATTERNS, "none", *PATTERN_ALIASES]
+
+
+def resolve_pattern(pattern) -> tuple[str | None, str]:
+    """``(regex or None, name)`` for a pattern name, an alias, a regex, or None.
+
+    The name is ours ("gpt4", "cl100k", "gpt2", "o200k", "none") or "custom" for
+    any other regex. A bare word that is no known name is a PatternError listing
+    them; a regex that does not compile is a PatternError saying why."""
+    from ..errors import PatternError
+
+    if pattern is None:
+        return None, "none"
+    if not isinstance(pattern, str):
+        raise TypeError(
+            f"pattern must be a name ({', '.join(known_pattern_names())}), a regex string or None, "
+            f"not {type(pattern).__name__}"
+        )
+    name = PATTERN_ALIASES.get(pattern, pattern)
+    if name == "none":
+        return None, "none"
+    if name in NAMED_PATTERNS:
+        return NAMED_PATTERNS[name], name
+    for known, p in NAMED_PATTERNS.items():
+        if p == pattern:
+            return p, known
+    if _BARE_NAME.fullmatch(pattern):
+        raise PatternError(
+            f"unknown pattern name {pattern!r}; known names: {', '.join(known_pattern_names())} "
+            "(or pass a regular expression)"
+        )
+    problem = pattern_compile_problem(pattern)
+    if problem is not None:
+        raise PatternError(problem)
+    return pattern, "custom"
 
 
 def pattern_name_for(pattern: str | None) -> str:

@@ -44,8 +44,8 @@ from typing import Any
 from ..errors import FormatError, VersionError
 from . import checksum
 from ._jsonutil import JsonDoc, JsonProblem, json_doc_from_bytes, loads_checked
-from .atomic import atomic_write
-from .bpe_data import MAX_ID, BPEData, id_error, id_limit, show_int
+from .atomic import atomic_write_all
+from .bpe_data import MAX_ID, BPEData, check_token_bytes, id_error, id_limit, show_int, token_bytes_limit
 from .patterns import pattern_compile_problem, pattern_name_problem
 
 __all__ = [
@@ -168,14 +168,13 @@ def vocab_view_text(data: BPEData) -> str:
 
 
 def write_tfjson(path, data: BPEData) -> None:
-    """Write ``data`` to ``path`` (atomically) and the vocabulary view beside it.
-
-    The JSON is written first; the view (``vocab_view_path(path)``) second, so a
-    crash in between leaves a complete JSON with an older or missing view.
+    """Write ``data`` to ``path`` and the vocabulary view beside it, as one save:
+    both are written in full before either replaces its file
+    (:func:`~.atomic.atomic_write_all`), so a failure (disk full) changes neither.
     """
     text = tfjson_text(data, path)
-    atomic_write(path, text)
-    atomic_write(vocab_view_path(path), vocab_view_text(data))
+    view = vocab_view_text(data)
+    atomic_write_all([(path, text.encode("utf-8")), (vocab_view_path(path), view.encode("utf-8"))])
 
 
 # --------------------------------------------------------------------- reading
@@ -326,7 +325,7 @@ def tfjson_from_bytes(raw: bytes, origin) -> BPEData:
     data = _read_fast(raw, origin)
     if data is not None:
         return data
-    return _read_doc(json_doc_from_bytes(raw, origin, FORMAT_NAME))
+    return _read_doc(json_doc_from_bytes(raw, origin, FORMAT_NAME), len(raw))
 
 
 _BIG = object()  # stands for an integer array the engine read
@@ -342,7 +341,7 @@ def _read_fast(raw: bytes, origin) -> BPEData | None:
     file as before and reports what is wrong where."""
     from .. import _core
 
-    got = _core.bpe_model_from_tfjson(raw)
+    got = _core.bpe_model_from_tfjson(raw, token_bytes_limit(len(raw)))  # past the limit: declines
     if got is None:
         return None
     model, members, canonical, specials_used, pattern_used = got
@@ -370,7 +369,7 @@ def _read_fast(raw: bytes, origin) -> BPEData | None:
     return BPEData.from_engine(model, specials, pattern, pattern_name, training, split_specials)
 
 
-def _read_doc(doc: JsonDoc) -> BPEData:
+def _read_doc(doc: JsonDoc, file_bytes: int | None = None) -> BPEData:
     _check_header(doc)
     pattern, pattern_name = _read_pattern(doc)
     defined: dict[int, str] = {}
@@ -384,6 +383,7 @@ def _read_doc(doc: JsonDoc) -> BPEData:
     if not isinstance(split_specials, bool):
         raise doc.error(["split_specials"], f"expected true or false, found {json.dumps(split_specials)}")
     checksum.check_json(doc, FORMAT_NAME, doc.value["version"])  # after the checks that say what is wrong where
+    check_token_bytes(byte_ids, merges, file_bytes, doc.path)
     data = BPEData(list(byte_ids), merges, specials, pattern, pattern_name, training, split_specials)
     data.validate(doc.path)  # a second, independent check; cannot fail after the ones above
     return data

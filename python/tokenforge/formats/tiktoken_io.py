@@ -13,17 +13,22 @@ tests) is quadratic in the token's length.
 
 A ``.tiktoken`` file is one line per token, ``base64(token bytes) SP rank LF``,
 in rank order; special tokens and the split pattern are not stored in it (see
-``docs/formats.md``). Ranks must fit in 32 bits and stay below
+``docs/formats.md``): the pattern is the caller's, or that of a rank file
+OpenAI publishes, recognised by its content (:func:`known_rank_file`); any
+other file without ``pattern=`` is refused. Ranks must fit in 32 bits and stay below
 :func:`~.bpe_data.id_limit` of the number of tokens (a rank far beyond them is
 refused, naming its line, instead of sizing tables by it).
 
-Not handled: tiktoken's ``explicit_n_vocab`` and ranks that are not ids.
+Not handled: tiktoken's ``explicit_n_vocab`` and ranks that are not ids; a
+known rank file with its bytes changed (CRLF line ends, re-sorted lines) is no
+longer recognised.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import re
 from pathlib import Path
 
@@ -46,6 +51,9 @@ __all__ = [
     "read_tiktoken_file",
     "to_tiktoken",
     "sniff_tiktoken",
+    "known_rank_file",
+    "tiktoken_ranks_pattern",
+    "FROM_FILE",
 ]
 
 _LINE = re.compile(
@@ -155,6 +163,20 @@ def data_from_ranks(ranks: dict[bytes, int], pattern: str | None = GPT4_PATTERN,
     return _recover(ranks, pattern, special_tokens, lambda token: {})
 
 
+def tiktoken_ranks_pattern(ranks: dict, pattern) -> str | None:
+    """The pattern for a ``{bytes: rank}`` dict: the caller's, or that of the known
+    rank file these ranks would be written as (:func:`read_tiktoken_file`'s rule)."""
+    if not isinstance(pattern, _FromFile):
+        return pattern
+    try:
+        text = "".join(
+            f"{base64.b64encode(t).decode('ascii')} {r}\n" for t, r in sorted(ranks.items(), key=lambda kv: kv[1])
+        )
+    except (TypeError, ValueError):  # not bytes -> int: not a known file (data_from_ranks then says what is wrong)
+        text = ""
+    return _pattern_of_file(text.encode("ascii"), pattern, "the mergeable ranks")
+
+
 def tiktoken_file_text(data: BPEData) -> str:
     """The exact text :func:`write_tiktoken_file` writes."""
     return "".join(f"{base64.b64encode(t).decode('ascii')} {r}\n" for t, r in mergeable_ranks(data).items())
@@ -199,15 +221,65 @@ def _parse_tiktoken_lines(path: Path, raw: bytes) -> tuple[dict[bytes, int], dic
     return ranks, line_of
 
 
-def read_tiktoken_file(path, pattern: str | None = GPT4_PATTERN, special_tokens=None) -> BPEData:
+class _FromFile:
+    """The pattern left out: known rank files give theirs, any other is refused."""
+
+    def __repr__(self) -> str:
+        return "<the known file's pattern>"
+
+
+#: ``pattern=`` left out: the pattern of a known rank file (:data:`KNOWN_RANK_FILES`), or a FormatError
+FROM_FILE = _FromFile()
+
+#: sha256 of the rank files OpenAI publishes (the hashes tiktoken checks its downloads against)
+#: -> (encoding name, our pattern name). r50k_base holds GPT-2's ranks; p50k_base adds 24
+#: whitespace tokens to them, with GPT-2's pattern.
+KNOWN_RANK_FILES: dict[str, tuple[str, str]] = {
+    "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7": ("cl100k_base", "cl100k"),
+    "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d": ("o200k_base", "o200k"),
+    "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930": ("r50k_base", "gpt2"),
+    "94b5ca7dff4d00767bc256fdd1b27e5b17361d7b8a5f968547f9f23eb70d2069": ("p50k_base", "gpt2"),
+}
+
+
+def known_rank_file(raw: bytes) -> tuple[str, str] | None:
+    """``(encoding name, pattern name)`` when ``raw`` is one of OpenAI's rank files
+    byte for byte (our writer writes them back identically), else None. Recognised
+    by content (its sha256, one linear pass), never by the file's name."""
+    return KNOWN_RANK_FILES.get(hashlib.sha256(raw).hexdigest())
+
+
+def _pattern_of_file(raw: bytes, pattern, what) -> str | None:
+    """The pattern to read ``raw`` with: the caller's, or the known file's."""
+    if not isinstance(pattern, _FromFile):
+        return pattern
+    known = known_rank_file(raw)
+    if known is None:
+        raise FormatError(
+            "tiktoken ranks (a .tiktoken file) do not store their split pattern, and these are not a rank file tokenforge knows "
+            f"({', '.join(name for name, _ in KNOWN_RANK_FILES.values())}); pass pattern=, e.g. "
+            "BPETokenizer.from_tiktoken(path, pattern='cl100k') (a name or a regex)",
+            path=what,
+        )
+    return NAMED_PATTERNS[known[1]]
+
+
+def read_tiktoken_file(path, pattern: str | None | _FromFile = FROM_FILE, special_tokens=None) -> BPEData:
     """Read a ``.tiktoken`` file into BPEData (merge pairs recovered).
 
-    The file stores neither the split pattern nor special tokens: pass them.
-    The default pattern is tokenforge's default (nanochat's GPT-4 variant); real
-    tiktoken encodings (cl100k_base, o200k_base, ...) each have their own.
+    The file stores neither the split pattern nor special tokens. ``pattern``
+    (a regex, or None for no pre-tokenization) is the caller's; left out, the
+    file must be one of OpenAI's (cl100k_base, o200k_base, r50k_base, p50k_base:
+    :func:`known_rank_file`), whose pattern is then used, or it is a FormatError
+    saying to pass ``pattern=``: a missing fact is never a default.
     """
     path = Path(path)
     raw = path.read_bytes()
+    if isinstance(pattern, _FromFile) and known_rank_file(raw) is None:
+        # a damaged file says what is wrong where first (only on the way to refusing)
+        ranks, line_of = _parse_tiktoken_lines(path, raw)
+        _recover(ranks, None, special_tokens, lambda token: {"path": path, "line": line_of.get(token)})
+    pattern = _pattern_of_file(raw, pattern, path)
     data = _read_fast(raw, pattern, special_tokens)
     if data is not None:
         return data

@@ -26,6 +26,11 @@ a JSON object, a field of the wrong type or an unknown field → 400; an input t
 tokenizer refuses (a TokenforgeError) → 422. Encoding runs in Starlette's worker
 threads (the core releases the GIL), never on the event loop.
 
+A request body must arrive within ``body_timeout`` seconds (408 otherwise); a
+client that disconnects while sending it is one line in the log
+(:data:`tokenforge.serve.server.LOG`). The request head's deadline and the bound
+on connections are the server's (:func:`tokenforge.serve.server.server_options`).
+
 Not handled: authentication (the server binds to loopback by default; anyone
 who can reach the port can use it), batching many texts in one request,
 special tokens (text is encoded with ``encode_ordinary``).
@@ -33,6 +38,7 @@ special tokens (text is encoded with ``encode_ordinary``).
 
 from __future__ import annotations
 
+import asyncio
 import json
 from importlib import resources
 from typing import Any, Mapping
@@ -40,6 +46,7 @@ from typing import Any, Mapping
 from ..errors import TokenforgeError
 from ..eval.pieces import TokenInfo
 from ..registry import family_of
+from .server import BODY_TIMEOUT, LOG
 
 __all__ = ["create_app", "DEFAULT_MAX_TEXT", "body_limit"]
 
@@ -118,14 +125,20 @@ def _asset(name: str) -> bytes:
 
 
 def create_app(
-    tokenizers: Mapping[str, Any], *, max_text: int = DEFAULT_MAX_TEXT, title: str = "tokenforge playground"
+    tokenizers: Mapping[str, Any],
+    *,
+    max_text: int = DEFAULT_MAX_TEXT,
+    title: str = "tokenforge playground",
+    body_timeout: float = BODY_TIMEOUT,
 ):
     """The Starlette app serving ``tokenizers`` (name → tokenizer, in the order shown).
 
-    ``max_text``: the longest text accepted, in UTF-8 bytes (longer → 413)."""
+    ``max_text``: the longest text accepted, in UTF-8 bytes (longer → 413).
+    ``body_timeout``: seconds a request may take to send its body (longer → 408);
+    a client that disconnects while sending it is logged in one line."""
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
-    from starlette.requests import Request
+    from starlette.requests import ClientDisconnect, Request
     from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
 
@@ -172,12 +185,20 @@ def create_app(
                 raise _BadRequest(400, "Content-Length is not a number")
             if int(length) > limit:
                 raise _BadRequest(413, f"the request body ({int(length):,} bytes) is over the limit of {limit:,} bytes")
-        chunks, size = [], 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise _BadRequest(413, f"the request body is over the limit of {limit:,} bytes")
-            chunks.append(chunk)
+        chunks: list[bytes] = []
+
+        async def receive() -> None:
+            size = 0
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise _BadRequest(413, f"the request body is over the limit of {limit:,} bytes")
+                chunks.append(chunk)
+
+        try:
+            await asyncio.wait_for(receive(), body_timeout)
+        except asyncio.TimeoutError:
+            raise _BadRequest(408, f"the request body did not arrive within {body_timeout:g} s") from None
         return b"".join(chunks)
 
     def parse(body: bytes) -> tuple[_Served, str, bool | None, bool]:
@@ -217,6 +238,10 @@ def create_app(
             s, text, chunking, details = parse(await read_body(request))
         except _BadRequest as e:
             return error(e.status, e.message)
+        except ClientDisconnect:  # one line, not a traceback: a closed browser tab is not a server error
+            client = f"{request.client.host}:{request.client.port}" if request.client else "a client"
+            LOG.warning("%s disconnected while sending its request body", client)
+            return Response(status_code=400)  # (nobody reads it)
         try:
             out = await run_in_threadpool(s.encode, text, chunking, details)
         except TokenforgeError as e:

@@ -31,8 +31,13 @@ __all__ = ["ShardDataset"]
 class ShardDataset(Dataset):
     """``(inputs, targets)`` windows of ``seq_len`` tokens over memory-mapped shards."""
 
-    def __init__(self, shards, seq_len: int, *, stride: int | None = None, mask_special=None):
-        self.shards = shards if isinstance(shards, ShardSet) else ShardSet(Path(shards))
+    def __init__(
+        self, shards, seq_len: int, *, stride: int | None = None, mask_special=None, allow_incomplete: bool = False
+    ):
+        # an unfinished pretokenize run is refused unless allow_incomplete=True (then warned): see ShardSet
+        self.shards = (
+            shards if isinstance(shards, ShardSet) else ShardSet(Path(shards), allow_incomplete=allow_incomplete)
+        )
         if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 1:
             raise ValueError(f"seq_len must be a positive int, not {seq_len!r}")
         self.seq_len = seq_len
