@@ -35,12 +35,11 @@ files; tokenizer files in subfolders.
 
 from __future__ import annotations
 
-import contextlib
 import json
 from pathlib import Path
 
 from ..errors import FormatError, SpecialTokenError
-from .atomic import atomic_open
+from .atomic import atomic_write_all
 from .bpe_data import BPEData
 from .hf_json import hf_json_dict, read_hf_json
 
@@ -156,12 +155,11 @@ def write_pretrained(directory, data: BPEData, *, extra_files: dict[str, bytes] 
     """Write the three files (and ``extra_files``, name -> bytes) into
     ``directory`` (created if missing); each is complete in its temporary file
     before any is renamed. Returns the paths."""
-    files = pretrained_files(data, **options)
-    files.update(extra_files or {})
+    files = {**(extra_files or {}), **pretrained_files(data, **options)}
     directory = Path(directory)
-    with contextlib.ExitStack() as stack:
-        for name, content in files.items():
-            stack.enter_context(atomic_open(directory / name, "wb")).write(content)
+    # one save (atomic_write_all): every file complete before any is renamed; the
+    # first listed (the file load reads) is renamed last
+    atomic_write_all([(directory / name, content) for name, content in files.items()])
     return [directory / name for name in files]
 
 

@@ -15,8 +15,9 @@ nanochat (karpathy/nanochat) keeps its tokenizer as two files in one directory:
 the pickle through ``pickle.dump`` of a real ``tiktoken.Encoding`` (so tiktoken
 must be installed, as it must be for nanochat to read it), the tensor through
 ``torch.save`` (without torch, a warning says so and the pickle is written
-alone). The two files are written to temporary files first and renamed one
-after the other, so a failure never leaves a new pickle beside an old tensor.
+alone). The two files are one save (:func:`.atomic.atomic_write_all`): both are
+complete before either is renamed, so a failure never leaves a new pickle
+beside an old tensor.
 
 :func:`read_nanochat` never gives the pickle to an unpickler as it is. It
 decodes the opcodes (``pickletools.genops``, which runs nothing), requires the
@@ -41,7 +42,6 @@ from the ranks, and reading it would mean unpickling torch's zip archive), so
 
 from __future__ import annotations
 
-import contextlib
 import io
 import pickle
 import pickletools
@@ -49,7 +49,7 @@ import warnings
 from pathlib import Path
 
 from ..errors import FormatError, TokenforgeError, TokenforgeWarning, UnsafePickleError
-from .atomic import atomic_open
+from .atomic import atomic_write_all
 from .bpe_data import BPEData
 from .patterns import WHOLE_TEXT_PATTERN
 
@@ -103,15 +103,12 @@ def write_nanochat(directory, tok, *, name: str = "tokenforge") -> list[Path]:
         buf = io.BytesIO()
         torch.save(torch.tensor(tok.token_bytes().tolist(), dtype=torch.int32), buf)
         tensor = buf.getvalue()
-    written = [directory / PICKLE_FILE]
-    # Both files are complete in their temporary files before either is renamed
-    # (the inner block renames first, then the outer one).
-    with contextlib.ExitStack() as stack:
-        if tensor is not None:
-            stack.enter_context(atomic_open(directory / TOKEN_BYTES_FILE, "wb")).write(tensor)
-            written.append(directory / TOKEN_BYTES_FILE)
-        stack.enter_context(atomic_open(directory / PICKLE_FILE, "wb")).write(pickled)
-    return written
+    items = [(directory / PICKLE_FILE, pickled)]
+    if tensor is not None:
+        items.append((directory / TOKEN_BYTES_FILE, tensor))
+    # one save: both complete before either is renamed; the pickle (what loaders read) last
+    atomic_write_all(items)
+    return [path for path, _ in items]
 
 
 # ------------------------------------------------------------------ reading
