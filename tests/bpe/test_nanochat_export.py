@@ -11,44 +11,18 @@ from __future__ import annotations
 
 import copyreg
 import io
-import itertools
 import pickle
 import pickletools
 import sys
 import warnings
 
 import pytest
+import tiktoken  # in the dev extra: a missing peer is an error, not a skip
 
 import tokenforge
+from export_cases import CONVERSATIONS, HELD_OUT, TRAIN
 from tokenforge import BPETokenizer
-from tokenforge.data.default_corpus import iter_default_corpus
 from tokenforge.errors import FormatError, TokenforgeError, UnsafePickleError
-
-tiktoken = pytest.importorskip("tiktoken")
-
-_DOCS = list(itertools.islice(iter_default_corpus(), 260))
-TRAIN, HELD_OUT = _DOCS[:200], _DOCS[200:]
-
-CONVERSATIONS = [
-    {"messages": [{"role": "user", "content": "Hi there"}, {"role": "assistant", "content": "Hello! How can I help?"}]},
-    {
-        "messages": [
-            {"role": "system", "content": "You are terse."},
-            {"role": "user", "content": "What is 12*12?"},
-            {
-                "role": "assistant",
-                "content": [
-                    {"type": "text", "text": "Let me check. "},
-                    {"type": "python", "text": "print(12*12)"},
-                    {"type": "python_output", "text": "144\n"},
-                    {"type": "text", "text": "It is 144."},
-                ],
-            },
-            {"role": "user", "content": "And 13*13, in words?"},
-            {"role": "assistant", "content": "One hundred sixty-nine. ünïcödé 中文 😀"},
-        ]
-    },
-]
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +96,8 @@ def test_nanochat_loads_our_directory_with_our_ids_rendering_and_byte_counts(tok
     assert token_bytes.tolist() == want == tok.token_bytes().tolist()
     # the chat rendering through the loaded encoding and the same specials
     assert specials == set(tok.special_tokens)
-    for conv in CONVERSATIONS:
+    for messages in CONVERSATIONS:
+        conv = {"messages": messages}
         assert render_like_nanochat(enc, conv) == tok.render_conversation(conv)
 
 

@@ -7,52 +7,15 @@ Checked with transformers itself: the same ids on held-out text, padding, and
 
 from __future__ import annotations
 
-import itertools
 import json
 
 import pytest
+import transformers  # in the dev extra: a missing peer is an error, not a skip
 
 import tokenforge
+from export_cases import CONVERSATIONS, HELD_OUT, TRAIN
 from tokenforge import BPETokenizer
-from tokenforge.data.default_corpus import iter_default_corpus
 from tokenforge.errors import SpecialTokenError
-
-transformers = pytest.importorskip("transformers")
-
-_DOCS = list(itertools.islice(iter_default_corpus(), 260))
-TRAIN, HELD_OUT = _DOCS[:200], _DOCS[200:]
-
-CONVERSATIONS = [
-    [{"role": "user", "content": "Hi there"}, {"role": "assistant", "content": "Hello! How can I help?"}],
-    [
-        {"role": "system", "content": "You are terse."},
-        {"role": "user", "content": "What is 12*12?"},
-        {
-            "role": "assistant",
-            "content": [
-                {"type": "text", "text": "Let me check. "},
-                {"type": "python", "text": "print(12*12)"},
-                {"type": "python_output", "text": "144\n"},
-                {"type": "text", "text": "It is 144."},
-            ],
-        },
-        {"role": "user", "content": "And 13*13, in words?"},
-        {"role": "assistant", "content": "One hundred sixty-nine.\n\n  ünïcödé 中文 😀"},
-    ],
-    [
-        {"role": "user", "content": "  leading spaces and trailing  \n"},
-        {"role": "assistant", "content": [{"type": "python", "text": "x = 1\nprint(x)\n"}]},
-        {"role": "user", "content": "ok"},
-        {
-            "role": "assistant",
-            "content": [
-                {"type": "python_output", "text": "1"},
-                {"type": "text", "text": " done"},
-                {"type": "python", "text": ""},
-            ],
-        },
-    ],
-]
 
 
 @pytest.fixture(scope="module")
