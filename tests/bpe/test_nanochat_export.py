@@ -145,6 +145,16 @@ def test_without_torch_the_pickle_is_written_alone_with_one_warning(tok, tmp_pat
     assert len(msgs) == 1 and "torch is not installed" in msgs[0] and "\n" not in msgs[0]
 
 
+def test_without_torch_an_old_token_bytes_file_is_not_left_beside_a_new_pickle(tok, tmp_path, monkeypatch):
+    (tmp_path / "token_bytes.pt").write_bytes(b"another vocabulary's byte counts")
+    monkeypatch.setitem(sys.modules, "torch", None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tok.save_nanochat(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tokenizer.pkl"]
+    assert any("removed the old token_bytes.pt" in str(w.message) for w in caught)
+
+
 def test_a_tokenizer_without_bos_is_refused(tmp_path):
     plain = BPETokenizer.train_from_iterator(TRAIN[:50], 300, special_tokens=["<|endoftext|>"])
     with pytest.raises(TokenforgeError, match="<\\|bos\\|>"):

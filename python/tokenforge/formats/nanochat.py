@@ -15,7 +15,8 @@ nanochat (karpathy/nanochat) keeps its tokenizer as two files in one directory:
 the pickle through ``pickle.dump`` of a real ``tiktoken.Encoding`` (so tiktoken
 must be installed, as it must be for nanochat to read it), the tensor through
 ``torch.save`` (without torch, a warning says so and the pickle is written
-alone). The two files are one save (:func:`.atomic.atomic_write_all`): both are
+alone; a ``token_bytes.pt`` of an earlier save there is removed, not left to
+describe another vocabulary). The two files are one save (:func:`.atomic.atomic_write_all`): both are
 complete before either is renamed, so a failure never leaves a new pickle
 beside an old tensor.
 
@@ -92,9 +93,11 @@ def write_nanochat(directory, tok, *, name: str = "tokenforge") -> list[Path]:
     except ModuleNotFoundError:
         torch = None
     tensor = None
+    stale = directory / TOKEN_BYTES_FILE
     if torch is None:
+        gone = f"; removed the old {TOKEN_BYTES_FILE}, which was another vocabulary's" if stale.exists() else ""
         warnings.warn(
-            f"torch is not installed: wrote {PICKLE_FILE} without {TOKEN_BYTES_FILE} "
+            f"torch is not installed: wrote {PICKLE_FILE} without {TOKEN_BYTES_FILE}{gone} "
             "(pip install torch, then save again, for nanochat's get_token_bytes())",
             TokenforgeWarning,
             stacklevel=3,
@@ -108,6 +111,8 @@ def write_nanochat(directory, tok, *, name: str = "tokenforge") -> list[Path]:
         items.append((directory / TOKEN_BYTES_FILE, tensor))
     # one save: both complete before either is renamed; the pickle (what loaders read) last
     atomic_write_all(items)
+    if tensor is None and stale.exists():
+        stale.unlink()  # it described the vocabulary this save replaced
     return [path for path, _ in items]
 
 
