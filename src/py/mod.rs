@@ -182,34 +182,32 @@ fn plain_list() -> bool {
     }
 }
 
-/// At import, in the stable-ABI build: use [`ListLayout`] only on a CPython
-/// whose version is one it describes (3.10 to 3.14), whose `list` objects
-/// have its size, and where a list made through the API reads back through
-/// it (length, items, allocation). Anything else (a newer CPython, another
-/// implementation) keeps `PyList_New` and `PyList_SetItem`.
-fn check_list_layout(py: Python<'_>) -> PyResult<bool> {
-    if cfg!(plain_list) {
-        return Ok(true);
-    }
+/// At import, in the stable-ABI build: the running CPython's minor version
+/// if [`ListLayout`] is its list layout -- a version it describes (3.10 to
+/// 3.14, with the GIL, 64-bit), `list` objects of its size, and a list made
+/// through the API that reads back through it (length, items, allocation);
+/// None for anything else (a newer CPython, another implementation), which
+/// keeps `PyList_New` and `PyList_SetItem`.
+#[cfg(not(plain_list))]
+fn check_list_layout(py: Python<'_>) -> PyResult<Option<u32>> {
     let sys = py.import("sys")?;
     let name: String = sys.getattr("implementation")?.getattr("name")?.extract()?;
-    let (major, minor): (u32, u32) = sys
-        .getattr("version_info")?
-        .get_item(0)?
-        .extract::<u32>()
-        .and_then(|a| Ok((a, sys.getattr("version_info")?.get_item(1)?.extract::<u32>()?)))?;
+    let version = sys.getattr("version_info")?;
+    let major: u32 = version.get_item(0)?.extract()?;
+    let minor: u32 = version.get_item(1)?.extract()?;
     let gil = match sys.getattr("_is_gil_enabled") {
         Ok(f) => f.call0()?.extract::<bool>()?,
         Err(_) => true,
     };
     let basic: usize = py.get_type::<PyList>().getattr("__basicsize__")?.extract()?;
-    if name != "cpython" || major != 3 || !(10..=14).contains(&minor) || !gil || !cfg!(target_pointer_width = "64") {
-        return Ok(false);
-    }
-    #[cfg(not(plain_list))]
-    PY_MINOR.store(minor, Ordering::Relaxed);
-    if basic != std::mem::size_of::<ListLayout>() {
-        return Ok(false);
+    if name != "cpython"
+        || major != 3
+        || !(10..=14).contains(&minor)
+        || !gil
+        || !cfg!(target_pointer_width = "64")
+        || basic != std::mem::size_of::<ListLayout>()
+    {
+        return Ok(None);
     }
     let probe = PyList::new(py, [7u32, 8, 9])?;
     probe.append(10u32)?; // grows the item array past its length
@@ -224,7 +222,7 @@ fn check_list_layout(py: Python<'_>) -> PyResult<bool> {
             && !l.ob_item.is_null()
             && (0..4).all(|i| *l.ob_item.add(i) == pyo3::ffi::PyList_GetItem(p, i as pyo3::ffi::Py_ssize_t))
     };
-    Ok(ok)
+    Ok(ok.then_some(minor))
 }
 
 /// A new list with room for `n` items and a length of 0 (see
@@ -812,9 +810,10 @@ fn lists_built_inline() -> bool {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     #[cfg(not(plain_list))]
-    PLAIN_LIST.store(check_list_layout(m.py())?, Ordering::Relaxed);
-    #[cfg(plain_list)]
-    let _ = check_list_layout;
+    if let Some(minor) = check_list_layout(m.py())? {
+        PY_MINOR.store(minor, Ordering::Relaxed);
+        PLAIN_LIST.store(true, Ordering::Relaxed);
+    }
     m.add("GPT4_PATTERN", GPT4_PATTERN)?;
     m.add("CL100K_PATTERN", CL100K_PATTERN)?;
     m.add("GPT2_PATTERN", GPT2_PATTERN)?;
