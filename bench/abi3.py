@@ -76,12 +76,14 @@ def rank_file() -> Path:
     return dst
 
 
-CHILD = r"""
-import itertools, json, sys, time
+#: what both kinds of child do first: load the text and the tokenizer, warm
+#: every piece and every int, and name the calls measured
+SETUP = r"""
+import json, sys, time
 import tokenforge
 from tokenforge.data.default_corpus import iter_default_corpus
-ranks, mb = sys.argv[1], float(sys.argv[2])
-if not tokenforge._core.__file__.startswith(sys.argv[3]):
+site, ranks, mb = sys.argv[1], sys.argv[2], float(sys.argv[3])
+if not tokenforge._core.__file__.startswith(site):
     sys.exit(f"imported the wrong build: {tokenforge._core.__file__}")
 text = ""
 for doc in iter_default_corpus():
@@ -91,13 +93,19 @@ for doc in iter_default_corpus():
 docs = [text[i : i + 4096] for i in range(0, len(text), 4096)]
 tok = tokenforge.BPETokenizer.from_tiktoken(ranks, pattern="cl100k")
 nbytes = len(text.encode())
-tok.encode_batch(docs, num_threads=2)  # warm: every piece met once
+tok.encode_batch(docs, num_threads=2)  # warm: every piece and every int met once
+tok.encode_batch(docs, num_threads=1, as_numpy=True)
 runs = {
     "encode_ordinary (list)": lambda: [tok.encode_ordinary(d) for d in docs],
     "encode_batch lists, 1 thread": lambda: tok.encode_batch(docs, num_threads=1),
     "encode_batch lists, 2 threads": lambda: tok.encode_batch(docs, num_threads=2),
     "encode_batch numpy, 1 thread": lambda: tok.encode_batch(docs, num_threads=1, as_numpy=True),
 }
+"""
+
+CHILD = (
+    SETUP
+    + r"""
 best = {}
 for _ in range(3):
     for k, f in runs.items():
@@ -106,12 +114,13 @@ for _ in range(3):
         best[k] = min(best.get(k, 1e9), dt)
 print(json.dumps({k: nbytes / 1e6 / v for k, v in best.items()}))
 """
+)
 
 
 def measure(site: Path, ranks: Path, mb: float) -> dict:
     env = dict(os.environ, PYTHONPATH=str(site), OPENBLAS_NUM_THREADS="1")
     out = subprocess.run(
-        [sys.executable, "-c", CHILD, str(ranks), str(mb), str(site)],
+        [sys.executable, "-c", CHILD, str(site), str(ranks), str(mb)],
         env=env,
         check=True,
         capture_output=True,
@@ -121,32 +130,16 @@ def measure(site: Path, ranks: Path, mb: float) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-CG_CHILD = r"""
-import sys
-site, mode, mb, n = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
-import tokenforge
-if not tokenforge._core.__file__.startswith(site):
-    sys.exit(f"imported the wrong build: {tokenforge._core.__file__}")
-from tokenforge.data.default_corpus import iter_default_corpus
-text = ""
-for doc in iter_default_corpus():
-    text += doc
-    if len(text) > mb * 1e6:
-        break
-docs = [text[i : i + 4096] for i in range(0, len(text), 4096)]
-tok = tokenforge.BPETokenizer.from_tiktoken(sys.argv[5], pattern="cl100k")
-tok.encode_batch(docs, num_threads=1)  # warm: every piece and every int met once
-tok.encode_batch(docs, num_threads=1, as_numpy=True)
-print(len(text.encode()), tokenforge._core.lists_built_inline())
+CG_CHILD = (
+    SETUP
+    + r"""
+mode, n = sys.argv[4], int(sys.argv[5])
+print(nbytes, tokenforge._core.lists_built_inline())
 for _ in range(n):
-    if mode == "encode_ordinary (list)":
-        out = [tok.encode_ordinary(d) for d in docs]
-    elif mode == "encode_batch lists, 1 thread":
-        out = tok.encode_batch(docs, num_threads=1)
-    else:
-        out = tok.encode_batch(docs, num_threads=1, as_numpy=True)
+    out = runs[mode]()
     del out
 """
+)
 CG_MODES = ("encode_ordinary (list)", "encode_batch lists, 1 thread", "encode_batch numpy, 1 thread")
 
 
@@ -156,7 +149,7 @@ def callgrind(site: Path, ranks: Path, mb: float, mode: str, n: int) -> tuple[in
     env = dict(os.environ, PYTHONPATH=str(site), OPENBLAS_NUM_THREADS="1")
     run = subprocess.run(
         ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}", sys.executable, "-c", CG_CHILD]
-        + [str(site), mode, str(mb), str(n), str(ranks)],
+        + [str(site), str(ranks), str(mb), mode, str(n)],
         env=env,
         check=True,
         capture_output=True,
