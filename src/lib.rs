@@ -7,6 +7,7 @@ pub mod error;
 pub mod jsonl;
 pub mod lz78;
 pub mod ngram;
+pub mod pipeline;
 pub mod pretok;
 pub mod specials;
 pub mod spill;

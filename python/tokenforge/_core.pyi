@@ -44,6 +44,9 @@ __all__ = [
     "bpe_layout",
     "bpe_special_ids",
     "train_cost",
+    "UnigramModel",
+    "WordPieceModel",
+    "SpmEncoder",
     "MIXEDGRAM_HEADER_BYTES",
     "MixedgramModel",
     "mixedgram_train",
@@ -326,6 +329,47 @@ def lz78_patricia(items: Sequence[tuple[str, int]]) -> tuple[list[tuple[int, str
 def lz78_patricia_encode(
     items: Sequence[tuple[str, int]], n: int, text: str, pattern: str | None = None
 ) -> list[int]: ...
+
+# --- imported tokenizers (src/py/pipeline.rs) ---
+
+@final
+class UnigramModel:
+    def __new__(
+        cls, pieces: Sequence[str], scores: Sequence[float], unk_id: int | None, byte_fallback: bool
+    ) -> UnigramModel: ...
+    def encode_words(self, words: Sequence[str]) -> list[int]: ...
+    def encode_words_batch(
+        self, words: Sequence[str], counts: Sequence[int], num_threads: int | None = None
+    ) -> list[list[int]]: ...
+
+@final
+class WordPieceModel:
+    def __new__(
+        cls, vocab: Sequence[tuple[str, int]], unk_token: str, prefix: str, max_chars: int
+    ) -> WordPieceModel: ...
+    def encode_words(self, words: Sequence[str]) -> list[int]: ...
+    def encode_words_batch(
+        self, words: Sequence[str], counts: Sequence[int], num_threads: int | None = None
+    ) -> list[list[int]]: ...
+
+@final
+class SpmEncoder:
+    def __new__(
+        cls,
+        pieces: Sequence[str],
+        scores: Sequence[float],
+        types: Sequence[int],
+        kind: str,
+        unk_id: int,
+        byte_ids: Sequence[int] | None,
+        charsmap: bytes,
+        add_dummy_prefix: bool,
+        remove_extra_whitespaces: bool,
+        escape_whitespaces: bool,
+    ) -> SpmEncoder: ...
+    def normalize(self, text: str) -> str: ...
+    def encode(self, text: str) -> list[int]: ...
+    def encode_batch(self, texts: Sequence[str], num_threads: int | None = None) -> list[list[int]]: ...
 
 # --- mixedgram (src/py/mixedgram.rs) ---
 

@@ -450,6 +450,36 @@ impl ByteTrie {
         best
     }
 
+    /// Every output match at the start of `s`, shortest first: `f(length, id)`
+    /// (a common-prefix search; the Unigram lattice of `crate::pipeline`).
+    #[inline]
+    pub fn prefixes(&self, s: &[u8], mut f: impl FnMut(usize, u32)) {
+        let mut state = 0u32;
+        for (i, &byte) in s.iter().enumerate() {
+            state = self.step(state, byte);
+            if state == NONE {
+                return;
+            }
+            let o = self.slots[state as usize].out;
+            if o != NONE {
+                f(i + 1, o);
+            }
+        }
+    }
+
+    /// The id of exactly `s`, if it is an entry.
+    pub fn get(&self, s: &[u8]) -> Option<u32> {
+        let mut state = 0u32;
+        for &byte in s {
+            state = self.step(state, byte);
+            if state == NONE {
+                return None;
+            }
+        }
+        let o = self.slots[state as usize].out;
+        (o != NONE && !s.is_empty()).then_some(o)
+    }
+
     /// Greedy longest match over `s`; a byte that starts no match is emitted
     /// as `fallback_base + byte`.
     #[inline]

@@ -1,7 +1,7 @@
 //! Python bindings: conversion, GIL release and error mapping only. Every
 //! call that is linear in its input runs with the GIL released.
 //!
-//! One file per family (`bpe`, `lz78`, `mixedgram`); `encoder` holds the
+//! One file per family (`bpe`, `lz78`, `mixedgram`, `pipeline`); `encoder` holds the
 //! methods every encoder family shares; this file only the helpers they all
 //! use: the one error mapping, thread pools, id lists, `str` batches, the
 //! `.jsonl` block pipeline, and the module itself.
@@ -25,6 +25,7 @@ mod bpe;
 mod encoder;
 mod lz78;
 mod mixedgram;
+mod pipeline;
 
 /// The one mapping of the core's errors to `tokenforge.errors`:
 ///
@@ -824,5 +825,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     bpe::register(m)?;
     mixedgram::register(m)?;
     lz78::register(m)?;
+    pipeline::register(m)?;
     Ok(())
 }

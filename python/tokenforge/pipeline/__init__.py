@@ -24,21 +24,27 @@ text, through the decoder's per-token rules (``▁`` as a space, ``<0x41>`` as
 byte 0x41, ByteLevel characters as their bytes, a WordPiece ``##`` prefix
 dropped); a special token's text.
 
+The engine: a SentencePiece model's unigram, word and char encoding
+(normalizer included) and a tokenizer.json's Unigram and WordPiece model run
+in Rust (``tokenforge._core``), ``encode_batch`` on ``num_threads`` threads with
+the GIL released; tokenizer.json normalizers and pre-tokenizers, symbol BPE,
+SentencePiece BPE's merges and decoding run in Python, text by text. Text
+holding lone surrogates (which the Rust engine cannot take) is encoded by the
+Python loops, the engines' slow reference.
+
 Not handled: ``decode(encode(s)) == s`` holds only where the reference's does
 (normalization, an unknown token, WordPiece's spaces and lower-casing lose
 text); post-processors (``TemplateProcessing`` ...) are kept in the file but
 never applied, as with ``add_special_tokens=False``; truncation and padding
 settings are refused; non-special added tokens, and special ones with
 ``lstrip``/``rstrip``/``single_word``/``normalized``, are refused at load.
-The engine is exact Python: ``num_threads`` is accepted and the texts are
-encoded one after the other (a native encoder is future work).
 """
 
 from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ..base import Tokenizer
+from ..base import IdBatch, Tokenizer, _check_texts, _flat
 from ..errors import TokenforgeError
 from .steps import Desc, build
 
@@ -175,6 +181,16 @@ class PipelineTokenizer(Tokenizer):
         if not isinstance(text, str):
             raise TypeError(f"text must be str, not {type(text).__name__}")
         return self._pipe.encode(text, True)
+
+    def encode_batch(self, texts, num_threads=None, as_numpy: bool = False):
+        _check_texts(texts)
+        if as_numpy:
+            return IdBatch(*self.encode_batch_flat(texts, num_threads=num_threads))
+        return self._pipe.encode_batch(list(texts), num_threads)
+
+    def encode_batch_flat(self, texts, num_threads=None):
+        _check_texts(texts)
+        return _flat(self._pipe.encode_batch(list(texts), num_threads))
 
     def _encode_with_specials(self, text: str, allowed: dict[str, int]) -> list[int]:
         # leftmost, then longest, special token (tokenizers' added-token matching);

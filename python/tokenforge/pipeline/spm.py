@@ -42,6 +42,7 @@ import math
 import struct
 
 from ..errors import FormatError
+from ..reference.unigram import best_path
 from .steps import Desc
 
 __all__ = ["build_spm", "Charsmap", "SpmPipeline"]
@@ -283,6 +284,23 @@ class SpmPipeline:
         self.matcher = _Matcher(user)
         self.specials = {p: i for i, (p, t) in enumerate(zip(self.model.pieces, self.model.types)) if t == CONTROL}
         self._cache: dict[str, list[int]] = {}
+        from .. import _core
+
+        m = self.model
+        # the native engine (normalizer and unigram/word/char model in Rust; for bpe
+        # the normalizer alone): the same rules, checked against this module's loops
+        self.native = _core.SpmEncoder(
+            m.pieces,
+            m.scores,
+            m.types,
+            self.kind,
+            m.unk_id,
+            m.byte_ids if m.byte_fallback else None,
+            blob,
+            self.add_dummy_prefix,
+            self.remove_extra_whitespaces,
+            self.escape_whitespaces,
+        )
 
     # ---- normalizer --------------------------------------------------------
     def _prefix(self, data: bytes, pos: int) -> tuple[str, int]:
@@ -301,6 +319,13 @@ class SpmPipeline:
         return data[pos : pos + k].decode("utf-8"), k
 
     def normalize(self, text: str) -> str:
+        try:
+            return self.native.normalize(text)
+        except UnicodeEncodeError:  # lone surrogates: the Python rules below
+            return self.normalize_reference(text)
+
+    def normalize_reference(self, text: str) -> str:
+        """:meth:`normalize` in Python (the slow reference of the Rust normalizer)."""
         data = text.encode("utf-8", "surrogatepass")
         n = len(data)
         pos = 0
@@ -334,9 +359,27 @@ class SpmPipeline:
 
     # ---- models ------------------------------------------------------------
     def encode(self, text: str, first: bool = True) -> list[int]:
+        if self.kind != "BPE":
+            try:
+                return self.native.encode(text)
+            except UnicodeEncodeError:  # lone surrogates: the Python engine
+                pass
+        return self.encode_reference(text)
+
+    def encode_batch(self, texts: list[str], num_threads) -> list[list[int]]:
+        if self.kind != "BPE":
+            try:
+                return self.native.encode_batch(texts, num_threads)
+            except UnicodeEncodeError:
+                pass
+        return [self.encode(t) for t in texts]
+
+    def encode_reference(self, text: str) -> list[int]:
+        """:meth:`encode` in Python: :meth:`normalize_reference`, then the model
+        (the slow reference of the Rust engine; the engine of bpe models)."""
         if not text:
             return []
-        norm = self.normalize(text)
+        norm = self.normalize_reference(text) if self.kind != "BPE" else self.normalize(text)
         if not norm:
             return []
         ids = self._cache.get(norm)
@@ -386,51 +429,19 @@ class SpmPipeline:
 
     def _unigram(self, s: str) -> list[tuple[str, int]]:
         m = self.model
-        n = len(s)
-        score_at = [0.0] * (n + 1)
-        start_at = [-1] * (n + 1)
-        id_at = [0] * (n + 1)
-        types, scores = m.types, m.scores
+        types, scores, max_score = m.types, m.scores, m.max_score
         unk_score = f32(m.min_score - 10.0)
-        max_score = m.max_score
-        trie = m.trie
-        for i in range(n):
-            here = score_at[i]
-            single = False
-            node = trie
-            end = i
-            while end < n:
-                node = node.get(s[end])
-                if node is None:
-                    break
-                end += 1
-                pid = node.get("")
-                if pid is None:
-                    continue
-                t = types[pid]
-                if t == UNUSED:
-                    continue
-                if t == USER_DEFINED:
-                    # computed in double, as sentencepiece's `auto score` is
-                    cand = (f32(len(s[i:end].encode("utf-8")) * max_score) - 0.1) + here
-                else:
-                    cand = f32(scores[pid] + here)
-                if start_at[end] == -1 or cand > score_at[end]:
-                    score_at[end], start_at[end], id_at[end] = f32(cand), i, pid
-                if end == i + 1:
-                    single = True
-            if not single:
-                cand = f32(unk_score + here)
-                if start_at[i + 1] == -1 or cand > score_at[i + 1]:
-                    score_at[i + 1], start_at[i + 1], id_at[i + 1] = cand, i, m.unk_id
-        out: list[tuple[str, int]] = []
-        end = n
-        while end > 0:
-            a = start_at[end]
-            out.append((s[a:end], id_at[end]))
-            end = a
-        out.reverse()
-        return out
+
+        def score_of(pid: int, length: int, here: float) -> float | None:
+            t = types[pid]
+            if t == UNUSED:
+                return None
+            if t == USER_DEFINED:
+                return (f32(length * max_score) - 0.1) + here  # in double, as sentencepiece's `auto score`
+            return f32(scores[pid] + here)
+
+        path = best_path(s, m.trie, score_of, m.unk_id, lambda here: f32(unk_score + here), f32)
+        return [(s[a:e], i) for a, e, i in path]
 
     def _bpe(self, s: str) -> list[tuple[str, int]]:
         m = self.model

@@ -59,6 +59,7 @@ from functools import lru_cache
 from typing import Any, Callable
 
 from ..errors import FormatError
+from ..reference.unigram import best_path
 from . import hf_unicode
 
 __all__ = ["Desc", "Pipeline", "build", "is_rust_whitespace"]
@@ -735,6 +736,32 @@ class Model:
     def tokenize(self, piece: str) -> list[int]:
         raise NotImplementedError
 
+    #: the Rust engine of the model (``encode_words``/``encode_words_batch``), if it has one
+    native: Any = None
+
+    def encode_words(self, words: list[str]) -> list[int]:
+        """The ids of one text's pre-tokenized words, in order."""
+        if self.native is not None:
+            try:
+                return self.native.encode_words(words)
+            except UnicodeEncodeError:  # lone surrogates: the Python engine
+                pass
+        out: list[int] = []
+        for w in words:
+            out.extend(self.tokenize(w))
+        return out
+
+    def encode_words_batch(self, batch: list[list[str]], num_threads) -> list[list[int]]:
+        """:meth:`encode_words` of many texts (on ``num_threads`` threads when native)."""
+        if self.native is not None:
+            try:
+                return self.native.encode_words_batch(
+                    [w for ws in batch for w in ws], [len(ws) for ws in batch], num_threads
+                )
+            except UnicodeEncodeError:
+                pass
+        return [self.encode_words(ws) for ws in batch]
+
     def _cached(self, piece: str, fn: Callable[[str], list[int]]) -> list[int]:
         cache = self._cache
         ids = cache.get(piece)
@@ -803,65 +830,32 @@ class Unigram(Model):
             node = self.trie
             for c in p:
                 node = node.setdefault(c, {})
-            node[""] = (i, self.scores[i])
+            node[""] = i
         self._cache: dict[str, list[int]] = {}
+        from .. import _core
+
+        self.native = _core.UnigramModel(self.pieces, self.scores, self.unk_id, self.byte_fallback)
 
     def tokenize(self, piece: str) -> list[int]:
+        """One word's ids in Python (the slow reference of the Rust engine)."""
         if not piece:
             return []
         return self._cached(piece, self._encode)
 
     def _encode(self, s: str) -> list[int]:
-        n = len(s)
-        # best[k]: (score, start, id) of the best path ending at k; start -1: none yet
-        score_at = [0.0] * (n + 1)
-        start_at = [-1] * (n + 1)
-        id_at = [0] * (n + 1)
-        trie, unk_score = self.trie, self.unk_score
-        for i in range(n):
-            here = score_at[i]
-            single = False
-            node = trie
-            end = i
-            while end < n:
-                node = node.get(s[end])
-                if node is None:
-                    break
-                end += 1
-                hit = node.get("")
-                if hit is None:
-                    continue
-                cand = hit[1] + here
-                if start_at[end] == -1 or cand > score_at[end]:
-                    score_at[end], start_at[end], id_at[end] = cand, i, hit[0]
-                if end == i + 1:
-                    single = True
-            if not single:
-                if self.unk_id is None:
-                    raise FormatError(
-                        "the Unigram model has no unk_id, so a character it has no piece for cannot be encoded: "
-                        f"{s[i]!r}"
-                    )
-                cand = unk_score + here
-                if start_at[i + 1] == -1 or cand > score_at[i + 1]:
-                    score_at[i + 1], start_at[i + 1], id_at[i + 1] = cand, i, self.unk_id
-        # back-track: strings (unknown runs fused), then ids by string, as tokenizers maps them
+        scores, unk_score = self.scores, self.unk_score
+        path = best_path(s, self.trie, lambda pid, _, here: scores[pid] + here, self.unk_id, lambda h: unk_score + h)
+        # unknown runs fused into one string, then ids by string, as tokenizers maps them
         strings: list[str] = []
-        unk_run: list[str] = []
-        end = n
-        while end > 0:
-            a = start_at[end]
-            if id_at[end] == self.unk_id:
-                unk_run.append(s[a:end])
-            else:
-                if unk_run:
-                    strings.append("".join(reversed(unk_run)))
-                    unk_run = []
-                strings.append(s[a:end])
-            end = a
-        if unk_run:
-            strings.append("".join(reversed(unk_run)))
-        strings.reverse()
+        k = 0
+        while k < len(path):
+            a, e, i = path[k]
+            k += 1
+            if i == self.unk_id:
+                while k < len(path) and path[k][2] == self.unk_id:
+                    e = path[k][1]
+                    k += 1
+            strings.append(s[a:e])
         ids: list[int] = []
         for t in strings:
             i = self.by_piece.get(t)
@@ -891,6 +885,8 @@ class WordPiece(Model):
         self.unk = d.get("unk_token", str)
         self.prefix = d.get("continuing_subword_prefix", str, "##")
         self.max_chars = d.get("max_input_chars_per_word", int, 100)
+        if self.max_chars < 0:
+            raise d.fail(f"max_input_chars_per_word must not be negative, found {self.max_chars}")
         # two character tries (nested dicts, "" marks a piece's end with its id): the
         # pieces, and the continuation pieces without their prefix. The longest
         # match is one walk from each start, linear in the word (tokenizers shortens
@@ -908,6 +904,11 @@ class WordPiece(Model):
                         node = node.setdefault(c, {})
                     node[""] = i
         self._cache: dict[str, list[int]] = {}
+        from .. import _core
+
+        self.native = _core.WordPieceModel(
+            list(self.by_piece.items()), self.unk, self.prefix, min(self.max_chars, 1 << 62)
+        )
 
     def _unk(self) -> list[int]:
         i = self.by_piece.get(self.unk)
@@ -1118,14 +1119,19 @@ class Pipeline:
         starts the original text)."""
         if not text:
             return []
+        return self.model.encode_words(self.words(text, first))
+
+    def words(self, text: str, first: bool = True) -> list[str]:
+        """The normalized, pre-tokenized pieces of a text (what the model sees)."""
         pieces: list[Piece] = [(self.normalize(text), first)]
         for pt in self.pre_tokenizers:
             pieces = pt(pieces)
-        out: list[int] = []
-        tokenize = self.model.tokenize
-        for p, _ in pieces:
-            out.extend(tokenize(p))
-        return out
+        return [p for p, _ in pieces]
+
+    def encode_batch(self, texts: list[str], num_threads) -> list[list[int]]:
+        """:meth:`encode` of many texts: the stages before the model in Python,
+        text by text; the model on ``num_threads`` threads where it is native."""
+        return self.model.encode_words_batch([self.words(t) if t else [] for t in texts], num_threads)
 
     def decode(self, tokens: list[str]) -> str:
         if self.decoders is None:
