@@ -1,19 +1,25 @@
 """Encode speed of imported tokenizers against the libraries that made them.
 
     python bench/imported.py                       # 1 MB measured, models trained on 4 MB
-    python bench/imported.py --mb 2 --train-mb 8 --threads 2
+    python bench/imported.py --mb 2 --train-mb 8 --threads 2 --repeat 7
 
 The same model file and the same text on both sides: a SentencePiece unigram
 ``.model`` (sentencepiece's ``encode`` against ``tokenforge.load`` of that
 file), and tokenizer.json files of a Unigram (Metaspace) and a WordPiece (BERT's
 pipeline) model (``tokenizers``' ``encode(..., add_special_tokens=False)``
-against tokenforge). Each row runs in its own child process
-(``common.run_function``), best of ``--repeat``; "1 thread" encodes the
-documents one call at a time, "batch" hands the whole list to the library's
-batch call with ``--threads`` threads (sentencepiece ``num_threads``,
-tokenizers ``encode_batch`` under ``RAYON_NUM_THREADS``, tokenforge
-``encode_batch(num_threads=)``). Before timing, each child checks that its ids
-equal the reference's on the first 200 documents.
+against tokenforge). Each model runs in its own child process
+(``common.run_function``) holding both sides, which are timed interleaved
+(``common.interleaved``: every run once per round, back to back, ``--repeat``
+rounds, the best time of each kept), so a burst of load on the shared machine
+meets both sides alike. "1 thread" encodes the documents one call at a time,
+"batch" hands the whole list to the library's batch call with ``--threads``
+threads (sentencepiece ``num_threads``, tokenizers ``encode_batch`` under
+``RAYON_NUM_THREADS``, tokenforge ``encode_batch(num_threads=)``). For the
+tokenizer.json models two more rows say where tokenforge's time goes: the
+Python stages before the model (normalizer, pre-tokenizer) and the Rust model
+alone on their words. Before timing, the child checks that tokenforge's ids
+equal the reference's on the first 200 documents. The load average is printed
+before and after.
 
 Text: the benchmark corpus (``bench/data/corpus/train_50mb.txt``, see
 ``build_corpus.py``) when it exists, else this Python's standard library
@@ -35,7 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import Bench, CorpusMissing, load_text, run_function, split_docs, text_mb  # noqa: E402
+from common import CorpusMissing, interleaved, load_text, run_function, split_docs, text_mb  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data" / "imported"
 
@@ -89,58 +95,49 @@ def prepare(train_mb: float, mb: float, vocab: int) -> str:
 
 
 # ---- children -----------------------------------------------------------------
-def setup(tool: str, model: str, threads: int):
+def setup(model: str, threads: int):
+    """Both sides on one model: the reference library and tokenforge's load of the
+    same file; each side's ids checked against the reference on 200 documents."""
     import tokenforge
 
     docs = (DATA / "test.txt").read_text(encoding="utf-8").split("\x00")
     path = str(DATA / model)
-    if tool == "sentencepiece":
-        import sentencepiece as spm
-
-        sp = spm.SentencePieceProcessor(model_file=path)
-        ref = sp
-        one, batch = sp.encode, (lambda ds: sp.encode(ds, num_threads=threads))
-    elif tool == "tokenizers":
-        from tokenizers import Tokenizer
-
-        t = Tokenizer.from_file(path)
-        ref = t
-        one = lambda d: t.encode(d, add_special_tokens=False).ids  # noqa: E731
-        batch = lambda ds: t.encode_batch(ds, add_special_tokens=False)  # noqa: E731
-    else:
-        tok = tokenforge.load(path)
-        one, batch = tok.encode, (lambda ds: tok.encode_batch(ds, num_threads=threads))
-        ref = None
-    if ref is not None or tool == "tokenforge":
-        _check(model, one, docs[:200])
-    return {"docs": docs, "one": one, "batch": batch}
-
-
-def _check(model: str, one, docs) -> None:
-    """The ids equal the reference library's on these documents (else the row fails)."""
     if model.endswith(".model"):
         import sentencepiece as spm
 
-        sp = spm.SentencePieceProcessor(model_file=str(DATA / model))
-        want = [sp.encode(d) for d in docs]
+        sp = spm.SentencePieceProcessor(model_file=path)
+        ref_one, ref_batch = sp.encode, (lambda ds: sp.encode(ds, num_threads=threads))
     else:
         from tokenizers import Tokenizer
 
-        t = Tokenizer.from_file(str(DATA / model))
-        want = [t.encode(d, add_special_tokens=False).ids for d in docs]
-    got = [list(one(d)) for d in docs]
+        t = Tokenizer.from_file(path)
+        ref_one = lambda d: t.encode(d, add_special_tokens=False).ids  # noqa: E731
+        ref_batch = lambda ds: t.encode_batch(ds, add_special_tokens=False)  # noqa: E731
+    tok = tokenforge.load(path)
+    runs = {
+        "ref 1 thread": lambda: [ref_one(d) for d in docs],
+        "ours 1 thread": lambda: [tok.encode(d) for d in docs],
+        "ref batch": lambda: ref_batch(docs),
+        "ours batch": lambda: tok.encode_batch(docs, num_threads=threads),
+    }
+    pipe = tok._pipe
+    if hasattr(pipe, "words"):
+        # where tokenforge's time goes on a tokenizer.json: the Python stages before
+        # the model (normalizer, pre-tokenizer) against the Rust model on their words
+        words = [pipe.words(d) for d in docs]
+        runs["ours stages before the model"] = lambda: [pipe.words(d) for d in docs]
+        runs["ours model alone"] = lambda: [pipe.model.encode_words(w) for w in words]
+    want = [list(ref_one(d)) for d in docs[:200]]
+    got = [tok.encode(d) for d in docs[:200]]
     if got != want:
         bad = next(i for i, (a, b) in enumerate(zip(got, want)) if a != b)
         raise AssertionError(f"ids differ from the reference on document {bad}")
+    return {"runs": runs}
 
 
-def encode_each(state):
-    one = state["one"]
-    return {"ids": sum(len(one(d)) for d in state["docs"])}
-
-
-def encode_batch(state):
-    return {"texts": len(state["batch"](state["docs"]))}
+def one_round(state):
+    """One interleaved round: every run once, back to back (common.interleaved)."""
+    return interleaved(state, state["runs"])
 
 
 def main() -> None:
@@ -149,41 +146,37 @@ def main() -> None:
     ap.add_argument("--train-mb", type=float, default=4.0, help="MB of text the models are trained on")
     ap.add_argument("--vocab", type=int, default=8000)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=5, help="interleaved rounds (the best of each run is kept)")
+    ap.add_argument("--reuse", action="store_true", help="measure the models and text of the last run again")
     args = ap.parse_args()
-    source = prepare(args.train_mb, args.mb, args.vocab)
+    source = "the last run's text (--reuse)" if args.reuse else prepare(args.train_mb, args.mb, args.vocab)
     mb = text_mb("".join((DATA / "test.txt").read_text(encoding="utf-8").split("\x00")))
     rows = [
         ("unigram.model", "sentencepiece", "spm unigram"),
         ("unigram.json", "tokenizers", "hf unigram"),
         ("wordpiece.json", "tokenizers", "hf wordpiece"),
     ]
-    baselines = {}
-    for _, ref, label in rows:
-        baselines[f"{label} 1 thread"] = ref
-        baselines[f"{label} batch"] = ref
-    b = Bench("imported", baselines=baselines, meta={"text": source, "vocab": args.vocab, "threads": args.threads})
     env = {"RAYON_NUM_THREADS": str(args.threads)}
-    for model, ref, label in rows:
-        for tool in (ref, "tokenforge"):
-            for fn, how in ((encode_each, "1 thread"), (encode_batch, "batch")):
-                b.add(
-                    run_function(
-                        fn,
-                        tool,
-                        model,
-                        args.threads,
-                        setup=setup,
-                        group=f"{label} {how}",
-                        tool=tool,
-                        mb=mb,
-                        repeat=args.repeat,
-                        env=env,
-                    )
-                )
+    load = os.getloadavg()
     print(f"text: {source}, {mb:.2f} MB measured; vocab {args.vocab}; batch with {args.threads} threads")
-    b.print_table()
-    b.save()
+    print(f"load average before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} ({os.cpu_count()} cores)")
+    print(f"{'model':14} {'run':30} {'MB/s':>8} {'ours / reference':>17}")
+    for model, ref, label in rows:
+        r = run_function(
+            one_round, model, args.threads, setup=setup, group=label, tool="both", repeat=args.repeat, env=env
+        )
+        if not r.ok:
+            print(f"{label:14} failed: {r.error or r.timeout}")
+            continue
+        best = {k[5:]: v for k, v in r.extra.items() if k.startswith("best_")}
+        for name, sec in best.items():
+            who = name.replace("ref", ref, 1) if name.startswith("ref") else name.replace("ours", "tokenforge", 1)
+            ratio = ""
+            if name.startswith("ours") and ("ref" + name[4:]) in best:
+                ratio = f"{best['ref' + name[4:]] / sec:.2f}x faster" if sec else ""
+            print(f"{label:14} {who:30} {mb / sec:8.2f} {ratio:>17}")
+    load = os.getloadavg()
+    print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
 
 
 if __name__ == "__main__":

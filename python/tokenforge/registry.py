@@ -389,6 +389,42 @@ def _growing_train(words, options, docs, vocab_size, *, num_threads=None, progre
 PIPELINE_ALGORITHMS = ("spm_unigram", "spm_bpe", "hf_wordpiece", "hf_unigram")
 
 
+#: spec spellings of the field's standard algorithms: ``spm:unigram`` is
+#: ``pipeline:spm_unigram`` (the alias's name, then its word, joined by ``_``)
+SPEC_ALIASES = {"spm": "pipeline", "hf": "pipeline"}
+
+
+def _pipeline_settings(tok, train_docs, num_threads) -> dict:
+    """The report's record of how a standard algorithm was trained (library, version, settings)."""
+    from .pipeline import ALGORITHMS, TRAIN_SETTINGS, trained_algorithm
+
+    algorithm = trained_algorithm(tok)
+    if algorithm is None:
+        return {}
+    library = ALGORITHMS[algorithm]
+    try:
+        from importlib.metadata import version
+
+        library += " " + version(library)
+    except Exception:  # a library without metadata: its name alone
+        pass
+    return {"algorithm": algorithm, "library": library, "settings": TRAIN_SETTINGS[algorithm]}
+
+
+def _pipeline_table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
+    head = ["tokenizer", "trained by", "settings"]
+    return head, [[r["label"], r["pipeline"]["library"], r["pipeline"]["settings"]] for r in rows if r["pipeline"]]
+
+
+_PIPELINE_REPORT = ReportRule(
+    title="Standard algorithms: how they were trained",
+    note="SentencePiece and Hugging Face tokenizers trained by their own libraries on the same training text and "
+    "vocabulary size as the others, then imported (their ids are the library's own).",
+    measure=_pipeline_settings,
+    table=_pipeline_table,
+)
+
+
 def _pipeline_words(words: list[str], raw: str) -> list[tuple[str, ...]]:
     if len(words) != 1 or words[0] not in PIPELINE_ALGORITHMS:
         raise TokenforgeError(f"{raw!r}: pipeline takes one algorithm: {', '.join(PIPELINE_ALGORITHMS)}")
@@ -492,10 +528,11 @@ FAMILIES: dict[str, Family] = {
                 {},
                 _pipeline_train,
                 words=_pipeline_words,
-                synopsis="pipeline:<spm_unigram|hf_wordpiece|...>",
+                synopsis="spm:unigram, spm:bpe, hf:wordpiece, hf:unigram (or pipeline:spm_unigram ...)",
                 demo=(),  # none: its trainers are optional packages (sentencepiece, tokenizers)
             ),
             detail=_hook("tokenforge.pipeline", "token_detail"),
+            report=_PIPELINE_REPORT,
             # before bpe: its tokenizer.json sniffer says yes only to files BPE's byte-level reader refuses
             sniff_rank=35,
         ),

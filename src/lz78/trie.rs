@@ -467,6 +467,18 @@ impl ByteTrie {
         }
     }
 
+    /// Whether some entry starts with `s`.
+    pub fn starts(&self, s: &[u8]) -> bool {
+        let mut state = 0u32;
+        for &byte in s {
+            state = self.step(state, byte);
+            if state == NONE {
+                return false;
+            }
+        }
+        true
+    }
+
     /// The id of exactly `s`, if it is an entry.
     pub fn get(&self, s: &[u8]) -> Option<u32> {
         let mut state = 0u32;

@@ -60,6 +60,23 @@ impl Charsmap {
         Ok(Charsmap { units, strings, first })
     }
 
+    /// Whether byte `b` followed by an ASCII byte starts no rule: no rule is `b`
+    /// alone and none continues `b` with an ASCII byte (nmt_nfkc's rules on a
+    /// letter are the letter and a combining mark).
+    fn ascii_run_safe(&self, b: u8) -> bool {
+        let units = &self.units;
+        let pos = offset(units[0]) ^ b as usize;
+        let Some(&u) = units.get(pos) else { return true };
+        if label(u) != b as u32 {
+            return true;
+        }
+        if (u >> 8) & 1 == 1 {
+            return false;
+        }
+        let next = pos ^ offset(u);
+        (0..0x80usize).all(|c| units.get(next ^ c).is_none_or(|&v| label(v) != c as u32))
+    }
+
     fn bad(&self, pos: usize) -> Error {
         Error::format(0, format!("the charsmap's trie points outside itself (unit {pos} of {})", self.units.len()))
     }
@@ -120,15 +137,35 @@ fn valid_utf8_len(data: &[u8]) -> usize {
 
 /// The normalizer's settings.
 pub struct SpmNormalizer {
-    pub charsmap: Option<Charsmap>,
+    charsmap: Option<Charsmap>,
     /// the user-defined symbols (ids unused: any non-NONE value)
-    pub user: Option<ByteTrie>,
-    pub add_dummy_prefix: bool,
-    pub remove_extra_whitespaces: bool,
-    pub escape_whitespaces: bool,
+    user: Option<ByteTrie>,
+    add_dummy_prefix: bool,
+    remove_extra_whitespaces: bool,
+    escape_whitespaces: bool,
+    /// the ASCII bytes other than space that start no user symbol and, followed
+    /// by an ASCII byte, no charsmap rule: such a byte is copied as it is
+    plain: [bool; 256],
 }
 
 impl SpmNormalizer {
+    pub fn new(
+        charsmap: Option<Charsmap>,
+        user: Option<ByteTrie>,
+        add_dummy_prefix: bool,
+        remove_extra_whitespaces: bool,
+        escape_whitespaces: bool,
+    ) -> Self {
+        let mut plain = [false; 256];
+        for (b, p) in plain.iter_mut().enumerate().take(0x80) {
+            let byte = [b as u8];
+            *p = b != b' ' as usize
+                && charsmap.as_ref().is_none_or(|c| c.ascii_run_safe(b as u8))
+                && !user.as_ref().is_some_and(|u| u.starts(&byte));
+        }
+        SpmNormalizer { charsmap, user, add_dummy_prefix, remove_extra_whitespaces, escape_whitespaces, plain }
+    }
+
     /// NormalizePrefix: (normalized text, bytes consumed) at the start of `data`.
     fn prefix<'a>(&'a self, data: &'a [u8]) -> Result<(&'a str, usize)> {
         if let Some((_, k)) = self.user.as_ref().and_then(|u| u.longest(data, NONE)) {
@@ -174,6 +211,21 @@ impl SpmNormalizer {
         }
         let mut prev_space = rm;
         while pos < n {
+            // the common case: a run of ASCII that no rule touches, copied whole
+            // (each byte plain and followed by ASCII or the end)
+            let mut run = 0;
+            while pos + run < n
+                && self.plain[data[pos + run] as usize]
+                && data.get(pos + run + 1).is_none_or(|&c| c < 0x80)
+            {
+                run += 1;
+            }
+            if run > 0 {
+                out.push_str(&text[pos..pos + run]);
+                prev_space = false;
+                pos += run;
+                continue;
+            }
             let (mut s, k) = self.prefix(&data[pos..])?;
             if prev_space {
                 s = s.trim_start_matches(' ');

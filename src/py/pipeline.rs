@@ -225,13 +225,9 @@ impl PySpmEncoder {
                 }
             };
             let user = with(&|t| t == 4)?;
-            let normalizer = SpmNormalizer {
-                charsmap: if charsmap.is_empty() { None } else { Some(Charsmap::new(charsmap)?) },
-                user,
-                add_dummy_prefix,
-                remove_extra_whitespaces,
-                escape_whitespaces,
-            };
+            let cm = if charsmap.is_empty() { None } else { Some(Charsmap::new(charsmap)?) };
+            let normalizer =
+                SpmNormalizer::new(cm, user, add_dummy_prefix, remove_extra_whitespaces, escape_whitespaces);
             let model = match kind {
                 "UNIGRAM" => SpmModel::Unigram(Unigram::sentencepiece(&pieces, &scores, &kinds, unk_id, byte_ids)?),
                 "WORD" | "CHAR" => SpmModel::Lookup {

@@ -42,6 +42,11 @@ none are converted).
                                  are ignored), e.g. ``mixedgram:parse=optimal``
 ``growing[:rounds=N]``           the growing BPE vocabulary, grown in N rounds
                                  over N consecutive slices of the corpus (default 1)
+``spm:unigram``, ``spm:bpe``     SentencePiece Unigram / BPE trained by sentencepiece,
+``hf:wordpiece``, ``hf:unigram`` BERT's WordPiece / a Metaspace Unigram trained by
+                                 tokenizers (:class:`tokenforge.PipelineTokenizer`;
+                                 also spelled ``pipeline:spm_unigram`` ...); the
+                                 library must be installed
 
 Every family, its bare words, its ``key=value`` options and their defaults
 come from its record in :mod:`tokenforge.registry` (the one place); an option
@@ -58,7 +63,7 @@ import dataclasses
 import re
 
 from ..errors import TokenforgeError
-from ..registry import FAMILIES, LZ78_STRATEGIES, family
+from ..registry import FAMILIES, LZ78_STRATEGIES, SPEC_ALIASES, family
 
 __all__ = ["Spec", "parse_specs", "family_class", "train_tokenizer", "LZ78_STRATEGIES", "FAMILY_CLASSES", "SpecError"]
 
@@ -96,8 +101,11 @@ class Spec:
 
     @property
     def text(self) -> str:
-        parts = [self.family, *self.words, *(f"{k}={v}" for k, v in self.kwargs)]
-        return ":".join(parts)
+        head = [self.family, *self.words]
+        for alias, fam in SPEC_ALIASES.items():  # written as the alias: spm:unigram
+            if self.family == fam and self.words and self.words[0].startswith(alias + "_"):
+                head = [alias, self.words[0][len(alias) + 1 :], *self.words[1:]]
+        return ":".join([*head, *(f"{k}={v}" for k, v in self.kwargs)])
 
     @property
     def fixed_vocab(self) -> bool:
@@ -120,6 +128,11 @@ def parse_specs(text: str) -> list[Spec]:
             continue
         fam, *opts = raw.split(":")
         fam = fam.strip().lower()
+        if fam in SPEC_ALIASES:  # spm:unigram -> pipeline:spm_unigram
+            words_at = [k for k, o in enumerate(opts) if o.strip() and "=" not in o]
+            if words_at:
+                opts[words_at[0]] = f"{fam}_{opts[words_at[0]].strip()}"
+            fam = SPEC_ALIASES[fam]
         if fam not in FAMILIES:
             raise SpecError(f"unknown tokenizer family {fam!r} in {raw!r}; known: {', '.join(FAMILIES)}")
         rule = FAMILIES[fam].spec

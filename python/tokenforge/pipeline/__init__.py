@@ -48,7 +48,7 @@ from ..base import IdBatch, Tokenizer, _check_texts, _flat
 from ..errors import TokenforgeError
 from .steps import Desc, build
 
-__all__ = ["PipelineTokenizer", "ALGORITHMS", "file_formats", "token_detail"]
+__all__ = ["PipelineTokenizer", "ALGORITHMS", "TRAIN_SETTINGS", "trained_algorithm", "file_formats", "token_detail"]
 
 #: what :meth:`PipelineTokenizer.train` trains, and with which library
 ALGORITHMS = {
@@ -57,6 +57,27 @@ ALGORITHMS = {
     "hf_wordpiece": "tokenizers",
     "hf_unigram": "tokenizers",
 }
+
+
+#: how :meth:`PipelineTokenizer.train` calls each library (compare's report shows it)
+TRAIN_SETTINGS = {
+    "spm_unigram": "SentencePieceTrainer.train(model_type=unigram, vocab_size=N, hard_vocab_limit=false); "
+    "defaults otherwise (nmt_nfkc normalization, character_coverage 0.9995, no byte fallback, split_digits false)",
+    "spm_bpe": "SentencePieceTrainer.train(model_type=bpe, vocab_size=N, hard_vocab_limit=false); "
+    "defaults otherwise (nmt_nfkc normalization, character_coverage 0.9995, no byte fallback, split_digits false)",
+    "hf_wordpiece": "WordPiece(unk_token=[UNK]) with BertNormalizer, BertPreTokenizer, WordPiece decoder; "
+    "WordPieceTrainer(vocab_size=N, special_tokens=[[UNK]])",
+    "hf_unigram": "Unigram() with Metaspace pre-tokenizer and decoder; "
+    "UnigramTrainer(vocab_size=N, special_tokens=[<unk>], unk_token=<unk>)",
+}
+
+
+def trained_algorithm(tok: "PipelineTokenizer") -> str | None:
+    """Which of :data:`ALGORITHMS` a tokenizer is, by its model (None: another pipeline)."""
+    kind = tok.inspect_extra()["model"]
+    if tok.source == "sentencepiece":
+        return {"UNIGRAM": "spm_unigram", "BPE": "spm_bpe"}.get(kind)
+    return {"WordPiece": "hf_wordpiece", "Unigram": "hf_unigram"}.get(kind)
 
 
 def _need(module: str):

@@ -51,9 +51,9 @@ crate's, the result differs from tokenizers'.
 
 from __future__ import annotations
 
-import bisect
 import heapq
 import math
+import re
 import unicodedata
 from functools import lru_cache
 from typing import Any, Callable
@@ -132,41 +132,43 @@ def is_rust_whitespace(c: str) -> bool:
     return c in _WHITE_SPACE
 
 
-def _class(table: tuple[tuple[int, int], ...]) -> Callable[[str], bool]:
-    """Membership in one of tokenizers' character classes (:mod:`.hf_unicode`), by
-    binary search over its ranges, cached per character."""
-    starts = [a for a, _ in table]
-
-    @lru_cache(maxsize=65536)
-    def member(c: str) -> bool:
-        o = ord(c)
-        k = bisect.bisect_right(starts, o) - 1
-        return k >= 0 and o <= table[k][1]
-
-    return member
+def _class_set(ranges) -> str:
+    """A regex character-class body (no brackets) for code point ranges."""
+    return "".join(f"\\U{a:08x}" if a == b else f"\\U{a:08x}-\\U{b:08x}" for a, b in ranges)
 
 
-_is_word = _class(hf_unicode.WORD)  # the regex crate's \w
-_is_punctuation = _class(hf_unicode.PUNCTUATION)  # ASCII punctuation or a P* category (Unicode 9)
-_is_numeric = _class(hf_unicode.NUMERIC)  # Rust's char::is_numeric
-_is_control = _class(hf_unicode.CONTROL)  # what BertNormalizer's clean_text removes
-_is_combining_mark = _class(hf_unicode.COMBINING_MARK)  # what StripAccents removes
-_is_nonspacing_mark = _class(hf_unicode.NONSPACING_MARK)  # what BertNormalizer's strip_accents removes
-_LOWER = {chr(c): lo for c, lo in hf_unicode.LOWERCASE.items()}
-
-
-def _is_chinese(c: str) -> bool:
-    o = ord(c)
-    return (
-        0x4E00 <= o <= 0x9FFF
-        or 0x3400 <= o <= 0x4DBF
-        or 0x20000 <= o <= 0x2A6DF
-        or 0x2A700 <= o <= 0x2B73F
-        or 0x2B740 <= o <= 0x2B81F
-        or 0x2B920 <= o <= 0x2CEAF
-        or 0xF900 <= o <= 0xFAFF
-        or 0x2F800 <= o <= 0x2FA1F
-    )
+# The same classes as regex sets: the stages below find their characters with
+# `re` (one pass in C) instead of a Python test per character.
+_WS_SET = _class_set((ord(c), ord(c)) for c in sorted(_WHITE_SPACE))
+_PUNCT_SET = _class_set(hf_unicode.PUNCTUATION)
+_NUMERIC_SET = _class_set(hf_unicode.NUMERIC)
+_CHINESE_SET = _class_set(
+    [
+        (0x4E00, 0x9FFF),
+        (0x3400, 0x4DBF),
+        (0x20000, 0x2A6DF),
+        (0x2A700, 0x2B73F),
+        (0x2B740, 0x2B81F),
+        (0x2B920, 0x2CEAF),
+        (0xF900, 0xFAFF),
+        (0x2F800, 0x2FA1F),
+    ]
+)
+_WS_RE = re.compile(f"[{_WS_SET}]")
+_CLEAN_RE = re.compile(f"[\\x00\\ufffd{_class_set(hf_unicode.CONTROL)}]")
+_CHINESE_RE = re.compile(f"[{_CHINESE_SET}]")
+_NONSPACING_RE = re.compile(f"[{_class_set(hf_unicode.NONSPACING_MARK)}]")
+# BertPreTokenizer's pieces: each punctuation character, and the runs of neither
+# punctuation nor whitespace between (whitespace removed)
+_BERT_RE = re.compile(f"[{_PUNCT_SET}]|[^{_PUNCT_SET}{_WS_SET}]+")
+_LOWER_TABLE = {c: lo for c, lo in hf_unicode.LOWERCASE.items()}
+_NUMERIC_RE = re.compile(f"[{_NUMERIC_SET}]")  # Rust's char::is_numeric
+_PUNCT_RE = re.compile(f"[{_PUNCT_SET}]")  # ASCII punctuation or a P* category (Unicode 9)
+_COMBINING_RE = re.compile(f"[{_class_set(hf_unicode.COMBINING_MARK)}]")  # what StripAccents removes
+_WORD_SET = _class_set(hf_unicode.WORD)  # the regex crate's \w
+# Whitespace's pieces: \w+|[^\w\s]+ (whitespace removed); WhitespaceSplit's: runs of non-whitespace
+_WHITESPACE_RE = re.compile(f"[{_WORD_SET}]+|[^{_WORD_SET}{_WS_SET}]+")
+_NOT_WS_RE = re.compile(f"[^{_WS_SET}]+")
 
 
 def _normalization(form: Any) -> Callable[[str], str]:
@@ -175,11 +177,12 @@ def _normalization(form: Any) -> Callable[[str], str]:
     generated with this Python's Unicode version): the text is normalized in the
     stretches between them, as starters that nothing composes with."""
     keep = hf_unicode.NORMALIZATION_KEEPS[form] if hf_unicode.UNIDATA == unicodedata.unidata_version else frozenset()
+    kept = re.compile(f"[{_class_set((c, c) for c in sorted(keep))}]") if keep else None
 
     def normalize(s: str) -> str:
         if s.isascii():
             return s
-        if not keep or not any(ord(c) in keep for c in s):
+        if kept is None or not kept.search(s):
             return unicodedata.normalize(form, s)
         out, start = [], 0
         for i, c in enumerate(s):
@@ -197,21 +200,21 @@ def _lowercase(s: str) -> str:
     # per character, as NormalizedString::lowercase (no final-sigma rule), with tokenizers' table
     if s.isascii():
         return s.lower()
-    get = _LOWER.get
-    return "".join([get(c, c) for c in s])
+    return s.translate(_LOWER_TABLE)
 
 
 # ---------------------------------------------------------------- splitting
 # A split is a list of (start, end, is_match) covering the text, in str offsets.
-def _matches_pred(s: str, pred: Callable[[str], bool]) -> list[tuple[int, int, bool]]:
+def _matches_re(s: str, rx: re.Pattern) -> list[tuple[int, int, bool]]:
+    """The split of ``s`` at every character ``rx`` (a one-character class) matches."""
     out: list[tuple[int, int, bool]] = []
     last = 0
-    for i, c in enumerate(s):
-        if pred(c):
-            if last < i:
-                out.append((last, i, False))
-            out.append((i, i + 1, True))
-            last = i + 1
+    for m in rx.finditer(s):
+        i = m.start()
+        if last < i:
+            out.append((last, i, False))
+        out.append((i, i + 1, True))
+        last = i + 1
     if last < len(s):
         out.append((last, len(s), False))
     return out
@@ -318,7 +321,7 @@ def _normalizer(d: Desc) -> tuple[list[Callable[[str], str]], bool]:
         return [strip], left
     if kind == "StripAccents":
         d.only()
-        return [lambda s: "".join(c for c in s if not _is_combining_mark(c))], True
+        return [lambda s: _COMBINING_RE.sub("", s)], True
     if kind == "Prepend":
         d.only("prepend")
         pre = d.get("prepend", str)
@@ -341,16 +344,16 @@ def _normalizer(d: Desc) -> tuple[list[Callable[[str], str]], bool]:
         nfd = _normalization("NFD")
 
         def bert(s: str) -> str:
+            # per character as tokenizers does it, each step one regex pass: clean_text
+            # drops NUL, U+FFFD and controls (tab, CR, LF are not) and makes whitespace
+            # a space; Chinese characters get a space either side; accents are the
+            # nonspacing marks after NFD
             if clean:
-                s = "".join(
-                    " " if c in "\t\n\r" or c in _WHITE_SPACE else c
-                    for c in s
-                    if not (c == "\0" or c == "\ufffd" or _is_control(c))
-                )
-            if chinese:
-                s = "".join(f" {c} " if _is_chinese(c) else c for c in s)
-            if strip_accents:
-                s = "".join(c for c in nfd(s) if not _is_nonspacing_mark(c))
+                s = _WS_RE.sub(" ", _CLEAN_RE.sub("", s))
+            if chinese and not s.isascii():
+                s = _CHINESE_RE.sub(lambda m: f" {m.group()} ", s)
+            if strip_accents and not s.isascii():
+                s = _NONSPACING_RE.sub("", nfd(s))
             if lower:
                 s = _lowercase(s)
             return s
@@ -408,6 +411,9 @@ def _pre_tokenizer(d: Desc, deletes_leading: bool) -> list[Callable[[list[Piece]
                 "prepend_scheme",
             )
 
+        r = re.escape(rep)
+        split_re = re.compile(f"{r}[^{r}]*|[^{r}]+")
+
         def metaspace(pieces: list[Piece]) -> list[Piece]:
             out: list[Piece] = []
             for text, first in pieces:
@@ -418,8 +424,8 @@ def _pre_tokenizer(d: Desc, deletes_leading: bool) -> list[Callable[[list[Piece]
                     if text:
                         out.append((text, first))
                     continue
-                for a, b in _apply_behavior(_matches_str(text, rep), "MergedWithNext"):
-                    out.append((text[a:b], first and a == 0))
+                for m in split_re.finditer(text):  # each replacement merged with what follows it
+                    out.append((m.group(), first and m.start() == 0))
             return out
 
         return [metaspace]
@@ -490,51 +496,23 @@ def _pre_tokenizer(d: Desc, deletes_leading: bool) -> list[Callable[[list[Piece]
     if kind == "Whitespace":
         d.only()
 
-        def whitespace(text: str) -> list[tuple[int, int]]:
-            # \w+|[^\w\s]+ kept, the rest (whitespace) removed
-            out = []
-            i, n = 0, len(text)
-            while i < n:
-                c = text[i]
-                if c in _WHITE_SPACE:
-                    i += 1
-                    continue
-                word = _is_word(c)
-                j = i + 1
-                while j < n and text[j] not in _WHITE_SPACE and _is_word(text[j]) == word:
-                    j += 1
-                out.append((i, j))
-                i = j
-            return out
-
-        return [lambda pieces: _split_pieces(pieces, whitespace)]
+        return [lambda pieces: _split_pieces(pieces, lambda t: [m.span() for m in _WHITESPACE_RE.finditer(t)])]
     if kind == "WhitespaceSplit":
         d.only()
-        return [
-            lambda pieces: _split_pieces(
-                pieces, lambda t: _apply_behavior(_matches_pred(t, is_rust_whitespace), "Removed")
-            )
-        ]
+        return [lambda pieces: _split_pieces(pieces, lambda t: [m.span() for m in _NOT_WS_RE.finditer(t)])]
     if kind == "BertPreTokenizer":
         d.only()
-        return [
-            lambda pieces: _split_pieces(
-                _split_pieces(pieces, lambda t: _apply_behavior(_matches_pred(t, is_rust_whitespace), "Removed")),
-                lambda t: _apply_behavior(_matches_pred(t, _is_punctuation), "Isolated"),
-            )
-        ]
+        return [lambda pieces: _split_pieces(pieces, lambda t: [m.span() for m in _BERT_RE.finditer(t)])]
     if kind == "Digits":
         d.only("individual_digits")
         how = "Isolated" if d.get("individual_digits", bool, False) else "Contiguous"
-        return [lambda pieces: _split_pieces(pieces, lambda t: _apply_behavior(_matches_pred(t, _is_numeric), how))]
+        return [lambda pieces: _split_pieces(pieces, lambda t: _apply_behavior(_matches_re(t, _NUMERIC_RE), how))]
     if kind == "Punctuation":
         d.only("behavior")
         behavior = d.get("behavior", str, "Isolated")
         if behavior not in _BEHAVIORS:
             raise d.fail(f"unknown behavior {behavior!r} (known: {', '.join(_BEHAVIORS)})", "behavior")
-        return [
-            lambda pieces: _split_pieces(pieces, lambda t: _apply_behavior(_matches_pred(t, _is_punctuation), behavior))
-        ]
+        return [lambda pieces: _split_pieces(pieces, lambda t: _apply_behavior(_matches_re(t, _PUNCT_RE), behavior))]
     raise d.fail(f"pre-tokenizer {kind!r} is not supported", "type")
 
 
