@@ -427,7 +427,8 @@ _PIPELINE_REPORT = ReportRule(
 
 def _pipeline_words(words: list[str], raw: str) -> list[tuple[str, ...]]:
     if len(words) != 1 or words[0] not in PIPELINE_ALGORITHMS:
-        raise TokenforgeError(f"{raw!r}: pipeline takes one algorithm: {', '.join(PIPELINE_ALGORITHMS)}")
+        names = ", ".join(a.replace("_", ":", 1) for a in PIPELINE_ALGORITHMS)
+        raise TokenforgeError(f"{raw!r}: the standard algorithms are {names} (also pipeline:spm_unigram ...)")
     return [tuple(words)]
 
 

@@ -70,7 +70,9 @@ def test_wordpiece_pieces_and_bytes(models_dir):
     ids = tok.encode("tokenizers")
     pieces = [tok.piece(i) for i in ids]
     assert "".join(p.removeprefix("##") for p in pieces) == "tokenizers"
-    assert b"".join(tok.id_to_bytes(i) for i in ids) == b"tokenizers"
+    assert b"".join(tok.id_to_bytes(i) for i in ids) == b" tokenizers"  # a word's first piece: after a space
+    assert tok.normalize("Hello,  World") == " hello , world"  # what the tokens spell (token_bytes adds up to it)
+    assert sum(tok.token_bytes()[tok.encode("Hello,  World")]) == len(" hello , world")
     assert tok.piece_detail(ids[0])["piece"] == pieces[0]
 
 

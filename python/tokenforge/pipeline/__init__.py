@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ..base import IdBatch, Tokenizer, _check_texts, _flat
+from ..base import IdBatch, Tokenizer, _check_texts, _flat, decode_utf8
 from ..errors import TokenforgeError
 from .steps import Desc, build
 
@@ -66,9 +66,9 @@ TRAIN_SETTINGS = {
     "spm_bpe": "SentencePieceTrainer.train(model_type=bpe, vocab_size=N, hard_vocab_limit=false); "
     "defaults otherwise (nmt_nfkc normalization, character_coverage 0.9995, no byte fallback, split_digits false)",
     "hf_wordpiece": "WordPiece(unk_token=[UNK]) with BertNormalizer, BertPreTokenizer, WordPiece decoder; "
-    "WordPieceTrainer(vocab_size=N, special_tokens=[[UNK]])",
+    "WordPieceTrainer(vocab_size=N, special_tokens=[[UNK], [CLS], [SEP]])",
     "hf_unigram": "Unigram() with Metaspace pre-tokenizer and decoder; "
-    "UnigramTrainer(vocab_size=N, special_tokens=[<unk>], unk_token=<unk>)",
+    "UnigramTrainer(vocab_size=N, special_tokens=[<unk>, <s>, </s>], unk_token=<unk>)",
 }
 
 
@@ -117,13 +117,15 @@ def _train(docs: list[str], vocab_size: int, algorithm: str, num_threads) -> "Pi
         t.normalizer = tk.normalizers.BertNormalizer()
         t.pre_tokenizer = tk.pre_tokenizers.BertPreTokenizer()
         t.decoder = tk.decoders.WordPiece()
-        trainer = tk.trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=["[UNK]"], show_progress=False)
+        trainer = tk.trainers.WordPieceTrainer(
+            vocab_size=vocab_size, special_tokens=["[UNK]", "[CLS]", "[SEP]"], show_progress=False
+        )
     else:
         t = tk.Tokenizer(tk.models.Unigram())
         t.pre_tokenizer = tk.pre_tokenizers.Metaspace()
         t.decoder = tk.decoders.Metaspace()
         trainer = tk.trainers.UnigramTrainer(
-            vocab_size=vocab_size, special_tokens=["<unk>"], unk_token="<unk>", show_progress=False
+            vocab_size=vocab_size, special_tokens=["<unk>", "<s>", "</s>"], unk_token="<unk>", show_progress=False
         )
     t.train_from_iterator(docs, trainer)
     from ..formats.hf_pipeline import PIPELINE_KEYS
@@ -185,6 +187,7 @@ class PipelineTokenizer(Tokenizer):
             self._specials = _added_tokens(desc)
         pieces = self._pipe.model.pieces
         self._names: dict[int, str] = {i: t for t, i in self._specials.items()}
+        self._spelling: list[bytes] | None = None  # id -> bytes, made by the first normalize()
         self._vocab_size = max([len(pieces), *(i + 1 for i in self._names)])
         if self._vocab_size > 1 << 31:
             raise desc.fail(f"{self._vocab_size} ids is more than tokenforge supports")
@@ -251,15 +254,50 @@ class PipelineTokenizer(Tokenizer):
     def token_bytes(self):
         import numpy as np
 
-        out = np.zeros(self._vocab_size, dtype=np.int32)
-        for i in range(len(self._pipe.model.pieces)):
-            if i not in self._names:
-                b = self._pipe.id_bytes(i)
-                out[i] = 0 if b is None else len(b)
-        return out
+        return np.array([len(b) for b in self._spelled_ids()], dtype=np.int32)
 
     def normalize(self, text: str) -> str:
+        """The text as this tokenizer's tokens spell it: the ids' :meth:`id_to_bytes`
+        end to end (the normalizer's output, ``▁`` as a space, a WordPiece word
+        after a space, SentencePiece's unknown piece as its surface, a special
+        token such as BERT's ``[UNK]`` as nothing). :meth:`token_bytes` adds up
+        to it, so the metrics and the bits-per-byte harness measure against it
+        (``bytes/token`` is always over the caller's text)."""
+        if not text:
+            return ""
+        table = self._spelled_ids()
+        return decode_utf8(b"".join([table[i] for i in self.encode_ordinary(text)]))
+
+    def _spelled_ids(self) -> list[bytes]:
+        if self._spelling is None:
+            self._spelling = [self._bytes_or_empty(i) for i in range(self._vocab_size)]
+        return self._spelling
+
+    def normalized(self, text: str) -> str:
+        """The normalizer's output alone (before pre-tokenization; SentencePiece: spaces as ``▁``)."""
         return self._pipe.normalize(text)
+
+    def get_bos_token_id(self) -> int:
+        """The BOS token: ``<s>`` (SentencePiece, Llama, T5 ...) or BERT's ``[CLS]``."""
+        if "[CLS]" in self._specials and "<s>" not in self._specials:
+            return self._specials["[CLS]"]
+        return super().get_bos_token_id()
+
+    def _bytes_or_empty(self, i: int) -> bytes:
+        """What :meth:`token_bytes` counts for an id: nothing for a special token
+        (BERT's ``[UNK]`` included) or an unused id."""
+        if i in self._names:
+            return b""
+        return (self._pipe.id_bytes(i) if i < len(self._pipe.model.pieces) else None) or b""
+
+    def encode_with_offsets(self, text: str, *, allowed_special=None, disallowed_special=()):
+        raise TokenforgeError(
+            "offsets are not available for imported tokenizers: their normalizers (NFKC, SentencePiece's "
+            "charsmap, whitespace rules) do not keep an alignment to the caller's text"
+        )
+
+    def encode_batch_with_offsets(self, texts, num_threads=None):
+        return self.encode_with_offsets("")  # the same refusal
 
     def inspect_extra(self) -> dict:
         return {"source": self.source, "model": self._pipe.kind}

@@ -641,7 +641,9 @@ def _decoder(d: Desc) -> list[_Decoder]:
                 out.append(t)
             return out
 
-        return [_Decoder(wordpiece, _text_step(lambda t: t[len(prefix) :] if t.startswith(prefix) else t))]
+        # in running text a word's first piece stands for itself after the space the
+        # decoder puts between words; a continuation for itself without the prefix
+        return [_Decoder(wordpiece, _text_step(lambda t: t[len(prefix) :] if t.startswith(prefix) else " " + t))]
     if kind == "Replace":
         d.only("pattern", "content")
         pat = _string_pattern(d.sub("pattern"), "Replace")
