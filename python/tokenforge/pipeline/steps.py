@@ -890,6 +890,10 @@ class WordPiece(Model):
             list(self.by_piece.items()), self.unk, self.prefix, min(self.max_chars, 1 << 62)
         )
 
+    def detail(self, i: int) -> dict:
+        p = self.pieces[i]
+        return {"continuation": p is not None and p.startswith(self.prefix)}
+
     def _unk(self) -> list[int]:
         i = self.by_piece.get(self.unk)
         if i is None:
@@ -978,6 +982,17 @@ class BPE(Model):
                 raise m.fail(f"merge {a!r} + {b!r}: a part or the merged token is not in the vocabulary")
             self.merges[(ids[0], ids[1])] = (rank, new)
         self._cache: dict[str, list[int]] = {}
+        self._made_by: dict[int, tuple[int, int, int]] | None = None
+
+    def detail(self, i: int) -> dict:
+        """The merge that made the id (its rank, 0 first, and its two parts), or none for a base symbol."""
+        made = self._made_by
+        if made is None:
+            made = self._made_by = {new: (rank, a, b) for (a, b), (rank, new) in self.merges.items()}
+        if i not in made:
+            return {"rank": None}
+        rank, a, b = made[i]
+        return {"rank": rank, "left": self.pieces[a], "right": self.pieces[b]}
 
     def tokenize(self, piece: str) -> list[int]:
         if not piece:
