@@ -19,7 +19,11 @@ tokenizer.json models two more rows say where tokenforge's time goes: the
 Python stages before the model (normalizer, pre-tokenizer) and the Rust model
 alone on their words. Before timing, the child checks that tokenforge's ids
 equal the reference's on the first 200 documents. The load average is printed
-before and after.
+before and after. ``--instructions`` also counts, with valgrind's callgrind,
+the instructions per byte of each side encoding the text one document at a
+time on one thread (a child encoding it twice minus one encoding it once): a
+figure the shared machine's load does not move (a few minutes: each child runs
+about 50 times slower under valgrind).
 
 Text: the benchmark corpus (``bench/data/corpus/train_50mb.txt``, see
 ``build_corpus.py``) when it exists, else this Python's standard library
@@ -135,6 +139,52 @@ def setup(model: str, threads: int):
     return {"runs": runs}
 
 
+def _instructions_child(model: str, side: str, rounds: int) -> None:
+    """Load one side and encode the measured documents ``rounds`` times, one call each
+    (run under ``perf stat``; see :func:`instructions`)."""
+    docs = (DATA / "test.txt").read_text(encoding="utf-8").split("\x00")
+    path = str(DATA / model)
+    if side == "tokenforge":
+        import tokenforge
+
+        one = tokenforge.load(path).encode
+    elif model.endswith(".model"):
+        import sentencepiece as spm
+
+        one = spm.SentencePieceProcessor(model_file=path).encode
+    else:
+        from tokenizers import Tokenizer
+
+        t = Tokenizer.from_file(path)
+        one = lambda d: t.encode(d, add_special_tokens=False).ids  # noqa: E731
+    one(docs[0])
+    for _ in range(rounds):
+        for d in docs:
+            one(d)
+
+
+def instructions(model: str, side: str) -> float | None:
+    """Instructions of encoding the measured text once on one thread: callgrind's
+    count for a child that encodes it twice minus one that encodes it once
+    (start-up and loading cancel). A count, not a time: the machine's load does not
+    move it. None when valgrind is missing or fails."""
+    import subprocess
+
+    counts = []
+    for rounds in (1, 2):
+        cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__, "--child"]
+        try:
+            r = subprocess.run([*cmd, model, side, str(rounds)], capture_output=True, text=True)
+        except OSError:
+            return None
+        line = next((x for x in r.stderr.splitlines() if "Collected :" in x), "")
+        try:
+            counts.append(float(line.split(":")[-1]))
+        except ValueError:
+            return None
+    return counts[1] - counts[0]
+
+
 def one_round(state):
     """One interleaved round: every run once, back to back (common.interleaved)."""
     return interleaved(state, state["runs"])
@@ -148,6 +198,11 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=5, help="interleaved rounds (the best of each run is kept)")
     ap.add_argument("--reuse", action="store_true", help="measure the models and text of the last run again")
+    ap.add_argument(
+        "--instructions",
+        action="store_true",
+        help="also count each side's instructions per byte on one thread (callgrind; load-independent)",
+    )
     args = ap.parse_args()
     source = "the last run's text (--reuse)" if args.reuse else prepare(args.train_mb, args.mb, args.vocab)
     mb = text_mb("".join((DATA / "test.txt").read_text(encoding="utf-8").split("\x00")))
@@ -177,8 +232,20 @@ def main() -> None:
             print(f"{label:14} {who:30} {mb / sec:8.2f} {ratio:>17}")
     load = os.getloadavg()
     print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    if args.instructions:
+        nbytes = mb * 1e6
+        print(f"{'model':14} {'1 thread, instructions/byte':>28} {'reference':>10} {'tokenforge':>10} {'ratio':>7}")
+        for model, ref, label in rows:
+            theirs, ours = instructions(model, ref), instructions(model, "tokenforge")
+            if theirs is None or ours is None:
+                print(f"{label:14} perf stat could not count instructions")
+                continue
+            print(f"{label:14} {'':>28} {theirs / nbytes:10.1f} {ours / nbytes:10.1f} {theirs / ours:6.2f}x")
 
 
 if __name__ == "__main__":
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
-    main()
+    if sys.argv[1:2] == ["--child"]:
+        _instructions_child(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    else:
+        main()
