@@ -44,8 +44,7 @@ __all__ = [
     "bpe_layout",
     "bpe_special_ids",
     "train_cost",
-    "UnigramModel",
-    "WordPieceModel",
+    "WordModel",
     "SpmEncoder",
     "MIXEDGRAM_HEADER_BYTES",
     "MixedgramModel",
@@ -333,20 +332,13 @@ def lz78_patricia_encode(
 # --- imported tokenizers (src/py/pipeline.rs) ---
 
 @final
-class UnigramModel:
-    def __new__(
-        cls, pieces: Sequence[str], scores: Sequence[float], unk_id: int | None, byte_fallback: bool
-    ) -> UnigramModel: ...
-    def encode_words(self, words: Sequence[str]) -> list[int]: ...
-    def encode_words_batch(
-        self, words: Sequence[str], counts: Sequence[int], num_threads: int | None = None
-    ) -> list[list[int]]: ...
-
-@final
-class WordPieceModel:
-    def __new__(
-        cls, vocab: Sequence[tuple[str, int]], unk_token: str, prefix: str, max_chars: int
-    ) -> WordPieceModel: ...
+class WordModel:
+    @staticmethod
+    def unigram(
+        pieces: Sequence[str], scores: Sequence[float], unk_id: int | None, byte_fallback: bool
+    ) -> WordModel: ...
+    @staticmethod
+    def wordpiece(vocab: Sequence[tuple[str, int]], unk_token: str, prefix: str, max_chars: int) -> WordModel: ...
     def encode_words(self, words: Sequence[str]) -> list[int]: ...
     def encode_words_batch(
         self, words: Sequence[str], counts: Sequence[int], num_threads: int | None = None

@@ -1,6 +1,6 @@
 //! Bindings of the imported tokenizers' engines (`crate::pipeline`): the
-//! tokenizer.json model step over pre-tokenized words (`UnigramModel`,
-//! `WordPieceModel`) and a SentencePiece model's whole encoding (`SpmEncoder`).
+//! tokenizer.json model step over pre-tokenized words (`WordModel`: Unigram
+//! or WordPiece) and a SentencePiece model's whole encoding (`SpmEncoder`).
 //! Conversion, GIL release and error mapping only.
 //!
 //! Not handled: the Python stages (normalizers, pre-tokenizers, decoders).
@@ -40,7 +40,6 @@ fn words_of<M: WordModel>(m: &M, words: &[&str]) -> Result<Vec<u32>> {
     Ok(out)
 }
 
-/// `encode_words(words)`: the ids of one text's words, in order.
 fn encode_words<'py, M: WordModel>(
     py: Python<'py>,
     m: &M,
@@ -53,9 +52,6 @@ fn encode_words<'py, M: WordModel>(
     ints.list(py, &ids)
 }
 
-/// `encode_words_batch(words, counts, num_threads)`: the words of many texts in
-/// one list, `counts[k]` of them for text k; one id list per text, encoded on
-/// `num_threads` threads.
 fn encode_words_batch<'py, M: WordModel>(
     py: Python<'py>,
     m: &M,
@@ -88,18 +84,34 @@ fn encode_words_batch<'py, M: WordModel>(
     ints.lists(py, &parts?)
 }
 
-/// `tokenizers`' Unigram model.
-#[pyclass(module = "tokenforge._core", name = "UnigramModel", frozen)]
-pub struct PyUnigramModel {
-    inner: Unigram,
+/// The two word models, behind one class.
+enum Words {
+    Unigram(Unigram),
+    WordPiece(WordPiece),
+}
+
+impl WordModel for Words {
+    fn word_into(&self, w: &str, scratch: &mut Scratch, out: &mut Vec<u32>) -> Result<()> {
+        match self {
+            Words::Unigram(m) => m.word_into(w, scratch, out),
+            Words::WordPiece(m) => m.word_into(w, scratch, out),
+        }
+    }
+}
+
+/// A tokenizer.json's model over pre-tokenized words: `tokenizers`' Unigram or WordPiece.
+#[pyclass(module = "tokenforge._core", name = "WordModel", frozen)]
+pub struct PyWordModel {
+    inner: Words,
     ints: IntTable,
 }
 
 #[pymethods]
-impl PyUnigramModel {
-    #[new]
+impl PyWordModel {
+    /// Unigram: the pieces and their scores, the unknown id if any, byte fallback.
+    #[staticmethod]
     #[pyo3(signature = (pieces, scores, unk_id, byte_fallback))]
-    fn new(
+    fn unigram(
         py: Python<'_>,
         pieces: Vec<String>,
         scores: Vec<f64>,
@@ -107,38 +119,14 @@ impl PyUnigramModel {
         byte_fallback: bool,
     ) -> PyResult<Self> {
         let n = pieces.len();
-        let inner = py.detach(|| Unigram::tokenizers(&pieces, &scores, unk_id, byte_fallback))?;
-        Ok(PyUnigramModel { inner, ints: IntTable::new(n) })
+        let m = py.detach(|| Unigram::tokenizers(&pieces, &scores, unk_id, byte_fallback))?;
+        Ok(PyWordModel { inner: Words::Unigram(m), ints: IntTable::new(n) })
     }
 
-    fn encode_words<'py>(&self, py: Python<'py>, words: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-        encode_words(py, &self.inner, &self.ints, words)
-    }
-
-    #[pyo3(signature = (words, counts, num_threads=None))]
-    fn encode_words_batch<'py>(
-        &self,
-        py: Python<'py>,
-        words: &Bound<'py, PyAny>,
-        counts: Vec<usize>,
-        num_threads: Option<usize>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        encode_words_batch(py, &self.inner, &self.ints, words, counts, num_threads)
-    }
-}
-
-/// `tokenizers`' WordPiece model.
-#[pyclass(module = "tokenforge._core", name = "WordPieceModel", frozen)]
-pub struct PyWordPieceModel {
-    inner: WordPiece,
-    ints: IntTable,
-}
-
-#[pymethods]
-impl PyWordPieceModel {
-    #[new]
+    /// WordPiece: (piece, id) pairs, the unknown token, the continuing prefix, the longest word.
+    #[staticmethod]
     #[pyo3(signature = (vocab, unk_token, prefix, max_chars))]
-    fn new(
+    fn wordpiece(
         py: Python<'_>,
         vocab: Vec<(String, u32)>,
         unk_token: &str,
@@ -146,14 +134,17 @@ impl PyWordPieceModel {
         max_chars: usize,
     ) -> PyResult<Self> {
         let n = vocab.iter().map(|v| v.1 as usize + 1).max().unwrap_or(0);
-        let inner = py.detach(|| WordPiece::new(&vocab, unk_token, prefix, max_chars))?;
-        Ok(PyWordPieceModel { inner, ints: IntTable::new(n) })
+        let m = py.detach(|| WordPiece::new(&vocab, unk_token, prefix, max_chars))?;
+        Ok(PyWordModel { inner: Words::WordPiece(m), ints: IntTable::new(n) })
     }
 
+    /// The ids of one text's words, in order.
     fn encode_words<'py>(&self, py: Python<'py>, words: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
         encode_words(py, &self.inner, &self.ints, words)
     }
 
+    /// The words of many texts in one list, `counts[k]` of them for text k; one
+    /// id list per text, encoded on `num_threads` threads.
     #[pyo3(signature = (words, counts, num_threads=None))]
     fn encode_words_batch<'py>(
         &self,
@@ -278,8 +269,7 @@ impl PySpmEncoder {
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<PyUnigramModel>()?;
-    m.add_class::<PyWordPieceModel>()?;
+    m.add_class::<PyWordModel>()?;
     m.add_class::<PySpmEncoder>()?;
     Ok(())
 }

@@ -257,3 +257,13 @@ def test_a_transformers_directory_of_an_imported_tokenizer_loads(models_dir, tmp
     (tmp_path / "tokenizer_config.json").write_text('{"tokenizer_class": "BertTokenizerFast"}')
     again = tokenforge.load(tmp_path)
     assert isinstance(again, PipelineTokenizer) and again.encode_batch(TINY_DOCS) == tok.encode_batch(TINY_DOCS)
+
+
+def test_sentencepiece_training_reads_long_documents_line_by_line():
+    """sentencepiece skips every sentence longer than max_sentence_length (4,192 bytes by
+    default): PipelineTokenizer.train hands it the documents' lines, so a corpus of long
+    documents trains the vocabulary asked for instead of one from what is left."""
+    long_doc = "\n".join(TINY_DOCS * 6)
+    assert len(long_doc.encode()) > 4192 * 3
+    tok = PipelineTokenizer.train_from_iterator([long_doc] * 2, 300, "spm_unigram")
+    assert tok.vocab_size == 300

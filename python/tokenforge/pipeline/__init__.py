@@ -61,10 +61,12 @@ ALGORITHMS = {
 
 #: how :meth:`PipelineTokenizer.train` calls each library (compare's report shows it)
 TRAIN_SETTINGS = {
-    "spm_unigram": "SentencePieceTrainer.train(model_type=unigram, vocab_size=N, hard_vocab_limit=false); "
-    "defaults otherwise (nmt_nfkc normalization, character_coverage 0.9995, no byte fallback, split_digits false)",
-    "spm_bpe": "SentencePieceTrainer.train(model_type=bpe, vocab_size=N, hard_vocab_limit=false); "
-    "defaults otherwise (nmt_nfkc normalization, character_coverage 0.9995, no byte fallback, split_digits false)",
+    "spm_unigram": "SentencePieceTrainer.train(model_type=unigram, vocab_size=N, hard_vocab_limit=false, "
+    "max_sentence_length=65536) on the documents' non-empty lines; defaults otherwise (nmt_nfkc normalization, "
+    "character_coverage 0.9995, no byte fallback, split_digits false)",
+    "spm_bpe": "SentencePieceTrainer.train(model_type=bpe, vocab_size=N, hard_vocab_limit=false, "
+    "max_sentence_length=65536) on the documents' non-empty lines; defaults otherwise (nmt_nfkc normalization, "
+    "character_coverage 0.9995, no byte fallback, split_digits false)",
     "hf_wordpiece": "WordPiece(unk_token=[UNK]) with BertNormalizer, BertPreTokenizer, WordPiece decoder; "
     "WordPieceTrainer(vocab_size=N, special_tokens=[[UNK], [CLS], [SEP]])",
     "hf_unigram": "Unigram() with Metaspace pre-tokenizer and decoder; "
@@ -99,12 +101,16 @@ def _train(docs: list[str], vocab_size: int, algorithm: str, num_threads) -> "Pi
         from ..formats.sentencepiece_model import parse_model_proto
 
         out = io.BytesIO()
+        # sentencepiece reads sentences (lines) and skips, without a word, every one
+        # longer than max_sentence_length (4,192 bytes by default): whole documents
+        # would leave it most of the text, so it gets their non-empty lines
         spm.SentencePieceTrainer.train(
-            sentence_iterator=iter(docs),
+            sentence_iterator=(line for d in docs for line in d.split("\n") if line.strip()),
             model_writer=out,
             vocab_size=vocab_size,
             model_type=algorithm[4:],
             hard_vocab_limit=False,
+            max_sentence_length=1 << 16,
             minloglevel=2,
             num_threads=num_threads or 1,
         )

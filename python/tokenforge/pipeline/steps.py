@@ -814,7 +814,7 @@ class Unigram(Model):
         self._cache: dict[str, list[int]] = {}
         from .. import _core
 
-        self.native = _core.UnigramModel(self.pieces, self.scores, self.unk_id, self.byte_fallback)
+        self.native = _core.WordModel.unigram(self.pieces, self.scores, self.unk_id, self.byte_fallback)
 
     def tokenize(self, piece: str) -> list[int]:
         """One word's ids in Python (the slow reference of the Rust engine)."""
@@ -886,7 +886,7 @@ class WordPiece(Model):
         self._cache: dict[str, list[int]] = {}
         from .. import _core
 
-        self.native = _core.WordPieceModel(
+        self.native = _core.WordModel.wordpiece(
             list(self.by_piece.items()), self.unk, self.prefix, min(self.max_chars, 1 << 62)
         )
 

@@ -1,6 +1,6 @@
 """Slow, obviously-correct Unigram segmentation: the one Viterbi loop of both
 imported Unigram engines' rules, used by tests against the Rust engine
-(``tokenforge._core.UnigramModel`` / ``SpmEncoder``) and by the pipeline
+(``tokenforge._core.WordModel`` / ``SpmEncoder``) and by the pipeline
 family for text the Rust engine cannot take (lone surrogates).
 
 :func:`best_path` walks a character trie of the pieces (nested dicts; ``""``
