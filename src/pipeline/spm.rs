@@ -11,13 +11,13 @@
 //! checked against its size, so a damaged map is a `Format` error naming the
 //! unit, never a read outside it, and each walk is bounded by the text.
 //!
-//! Models: `unigram` ([`Unigram`] with [`super::Rule::SentencePiece`]), `word`
-//! (a piece starts at the text's start and at every U+2581) and `char` (user
-//! symbols whole, else characters); for the last two an unknown piece is the
-//! unknown id (consecutive ones one id) or, with byte fallback, its bytes.
+//! Models: `unigram` ([`Unigram`] with [`super::Rule::SentencePiece`]), `bpe`
+//! (`bpe_model.cc`: see [`bpe`]), `word` (a piece starts at the text's start and
+//! at every U+2581) and `char` (user symbols whole, else characters); for the
+//! last three an unknown piece is the unknown id (consecutive ones one id) or,
+//! with byte fallback, its bytes.
 //!
-//! Not handled: the `bpe` model's merges (the Python engine runs them on this
-//! normalizer's output), a denormalizer,
+//! Not handled: a denormalizer,
 //! `treat_whitespace_as_suffix` (refused at load by the Python reader).
 
 use super::unigram::{utf8_len, Scratch, Unigram};
@@ -257,21 +257,163 @@ impl SpmNormalizer {
     }
 }
 
+/// The pieces the word, char and bpe models look up.
+pub struct SpmPieces {
+    /// normal, user-defined and unused pieces
+    pub normal: ByteTrie,
+    /// unknown, control and byte pieces (looked up first, as `PieceToId` does)
+    pub reserved: Option<ByteTrie>,
+    /// the user-defined symbols (never split, never merged)
+    pub user: Option<ByteTrie>,
+    pub unk: u32,
+    /// the 256 byte pieces' ids when unknown pieces fall back to bytes
+    pub bytes: Option<Vec<u32>>,
+    /// per id: its score and whether it is unused (bpe)
+    pub scores: Vec<f32>,
+    pub unused: Vec<bool>,
+}
+
+impl SpmPieces {
+    fn id(&self, w: &[u8]) -> u32 {
+        self.reserved.as_ref().and_then(|r| r.get(w)).or_else(|| self.normal.get(w)).unwrap_or(self.unk)
+    }
+
+    /// The length of the symbol at the start of `b`: a user symbol whole, else a character.
+    fn symbol(&self, b: &[u8]) -> (usize, bool) {
+        match self.user.as_ref().and_then(|u| u.longest(b, NONE)) {
+            Some((_, k)) => (k, true),
+            None => (utf8_len(b[0]).min(b.len()), false),
+        }
+    }
+}
+
+/// Unknown pieces as sentencepiece writes them out: the bytes' pieces with byte
+/// fallback, else one unknown id per run of them.
+struct Emit<'a> {
+    pieces: &'a SpmPieces,
+    prev_unk: bool,
+}
+
+impl Emit<'_> {
+    fn piece(&mut self, w: &[u8], id: u32, out: &mut Vec<u32>) {
+        let is_unk = id == self.pieces.unk;
+        match &self.pieces.bytes {
+            Some(ids) if is_unk => out.extend(w.iter().map(|&x| ids[x as usize])),
+            _ if is_unk && self.prev_unk => {}
+            _ => out.push(id),
+        }
+        self.prev_unk = is_unk;
+    }
+}
+
+/// A candidate merge of `bpe_model.cc`: the highest score first, then the leftmost.
+struct Pair {
+    score: f32,
+    left: usize,
+    right: usize,
+    size: usize,
+}
+
+impl PartialEq for Pair {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == std::cmp::Ordering::Equal
+    }
+}
+impl Eq for Pair {}
+impl PartialOrd for Pair {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Pair {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        // a max-heap: the higher score, then the smaller left, right and size
+        self.score
+            .partial_cmp(&o.score)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(o.left.cmp(&self.left))
+            .then(o.right.cmp(&self.right))
+            .then(o.size.cmp(&self.size))
+    }
+}
+
+/// sentencepiece's BPE over the normalized text `b`: adjacent symbols whose
+/// joined text is a piece are merged, the highest score first (the leftmost on a
+/// tie); user symbols are never merged; a merged piece that is unused is split
+/// back into the two parts it was made of. A heap over a linked list of symbols
+/// (a stale entry: one side empty or grown since it was pushed): O(n log n) for
+/// n symbols.
+fn bpe(p: &SpmPieces, b: &[u8], out: &mut Vec<u32>) {
+    const NO: usize = usize::MAX;
+    let (mut start, mut end, mut frozen) = (Vec::new(), Vec::new(), Vec::new());
+    let mut i = 0;
+    while i < b.len() {
+        let (k, f) = p.symbol(&b[i..]);
+        start.push(i);
+        end.push(i + k);
+        frozen.push(f);
+        i += k;
+    }
+    let n = start.len();
+    let mut nxt: Vec<usize> = (1..=n).collect();
+    let mut prv: Vec<usize> = (0..n).map(|k| if k == 0 { NO } else { k - 1 }).collect();
+    let mut heap = std::collections::BinaryHeap::new();
+    let mut rev: rustc_hash::FxHashMap<&[u8], usize> = Default::default();
+    let mut push =
+        |l: usize, r: usize, start: &[usize], end: &[usize], heap: &mut std::collections::BinaryHeap<Pair>| {
+            if l == NO || r >= n || frozen[l] || frozen[r] {
+                return;
+            }
+            let joined = &b[start[l]..end[r]];
+            let Some(id) = p.normal.get(joined) else { return };
+            heap.push(Pair { score: p.scores[id as usize], left: l, right: r, size: joined.len() });
+            if p.unused[id as usize] {
+                rev.insert(joined, end[l] - start[l]);
+            }
+        };
+    for k in 1..n {
+        push(k - 1, k, &start, &end, &mut heap);
+    }
+    while let Some(Pair { left, right, size, .. }) = heap.pop() {
+        let (ll, rl) = (end[left] - start[left], end[right] - start[right]);
+        if ll == 0 || rl == 0 || ll + rl != size {
+            continue;
+        }
+        end[left] = end[right];
+        start[right] = end[right];
+        nxt[left] = nxt[right];
+        if nxt[right] < n {
+            prv[nxt[right]] = left;
+        }
+        push(prv[left], left, &start, &end, &mut heap);
+        push(left, nxt[left], &start, &end, &mut heap);
+    }
+    let mut emit = Emit { pieces: p, prev_unk: false };
+    let mut stack: Vec<&[u8]> = Vec::new();
+    for k in 0..n {
+        if start[k] == end[k] {
+            continue;
+        }
+        stack.push(&b[start[k]..end[k]]);
+        while let Some(x) = stack.pop() {
+            let id = p.id(x);
+            match rev.get(x) {
+                Some(&cut) if p.unused[id as usize] => {
+                    stack.push(&x[cut..]);
+                    stack.push(&x[..cut]);
+                }
+                _ => emit.piece(x, id, out),
+            }
+        }
+    }
+}
+
 /// The model types this engine runs.
 pub enum SpmModel {
     Unigram(Unigram),
-    /// `bpe`: the normalizer alone runs here (the Python engine merges)
-    NormalizeOnly,
-    /// `word` or `char`: the pieces by text (user-defined symbols included) and
-    /// the reserved pieces (looked up first, as `PieceToId` does)
-    Lookup {
-        word: bool,
-        normal: ByteTrie,
-        reserved: Option<ByteTrie>,
-        user: Option<ByteTrie>,
-        unk: u32,
-        bytes: Option<Vec<u32>>,
-    },
+    Word(SpmPieces),
+    Char(SpmPieces),
+    Bpe(SpmPieces),
 }
 
 /// Normalizer then model.
@@ -296,45 +438,30 @@ impl SpmEncoder {
         if norm.is_empty() {
             return Ok(());
         }
+        let b = norm.as_bytes();
         match &self.model {
-            SpmModel::Unigram(u) => u.encode_into(norm, &mut scratch.lattice, out),
-            SpmModel::NormalizeOnly => Err(Error::invalid("this SentencePiece model type is encoded in Python")),
-            SpmModel::Lookup { word, normal, reserved, user, unk, bytes } => {
-                let lookup =
-                    |w: &[u8]| reserved.as_ref().and_then(|r| r.get(w)).or_else(|| normal.get(w)).unwrap_or(*unk);
-                let b = norm.as_bytes();
-                let mut prev_unk = false;
-                let mut emit = |w: &[u8], out: &mut Vec<u32>| {
-                    let id = lookup(w);
-                    let is_unk = id == *unk;
-                    match bytes {
-                        Some(ids) if is_unk => out.extend(w.iter().map(|&x| ids[x as usize])),
-                        _ if is_unk && prev_unk => {}
-                        _ => out.push(id),
-                    }
-                    prev_unk = is_unk;
-                };
-                let mut start = 0;
+            SpmModel::Unigram(u) => return u.encode_into(norm, &mut scratch.lattice, out),
+            SpmModel::Bpe(p) => bpe(p, b, out),
+            SpmModel::Word(p) => {
+                // a word starts at the text's start and at every U+2581 (E2 96 81) after it
+                let mut emit = Emit { pieces: p, prev_unk: false };
+                let mut from = 0;
+                for (i, _) in norm.char_indices().filter(|&(i, c)| i > 0 && c == '\u{2581}') {
+                    emit.piece(&b[from..i], p.id(&b[from..i]), out);
+                    from = i;
+                }
+                emit.piece(&b[from..], p.id(&b[from..]), out);
+            }
+            SpmModel::Char(p) => {
+                let mut emit = Emit { pieces: p, prev_unk: false };
                 let mut i = 0;
                 while i < b.len() {
-                    if *word {
-                        // a word starts at every U+2581 (E2 96 81) but the text's first character
-                        if i > 0 && b[i..].starts_with(SPACE.as_bytes()) {
-                            emit(&b[start..i], out);
-                            start = i;
-                        }
-                        i += utf8_len(b[i]);
-                    } else {
-                        let k = user.as_ref().and_then(|u| u.longest(&b[i..], NONE)).map_or(utf8_len(b[i]), |x| x.1);
-                        emit(&b[i..i + k], out);
-                        i += k;
-                    }
+                    let (k, _) = p.symbol(&b[i..]);
+                    emit.piece(&b[i..i + k], p.id(&b[i..i + k]), out);
+                    i += k;
                 }
-                if *word && start < b.len() {
-                    emit(&b[start..], out);
-                }
-                Ok(())
             }
         }
+        Ok(())
     }
 }

@@ -12,7 +12,9 @@ use rayon::prelude::*;
 use super::{borrow_strs, encode_lists, pool, py_strs, IntTable};
 use crate::error::{Error, Result};
 use crate::lz78::trie::ByteTrie;
-use crate::pipeline::{Charsmap, Kind, Scratch, SpmEncoder, SpmModel, SpmNormalizer, SpmScratch, Unigram, WordPiece};
+use crate::pipeline::{
+    Charsmap, Kind, Scratch, SpmEncoder, SpmModel, SpmNormalizer, SpmPieces, SpmScratch, Unigram, WordPiece,
+};
 
 /// Something that encodes one pre-tokenized word at a time.
 trait WordModel: Sync {
@@ -177,7 +179,7 @@ fn kind_of(t: u8) -> PyResult<Kind> {
 #[pymethods]
 impl PySpmEncoder {
     /// `types`: the ModelProto piece types (1 normal .. 6 byte); `kind`:
-    /// "UNIGRAM", "WORD", "CHAR" or "BPE" (normalizer only); `byte_ids`: the 256 byte pieces' ids when
+    /// "UNIGRAM", "BPE", "WORD" or "CHAR"; `byte_ids`: the 256 byte pieces' ids when
     /// byte fallback is on; `charsmap`: the precompiled charsmap (empty: none).
     #[new]
     #[allow(clippy::too_many_arguments)]
@@ -221,15 +223,22 @@ impl PySpmEncoder {
                 SpmNormalizer::new(cm, user, add_dummy_prefix, remove_extra_whitespaces, escape_whitespaces);
             let model = match kind {
                 "UNIGRAM" => SpmModel::Unigram(Unigram::sentencepiece(&pieces, &scores, &kinds, unk_id, byte_ids)?),
-                "WORD" | "CHAR" => SpmModel::Lookup {
-                    word: kind == "WORD",
-                    normal: with(&|t| matches!(t, 1 | 4 | 5))?.unwrap_or(ByteTrie::build(std::iter::empty())?),
-                    reserved: with(&|t| matches!(t, 2 | 3 | 6))?,
-                    user: with(&|t| t == 4)?,
-                    unk: unk_id,
-                    bytes: byte_ids,
-                },
-                "BPE" => SpmModel::NormalizeOnly,
+                "WORD" | "CHAR" | "BPE" => {
+                    let p = SpmPieces {
+                        normal: with(&|t| matches!(t, 1 | 4 | 5))?.unwrap_or(ByteTrie::build(std::iter::empty())?),
+                        reserved: with(&|t| matches!(t, 2 | 3 | 6))?,
+                        user: with(&|t| t == 4)?,
+                        unk: unk_id,
+                        bytes: byte_ids,
+                        scores: scores.clone(),
+                        unused: kinds.iter().map(|&k| k == Kind::Unused).collect(),
+                    };
+                    match kind {
+                        "WORD" => SpmModel::Word(p),
+                        "CHAR" => SpmModel::Char(p),
+                        _ => SpmModel::Bpe(p),
+                    }
+                }
                 k => return Err(Error::invalid(format!("unknown SentencePiece model type {k:?}"))),
             };
             Ok(SpmEncoder { normalizer, model })

@@ -69,6 +69,9 @@ def test_compare_puts_the_standard_algorithms_beside_tokenforges(tmp_path):
     assert rows["spm:unigram @300"]["pipeline"]["library"].startswith("sentencepiece ")
     assert "hard_vocab_limit=false" in rows["spm:bpe @300"]["pipeline"]["settings"]
     assert rows["hf:wordpiece @300"]["pipeline"]["library"].startswith("tokenizers ")
+    # WordPiece drops whitespace and lower-cases: no document comes back exactly
+    assert rows["hf:wordpiece @300"]["pipeline"]["exact_documents_share"] == 0
+    assert 0.5 < rows["hf:wordpiece @300"]["pipeline"]["spelled_bytes_share"] < 1
     md = (out / "report.md").read_text(encoding="utf-8")
     assert "Standard algorithms: how they were trained" in md and "BertPreTokenizer" in md
     # --load of the files they were saved as (and of the library's own files)

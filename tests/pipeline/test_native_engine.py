@@ -1,7 +1,7 @@
 """The Rust engine of imported tokenizers against its slow reference and the libraries (issue 31).
 
 The Unigram and WordPiece models of a tokenizer.json, and a SentencePiece
-model's normalizer with its unigram, word and char models, run in Rust
+model's normalizer with its unigram, bpe, word and char models, run in Rust
 (``tokenforge._core``); the Python loops (``tokenforge.reference.unigram``,
 ``pipeline.steps``, ``pipeline.spm``) stay as the reference. Checked here: the
 two agree on trained models over random text; random hand-made vocabularies
@@ -28,7 +28,7 @@ _TEXT = st.text(st.characters(codec="utf-8"), max_size=60)
 _WORDY = st.text(st.sampled_from(list("abcde fghij\u0301\u2581.,!?'") + ["日", "é", "Σ", "🙂", "\t"]), max_size=60)
 
 HF_NATIVE = ["unigram-always", "unigram-nfkc-bytes", "wordpiece-bert", "wordpiece-whitespace"]
-SPM_NATIVE = [k for k, v in SPM_CONFIGS.items() if v["model_type"] != "bpe"]
+SPM_NATIVE = list(SPM_CONFIGS)
 
 
 @pytest.fixture(scope="module")

@@ -24,11 +24,11 @@ text, through the decoder's per-token rules (``▁`` as a space, ``<0x41>`` as
 byte 0x41, ByteLevel characters as their bytes, a WordPiece ``##`` prefix
 dropped); a special token's text.
 
-The engine: a SentencePiece model's unigram, word and char encoding
-(normalizer included) and a tokenizer.json's Unigram and WordPiece model run
-in Rust (``tokenforge._core``), ``encode_batch`` on ``num_threads`` threads with
-the GIL released; tokenizer.json normalizers and pre-tokenizers, symbol BPE,
-SentencePiece BPE's merges and decoding run in Python, text by text. Text
+The engine: a SentencePiece model's encoding (normalizer and model, every
+model type) and a tokenizer.json's Unigram and WordPiece model run in Rust
+(``tokenforge._core``), ``encode_batch`` on ``num_threads`` threads with the
+GIL released; tokenizer.json normalizers and pre-tokenizers, symbol BPE and
+decoding run in Python, text by text. Text
 holding lone surrogates (which the Rust engine cannot take) is encoded by the
 Python loops, the engines' slow reference.
 

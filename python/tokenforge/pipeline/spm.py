@@ -287,8 +287,8 @@ class SpmPipeline:
         from .. import _core
 
         m = self.model
-        # the native engine (normalizer and unigram/word/char model in Rust; for bpe
-        # the normalizer alone): the same rules, checked against this module's loops
+        # the native engine (normalizer and model in Rust): the same rules, checked
+        # against this module's loops (the engine for text with lone surrogates)
         self.native = _core.SpmEncoder(
             m.pieces,
             m.scores,
@@ -359,27 +359,23 @@ class SpmPipeline:
 
     # ---- models ------------------------------------------------------------
     def encode(self, text: str, first: bool = True) -> list[int]:
-        if self.kind != "BPE":
-            try:
-                return self.native.encode(text)
-            except UnicodeEncodeError:  # lone surrogates: the Python engine
-                pass
-        return self.encode_reference(text)
+        try:
+            return self.native.encode(text)
+        except UnicodeEncodeError:  # lone surrogates: the Python engine
+            return self.encode_reference(text)
 
     def encode_batch(self, texts: list[str], num_threads) -> list[list[int]]:
-        if self.kind != "BPE":
-            try:
-                return self.native.encode_batch(texts, num_threads)
-            except UnicodeEncodeError:
-                pass
-        return [self.encode(t) for t in texts]
+        try:
+            return self.native.encode_batch(texts, num_threads)
+        except UnicodeEncodeError:
+            return [self.encode(t) for t in texts]
 
     def encode_reference(self, text: str) -> list[int]:
         """:meth:`encode` in Python: :meth:`normalize_reference`, then the model
-        (the slow reference of the Rust engine; the engine of bpe models)."""
+        (the slow reference of the Rust engine)."""
         if not text:
             return []
-        norm = self.normalize_reference(text) if self.kind != "BPE" else self.normalize(text)
+        norm = self.normalize_reference(text)
         if not norm:
             return []
         ids = self._cache.get(norm)
