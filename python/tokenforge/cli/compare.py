@@ -146,7 +146,11 @@ def add_arguments(p) -> None:
         "--threads", type=int, default=None, help="threads for training, encoding and torch (default: all cores)"
     )
     p.add_argument("-o", "--out", default="reports/compare", help="report directory (default reports/compare)")
-    p.add_argument("--no-reuse", action="store_true", help="retrain tokenizers even when a cached one matches")
+    p.add_argument(
+        "--no-reuse",
+        action="store_true",
+        help="retrain tokenizers and recompute bits-per-byte results even when cached ones match",
+    )
     p.add_argument("--title", default="Tokenizer comparison")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
