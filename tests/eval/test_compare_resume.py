@@ -234,3 +234,52 @@ def test_every_plot_starts_its_value_axis_at_zero(tmp_path, monkeypatch):
         assert ax.get_ylim()[0] == 0, ax.get_title()
     for fig in figs[:2] + figs[3:]:
         assert "axis from 0" in fig.axes[0].get_ylabel()
+
+
+CLI_CHILD = """
+import os, signal, sys
+from tokenforge.cli.main import main
+
+class Stderr:  # Ctrl-C as a user would press it: a real SIGINT, once the first seed's line is out
+    def __init__(self, real):
+        self.real = real
+    def write(self, s):
+        self.real.write(s)
+        if "bits-per-byte runs 1/" in s:
+            os.kill(os.getpid(), signal.SIGINT)
+        return len(s)
+    def flush(self):
+        self.real.flush()
+    def isatty(self):
+        return False
+
+sys.stderr = Stderr(sys.stderr)
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_ctrl_c_stops_compare_cleanly_and_keeps_the_finished_seed(tmp_path):
+    pytest.importorskip("torch")
+    opts = _opts(tmp_path)
+    out = Path(opts["out"])
+    args = [
+        *opts["corpus"],
+        "--families", "bpe", "--vocab-sizes", "300", "--eval-mb", "0.02", "--bpb", "--seeds", "3",
+        "--bpb-train-mb", "0.02", "--bpb-eval-mb", "0.005", "--layers", "1", "--width", "16", "--heads", "2",
+        "--seq-len", "32", "--batch-size", "4", "--threads", "1", "-o", str(out),
+    ]  # fmt: skip
+    child = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(CLI_CHILD), "compare", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,  # a bound, not a timing assertion
+        env={**os.environ, "MPLCONFIGDIR": str(tmp_path / "mpl")},
+    )
+    assert child.returncode == 130, child.stderr  # interrupted: nothing half-written
+    assert "Traceback" not in child.stderr
+    results = json.loads((out / "results.json").read_text())
+    assert results["status"] == "interrupted"
+    assert "(so far: the run was interrupted)" in (out / "report.md").read_text()
+    (kept,) = _result_files(out)
+    assert kept.name.startswith("seed0-")
+    assert not list(out.rglob("*.tmp*"))  # no temporary file left behind

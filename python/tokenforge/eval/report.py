@@ -594,7 +594,9 @@ def _setup_lines(results: dict) -> list[str]:
 
 def _partial(results: dict) -> str:
     status = results.get("status", "complete")
-    return "" if status == "complete" else f" (so far: the run is {status})"
+    if status == "complete":
+        return ""
+    return " (so far: the run was interrupted)" if status == "interrupted" else " (so far: the run has not finished)"
 
 
 def render_markdown(results: dict, plots: dict[str, str]) -> str:
