@@ -150,17 +150,24 @@ class RunEstimate:
     steps left has none computed yet, the line says the estimate comes after its
     first. :meth:`drop` takes steps that will not run (a tokenizer that failed
     takes its models with it) out of the totals. ``clock`` is ``time.monotonic``
-    but in tests.
+    but in tests; ``start``, the clock's reading when the run began (default: now).
     """
 
-    def __init__(self, totals: dict[str, int], *, names: dict[str, str] | None = None, clock=time.monotonic):
+    def __init__(
+        self,
+        totals: dict[str, int],
+        *,
+        names: dict[str, str] | None = None,
+        clock=time.monotonic,
+        start: float | None = None,
+    ):
         self.totals = {k: int(v) for k, v in totals.items()}
         self.names = names or {}
         self.done = {k: 0 for k in totals}
         self._seconds = {k: 0.0 for k in totals}
         self._computed = {k: 0 for k in totals}
         self._clock = clock
-        self._start = clock()
+        self._start = clock() if start is None else start
 
     def step(self, kind: str, seconds: float | None) -> str:
         """One step of ``kind`` done, computed in ``seconds`` (None: reused); the line."""

@@ -342,6 +342,8 @@ def run_compare(opts: CompareOptions) -> dict:
             "bits-per-byte runs": sum(n_models for _, spec, vocab, _ in jobs if _wants_bpb(opts, spec, vocab)),
         },
         names={"tokenizers": "tokenizer", "bits-per-byte runs": "bits-per-byte run"},
+        clock=time.perf_counter,
+        start=t_start,  # the time so far counts reading the corpus too
     )
 
     def save(status: str):
