@@ -264,21 +264,24 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         if parity is not None:
             if seed_mode:
                 raise TokenforgeError("parity training is not available in seed 003's mode (input_path=)")
-            from .bpe_parity import count_parity
+            from .bpe_parity import ParitySettings, count_parity
 
-            counter = count_parity(
-                corpus,
-                parity,
-                regex,
+            settings = ParitySettings(
                 measure=parity_measure,
                 global_merges=parity_global_merges,
                 window=parity_window,
                 window_alpha=parity_window_alpha,
                 tolerance=parity_tolerance,
                 shared=parity_shared,
-                parity_rule=parity_rule,
+                rule=parity_rule,
                 reference=parity_reference,
                 gain=parity_gain,
+            )
+            counter = count_parity(
+                corpus,
+                parity,
+                regex,
+                settings,
                 who="BPETokenizer.train",
                 rule=rule,
                 text_field=text_field,
@@ -653,13 +656,13 @@ def _train(
                 parity.resolve_global(num_merges),
                 measure,
                 norms,
-                parity.window,
-                parity.window_alpha,
-                parity.tolerance,
-                parity.shared,
-                parity.rule,
+                parity.settings.window,
+                parity.settings.window_alpha,
+                parity.settings.tolerance,
+                parity.settings.shared,
+                parity.settings.rule,
                 parity.reference_index(),
-                parity.gain,
+                parity.settings.gain,
             )
         except TokenforgeError as e:  # the core names languages by index: say which
             names = ", ".join(f"{i} = {lang}" for i, lang in enumerate(parity.languages))
