@@ -30,11 +30,20 @@ and tool output outside an assistant message.
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .errors import SpecialTokenError, TokenforgeError
 
-__all__ = ["SPECIAL_TOKENS", "CHAT_TEMPLATE", "ChatMixin", "ChatPart", "conversation_parts", "check_special_texts"]
+__all__ = [
+    "SPECIAL_TOKENS",
+    "CHAT_TEMPLATE",
+    "ChatMixin",
+    "ChatPart",
+    "conversation_parts",
+    "check_special_texts",
+    "special_token_list",
+]
 
 #: nanochat's special tokens, in id order (they follow the merges).
 SPECIAL_TOKENS = [
@@ -292,6 +301,31 @@ def _assistant_part(part, where: str) -> list[ChatPart]:
         ChatPart("text", text, 0),
         ChatPart("special", "<|output_end|>", 0),
     ]
+
+
+def special_token_list(special_tokens: object, *, or_dict: bool = False) -> list[str]:
+    """The one reading of a family's ``special_tokens=`` argument as a list of
+    texts: None is none, ``"nanochat"`` nanochat's :data:`SPECIAL_TOKENS`, a
+    collection its texts in order (each checked by :func:`check_special_texts`,
+    none listed twice); any other single str is a ``TypeError``. ``or_dict``:
+    the family also takes a dict of text -> id (which the caller reads itself),
+    as the message then says."""
+    if special_tokens is None:
+        return []
+    if special_tokens == "nanochat":
+        return list(SPECIAL_TOKENS)
+    if isinstance(special_tokens, (str, bytes)) or not isinstance(special_tokens, Iterable):
+        kinds = "a list of strings, a dict" if or_dict else "a list of strings"
+        what = "a single string" if isinstance(special_tokens, str) else type(special_tokens).__name__
+        raise TypeError(f"special_tokens must be {kinds}, 'nanochat' or None, not {what}")
+    out = list(special_tokens)
+    check_special_texts(out)
+    seen: set[str] = set()
+    for s in out:
+        if s in seen:
+            raise SpecialTokenError(f"special token {s!r} is listed twice")
+        seen.add(s)
+    return out
 
 
 def check_special_texts(texts: list) -> None:

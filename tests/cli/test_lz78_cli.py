@@ -67,7 +67,7 @@ def test_pretokenize_resumes_and_says_what_was_kept(tmp_path, corpus, monkeypatc
     monkeypatch.chdir(tmp_path)
     tok = LZ78Tokenizer.train_from_iterator(DOCS, 400, strategy="frequency_gated", progress=False)
     tok.save(tmp_path / "tokenizer")
-    from tokenforge.data import shards as shards_mod
+    from tokenforge.data import shard_writer as shards_mod
 
     real = shards_mod._Writer.flush
     calls = {"n": 0}

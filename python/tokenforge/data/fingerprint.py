@@ -38,10 +38,10 @@ _PROBE = (
 def _saved_files_digest(tok, h, scratch_dir=None) -> bool:
     """Feed the files ``tok.save`` writes into ``h``; False when saving is impossible.
 
-    A family may instead answer the hook ``_fingerprint_files()`` (declared on
+    A family may instead answer the hook ``fingerprint_files()`` (declared on
     :class:`~tokenforge.base.Tokenizer`): ``{name: bytes}`` of the files that
     define it (without views derived from them), which spares writing to disk."""
-    files = tok._fingerprint_files()
+    files = tok.fingerprint_files()
     if files is not None:
         for name, data in sorted(files.items()):
             h.update(name.encode() + b"\0")

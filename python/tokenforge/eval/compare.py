@@ -225,7 +225,7 @@ def _cached_tokenizer(opts, spec: Spec, vocab: int | None, train_docs, train_dig
                 # LZ78's chunking), through the family's transport seam
                 state = meta.get("state") or {}
                 if state:
-                    tok = type(tok)._from_bytes(tok._to_bytes(), state)
+                    tok = type(tok).from_bytes(tok.to_bytes(), state)
                 return tok, float(meta.get("train_seconds", 0.0)), True
         except (OSError, ValueError, TokenforgeError):
             pass  # unreadable cache: train again
@@ -241,7 +241,7 @@ def _cached_tokenizer(opts, spec: Spec, vocab: int | None, train_docs, train_dig
         tok.save(cache / "tokenizer")
         load(cache / "tokenizer")  # only cache what can be read back
         meta = {**want, "file": "tokenizer", "train_seconds": secs, "class": type(tok).__name__}
-        meta["state"] = tok._transport_state()
+        meta["state"] = tok.transport_state()
         atomic_write(meta_path, json.dumps(meta, indent=1))
     except Exception as e:  # caching is an optimisation; the run goes on without it
         _log(opts, f"  (not cached: {type(e).__name__}: {e})")
