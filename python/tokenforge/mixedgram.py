@@ -40,8 +40,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from . import _core
-from .base import IdBatch, RustBacked, Tokenizer, _check_texts
-from .chat import SPECIAL_TOKENS
+from .base import Tokenizer
+from .chat import special_token_list
 from .data.corpus import corpus_files, corpus_paths, iterator_documents
 from .errors import FormatError, SpecialTokenError, TokenforgeError, VocabSizeError
 from .formats import mxgram as _fmt
@@ -49,8 +49,10 @@ from .formats.atomic import atomic_open
 from .formats.kinds import Format, dir_holding
 from .formats.suffixes import check_save_suffix
 from .hybrid import class_or_instance
+from .ids import IdBatch, check_texts
 from .latin1 import latin1_of_file, to_latin1
 from .progress import progress_bar
+from .rust_backed import RustBacked
 
 __all__ = [
     "Mixedgram",
@@ -179,20 +181,10 @@ _KEEP = _Keep()
 
 def _special_ids(special_tokens) -> dict[str, int]:
     """{text: id} from None, "nanochat", a list (last ids, in order) or a dict."""
-    if special_tokens is None:
-        return {}
     if isinstance(special_tokens, dict):
         out = dict(special_tokens)
     else:
-        if special_tokens == "nanochat":
-            names = list(SPECIAL_TOKENS)
-        elif isinstance(special_tokens, str):
-            raise TypeError("special_tokens must be a list of strings, a dict, 'nanochat' or None, not a single string")
-        else:
-            names = list(special_tokens)
-        if len(set(names)) != len(names):
-            dup = next(s for s in names if names.count(s) > 1)
-            raise SpecialTokenError(f"special token {dup!r} is listed twice")
+        names = special_token_list(special_tokens, or_dict=True)
         if len(names) > NGRAM_SLOTS:
             raise SpecialTokenError(f"{len(names)} special tokens do not fit in {NGRAM_SLOTS} slots")
         first = VOCAB_SIZE - len(names)
@@ -471,7 +463,7 @@ class Mixedgram(RustBacked, Tokenizer):
         self, texts: Sequence[str], num_threads: int | None = None, as_numpy: bool = False, parse: str | None = None
     ):
         """Encode many texts in parallel (GIL released)."""
-        _check_texts(texts)
+        check_texts(texts)
         p = self.parse if parse is None else _check_parse(parse)
         data = [to_latin1(t, self.errors) for t in texts]
         flat, offsets = self._model.encode_batch(data, p, num_threads)
@@ -486,7 +478,7 @@ class Mixedgram(RustBacked, Tokenizer):
     ) -> tuple[np.ndarray, np.ndarray]:
         """(flat uint32 ids, int64 offsets) of many texts (see
         :meth:`Tokenizer.encode_batch_flat`); the core's ids are uint16, widened once."""
-        _check_texts(texts)
+        check_texts(texts)
         p = self.parse if parse is None else _check_parse(parse)
         flat, offsets = self._model.encode_batch([to_latin1(t, self.errors) for t in texts], p, num_threads)
         return flat.astype(np.uint32), offsets
@@ -619,15 +611,15 @@ class Mixedgram(RustBacked, Tokenizer):
             p = p / _DIR_FILE
         _fmt.write_vocab_json(p, self._ngrams, self._counts, self._specials, self._training)
 
-    def _to_bytes(self) -> bytes:
+    def to_bytes(self) -> bytes:
         """The vocabulary JSON :meth:`save` writes, as bytes (how a tokenizer pickles: :mod:`tokenforge.base`)."""
         return _fmt.vocab_json_text(self._ngrams, self._counts, self._specials, self._training).encode("utf-8")
 
-    def _transport_state(self) -> dict:
+    def transport_state(self) -> dict:
         return {"parse": self.parse, "errors": self.errors}
 
     @classmethod
-    def _from_bytes(cls, data: bytes, state: dict) -> "Mixedgram":
+    def from_bytes(cls, data: bytes, state: dict) -> "Mixedgram":
         d = _fmt.vocab_json_from_bytes(data, f"<pickled {cls.__name__}>")
         return cls(
             d["ngrams"],

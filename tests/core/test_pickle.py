@@ -231,7 +231,7 @@ def _behaviour(tok, texts) -> list:
 
 def _same(a, b) -> None:
     assert type(b) is type(a)
-    assert b._to_bytes() == a._to_bytes()
+    assert b.to_bytes() == a.to_bytes()
     assert _settings(b) == _settings(a)
     assert np.array_equal(b.token_bytes(), a.token_bytes())
     assert _behaviour(b, SAMPLE + CORPUS[:3]) == _behaviour(a, SAMPLE + CORPUS[:3])
@@ -260,7 +260,7 @@ def test_payload_is_the_saved_file(variants, name, tmp_path):
     plain settings and the class; no Rust object, no object graph."""
     tok = variants[name]
     rebuild, (cls, payload, state) = tok.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
-    assert cls is type(tok) and rebuild.__module__ == "tokenforge.base"
+    assert cls is type(tok) and rebuild.__module__ == "tokenforge.pickling"
     target = tmp_path / "saved"
     target.mkdir()
     copy.copy(tok).save(target)  # a copy: a growing tokenizer remembers where it was saved

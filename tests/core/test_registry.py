@@ -119,8 +119,8 @@ def test_hooks_are_declared_on_the_contract():
         "embedding_metadata",
         "normalize",
         "inspect_extra",
-        "_fingerprint_files",
-        "_jsonl_block_encoder",
+        "fingerprint_files",
+        "jsonl_block_encoder",
         "model_vocab_size",
         "merge_parts",
     ):

@@ -157,7 +157,11 @@ def add_arguments(p) -> None:
         default="reports/compare",
         help="report directory (default reports/compare; --out is the older spelling)",
     )
-    p.add_argument("--no-reuse", action="store_true", help="retrain tokenizers even when a cached one matches")
+    p.add_argument(
+        "--no-reuse",
+        action="store_true",
+        help="retrain tokenizers and recompute bits-per-byte results even when cached ones match",
+    )
     p.add_argument("--title", default="Tokenizer comparison", help="the report's title (default: Tokenizer comparison)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 

@@ -231,8 +231,8 @@ def cmd_encode(args) -> int:
     if args.npy:
         import numpy as np
 
-        from ..base import ids_dtype
         from ..formats.atomic import atomic_open
+        from ..ids import ids_dtype
 
         with atomic_open(args.npy, "wb") as f:
             np.save(f, np.asarray(ids, dtype=ids_dtype(tok.vocab_size)))

@@ -44,7 +44,9 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ..base import IdBatch, Tokenizer, _check_texts, _flat, decode_utf8
+from ..base import Tokenizer
+from ..ids import IdBatch, check_texts, flat_ids
+from ..surrogates import decode_utf8
 from ..errors import TokenforgeError
 from .steps import Desc, build
 
@@ -213,14 +215,14 @@ class PipelineTokenizer(Tokenizer):
         return self._pipe.encode(text, True)
 
     def encode_batch(self, texts, num_threads=None, as_numpy: bool = False):
-        _check_texts(texts)
+        check_texts(texts)
         if as_numpy:
             return IdBatch(*self.encode_batch_flat(texts, num_threads=num_threads))
         return self._pipe.encode_batch(list(texts), num_threads)
 
     def encode_batch_flat(self, texts, num_threads=None):
-        _check_texts(texts)
-        return _flat(self._pipe.encode_batch(list(texts), num_threads))
+        check_texts(texts)
+        return flat_ids(self._pipe.encode_batch(list(texts), num_threads))
 
     def _encode_with_specials(self, text: str, allowed: dict[str, int]) -> list[int]:
         # leftmost, then longest, special token (tokenizers' added-token matching);
@@ -243,13 +245,13 @@ class PipelineTokenizer(Tokenizer):
             i = best[0] + len(best[1])
 
     def decode(self, ids) -> str:
-        return self._pipe.decode_ids([self._check_id(i) for i in ids], self._names)
+        return self._pipe.decode_ids([self.check_id(i) for i in ids], self._names)
 
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
         return self.decode(ids).encode("utf-8", "surrogatepass")
 
     def id_to_bytes(self, id: int) -> bytes:
-        i = self._check_id(id)
+        i = self.check_id(id)
         if i in self._names:
             return self._names[i].encode("utf-8")
         b = self._pipe.id_bytes(i)
@@ -310,12 +312,12 @@ class PipelineTokenizer(Tokenizer):
 
     def piece(self, id: int) -> str | None:
         """The model's own piece for an id (``▁the``, ``##ing``, ``<0x41>``), or a special token's text."""
-        i = self._check_id(id)
+        i = self.check_id(id)
         return self._names.get(i) or self._pipe.model.pieces[i]
 
     def piece_detail(self, id: int) -> dict:
         """What the model knows of an id: its piece, and its score (Unigram, SentencePiece) or merge rank."""
-        i = self._check_id(id)
+        i = self.check_id(id)
         return {"piece": self.piece(i), **self._pipe.model.detail(i)}
 
     # ---- training (by the reference libraries) ----------------------------------
@@ -343,13 +345,13 @@ class PipelineTokenizer(Tokenizer):
 
         write_pipeline_json(path, self.source, self._description)
 
-    def _to_bytes(self) -> bytes:
+    def to_bytes(self) -> bytes:
         from ..formats.pipeline_json import pipeline_json_text
 
         return pipeline_json_text(self.source, self._description).encode("utf-8")
 
     @classmethod
-    def _from_bytes(cls, data: bytes, state: dict) -> "PipelineTokenizer":
+    def from_bytes(cls, data: bytes, state: dict) -> "PipelineTokenizer":
         from ..formats.pipeline_json import pipeline_json_from_bytes
 
         source, description = pipeline_json_from_bytes(data, "<pickled PipelineTokenizer>")
