@@ -45,9 +45,9 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from ..base import Tokenizer
+from ..errors import TokenforgeError
 from ..ids import IdBatch, check_texts, flat_ids
 from ..surrogates import decode_utf8
-from ..errors import TokenforgeError
 from .steps import Desc, build
 
 __all__ = ["PipelineTokenizer", "ALGORITHMS", "TRAIN_SETTINGS", "trained_algorithm", "file_formats", "token_detail"]
