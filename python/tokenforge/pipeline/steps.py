@@ -62,7 +62,7 @@ from ..errors import FormatError
 from ..reference.unigram import best_path
 from . import hf_unicode
 
-__all__ = ["Desc", "Pipeline", "build", "is_rust_whitespace"]
+__all__ = ["Desc", "Pipeline", "build"]
 
 #: the most pieces a model remembers the ids of (as tokenizers' cache)
 CACHE_LIMIT = 100_000
@@ -125,11 +125,6 @@ _WHITE_SPACE = frozenset(
     "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
     "\u2028\u2029\u202f\u205f\u3000"
 )
-
-
-def is_rust_whitespace(c: str) -> bool:
-    """Rust's ``char::is_whitespace``: the Unicode White_Space property."""
-    return c in _WHITE_SPACE
 
 
 def _class_set(ranges) -> str:
