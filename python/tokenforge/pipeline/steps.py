@@ -271,6 +271,19 @@ _BEHAVIORS = ("Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Co
 Piece = tuple[str, bool]
 
 
+def _found_pieces(pieces: list[Piece], rx: re.Pattern) -> list[Piece]:
+    """Each piece replaced by the matches of ``rx`` in it (never empty ones), the
+    rest removed: one ``findall`` in C per piece; the first match starts the text
+    only where ``rx`` matches at 0 (findall finds that match first)."""
+    out: list[Piece] = []
+    for text, first in pieces:
+        parts = rx.findall(text)
+        if parts:
+            out.append((parts[0], first and rx.match(text) is not None))
+            out.extend([(p, False) for p in parts[1:]])
+    return out
+
+
 def _split_pieces(pieces: list[Piece], cut: Callable[[str], list[tuple[int, int]]]) -> list[Piece]:
     out: list[Piece] = []
     for text, first in pieces:
@@ -419,8 +432,7 @@ def _pre_tokenizer(d: Desc, deletes_leading: bool) -> list[Callable[[list[Piece]
                     if text:
                         out.append((text, first))
                     continue
-                for m in split_re.finditer(text):  # each replacement merged with what follows it
-                    out.append((m.group(), first and m.start() == 0))
+                out += _found_pieces([(text, first)], split_re)  # each replacement merged with what follows it
             return out
 
         return [metaspace]
@@ -491,13 +503,13 @@ def _pre_tokenizer(d: Desc, deletes_leading: bool) -> list[Callable[[list[Piece]
     if kind == "Whitespace":
         d.only()
 
-        return [lambda pieces: _split_pieces(pieces, lambda t: [m.span() for m in _WHITESPACE_RE.finditer(t)])]
+        return [lambda pieces: _found_pieces(pieces, _WHITESPACE_RE)]
     if kind == "WhitespaceSplit":
         d.only()
-        return [lambda pieces: _split_pieces(pieces, lambda t: [m.span() for m in _NOT_WS_RE.finditer(t)])]
+        return [lambda pieces: _found_pieces(pieces, _NOT_WS_RE)]
     if kind == "BertPreTokenizer":
         d.only()
-        return [lambda pieces: _split_pieces(pieces, lambda t: [m.span() for m in _BERT_RE.finditer(t)])]
+        return [lambda pieces: _found_pieces(pieces, _BERT_RE)]
     if kind == "Digits":
         d.only("individual_digits")
         how = "Isolated" if d.get("individual_digits", bool, False) else "Contiguous"
