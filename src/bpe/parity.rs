@@ -186,8 +186,76 @@ pub struct Parity {
     /// counting at least `1 / shared` of its top pair's count, the one with
     /// the largest count over all languages.
     shared: f64,
+    /// The shared-pair variant's index, per language (built at its first pick).
+    bands: Vec<Bands>,
     /// The rule after the global merges.
     pub(super) rule: Rule,
+}
+
+/// Buckets of a language count: one per count below 64, then 32 per octave
+/// (a bucket spans at most 1/32 of its lowest count), so the shared-pair band
+/// `[top / shared, top]` covers at most about `32 log2(shared) + 1` buckets
+/// whatever the counts.
+fn bucket_of(c: u64) -> usize {
+    if c < 64 {
+        c as usize
+    } else {
+        let e = 63 - c.leading_zeros() as usize; // 6 and up
+        64 + (e - 6) * 32 + ((c >> (e - 5)) & 31) as usize
+    }
+}
+
+/// Buckets for every u64 count.
+const BUCKETS: usize = 64 + (64 - 6) * 32;
+
+/// The shared-pair variant's order of (global count, language count, pair):
+/// the larger global count first, then the language's own order.
+fn band_order<'a>(
+    better: &'a impl Fn(&(u64, u64), &(u64, u64)) -> bool,
+) -> impl Fn(&(u64, u64, u64), &(u64, u64, u64)) -> bool + 'a {
+    move |a, b| a.0 > b.0 || (a.0 == b.0 && better(&(a.1, a.2), &(b.1, b.2)))
+}
+
+/// One language's pairs for the shared-pair pick: an entry (global count,
+/// language count, pair) per pair of the language, in the bucket of its
+/// language count, each bucket a heap in [`band_order`]. Entries are lazy:
+/// counts only fall (a pair's global and language counts alike; a pair a
+/// merge creates is new and enters with its counts), so an entry's counts
+/// bound its pair's current ones from above and it sits in its pair's bucket
+/// or a higher one; a stale entry is refreshed (moved down) when it comes to
+/// the top of its bucket. One entry per live pair, plus dead ones until they
+/// surface (rebuilt when over twice the live pairs, as the heaps are).
+struct Bands {
+    buckets: Vec<Heap<(u64, u64, u64)>>,
+    /// Entries held, live or stale.
+    held: usize,
+    /// No bucket above this one holds an entry.
+    high: usize,
+}
+
+impl Bands {
+    fn build(
+        counts: &FxHashMap<u64, i64>,
+        global: &impl Fn(u64) -> u64,
+        order: &impl Fn(&(u64, u64, u64), &(u64, u64, u64)) -> bool,
+    ) -> Self {
+        let mut by: Vec<Vec<(u64, u64, u64)>> = vec![Vec::new(); BUCKETS];
+        let mut high = 0;
+        for (&k, &c) in counts {
+            let b = bucket_of(c as u64);
+            by[b].push((global(k), c as u64, k));
+            high = high.max(b);
+        }
+        let buckets = by.into_iter().map(|v| Heap::from_vec(v, order)).collect();
+        Bands { buckets, held: counts.len(), high }
+    }
+
+    fn push(&mut self, e: (u64, u64, u64), order: &impl Fn(&(u64, u64, u64), &(u64, u64, u64)) -> bool) {
+        let b = bucket_of(e.1);
+        self.buckets[b].push(e, order);
+        self.held += 1;
+        self.high = self.high.max(b);
+    }
 }
 
 impl Parity {
@@ -213,6 +281,7 @@ impl Parity {
             in_window: vec![0; langs],
             tolerance: 0.0,
             shared: 0.0,
+            bands: Vec::new(),
             rule: Rule::Foroutan,
         }
     }
@@ -334,15 +403,26 @@ impl Parity {
 
     /// After a merge: the pairs it created enter the heaps of their languages
     /// (each once; a created pair never existed before, so pushing its final
-    /// count is enough), and a heap holding more than twice its live pairs is
-    /// rebuilt (the lazy heap otherwise grows with the merges run).
-    pub(super) fn after_merge(&mut self, better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool, slack: usize) {
+    /// count is enough), and the shared-pair index once built (`global`: a
+    /// pair's count over all languages, final now); a heap or index holding
+    /// more than twice its live pairs is rebuilt (the lazy heap otherwise
+    /// grows with the merges run).
+    pub(super) fn after_merge(
+        &mut self,
+        better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool,
+        slack: usize,
+        global: &impl Fn(u64) -> u64,
+    ) {
         let mut touched = std::mem::take(&mut self.touched);
         touched.sort_unstable();
         touched.dedup();
+        let order = band_order(better);
         for &(l, key) in &touched {
             if let Some(&c) = self.counts[l as usize].get(&key) {
                 self.heaps[l as usize].push((c as u64, key), better);
+                if let Some(b) = self.bands.get_mut(l as usize) {
+                    b.push((global(key), c as u64, key), &order);
+                }
             }
         }
         touched.clear();
@@ -351,6 +431,9 @@ impl Parity {
             if self.heaps[l].len() > 2 * self.counts[l].len() + slack {
                 let entries: Vec<(u64, u64)> = self.counts[l].iter().map(|(&k, &c)| (c as u64, k)).collect();
                 self.heaps[l] = Heap::from_vec(entries, better);
+            }
+            if self.bands.get(l).is_some_and(|b| b.held > 2 * self.counts[l].len() + slack) {
+                self.bands[l] = Bands::build(&self.counts[l], global, &order);
             }
         }
     }
@@ -435,8 +518,18 @@ impl Parity {
                     ))
                 }
                 (Some(top), _) if self.shared > 0.0 => {
-                    let g = |k: u64| global_count(k) as f64;
-                    Some(Self::candidates_pick(heap, counts, top, self.shared, min_frequency, better, usize::MAX, g))
+                    // tests: the banded pick equals the scan of every candidate
+                    #[cfg(test)]
+                    let scan = {
+                        let g = |k: u64| global_count(k) as f64;
+                        Self::candidates_pick(heap, counts, top, self.shared, min_frequency, better, usize::MAX, g)
+                    };
+                    #[cfg(not(test))]
+                    heap.push(top, better);
+                    let key = self.shared_pick(l, top.0, min_frequency, better, global_count);
+                    #[cfg(test)]
+                    assert_eq!(key, scan, "the banded shared-pair pick differs from the scan");
+                    Some(key)
                 }
                 (other, _) => other.map(|t| t.1),
             };
@@ -456,6 +549,83 @@ impl Parity {
                 None => self.exhausted[l] = true,
             }
         }
+    }
+
+    /// The shared-pair variant's pair for language `l`, whose top pair counts
+    /// `top`: among its pairs counting `c >= min_frequency` with `c * shared
+    /// >= top` (in f64, as the scan compares), the one with the largest count
+    /// over all languages (`global`), the first in `l`'s order on a tie.
+    ///
+    /// The candidates are the buckets from the one of the least such count
+    /// up to `top`'s; each bucket's best candidate is its top once refreshed
+    /// (every other entry's counts bound its pair's from above, in
+    /// [`band_order`]), except in the lowest bucket, whose top may count
+    /// below the band and is set aside. A bucket whose top cannot beat the
+    /// best so far is skipped unrefreshed. Cost: O(buckets in the band) peeks
+    /// a merge, about 32 log2(shared) + 1 (not the candidates: thousands late
+    /// in a 32,768-id training), plus O(log n) for each refresh, which a
+    /// count change pays for at most once.
+    fn shared_pick(
+        &mut self,
+        l: usize,
+        top: u64,
+        min_frequency: u64,
+        better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool,
+        global: &impl Fn(u64) -> u64,
+    ) -> u64 {
+        let order = band_order(better);
+        if self.bands.is_empty() {
+            self.bands = (0..self.langs).map(|m| Bands::build(&self.counts[m], global, &order)).collect();
+        }
+        let shared = self.shared;
+        let fits = |c: u64| c as f64 * shared >= top as f64;
+        let mut t = ((top as f64 / shared) as u64).clamp(1, top);
+        while t > 1 && fits(t - 1) {
+            t -= 1;
+        }
+        while !fits(t) {
+            t += 1;
+        }
+        let t = t.max(min_frequency);
+        let counts = &self.counts[l];
+        let bands = &mut self.bands[l];
+        let (lo, hi) = (bucket_of(t), bucket_of(top));
+        // no pair of `l` counts above `top`: every entry above its bucket is stale
+        for b in (hi + 1..=bands.high).rev() {
+            while let Some(e) = bands.buckets[b].pop(&order) {
+                bands.held -= 1;
+                if let Some(&c) = counts.get(&e.2) {
+                    bands.push((global(e.2), c as u64, e.2), &order);
+                }
+            }
+        }
+        bands.high = hi;
+        let mut best: Option<(u64, u64, u64)> = None;
+        let mut aside = Vec::new();
+        for b in (lo..=hi).rev() {
+            while let Some(&e) = bands.buckets[b].peek() {
+                if best.is_some_and(|x| !order(&e, &x)) {
+                    break;
+                }
+                bands.buckets[b].pop(&order);
+                bands.held -= 1;
+                let Some(&c) = counts.get(&e.2) else { continue };
+                let cur = (global(e.2), c as u64, e.2);
+                if cur != e {
+                    bands.push(cur, &order);
+                } else if cur.1 < t {
+                    aside.push(cur);
+                } else {
+                    best = Some(cur);
+                    bands.push(cur, &order);
+                    break;
+                }
+            }
+        }
+        for e in aside {
+            bands.push(e, &order);
+        }
+        best.expect("the top pair is a candidate").2
     }
 
     /// The shared-pair variant and the group rule: `top` (popped, current)

@@ -674,7 +674,9 @@ impl Trainer {
             self.heap = Heap::from_vec(entries, &better(self.tie, &self.tokens));
         }
         if let Some(par) = self.parity.as_deref_mut() {
-            par.after_merge(&better(self.tie, &self.tokens), HEAP_SLACK);
+            let pairs = &self.pairs;
+            let global = |k: u64| pairs.get(&k).map_or(0, |i| i.count.max(0) as u64);
+            par.after_merge(&better(self.tie, &self.tokens), HEAP_SLACK, &global);
         }
     }
 
@@ -1304,6 +1306,38 @@ mod tests {
             let measure = [Measure::Tokens, Measure::Bytes, Measure::Chars][m];
             let pattern = if pat { Some(GPT4_PATTERN) } else { None };
             check_parity(&tr, &dv, pattern, n, tie, global, minf, measure, (w, alpha));
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(60))]
+        /// The shared-pair variant's banded pick (in tests it asserts equality
+        /// with the scan of every candidate at each merge) on counts large
+        /// enough for the 1/32-wide buckets and their boundaries.
+        #[test]
+        fn shared_pick_matches_the_scan(
+            words in prop::collection::vec(prop::collection::vec(("(ab|a|b|c|é|xy){1,8}", 1u64..3000), 1..14), 1..4),
+            dev in prop::collection::vec("(ab|a|b|c|é|xy){1,8}", 4),
+            n in 1usize..90, lex in any::<bool>(), shared in prop::sample::select(vec![1.0, 1.3, 2.0, 3.5]),
+            minf in 1u64..60, global in 0usize..3, rule in 0usize..2,
+        ) {
+            let counter = |ws: &[(String, u64)]| {
+                let mut wc = WordCounter::new(Pretokenizer::Whole);
+                wc.add_word(b"ab", 1);
+                for (w, c) in ws {
+                    wc.add_word(w.as_bytes(), *c);
+                }
+                wc
+            };
+            let train: Vec<WordCounter> = words.iter().map(|ws| counter(ws)).collect();
+            let dv: Vec<WordCounter> = dev.iter().take(words.len()).map(|w| counter(&[(w.clone(), 1)])).collect();
+            let tie = if lex { TieBreak::Lexicographic } else { TieBreak::PairIds };
+            let mut t = Trainer::parity_from_counters(
+                train, dv, &ident(), 256, n, tie, minf, global, Measure::Bytes, None, (0, 0.0),
+            ).unwrap();
+            let rule = if rule == 0 { Rule::Foroutan } else { Rule::LevelUp { reference: 0 } };
+            t.set_parity_rule(0.0, shared, rule).unwrap();
+            t.run(usize::MAX, None);
         }
     }
 

@@ -100,6 +100,24 @@ def test_tolerance_and_shared_variants_equal_to_the_slow_reference(tolerance, sh
             assert rec["per_language"][lang]["merges"] == sum(1 for c in chosen if c == i)
 
 
+#: TRAIN with each text repeated a different number of times (up to 700): pair counts in
+#: the hundreds and thousands, where the shared-pair pick's buckets are 1/32 of a count wide
+BIG = {
+    lang: [t for i, t in enumerate(texts) for _ in range(1 + (i * 97 + len(t) * 31) % 700)]
+    for lang, texts in TRAIN.items()
+}
+
+
+@pytest.mark.parametrize("shared,min_frequency", [(1.2, 1), (2, 1), (3.5, 40)])
+@pytest.mark.parametrize("tie_break", ["pair_ids", "lexicographic"])
+def test_shared_variant_on_large_counts_equal_to_the_slow_reference(shared, min_frequency, tie_break):
+    kw = dict(tie_break=tie_break, min_frequency=min_frequency)
+    tok = _train(BIG, vocab=256 + 60, parity_shared=shared, parity_measure="bytes", **kw)
+    want, _ = _reference(BIG, DEV, 60, measure="bytes", shared=shared, **kw)
+    assert tok.merges == want
+    assert tok.merges != _train(BIG, vocab=256 + 60, parity_measure="bytes", **kw).merges
+
+
 @pytest.mark.parametrize("tie_break", ["pair_ids", "lexicographic"])
 @pytest.mark.parametrize(
     "rule,kw",
