@@ -39,25 +39,32 @@
 //! paper's script stops at the first exhausted language instead.) With one
 //! language the rule is plain BPE: the same merges.
 //!
-//! How it runs on the arena trainer. The arena holds each language's
-//! training pieces, then each language's dev pieces, as separate segments
-//! (`seg_start`; a piece in two languages is laid out twice, once with each
-//! count): the language of an occurrence is a binary search of its position.
-//! Dev occurrences are occurrences of weight 0 (they change no training
-//! count) that the trainer merges like any other, so applying a merge to the
-//! dev text costs O(its dev occurrences), and each one lowers its language's
-//! dev token count by the dev piece's count. Per language, a sparse map holds
-//! the pair counts of that language's training text and a lazy-refresh heap
-//! orders them (the same heap as plain training); a merge's deltas go to the
-//! map of the language of each occurrence. Memory: the plain trainer's, plus
-//! the dev pieces, plus one map entry and up to two heap entries per (pair,
-//! language) with a count above zero.
+//! How it runs on the arena trainer. The arena holds each language's pieces
+//! as one segment (`seg_start`; a piece in two languages is laid out twice):
+//! every piece of its training text or its dev text, once, with two counts,
+//! its training count and its dev count (each below 2^30 in the two count
+//! slots; a piece counted more is laid out as several copies that sum to its
+//! counts). The language of an occurrence is a binary search of its position.
+//! An occurrence weighs its training count (0 for a piece only in dev text)
+//! and, when merged, lowers its language's dev token count by its dev count,
+//! so applying a merge to the dev text costs nothing beyond the training
+//! text's occurrences, plus those of pieces only in dev text. (Dev text that
+//! is part of the training text, as `tokenforge compare`'s near-parallel dev
+//! sets are, adds no occurrence at all; laid out apart, it doubled the merge
+//! work.) Per language, a sparse map holds the pair counts of that
+//! language's training text and a lazy-refresh heap orders them (the same
+//! heap as plain training); a merge's deltas go to the map of the language
+//! of each occurrence. Memory: the plain trainer's, plus the pieces only in
+//! dev text, plus one map entry and up to two heap entries per (pair,
+//! language) with a count above zero (and with the shared-pair variant one
+//! more entry per (pair, language): [`Bands`]).
 //!
 //! Not handled: the paper's target-ratio variant (compression measured on
 //! training text against given ratios);
 //! weighting languages; a language with no training or no dev text (refused).
 
 use rustc_hash::FxHashMap;
+use std::collections::hash_map::Entry;
 use std::collections::VecDeque;
 
 use super::heap::Heap;
@@ -156,8 +163,8 @@ impl Measure {
 pub struct Parity {
     /// Number of languages.
     pub(super) langs: usize,
-    /// First arena slot of each segment: training text of languages `0..L`,
-    /// then dev text of languages `0..L`; `2L + 1` entries, the last the end.
+    /// First arena slot of each language's segment (training and dev pieces,
+    /// module notes); `L + 1` entries, the last the end.
     pub(super) seg_start: Vec<u32>,
     /// Per language: its training text's count of every pair above zero.
     counts: Vec<FxHashMap<u64, i64>>,
@@ -262,7 +269,7 @@ impl Parity {
     /// `seg_start` as laid out; `dev_tokens` and `norms` per language.
     pub(super) fn new(seg_start: Vec<u32>, dev_tokens: Vec<u64>, norms: Vec<u64>, global_merges: usize) -> Self {
         let langs = dev_tokens.len();
-        debug_assert_eq!(seg_start.len(), 2 * langs + 1);
+        debug_assert_eq!(seg_start.len(), langs + 1);
         Parity {
             langs,
             seg_start,
@@ -368,22 +375,30 @@ impl Parity {
         self.window > 0 && (self.in_window[l] as f64) / (self.window as f64) > self.alpha / self.langs as f64
     }
 
-    /// The segment of arena position `p`: `l` for language `l`'s training
-    /// text, `L + l` for its dev text.
+    /// The language of arena position `p`.
     #[inline(always)]
-    pub(super) fn seg_of(&self, p: usize) -> usize {
+    pub(super) fn lang_of(&self, p: usize) -> usize {
         self.seg_start.partition_point(|&s| s as usize <= p) - 1
     }
 
     /// Add `delta` to language `l`'s count of `key` (an entry at zero leaves).
     #[inline(always)]
     pub(super) fn add(&mut self, l: u32, key: u64, delta: i64) {
-        let m = &mut self.counts[l as usize];
-        let c = m.entry(key).or_insert(0);
-        *c += delta;
-        debug_assert!(*c >= 0);
-        if *c == 0 {
-            m.remove(&key);
+        // one probe, a removal included
+        match self.counts[l as usize].entry(key) {
+            Entry::Occupied(mut o) => {
+                *o.get_mut() += delta;
+                debug_assert!(*o.get() >= 0);
+                if *o.get() == 0 {
+                    o.remove();
+                }
+            }
+            Entry::Vacant(v) => {
+                debug_assert!(delta >= 0);
+                if delta != 0 {
+                    v.insert(delta);
+                }
+            }
         }
     }
 

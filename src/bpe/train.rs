@@ -77,6 +77,16 @@ const HEAP_SLACK: usize = 2;
 const NO_POS: u32 = u32::MAX;
 /// The language of an occurrence that changes no language's training count.
 const NO_LANG: u32 = u32::MAX;
+/// Parity training: a piece counted 2^30 times or more in one language is laid
+/// out as copies (`Trainer::parity_from_counters`), at most this many.
+const MAX_COPIES: u64 = 64;
+
+/// Parity training: a laid-out piece's (training count, dev count), kept in
+/// its two count slots.
+#[inline(always)]
+fn split_counts(c: u64) -> (u64, u64) {
+    (c >> 30, c & MASK as u64)
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TieBreak {
@@ -256,8 +266,9 @@ impl Trainer {
                 }
                 w = count_at(e) as i64;
                 if let Some(par) = parity.as_deref() {
-                    let seg = par.seg_of(p);
-                    (w, lang) = if seg < par.langs { (w, seg as u32) } else { (0, NO_LANG) };
+                    // parity: the training count weighs, the dev count does not
+                    let (t, _dev) = split_counts(w as u64);
+                    (w, lang) = (t as i64, if t > 0 { par.lang_of(p) as u32 } else { NO_LANG });
                 }
             }
             let x = slots[p + 1];
@@ -573,17 +584,15 @@ impl Trainer {
             }
             let c = self.count_at(p);
             // the occurrence's weight in the training counts, and its language
-            // (parity: a dev occurrence weighs 0 and shortens its language's dev text)
+            // (parity: its training count weighs, its dev count shortens its
+            // language's dev text; a piece only in dev text weighs 0)
             let (w, lang) = match self.parity.as_deref_mut() {
                 None => (c as i64, NO_LANG),
                 Some(par) => {
-                    let seg = par.seg_of(p);
-                    if seg < par.langs {
-                        (c as i64, seg as u32)
-                    } else {
-                        par.dev_tokens[seg - par.langs] -= c;
-                        (0, NO_LANG)
-                    }
+                    let l = par.lang_of(p);
+                    let (t, dev) = split_counts(c);
+                    par.dev_tokens[l] -= dev;
+                    (t as i64, if t > 0 { l as u32 } else { NO_LANG })
                 }
             };
             let x = self.prev_start(p);
@@ -878,14 +887,52 @@ impl Trainer {
             .map(|c| c.pieces().filter(|(w, _)| w.len() >= 2).map(|(w, _)| w.len() + 2).sum::<usize>())
             .sum();
         let mut lay = Layout::new(slots_hint.min(NO_POS as usize));
-        let mut seg_start = Vec::with_capacity(2 * train.len() + 1);
+        let mut seg_start = Vec::with_capacity(train.len() + 1);
         let mut ids: Vec<u32> = Vec::new();
-        for counter in train.into_iter().chain(dev) {
+        for (tc, dc) in train.into_iter().zip(dev) {
             seg_start.push(lay.slots.len() as u32);
-            for (w, c) in counter.into_sorted() {
+            // the language's pieces, training and dev, each once with both counts
+            // (both lists sorted by bytes: one merge-join)
+            let (tw, dw) = (tc.into_sorted(), dc.into_sorted());
+            let (mut i, mut j) = (0, 0);
+            while i < tw.len() || j < dw.len() {
+                let (w, t, d) = match (tw.get(i), dw.get(j)) {
+                    (Some(a), Some(b)) if a.0 == b.0 => {
+                        (i, j) = (i + 1, j + 1);
+                        (&a.0, a.1, b.1)
+                    }
+                    (Some(a), Some(b)) if a.0 < b.0 => {
+                        i += 1;
+                        (&a.0, a.1, 0)
+                    }
+                    (Some(a), None) => {
+                        i += 1;
+                        (&a.0, a.1, 0)
+                    }
+                    (_, Some(b)) => {
+                        j += 1;
+                        (&b.0, 0, b.1)
+                    }
+                    (None, None) => unreachable!("the loop runs while a list has pieces"),
+                };
                 ids.clear();
                 ids.extend(w.iter().map(|&x| byte_ids[x as usize]));
-                lay.push(&ids, c, next_id)?;
+                // each count below 2^30 in its slot: a piece counted more is laid out
+                // as copies (BPE merges them alike; their counts add up)
+                let part = MASK as u64;
+                let copies = t.div_ceil(part).max(d.div_ceil(part));
+                if copies > MAX_COPIES {
+                    return Err(Error::Invalid(format!(
+                        "a piece is counted {} times in one language's text; parity training supports fewer than {}",
+                        t.max(d),
+                        MAX_COPIES * part + 1
+                    )));
+                }
+                for k in 0..copies {
+                    let tk = t.saturating_sub(k * part).min(part);
+                    let dk = d.saturating_sub(k * part).min(part);
+                    lay.push(&ids, tk << 30 | dk, next_id)?;
+                }
             }
         }
         seg_start.push(lay.slots.len() as u32);
@@ -1252,6 +1299,66 @@ mod tests {
                 check_parity(&train, &dev, None, 12, TieBreak::PairIds, global, 1, measure, (4, 1.0));
             }
         }
+    }
+
+    #[test]
+    fn parity_lays_out_huge_counts_as_copies() {
+        let mk = |ws: &[(&str, u64)]| {
+            let mut wc = WordCounter::new(Pretokenizer::Whole);
+            for (w, c) in ws {
+                wc.add_word(w.as_bytes(), *c);
+            }
+            wc
+        };
+        let g = 1u64 << 30;
+        // training and dev counts past one slot's 2^30, a piece in both, pieces in one only
+        let train = || vec![mk(&[("abab", 2 * g + 5), ("xyz", 3)]), mk(&[("xyxy", 7), ("ab", g + 2), ("zz", g - 1)])];
+        let dev = || vec![mk(&[("abab", 3 * g), ("qq", 1)]), mk(&[("xyz", 2), ("zz", 2 * g)])];
+        for tie in [TieBreak::PairIds, TieBreak::Lexicographic] {
+            let mut t = Trainer::parity_from_counters(
+                train(),
+                dev(),
+                &ident(),
+                256,
+                8,
+                tie,
+                1,
+                0,
+                Measure::Tokens,
+                None,
+                (0, 0.0),
+            )
+            .unwrap();
+            t.run(usize::MAX, None);
+            let tw: Vec<Words> = train().into_iter().map(words_of).collect();
+            let dw: Vec<Words> = dev().into_iter().map(words_of).collect();
+            let (slow, chosen) = naive_parity(tw, dw.clone(), &[1, 1], 8, tie, 0, 1, (0, 0.0));
+            assert_eq!(t.merges(), &slow[..]);
+            assert_eq!(t.merge_languages().unwrap(), &chosen[..]);
+            let mut dw = dw;
+            for &(a, b, z) in t.merges() {
+                for ws in dw.iter_mut() {
+                    apply(ws, a, b, z);
+                }
+            }
+            for (l, ws) in dw.iter().enumerate() {
+                assert_eq!(t.parity_summary().unwrap()[l].1, ws.iter().map(|(w, c)| w.len() as u64 * c).sum::<u64>());
+            }
+        }
+        let e = Trainer::parity_from_counters(
+            vec![mk(&[("ab", 1 << 40)])],
+            vec![mk(&[("ab", 1)])],
+            &ident(),
+            256,
+            5,
+            TieBreak::PairIds,
+            1,
+            0,
+            Measure::Tokens,
+            None,
+            (0, 0.0),
+        );
+        assert!(e.err().unwrap().to_string().contains("parity training supports fewer than"));
     }
 
     #[test]
