@@ -188,10 +188,9 @@ def run(args) -> dict:
                     vocab,
                     parity=s["dev"],
                     parity_measure=s["norms"],
-                    parity_reference=args.reference,
                     num_threads=args.threads,
                     progress=False,
-                    **kw,
+                    **{"parity_reference": args.reference, **kw},
                 )
                 row = {
                     "label": label,

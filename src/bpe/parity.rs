@@ -102,12 +102,17 @@ pub enum Rule {
 /// lists grow to thousands late in a 32,768-id training).
 pub const GROUP_CANDIDATES: usize = 64;
 
+/// A rule's reference language given as this index is the median language:
+/// before each merge, the language whose dev cost is the lower median of all
+/// languages' (ordered by cost, then by index; the `(L - 1) / 2`-th).
+pub const MEDIAN: usize = usize::MAX;
+
 impl Rule {
-    /// The rule named `name` ("foroutan2025", "levelup", "excess"); the last
-    /// two need `reference` (a language index below `langs`).
+    /// The rule named `name` ("foroutan2025", "levelup", "excess", "group"); the
+    /// last three need `reference` (a language index below `langs`, or [`MEDIAN`]).
     pub fn parse(name: &str, reference: Option<usize>, gain: f64, langs: usize) -> Result<Self> {
         let need_ref = || match reference {
-            Some(r) if r < langs => Ok(r),
+            Some(r) if r < langs || r == MEDIAN => Ok(r),
             Some(r) => Err(Error::Invalid(format!("the parity reference language {r} is not one of the {langs}"))),
             None => Err(Error::Invalid(format!("the parity rule {name:?} needs a reference language"))),
         };
@@ -314,6 +319,20 @@ impl Parity {
         x / y
     }
 
+    /// The reference language now: `r`, or the median language for [`MEDIAN`].
+    fn resolve(&self, r: usize) -> usize {
+        if r != MEDIAN {
+            return r;
+        }
+        let mut by_cost: Vec<usize> = (0..self.langs).collect();
+        by_cost.sort_by(|&a, &b| {
+            let x = self.dev_tokens[a] as u128 * self.norms[b] as u128;
+            let y = self.dev_tokens[b] as u128 * self.norms[a] as u128;
+            x.cmp(&y).then(a.cmp(&b))
+        });
+        by_cost[(self.langs - 1) / 2]
+    }
+
     /// Is the merge global now? Foroutan: the tolerance variant
     /// ([`Parity::balanced`]); level up: every language not exhausted costs at
     /// most `1 + tolerance` times the reference (`t_w n_r <= (1 + tol) t_r n_w`,
@@ -324,6 +343,7 @@ impl Parity {
             Rule::Foroutan => self.balanced(),
             Rule::Excess { .. } => false,
             Rule::LevelUp { reference: r } | Rule::Group { reference: r, .. } => {
+                let r = self.resolve(r);
                 let Some(hi) =
                     (0..self.langs)
                         .filter(|&l| !self.exhausted[l])
@@ -501,6 +521,7 @@ impl Parity {
             };
             let found = match (found, self.rule) {
                 (Some(top), Rule::Group { reference, gain }) => {
+                    let reference = self.resolve(reference);
                     let weights: Vec<f64> = (0..self.langs)
                         .map(|m| {
                             let dear = self.dev_tokens[m] as u128 * self.norms[reference] as u128
@@ -724,6 +745,7 @@ impl Parity {
         global_count: &impl Fn(u64) -> u64,
     ) -> u64 {
         let Rule::Excess { reference: r, gain } = self.rule else { unreachable!("pick_excess needs the excess rule") };
+        let r = self.resolve(r);
         let excess: Vec<f64> =
             (0..self.langs).map(|l| if self.dearer(l, r) { self.ratio(l, r) - 1.0 } else { 0.0 }).collect();
         let mut cands: Vec<(u32, u64)> = vec![(GLOBAL, global_top)];

@@ -134,7 +134,7 @@ def test_shared_variant_on_large_counts_equal_to_the_slow_reference(shared, min_
         ("group", dict(shared=1.5, gain=10.0, global_merges=2)),
     ],
 )
-@pytest.mark.parametrize("reference", ["en", "de"])
+@pytest.mark.parametrize("reference", ["en", "de", "median"])
 def test_levelup_and_excess_rules_equal_to_the_slow_reference(rule, kw, reference, tie_break):
     names = {"tolerance": "parity_tolerance", "shared": "parity_shared", "global_merges": "parity_global_merges"}
     names.update(window="parity_window", alpha="parity_window_alpha", gain="parity_gain")
@@ -147,7 +147,7 @@ def test_levelup_and_excess_rules_equal_to_the_slow_reference(rule, kw, referenc
             parity_reference=reference,
             **{names[k]: v for k, v in kw.items()},
         )
-        ref = sorted(DEV).index(reference)
+        ref = reference if reference == "median" else sorted(DEV).index(reference)
         want, chosen = _reference(TRAIN, DEV, 80, measure=measure, tie_break=tie_break, rule=rule, reference=ref, **kw)
         assert tok.merges == want
         rec = tok.data.training["parity"]
@@ -155,6 +155,22 @@ def test_levelup_and_excess_rules_equal_to_the_slow_reference(rule, kw, referenc
         assert rec.get("gain") == kw.get("gain") and rec.get("tolerance", 0) == kw.get("tolerance", 0)
         for i, lang in enumerate(rec["languages"]):
             assert rec["per_language"][lang]["merges"] == sum(1 for c in chosen if c == i)
+
+
+@pytest.mark.parametrize("rule,kw", [("levelup", {}), ("group", {"shared": 2.0, "gain": 1.0}), ("excess", {"gain": 8.0})])
+def test_median_reference_moves_and_equals_the_slow_reference(rule, kw):
+    # four languages whose median changes as they are served: no fixed reference gives the same merges
+    train = {**TRAIN, "fr": ["le chat est sur le tapis, le chat a mangé le rat", "plus de 12 chats et 3 tapis"] * 2}
+    dev = {**DEV, "fr": ["le chat est assis sur le tapis"]}
+    names = {"shared": "parity_shared", "gain": "parity_gain"}
+    tok = _train(
+        train, dev, vocab=256 + 100, parity_rule=rule, parity_reference="median", **{names[k]: v for k, v in kw.items()}
+    )
+    want, _ = _reference(train, dev, 100, rule=rule, reference="median", **kw)
+    assert tok.merges == want
+    assert tok.data.training["parity"]["reference"] == "median"
+    if rule != "excess":
+        assert all(want != _reference(train, dev, 100, rule=rule, reference=i, **kw)[0] for i in range(4))
 
 
 def test_levelup_and_excess_serve_only_the_languages_dearer_than_the_reference():
