@@ -157,7 +157,9 @@ def test_levelup_and_excess_rules_equal_to_the_slow_reference(rule, kw, referenc
             assert rec["per_language"][lang]["merges"] == sum(1 for c in chosen if c == i)
 
 
-@pytest.mark.parametrize("rule,kw", [("levelup", {}), ("group", {"shared": 2.0, "gain": 1.0}), ("excess", {"gain": 8.0})])
+@pytest.mark.parametrize(
+    "rule,kw", [("levelup", {}), ("group", {"shared": 2.0, "gain": 1.0}), ("excess", {"gain": 8.0})]
+)
 def test_median_reference_moves_and_equals_the_slow_reference(rule, kw):
     # four languages whose median changes as they are served: no fixed reference gives the same merges
     train = {**TRAIN, "fr": ["le chat est sur le tapis, le chat a mangé le rat", "plus de 12 chats et 3 tapis"] * 2}
