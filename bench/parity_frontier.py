@@ -73,10 +73,41 @@ CONFIGS: list[tuple[str, str, dict]] = [
         "foroutan2025 shared + global",
         {"parity_shared": 1.5, "parity_global_merges": 0.25},
     ),
+    (
+        "foroutan2025 shared 1.5 global 0.1",
+        "foroutan2025 shared + global",
+        {"parity_shared": 1.5, "parity_global_merges": 0.1},
+    ),
+    (
+        "foroutan2025 shared 1.5 global 0.05",
+        "foroutan2025 shared + global",
+        {"parity_shared": 1.5, "parity_global_merges": 0.05},
+    ),
+    (
+        "foroutan2025 shared 1.25 global 0.1",
+        "foroutan2025 shared + global",
+        {"parity_shared": 1.25, "parity_global_merges": 0.1},
+    ),
+    ("foroutan2025 shared 1.25", "foroutan2025 shared", {"parity_shared": 1.25}),
     ("levelup 0", "levelup", {"parity_rule": "levelup", "parity_tolerance": 0.0}),
     ("levelup 0.1", "levelup", {"parity_rule": "levelup", "parity_tolerance": 0.1}),
     ("levelup 0.15", "levelup", {"parity_rule": "levelup", "parity_tolerance": 0.15}),
     ("levelup 0.2", "levelup", {"parity_rule": "levelup", "parity_tolerance": 0.2}),
+    (
+        "levelup median 0",
+        "levelup median",
+        {"parity_rule": "levelup", "parity_reference": "median", "parity_tolerance": 0.0},
+    ),
+    (
+        "levelup median 0.02",
+        "levelup median",
+        {"parity_rule": "levelup", "parity_reference": "median", "parity_tolerance": 0.02},
+    ),
+    (
+        "levelup median 0.05",
+        "levelup median",
+        {"parity_rule": "levelup", "parity_reference": "median", "parity_tolerance": 0.05},
+    ),
     ("group F2 gain 0", "group F2", {"parity_rule": "group", "parity_shared": 2.0, "parity_gain": 0.0}),
     ("group F2 gain 1", "group F2", {"parity_rule": "group", "parity_shared": 2.0, "parity_gain": 1.0}),
     ("group F2 gain 4", "group F2", {"parity_rule": "group", "parity_shared": 2.0, "parity_gain": 4.0}),
@@ -299,6 +330,7 @@ def plot(res: dict, path: Path) -> None:
     for ax, (vocab, name) in zip(axes.flat, panels):
         s = res["sizes"][vocab][name]
         fams: dict[str, list] = {}
+        ax.set_prop_cycle(color=plt.cm.tab20.colors)  # type: ignore[attr-defined]
         for r in s["rows"]:
             fams.setdefault(r["family"], []).append((100 * r["heldout"]["loss"], 100 * r["heldout"]["gini_cut"]))
         for fam, pts in fams.items():
