@@ -537,7 +537,7 @@ def test_the_frontier_script_on_the_committed_fixture(tmp_path):
 
     data = FIXTURES / "multilingual" / "heldout.jsonl"
     out = tmp_path / "frontier"
-    only = "foroutan2025,levelup 0.1,excess 16,foroutan2025 shared 2"
+    only = "foroutan2025,levelup 0.1,excess 16,foroutan2025 shared 2,levelup median 0"
     cmd = [sys.executable, str(ROOT / "bench" / "parity_frontier.py"), "--data", str(tmp_path), "--train", str(data)]
     cmd += ["--heldout", str(data), "--vocab", "300", "--only", only, "-o", str(out)]
     env = {**os.environ, "MPLCONFIGDIR": str(tmp_path / "mpl")}
@@ -562,6 +562,9 @@ def test_the_frontier_script_on_the_committed_fixture(tmp_path):
         progress=False,
     )
     row = next(r for r in s["rows"] if r["label"] == "levelup 0.1")
+    # the dev figures, taken from the trainer's record, are those of encoding the dev text
+    cost = {lang: len(tok.encode_batch_flat(list(t.texts))[0]) / norms[lang] for lang, t in dev.items()}
+    assert row["dev"]["premiums"] == pytest.approx({lang: c / cost["en"] for lang, c in cost.items()})
     for t, got in ((plain, s["plain"]), (tok, row)):
         m = per_language_metrics(t, list(docs), reference="en")
         langs = m["languages"].values()
