@@ -31,7 +31,10 @@
 //! takes, among the worst language's pairs counting at least `1 / shared` of
 //! its top pair's count, the one with the largest count over all languages
 //! (a pair the others share helps them too), the first in the language's
-//! order on a tie.
+//! order on a tie. The candidates are not scanned: per language, its pairs
+//! sit in buckets by their count in it, each bucket a lazy heap by global
+//! count ([`Bands`]), so a pick peeks about `32 log2(shared) + 1` buckets
+//! whatever the number of candidates ([`Parity::shared_pick`]).
 //!
 //! A language none of whose pairs reaches `min_frequency` is exhausted: it is
 //! passed over from then on (its pair counts can only fall) and the next worst
