@@ -45,6 +45,13 @@ import sys
 import time
 from pathlib import Path
 
+
+def _shared_global(shared: float, share: float) -> tuple[str, str, dict]:
+    """The shared-pair variant after a global phase of ``share`` of the merges."""
+    label = f"foroutan2025 shared {shared:g} global {share:g}"
+    return (label, "foroutan2025 shared + global", {"parity_shared": shared, "parity_global_merges": share})
+
+
 #: (label, rule family, BPETokenizer.train parity keyword arguments)
 CONFIGS: list[tuple[str, str, dict]] = [
     ("foroutan2025", "foroutan2025", {}),
@@ -58,36 +65,12 @@ CONFIGS: list[tuple[str, str, dict]] = [
     ("foroutan2025 shared 2", "foroutan2025 shared", {"parity_shared": 2.0}),
     ("foroutan2025 shared 3", "foroutan2025 shared", {"parity_shared": 3.0}),
     ("foroutan2025 shared 4", "foroutan2025 shared", {"parity_shared": 4.0}),
-    (
-        "foroutan2025 shared 2 global 0.25",
-        "foroutan2025 shared + global",
-        {"parity_shared": 2.0, "parity_global_merges": 0.25},
-    ),
-    (
-        "foroutan2025 shared 2 global 0.5",
-        "foroutan2025 shared + global",
-        {"parity_shared": 2.0, "parity_global_merges": 0.5},
-    ),
-    (
-        "foroutan2025 shared 1.5 global 0.25",
-        "foroutan2025 shared + global",
-        {"parity_shared": 1.5, "parity_global_merges": 0.25},
-    ),
-    (
-        "foroutan2025 shared 1.5 global 0.1",
-        "foroutan2025 shared + global",
-        {"parity_shared": 1.5, "parity_global_merges": 0.1},
-    ),
-    (
-        "foroutan2025 shared 1.5 global 0.05",
-        "foroutan2025 shared + global",
-        {"parity_shared": 1.5, "parity_global_merges": 0.05},
-    ),
-    (
-        "foroutan2025 shared 1.25 global 0.1",
-        "foroutan2025 shared + global",
-        {"parity_shared": 1.25, "parity_global_merges": 0.1},
-    ),
+    _shared_global(2.0, 0.25),
+    _shared_global(2.0, 0.5),
+    _shared_global(1.5, 0.25),
+    _shared_global(1.5, 0.1),
+    _shared_global(1.5, 0.05),
+    _shared_global(1.25, 0.1),
     ("foroutan2025 shared 1.25", "foroutan2025 shared", {"parity_shared": 1.25}),
     ("levelup 0", "levelup", {"parity_rule": "levelup", "parity_tolerance": 0.0}),
     ("levelup 0.1", "levelup", {"parity_rule": "levelup", "parity_tolerance": 0.1}),

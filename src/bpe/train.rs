@@ -1345,9 +1345,15 @@ mod tests {
                 assert_eq!(t.parity_summary().unwrap()[l].1, ws.iter().map(|(w, c)| w.len() as u64 * c).sum::<u64>());
             }
         }
-        let e = Trainer::parity_from_counters(
-            vec![mk(&[("ab", 1 << 40)])],
-            vec![mk(&[("ab", 1)])],
+        let e = refusal(vec![mk(&[("ab", 1 << 40)])], vec![mk(&[("ab", 1)])]);
+        assert!(e.contains("parity training supports fewer than"));
+    }
+
+    /// Why parity training refuses these counters.
+    fn refusal(train: Vec<WordCounter>, dev: Vec<WordCounter>) -> String {
+        let t = Trainer::parity_from_counters(
+            train,
+            dev,
             &ident(),
             256,
             5,
@@ -1358,40 +1364,16 @@ mod tests {
             None,
             (0, 0.0),
         );
-        assert!(e.err().unwrap().to_string().contains("parity training supports fewer than"));
+        t.err().expect("refused").to_string()
     }
 
     #[test]
     fn parity_refuses_a_language_without_text() {
         let pt = Pretokenizer::Whole;
-        let e = Trainer::parity_from_counters(
-            counters(&[vec!["ab"], vec!["a"]], &pt),
-            counters(&[vec!["ab"], vec!["cd"]], &pt),
-            &ident(),
-            256,
-            5,
-            TieBreak::PairIds,
-            1,
-            0,
-            Measure::Tokens,
-            None,
-            (0, 0.0),
-        );
-        assert!(e.err().unwrap().to_string().contains("language 1 has no training text"));
-        let e = Trainer::parity_from_counters(
-            counters(&[vec!["ab"], vec!["cd"]], &pt),
-            counters(&[vec!["ab"], vec![]], &pt),
-            &ident(),
-            256,
-            5,
-            TieBreak::PairIds,
-            1,
-            0,
-            Measure::Tokens,
-            None,
-            (0, 0.0),
-        );
-        assert!(e.err().unwrap().to_string().contains("language 1 has no dev text"));
+        let e = refusal(counters(&[vec!["ab"], vec!["a"]], &pt), counters(&[vec!["ab"], vec!["cd"]], &pt));
+        assert!(e.contains("language 1 has no training text"));
+        let e = refusal(counters(&[vec!["ab"], vec!["cd"]], &pt), counters(&[vec!["ab"], vec![]], &pt));
+        assert!(e.contains("language 1 has no dev text"));
     }
 
     use proptest::prelude::*;
