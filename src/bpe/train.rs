@@ -1203,6 +1203,37 @@ mod tests {
         wc.into_sorted().into_iter().map(|(w, c)| (w.iter().map(|&b| b as u32).collect(), c)).collect()
     }
 
+    /// The trained `t` made the naive trainer's merges for the same languages
+    /// (and picked the same language for each), and the dev token counts it
+    /// kept equal the dev text under its merges; returns the merges.
+    #[allow(clippy::too_many_arguments)]
+    fn same_as_naive(
+        t: &Trainer,
+        tw: Vec<Words>,
+        dw: Vec<Words>,
+        norms: &[u64],
+        n: usize,
+        tie: TieBreak,
+        global: usize,
+        min_frequency: u64,
+        window: (usize, f64),
+    ) -> Vec<(u32, u32, u32)> {
+        let (slow, chosen) = naive_parity(tw, dw.clone(), norms, n, tie, global, min_frequency, window);
+        assert_eq!(t.merges(), &slow[..]);
+        assert_eq!(t.merge_languages().unwrap(), &chosen[..]);
+        let mut dw = dw;
+        for &(a, b, z) in t.merges() {
+            for ws in dw.iter_mut() {
+                apply(ws, a, b, z);
+            }
+        }
+        let summary = t.parity_summary().unwrap();
+        for (l, ws) in dw.iter().enumerate() {
+            assert_eq!(summary[l].1, ws.iter().map(|(w, c)| w.len() as u64 * c).sum::<u64>());
+        }
+        slow
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn check_parity(
         train: &[Vec<&str>],
@@ -1234,20 +1265,7 @@ mod tests {
         let norms: Vec<u64> = counters(dev, &pt).iter().map(|d| measure.norm(d.pieces())).collect();
         let tw: Vec<Words> = counters(train, &pt).into_iter().map(words_of).collect();
         let dw: Vec<Words> = counters(dev, &pt).into_iter().map(words_of).collect();
-        let (slow, chosen) = naive_parity(tw, dw.clone(), &norms, n, tie, global, min_frequency, window);
-        assert_eq!(t.merges(), &slow[..]);
-        assert_eq!(t.merge_languages().unwrap(), &chosen[..]);
-        // the dev token counts the trainer kept equal the dev text under its merges
-        let mut dw = dw;
-        for &(a, b, z) in t.merges() {
-            for ws in dw.iter_mut() {
-                apply(ws, a, b, z);
-            }
-        }
-        let summary = t.parity_summary().unwrap();
-        for (l, ws) in dw.iter().enumerate() {
-            assert_eq!(summary[l].1, ws.iter().map(|(w, c)| w.len() as u64 * c).sum::<u64>());
-        }
+        let slow = same_as_naive(&t, tw, dw, &norms, n, tie, global, min_frequency, window);
         // per-language counts sum to the global ones
         let par = t.parity.as_deref().unwrap();
         let mut sum: FxHashMap<u64, i64> = FxHashMap::default();
@@ -1332,18 +1350,7 @@ mod tests {
             t.run(usize::MAX, None);
             let tw: Vec<Words> = train().into_iter().map(words_of).collect();
             let dw: Vec<Words> = dev().into_iter().map(words_of).collect();
-            let (slow, chosen) = naive_parity(tw, dw.clone(), &[1, 1], 8, tie, 0, 1, (0, 0.0));
-            assert_eq!(t.merges(), &slow[..]);
-            assert_eq!(t.merge_languages().unwrap(), &chosen[..]);
-            let mut dw = dw;
-            for &(a, b, z) in t.merges() {
-                for ws in dw.iter_mut() {
-                    apply(ws, a, b, z);
-                }
-            }
-            for (l, ws) in dw.iter().enumerate() {
-                assert_eq!(t.parity_summary().unwrap()[l].1, ws.iter().map(|(w, c)| w.len() as u64 * c).sum::<u64>());
-            }
+            same_as_naive(&t, tw, dw, &[1, 1], 8, tie, 0, 1, (0, 0.0));
         }
         let e = refusal(vec![mk(&[("ab", 1 << 40)])], vec![mk(&[("ab", 1)])]);
         assert!(e.contains("parity training supports fewer than"));
