@@ -166,11 +166,11 @@ def main(argv=None) -> int:
                 f"\n{vocab:,} ids, best of {args.repeat} interleaved rounds "
                 f"(1-minute load {load[0]:.1f} before, {load[1]:.1f} after, {os.cpu_count()} CPUs)"
             )
-            print(f"{'tool':10s} {'wall s':>8s} {'x plain':>8s} {'CPU s':>8s} {'x plain':>8s}")
+            print(f"{'tool':14s} {'wall s':>8s} {'x plain':>8s} {'CPU s':>8s} {'x plain':>8s}")
             w0, c0 = best["plain"]
             for tool in tools:
                 w, c = best[tool]
-                print(f"{tool:10s} {w:8.2f} {w / w0:8.2f} {c:8.2f} {c / c0:8.2f}")
+                print(f"{tool:14s} {w:8.2f} {w / w0:8.2f} {c:8.2f} {c / c0:8.2f}")
         return 0
     b = Bench("parity", baseline="plain")
     for vocab in args.vocab:
