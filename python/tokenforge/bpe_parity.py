@@ -42,8 +42,10 @@ is stated in docs/algorithms.md).
   "levelup": like the tolerance variant, but measured against
   ``parity_reference`` (a language code) instead of the cheapest language: a
   global merge while every language costs at most ``1 + parity_tolerance``
-  times the reference (0 allowed), else the worst language is served; a
-  language cheaper than the reference is never pulled up to it.
+  times the reference (0 allowed), else the worst language is served; the
+  global merges do not wait for a language cheaper than the reference to be
+  pulled up to it (though, never the worst, it gets no parity merge and can
+  still fall behind: docs/results/parity-frontier/README.md).
   ``parity_reference="median"`` (with "levelup", "excess" or "group"): the
   reference is, before each merge, the median language (the lower median of
   the languages' dev costs, ties to the first in sorted order) instead of a

@@ -84,7 +84,8 @@ pub enum Rule {
     Foroutan,
     /// Level up: a global merge while every language not exhausted costs at
     /// most `1 + tolerance` times the reference language's; else serve the
-    /// worst. Languages cheaper than the reference are never levelled down to it.
+    /// worst. The global merges do not wait for languages cheaper than the
+    /// reference to be pulled up to it.
     LevelUp { reference: usize },
     /// Excess-weighted counts: among the global top pair and the top pair of
     /// every language dearer than the reference, the one with the largest
