@@ -23,7 +23,7 @@
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::pretok::Pretokenizer;
+use crate::pretok::{Pretokenizer, SCAN_CHUNK};
 use crate::spill::SpillDir;
 use crate::transport::{Kind, Reader, Writer};
 
@@ -145,6 +145,118 @@ impl std::hash::Hasher for PieceHasher {
 
 type PieceMap<K> = std::collections::HashMap<K, u64, std::hash::BuildHasherDefault<PieceHasher>>;
 
+/// Packed pieces -> counts: open addressing, linear probing from the slot the
+/// hash's low bits name; a count of 0 marks an empty slot (a present piece is
+/// counted at least once). Its own table rather than a `HashMap` so that a
+/// caller that knows the next keys ahead -- a chunk of the scanner's pieces,
+/// a shard's share of a block -- can ask for their slots' cache lines first
+/// ([`Self::prefetch`]): the probes are then no longer one cache miss after
+/// another, which is what counting waited on most.
+struct ShortTable {
+    slots: Vec<(Short, u64)>,
+    len: usize,
+}
+
+const EMPTY: (Short, u64) = (Short([0; 16]), 0);
+
+impl ShortTable {
+    /// Room for `n` pieces before it grows (at most 3/4 full).
+    fn with_capacity(n: usize) -> Self {
+        let cap = (n + n / 3 + 1).next_power_of_two().max(16);
+        ShortTable { slots: vec![EMPTY; cap], len: 0 }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline(always)]
+    fn mask(&self) -> usize {
+        self.slots.len() - 1
+    }
+
+    /// A hint to load the slot where `hash`'s probe starts; no effect on the result.
+    #[inline(always)]
+    fn prefetch(&self, hash: u64) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            let i = hash as usize & self.mask();
+            // SAFETY: prefetching never faults and reads nothing; the index is masked in bounds anyway
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(self.slots.as_ptr().add(i) as *const i8) };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = hash;
+    }
+
+    /// Add `v` (above 0) to `k`'s count (`hash` = `k.hash()`); true if `k` is new.
+    #[inline(always)]
+    fn add(&mut self, k: Short, hash: u64, v: u64) -> bool {
+        debug_assert!(v > 0);
+        if (self.len + 1) * 4 > self.slots.len() * 3 {
+            self.grow();
+        }
+        let mask = self.mask();
+        let mut i = hash as usize & mask;
+        loop {
+            let e = &mut self.slots[i];
+            if e.1 == 0 {
+                *e = (k, v);
+                self.len += 1;
+                return true;
+            }
+            if e.0 == k {
+                e.1 += v;
+                return false;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    fn get(&self, k: &Short) -> Option<u64> {
+        let mask = self.mask();
+        let mut i = k.hash() as usize & mask;
+        loop {
+            let e = &self.slots[i];
+            if e.1 == 0 {
+                return None;
+            }
+            if e.0 == *k {
+                return Some(e.1);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    fn grow(&mut self) {
+        let cap = 2 * self.slots.len();
+        let old = std::mem::replace(&mut self.slots, vec![EMPTY; cap]);
+        self.len = 0;
+        for (k, v) in old.into_iter().filter(|e| e.1 > 0) {
+            self.add(k, k.hash(), v);
+        }
+    }
+
+    /// Room for `n` more pieces.
+    fn reserve(&mut self, n: usize) {
+        while (self.len + n) * 4 > self.slots.len() * 3 {
+            self.grow();
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &(Short, u64)> + Clone + '_ {
+        self.slots.iter().filter(|e| e.1 > 0)
+    }
+
+    fn retain(&mut self, mut keep: impl FnMut(u64) -> bool) {
+        let kept: Vec<(Short, u64)> = self.iter().filter(|e| keep(e.1)).copied().collect();
+        *self = ShortTable::with_capacity(kept.len());
+        for (k, v) in kept {
+            self.add(k, k.hash(), v);
+        }
+    }
+}
+
 fn piece_map<K>(capacity: usize) -> PieceMap<K> {
     PieceMap::with_capacity_and_hasher(capacity, Default::default())
 }
@@ -167,30 +279,37 @@ fn shard_of(hash: u64) -> usize {
 /// The counts of unique pieces: short ones packed ([`Short`]), longer ones
 /// boxed, each in [`SHARDS`] shards.
 struct Table {
-    short: Vec<PieceMap<Short>>,
+    short: Vec<ShortTable>,
     long: Vec<PieceMap<Box<[u8]>>>,
 }
 
 impl Default for Table {
     fn default() -> Self {
-        Table { short: (0..SHARDS).map(|_| piece_map(0)).collect(), long: (0..SHARDS).map(|_| piece_map(0)).collect() }
+        Table {
+            short: (0..SHARDS).map(|_| ShortTable::with_capacity(0)).collect(),
+            long: (0..SHARDS).map(|_| piece_map(0)).collect(),
+        }
     }
 }
 
 impl Table {
     fn get(&self, k: &[u8]) -> u64 {
         match Short::new(k) {
-            Some(s) => self.short[shard_of(s.hash())].get(&s).copied(),
+            Some(s) => self.short[shard_of(s.hash())].get(&s),
             None => self.long[shard_of(hash_long(k))].get(k).copied(),
         }
         .unwrap_or(0)
     }
 
-    /// Add `v` to `k`'s count; true if `k` is new.
+    /// Add `v` to `k`'s count; true if `k` is new. A count of 0 adds nothing.
     #[inline]
     fn add(&mut self, k: &[u8], v: u64) -> bool {
+        if v == 0 {
+            return false;
+        }
         if let Some(s) = Short::new(k) {
-            return add_to(&mut self.short[shard_of(s.hash())], s, v);
+            let h = s.hash();
+            return self.short[shard_of(h)].add(s, h, v);
         }
         let long = &mut self.long[shard_of(hash_long(k))];
         match long.get_mut(k) {
@@ -221,13 +340,13 @@ impl Table {
     }
 
     fn iter(&self) -> impl Iterator<Item = (&[u8], u64)> + '_ {
-        let short = self.short.iter().flat_map(|m| m.iter().map(|(k, &v)| (k.bytes(), v)));
+        let short = self.short.iter().flat_map(|m| m.iter().map(|(k, v)| (k.bytes(), *v)));
         short.chain(self.long.iter().flat_map(|m| m.iter().map(|(k, &v)| (&k[..], v))))
     }
 
     fn retain(&mut self, mut keep: impl FnMut(u64) -> bool) {
         for m in &mut self.short {
-            m.retain(|_, c| keep(*c));
+            m.retain(&mut keep);
         }
         for m in &mut self.long {
             m.retain(|_, c| keep(*c));
@@ -242,7 +361,7 @@ impl Table {
     fn into_vec(self) -> Vec<(Box<[u8]>, u64)> {
         let mut v: Vec<(Box<[u8]>, u64)> = Vec::with_capacity(self.len());
         for m in self.short {
-            v.extend(m.into_iter().map(|(k, c)| (k.bytes().into(), c)));
+            v.extend(m.iter().map(|(k, c)| (k.bytes().into(), *c)));
         }
         for m in self.long {
             v.extend(m);
@@ -256,7 +375,7 @@ impl Table {
     fn into_sorted(self) -> SortedPieces {
         let mut short: Vec<(Short, u64)> = Vec::with_capacity(self.short.iter().map(|m| m.len()).sum());
         for m in self.short {
-            short.extend(m);
+            short.extend(m.iter());
         }
         let mut long: Vec<(Box<[u8]>, u64)> = Vec::with_capacity(self.long.iter().map(|m| m.len()).sum());
         for m in self.long {
@@ -266,16 +385,6 @@ impl Table {
         long.par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
         SortedPieces { short, long }
     }
-}
-
-#[inline(always)]
-fn add_to(m: &mut PieceMap<Short>, k: Short, v: u64) -> bool {
-    let mut new = false;
-    *m.entry(k).or_insert_with(|| {
-        new = true;
-        0
-    }) += v;
-    new
 }
 
 /// The unique pieces of a counter in byte order ([`WordCounter::into_sorted_pieces`]):
@@ -315,7 +424,7 @@ impl SortedPieces {
 /// One group's counts: short pieces packed, longer ones borrowed from its
 /// texts, and how many pieces it had.
 struct Local<'a> {
-    short: PieceMap<Short>,
+    short: ShortTable,
     long: PieceMap<&'a str>,
     pieces: u64,
 }
@@ -401,23 +510,68 @@ fn count_docs<'a>(
 ) -> Result<Scattered<'a>> {
     // sized for about one new piece per 32 bytes of text (web text: ~one per 80):
     // growing the table from empty, rehash after rehash, took 8% of counting
-    let mut short: PieceMap<Short> = piece_map(bytes / 32);
+    let mut short = ShortTable::with_capacity(bytes / 32);
     let mut long: PieceMap<&str> = piece_map(bytes / 512);
     let mut n = 0u64;
+    let mut keys = [(Short([0; 16]), 0u64); SCAN_CHUNK];
     for t in docs {
         let parent = within.unwrap_or(t).as_bytes();
         let base = parent.as_ptr() as usize;
-        pretok.split(t, |p| {
-            if p.len() <= 15 {
-                let s = Short::within(parent, p.as_ptr() as usize - base, p.len());
-                *short.entry(s).or_insert(0) += 1;
-            } else {
-                *long.entry(p).or_insert(0) += 1;
+        let at = t.as_ptr() as usize - base;
+        // a chunk of the scanner's pieces at a time: the keys and their
+        // hashes first, each slot's cache line asked for, then the counts
+        let scanned = pretok.scan_chunks(t, |bounds| {
+            let mut k = 0;
+            for w in bounds.windows(2) {
+                if w[1] - w[0] <= 15 {
+                    let s = Short::within(parent, at + w[0], w[1] - w[0]);
+                    let h = s.hash();
+                    short.prefetch(h);
+                    keys[k] = (s, h);
+                    k += 1;
+                } else {
+                    *long.entry(&t[w[0]..w[1]]).or_insert(0) += 1;
+                }
             }
-            n += 1;
-        })?;
+            n += bounds.len() as u64 - 1;
+            for &(s, h) in &keys[..k] {
+                short.add(s, h, 1);
+            }
+        });
+        if !scanned {
+            pretok.split(t, |p| {
+                if p.len() <= 15 {
+                    let s = Short::within(parent, p.as_ptr() as usize - base, p.len());
+                    short.add(s, s.hash(), 1);
+                } else {
+                    *long.entry(p).or_insert(0) += 1;
+                }
+                n += 1;
+            })?;
+        }
     }
     Ok(Local { short, long, pieces: n }.scatter())
+}
+
+/// Give the memory the C allocator holds free back to the system (glibc's
+/// `malloc_trim`; nothing elsewhere). The counting table's shards are
+/// allocated and freed on the counting threads, whose allocator arenas keep
+/// the freed pages; training's arena and pair index are then allocated on the
+/// calling thread and cannot reuse them. Trimmed once the counter is
+/// consumed: 62 MB less peak memory training 0.25 GB (2 M distinct pieces).
+pub fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        extern "C" {
+            fn malloc_trim(pad: usize) -> i32;
+        }
+        // SAFETY: malloc_trim takes a plain integer, touches only the
+        // allocator's own free lists (under its locks), and is safe to call
+        // from any thread at any time
+        unsafe {
+            malloc_trim(0);
+        }
+    }
 }
 
 /// Unique pieces of a corpus with their counts.
@@ -588,8 +742,13 @@ impl WordCounter {
             .map(|(s, (short, long))| {
                 let mut added = 0u64;
                 for l in &locals {
-                    for &(k, v) in &l.short[l.short_at[s] as usize..l.short_at[s + 1] as usize] {
-                        if add_to(short, k, v) {
+                    let items = &l.short[l.short_at[s] as usize..l.short_at[s + 1] as usize];
+                    for (i, &(k, v)) in items.iter().enumerate() {
+                        // the slot of an entry a few ahead asked for (a cache miss each, else)
+                        if let Some(e) = items.get(i + 8) {
+                            short.prefetch(e.0.hash());
+                        }
+                        if short.add(k, k.hash(), v) {
                             added += TABLE_ENTRY + k.0[15] as u64;
                         }
                     }

@@ -809,6 +809,7 @@ impl Trainer {
             }
         }
         drop(sorted);
+        crate::wordcount::release_free_memory();
         Ok(Trainer::from_layout(lay, tokens, next_id, num_merges, tie, min_frequency, None))
     }
 
