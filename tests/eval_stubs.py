@@ -84,7 +84,7 @@ class DictTokenizer(Tokenizer):
         return out
 
     def id_to_bytes(self, id: int) -> bytes:
-        id = self._check_id(id)
+        id = self.check_id(id)
         if 1 <= id <= self.n:
             return self.patterns[id - 1]
         if self.n < id <= self.n + 256:

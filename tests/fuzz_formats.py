@@ -109,7 +109,7 @@ def digest(obj) -> str:
             h.update(b"-\0")
     probe = _PROBE if not isinstance(tok, tf.Mixedgram) else _PROBE.encode("latin-1", "replace").decode("latin-1")
     h.update(repr(tok.encode(probe)).encode())
-    files = tok._fingerprint_files()
+    files = tok.fingerprint_files()
     if files is not None:
         for name, data in sorted(files.items()):
             h.update(name.encode() + hashlib.sha256(data).digest())

@@ -130,7 +130,7 @@ class CharTokenizer(Tokenizer):
         return out
 
     def id_to_bytes(self, id: int) -> bytes:
-        i, n = self._check_id(id), len(self._chars)
+        i, n = self.check_id(id), len(self._chars)
         if i < n:
             return self._chars[i].encode("utf-8", "surrogatepass")
         if i < n + 256:
@@ -147,18 +147,18 @@ class CharTokenizer(Tokenizer):
         out[n : n + 256] = 1
         return out
 
-    def _byte_id(self, b: int) -> int:
+    def byte_id(self, b: int) -> int:
         return len(self._chars) + b
 
     # ---- optional hooks declared on Tokenizer ------------------------------
     def inspect_extra(self) -> dict:
         return {"toy_chars": len(self._chars)}
 
-    def _fingerprint_files(self) -> dict[str, bytes]:
-        return {"tokenizer.json": self._to_bytes()}
+    def fingerprint_files(self) -> dict[str, bytes]:
+        return {"tokenizer.json": self.to_bytes()}
 
     # ---- the file format (and pickling through it) -------------------------
-    def _to_bytes(self) -> bytes:
+    def to_bytes(self) -> bytes:
         value = {
             "format": FORMAT_NAME,
             "version": FORMAT_VERSION,
@@ -169,12 +169,12 @@ class CharTokenizer(Tokenizer):
         return (json.dumps(value, ensure_ascii=True, indent=1) + "\n").encode("ascii")
 
     @classmethod
-    def _from_bytes(cls, data: bytes, state: dict) -> "CharTokenizer":
+    def from_bytes(cls, data: bytes, state: dict) -> "CharTokenizer":
         return read_toy(data, "<pickled CharTokenizer>")
 
     def save(self, path) -> None:
         """Write the tokenizer as one JSON file at ``path`` (atomically)."""
-        atomic_write(path, self._to_bytes())
+        atomic_write(path, self.to_bytes())
 
     @classmethod
     def load(cls, path) -> "CharTokenizer":

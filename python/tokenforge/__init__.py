@@ -42,10 +42,11 @@ from .registry import FAMILIES as _FAMILIES
 from .registry import load
 
 if TYPE_CHECKING:
-    from .base import IdBatch, Tokenizer
+    from .base import Tokenizer
     from .bpe import BPETokenizer
     from .chat import SPECIAL_TOKENS
     from .growing import GrowingBPETokenizer, NeuroTokenizer
+    from .ids import IdBatch
     from .lz78 import LZ78Tokenizer
     from .mixedgram import Mixedgram
     from .pipeline import PipelineTokenizer
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
 #: record in tokenforge.registry says
 _LAZY = {
     "Tokenizer": f"{__name__}.base",
-    "IdBatch": f"{__name__}.base",
+    "IdBatch": f"{__name__}.ids",
     "SPECIAL_TOKENS": f"{__name__}.chat",
     **{name: _FAMILIES[f].module for f in _BUILT_IN for name in (_FAMILIES[f].class_name, *_FAMILIES[f].exports)},
 }

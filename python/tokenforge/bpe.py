@@ -32,15 +32,18 @@ from pathlib import Path
 from typing import Iterable
 
 from . import _core
-from .base import CoreEncoded, Tokenizer, encode_around_surrogates, is_integer
+from .base import Tokenizer
 from .bpe_structure import Detail, bpe_embedding_metadata, merge_detail
-from .chat import SPECIAL_TOKENS, check_special_texts
-from .errors import CorpusError, FormatError, PatternError, SpecialTokenError, TokenforgeError, warn_user
+from .chat import special_token_list
+from .errors import CorpusError, FormatError, PatternError, TokenforgeError, warn_user
 from .formats.bpe_data import BPEData
 from .formats.kinds import Format, dir_holding, read_any
 from .formats.patterns import resolve_pattern
 from .hybrid import class_or_instance
+from .ids import is_integer
 from .progress import progress_bar
+from .rust_backed import CoreEncoded
+from .surrogates import encode_around_surrogates
 
 __all__ = ["BPETokenizer", "PATTERNS", "resolve_pattern"]
 
@@ -75,18 +78,7 @@ _SEED003_DEFAULTS = {"pattern": "gpt2", "tie_break": "lexicographic", "layout": 
 
 
 def _special_list(special_tokens) -> list[str]:
-    if special_tokens is None:
-        return []
-    if special_tokens == "nanochat":
-        return list(SPECIAL_TOKENS)
-    if isinstance(special_tokens, str):
-        raise TypeError("special_tokens must be a list of strings (or 'nanochat' or None), not a single string")
-    out = list(special_tokens)
-    check_special_texts(out)
-    if len(set(out)) != len(out):
-        dup = next(s for s in out if out.count(s) > 1)
-        raise SpecialTokenError(f"special token {dup!r} is listed twice")
-    return out
+    return special_token_list(special_tokens)
 
 
 def _check_seed_specials(specials: list[str]) -> None:
@@ -136,9 +128,9 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         self,
         corpus=None,
         vocab_size: int | None = None,
+        *,
         save_dir=None,
         special_tokens="nanochat",
-        *,
         pattern=_DEFAULT,
         tie_break=_DEFAULT,
         min_frequency: int = 1,
@@ -272,21 +264,24 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         if parity is not None:
             if seed_mode:
                 raise TokenforgeError("parity training is not available in seed 003's mode (input_path=)")
-            from .bpe_parity import count_parity
+            from .bpe_parity import ParitySettings, count_parity
 
-            counter = count_parity(
-                corpus,
-                parity,
-                regex,
+            settings = ParitySettings(
                 measure=parity_measure,
                 global_merges=parity_global_merges,
                 window=parity_window,
                 window_alpha=parity_window_alpha,
                 tolerance=parity_tolerance,
                 shared=parity_shared,
-                parity_rule=parity_rule,
+                rule=parity_rule,
                 reference=parity_reference,
                 gain=parity_gain,
+            )
+            counter = count_parity(
+                corpus,
+                parity,
+                regex,
+                settings,
                 who="BPETokenizer.train",
                 rule=rule,
                 text_field=text_field,
@@ -331,9 +326,19 @@ class BPETokenizer(CoreEncoded, Tokenizer):
             self._set(data)
             tok = self
         if save_dir is not None:
-            if seed_mode:
-                tok.export_seed003(save_dir)  # first: it checks everything before writing anything
-            tok.save(save_dir)
+            if seed_mode:  # seed 003's files and ours, as one save
+                from .formats.atomic import atomic_write_all
+                from .formats.seed003 import seed003_items
+                from .formats.suffixes import check_save_suffix
+                from .formats.tfjson import tfjson_items
+
+                check_save_suffix(save_dir, (), "BPETokenizer.train(save_dir=...)")  # a directory
+                items = tfjson_items(Path(save_dir) / _DIR_FILE, tok._data)
+                items += seed003_items(save_dir, tok._data, allow_other_pattern=True)
+                Path(save_dir).mkdir(parents=True, exist_ok=True)
+                atomic_write_all(items)
+            else:
+                tok.save(save_dir)
         return tok
 
     @classmethod
@@ -390,7 +395,7 @@ class BPETokenizer(CoreEncoded, Tokenizer):
     def data(self) -> BPEData:
         return self._data
 
-    def _byte_id(self, b: int) -> int:
+    def byte_id(self, b: int) -> int:
         """The id of the single byte ``b`` (its entry in the byte table; not b
         itself in every layout, e.g. imported tiktoken/HF vocabularies)."""
         return self._data.byte_ids[b]
@@ -401,7 +406,7 @@ class BPETokenizer(CoreEncoded, Tokenizer):
             return self._model.encode_batch(list(texts), num_threads, ids, True)
         except UnicodeEncodeError:  # lone surrogates
             return encode_around_surrogates(
-                list(texts), lambda parts: self._model.encode_batch(parts, num_threads, ids, True), self._byte_id
+                list(texts), lambda parts: self._model.encode_batch(parts, num_threads, ids, True), self.byte_id
             )
 
     def embedding_metadata(self, mode: str = "structured") -> dict:
@@ -424,19 +429,19 @@ class BPETokenizer(CoreEncoded, Tokenizer):
             p = p / _DIR_FILE
         write_tfjson(p, self._data)
 
-    def _to_bytes(self) -> bytes:
+    def to_bytes(self) -> bytes:
         """The JSON :meth:`save` writes, as bytes (how a tokenizer pickles: :mod:`tokenforge.base`)."""
         from .formats.tfjson import tfjson_text
 
         return tfjson_text(self._data).encode("utf-8")
 
     @classmethod
-    def _from_bytes(cls, data: bytes, state: dict) -> "BPETokenizer":
+    def from_bytes(cls, data: bytes, state: dict) -> "BPETokenizer":
         from .formats.tfjson import tfjson_from_bytes
 
         return cls(tfjson_from_bytes(data, f"<pickled {cls.__name__}>"))
 
-    def _fingerprint_files(self) -> dict:
+    def fingerprint_files(self) -> dict:
         """What defines this tokenizer (see tokenforge.data.fingerprint): the JSON
         :meth:`save` writes; its vocabulary view is derived from it."""
         from .formats.tfjson import tfjson_text
@@ -661,13 +666,13 @@ def _train(
                 parity.resolve_global(num_merges),
                 measure,
                 norms,
-                parity.window,
-                parity.window_alpha,
-                parity.tolerance,
-                parity.shared,
-                parity.rule,
+                parity.settings.window,
+                parity.settings.window_alpha,
+                parity.settings.tolerance,
+                parity.settings.shared,
+                parity.settings.rule,
                 parity.reference_index(),
-                parity.gain,
+                parity.settings.gain,
             )
         except TokenforgeError as e:  # the core names languages by index: say which
             names = ", ".join(f"{i} = {lang}" for i, lang in enumerate(parity.languages))

@@ -58,6 +58,11 @@ is stated in docs/algorithms.md).
   shared-pair variant's choice leaning towards the pairs the other dear
   languages share (gain 0: the shared-pair choice, capped).
 
+The ``parity_*`` settings travel from ``train`` as one checked value,
+:class:`ParitySettings` (its :meth:`~ParitySettings.check` is their one check),
+held by :class:`ParityCounts` next to the counts; the training text of every
+language is counted through one runner (a scheduler address is connected once).
+
 Not handled: the paper's target-ratio variant; documents
 without a language in a parity corpus (refused, not dropped); per-language
 weights.
@@ -71,6 +76,7 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
+from .cluster import runner
 from .counting import DocRule, count_pieces
 from .data.corpus import Texts, corpus_paths
 from .data.languages import is_language_code, read_language_documents
@@ -81,7 +87,7 @@ __all__ = [
     "RULES",
     "PARALLEL",
     "ParityCounts",
-    "check_parity_args",
+    "ParitySettings",
     "count_parity",
     "as_texts",
     "compare_parity_inputs",
@@ -93,17 +99,14 @@ MEASURES = ("tokens", "bytes", "chars")
 RULES = ("foroutan2025", "levelup", "excess", "group")
 
 
-@dataclasses.dataclass
-class ParityCounts:
-    """Counted per-language text, ready for ``_core.BpeTrainer.parity`` (languages sorted)."""
+@dataclasses.dataclass(frozen=True)
+class ParitySettings:
+    """How parity training compares and serves the languages: every setting of
+    ``BPETokenizer.train``'s ``parity_*`` arguments, as one value (see the module
+    docstring for each). :meth:`check` is their one check."""
 
-    languages: list[str]
-    train: list[Any]  # _core.WordCounter per language
-    dev: list[Any]
-    measure: str | dict[str, int]
-    global_merges: int | float  # merges, or a share of them (resolved by :meth:`resolve_global`)
-    train_bytes: list[int]
-    dev_bytes: list[int]
+    measure: str | Mapping[str, int] = "tokens"
+    global_merges: int | float = 0  # merges, or a share of them (resolved by :meth:`ParityCounts.resolve_global`)
     window: int = 0
     window_alpha: float = 2.0
     tolerance: float = 0.0
@@ -112,24 +115,121 @@ class ParityCounts:
     reference: str | None = None
     gain: float = 1.0
 
+    def check(self, parity: object) -> list[str]:
+        """The dev languages of ``parity``, sorted, when these settings are valid
+        for them; the typed error naming the argument otherwise."""
+        if not isinstance(parity, Mapping) or isinstance(parity, (str, bytes)):
+            raise TypeError(
+                f"parity must map each language code to its dev text (e.g. {{'de': 'dev.de.txt'}}), "
+                f"not {type(parity).__name__}"
+            )
+        if not parity:
+            raise TokenforgeError("parity: no language given; map each language code to its dev text")
+        langs = sorted(_check_lang(k, "parity") for k in parity)
+        measure, global_merges, window, window_alpha = self.measure, self.global_merges, self.window, self.window_alpha
+        tolerance, shared, rule, reference, gain = self.tolerance, self.shared, self.rule, self.reference, self.gain
+        if isinstance(measure, Mapping):
+            for lang in langs:
+                if lang not in measure:
+                    raise TokenforgeError(f"parity_measure gives no size for the dev text of {lang!r}")
+            for lang, v in measure.items():
+                if lang not in parity:
+                    raise TokenforgeError(f"parity_measure names {lang!r}, which has no dev text in parity")
+                if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                    raise TokenforgeError(f"parity_measure[{lang!r}] must be a positive int, not {v!r}")
+        elif measure not in MEASURES:
+            raise TokenforgeError(
+                f"unknown parity_measure {measure!r}; expected one of {', '.join(MEASURES)} or a mapping "
+                "language -> positive int"
+            )
+        if isinstance(global_merges, float):
+            if not 0.0 <= global_merges < 1.0:
+                raise TokenforgeError(
+                    f"parity_global_merges as a share of the merges must be in [0, 1), not {global_merges!r}"
+                )
+        elif isinstance(global_merges, bool) or not isinstance(global_merges, int) or global_merges < 0:
+            raise TokenforgeError(
+                f"parity_global_merges must be an int >= 0 (merges) or a float in [0, 1) (a share of them), "
+                f"not {global_merges!r}"
+            )
+        if isinstance(window, bool) or not isinstance(window, int) or window < 0:
+            raise TokenforgeError(f"parity_window must be an int >= 0 (0: off), not {window!r}")
+        if isinstance(window_alpha, bool) or not isinstance(window_alpha, (int, float)) or not window_alpha > 0:
+            raise TokenforgeError(f"parity_window_alpha must be a number above 0, not {window_alpha!r}")
+        if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not 0 <= tolerance < math.inf:
+            raise TokenforgeError(f"parity_tolerance must be a number >= 0 (0: off; 0.05: 5%), not {tolerance!r}")
+        if (
+            isinstance(shared, bool)
+            or not isinstance(shared, (int, float))
+            or not (shared == 0 or 1 <= shared < math.inf)
+        ):
+            raise TokenforgeError(f"parity_shared must be 0 (off) or a number >= 1, not {shared!r}")
+        if rule not in RULES:
+            raise TokenforgeError(f"unknown parity_rule {rule!r}; expected one of {', '.join(RULES)}")
+        if rule != "foroutan2025":
+            if reference not in parity:
+                raise TokenforgeError(
+                    f"parity_rule={rule!r} needs parity_reference, one of the dev languages ({', '.join(langs)}), "
+                    f"not {reference!r}"
+                )
+            if rule == "group" and not shared:
+                raise TokenforgeError(
+                    "parity_rule='group' needs parity_shared >= 1 (the band of the worst language's pairs it "
+                    "chooses from)"
+                )
+            if rule == "excess" and (tolerance or shared or window):
+                raise TokenforgeError(
+                    "parity_rule='excess' takes no parity_tolerance, parity_shared or parity_window (its knob is "
+                    "parity_gain)"
+                )
+        if isinstance(gain, bool) or not isinstance(gain, (int, float)) or not 0 <= gain < math.inf:
+            raise TokenforgeError(f"parity_gain must be a number >= 0 (0: plain BPE), not {gain!r}")
+        return langs
+
+    def normalized(self) -> ParitySettings:
+        """The checked settings in the core's types (a plain dict of ints as the measure, floats)."""
+        measure = self.measure if isinstance(self.measure, str) else {k: int(v) for k, v in self.measure.items()}
+        return dataclasses.replace(
+            self,
+            measure=measure,
+            window_alpha=float(self.window_alpha),
+            tolerance=float(self.tolerance),
+            shared=float(self.shared),
+            gain=float(self.gain),
+        )
+
+
+@dataclasses.dataclass
+class ParityCounts:
+    """Counted per-language text, ready for ``_core.BpeTrainer.parity`` (languages sorted)."""
+
+    languages: list[str]
+    train: list[Any]  # _core.WordCounter per language
+    dev: list[Any]
+    train_bytes: list[int]
+    dev_bytes: list[int]
+    settings: ParitySettings
+
     def reference_index(self) -> int | None:
         """The reference language's index (None for the paper's rule, which has none)."""
-        return None if self.rule == "foroutan2025" or self.reference is None else self.languages.index(self.reference)
+        s = self.settings
+        return None if s.rule == "foroutan2025" or s.reference is None else self.languages.index(s.reference)
 
     def resolve_global(self, num_merges: int) -> int:
         """The number of global merges: as given, or the share of ``num_merges``."""
-        if isinstance(self.global_merges, float):
-            return int(self.global_merges * num_merges)
-        return self.global_merges
+        g = self.settings.global_merges
+        return int(g * num_merges) if isinstance(g, float) else g
 
     def core_measure(self) -> tuple[str, list[int] | None]:
         """(the core's measure name, explicit norms or None)."""
-        if isinstance(self.measure, str):
-            return self.measure, None
-        return "tokens", [self.measure[lang] for lang in self.languages]
+        m = self.settings.measure
+        if isinstance(m, str):
+            return m, None
+        return "tokens", [m[lang] for lang in self.languages]
 
     def record(self, summary: list[tuple[int, int, int]], num_merges: int) -> dict:
         """The ``parity`` entry of the saved file's training section (``num_merges``: asked for)."""
+        s = self.settings
         per = {}
         for i, lang in enumerate(self.languages):
             before, after, merges = summary[i]
@@ -141,99 +241,24 @@ class ParityCounts:
                 "merges": int(merges),
             }
         return {
-            "rule": self.rule,
-            **({"reference": self.reference} if self.rule != "foroutan2025" else {}),
-            **({"gain": self.gain} if self.rule in ("excess", "group") else {}),
+            "rule": s.rule,
+            **({"reference": s.reference} if s.rule != "foroutan2025" else {}),
+            **({"gain": s.gain} if s.rule in ("excess", "group") else {}),
             "languages": list(self.languages),
-            "measure": self.measure if isinstance(self.measure, str) else dict(sorted(self.measure.items())),
+            "measure": s.measure if isinstance(s.measure, str) else dict(sorted(s.measure.items())),
             "global_merges": self.resolve_global(num_merges),
-            **({"global_share": self.global_merges} if isinstance(self.global_merges, float) else {}),
-            **({"window": self.window, "window_alpha": self.window_alpha} if self.window else {}),
-            **({"tolerance": self.tolerance} if self.tolerance else {}),
-            **({"shared": self.shared} if self.shared else {}),
+            **({"global_share": s.global_merges} if isinstance(s.global_merges, float) else {}),
+            **({"window": s.window, "window_alpha": s.window_alpha} if s.window else {}),
+            **({"tolerance": s.tolerance} if s.tolerance else {}),
+            **({"shared": s.shared} if s.shared else {}),
             "per_language": per,
         }
 
 
-def _check_lang(lang, what: str) -> str:
-    if not is_language_code(lang):
+def _check_lang(lang: object, what: str) -> str:
+    if not isinstance(lang, str) or not is_language_code(lang):
         raise TokenforgeError(f"{what}: {lang!r} is not a language code (e.g. en, de, pt-BR)")
     return lang
-
-
-def check_parity_args(
-    parity,
-    measure,
-    global_merges,
-    window=0,
-    window_alpha=2.0,
-    tolerance=0.0,
-    shared=0.0,
-    rule="foroutan2025",
-    reference=None,
-    gain=1.0,
-) -> list[str]:
-    """The dev languages, sorted, for valid parity arguments; the typed error otherwise."""
-    if not isinstance(parity, Mapping) or isinstance(parity, (str, bytes)):
-        raise TypeError(
-            f"parity must map each language code to its dev text (e.g. {{'de': 'dev.de.txt'}}), "
-            f"not {type(parity).__name__}"
-        )
-    if not parity:
-        raise TokenforgeError("parity: no language given; map each language code to its dev text")
-    langs = sorted(_check_lang(k, "parity") for k in parity)
-    if isinstance(measure, Mapping):
-        for lang in langs:
-            if lang not in measure:
-                raise TokenforgeError(f"parity_measure gives no size for the dev text of {lang!r}")
-        for lang, v in measure.items():
-            if lang not in parity:
-                raise TokenforgeError(f"parity_measure names {lang!r}, which has no dev text in parity")
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise TokenforgeError(f"parity_measure[{lang!r}] must be a positive int, not {v!r}")
-    elif measure not in MEASURES:
-        raise TokenforgeError(
-            f"unknown parity_measure {measure!r}; expected one of {', '.join(MEASURES)} or a mapping "
-            "language -> positive int"
-        )
-    if isinstance(global_merges, float):
-        if not 0.0 <= global_merges < 1.0:
-            raise TokenforgeError(
-                f"parity_global_merges as a share of the merges must be in [0, 1), not {global_merges!r}"
-            )
-    elif isinstance(global_merges, bool) or not isinstance(global_merges, int) or global_merges < 0:
-        raise TokenforgeError(
-            f"parity_global_merges must be an int >= 0 (merges) or a float in [0, 1) (a share of them), "
-            f"not {global_merges!r}"
-        )
-    if isinstance(window, bool) or not isinstance(window, int) or window < 0:
-        raise TokenforgeError(f"parity_window must be an int >= 0 (0: off), not {window!r}")
-    if isinstance(window_alpha, bool) or not isinstance(window_alpha, (int, float)) or not window_alpha > 0:
-        raise TokenforgeError(f"parity_window_alpha must be a number above 0, not {window_alpha!r}")
-    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not 0 <= tolerance < math.inf:
-        raise TokenforgeError(f"parity_tolerance must be a number >= 0 (0: off; 0.05: 5%), not {tolerance!r}")
-    if isinstance(shared, bool) or not isinstance(shared, (int, float)) or not (shared == 0 or 1 <= shared < math.inf):
-        raise TokenforgeError(f"parity_shared must be 0 (off) or a number >= 1, not {shared!r}")
-    if rule not in RULES:
-        raise TokenforgeError(f"unknown parity_rule {rule!r}; expected one of {', '.join(RULES)}")
-    if rule != "foroutan2025":
-        if reference not in parity:
-            raise TokenforgeError(
-                f"parity_rule={rule!r} needs parity_reference, one of the dev languages ({', '.join(langs)}), "
-                f"not {reference!r}"
-            )
-        if rule == "group" and not shared:
-            raise TokenforgeError(
-                "parity_rule='group' needs parity_shared >= 1 (the band of the worst language's pairs it chooses from)"
-            )
-        if rule == "excess" and (tolerance or shared or window):
-            raise TokenforgeError(
-                "parity_rule='excess' takes no parity_tolerance, parity_shared or parity_window (its knob is "
-                "parity_gain)"
-            )
-    if isinstance(gain, bool) or not isinstance(gain, (int, float)) or not 0 <= gain < math.inf:
-        raise TokenforgeError(f"parity_gain must be a number >= 0 (0: plain BPE), not {gain!r}")
-    return langs
 
 
 def as_texts(mapping: Mapping, what: str) -> dict[str, Texts]:
@@ -272,33 +297,24 @@ def _training_sources(corpus, who: str, text_field: str) -> dict[str, Any]:
 
 
 def count_parity(
-    corpus,
-    parity: Mapping,
-    regex,
+    corpus: Any,
+    parity: Mapping[str, Any],
+    regex: str | None,
+    settings: ParitySettings,
     *,
-    measure,
-    global_merges: int | float,
-    window: int = 0,
-    window_alpha: float = 2.0,
-    tolerance: float = 0.0,
-    shared: float = 0.0,
-    parity_rule: str = "foroutan2025",
-    reference: str | None = None,
-    gain: float = 1.0,
     who: str,
     rule: DocRule,
     text_field: str,
-    split_on,
+    split_on: str | None,
     errors: str,
-    num_threads,
-    progress,
-    client,
-    prune_below,
+    num_threads: int | None,
+    progress: bool | None,
+    client: Any,
+    prune_below: int | None,
 ) -> ParityCounts:
-    """Count every language's training text and dev text with ``regex``."""
-    langs = check_parity_args(
-        parity, measure, global_merges, window, window_alpha, tolerance, shared, parity_rule, reference, gain
-    )
+    """Count every language's training text and dev text with ``regex``. A
+    scheduler address as ``client`` is connected once for all the languages."""
+    langs = settings.check(parity)
     sources = _training_sources(corpus, who, text_field)
     for lang in langs:
         if lang not in sources:
@@ -312,41 +328,40 @@ def count_parity(
                 f"{who}: the training language {lang!r} has no dev text in parity (dev languages: "
                 f"{', '.join(langs)}); give it one, or leave its text out"
             )
-    common = dict(rule=rule, text_field=text_field, split_on=split_on, errors=errors, num_threads=num_threads)
+    common: dict[str, Any] = dict(
+        rule=rule, text_field=text_field, split_on=split_on, errors=errors, num_threads=num_threads
+    )
     train, dev = [], []
-    for lang in langs:
-        c = count_pieces(
-            sources[lang],
-            regex,
-            client=client,
-            who=who,
-            progress=progress,
-            prune_below=prune_below,
-            desc=f"counting {lang}",
-            **common,
-        )
-        if c.total_bytes == 0:
-            raise CorpusError(f"{who}: the training text of {lang!r} is empty")
-        train.append(c)
-        d = count_pieces(parity[lang], regex, who=f"{who} (dev text of {lang!r})", progress=False, **common)
-        if d.total_bytes == 0:
-            raise CorpusError(f"{who}: the dev text of {lang!r} is empty")
-        dev.append(d)
+    run = None if client is None else runner(client, progress=progress)
+    try:
+        for lang in langs:
+            c = count_pieces(
+                sources[lang],
+                regex,
+                client=run,
+                who=who,
+                progress=progress,
+                prune_below=prune_below,
+                desc=f"counting {lang}",
+                **common,
+            )
+            if c.total_bytes == 0:
+                raise CorpusError(f"{who}: the training text of {lang!r} is empty")
+            train.append(c)
+            d = count_pieces(parity[lang], regex, who=f"{who} (dev text of {lang!r})", progress=False, **common)
+            if d.total_bytes == 0:
+                raise CorpusError(f"{who}: the dev text of {lang!r} is empty")
+            dev.append(d)
+    finally:
+        if run is not None and run is not client:
+            run.close()
     return ParityCounts(
         languages=langs,
         train=train,
         dev=dev,
-        measure=measure if isinstance(measure, str) else {k: int(v) for k, v in measure.items()},
-        global_merges=global_merges,
         train_bytes=[int(c.total_bytes) for c in train],
         dev_bytes=[int(d.total_bytes) for d in dev],
-        window=window,
-        window_alpha=float(window_alpha),
-        tolerance=float(tolerance),
-        shared=float(shared),
-        rule=parity_rule,
-        reference=reference,
-        gain=float(gain),
+        settings=settings.normalized(),
     )
 
 

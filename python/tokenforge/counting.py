@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from . import _core
-from .base import feed_in_batches
-from .cluster import LocalRunner, runner
+from .batching import batched, feed_in_batches
+from .cluster import runner, task_threads
 from .data.corpus import (
     Texts,
     check_options,
@@ -273,7 +273,7 @@ def count_pieces(
         return counter
     run = runner(client, progress=progress)
     try:
-        threads = num_threads if num_threads is not None else (None if isinstance(run, LocalRunner) else 1)
+        threads = task_threads(run, num_threads)
         if isinstance(corpus, Texts):
             return _count_shipped_texts(run, corpus, pattern, rule, threads, prune_below, split_every, desc, who)
         options = {"text_field": text_field, "split_on": split_on, "errors": errors}
@@ -310,8 +310,6 @@ def _count_shipped_texts(run, corpus: Texts, pattern, rule, threads, prune_below
 
     window = 2 * run.workers
     results = []
-    batch: list[str] = []
-    size = 0
     pending: list[list[str]] = []
 
     def flush():
@@ -320,15 +318,13 @@ def _count_shipped_texts(run, corpus: Texts, pattern, rule, threads, prune_below
             results.append(run.reduce(merge_counts, handles, split_every))
             pending.clear()
 
-    for text in iterator_documents(corpus.texts, who=who.replace("train", "train_from_iterator", 1)):
-        batch.append(text)
-        size += len(text)
-        if size >= BATCH_CHARS:
-            pending.append(batch)
-            batch, size = [], 0
-            if len(pending) >= window:
-                flush()
-    if batch or not (results or pending):
+    for batch in batched(
+        iterator_documents(corpus.texts, who=who.replace("train", "train_from_iterator", 1)), BATCH_CHARS
+    ):
         pending.append(batch)
+        if len(pending) >= window:
+            flush()
+    if not (results or pending):
+        pending.append([])  # no text at all: one empty count, as here
     flush()
     return run.gather(run.reduce(merge_counts, results, split_every))

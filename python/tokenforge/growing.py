@@ -21,6 +21,12 @@ Decisions where the seed leaves room (see ``docs`` and ``specs/growing.md``):
 - ``decode`` follows the seed: ids 0-3 give nothing, reserved ids 4-9 and ids
   not (yet) in the vocabulary give ``"<unk>"``. With ``skip_special_tokens=False``
   ids 0-3 give their text (``<|bos|>``...) instead of nothing;
+- ``encode`` is the contract's, as every family's (no BOS/EOS unless asked with
+  nanochat's ``prepend``/``append``); the seed's encode -- BOS ... EOS by
+  default, ``max_length``, ``truncation``, ``padding`` -- is
+  :meth:`~GrowingBPETokenizer.encode_for_model`, and ``batch_encode`` (the
+  seed's batch call) goes through it. The seed's own example
+  (``encode("Hello, world!")`` giving merges only) reads as ``encode``;
 - ``encode`` does not count tokens into ``total_tokens_processed`` (the seed
   did, which made saved files depend on how much had been encoded);
   :meth:`learn_merges` adds the UTF-8 bytes it learned from;
@@ -46,13 +52,13 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, Sequence, overload
 
 import numpy as np
 
 from . import _core
 from . import sync as _sync
-from .base import Tokenizer, _check_texts, batch_flat, batch_ids, decode_utf8, encode_around_surrogates
+from .base import Tokenizer
 from .bpe_structure import Detail, bpe_embedding_metadata, merge_detail
 from .counting import DocRule, count_pieces
 from .data.corpus import Texts, corpus_source
@@ -72,7 +78,10 @@ from .formats.growing_json import (
 from .formats.kinds import HEAD_BYTES, Format
 from .formats.patterns import resolve_pattern
 from .formats.suffixes import check_save_suffix
+from .ids import check_texts
 from .progress import progress_bar
+from .rust_backed import batch_flat, batch_ids
+from .surrogates import decode_utf8, encode_around_surrogates
 from .sync import DEFAULT_MAX_BYTES, AutoSync, SyncReport
 
 __all__ = [
@@ -362,7 +371,7 @@ class GrowingBPETokenizer(Tokenizer):
         st = self._state
         return self._encode_one(st, _nfc(text) if st.data.normalization == "NFC" else text, None)
 
-    def _byte_id(self, b: int) -> int:
+    def byte_id(self, b: int) -> int:
         """The id of byte ``b`` (b + 10): how a lone surrogate's bytes are encoded."""
         return b + BYTE_OFFSET
 
@@ -373,7 +382,7 @@ class GrowingBPETokenizer(Tokenizer):
         try:
             return enc(text)
         except UnicodeEncodeError:  # lone surrogates: the core takes only UTF-8
-            return encode_around_surrogates([text], lambda parts: [enc(t) for t in parts], self._byte_id)[0]
+            return encode_around_surrogates([text], lambda parts: [enc(t) for t in parts], self.byte_id)[0]
 
     def encode_to_numpy(self, text: str) -> np.ndarray:
         """Ids of ``text`` (no BOS/EOS) as a uint32 array."""
@@ -388,63 +397,80 @@ class GrowingBPETokenizer(Tokenizer):
 
     def encode_batch(self, texts: Sequence[str], num_threads: int | None = None, as_numpy: bool = False):
         """Ids of many texts (no BOS/EOS), encoded in parallel with the GIL released."""
-        _check_texts(texts)
+        check_texts(texts)
         st = self._state
         if st.data.normalization == "NFC":
             texts = [_nfc(t) for t in texts]
-        return batch_ids(st.model, texts, num_threads, as_numpy, self._byte_id)
+        return batch_ids(st.model, texts, num_threads, as_numpy, self.byte_id)
 
     def encode_batch_flat(self, texts: Sequence[str], num_threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(flat uint32 ids, int64 offsets) of many texts (no BOS/EOS; see :meth:`Tokenizer.encode_batch_flat`)."""
-        _check_texts(texts)
+        check_texts(texts)
         st = self._state
         texts = [_nfc(t) for t in texts] if st.data.normalization == "NFC" else list(texts)
-        return batch_flat(st.model, texts, num_threads, self._byte_id)
+        return batch_flat(st.model, texts, num_threads, self.byte_id)
 
-    # The seed's signature (HF-style special-token and padding options), not Tokenizer.encode's.
-    def encode(  # type: ignore[override]
+    def _encode_with_specials(self, text: str, allowed: dict[str, int]) -> list[int]:
+        st = self._state
+        return self._encode_one(st, _nfc(text) if st.data.normalization == "NFC" else text, list(allowed.values()))
+
+    # ``encode`` is the contract's (no BOS/EOS, nanochat's prepend/append); the
+    # seed's encode, with its HF-style options, is ``encode_for_model``.
+    @overload
+    def encode_for_model(
         self,
-        text,
+        text: str,
         add_special_tokens: bool = True,
         max_length: int | None = None,
         truncation: bool = False,
         padding: bool = False,
         *,
-        allowed_special=(),
-        disallowed_special=(),
+        allowed_special: str | Iterable[str] = (),
+        disallowed_special: str | Iterable[str] = (),
         num_threads: int | None = None,
-    ):
-        """Encode a str (-> ids) or a list of str (-> list of ids), the seed's way.
+    ) -> list[int]: ...
+    @overload
+    def encode_for_model(
+        self,
+        text: list[str],
+        add_special_tokens: bool = True,
+        max_length: int | None = None,
+        truncation: bool = False,
+        padding: bool = False,
+        *,
+        allowed_special: str | Iterable[str] = (),
+        disallowed_special: str | Iterable[str] = (),
+        num_threads: int | None = None,
+    ) -> list[list[int]]: ...
+    def encode_for_model(
+        self,
+        text: str | list[str],
+        add_special_tokens: bool = True,
+        max_length: int | None = None,
+        truncation: bool = False,
+        padding: bool = False,
+        *,
+        allowed_special: str | Iterable[str] = (),
+        disallowed_special: str | Iterable[str] = (),
+        num_threads: int | None = None,
+    ) -> list[int] | list[list[int]]:
+        """The seed's encode (NeuroShard's ``NeuroTokenizer.encode``): a str
+        (-> ids) or a list of str (-> list of ids), ready for the model.
 
-        ``add_special_tokens`` wraps the ids in BOS ... EOS; with ``max_length``,
-        ``truncation`` cuts to that length (EOS may be cut) and ``padding``
-        right-pads with PAD. ``allowed_special`` ("all" or a set of special
-        texts) turns that text into the special ids; ``disallowed_special``
-        makes its presence an error.
+        ``add_special_tokens`` wraps the ids of :meth:`encode` in BOS ... EOS;
+        with ``max_length``, ``truncation`` cuts to that length (EOS may be cut)
+        and ``padding`` right-pads with PAD. ``allowed_special`` ("all" or a
+        set of special texts) turns that text into the special ids;
+        ``disallowed_special`` makes its presence an error.
         """
         if max_length is not None:
             max_length = _check_int("max_length", max_length, 0)
-        allowed, disallowed = self._special_policy(allowed_special, disallowed_special)
-        st = self._state
-
-        def one(t: str) -> list[int]:
-            if st.data.normalization == "NFC":
-                t = _nfc(t)
-            if disallowed:
-                self._raise_if_special(t, disallowed)
-            return self._encode_one(st, t, list(allowed.values()) if allowed else None)
-
+        ids = self.encode(
+            text, num_threads=num_threads, allowed_special=allowed_special, disallowed_special=disallowed_special
+        )
         if isinstance(text, str):
-            return self._finish(one(text), add_special_tokens, max_length, truncation, padding)
-        if isinstance(text, (list, tuple)):
-            _check_texts(text)
-            if allowed or disallowed:
-                parts = [one(t) for t in text]
-            else:
-                texts = [_nfc(t) for t in text] if st.data.normalization == "NFC" else list(text)
-                parts = batch_ids(st.model, texts, num_threads, False, self._byte_id)
-            return [self._finish(p, add_special_tokens, max_length, truncation, padding) for p in parts]
-        raise TypeError(f"encode expects a str or a list of str, not {type(text).__name__}")
+            return self._finish(ids, add_special_tokens, max_length, truncation, padding)
+        return [self._finish(p, add_special_tokens, max_length, truncation, padding) for p in ids]
 
     def _finish(self, ids: list[int], add_special_tokens, max_length, truncation, padding) -> list[int]:
         if add_special_tokens:
@@ -459,7 +485,7 @@ class GrowingBPETokenizer(Tokenizer):
         self, texts: Sequence[str], max_length: int | None = None, padding: bool = True, truncation: bool = True
     ) -> dict:
         """The seed's batch call: ``{"input_ids": [...], "attention_mask": [...]}`` (mask 0 on PAD)."""
-        ids = self.encode(list(texts), max_length=max_length, truncation=truncation, padding=padding)
+        ids = self.encode_for_model(list(texts), max_length=max_length, truncation=truncation, padding=padding)
         return {"input_ids": ids, "attention_mask": [[0 if t == self.PAD_ID else 1 for t in x] for x in ids]}
 
     # ---- decoding --------------------------------------------------------------
@@ -725,16 +751,16 @@ class GrowingBPETokenizer(Tokenizer):
             raise FileNotFoundError(f"no such tokenizer file: {p}")
         return cls._from_data(read_growing_json(p), p)
 
-    def _to_bytes(self) -> bytes:
+    def to_bytes(self) -> bytes:
         """The tokenizer.json :meth:`save` writes, as bytes (how a tokenizer pickles: :mod:`tokenforge.base`)."""
         return growing_json_text(self._data).encode("utf-8")
 
-    def _transport_state(self) -> dict:
+    def transport_state(self) -> dict:
         # where save() and sync() write by default
         return {"path": None if self._path is None else str(self._path)}
 
     @classmethod
-    def _from_bytes(cls, data: bytes, state: dict) -> "GrowingBPETokenizer":
+    def from_bytes(cls, data: bytes, state: dict) -> "GrowingBPETokenizer":
         path = state.get("path")
         if path is not None and not isinstance(path, str):
             raise TypeError(f"path must be a str or None, not {type(path).__name__}")

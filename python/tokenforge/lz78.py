@@ -40,11 +40,12 @@ from typing import Callable
 import numpy as np
 
 from . import _core
-from .base import CoreEncoded, Tokenizer, _check_texts, batch_flat, feed_in_batches
-from .chat import SPECIAL_TOKENS, check_special_texts
+from .base import Tokenizer
+from .batching import batched, feed_in_batches
+from .chat import special_token_list
 from .data.corpus import Texts, corpus_documents
 from .data.partition import Partition, auto_target_bytes, partition_documents, plan_partitions
-from .errors import PatternError, SpecialTokenError, TokenforgeError, VocabSizeError, warn_user
+from .errors import PatternError, TokenforgeError, VocabSizeError, warn_user
 from .formats.kinds import Format, dir_holding
 from .formats.lz78_tsv import (
     LZ78Data,
@@ -56,11 +57,18 @@ from .formats.lz78_tsv import (
 )
 from .formats.patterns import NAMED_PATTERNS
 from .formats.suffixes import check_save_suffix
+from .ids import check_texts
 from .progress import progress_bar
+from .rust_backed import CoreEncoded, batch_flat
 
 __all__ = ["LZ78Tokenizer", "STRATEGIES", "SEED_SPECIALS", "DEFAULT_PARAMS", "lz78_inspect"]
 
 STRATEGIES = ("standard", "frequency_gated", "multi_round", "cost_adjusted", "smart_prune", "flat_prune", "compressed")
+#: the strategy when none is named, in Python, on the command line and in a bare
+#: ``lz78`` spec: at BPE parity like for like, keeps a tree (docs/algorithms.md)
+DEFAULT_STRATEGY = "smart_prune"
+#: the dictionary size when none is named
+DEFAULT_VOCAB_SIZE = 32768
 #: the seed's three special tokens, at N+257, N+258, N+259
 SEED_SPECIALS = ("<|bos|>", "<|eos|>", "<|pad|>")
 #: tuned defaults per strategy (measurements in docs/algorithms.md)
@@ -89,19 +97,8 @@ _DIR_FILE = "lz78.tsv"
 
 
 def _extra_specials(special_tokens) -> list[str]:
-    if special_tokens is None:
-        return []
-    if special_tokens == "nanochat":
-        return [s for s in SPECIAL_TOKENS if s not in SEED_SPECIALS]
-    if isinstance(special_tokens, str):
-        raise TypeError("special_tokens must be a list of strings, 'nanochat' or None, not a single string")
-    out = list(special_tokens)
-    check_special_texts(out)
-    out = [s for s in out if s not in SEED_SPECIALS]  # the seed's three are always there
-    if len(set(out)) != len(out):
-        dup = next(s for s in out if out.count(s) > 1)
-        raise SpecialTokenError(f"special token {dup!r} is listed twice")
-    return out
+    # the seed's three are always there
+    return [s for s in special_token_list(special_tokens) if s not in SEED_SPECIALS]
 
 
 def _pattern_of(name: str | None) -> str | None:
@@ -178,10 +175,10 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
     def train(
         cls,
         corpus,
-        strategy: str = "smart_prune",
-        vocab_size: int = 32768,
-        chunking: bool = True,
+        vocab_size: int = DEFAULT_VOCAB_SIZE,
         *,
+        strategy: str = DEFAULT_STRATEGY,
+        chunking: bool = True,
         special_tokens=None,
         num_threads: int | None = None,
         progress: bool | None = None,
@@ -191,7 +188,10 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
         client=None,
         **strategy_params,
     ) -> "LZ78Tokenizer":
-        """Train a dictionary so that the tokenizer has ``vocab_size`` ids in all.
+        """Train a dictionary so that the tokenizer has ``vocab_size`` ids in all
+        (the shape of every family's ``train``: the corpus and the size, the
+        rest by keyword; ``strategy`` is one of :data:`STRATEGIES`, default
+        :data:`DEFAULT_STRATEGY`).
 
         N = vocab_size − 260 − len(extra specials) output entries (fewer if the
         corpus runs out). ``corpus``: a path or a list of paths (``str`` or
@@ -218,10 +218,15 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
         byte-identical to training without a client. It needs corpus files
         (not :meth:`train_from_iterator`) that the workers can read.
         """
-        if strategy not in STRATEGIES:
-            raise TokenforgeError(f"unknown LZ78 strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
+        if isinstance(vocab_size, str) and vocab_size in STRATEGIES:
+            raise TypeError(
+                f"LZ78Tokenizer.train(corpus, vocab_size, strategy=...): the strategy is a keyword now, as in "
+                f"every family's train; pass strategy={vocab_size!r}"
+            )
         if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)):
             raise TypeError(f"vocab_size must be an int, not {type(vocab_size).__name__}")
+        if strategy not in STRATEGIES:
+            raise TokenforgeError(f"unknown LZ78 strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
         extras = _extra_specials(special_tokens)
         n = int(vocab_size) - 260 - len(extras)
         if n < 1:
@@ -296,12 +301,10 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
         return cls(data)
 
     @classmethod
-    def train_from_iterator(
-        cls, iterator, strategy: str = "smart_prune", vocab_size: int = 32768, chunking: bool = True, **kwargs
-    ) -> "LZ78Tokenizer":
+    def train_from_iterator(cls, iterator, vocab_size: int = DEFAULT_VOCAB_SIZE, **kwargs) -> "LZ78Tokenizer":
         """Train from an iterable of str (texts, never paths), streamed in order;
-        the other arguments are :meth:`train`'s."""
-        return cls.train(Texts(iterator), strategy, vocab_size, chunking, **kwargs)
+        the other arguments are :meth:`train`'s (keywords)."""
+        return cls.train(Texts(iterator), vocab_size, **kwargs)
 
     # ---- the contract ------------------------------------------------------
     @property
@@ -332,7 +335,7 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
             raise TokenforgeError(f"a byte is 0..255, not {b}")
         return self._n + 1 + int(b)
 
-    _byte_id = byte_fallback_id  # the hook lone surrogates are encoded with (tokenforge.base)
+    byte_id = byte_fallback_id  # the hook lone surrogates are encoded with (tokenforge.base)
 
     def tokenize_smart(self, text: str) -> list[int]:
         """Greedy longest match over output entries only (the smart_prune encoder; same as encode_ordinary)."""
@@ -372,22 +375,10 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
         elif isinstance(text, (bytes, bytearray)):
             raise TypeError("text must be a str or an iterable of str, not bytes")
         counts = np.zeros(self.vocab_size, dtype=np.int64)
-        batch: list[str] = []
-        size = 0
-
-        def run():
-            _check_texts(batch)
-            flat, _ = batch_flat(self._model, batch, num_threads, self._byte_id)
+        for batch in batched(text, _BATCH_CHARS):
+            check_texts(batch)
+            flat, _ = batch_flat(self._model, batch, num_threads, self.byte_id)
             counts[:] += np.bincount(np.asarray(flat, dtype=np.int64), minlength=self.vocab_size)[: self.vocab_size]
-
-        for t in text:
-            batch.append(t)
-            size += len(t) if isinstance(t, str) else 0
-            if size >= _BATCH_CHARS:
-                run()
-                batch, size = [], 0
-        if batch:
-            run()
         return counts[1 : self._n + 1] > 0
 
     def count_never_emitted(self, text, num_threads: int | None = None) -> int:
@@ -545,16 +536,16 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
             p = p / _DIR_FILE
         write_lz78_tsv(p, self._saved_data())
 
-    def _to_bytes(self) -> bytes:
+    def to_bytes(self) -> bytes:
         """The TSV :meth:`save` writes, as bytes (how a tokenizer pickles: :mod:`tokenforge.base`)."""
         return lz78_tsv_text(self._saved_data()).encode("utf-8")
 
-    def _transport_state(self) -> dict:
+    def transport_state(self) -> dict:
         # the file records the chunking the dictionary was trained with; set_chunking may have changed it
         return {"chunking": self._chunking}
 
     @classmethod
-    def _from_bytes(cls, data: bytes, state: dict) -> "LZ78Tokenizer":
+    def from_bytes(cls, data: bytes, state: dict) -> "LZ78Tokenizer":
         chunking = state.get("chunking")
         if chunking is not None and not isinstance(chunking, bool):
             raise TypeError(f"chunking must be True, False or None, not {chunking!r}")

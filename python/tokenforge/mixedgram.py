@@ -40,17 +40,19 @@ from typing import Callable, Sequence
 import numpy as np
 
 from . import _core
-from .base import IdBatch, RustBacked, Tokenizer, _check_texts
-from .chat import SPECIAL_TOKENS
+from .base import Tokenizer
+from .chat import special_token_list
 from .data.corpus import corpus_files, corpus_paths, iterator_documents
-from .errors import FormatError, SpecialTokenError, TokenforgeError
+from .errors import FormatError, SpecialTokenError, TokenforgeError, VocabSizeError
 from .formats import mxgram as _fmt
 from .formats.atomic import atomic_open
 from .formats.kinds import Format, dir_holding
 from .formats.suffixes import check_save_suffix
 from .hybrid import class_or_instance
+from .ids import IdBatch, check_texts
 from .latin1 import latin1_of_file, to_latin1
 from .progress import progress_bar
+from .rust_backed import RustBacked
 
 __all__ = [
     "Mixedgram",
@@ -104,6 +106,18 @@ def _read_source(src, text, path, encoding: str, errors: str) -> tuple[bytes, Pa
         p = Path(path)
         return latin1_of_file(p.read_bytes(), p, encoding, errors), p
     return to_latin1(text, errors), None
+
+
+def _check_vocab_size(vocab_size) -> None:
+    """``train(corpus, vocab_size)`` has every family's shape; mixedgram's size is
+    the format's: 12-bit ids, 256 bytes and 3,840 n-gram slots."""
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
+        raise TypeError(f"vocab_size must be an int, not {type(vocab_size).__name__}")
+    if vocab_size != VOCAB_SIZE:
+        raise VocabSizeError(
+            f"vocab_size {vocab_size}: a mixedgram vocabulary always has {VOCAB_SIZE:,} ids (12-bit codes: "
+            f"256 bytes and {NGRAM_SLOTS:,} n-gram slots); leave vocab_size out or pass {VOCAB_SIZE}"
+        )
 
 
 def _check_parse(parse) -> str:
@@ -167,20 +181,10 @@ _KEEP = _Keep()
 
 def _special_ids(special_tokens) -> dict[str, int]:
     """{text: id} from None, "nanochat", a list (last ids, in order) or a dict."""
-    if special_tokens is None:
-        return {}
     if isinstance(special_tokens, dict):
         out = dict(special_tokens)
     else:
-        if special_tokens == "nanochat":
-            names = list(SPECIAL_TOKENS)
-        elif isinstance(special_tokens, str):
-            raise TypeError("special_tokens must be a list of strings, a dict, 'nanochat' or None, not a single string")
-        else:
-            names = list(special_tokens)
-        if len(set(names)) != len(names):
-            dup = next(s for s in names if names.count(s) > 1)
-            raise SpecialTokenError(f"special token {dup!r} is listed twice")
+        names = special_token_list(special_tokens, or_dict=True)
         if len(names) > NGRAM_SLOTS:
             raise SpecialTokenError(f"{len(names)} special tokens do not fit in {NGRAM_SLOTS} slots")
         first = VOCAB_SIZE - len(names)
@@ -260,7 +264,8 @@ class Mixedgram(RustBacked, Tokenizer):
     def train(
         cls,
         self,
-        text_or_path=None,
+        corpus=None,
+        vocab_size: int = VOCAB_SIZE,
         *,
         text=None,
         path=None,
@@ -272,14 +277,17 @@ class Mixedgram(RustBacked, Tokenizer):
         client=None,
         partition_bytes: int | None = None,
     ) -> "Mixedgram":
-        """Train on one text. ``text_or_path`` follows every family's corpus rule:
+        """Train on one text. ``corpus`` follows every family's corpus rule:
         a path or a list of paths (``str`` or ``pathlib.Path``; a directory gives
         its corpus files) whose bytes are latin1 unless ``encoding=`` says
         otherwise, several files joined by a newline; a ``str`` that names no
         file is a :class:`~tokenforge.errors.CorpusError`. ``bytes`` there (or
         ``text=``, a ``str`` of latin1 characters or bytes) is the text itself;
         ``path=`` is one file. Many texts: :meth:`train_from_iterator`. NULs are
-        removed first.
+        removed first. ``vocab_size`` is there for every family's shape,
+        ``train(corpus, vocab_size, ...)``: a mixedgram vocabulary always has
+        4,096 ids, and any other value is a
+        :class:`~tokenforge.errors.VocabSizeError`.
 
         On the class this returns a new tokenizer; on an instance it replaces
         that instance's vocabulary and returns it. The result does not depend
@@ -292,6 +300,7 @@ class Mixedgram(RustBacked, Tokenizer):
         (:mod:`tokenforge.mixedgram_dist`); the result is byte-identical to
         training here, statistics included.
         """
+        _check_vocab_size(vocab_size)
         errors = errors or (self.errors if self is not None else "strict")
         if special_tokens is _KEEP:
             special_tokens = dict(self._specials) if self is not None else None
@@ -299,25 +308,23 @@ class Mixedgram(RustBacked, Tokenizer):
         paths = None
         if client is not None:
             tok = cls._train_distributed(
-                text_or_path, text, path, specials, encoding, errors, client, partition_bytes, num_threads, progress
+                corpus, text, path, specials, encoding, errors, client, partition_bytes, num_threads, progress
             )
             tok.errors = errors
             if self is None:
                 return tok
             self.__dict__.update({k: v for k, v in tok.__dict__.items() if k not in ("parse",)})
             return self
-        if text_or_path is not None and not isinstance(text_or_path, (bytes, bytearray, memoryview)):
+        if corpus is not None and not isinstance(corpus, (bytes, bytearray, memoryview)):
             if text is not None or path is not None:
                 raise TypeError("give exactly one of: the text or path, text=, or path=")
             # any file is read as bytes; a directory gives its corpus files (.txt, .jsonl, ...)
             paths = [
-                f
-                for p in corpus_paths(text_or_path, who="Mixedgram.train")
-                for f in (corpus_files(p) if p.is_dir() else [p])
+                f for p in corpus_paths(corpus, who="Mixedgram.train") for f in (corpus_files(p) if p.is_dir() else [p])
             ]
         with progress_bar(total=None, desc="mixedgram: reading", unit="B", enabled=progress) as bar:
             if paths is None:
-                data, _ = _read_source(text_or_path, text, path, encoding, errors)
+                data, _ = _read_source(corpus, text, path, encoding, errors)
             else:
                 data = b"\n".join(_read_source(None, None, p, encoding, errors)[0] for p in paths)
             bar.update(len(data))
@@ -329,10 +336,12 @@ class Mixedgram(RustBacked, Tokenizer):
         return self
 
     @classmethod
-    def train_from_iterator(cls, iterator, **kwargs) -> "Mixedgram":
+    def train_from_iterator(cls, iterator, vocab_size: int = VOCAB_SIZE, **kwargs) -> "Mixedgram":
         """Train on an iterable of str (texts, never paths), joined by a newline
         into one text; the other arguments are :meth:`train`'s."""
-        return cls.train(text="\n".join(iterator_documents(iterator, who="Mixedgram.train_from_iterator")), **kwargs)
+        _check_vocab_size(vocab_size)
+        docs = iterator_documents(iterator, who="Mixedgram.train_from_iterator")
+        return cls.train(text="\n".join(docs), vocab_size=vocab_size, **kwargs)
 
     @classmethod
     def _train_bytes(cls, data: bytes, specials: dict[str, int], *, num_threads=None, progress=False) -> "Mixedgram":
@@ -454,7 +463,7 @@ class Mixedgram(RustBacked, Tokenizer):
         self, texts: Sequence[str], num_threads: int | None = None, as_numpy: bool = False, parse: str | None = None
     ):
         """Encode many texts in parallel (GIL released)."""
-        _check_texts(texts)
+        check_texts(texts)
         p = self.parse if parse is None else _check_parse(parse)
         data = [to_latin1(t, self.errors) for t in texts]
         flat, offsets = self._model.encode_batch(data, p, num_threads)
@@ -469,7 +478,7 @@ class Mixedgram(RustBacked, Tokenizer):
     ) -> tuple[np.ndarray, np.ndarray]:
         """(flat uint32 ids, int64 offsets) of many texts (see
         :meth:`Tokenizer.encode_batch_flat`); the core's ids are uint16, widened once."""
-        _check_texts(texts)
+        check_texts(texts)
         p = self.parse if parse is None else _check_parse(parse)
         flat, offsets = self._model.encode_batch([to_latin1(t, self.errors) for t in texts], p, num_threads)
         return flat.astype(np.uint32), offsets
@@ -602,15 +611,15 @@ class Mixedgram(RustBacked, Tokenizer):
             p = p / _DIR_FILE
         _fmt.write_vocab_json(p, self._ngrams, self._counts, self._specials, self._training)
 
-    def _to_bytes(self) -> bytes:
+    def to_bytes(self) -> bytes:
         """The vocabulary JSON :meth:`save` writes, as bytes (how a tokenizer pickles: :mod:`tokenforge.base`)."""
         return _fmt.vocab_json_text(self._ngrams, self._counts, self._specials, self._training).encode("utf-8")
 
-    def _transport_state(self) -> dict:
+    def transport_state(self) -> dict:
         return {"parse": self.parse, "errors": self.errors}
 
     @classmethod
-    def _from_bytes(cls, data: bytes, state: dict) -> "Mixedgram":
+    def from_bytes(cls, data: bytes, state: dict) -> "Mixedgram":
         d = _fmt.vocab_json_from_bytes(data, f"<pickled {cls.__name__}>")
         return cls(
             d["ngrams"],

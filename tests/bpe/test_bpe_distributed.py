@@ -115,3 +115,26 @@ def test_parity_training_counts_on_a_runner_the_same(tmp_path):
     kw = dict(corpus=corpus, parity=dev, parity_global_merges=0.25, progress=False)
     want = _bpe_bytes(tmp_path, "one", **kw)
     assert _bpe_bytes(tmp_path, "runner", client=LocalRunner(progress=False), **dict(kw)) == want
+
+
+def test_parity_training_connects_to_a_scheduler_address_once(tmp_path, dask_client, monkeypatch):
+    # a scheduler address is connected once for all the languages' counting, not once per language
+    files = _corpus(tmp_path)
+    corpus = {"en": files[:2], "de": files[2:4], "fr": [files[4]]}
+    dev = {}
+    for lang, fs in corpus.items():
+        dev[lang] = str(tmp_path / f"dev.{lang}.txt")
+        (tmp_path / f"dev.{lang}.txt").write_text(fs[0].read_text(encoding="utf-8")[:400], encoding="utf-8")
+    kw = dict(corpus=corpus, parity=dev, parity_global_merges=0.25, progress=False)
+    want = _bpe_bytes(tmp_path, "one", **kw)
+    opened = []
+
+    class CountingClient(distributed.Client):
+        def __init__(self, *args, **kwargs):
+            opened.append(args)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(distributed, "Client", CountingClient)
+    address = dask_client.scheduler.address
+    assert _bpe_bytes(tmp_path, "address", client=address, **dict(kw)) == want
+    assert opened == [(address,)]

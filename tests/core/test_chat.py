@@ -35,7 +35,7 @@ class ByteTokenizer(Tokenizer):
         return list(text.encode("utf-8"))
 
     def id_to_bytes(self, id):
-        id = self._check_id(id)
+        id = self.check_id(id)
         if id < 256:
             return bytes([id])
         return next(name for name, i in self._specials.items() if i == id).encode("utf-8")

@@ -120,7 +120,7 @@ def test_file_errors_are_typed_and_name_the_file(toy, tmp_path):
 def test_pickles_through_its_file(toy):
     tok = CharTokenizer.train_from_iterator(DOCS, 290)
     data = pickle.dumps(tok)
-    assert tok._to_bytes() in data  # the payload is the file's bytes, not the object graph
+    assert tok.to_bytes() in data  # the payload is the file's bytes, not the object graph
     back = pickle.loads(data)
     assert back.encode(PROBES[2]) == tok.encode(PROBES[2]) and back.vocab_size == tok.vocab_size
 

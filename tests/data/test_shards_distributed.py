@@ -17,8 +17,9 @@ import pytest
 
 import tokenforge
 from tokenforge import registry
-from tokenforge.cluster import LocalRunner
-from tokenforge.data import shards as shards_cluster  # (the cluster path's section of shards)
+from tokenforge.cluster import LocalRunner, runner, task_threads
+from tokenforge.data import shard_cluster as shards_cluster  # the cluster path of pretokenize
+from tokenforge.data import shard_writer
 from tokenforge.data.shards import INDEX_FILE, ShardError, ShardSet, pretokenize
 from tokenforge.errors import CorpusError, FormatError
 from tokenforge.formats.checksum import reseal
@@ -58,7 +59,7 @@ def _train(family: str):
         if family == "bpe":
             return tokenforge.BPETokenizer.train_from_iterator(DOCS, 330, progress=False)
         if family == "lz78":
-            return tokenforge.LZ78Tokenizer.train_from_iterator(DOCS, "standard", 300, progress=False)
+            return tokenforge.LZ78Tokenizer.train_from_iterator(DOCS, 300, strategy="standard", progress=False)
         if family == "mixedgram":
             return tokenforge.Mixedgram.train_from_iterator(DOCS, special_tokens=["<|bos|>"])
         return tokenforge.GrowingBPETokenizer.train_from_iterator(DOCS, 300)
@@ -283,7 +284,9 @@ def test_byte_ranges_of_jsonl_equal_single_machine(tmp_path, corpus, toks, famil
 def test_a_worker_fingerprints_the_tokenizer_once_per_job(tmp_path, corpus, toks, monkeypatch):
     calls = []
     real = shards_cluster.tokenizer_fingerprint
-    monkeypatch.setattr(shards_cluster, "tokenizer_fingerprint", lambda *a, **k: calls.append(1) or real(*a, **k))
+    counted = lambda *a, **k: calls.append(1) or real(*a, **k)  # noqa: E731
+    monkeypatch.setattr(shards_cluster, "tokenizer_fingerprint", counted)  # the workers'
+    monkeypatch.setattr(shard_writer, "tokenizer_fingerprint", counted)  # the client's settings
     local = LocalRunner(progress=False)
     dist = pretokenize(corpus, toks["bpe"], tmp_path / "a", client=local, partition_bytes=250, **OPTS)
     # once on the client (the settings), once on the worker for all its partitions
@@ -380,9 +383,9 @@ def test_cluster_equals_single_machine_for_every_family(tmp_path, corpus, toks, 
         client = cluster.scheduler.address if family == "lz78" else cluster
         dist = pretokenize(corpus, tok, tmp_path / family / "dist", client=client, **OPTS)
         assert _view(dist) == _view(one), family
-    # num_threads=None: one encoding thread per task on a worker (a worker thread is a core)
-    assert cluster.submit(shards_cluster._task_threads, None, pure=False).result() == 1
-    assert shards_cluster._task_threads(None) is None and shards_cluster._task_threads(3) == 3
+    # num_threads=None: one encoding thread per task on a cluster (a worker thread is a core), all cores here
+    assert task_threads(runner(cluster), None) == 1 and task_threads(runner(cluster), 3) == 3
+    assert task_threads(LocalRunner(), None) is None
     # a task's error reaches the client as itself, naming the file and line; nothing is marked complete
     bad = tmp_path / "bad"
     files = _write_corpus(bad)
@@ -400,17 +403,17 @@ class KillOnce(tokenforge.BPETokenizer):
 
     marker: str = ""
 
-    def _jsonl_block_encoder(self):
+    def jsonl_block_encoder(self):
         return None  # every document through encode_batch_flat
 
-    def _transport_state(self) -> dict:
-        return {**super()._transport_state(), "marker": self.marker}
+    def transport_state(self) -> dict:
+        return {**super().transport_state(), "marker": self.marker}
 
     @classmethod
-    def _from_bytes(cls, data: bytes, state: dict):
+    def from_bytes(cls, data: bytes, state: dict):
         state = dict(state)
         marker = state.pop("marker", "")
-        tok = super()._from_bytes(data, state)
+        tok = super().from_bytes(data, state)
         tok.marker = marker
         return tok
 
@@ -432,7 +435,7 @@ class KillOnce(tokenforge.BPETokenizer):
 
 def test_a_worker_killed_mid_task_changes_nothing(tmp_path, corpus, toks, cluster):
     base = toks["bpe"]
-    killer = KillOnce._from_bytes(base._to_bytes(), {**base._transport_state(), "marker": str(tmp_path / "killed")})
+    killer = KillOnce.from_bytes(base.to_bytes(), {**base.transport_state(), "marker": str(tmp_path / "killed")})
     pids = set(cluster.run(os.getpid).values())
     dist = pretokenize(corpus, killer, tmp_path / "dist", client=cluster, **OPTS)
     dead = int((tmp_path / "killed").read_text())

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tokenforge
-from tokenforge.data import shards as shards_mod
+from tokenforge.data import shard_writer as shards_mod
 from tokenforge.data.corpus import jsonl_block_documents, jsonl_blocks
 from tokenforge.data.shards import ShardSet, pretokenize
 from tokenforge.errors import CorpusError
@@ -74,7 +74,7 @@ def _reference(tmp_path, tok, path, **kw):
 @pytest.mark.parametrize("gz", [False, True])
 def test_fast_path_equals_the_python_path(tmp_path, request, family, gz):
     tok = request.getfixturevalue(family)
-    assert tok._jsonl_block_encoder() is not None
+    assert tok.jsonl_block_encoder() is not None
     path = _write_jsonl(tmp_path / ("c.jsonl.gz" if gz else "c.jsonl"), _lines(DOCS) + ["", "  ", '{"text": null}'], gz)
     kw = dict(shard_tokens=700, batch_chars=900)
     fast = pretokenize(path, tok, tmp_path / "fast", progress=False, **kw)
@@ -196,7 +196,7 @@ def test_core_block_encoder_matches_encode_batch(bpe, docs, ascii_only, skip):
     data = "".join(json.dumps({"text": d}, ensure_ascii=ascii_only) + "\n" for d in docs).encode(
         "utf-8", "surrogatepass"
     )
-    enc = bpe._jsonl_block_encoder()
+    enc = bpe.jsonl_block_encoder()
     try:
         [t.encode("utf-8") for t in docs]
     except UnicodeEncodeError:  # lone surrogates: not text the core reads; Python's path decides
@@ -269,7 +269,7 @@ def test_core_reads_a_line_as_python_does_or_hands_it_over(bpe, obj, text, ascii
         ok = True
     except Exception:
         ok = False
-    got = bpe._jsonl_block_encoder()(b"", raw, len(raw), "text", False, 0, None, True, 1)
+    got = bpe.jsonl_block_encoder()(b"", raw, len(raw), "text", False, 0, None, True, 1)
     if not ok:
         assert got is None, (line, got)
         return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import subprocess
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 
 import tokenforge
 from growing_helpers import FIXTURE, SOURCE_A, SOURCE_B, corpus_texts
-from tokenforge import GrowingBPETokenizer, NeuroTokenizer
+from tokenforge import GrowingBPETokenizer, NeuroTokenizer, Tokenizer
 from tokenforge.errors import (
     CorpusError,
     FormatError,
@@ -75,9 +76,10 @@ def test_hand_written_seed_file_loads():
     assert t.sources_contributed == {"hand-written": 25}
     assert t.merges[(118, 118)] == 270 and t.merge_to_tokens[285] == (82, 111)
     assert t.path == FIXTURE
-    ids = t.encode("Hello, world!")
+    ids = t.encode_for_model("Hello, world!")  # the seed's encode: BOS ... EOS
     assert ids == [1, *HELLO_IDS, 2]
-    assert t.encode("Hello, world!", add_special_tokens=False) == HELLO_IDS
+    assert t.encode("Hello, world!") == HELLO_IDS  # the contract's (and the seed's documented example)
+    assert t.encode_for_model("Hello, world!", add_special_tokens=False) == HELLO_IDS
     assert t.decode(ids) == "Hello, world!"
     assert t.id_to_bytes(267) == b"012"
     # tokenforge.load recognises it
@@ -243,26 +245,45 @@ def test_newer_version_and_broken_json(tmp_path):
 
 
 # ---- encode / decode -------------------------------------------------------------------------
-def test_encode_options():
+def test_encode_for_model_is_the_seeds_encode():
     t = GrowingBPETokenizer.load(FIXTURE)
     s = "Hello, world!"
-    assert t.encode(s) == [1, *HELLO_IDS, 2]
-    assert t.encode(s, max_length=5, truncation=True) == [1, *HELLO_IDS[:4]]
-    assert t.encode(s, max_length=15, padding=True) == [1, *HELLO_IDS, 2, 0, 0, 0, 0]
-    assert t.encode(s, max_length=5) == [1, *HELLO_IDS, 2]  # neither flag: max_length alone does nothing
-    assert t.encode([s, "0123"], add_special_tokens=False) == [HELLO_IDS, [267, 61]]
+    assert t.encode_for_model(s) == [1, *HELLO_IDS, 2]
+    assert t.encode_for_model(s, max_length=5, truncation=True) == [1, *HELLO_IDS[:4]]
+    assert t.encode_for_model(s, max_length=15, padding=True) == [1, *HELLO_IDS, 2, 0, 0, 0, 0]
+    assert t.encode_for_model(s, max_length=5) == [1, *HELLO_IDS, 2]  # neither flag: max_length alone does nothing
+    assert t.encode_for_model([s, "0123"], add_special_tokens=False) == [HELLO_IDS, [267, 61]]
+    assert t.encode_for_model([s, "0123"]) == [[1, *HELLO_IDS, 2], [1, 267, 61, 2]]
     batch = t.batch_encode([s, "x"], max_length=4)
     assert batch["input_ids"] == [[1, *HELLO_IDS[:3]], [1, 130, 2, 0]]
     assert batch["attention_mask"] == [[1, 1, 1, 1], [1, 1, 1, 0]]
     # special-token text is plain text unless allowed
-    assert t.encode("<|eos|>", add_special_tokens=False) == t.encode_ordinary("<|eos|>")
-    assert t.encode("a<|eos|>", add_special_tokens=False, allowed_special="all") == [107, 2]
+    assert t.encode_for_model("<|eos|>", add_special_tokens=False) == t.encode_ordinary("<|eos|>")
+    assert t.encode_for_model("a<|eos|>", add_special_tokens=False, allowed_special="all") == [107, 2]
     with pytest.raises(SpecialTokenError, match="two ways|allowed_special"):
+        t.encode_for_model("a<|eos|>", disallowed_special="all")
+    with pytest.raises(TypeError):
+        t.encode_for_model(b"bytes")
+    with pytest.raises(TokenforgeError):
+        t.encode_for_model("x", max_length=-1)
+
+
+def test_encode_is_the_contracts():
+    """``encode`` has Tokenizer.encode's signature and answer, as in every family:
+    no BOS/EOS unless asked with nanochat's prepend/append."""
+    t = GrowingBPETokenizer.load(FIXTURE)
+    s = "Hello, world!"
+    assert inspect.signature(GrowingBPETokenizer.encode) == inspect.signature(Tokenizer.encode)
+    assert t.encode(s) == HELLO_IDS == t.encode_ordinary(s)
+    assert t.encode([s, "0123"]) == [HELLO_IDS, [267, 61]]
+    assert t.encode(s, prepend="<|bos|>", append=2) == [1, *HELLO_IDS, 2] == t.encode_for_model(s)
+    assert t.encode("a<|eos|>", allowed_special="all") == [107, 2]
+    assert t.encode("a<|eos|>") == t.encode_ordinary("a<|eos|>")
+    with pytest.raises(SpecialTokenError, match="allowed_special"):
         t.encode("a<|eos|>", disallowed_special="all")
     with pytest.raises(TypeError):
         t.encode(b"bytes")
-    with pytest.raises(TokenforgeError):
-        t.encode("x", max_length=-1)
+    assert t.encode("cafe\u0301") == t.encode("caf\u00e9")  # NFC first, in encode too
     assert t.encode_to_numpy(s).tolist() == HELLO_IDS
     assert [a.tolist() for a in t.encode_batch([s, ""], as_numpy=True)] == [HELLO_IDS, []]
 

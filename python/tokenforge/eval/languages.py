@@ -48,6 +48,7 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from ..batching import batched
 from ..data.languages import LangDoc, parse_heldout_arg, read_language_documents
 from ..errors import TokenforgeError
 
@@ -145,13 +146,7 @@ def language_metrics(
     words = word_tokens = continued = 0
     measured = space_separated
     lossless = True
-    batch: list[str] = []
-    size = 0
-
-    def flush():
-        nonlocal n_bytes, n_chars, words, word_tokens, continued, measured, lossless
-        if not batch:
-            return
+    for batch in batched(texts, batch_chars):
         ids, off = tok.encode_batch_flat(batch, num_threads=num_threads)
         ids = np.asarray(ids, dtype=np.int64)
         for k, text in enumerate(batch):
@@ -168,15 +163,6 @@ def language_metrics(
                 words += len(per_word)
                 word_tokens += int(per_word.sum())
                 continued += int((per_word > 1).sum())
-        batch.clear()
-
-    for t in texts:
-        batch.append(t)
-        size += len(t)
-        if size >= batch_chars:
-            flush()
-            size = 0
-    flush()
     tokens = sum(doc_tokens)
     has_words = measured and words > 0
     return {

@@ -28,6 +28,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from ..batching import batched
 from ..embedding_meta import model_vocab_size
 
 __all__ = ["compression_metrics", "renyi_efficiency", "token_counts"]
@@ -41,24 +42,10 @@ def token_counts(
     """Occurrences of every id (int64, one entry per id the model can see) when encoding ``texts``."""
     vocab = model_vocab_size(tok)
     counts = np.zeros(vocab, dtype=np.int64)
-    batch: list[str] = []
-    size = 0
-
-    def flush():
-        if not batch:
-            return
+    for batch in batched(texts, batch_chars):
         ids, _ = tok.encode_batch_flat(batch, num_threads=num_threads)
         if len(ids):  # one count over the whole batch's flat ids
             counts[:] += np.bincount(ids, minlength=vocab)[:vocab]
-        batch.clear()
-
-    for t in texts:
-        batch.append(t)
-        size += len(t)
-        if size >= batch_chars:
-            flush()
-            size = 0
-    flush()
     return counts
 
 

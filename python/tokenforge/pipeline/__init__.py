@@ -197,13 +197,13 @@ class PipelineTokenizer(Tokenizer):
             i = best[0] + len(best[1])
 
     def decode(self, ids) -> str:
-        return self._pipe.decode_ids([self._check_id(i) for i in ids], self._names)
+        return self._pipe.decode_ids([self.check_id(i) for i in ids], self._names)
 
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
         return self.decode(ids).encode("utf-8", "surrogatepass")
 
     def id_to_bytes(self, id: int) -> bytes:
-        i = self._check_id(id)
+        i = self.check_id(id)
         if i in self._names:
             return self._names[i].encode("utf-8")
         b = self._pipe.id_bytes(i)
@@ -229,12 +229,12 @@ class PipelineTokenizer(Tokenizer):
 
     def piece(self, id: int) -> str | None:
         """The model's own piece for an id (``▁the``, ``##ing``, ``<0x41>``), or a special token's text."""
-        i = self._check_id(id)
+        i = self.check_id(id)
         return self._names.get(i) or self._pipe.model.pieces[i]
 
     def piece_detail(self, id: int) -> dict:
         """What the model knows of an id: its piece, and its score (Unigram, SentencePiece) or merge rank."""
-        i = self._check_id(id)
+        i = self.check_id(id)
         return {"piece": self.piece(i), **self._pipe.model.detail(i)}
 
     # ---- training (by the reference libraries) ----------------------------------
@@ -262,13 +262,13 @@ class PipelineTokenizer(Tokenizer):
 
         write_pipeline_json(path, self.source, self._description)
 
-    def _to_bytes(self) -> bytes:
+    def to_bytes(self) -> bytes:
         from ..formats.pipeline_json import pipeline_json_text
 
         return pipeline_json_text(self.source, self._description).encode("utf-8")
 
     @classmethod
-    def _from_bytes(cls, data: bytes, state: dict) -> "PipelineTokenizer":
+    def from_bytes(cls, data: bytes, state: dict) -> "PipelineTokenizer":
         from ..formats.pipeline_json import pipeline_json_from_bytes
 
         source, description = pipeline_json_from_bytes(data, "<pickled PipelineTokenizer>")
