@@ -385,7 +385,9 @@ def main(argv=None) -> int:
     ap.add_argument("--idents", type=float, default=0.01, help="share of random identifiers among words")
     ap.add_argument("--vocab", type=int, default=32768)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--only", default="", help="comma-separated: tokenforge,iter,budget,rustbpe,hf,spm,phases,pretokenize,profile")
+    ap.add_argument(
+        "--only", default="", help="comma-separated: tokenforge,iter,budget,rustbpe,hf,spm,phases,pretokenize,profile"
+    )
     ap.add_argument(
         "--budget", default=None, help="max_memory for the budget row (default: a third of the files run's RSS)"
     )

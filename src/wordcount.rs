@@ -1078,6 +1078,14 @@ mod tests {
     use super::*;
     use crate::pretok::GPT4_PATTERN;
 
+    /// A small deterministic generator: `rnd(n)` is below `n`.
+    fn lcg(mut seed: u64) -> impl FnMut(u64) -> u64 {
+        move |n| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        }
+    }
+
     fn counted(texts: &[&str]) -> WordCounter {
         let mut wc = WordCounter::new(Pretokenizer::new(Some(GPT4_PATTERN)).unwrap());
         wc.add_texts(texts).unwrap();
@@ -1147,11 +1155,7 @@ mod tests {
     #[test]
     fn spilled_counts_equal_in_memory_counts() {
         // a small random corpus, counted in many batches
-        let mut seed = 7u64;
-        let mut rnd = |n: u64| {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (seed >> 33) % n
-        };
+        let mut rnd = lcg(7);
         let words = ["the", "cat", "été", "x1", "日本", "zz", "ab", "q", "12345", "!!"];
         let texts: Vec<String> = (0..300)
             .map(|_| {
@@ -1201,11 +1205,7 @@ mod tests {
     #[test]
     fn sorted_pieces_are_in_byte_order() {
         // short and long pieces, zero bytes, prefixes, the 15/16-byte edge
-        let mut seed = 3u64;
-        let mut rnd = |n: u64| {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (seed >> 33) % n
-        };
+        let mut rnd = lcg(3);
         let mut wc = WordCounter::new(Pretokenizer::Whole);
         let mut want: std::collections::BTreeMap<Vec<u8>, u64> = Default::default();
         for _ in 0..5000 {
