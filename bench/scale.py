@@ -21,7 +21,11 @@ trains a BPE of ``--vocab`` ids with the GPT-4 pattern on ``--threads`` cores:
 
 and prints wall time, CPU time (user + system of the child), peak RSS, and
 ratios against rustbpe, beside the targets of issue 34 (2 GB: <= 15 s wall,
->= 12x rustbpe, peak RSS <= 0.5x rustbpe's). ``--profile`` prints where
+>= 12x rustbpe, peak RSS <= 0.5x rustbpe's). ``--only phases`` cuts
+tokenforge's training into counting, the merge loop's setup and the merge loop
+(wall and CPU seconds each, one child); ``--only pretokenize`` times
+``pretokenize`` of the corpus into shards (a tokenizer trained untimed on its
+first 16 MB), to set beside counting; ``--only profile`` prints where
 counting's time goes (reading, JSON, splitting and counting), measured by
 timing each stage alone in one child. The machine's load average is printed
 with every table: timings on a shared machine are noisy, ratios from one run
