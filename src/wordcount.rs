@@ -2,9 +2,11 @@
 //! and of the LZ78 strategies that rank whole chunks.
 //!
 //! Texts are split by the pre-tokenizer in parallel (contiguous groups of
-//! texts of about equal bytes, one local map each, merged in order), and only
-//! unique pieces with u64 counts are kept: memory is bounded by the unique
-//! pieces, never by the corpus.
+//! texts of about equal bytes, one cache-sized local table each), and the
+//! local counts are added to the counter's table shard by shard, shards in
+//! parallel ([`SHARDS`]); only unique pieces with u64 counts are kept: memory
+//! is bounded by the unique pieces, never by the corpus. Sums do not depend
+//! on the grouping, so the counts do not depend on the thread count.
 //!
 //! Counters made on different machines combine: `to_bytes`/`from_bytes` (the
 //! `crate::transport` format, pieces sorted by bytes so equal counts give
@@ -262,8 +264,9 @@ fn piece_map<K>(capacity: usize) -> PieceMap<K> {
 }
 
 /// The counting table is cut into this many shards by 8 bits of a piece's
-/// hash (bits 40-47: the tables themselves index by the low bits and filter
-/// by the top 7). A block's per-thread counts are scattered by shard, then
+/// hash (bits 40-47: the packed pieces' tables index by the low bits, the
+/// boxed pieces' maps by the low bits and the top 7). A block's per-thread
+/// counts are scattered by shard, then
 /// every shard takes its share from all of them on one thread, the threads
 /// taking shards in parallel: each shard (1/256 of the table) stays in cache
 /// while it is updated, and no thread waits for a serial merge. Each shard
