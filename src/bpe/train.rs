@@ -787,21 +787,21 @@ impl Trainer {
         let tokens: Vec<Vec<u8>> =
             (0..next_id).map(|i| model.id_bytes(i).map(|x| x.to_vec()).unwrap_or_default()).collect();
         let slots_hint: usize = counter.pieces().filter(|(w, _)| w.len() >= 2).map(|(w, _)| w.len() + 2).sum();
+        let sorted = counter.into_sorted_pieces();
         let mut lay = Layout::new(slots_hint.min(NO_POS as usize));
         let mut ids: Vec<u32> = Vec::new();
         if merges.is_empty() {
-            for (w, c) in counter.into_sorted() {
+            for (w, c) in sorted.iter() {
                 ids.clear();
                 ids.extend(w.iter().map(|&x| byte_ids[x as usize]));
-                drop(w);
                 lay.push(&ids, c, next_id)?;
             }
         } else {
             // earlier merges applied in parallel, a batch of pieces at a time
             const BATCH: usize = 1 << 14;
-            let mut it = counter.into_sorted().into_iter();
+            let mut it = sorted.iter();
             loop {
-                let batch: Vec<(Box<[u8]>, u64)> = it.by_ref().take(BATCH).collect();
+                let batch: Vec<(&[u8], u64)> = it.by_ref().take(BATCH).collect();
                 if batch.is_empty() {
                     break;
                 }
@@ -819,6 +819,8 @@ impl Trainer {
                 }
             }
         }
+        drop(sorted);
+        crate::wordcount::release_free_memory();
         Ok(Trainer::from_layout(lay, tokens, next_id, num_merges, tie, min_frequency, None))
     }
 
