@@ -477,7 +477,7 @@ def _pipeline_words(words: list[str], raw: str) -> list[tuple[str, ...]]:
 def _pipeline_train(words, options, docs, vocab_size, *, num_threads=None, progress=False):
     from .pipeline import PipelineTokenizer
 
-    return PipelineTokenizer.train_from_iterator(docs, vocab_size, words[0], num_threads=num_threads)
+    return PipelineTokenizer.train_from_iterator(docs, vocab_size, algorithm=words[0], num_threads=num_threads)
 
 
 # ---------------------------------------------------------------------------

@@ -222,6 +222,7 @@ def test_every_family_trains_as_train_corpus_vocab_size():
         tokenforge.LZ78Tokenizer,
         tokenforge.Mixedgram,
         tokenforge.GrowingBPETokenizer,
+        tokenforge.PipelineTokenizer,
     ):
         for name in ("train", "train_from_iterator"):
             params = list(inspect.signature(getattr(cls, name)).parameters.values())

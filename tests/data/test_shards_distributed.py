@@ -63,7 +63,7 @@ def _train(family: str):
         if family == "mixedgram":
             return tokenforge.Mixedgram.train_from_iterator(DOCS, special_tokens=["<|bos|>"])
         if family == "pipeline":  # an imported SentencePiece model (sentencepiece trains it)
-            return tokenforge.PipelineTokenizer.train_from_iterator(DOCS, 200, "spm_unigram")
+            return tokenforge.PipelineTokenizer.train_from_iterator(DOCS, 200, algorithm="spm_unigram")
         return tokenforge.GrowingBPETokenizer.train_from_iterator(DOCS, 300)
 
 

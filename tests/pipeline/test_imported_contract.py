@@ -210,11 +210,11 @@ def test_charsmap_trie_pointing_outside_itself_is_a_format_error():
 
 def test_train_with_the_reference_libraries():
     for algorithm in ("spm_unigram", "spm_bpe", "hf_wordpiece", "hf_unigram"):
-        tok = PipelineTokenizer.train_from_iterator(TINY_DOCS, 400, algorithm)
+        tok = PipelineTokenizer.train_from_iterator(TINY_DOCS, 400, algorithm=algorithm)
         assert isinstance(tok, PipelineTokenizer)
         assert tok.encode(TINY_DOCS[0])
     with pytest.raises(TokenforgeError, match="unknown algorithm"):
-        PipelineTokenizer.train_from_iterator(TINY_DOCS, 400, "spm_magic")
+        PipelineTokenizer.train_from_iterator(TINY_DOCS, 400, algorithm="spm_magic")
 
 
 def test_pretrained_encodings_load_by_name():
@@ -278,5 +278,5 @@ def test_sentencepiece_training_reads_long_documents_line_by_line():
     documents trains the vocabulary asked for instead of one from what is left."""
     long_doc = "\n".join(TINY_DOCS * 6)
     assert len(long_doc.encode()) > 4192 * 3
-    tok = PipelineTokenizer.train_from_iterator([long_doc] * 2, 300, "spm_unigram")
+    tok = PipelineTokenizer.train_from_iterator([long_doc] * 2, 300, algorithm="spm_unigram")
     assert tok.vocab_size == 300

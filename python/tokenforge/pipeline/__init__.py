@@ -322,7 +322,7 @@ class PipelineTokenizer(Tokenizer):
 
     # ---- training (by the reference libraries) ----------------------------------
     @classmethod
-    def train(cls, corpus, vocab_size: int, algorithm: str = "spm_unigram", *, num_threads=None, progress=False):
+    def train(cls, corpus, vocab_size: int, *, algorithm: str = "spm_unigram", num_threads=None, progress=False):
         """Train one of the field's standard tokenizers with its own library and
         import the result: ``algorithm`` is one of :data:`ALGORITHMS` (``spm_*``:
         sentencepiece, default settings, ``hard_vocab_limit`` off; ``hf_*``:
@@ -334,10 +334,11 @@ class PipelineTokenizer(Tokenizer):
         return _train(list(docs), vocab_size, algorithm, num_threads)
 
     @classmethod
-    def train_from_iterator(cls, texts, vocab_size: int, algorithm: str = "spm_unigram", **kwargs):
+    def train_from_iterator(cls, texts, vocab_size: int, **kwargs):
+        """:meth:`train` on an iterable of str (texts, never paths)."""
         from ..data.corpus import Texts
 
-        return cls.train(Texts(texts), vocab_size, algorithm, **kwargs)
+        return cls.train(Texts(texts), vocab_size, **kwargs)
 
     # ---- files ------------------------------------------------------------------
     def save(self, path) -> None:
