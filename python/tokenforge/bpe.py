@@ -41,7 +41,7 @@ from .formats.kinds import Format, dir_holding, read_any
 from .formats.patterns import resolve_pattern
 from .hybrid import class_or_instance
 from .ids import is_integer
-from .progress import progress_bar
+from .progress import run_sliced
 from .rust_backed import CoreEncoded
 from .surrogates import encode_around_surrogates
 
@@ -675,9 +675,7 @@ def _train(
         trainer = _core.BpeTrainer(
             counter, list(range(256)), [], first_merge, num_merges, tie_break, min_frequency, num_threads
         )
-    with progress_bar(total=num_merges, desc="merging", unit="merges", enabled=show is not False) as bar:
-        while not trainer.done:
-            bar.update(trainer.run(seconds=0.2))
+    run_sliced(trainer, num_merges, "merging", "merges", enabled=show is not False)
     merges = trainer.merges()
     # nanochat: the specials follow the merges learned (fewer than asked leaves no gap)
     special_ids = dict(zip(specials, _core.bpe_special_ids(layout, len(specials), len(merges))))

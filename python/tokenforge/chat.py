@@ -30,7 +30,7 @@ and tool output outside an assistant message.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from .errors import SpecialTokenError, TokenforgeError
@@ -122,7 +122,7 @@ class ChatMixin:
         def get_bos_token_id(self) -> int: ...
 
     # ---- rendering -----------------------------------------------------------
-    def render_conversation(self, conversation, max_tokens: int = 2048) -> tuple[list[int], list[int]]:
+    def render_conversation(self, conversation: Any, max_tokens: int = 2048) -> tuple[list[int], list[int]]:
         """Tokenize a conversation for supervised fine-tuning.
 
         Returns ``(ids, mask)`` of equal length, both cut to ``max_tokens``; see
@@ -132,7 +132,7 @@ class ChatMixin:
         ids: list[int] = []
         mask: list[int] = []
 
-        def add(token_ids, value: int) -> None:
+        def add(token_ids: list[int], value: int) -> None:
             ids.extend(token_ids)
             mask.extend([value] * len(token_ids))
 
@@ -160,7 +160,7 @@ class ChatMixin:
             add([self._chat_special("<|assistant_end|>")], 1)
         return ids[:max_tokens], mask[:max_tokens]
 
-    def _render_part(self, part, where: str, add) -> None:
+    def _render_part(self, part: Any, where: str, add: Callable[[list[int], int], None]) -> None:
         """One part of a structured assistant message."""
         if not isinstance(part, dict):
             raise TokenforgeError(f"{where}: a content part must be a dict, not {type(part).__name__}")
@@ -183,7 +183,7 @@ class ChatMixin:
             add(self.encode(text, allowed_special=()), 0)
             add([self._chat_special("<|output_end|>")], 0)
 
-    def render_for_completion(self, conversation, max_tokens: int = 2048) -> list[int]:
+    def render_for_completion(self, conversation: Any, max_tokens: int = 2048) -> list[int]:
         """Ids of a prompt that asks the model for the next assistant turn.
 
         The conversation must end with an assistant message; that message is
@@ -207,7 +207,9 @@ class ChatMixin:
         return ids
 
     # ---- visualisation -------------------------------------------------------
-    def visualize_tokenization(self, ids, mask=None, *, color: bool = True) -> str:
+    def visualize_tokenization(
+        self, ids: Iterable[int], mask: Iterable[int] | None = None, *, color: bool = True
+    ) -> str:
         """A string showing each token of ``ids`` (and its mask) for a terminal.
 
         With ``color``: tokens sit on alternating grey backgrounds so their
@@ -316,7 +318,7 @@ def _escape_char(c: str) -> str:
     return c.encode("unicode_escape").decode("ascii")
 
 
-def _normalize_messages(conversation) -> tuple[list[dict], list[int]]:
+def _normalize_messages(conversation: Any) -> tuple[list[dict], list[int]]:
     """Validate a conversation; fold a leading system message into the first user turn.
 
     Returns the messages to render (a copy where anything was changed) and, for
