@@ -181,7 +181,7 @@ def main(argv=None) -> int:
             for V in vocabs:
                 tok, dt = timed(
                     lambda: LZ78Tokenizer.train_from_iterator(
-                        train, strategy, V, chunking=chunking, num_threads=args.threads, progress=False
+                        train, V, strategy=strategy, chunking=chunking, num_threads=args.threads, progress=False
                     )
                 )
                 ids = tok.encode_batch(held, num_threads=args.threads)
@@ -246,7 +246,7 @@ def main(argv=None) -> int:
                 continue
             tok, dt = timed(
                 lambda: LZ78Tokenizer.train_from_iterator(
-                    speed_docs, strategy, big, num_threads=args.threads, progress=False
+                    speed_docs, big, strategy=strategy, num_threads=args.threads, progress=False
                 )
             )
             read = tok.data.settings["training"]["corpus_bytes"]

@@ -49,7 +49,7 @@ def main() -> None:
     one = None
     if not a.skip_single:
         t = time.perf_counter()
-        tok = LZ78Tokenizer.train(a.files, a.strategy, a.vocab, progress=False)
+        tok = LZ78Tokenizer.train(a.files, a.vocab, strategy=a.strategy, progress=False)
         print(f"single machine: {time.perf_counter() - t:.1f} s  {tok.data.settings['training']}")
         tok.save(tmp / "one.tsv")
         one = (tmp / "one.tsv").read_bytes()
@@ -60,7 +60,7 @@ def main() -> None:
         distributed.Client(c) as client,
     ):
         t = time.perf_counter()
-        tok = LZ78Tokenizer.train(a.files, a.strategy, a.vocab, progress=False, client=client)
+        tok = LZ78Tokenizer.train(a.files, a.vocab, strategy=a.strategy, progress=False, client=client)
         print(f"LocalCluster({a.workers}): {time.perf_counter() - t:.1f} s  {tok.data.settings['training']}")
     tok.save(tmp / "dist.tsv")
     print(f"gathered to the client: {gathered['bytes']:,} bytes pickled in {gathered['calls']} gathers")

@@ -128,9 +128,9 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         self,
         corpus=None,
         vocab_size: int | None = None,
+        *,
         save_dir=None,
         special_tokens="nanochat",
-        *,
         pattern=_DEFAULT,
         tie_break=_DEFAULT,
         min_frequency: int = 1,
@@ -326,9 +326,19 @@ class BPETokenizer(CoreEncoded, Tokenizer):
             self._set(data)
             tok = self
         if save_dir is not None:
-            if seed_mode:
-                tok.export_seed003(save_dir)  # first: it checks everything before writing anything
-            tok.save(save_dir)
+            if seed_mode:  # seed 003's files and ours, as one save
+                from .formats.atomic import atomic_write_all
+                from .formats.seed003 import seed003_items
+                from .formats.suffixes import check_save_suffix
+                from .formats.tfjson import tfjson_items
+
+                check_save_suffix(save_dir, (), "BPETokenizer.train(save_dir=...)")  # a directory
+                items = tfjson_items(Path(save_dir) / _DIR_FILE, tok._data)
+                items += seed003_items(save_dir, tok._data, allow_other_pattern=True)
+                Path(save_dir).mkdir(parents=True, exist_ok=True)
+                atomic_write_all(items)
+            else:
+                tok.save(save_dir)
         return tok
 
     @classmethod

@@ -30,12 +30,20 @@ and tool output outside an assistant message.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .errors import SpecialTokenError, TokenforgeError
 
-__all__ = ["SPECIAL_TOKENS", "CHAT_TEMPLATE", "ChatMixin", "check_special_texts", "special_token_list"]
+__all__ = [
+    "SPECIAL_TOKENS",
+    "CHAT_TEMPLATE",
+    "ChatMixin",
+    "ChatPart",
+    "conversation_parts",
+    "check_special_texts",
+    "special_token_list",
+]
 
 #: nanochat's special tokens, in id order (they follow the merges).
 SPECIAL_TOKENS = [
@@ -126,62 +134,21 @@ class ChatMixin:
         """Tokenize a conversation for supervised fine-tuning.
 
         Returns ``(ids, mask)`` of equal length, both cut to ``max_tokens``; see
-        the module docstring for the layout and mask values.
+        the module docstring for the layout and mask values
+        (:func:`conversation_parts` is the layout).
         """
-        messages, index_of = _normalize_messages(conversation)
         ids: list[int] = []
         mask: list[int] = []
-
-        def add(token_ids: list[int], value: int) -> None:
-            ids.extend(token_ids)
-            mask.extend([value] * len(token_ids))
-
-        add([self._chat_bos_id()], 0)
-        for pos, message in enumerate(messages):
-            content = message.get("content")
-            where = f"message {index_of[pos]}"
-            if message["role"] == "user":
-                if not isinstance(content, str):
-                    raise TokenforgeError(f"{where}: user content must be a str, not {type(content).__name__}")
-                add([self._chat_special("<|user_start|>")], 0)
-                add(self.encode(content, allowed_special=()), 0)
-                add([self._chat_special("<|user_end|>")], 0)
-                continue
-            add([self._chat_special("<|assistant_start|>")], 0)
-            if isinstance(content, str):
-                add(self.encode(content, allowed_special=()), 1)
-            elif isinstance(content, list):
-                for j, part in enumerate(content):
-                    self._render_part(part, f"{where}, part {j}", add)
+        for part in conversation_parts(conversation):
+            if part.kind == "bos":
+                token_ids = [self._chat_bos_id()]
+            elif part.kind == "special":
+                token_ids = [self._chat_special(part.text)]
             else:
-                raise TokenforgeError(
-                    f"{where}: assistant content must be a str or a list of parts, not {type(content).__name__}"
-                )
-            add([self._chat_special("<|assistant_end|>")], 1)
+                token_ids = self.encode(part.text, allowed_special=())
+            ids.extend(token_ids)
+            mask.extend([part.mask] * len(token_ids))
         return ids[:max_tokens], mask[:max_tokens]
-
-    def _render_part(self, part: Any, where: str, add: Callable[[list[int], int], None]) -> None:
-        """One part of a structured assistant message."""
-        if not isinstance(part, dict):
-            raise TokenforgeError(f"{where}: a content part must be a dict, not {type(part).__name__}")
-        kind = part.get("type")
-        text = part.get("text")
-        if kind not in ("text", "python", "python_output"):
-            raise TokenforgeError(
-                f"{where}: unknown content part type {kind!r}; expected 'text', 'python' or 'python_output'"
-            )
-        if not isinstance(text, str):
-            raise TokenforgeError(f"{where}: part 'text' must be a str, not {type(text).__name__}")
-        if kind == "text":
-            add(self.encode(text, allowed_special=()), 1)
-        elif kind == "python":
-            add([self._chat_special("<|python_start|>")], 1)
-            add(self.encode(text, allowed_special=()), 1)
-            add([self._chat_special("<|python_end|>")], 1)
-        else:
-            add([self._chat_special("<|output_start|>")], 0)
-            add(self.encode(text, allowed_special=()), 0)
-            add([self._chat_special("<|output_end|>")], 0)
 
     def render_for_completion(self, conversation: Any, max_tokens: int = 2048) -> list[int]:
         """Ids of a prompt that asks the model for the next assistant turn.
@@ -268,6 +235,74 @@ class ChatMixin:
                 "this tokenizer has no <|bos|> special token, which chat rendering needs; "
                 "give it nanochat's special tokens (tokenforge.chat.SPECIAL_TOKENS) when training or loading"
             ) from None
+
+
+class ChatPart(NamedTuple):
+    """One piece of a rendered conversation: ``kind`` "bos" (the tokenizer's BOS),
+    "special" (``text`` names a chat special token) or "text" (``text`` is message
+    text, encoded with special-token text kept as text); ``mask`` is its tokens'
+    mask value."""
+
+    kind: str
+    text: str
+    mask: int
+
+
+def conversation_parts(conversation: Any) -> list[ChatPart]:
+    """The layout of a conversation, before any tokenizer: the one rule
+    :meth:`ChatMixin.render_conversation` encodes, and the playground's chat mode
+    shows for tokenizers that lack some of the special tokens. Validates the
+    conversation (errors name the caller's message index)."""
+    messages, index_of = _normalize_messages(conversation)
+    out = [ChatPart("bos", "<|bos|>", 0)]
+    for pos, message in enumerate(messages):
+        content = message.get("content")
+        where = f"message {index_of[pos]}"
+        if message["role"] == "user":
+            if not isinstance(content, str):
+                raise TokenforgeError(f"{where}: user content must be a str, not {type(content).__name__}")
+            out += [ChatPart("special", "<|user_start|>", 0), ChatPart("text", content, 0)]
+            out.append(ChatPart("special", "<|user_end|>", 0))
+            continue
+        out.append(ChatPart("special", "<|assistant_start|>", 0))
+        if isinstance(content, str):
+            out.append(ChatPart("text", content, 1))
+        elif isinstance(content, list):
+            for j, part in enumerate(content):
+                out += _assistant_part(part, f"{where}, part {j}")
+        else:
+            raise TokenforgeError(
+                f"{where}: assistant content must be a str or a list of parts, not {type(content).__name__}"
+            )
+        out.append(ChatPart("special", "<|assistant_end|>", 1))
+    return out
+
+
+def _assistant_part(part: Any, where: str) -> list[ChatPart]:
+    """One part of a structured assistant message."""
+    if not isinstance(part, dict):
+        raise TokenforgeError(f"{where}: a content part must be a dict, not {type(part).__name__}")
+    kind = part.get("type")
+    text = part.get("text")
+    if kind not in ("text", "python", "python_output"):
+        raise TokenforgeError(
+            f"{where}: unknown content part type {kind!r}; expected 'text', 'python' or 'python_output'"
+        )
+    if not isinstance(text, str):
+        raise TokenforgeError(f"{where}: part 'text' must be a str, not {type(text).__name__}")
+    if kind == "text":
+        return [ChatPart("text", text, 1)]
+    if kind == "python":
+        return [
+            ChatPart("special", "<|python_start|>", 1),
+            ChatPart("text", text, 1),
+            ChatPart("special", "<|python_end|>", 1),
+        ]
+    return [
+        ChatPart("special", "<|output_start|>", 0),
+        ChatPart("text", text, 0),
+        ChatPart("special", "<|output_end|>", 0),
+    ]
 
 
 def special_token_list(special_tokens: object, *, or_dict: bool = False) -> list[str]:

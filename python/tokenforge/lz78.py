@@ -64,6 +64,11 @@ from .rust_backed import CoreEncoded, batch_flat
 __all__ = ["LZ78Tokenizer", "STRATEGIES", "SEED_SPECIALS", "DEFAULT_PARAMS", "lz78_inspect"]
 
 STRATEGIES = ("standard", "frequency_gated", "multi_round", "cost_adjusted", "smart_prune", "flat_prune", "compressed")
+#: the strategy when none is named, in Python, on the command line and in a bare
+#: ``lz78`` spec: at BPE parity like for like, keeps a tree (docs/algorithms.md)
+DEFAULT_STRATEGY = "smart_prune"
+#: the dictionary size when none is named
+DEFAULT_VOCAB_SIZE = 32768
 #: the seed's three special tokens, at N+257, N+258, N+259
 SEED_SPECIALS = ("<|bos|>", "<|eos|>", "<|pad|>")
 #: tuned defaults per strategy (measurements in docs/algorithms.md)
@@ -170,10 +175,10 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
     def train(
         cls,
         corpus,
-        strategy: str = "smart_prune",
-        vocab_size: int = 32768,
-        chunking: bool = True,
+        vocab_size: int = DEFAULT_VOCAB_SIZE,
         *,
+        strategy: str = DEFAULT_STRATEGY,
+        chunking: bool = True,
         special_tokens=None,
         num_threads: int | None = None,
         progress: bool | None = None,
@@ -183,7 +188,10 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
         client=None,
         **strategy_params,
     ) -> "LZ78Tokenizer":
-        """Train a dictionary so that the tokenizer has ``vocab_size`` ids in all.
+        """Train a dictionary so that the tokenizer has ``vocab_size`` ids in all
+        (the shape of every family's ``train``: the corpus and the size, the
+        rest by keyword; ``strategy`` is one of :data:`STRATEGIES`, default
+        :data:`DEFAULT_STRATEGY`).
 
         N = vocab_size − 260 − len(extra specials) output entries (fewer if the
         corpus runs out). ``corpus``: a path or a list of paths (``str`` or
@@ -210,10 +218,15 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
         byte-identical to training without a client. It needs corpus files
         (not :meth:`train_from_iterator`) that the workers can read.
         """
-        if strategy not in STRATEGIES:
-            raise TokenforgeError(f"unknown LZ78 strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
+        if isinstance(vocab_size, str) and vocab_size in STRATEGIES:
+            raise TypeError(
+                f"LZ78Tokenizer.train(corpus, vocab_size, strategy=...): the strategy is a keyword now, as in "
+                f"every family's train; pass strategy={vocab_size!r}"
+            )
         if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)):
             raise TypeError(f"vocab_size must be an int, not {type(vocab_size).__name__}")
+        if strategy not in STRATEGIES:
+            raise TokenforgeError(f"unknown LZ78 strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
         extras = _extra_specials(special_tokens)
         n = int(vocab_size) - 260 - len(extras)
         if n < 1:
@@ -288,12 +301,10 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
         return cls(data)
 
     @classmethod
-    def train_from_iterator(
-        cls, iterator, strategy: str = "smart_prune", vocab_size: int = 32768, chunking: bool = True, **kwargs
-    ) -> "LZ78Tokenizer":
+    def train_from_iterator(cls, iterator, vocab_size: int = DEFAULT_VOCAB_SIZE, **kwargs) -> "LZ78Tokenizer":
         """Train from an iterable of str (texts, never paths), streamed in order;
-        the other arguments are :meth:`train`'s."""
-        return cls.train(Texts(iterator), strategy, vocab_size, chunking, **kwargs)
+        the other arguments are :meth:`train`'s (keywords)."""
+        return cls.train(Texts(iterator), vocab_size, **kwargs)
 
     # ---- the contract ------------------------------------------------------
     @property

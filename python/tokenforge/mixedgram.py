@@ -43,7 +43,7 @@ from . import _core
 from .base import Tokenizer
 from .chat import special_token_list
 from .data.corpus import corpus_files, corpus_paths, iterator_documents
-from .errors import FormatError, SpecialTokenError, TokenforgeError
+from .errors import FormatError, SpecialTokenError, TokenforgeError, VocabSizeError
 from .formats import mxgram as _fmt
 from .formats.atomic import atomic_open
 from .formats.kinds import Format, dir_holding
@@ -106,6 +106,18 @@ def _read_source(src, text, path, encoding: str, errors: str) -> tuple[bytes, Pa
         p = Path(path)
         return latin1_of_file(p.read_bytes(), p, encoding, errors), p
     return to_latin1(text, errors), None
+
+
+def _check_vocab_size(vocab_size) -> None:
+    """``train(corpus, vocab_size)`` has every family's shape; mixedgram's size is
+    the format's: 12-bit ids, 256 bytes and 3,840 n-gram slots."""
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
+        raise TypeError(f"vocab_size must be an int, not {type(vocab_size).__name__}")
+    if vocab_size != VOCAB_SIZE:
+        raise VocabSizeError(
+            f"vocab_size {vocab_size}: a mixedgram vocabulary always has {VOCAB_SIZE:,} ids (12-bit codes: "
+            f"256 bytes and {NGRAM_SLOTS:,} n-gram slots); leave vocab_size out or pass {VOCAB_SIZE}"
+        )
 
 
 def _check_parse(parse) -> str:
@@ -252,7 +264,8 @@ class Mixedgram(RustBacked, Tokenizer):
     def train(
         cls,
         self,
-        text_or_path=None,
+        corpus=None,
+        vocab_size: int = VOCAB_SIZE,
         *,
         text=None,
         path=None,
@@ -264,14 +277,17 @@ class Mixedgram(RustBacked, Tokenizer):
         client=None,
         partition_bytes: int | None = None,
     ) -> "Mixedgram":
-        """Train on one text. ``text_or_path`` follows every family's corpus rule:
+        """Train on one text. ``corpus`` follows every family's corpus rule:
         a path or a list of paths (``str`` or ``pathlib.Path``; a directory gives
         its corpus files) whose bytes are latin1 unless ``encoding=`` says
         otherwise, several files joined by a newline; a ``str`` that names no
         file is a :class:`~tokenforge.errors.CorpusError`. ``bytes`` there (or
         ``text=``, a ``str`` of latin1 characters or bytes) is the text itself;
         ``path=`` is one file. Many texts: :meth:`train_from_iterator`. NULs are
-        removed first.
+        removed first. ``vocab_size`` is there for every family's shape,
+        ``train(corpus, vocab_size, ...)``: a mixedgram vocabulary always has
+        4,096 ids, and any other value is a
+        :class:`~tokenforge.errors.VocabSizeError`.
 
         On the class this returns a new tokenizer; on an instance it replaces
         that instance's vocabulary and returns it. The result does not depend
@@ -284,6 +300,7 @@ class Mixedgram(RustBacked, Tokenizer):
         (:mod:`tokenforge.mixedgram_dist`); the result is byte-identical to
         training here, statistics included.
         """
+        _check_vocab_size(vocab_size)
         errors = errors or (self.errors if self is not None else "strict")
         if special_tokens is _KEEP:
             special_tokens = dict(self._specials) if self is not None else None
@@ -291,25 +308,23 @@ class Mixedgram(RustBacked, Tokenizer):
         paths = None
         if client is not None:
             tok = cls._train_distributed(
-                text_or_path, text, path, specials, encoding, errors, client, partition_bytes, num_threads, progress
+                corpus, text, path, specials, encoding, errors, client, partition_bytes, num_threads, progress
             )
             tok.errors = errors
             if self is None:
                 return tok
             self.__dict__.update({k: v for k, v in tok.__dict__.items() if k not in ("parse",)})
             return self
-        if text_or_path is not None and not isinstance(text_or_path, (bytes, bytearray, memoryview)):
+        if corpus is not None and not isinstance(corpus, (bytes, bytearray, memoryview)):
             if text is not None or path is not None:
                 raise TypeError("give exactly one of: the text or path, text=, or path=")
             # any file is read as bytes; a directory gives its corpus files (.txt, .jsonl, ...)
             paths = [
-                f
-                for p in corpus_paths(text_or_path, who="Mixedgram.train")
-                for f in (corpus_files(p) if p.is_dir() else [p])
+                f for p in corpus_paths(corpus, who="Mixedgram.train") for f in (corpus_files(p) if p.is_dir() else [p])
             ]
         with progress_bar(total=None, desc="mixedgram: reading", unit="B", enabled=progress) as bar:
             if paths is None:
-                data, _ = _read_source(text_or_path, text, path, encoding, errors)
+                data, _ = _read_source(corpus, text, path, encoding, errors)
             else:
                 data = b"\n".join(_read_source(None, None, p, encoding, errors)[0] for p in paths)
             bar.update(len(data))
@@ -321,10 +336,12 @@ class Mixedgram(RustBacked, Tokenizer):
         return self
 
     @classmethod
-    def train_from_iterator(cls, iterator, **kwargs) -> "Mixedgram":
+    def train_from_iterator(cls, iterator, vocab_size: int = VOCAB_SIZE, **kwargs) -> "Mixedgram":
         """Train on an iterable of str (texts, never paths), joined by a newline
         into one text; the other arguments are :meth:`train`'s."""
-        return cls.train(text="\n".join(iterator_documents(iterator, who="Mixedgram.train_from_iterator")), **kwargs)
+        _check_vocab_size(vocab_size)
+        docs = iterator_documents(iterator, who="Mixedgram.train_from_iterator")
+        return cls.train(text="\n".join(docs), vocab_size=vocab_size, **kwargs)
 
     @classmethod
     def _train_bytes(cls, data: bytes, specials: dict[str, int], *, num_threads=None, progress=False) -> "Mixedgram":

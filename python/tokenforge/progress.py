@@ -8,18 +8,23 @@ line is printed at most every ``interval`` seconds, and short jobs stay
 silent. :func:`run_sliced` is the one runner of a core training job in slices
 (BPE's and the growing vocabulary's merging), with its bar.
 
+A run made of many such jobs (``compare``: tokenizers to train, then models
+to train per seed) also says where the whole run stands: :class:`RunEstimate`
+counts its steps by kind and gives, after each one, a line with the steps
+done, the time so far and the time left, estimated from the steps done so far.
+
 Not handled: nested bars (each job gets its own), rates smoothed over a
 window (the line's rate is the mean since the start), and estimated time
-left in line mode.
+left in a job's own line (the whole run's :class:`RunEstimate` gives one).
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from typing import Any, Protocol, TextIO
+from typing import Any, Callable, Protocol, TextIO
 
-__all__ = ["Progress", "progress_bar", "run_sliced"]
+__all__ = ["Progress", "progress_bar", "run_sliced", "RunEstimate", "duration"]
 
 
 def _human(n: float, unit: str) -> str:
@@ -148,3 +153,82 @@ def run_sliced(job: _Sliced, total: int, desc: str, unit: str, enabled: bool = T
     with progress_bar(total=total, desc=desc, unit=unit, enabled=enabled) as bar:
         while not job.done:
             bar.update(job.run(seconds=SLICE_SECONDS))
+
+
+def duration(seconds: float) -> str:
+    """``45s``, ``12m05s``, ``3h07m``: a duration as a person reads it."""
+    s = max(0, int(round(seconds)))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+class RunEstimate:
+    """Where a run of several kinds of steps stands, and how long it has left.
+
+    ``totals`` is the number of steps of each kind, in the order the line names
+    them (``{"tokenizers": 4, "bits-per-byte runs": 12}``); ``names`` may give a
+    kind a singular name for "known after the first ...". After each step,
+    :meth:`step` records its kind and whether it was computed (its seconds count
+    in that kind's mean) or reused (done, but its time says nothing about the
+    others), and returns the line. The time left is, over the kinds, the steps
+    left times the mean seconds of that kind's computed steps; while a kind with
+    steps left has none computed yet, the line says the estimate comes after its
+    first. :meth:`drop` takes steps that will not run (a tokenizer that failed
+    takes its models with it) out of the totals. ``clock`` is ``time.monotonic``
+    but in tests; ``start``, the clock's reading when the run began (default: now).
+    """
+
+    def __init__(
+        self,
+        totals: dict[str, int],
+        *,
+        names: dict[str, str] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        start: float | None = None,
+    ) -> None:
+        self.totals = {k: int(v) for k, v in totals.items()}
+        self.names = names or {}
+        self.done = {k: 0 for k in totals}
+        self._seconds = {k: 0.0 for k in totals}
+        self._computed = {k: 0 for k in totals}
+        self._clock = clock
+        self._start = clock() if start is None else start
+
+    def step(self, kind: str, seconds: float | None) -> str:
+        """One step of ``kind`` done, computed in ``seconds`` (None: reused); the line."""
+        self.done[kind] += 1
+        if seconds is not None:
+            self._seconds[kind] += float(seconds)
+            self._computed[kind] += 1
+        return self.line()
+
+    def drop(self, kind: str, n: int) -> None:
+        """``n`` steps of ``kind`` will not run."""
+        self.totals[kind] = max(self.done[kind], self.totals[kind] - int(n))
+
+    def left(self) -> float | None:
+        """Estimated seconds left; None while a kind with steps left has no computed step."""
+        total = 0.0
+        for kind, n in self.totals.items():
+            remaining = n - self.done[kind]
+            if remaining <= 0:
+                continue
+            if not self._computed[kind]:
+                return None
+            total += remaining * self._seconds[kind] / self._computed[kind]
+        return total
+
+    def line(self) -> str:
+        done, total = sum(self.done.values()), sum(self.totals.values())
+        kinds = ", ".join(f"{k} {self.done[k]}/{n}" for k, n in self.totals.items() if n)
+        out = f"{done} of {total} steps done ({kinds}), {duration(self._clock() - self._start)} so far"
+        if done >= total:
+            return out
+        left = self.left()
+        if left is not None:
+            return out + f", about {duration(left)} left"
+        first = next(k for k, n in self.totals.items() if n > self.done[k] and not self._computed[k])
+        return out + f", time left known after the first {self.names.get(first, first)}"

@@ -260,8 +260,9 @@ LZ78_STRATEGIES = (
     "flat_prune",
     "compressed",
 )
-#: the strategy of a bare ``lz78`` spec
-LZ78_DEFAULT_STRATEGY = "frequency_gated"
+#: the strategy of a bare ``lz78`` spec and of ``tokenforge lz78 train`` (lz78.DEFAULT_STRATEGY, kept
+#: equal by a test)
+LZ78_DEFAULT_STRATEGY = "smart_prune"
 
 
 def _lz78_words(words: list[str], raw: str) -> list[tuple[str, ...]]:
@@ -332,7 +333,13 @@ def _lz78_train(words, options, docs, vocab_size, *, num_threads=None, progress=
     from .lz78 import LZ78Tokenizer
 
     tok = LZ78Tokenizer.train_from_iterator(
-        docs, words[0], vocab_size, "nochunk" not in words, num_threads=num_threads, progress=progress, **options
+        docs,
+        vocab_size,
+        strategy=words[0],
+        chunking="nochunk" not in words,
+        num_threads=num_threads,
+        progress=progress,
+        **options,
     )
     if "compact" in words:
         tok.compact_output_vocab(docs, num_threads=num_threads)
@@ -342,6 +349,11 @@ def _lz78_train(words, options, docs, vocab_size, *, num_threads=None, progress=
 # ---------------------------------------------------------------------------
 # mixedgram
 # ---------------------------------------------------------------------------
+#: the family's parse rules (a copy of mixedgram.PARSES, kept equal by a test, so
+#: that building the command line's parser imports neither the family nor numpy)
+MIXEDGRAM_PARSES = ("greedy", "optimal")
+
+
 def _mixedgram_train(words, options, docs, vocab_size, *, num_threads=None, progress=False):
     from .mixedgram import Mixedgram
 

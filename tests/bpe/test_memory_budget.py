@@ -116,7 +116,7 @@ def test_an_interrupted_count_leaves_nothing(tmp_path, monkeypatch):
     spills = tmp_path / "spills"
     spills.mkdir()
     with pytest.raises(CorpusError, match="line 151"):
-        BPETokenizer.train(path, 300, tmp_path / "tok", max_memory="64MB", tmp_dir=spills, progress=False)
+        BPETokenizer.train(path, 300, save_dir=tmp_path / "tok", max_memory="64MB", tmp_dir=spills, progress=False)
     assert list(spills.iterdir()) == []
     assert not (tmp_path / "tok").exists()
 

@@ -175,7 +175,7 @@ def test_growing_custom_pattern_round_trips():
 
 @pytest.mark.parametrize("name", list(patterns.NAMED_PATTERNS))
 def test_lz78_named_patterns_load_and_round_trip(tmp_path, name):
-    tok = LZ78Tokenizer.train_from_iterator(CORPUS * 5, "standard", 300, progress=False)
+    tok = LZ78Tokenizer.train_from_iterator(CORPUS * 5, 300, strategy="standard", progress=False)
     path = tmp_path / "d.tsv"
     tok.save(path)
     text = path.read_text(encoding="utf-8").replace("# pattern=gpt4\n", f"# pattern={name}\n")
@@ -187,7 +187,7 @@ def test_lz78_named_patterns_load_and_round_trip(tmp_path, name):
 
 
 def test_lz78_unknown_pattern_name_is_a_format_error(tmp_path):
-    tok = LZ78Tokenizer.train_from_iterator(CORPUS * 5, "standard", 300, progress=False)
+    tok = LZ78Tokenizer.train_from_iterator(CORPUS * 5, 300, strategy="standard", progress=False)
     path = tmp_path / "d.tsv"
     tok.save(path)
     lines = path.read_text(encoding="utf-8").split("\n")
@@ -202,7 +202,7 @@ def test_lz78_unknown_pattern_name_is_a_format_error(tmp_path):
 
 
 def test_lz78_unknown_pattern_name_in_memory_is_a_pattern_error(tmp_path):
-    tok = LZ78Tokenizer.train_from_iterator(CORPUS * 5, "standard", 300, progress=False)
+    tok = LZ78Tokenizer.train_from_iterator(CORPUS * 5, 300, strategy="standard", progress=False)
     data = tok.data
     data.settings["pattern"] = "gpt5"
     with pytest.raises(PatternError):

@@ -48,7 +48,7 @@ def test_train_setup_pretokenize(tmp_path, corpus, monkeypatch):
 
 
 def test_setup_gives_the_seeds_layout_by_default(tmp_path):
-    tok = LZ78Tokenizer.train_from_iterator(DOCS, "frequency_gated", 400, progress=False)
+    tok = LZ78Tokenizer.train_from_iterator(DOCS, 400, strategy="frequency_gated", progress=False)
     tsv = tmp_path / "d.tsv"
     tok.save_tsv(tsv)
     assert cli.main_setup(["--tsv_path", str(tsv), "--output_dir", str(tmp_path / "plain")]) == 0
@@ -65,7 +65,7 @@ def test_setup_gives_the_seeds_layout_by_default(tmp_path):
 
 def test_pretokenize_resumes_and_says_what_was_kept(tmp_path, corpus, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    tok = LZ78Tokenizer.train_from_iterator(DOCS, "frequency_gated", 400, progress=False)
+    tok = LZ78Tokenizer.train_from_iterator(DOCS, 400, strategy="frequency_gated", progress=False)
     tok.save(tmp_path / "tokenizer")
     from tokenforge.data import shard_writer as shards_mod
 
@@ -123,7 +123,7 @@ def _write_old_lz78_shards(out: Path, tok, docs, per_shard: int) -> None:
 
 
 def test_old_lz78_shard_index_still_reads(tmp_path):
-    tok = LZ78Tokenizer.train_from_iterator(DOCS, "frequency_gated", 400, progress=False)
+    tok = LZ78Tokenizer.train_from_iterator(DOCS, 400, strategy="frequency_gated", progress=False)
     old = tmp_path / "old"
     _write_old_lz78_shards(old, tok, DOCS, 70)
     s = ShardSet(old)

@@ -34,7 +34,7 @@ def _grown() -> GrowingBPETokenizer:
 
 FAMILIES = {
     "bpe": lambda: BPETokenizer.train_from_iterator(CORPUS, 300, progress=False),
-    "lz78": lambda: _quiet(LZ78Tokenizer.train_from_iterator, CORPUS, "standard", 300, progress=False),
+    "lz78": lambda: _quiet(LZ78Tokenizer.train_from_iterator, CORPUS, 300, strategy="standard", progress=False),
     "growing": _grown,
     "mixedgram": lambda: Mixedgram.train(text="".join(t for t in CORPUS if t.isascii())),
     "toy": lambda: CharTokenizer.train_from_iterator(CORPUS, 300),

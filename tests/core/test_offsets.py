@@ -26,7 +26,7 @@ def _families():
         grow.learn_merges(iter(TINY_DOCS), num_merges=200, min_frequency=1)
         return {
             "bpe": bpe,
-            "lz78": LZ78Tokenizer.train_from_iterator(TINY_DOCS, "standard", 400),
+            "lz78": LZ78Tokenizer.train_from_iterator(TINY_DOCS, 400, strategy="standard"),
             "mixedgram": Mixedgram.train_from_iterator(TINY_DOCS, errors="replace"),
             "growing": grow,
         }

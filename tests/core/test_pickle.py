@@ -81,19 +81,19 @@ def _bpe_variants(tmp_path_factory) -> dict[str, Tokenizer]:
 def _lz78_variants() -> dict[str, Tokenizer]:
     out = {}
     train = LZ78Tokenizer.train_from_iterator
-    out["lz78-standard-tree"] = _quiet(train, CORPUS, "standard", 700, progress=False)
-    smart = _quiet(train, CORPUS, "smart_prune", 600, progress=False, special_tokens="nanochat")
+    out["lz78-standard-tree"] = _quiet(train, CORPUS, 700, strategy="standard", progress=False)
+    smart = _quiet(train, CORPUS, 600, strategy="smart_prune", progress=False, special_tokens="nanochat")
     out["lz78-smart_prune"] = smart
-    out["lz78-compressed"] = _quiet(train, CORPUS, "compressed", 600, progress=False)
+    out["lz78-compressed"] = _quiet(train, CORPUS, 600, strategy="compressed", progress=False)
     out["lz78-to_compressed"] = _quiet(smart.to_compressed)
-    out["lz78-flat"] = _quiet(train, CORPUS, "flat_prune", 600, progress=False)
-    unchunked = _quiet(train, CORPUS, "standard", 650, chunking=False, progress=False)
+    out["lz78-flat"] = _quiet(train, CORPUS, 600, strategy="flat_prune", progress=False)
+    unchunked = _quiet(train, CORPUS, 650, strategy="standard", chunking=False, progress=False)
     out["lz78-unchunked"] = unchunked
-    compact = _quiet(train, CORPUS, "standard", 700, progress=False)
+    compact = _quiet(train, CORPUS, 700, strategy="standard", progress=False)
     _quiet(compact.compact_output_vocab, CORPUS[:20])
     assert any(not node[3] for node in compact.data.nodes), "expected prefix-only entries"
     out["lz78-prefix-only"] = compact
-    toggled = _quiet(train, CORPUS, "standard", 700, progress=False)
+    toggled = _quiet(train, CORPUS, 700, strategy="standard", progress=False)
     _quiet(toggled.set_chunking, False)  # not what the file records: travels as transport state
     out["lz78-chunking-toggled"] = toggled
     out["lz78-seed-tsv"] = LZ78Tokenizer.from_tsv(

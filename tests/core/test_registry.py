@@ -31,9 +31,16 @@ def test_load_order_names_every_family_and_format_names_are_unique():
 
 
 def test_lz78_spec_strategies_are_the_family_s():
-    from tokenforge.lz78 import STRATEGIES
+    from tokenforge.lz78 import DEFAULT_STRATEGY, STRATEGIES
 
     assert registry.LZ78_STRATEGIES == STRATEGIES
+    assert registry.LZ78_DEFAULT_STRATEGY == DEFAULT_STRATEGY
+
+
+def test_mixedgram_spec_parses_are_the_family_s():
+    from tokenforge.mixedgram import PARSES
+
+    assert registry.MIXEDGRAM_PARSES == PARSES
 
 
 def test_spec_option_defaults_are_the_trainers_parameters():

@@ -99,10 +99,15 @@ TOKENIZERS = {
     "bpe-specials-first-seed": _seed003_bpe,
     "bpe-permuted-bytes": _permuted_bytes_bpe,
     "lz78": lambda: _quiet(
-        LZ78Tokenizer.train_from_iterator, CORPUS, "frequency_gated", 600, special_tokens="nanochat", progress=False
+        LZ78Tokenizer.train_from_iterator,
+        CORPUS,
+        600,
+        strategy="frequency_gated",
+        special_tokens="nanochat",
+        progress=False,
     ),
     "lz78-unchunked": lambda: _quiet(
-        LZ78Tokenizer.train_from_iterator, CORPUS, "standard", 500, chunking=False, progress=False
+        LZ78Tokenizer.train_from_iterator, CORPUS, 500, strategy="standard", chunking=False, progress=False
     ),
     "growing": lambda: _grown(),
 }
@@ -259,7 +264,7 @@ def test_chat_rendering_with_lone_surrogates():
 
 
 def test_lz78_compaction_counts_on_surrogate_text():
-    tok = _quiet(LZ78Tokenizer.train_from_iterator, CORPUS, "standard", 500, progress=False)
+    tok = _quiet(LZ78Tokenizer.train_from_iterator, CORPUS, 500, strategy="standard", progress=False)
     assert tok.count_never_emitted(["the fox\ud800", "dog"]) == tok.count_never_emitted(["the fox", "dog"])
 
 
@@ -445,7 +450,7 @@ def test_training_on_texts_with_lone_surrogates(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         bpe_tok = BPETokenizer.train_from_iterator(docs, 300, progress=False)
-        lz = LZ78Tokenizer.train_from_iterator(docs, "frequency_gated", 300, progress=False)
+        lz = LZ78Tokenizer.train_from_iterator(docs, 300, strategy="frequency_gated", progress=False)
         g = GrowingBPETokenizer()
         g.learn_merges(iter(docs), 20)
     for tok in (bpe_tok, lz, g):

@@ -388,8 +388,8 @@ def test_every_family_reads_files_with_train_and_texts_with_train_from_iterator(
             lambda t: tf.BPETokenizer.train_from_iterator(t, 300, progress=False),
         ),
         "lz78": (
-            lambda c: tf.LZ78Tokenizer.train(c, "standard", 300, progress=False),
-            lambda t: tf.LZ78Tokenizer.train_from_iterator(t, "standard", 300, progress=False),
+            lambda c: tf.LZ78Tokenizer.train(c, 300, strategy="standard", progress=False),
+            lambda t: tf.LZ78Tokenizer.train_from_iterator(t, 300, strategy="standard", progress=False),
         ),
         "mixedgram": (lambda c: tf.Mixedgram.train(c), lambda t: tf.Mixedgram.train_from_iterator(t)),
         "growing": (

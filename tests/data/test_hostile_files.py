@@ -340,7 +340,7 @@ def test_huge_ints_in_a_seed_vocab(tmp_path):
 def test_lz78_numbers_of_any_length_are_format_errors(tmp_path, line):
     """A version, code or N of thousands of digits is a FormatError, never int()'s ValueError (found by bench/fuzz.py)."""
     tok = tf.LZ78Tokenizer.train_from_iterator(
-        ["the cat sat on the mat, the dog sat on the log. "] * 20, "standard", 300, progress=False
+        ["the cat sat on the mat, the dog sat on the log. "] * 20, 300, strategy="standard", progress=False
     )
     p = tmp_path / "d.tsv"
     tok.save(p)

@@ -59,7 +59,7 @@ def _train(family: str):
         if family == "bpe":
             return tokenforge.BPETokenizer.train_from_iterator(DOCS, 330, progress=False)
         if family == "lz78":
-            return tokenforge.LZ78Tokenizer.train_from_iterator(DOCS, "standard", 300, progress=False)
+            return tokenforge.LZ78Tokenizer.train_from_iterator(DOCS, 300, strategy="standard", progress=False)
         if family == "mixedgram":
             return tokenforge.Mixedgram.train_from_iterator(DOCS, special_tokens=["<|bos|>"])
         return tokenforge.GrowingBPETokenizer.train_from_iterator(DOCS, 300)

@@ -210,7 +210,7 @@ def test_parse_specs():
         "growing:rounds=4",
     ]
     assert dict(specs[4].kwargs) == {"rounds": 4}
-    assert parse_specs("lz78")[0].text == "lz78:frequency_gated"
+    assert parse_specs("lz78")[0].text == "lz78:smart_prune"  # the family's one default strategy
     assert len(parse_specs("lz78:all")) == 14
     assert parse_specs("bpe,bpe")[0].label(8192) == "bpe @8192"
     assert parse_specs("mixedgram")[0].fixed_vocab

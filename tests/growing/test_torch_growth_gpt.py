@@ -99,8 +99,8 @@ def test_modes_that_cannot_grow_say_why():
     from tokenforge.data.default_corpus import _topics
 
     docs = _topics()[:10] or [" ".join(SOURCE_A + SOURCE_B) * 50]
-    small = LZ78Tokenizer.train_from_iterator(docs, "frequency_gated", 400, progress=False)
-    big = LZ78Tokenizer.train_from_iterator(docs, "frequency_gated", 440, progress=False)
+    small = LZ78Tokenizer.train_from_iterator(docs, 400, strategy="frequency_gated", progress=False)
+    big = LZ78Tokenizer.train_from_iterator(docs, 440, strategy="frequency_gated", progress=False)
     lz = GPT(
         GPTConfig(vocab_size=small.vocab_size, n_layer=1, n_head=2, n_embd=16, seq_len=16, embedding="structured"),
         tokenizer=small,

@@ -40,7 +40,7 @@ def texts():
 @pytest.fixture(scope="module")
 def trained(texts):
     """One small tokenizer per strategy (vocab 1,024), chunked."""
-    return {s: LZ78Tokenizer.train_from_iterator(texts, s, 1024, progress=False) for s in STRATEGIES}
+    return {s: LZ78Tokenizer.train_from_iterator(texts, 1024, strategy=s, progress=False) for s in STRATEGIES}
 
 
 # ---- the seed's example ---------------------------------------------------------
@@ -133,13 +133,15 @@ def test_structures(trained):
 
 def test_training_is_deterministic_across_thread_counts(texts):
     for s in ("frequency_gated", "smart_prune", "flat_prune", "cost_adjusted"):
-        a = LZ78Tokenizer.train_from_iterator(texts[:300], s, 600, num_threads=1, progress=False)
-        b = LZ78Tokenizer.train_from_iterator(texts[:300], s, 600, num_threads=2, progress=False)
+        a = LZ78Tokenizer.train_from_iterator(texts[:300], 600, strategy=s, num_threads=1, progress=False)
+        b = LZ78Tokenizer.train_from_iterator(texts[:300], 600, strategy=s, num_threads=2, progress=False)
         assert a.data.nodes == b.data.nodes, s
 
 
 def test_vocab_size_is_total_ids(texts):
-    tok = LZ78Tokenizer.train_from_iterator(texts, "frequency_gated", 700, special_tokens="nanochat", progress=False)
+    tok = LZ78Tokenizer.train_from_iterator(
+        texts, 700, strategy="frequency_gated", special_tokens="nanochat", progress=False
+    )
     assert tok.vocab_size <= 700
     n = tok.num_codes
     sp = tok.special_tokens
@@ -147,16 +149,16 @@ def test_vocab_size_is_total_ids(texts):
     assert sp["<|user_start|>"] == n + 260
     assert max(sp.values()) == tok.vocab_size - 1
     with pytest.raises(VocabSizeError):
-        LZ78Tokenizer.train_from_iterator(texts, "standard", 260, progress=False)
+        LZ78Tokenizer.train_from_iterator(texts, 260, strategy="standard", progress=False)
 
 
 def test_unknown_strategy_and_parameter(texts):
     with pytest.raises(TokenforgeError, match="unknown LZ78 strategy"):
-        LZ78Tokenizer.train_from_iterator(texts, "bogus", 1000)
+        LZ78Tokenizer.train_from_iterator(texts, 1000, strategy="bogus")
     with pytest.raises(TokenforgeError, match="does not take"):
-        LZ78Tokenizer.train_from_iterator(texts, "standard", 1000, rounds=3)
+        LZ78Tokenizer.train_from_iterator(texts, 1000, strategy="standard", rounds=3)
     with pytest.raises(TokenforgeError):
-        LZ78Tokenizer.train_from_iterator(texts, "frequency_gated", 1000, evict_fraction=0.0)
+        LZ78Tokenizer.train_from_iterator(texts, 1000, strategy="frequency_gated", evict_fraction=0.0)
 
 
 def test_standard_stops_reading_when_full(texts):
@@ -165,7 +167,7 @@ def test_standard_stops_reading_when_full(texts):
             yield from texts
         raise AssertionError("standard LZ78 read the whole corpus although its dictionary was full")
 
-    tok = LZ78Tokenizer.train_from_iterator(gen(), "standard", 600, progress=False)
+    tok = LZ78Tokenizer.train_from_iterator(gen(), 600, strategy="standard", progress=False)
     assert tok.num_codes == 340
     assert tok.data.settings["training"]["corpus_bytes"] < 4 << 20
 
@@ -173,7 +175,7 @@ def test_standard_stops_reading_when_full(texts):
 # ---- chat and specials ----------------------------------------------------------------
 def test_chat_rendering_with_nanochat_specials(texts):
     tok = LZ78Tokenizer.train_from_iterator(
-        texts[:200], "frequency_gated", 800, special_tokens="nanochat", progress=False
+        texts[:200], 800, strategy="frequency_gated", special_tokens="nanochat", progress=False
     )
     conv = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
     ids, mask = tok.render_conversation(conv)
@@ -186,7 +188,9 @@ def test_chat_rendering_with_nanochat_specials(texts):
 
 
 def test_special_tokens_survive_save(tmp_path, texts):
-    tok = LZ78Tokenizer.train_from_iterator(texts[:100], "standard", 800, special_tokens=["<|x|>"], progress=False)
+    tok = LZ78Tokenizer.train_from_iterator(
+        texts[:100], 800, strategy="standard", special_tokens=["<|x|>"], progress=False
+    )
     tok.save(tmp_path / "t")
     back = load(tmp_path / "t")
     assert back.special_tokens == tok.special_tokens
@@ -206,7 +210,7 @@ def test_set_chunking_changes_encoding_and_warns(trained):
 
 
 def test_unchunked_training(texts):
-    tok = LZ78Tokenizer.train_from_iterator(texts[:200], "smart_prune", 800, chunking=False, progress=False)
+    tok = LZ78Tokenizer.train_from_iterator(texts[:200], 800, strategy="smart_prune", chunking=False, progress=False)
     assert tok.chunking is False
     assert any(" " in p.strip() for p in tok.data.output_patterns())  # phrases cross word boundaries
     assert tok.decode(tok.encode(SAMPLE)) == SAMPLE
@@ -345,7 +349,7 @@ def test_outputs_are_renumbered_first():
 def test_frequency_gated_ends_full(texts):
     # the last eviction's victims are put back when the corpus ends before refilling
     for v in (700, 1024, 2000):
-        tok = LZ78Tokenizer.train_from_iterator(texts, "frequency_gated", v, progress=False)
+        tok = LZ78Tokenizer.train_from_iterator(texts, v, strategy="frequency_gated", progress=False)
         assert tok.vocab_size == v
 
 
@@ -360,6 +364,6 @@ def test_trained_dictionaries_round_trip_any_str(trained, text, strategy):
 
 def test_small_corpus_warns_about_a_smaller_vocabulary():
     with pytest.warns(UserWarning, match="only"):
-        tok = LZ78Tokenizer.train_from_iterator(["abcabc abc"], "standard", 1000, progress=False)
+        tok = LZ78Tokenizer.train_from_iterator(["abcabc abc"], 1000, strategy="standard", progress=False)
     assert tok.vocab_size < 1000
     assert tok.decode(tok.encode("abc xyz")) == "abc xyz"

@@ -53,8 +53,8 @@ def _saved(tok: LZ78Tokenizer, path) -> bytes:
 
 
 def _both(tmp_path, corpus, strategy, client, **kw) -> tuple[bytes, bytes, LZ78Tokenizer]:
-    one = LZ78Tokenizer.train(corpus, strategy, VOCAB, split_on="\n\n", progress=False, **kw)
-    dist = LZ78Tokenizer.train(corpus, strategy, VOCAB, split_on="\n\n", progress=False, client=client, **kw)
+    one = LZ78Tokenizer.train(corpus, VOCAB, strategy=strategy, split_on="\n\n", progress=False, **kw)
+    dist = LZ78Tokenizer.train(corpus, VOCAB, strategy=strategy, split_on="\n\n", progress=False, client=client, **kw)
     return _saved(one, tmp_path / "one.tsv"), _saved(dist, tmp_path / "dist.tsv"), one
 
 
@@ -96,7 +96,7 @@ def test_unchunked_in_process(tmp_path, corpus, strategy):
 
 def test_iterator_refuses_a_client():
     with pytest.raises(TokenforgeError, match="train_from_iterator cannot use a cluster"):
-        LZ78Tokenizer.train_from_iterator(["some text"], "smart_prune", VOCAB, client=LocalRunner())
+        LZ78Tokenizer.train_from_iterator(["some text"], VOCAB, strategy="smart_prune", client=LocalRunner())
 
 
 def test_finish_refuses_mismatched_inputs():
@@ -235,7 +235,9 @@ def _record_gathers(monkeypatch) -> list:
 @pytest.mark.parametrize("strategy", POOL_STRATEGIES + ["flat_prune"])
 def test_pool_strategies_do_not_gather_chunk_counts(tmp_path, corpus, monkeypatch, strategy):
     seen = _record_gathers(monkeypatch)
-    LZ78Tokenizer.train(corpus, strategy, VOCAB, split_on="\n\n", progress=False, client=LocalRunner(progress=False))
+    LZ78Tokenizer.train(
+        corpus, VOCAB, strategy=strategy, split_on="\n\n", progress=False, client=LocalRunner(progress=False)
+    )
     counters = [x for x in seen if isinstance(x, _core.WordCounter)]
     if strategy == "flat_prune":
         assert len(counters) == 1  # its candidates are made from the chunks: they come here

@@ -118,7 +118,7 @@ def test_patricia_equals_plain_trie_on_real_text():
     from tokenforge.data.default_corpus import _topics
 
     texts = _topics()[:300] or TEXTS
-    tok = LZ78Tokenizer.train_from_iterator(texts, "smart_prune", 2000, progress=False)
+    tok = LZ78Tokenizer.train_from_iterator(texts, 2000, strategy="smart_prune", progress=False)
     comp = tok.to_compressed()
     big = "\n".join(texts)
     assert comp.encode(big) == tok.encode(big)

@@ -56,7 +56,7 @@ def seed_loader(path: Path, five_columns: bool = False):
 @pytest.fixture(scope="module")
 def trained():
     return {
-        s: LZ78Tokenizer.train_from_iterator(FLAT_DOCS, s, 600, progress=False)
+        s: LZ78Tokenizer.train_from_iterator(FLAT_DOCS, 600, strategy=s, progress=False)
         for s in ("frequency_gated", "smart_prune", "flat_prune", "compressed")
     }
 
@@ -100,7 +100,7 @@ def test_every_style_lists_parents_first_and_keeps_the_ids(trained, tmp_path, st
 
 def test_smart_prune_wrote_parents_after_children_before():
     # the situation the writer fixes: output entries have the low codes, their prefix-only parents high ones
-    tok = LZ78Tokenizer.train_from_iterator(FLAT_DOCS, "smart_prune", 600, progress=False)
+    tok = LZ78Tokenizer.train_from_iterator(FLAT_DOCS, 600, strategy="smart_prune", progress=False)
     late = sum(1 for k, n in enumerate(tok.data.nodes) if n[0] > k + 1)
     assert late > 0
     order = parents_first(tok.data.nodes)
@@ -112,7 +112,7 @@ def test_smart_prune_wrote_parents_after_children_before():
 def test_seed_style_refuses_what_it_cannot_hold(tmp_path, trained):
     with pytest.warns(UserWarning, match="gave only"):  # a tiny corpus
         tok = LZ78Tokenizer.train_from_iterator(
-            ["a\tb\nc\r\n" * 50 + "abc abd " * 40], "frequency_gated", 300, progress=False
+            ["a\tb\nc\r\n" * 50 + "abc abd " * 40], 300, strategy="frequency_gated", progress=False
         )
     with pytest.raises(SeedStyleError, match=r"code \d+ \(pattern '.*\\[tnr].*'\).*tab, line feed or carriage return"):
         tok.save_tsv(tmp_path / "x.tsv", style="seed")
@@ -195,7 +195,7 @@ def test_cli_compact_output_vocab(tmp_path, capsys):
     assert cli.main_train(args + ["--compact_output_vocab"]) == 0
     compacted = LZ78Tokenizer.from_tsv(out, None)
     assert "never emitted" in capsys.readouterr().out
-    full = LZ78Tokenizer.train_from_iterator(FLAT_DOCS, "frequency_gated", 600, progress=False)
+    full = LZ78Tokenizer.train_from_iterator(FLAT_DOCS, 600, strategy="frequency_gated", progress=False)
     unused = full.count_never_emitted(FLAT_DOCS)
     assert unused > 0 and compacted.vocab_size == full.vocab_size - unused
     assert compacted.decode(compacted.encode(SAMPLE)) == SAMPLE

@@ -3,7 +3,9 @@ chromium headless (``make test`` installs it) against a uvicorn server on a
 free loopback port. Skipped only when chromium is absent outside CI; in CI
 (``CI`` set) its absence is a failure."""
 
+import json
 import os
+import re
 import shutil
 from urllib.parse import urlencode
 
@@ -204,36 +206,46 @@ def test_texts_over_the_limit_show_an_error(page, server, toks):
     assert "413" in page.locator(f".panel[data-name='{BPE}'] .stats").inner_text()
 
 
-def char_boundaries(tok, text, encoding):
-    """Where ``tok`` cuts ``text``, in character offsets (a cut inside a UTF-8 character at its start)."""
-    data = text.encode(encoding)
-    char_at, pos = {}, 0
-    for i, ch in enumerate(text):
-        char_at[pos] = i
-        pos += len(ch.encode(encoding))
+def byte_boundaries(tok, text, encoding):
+    """Where ``tok`` cuts ``text``, as offsets into the text's UTF-8 bytes (a latin1
+    tokenizer's character offsets mapped to where those characters start in UTF-8)."""
+    utf8_at, pos = [], 0
+    for ch in text:
+        utf8_at.append(pos)
+        pos += len(ch.encode("utf-8"))
+    utf8_at.append(pos)
     out, pos = set(), 0
     for i in tok.encode_ordinary(text)[:-1]:
         pos += len(tok.id_to_bytes(i))
-        b = pos
-        while b not in char_at:
-            b -= 1
-        out.add(char_at[b])
-    assert pos <= len(data)
+        out.add(pos if encoding == "utf-8" else utf8_at[pos])
+    return out
+
+
+def char_starts_utf8(text):
+    out, pos = set(), 0
+    for ch in text:
+        out.add(pos)
+        pos += len(ch.encode("utf-8"))
     return out
 
 
 def test_differences_across_encodings_and_hex_hover(page, server, toks):
     text = "naïve café, señor über straße"  # latin1 text: mixedgram reads it whole
     open_page(page, server, t=text, k=[BPE, "mixedgram"], da=BPE, db="mixedgram")
-    a, b = char_boundaries(toks[BPE], text, "utf-8"), char_boundaries(toks["mixedgram"], text, "latin-1")
+    a, b = byte_boundaries(toks[BPE], text, "utf-8"), byte_boundaries(toks["mixedgram"], text, "latin-1")
     assert a != b
 
     def marks(kind):
         return {
-            int(x) for x in page.eval_on_selector_all(f"#diff-view .cut.{kind}", "els => els.map(e => e.dataset.pos)")
+            int(x) for x in page.eval_on_selector_all(f"#diff-view .cut.{kind}", "els => els.map(e => e.dataset.byte)")
         }
 
     assert (marks("a"), marks("b"), marks("both")) == (a - b, b - a, a & b)
+    # the cuts inside a character (BPE keeps "ï" as two bytes) are caught, and marked as such
+    inside = a - char_starts_utf8(text)
+    assert inside and marks("inside") == inside
+    assert page.get_attribute("#diff-stats", "data-inside") == str(len(inside))
+    assert page.locator("#diff-view").inner_text().replace("\n", "") == text
     # a piece that is part of a character: its hover shows the bytes
     hexes = page.locator(f".panel[data-name='{BPE}'] .tok.hex")
     assert hexes.count() > 0  # a 1,024-id BPE keeps "ï" as two bytes
@@ -244,3 +256,146 @@ def test_differences_across_encodings_and_hex_hover(page, server, toks):
     rendered(page)
     assert "cannot compare" in page.locator("#diff-stats").inner_text()
     assert page.locator("#diff-view .cut").count() == 0
+
+
+def test_each_panel_lists_its_ids_to_copy(page, server, toks):
+    text = "Copy these ids: naïve 日本語"
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    open_page(page, server, t=text, k=[BPE, LZ])
+    for name in (BPE, LZ):
+        area = page.locator(f".panel[data-name='{name}'] textarea.ids")
+        assert json.loads(area.input_value()) == toks[name].encode_ordinary(text)
+    page.locator(f".panel[data-name='{BPE}'] button.copy").click()
+    page.wait_for_function("document.querySelector('.panel button.copy').textContent !== 'copy ids'")
+    assert json.loads(page.evaluate("navigator.clipboard.readText()")) == toks[BPE].encode_ordinary(text)
+
+
+def expected_frags(tok, text):
+    """Per byte token: "char:from-to/of" of each character it holds bytes of, from the text's own UTF-8 layout."""
+    data = text.encode("utf-8")
+    owner = []  # byte offset -> (character, its first byte, its length)
+    for ch in text:
+        b = ch.encode("utf-8")
+        owner += [(ch, len(owner), len(b))] * len(b)
+    out, pos = [], 0
+    for i in tok.encode_ordinary(text):
+        n = len(tok.id_to_bytes(i))
+        frags = []
+        try:
+            tok.id_to_bytes(i).decode("utf-8")
+            is_bytes = False
+        except UnicodeDecodeError:  # a piece of bytes: the page shows the characters they belong to
+            is_bytes = True
+        if is_bytes:
+            seen = []
+            for b in range(pos, pos + n):
+                ch, start, length = owner[b]
+                if not seen or seen[-1][1] != start:
+                    seen.append([ch, start, length, b - start, b - start + 1])
+                else:
+                    seen[-1][4] += 1
+            frags = [f"{ch}:{a}-{z}/{length}" for ch, _, length, a, z in seen]
+        out.append(" ".join(frags))
+        pos += n
+    assert pos == len(data)
+    return out
+
+
+def test_the_bytes_of_one_character_are_grouped(page, server, toks):
+    text = "日本語 and naïve"
+    open_page(page, server, t=text, k=[BPE])
+    panel = f".panel[data-name='{BPE}']"
+    got = page.eval_on_selector_all(f"{panel} .tok", "els => els.map(e => e.dataset.frags || '')")
+    want = expected_frags(toks[BPE], text)
+    assert got == want and any(want)  # a 1,024-id BPE cuts these characters into bytes
+    # the tokens that share one character sit in one group, which holds that character's bytes whole
+    groups = page.eval_on_selector_all(
+        f"{panel} .chargroup", "gs => gs.map(g => [...g.querySelectorAll('.tok')].map(e => Number(e.dataset.id)))"
+    )
+    assert groups
+    tok = toks[BPE]
+    for ids in groups:
+        assert len(ids) > 1
+        tok.decode_bytes(ids).decode("utf-8")  # whole characters: valid UTF-8 together
+
+    # each part shows the character and which of its bytes it holds ("1/3": its first byte, "2–3/3")
+    def label(frag):
+        a, z, n = (int(x) for x in re.match(r".*:(\d+)-(\d+)/(\d+)$", frag).groups())
+        return "" if (a, z) == (0, n) else (f"{z}" if z - a == 1 else f"{a + 1}–{z}") + f"/{n}"
+
+    subs = page.eval_on_selector_all(
+        f"{panel} .tok.part", "els => els.map(e => [...e.querySelectorAll('sub')].map(s => s.textContent))"
+    )
+    assert subs == [[label(f) for f in w.split(" ") if label(f)] for w in want if w]
+    first = page.locator(f"{panel} .tok.part").first
+    assert first.inner_text().startswith("日")
+    first.hover()
+    assert 'of "日" (U+65E5)' in page.locator("#tip").inner_text()
+
+
+CONV = {
+    "messages": [
+        {"role": "system", "content": "Answer briefly."},
+        {"role": "user", "content": "What is 2 + 2? 日本語"},
+        {"role": "assistant", "content": [{"type": "text", "text": "4."}, {"type": "python", "text": "2 + 2"}]},
+    ]
+}
+
+
+def test_chat_mode_shows_specials_and_the_loss_mask_per_tokenizer(page, server, toks):
+    open_page(page, server, m="chat", c=json.dumps(CONV), k=[BPE, LZ])
+    assert page.locator("#conv").is_visible() and not page.locator("#text").is_visible()
+    ids, mask = toks[BPE].render_conversation(CONV, max_tokens=10_000)
+    panel = f".panel[data-name='{BPE}']"
+    assert span_ids(page, BPE) == ids
+    classes = page.eval_on_selector_all(f"{panel} .tok", "els => els.map(e => e.className)")
+    assert ["m1" in c.split() for c in classes] == [m == 1 for m in mask]
+    specials = set(toks[BPE].special_tokens.values())
+    assert ["special" in c.split() for c in classes] == [i in specials for i in ids]
+    assert json.loads(page.locator(f"{panel} textarea.ids").input_value()) == ids
+    assert f"{sum(mask)} trained" in page.locator(f"{panel} .stats").inner_text()
+    # LZ78 has no chat tokens: its panel cuts the text and marks where each special token would be
+    lz = f".panel[data-name='{LZ}']"
+    missing = page.eval_on_selector_all(f"{lz} .missing", "els => els.map(e => e.textContent)")
+    assert missing == [
+        "<|user_start|>",
+        "<|user_end|>",
+        "<|assistant_start|>",
+        "<|python_start|>",
+        "<|python_end|>",
+        "<|assistant_end|>",
+    ]
+    assert "no <|user_start|>" in page.locator(f"{lz} .stats").inner_text()
+    # editing the conversation re-renders it; the URL keeps it
+    conv2 = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}
+    page.locator("#conv").fill(json.dumps(conv2))
+    rendered(page)
+    assert span_ids(page, BPE) == toks[BPE].render_conversation(conv2)[0]
+    page.reload()
+    rendered(page)
+    assert json.loads(page.locator("#conv").input_value()) == conv2
+    page.locator("#conv").fill("{not json")
+    rendered(page)
+    assert "not JSON" in page.locator("#status").inner_text()
+
+
+@pytest.fixture(scope="module")
+def strict_server(toks):
+    mx = toks["mixedgram"]
+    strict = type(mx)._from_bytes(mx._to_bytes(), {**mx._transport_state(), "errors": "strict"})
+    s = LiveServer(create_app({BPE: toks[BPE], "mixedgram-strict": strict}, max_text=MAX_TEXT))
+    yield s, strict
+    s.close()
+
+
+def test_a_tokenizer_that_cannot_encode_the_text_shows_what_it_can(page, strict_server):
+    server, strict = strict_server
+    text = "café 日本語 ok 🙂"
+    open_page(page, server, t=text)
+    panel = ".panel[data-name='mixedgram-strict']"
+    enc = strict.encode_ordinary
+    assert span_ids(page, "mixedgram-strict") == enc("café ") + enc(" ok ")
+    assert page.eval_on_selector_all(f"{panel} .missing", "els => els.map(e => e.textContent)") == ["日本語", "🙂"]
+    assert page.locator(f"{panel} .tokens").inner_text() == text  # the text, cut where it can be, marked where not
+    assert "cannot encode 4 characters" in page.locator(f"{panel} .stats").inner_text()
+    assert page.locator(f"{panel} .err").count() == 0

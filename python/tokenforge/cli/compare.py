@@ -133,21 +133,36 @@ def add_arguments(p) -> None:
     b.add_argument(
         "--embeddings", default="flat", help="embedding modes: flat, structured, hierarchical, tuple (comma-separated)"
     )
-    b.add_argument("--layers", type=int, default=4)
-    b.add_argument("--width", type=int, default=128)
-    b.add_argument("--heads", type=int, default=4)
-    b.add_argument("--seq-len", type=int, default=256)
-    b.add_argument("--batch-size", type=int, default=8)
-    b.add_argument("--epochs", type=float, default=1.0)
-    b.add_argument("--lr", type=float, default=3e-3)
+    # the harness's model (eval.bpb.BPBConfig's defaults; a test keeps them equal, so that
+    # --help does not import the harness and numpy)
+    b.add_argument("--layers", type=int, default=4, help="transformer layers (default 4)")
+    b.add_argument("--width", type=int, default=128, help="model width, the embedding size (default 128)")
+    b.add_argument("--heads", type=int, default=4, help="attention heads (default 4)")
+    b.add_argument("--seq-len", type=int, default=256, help="context length in tokens (default 256)")
+    b.add_argument("--batch-size", type=int, default=8, help="training sequences per step (default 8)")
+    b.add_argument(
+        "--epochs", type=float, default=1.0, help="passes over the training text; fractions allowed (default 1)"
+    )
+    b.add_argument("--lr", type=float, default=3e-3, help="peak learning rate, cosine-decayed (default 0.003)")
     b.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto")
     b.add_argument("--bf16", action="store_true", help="bfloat16 autocast for the models (faster where supported)")
     p.add_argument(
         "--threads", type=int, default=None, help="threads for training, encoding and torch (default: all cores)"
     )
-    p.add_argument("-o", "--out", default="reports/compare", help="report directory (default reports/compare)")
-    p.add_argument("--no-reuse", action="store_true", help="retrain tokenizers even when a cached one matches")
-    p.add_argument("--title", default="Tokenizer comparison")
+    p.add_argument(
+        "-o",
+        "--output",
+        "--out",
+        dest="out",
+        default="reports/compare",
+        help="report directory (default reports/compare; --out is the older spelling)",
+    )
+    p.add_argument(
+        "--no-reuse",
+        action="store_true",
+        help="retrain tokenizers and recompute bits-per-byte results even when cached ones match",
+    )
+    p.add_argument("--title", default="Tokenizer comparison", help="the report's title (default: Tokenizer comparison)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
 
@@ -228,30 +243,11 @@ def _rebuild_command(args) -> str:
         parts += ["--heldout", x]
     for x in args.parity_dev:
         parts += ["--parity-dev", x]
-    defaults = {
-        "reference_lang": "en",
-        "families": DEFAULT_SPEC,
-        "vocab_sizes": "8192",
-        "train_mb": None,
-        "eval_mb": 2.0,
-        "text_field": "text",
-        "seeds": "1",
-        "bpb_vocab_sizes": None,
-        "bpb_train_mb": 2.0,
-        "bpb_eval_mb": 0.5,
-        "embeddings": "flat",
-        "layers": 4,
-        "width": 128,
-        "heads": 4,
-        "seq_len": 256,
-        "batch_size": 8,
-        "epochs": 1.0,
-        "lr": 3e-3,
-        "device": "cpu",
-        "threads": None,
-        "out": "reports/compare",
-        "title": "Tokenizer comparison",
-    }
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)  # the defaults live in one place: the parser's
+    keys = "reference_lang families vocab_sizes train_mb eval_mb text_field seeds bpb_vocab_sizes bpb_train_mb"
+    keys += " bpb_eval_mb embeddings layers width heads seq_len batch_size epochs lr device threads out title"
+    defaults = {key: parser.get_default(key) for key in keys.split()}
     for key, default in defaults.items():
         v = getattr(args, key, default)
         if v != default:

@@ -31,6 +31,13 @@ _DEFAULT_PATH = "tokenizer.json"
 
 
 def _path(args) -> Path:
+    positional = getattr(args, "tokenizer_positional", None)
+    if positional is not None:
+        if args.tokenizer is not None:
+            from .kit import UsageError
+
+            raise UsageError("name the tokenizer once: TOKENIZER or -t/--tokenizer, not both")
+        args.tokenizer, args.tokenizer_positional = positional, None
     return Path(_DEFAULT_PATH if args.tokenizer is None else args.tokenizer)
 
 
@@ -270,6 +277,14 @@ def _add_commands(p: argparse.ArgumentParser) -> None:
     sync.set_defaults(func=cmd_sync)
 
     insp = sub.add_parser("inspect", parents=[common], help="vocabulary size, per-source contributions, newest merges")
+    # first and positional, as in every command about one tokenizer (-t/--tokenizer still works)
+    insp.add_argument(
+        "tokenizer_positional",
+        nargs="?",
+        default=None,
+        metavar="TOKENIZER",
+        help=f"the tokenizer.json to inspect (default: ./{_DEFAULT_PATH})",
+    )
     insp.add_argument("--newest", type=int, default=10, help="how many of the newest merges to show (default 10)")
     insp.add_argument("--json", action="store_true", help="machine-readable output")
     insp.set_defaults(func=cmd_inspect)

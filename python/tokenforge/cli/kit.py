@@ -131,6 +131,11 @@ def _quiet_stdout() -> None:
         pass
 
 
+class UsageError(TokenforgeError):
+    """A command line whose options contradict each other, found after parsing:
+    reported as argparse's own errors are (exit status 2)."""
+
+
 def run_command(func, args, prog: str) -> int:
     """Run one command's function and turn every user error into one line on
     stderr and an exit status from :data:`EXIT_CODES`. ``TOKENFORGE_TRACEBACK=1``
@@ -168,6 +173,9 @@ def run_command(func, args, prog: str) -> int:
         if isinstance(e, MemoryError):
             print(f"{prog}: error: out of memory", file=sys.stderr)
             return EXIT_ERROR
+        if isinstance(e, UsageError):
+            print(f"{prog}: error: {e} (see {prog} --help)", file=sys.stderr)
+            return EXIT_USAGE
         if isinstance(e, (TokenforgeError, ValueError, TypeError)):
             msg = str(e).strip().splitlines()
             print(f"{prog}: error: {' '.join(msg) if msg else type(e).__name__}", file=sys.stderr)

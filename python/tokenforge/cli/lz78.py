@@ -6,10 +6,10 @@ The same three are the seed's scripts, with the seed's names and flags:
     python scripts/lz78_setup_tokenizer.py --tsv_path P --tsv_format lz78|compressed
     python scripts/lz78_pretokenize.py
 
-``train`` reads the corpus given with ``--input`` (files or directories of
-.txt/.jsonl/.parquet, optionally .gz/.zst), or the built-in default corpus
-(Python's own docs and sources) when none is given, and writes the dictionary
-TSV. ``setup`` turns a TSV into a tokenizer directory (``lz78.tsv`` with our
+``train`` reads the corpus named positionally as in every command (or with the
+seed's ``--input``: files or directories of .txt/.jsonl/.parquet, optionally
+.gz/.zst), or the built-in default corpus (Python's own docs and sources) when
+none is given, and writes the dictionary TSV (``-o/--output``). ``setup`` turns a TSV into a tokenizer directory (``lz78.tsv`` with our
 header, plus ``token_bytes.npy`` for bits-per-byte evaluation); by default it
 gives the seed's layout (root, codes, 256 byte fallbacks, bos, eos, pad) and
 adds nanochat's chat tokens only with ``--chat_tokens``. ``--tsv_style seed``
@@ -60,21 +60,21 @@ def _param(value: str) -> tuple[str, object]:
 
 
 def _train_args(p: argparse.ArgumentParser) -> None:
-    # the record's copy of lz78.STRATEGIES (a test keeps them equal): building the
-    # parser (--help) imports neither the family nor numpy
-    from ..registry import LZ78_STRATEGIES
+    # the record's copies of lz78.STRATEGIES and DEFAULT_STRATEGY (a test keeps them
+    # equal): building the parser (--help) imports neither the family nor numpy
+    from ..registry import LZ78_DEFAULT_STRATEGY, LZ78_STRATEGIES
 
+    _corpus_args(p)
     p.add_argument(
         "--strategy",
-        default="frequency_gated",
+        default=LZ78_DEFAULT_STRATEGY,
         choices=LZ78_STRATEGIES,
-        help="training strategy (default: frequency_gated, as the seed)",
+        help=f"training strategy (default: {LZ78_DEFAULT_STRATEGY}, as LZ78Tokenizer.train)",
     )
     p.add_argument("--vocab_size", type=int, default=32768, help="total ids, specials included (default 32768)")
     p.add_argument(
-        "--input", nargs="*", default=None, help="corpus files or directories (default: the built-in corpus)"
+        "-o", "--output", default=None, help="output TSV or directory (default: lz78_<strategy>_<vocab_size>.tsv)"
     )
-    p.add_argument("--output", default=None, help="output TSV (default: lz78_<strategy>_<vocab_size>.tsv)")
     p.add_argument("--no_chunking", action="store_true", help="train without GPT-4-pattern chunking")
     p.add_argument(
         "--special_tokens",
@@ -91,7 +91,7 @@ def _train_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--max_chars", type=int, default=None, help="read at most this many characters of the corpus")
     p.add_argument("--text_field", default="text", help="JSON field / parquet column holding the text")
-    p.add_argument("--num_threads", type=int, default=None)
+    p.add_argument("--num_threads", type=int, default=None, help="counting threads (default: all cores)")
     p.add_argument(
         "--scheduler",
         metavar="ADDR",
@@ -130,8 +130,20 @@ def _style_args(p: argparse.ArgumentParser) -> None:
 
 def _setup_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tsv_path", required=True, help="the dictionary TSV")
-    p.add_argument("--tsv_format", default="lz78", choices=["lz78", "compressed"])
-    p.add_argument("--output_dir", default=None, help="tokenizer directory (default: 'tokenizer' beside the TSV)")
+    p.add_argument(
+        "--tsv_format",
+        default="lz78",
+        choices=["lz78", "compressed"],
+        help="the TSV's columns: lz78 (code, parent, char, pattern; default) or compressed (Patricia trie)",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        "--output_dir",
+        dest="output_dir",
+        default=None,
+        help="tokenizer directory (default: 'tokenizer' beside the TSV)",
+    )
     p.add_argument(
         "--special_tokens",
         default="none",
@@ -162,12 +174,15 @@ def _setup_args(p: argparse.ArgumentParser) -> None:
 
 
 def _pretokenize_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tokenizer", default="tokenizer", help="tokenizer directory or TSV (default: ./tokenizer)")
+    _corpus_args(p)
+    p.add_argument("-t", "--tokenizer", default="tokenizer", help="tokenizer directory or TSV (default: ./tokenizer)")
     p.add_argument(
-        "--input", nargs="*", default=None, help="corpus files or directories (default: the built-in corpus)"
-    )
-    p.add_argument(
-        "--output_dir", default="pretokenized", help="where shards and index.json go (default: ./pretokenized)"
+        "-o",
+        "--output",
+        "--output_dir",
+        dest="output_dir",
+        default="pretokenized",
+        help="where shards and index.json go (default: ./pretokenized)",
     )
     p.add_argument(
         "--shard_tokens",
@@ -178,11 +193,26 @@ def _pretokenize_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--batch_chars", type=int, default=4 << 20, help="characters encoded per parallel batch (default 4M)"
     )
-    p.add_argument("--text_field", default="text")
-    p.add_argument("--num_threads", type=int, default=None)
+    p.add_argument("--text_field", default="text", help="JSON field / parquet column holding the text")
+    p.add_argument("--num_threads", type=int, default=None, help="encoding threads (default: all cores)")
     p.add_argument("--no_bos", action="store_true", help="do not start every document with <|bos|>")
-    p.add_argument("--overwrite", action="store_true", help="replace the shards in --output_dir instead of resuming")
-    p.add_argument("-q", "--quiet", action="store_true")
+    p.add_argument("--overwrite", action="store_true", help="replace the shards in --output instead of resuming")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+
+
+def _corpus_args(p: argparse.ArgumentParser) -> None:
+    """The corpus, positional as in every command reading one; ``--input`` is the seed's spelling."""
+    p.add_argument("corpus", nargs="*", default=[], help="corpus files or directories (default: the built-in corpus)")
+    p.add_argument("--input", nargs="*", default=None, help="the same as CORPUS (the seed scripts' spelling)")
+
+
+def _inputs(args) -> list[str] | None:
+    """The corpus named either way; both at once is a usage error."""
+    if args.corpus and args.input:
+        from .kit import UsageError
+
+        raise UsageError("name the corpus once: as CORPUS or with --input, not both")
+    return list(args.corpus or args.input or []) or None
 
 
 def _corpus(inputs, text_field: str, max_chars: int | None = None):
@@ -218,6 +248,7 @@ def cmd_train(args) -> int:
     from ..lz78 import LZ78Tokenizer
 
     params = dict(args.param)
+    inputs = _inputs(args)
     out = Path(args.output or f"lz78_{args.strategy}_{args.vocab_size}.tsv")
     t0 = time.perf_counter()
     if args.scheduler:
@@ -225,14 +256,14 @@ def cmd_train(args) -> int:
 
         if args.max_chars is not None:
             raise TokenforgeError("--max_chars cannot be used with --scheduler (the workers read whole files)")
-        if not args.input:
-            raise TokenforgeError("--scheduler needs --input files that the workers can read")
-        corpus = [Path(p) for p in args.input]
+        if not inputs:
+            raise TokenforgeError("--scheduler needs corpus files that the workers can read")
+        corpus = [Path(p) for p in inputs]
         check_inputs(corpus)
         tok = LZ78Tokenizer.train(
             corpus,
-            args.strategy,
             args.vocab_size,
+            strategy=args.strategy,
             chunking=not args.no_chunking,
             special_tokens=_specials(args.special_tokens),
             num_threads=args.num_threads,
@@ -243,9 +274,9 @@ def cmd_train(args) -> int:
         )
     else:
         tok = LZ78Tokenizer.train_from_iterator(
-            _corpus(args.input, args.text_field, args.max_chars),
-            args.strategy,
+            _corpus(inputs, args.text_field, args.max_chars),
             args.vocab_size,
+            strategy=args.strategy,
             chunking=not args.no_chunking,
             special_tokens=_specials(args.special_tokens),
             num_threads=args.num_threads,
@@ -256,7 +287,7 @@ def cmd_train(args) -> int:
     mb = tok.data.settings.get("training", {}).get("corpus_bytes", 0) / 1e6
     print(f"trained {tok!r} on {mb:.1f} MB in {dt:.1f} s")
     if args.compact_output_vocab:
-        _compact(tok, _corpus(args.input, args.text_field, args.max_chars))
+        _compact(tok, _corpus(inputs, args.text_field, args.max_chars))
     return _write(tok, out, args)
 
 
@@ -335,10 +366,11 @@ def cmd_pretokenize(args) -> int:
     from .kit import check_inputs
     from .pretokenize import pretokenize_and_report
 
+    inputs = _inputs(args)
     tok = _load_tokenizer(args.tokenizer)
     corpus: Iterable[Path] | Iterable[str]
-    if args.input:
-        corpus = [Path(p) for p in args.input]
+    if inputs:
+        corpus = [Path(p) for p in inputs]
         check_inputs(corpus)  # exit status 3, as for every command's missing input
     else:
         from ..data.default_corpus import iter_default_corpus

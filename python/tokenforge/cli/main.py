@@ -317,6 +317,9 @@ def cmd_demo(args) -> int:
     return run_demo(args)
 
 
+_TOKENIZER_HELP = "a tokenizer file or directory of any family (tokenforge inspect says how it is read)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = ArgumentParser(
         prog="tokenforge", description="Train, compare and use LM tokenizers.", epilog=exit_codes_epilog()
@@ -343,10 +346,23 @@ def build_parser() -> argparse.ArgumentParser:
         "(cl100k_base, o200k_base, gpt-4, ...), or a regex",
     )
     t.add_argument("--specials", default="nanochat", help="nanochat (default), none, or a comma-separated list")
-    t.add_argument("--tie-break", default="pair_ids", choices=["pair_ids", "lexicographic"])
-    t.add_argument("--min-frequency", type=int, default=1)
-    t.add_argument("--threads", type=int, default=None)
-    t.add_argument("--layout", default="nanochat", choices=["nanochat", "specials_first"])
+    t.add_argument(
+        "--tie-break",
+        default="pair_ids",
+        choices=["pair_ids", "lexicographic"],
+        help="between pairs of equal count: the smaller pair of ids (pair_ids, default, as rustbpe) or the "
+        "larger pair of byte strings (lexicographic, as seed 003)",
+    )
+    t.add_argument(
+        "--min-frequency", type=int, default=1, help="stop when the best pair occurs fewer times (default 1)"
+    )
+    t.add_argument("--threads", type=int, default=None, help="counting threads (default: all cores)")
+    t.add_argument(
+        "--layout",
+        default="nanochat",
+        choices=["nanochat", "specials_first"],
+        help="id layout: bytes, merges, then specials (nanochat, default) or specials first (as seed 003)",
+    )
     t.add_argument("--text-field", default="text", help="JSON field / parquet column holding the text")
     t.add_argument("--split-on", default=None, help="split .txt files into documents at this string")
     t.add_argument(
@@ -432,7 +448,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="encode a corpus into token shards with any tokenizer (resumable; on a Dask cluster with --scheduler)",
     )
     pt.add_argument("corpus", nargs="+", help=".txt/.jsonl/.parquet files or directories (optionally .gz/.zst)")
-    pt.add_argument("--tokenizer", required=True, help="a tokenizer file or directory of any family")
+    pt.add_argument("-t", "--tokenizer", required=True, help="a tokenizer file or directory of any family")
     pt.add_argument("-o", "--output", required=True, help="the shard directory (index.json and shard files)")
     pt.add_argument("--shard-tokens", type=int, default=1 << 24, help="tokens per shard (default 16,777,216)")
     pt.add_argument("--threads", type=int, default=None, help="encoding threads (default: all cores)")
@@ -449,7 +465,7 @@ def build_parser() -> argparse.ArgumentParser:
     pt.set_defaults(func=cmd_pretokenize)
 
     e = sub.add_parser("encode", help="encode text to ids")
-    e.add_argument("tokenizer")
+    e.add_argument("tokenizer", help=_TOKENIZER_HELP)
     e.add_argument("text", nargs="?", default=None, help="the text (default: stdin)")
     e.add_argument("--file", help="read the text from this file")
     e.add_argument(
@@ -462,24 +478,31 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(func=cmd_encode)
 
     d = sub.add_parser("decode", help="decode ids to text")
-    d.add_argument("tokenizer")
+    d.add_argument("tokenizer", help=_TOKENIZER_HELP)
     d.add_argument("ids", nargs="*", help="ids (default: stdin)")
     d.add_argument("--file", help="a file of ids (whitespace/JSON) or a .npy array")
     d.set_defaults(func=cmd_decode)
 
     i = sub.add_parser("inspect", help="vocabulary statistics, longest tokens, bytes per token")
-    i.add_argument("tokenizer")
+    i.add_argument("tokenizer", help=_TOKENIZER_HELP)
     i.add_argument("--text", help="measure bytes per token on this UTF-8 file")
-    i.add_argument("--top", type=int, default=10)
-    i.add_argument("--json", action="store_true")
+    i.add_argument("--top", type=int, default=10, help="how many of the longest tokens to show (default 10)")
+    i.add_argument("--json", action="store_true", help="machine-readable output")
     i.set_defaults(func=cmd_inspect)
 
     m = sub.add_parser("demo", help="train on the built-in corpus (Python's own docs and sources) and show the result")
-    m.add_argument("--vocab-size", type=int, default=8192)
+    m.add_argument("--vocab-size", type=int, default=8192, help="ids of the tokenizers it trains (default 8192)")
     m.add_argument("--max-mb", type=float, default=None, help="use at most this many MB of the corpus")
-    m.add_argument("--out", default="reports/demo", help="where the demo writes its tokenizer")
-    m.add_argument("--threads", type=int, default=None)
-    m.add_argument("--no-color", action="store_true")
+    m.add_argument(
+        "-o",
+        "--output",
+        "--out",
+        dest="out",
+        default="reports/demo",
+        help="where the demo writes its tokenizer and report (default reports/demo; --out is the older spelling)",
+    )
+    m.add_argument("--threads", type=int, default=None, help="threads for training and encoding (default: all cores)")
+    m.add_argument("--no-color", action="store_true", help="print the token view without terminal colours")
     m.add_argument("--families", default=None, help="what the comparison part compares (default: every family present)")
     m.add_argument("--seeds", type=int, default=2, help="seeds per bits-per-byte measurement (default 2)")
     m.add_argument("--no-bpb", action="store_true", help="compare compression only (no language models)")

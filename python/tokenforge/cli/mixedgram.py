@@ -1,13 +1,14 @@
 """``tokenforge mixedgram``: compress, decompress and inspect ``.mxgram`` files.
 
-    tokenforge mixedgram compress IN OUT       # train on IN, write OUT (.mxgram)
-    tokenforge mixedgram decompress IN OUT     # OUT "-" writes to stdout
+    tokenforge mixedgram compress IN -o OUT    # train on IN, write OUT (.mxgram)
+    tokenforge mixedgram decompress IN -o OUT  # OUT "-" writes to stdout
     tokenforge mixedgram inspect FILE          # a .mxgram or a saved vocabulary
 
 The top-level command calls :func:`add_parser` with its subparsers; every
 leaf parser sets ``func``; errors are reported by the top-level command's
 handler (:func:`tokenforge.cli.kit.run_command`: one line, documented exit status).
-``python -m tokenforge.cli.mixedgram compress IN OUT`` works on its own too.
+``python -m tokenforge.cli.mixedgram compress IN -o OUT`` works on its own too.
+OUT may also follow IN positionally (the older spelling).
 Progress goes to stderr (a bar on a terminal, a line every 10 s otherwise);
 ``--quiet`` turns it off.
 """
@@ -30,8 +31,28 @@ def _mb(n: int) -> str:
     return f"{n / 1e6:.2f} MB" if n >= 10_000 else f"{n:,} B"
 
 
+def _output_args(p: argparse.ArgumentParser, what: str) -> None:
+    """``-o/--output``, as in every command writing a file; OUT after IN is the older spelling."""
+    p.add_argument("legacy_output", nargs="?", metavar="OUT", help=f"{what} (older spelling of -o OUT)")
+    p.add_argument("-o", "--output", default=None, help=what)
+
+
+def _output(args) -> str:
+    """The one output path the command line named."""
+    from .kit import UsageError
+
+    if args.output is not None and args.legacy_output is not None:
+        raise UsageError("name the output once: -o OUT or OUT after IN, not both")
+    out = args.output if args.output is not None else args.legacy_output
+    if out is None:
+        raise UsageError("name the file to write with -o OUT")
+    return out
+
+
 def _compress(args) -> int:
     from ..mixedgram import Mixedgram
+
+    args.output = _output(args)
 
     if args.vocab and args.scheduler:
         raise TokenforgeError("--scheduler trains the vocabulary on a cluster; with --vocab there is nothing to train")
@@ -82,6 +103,8 @@ def _compress(args) -> int:
 def _decompress(args) -> int:
     from ..formats.atomic import atomic_write
     from ..mixedgram import Mixedgram
+
+    args.output = _output(args)
 
     data = Mixedgram.decompress_bytes(Path(args.input), progress=not args.quiet)
     if args.output == "-":
@@ -139,7 +162,7 @@ def _inspect(args) -> int:
 
 
 def _add_commands(parser: argparse.ArgumentParser) -> None:
-    from ..mixedgram import PARSES
+    from ..registry import MIXEDGRAM_PARSES as PARSES
 
     sub = parser.add_subparsers(dest="mixedgram_command", metavar="COMMAND")
     sub.required = True
@@ -150,7 +173,7 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
         description="Train a vocabulary on IN (or use --vocab) and write IN as a .mxgram file.",
     )
     c.add_argument("input", metavar="IN", help="text file (bytes taken as latin1 unless --encoding)")
-    c.add_argument("output", metavar="OUT", help="the .mxgram file to write")
+    _output_args(c, "the .mxgram file to write")
     c.add_argument("--parse", choices=PARSES, default="greedy", help="greedy longest match (default) or fewest tokens")
     c.add_argument(
         "--vocab",
@@ -182,7 +205,7 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
         "decompress", help="the text of a .mxgram file", description="Write the latin1 text of a .mxgram file."
     )
     d.add_argument("input", metavar="IN", help="the .mxgram file")
-    d.add_argument("output", metavar="OUT", help="the text file to write ('-' for stdout)")
+    _output_args(d, "the text file to write ('-' for stdout)")
     d.add_argument("-q", "--quiet", action="store_true", help="no progress or summary")
     d.set_defaults(func=_decompress)
 

@@ -9,6 +9,8 @@ of a fixed probe text (which catches encode-time options a file might not
 record). Saving goes to a temporary directory (inside ``scratch_dir`` when
 given) that is removed afterwards.
 
+:func:`texts_digest` is the same kind of key for the texts a result was computed on.
+
 Not handled: two classes that name the same family and save the same files are
 told apart only by their class name, which is hashed too; a tokenizer whose
 encoding depends on state neither its files nor the probe reach.
@@ -24,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["tokenizer_fingerprint"]
+__all__ = ["tokenizer_fingerprint", "texts_digest"]
 
 _PROBE = (
     "The quick brown fox jumps over the lazy dog. 0123456789 \n\n"
@@ -62,6 +64,19 @@ def _saved_files_digest(tok, h, scratch_dir=None) -> bool:
                 h.update(p.relative_to(root).as_posix().encode() + b"\0")
                 h.update(hashlib.sha256(p.read_bytes()).digest())
     return True
+
+
+def texts_digest(texts) -> str:
+    """SHA-256 (hex) of a sequence of texts: each one's UTF-8 length (8 bytes,
+    little-endian) then its bytes, so no two different sequences share a digest
+    by moving text from one document to the next. What ``compare`` keys its
+    cached tokenizers and bits-per-byte results by."""
+    h = hashlib.sha256()
+    for d in texts:
+        b = d.encode("utf-8", "surrogatepass")
+        h.update(len(b).to_bytes(8, "little"))
+        h.update(b)
+    return h.hexdigest()
 
 
 def tokenizer_fingerprint(tok, scratch_dir=None) -> str:

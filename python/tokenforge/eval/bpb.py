@@ -20,7 +20,10 @@ For one tokenizer and one seed, :func:`train_and_evaluate`
    text the tokenizer saw, or the run stops with :class:`BPBError`.
 
 :func:`run_bpb` repeats this for several seeds and reports mean ± standard
-deviation (sample std, ``ddof=1``). Any embedding mode of
+deviation (sample std, ``ddof=1``). Each seed's finished result is kept, sealed,
+in the work directory (:func:`write_result`, keyed by :func:`result_key`: the
+tokenizer's fingerprint, the settings, the texts, the seed), so a run that was
+killed, run again, trains only the seeds it had not finished. Any embedding mode of
 :mod:`tokenforge.torch.embeddings` can be chosen. Progress is shown per seed;
 Ctrl-C stops cleanly (nothing is written but the resumable shards).
 
@@ -410,6 +413,84 @@ def summarize(values: Sequence[float]) -> dict:
     }
 
 
+#: the file a finished (tokenizer, settings, texts, seed) result is kept in
+RESULT_FORMAT, RESULT_VERSION = "tokenforge-bpb-result", 1
+#: settings that do not decide a result (how many CPU threads run it) and are left out of its key
+_NOT_IN_KEY = ("threads",)
+
+
+def result_key(fingerprint: str, cfg: BPBConfig, seed: int, train_digest: str, eval_digest: str) -> dict:
+    """Everything that decides one seed's bits per byte: the tokenizer's
+    fingerprint, the model and training settings (but the thread count), the seed,
+    the digests of the training and held-out texts, and the versions of
+    tokenforge and torch that compute it."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        torch_version = version("torch")
+    except PackageNotFoundError:
+        torch_version = None
+    try:
+        tf_version: str | None = version("tokenforge")
+    except PackageNotFoundError:  # pragma: no cover: run from a source tree
+        tf_version = None
+    return {
+        "tokenizer": fingerprint,
+        "config": {k: v for k, v in cfg.to_dict().items() if k not in _NOT_IN_KEY},
+        "seed": int(seed),
+        "train_text": train_digest,
+        "eval_text": eval_digest,
+        "tokenforge": tf_version,
+        "torch": torch_version,
+    }
+
+
+def result_path(results_dir, key: dict) -> Path:
+    """Where the result of ``key`` is kept: ``seed<N>-<16 hex of the key's hash>.json``."""
+    import hashlib
+    import json
+
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    return Path(results_dir) / f"seed{key['seed']}-{digest}.json"
+
+
+def read_result(path, key: dict) -> dict | None:
+    """The result kept at ``path`` for ``key``, or None when there is none to trust:
+    no file, another format or version, a checksum that does not match its content
+    (a file changed or cut short after it was written), or another key."""
+    import json
+
+    from ..formats.checksum import KEY, json_checksum
+
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("format") != RESULT_FORMAT or doc.get("version") != RESULT_VERSION:
+        return None
+    try:
+        if doc.get(KEY) != json_checksum(doc):
+            return None
+    except ValueError:  # NaN in a hand-edited file
+        return None
+    result = doc.get("result")
+    return result if doc.get("key") == key and isinstance(result, dict) else None
+
+
+def write_result(path, key: dict, result: dict) -> None:
+    """Keep one seed's finished result: sealed with its checksum and written
+    atomically (temporary file, fsync, rename), so a run killed at any moment
+    leaves either the whole file or none, never one that looks complete."""
+    import json
+
+    from ..formats.atomic import atomic_write
+    from ..formats.checksum import seal_json_text
+
+    doc = {"format": RESULT_FORMAT, "version": RESULT_VERSION, "key": key, "result": result}
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, seal_json_text(json.dumps(doc, indent=1, allow_nan=False)))
+
+
 def run_bpb(
     tok,
     train_docs: Sequence[str],
@@ -421,13 +502,22 @@ def run_bpb(
     num_threads: int | None = None,
     progress: bool | None = None,
     label: str = "",
+    reuse: bool = True,
+    fingerprint: str | None = None,
+    on_result: Callable[[dict, bool], None] | None = None,
 ) -> dict:
     """Bits per byte of ``tok`` over several seeds: ``{"bpb": summary, "runs": [...], ...}``.
 
     ``train_docs``/``eval_docs`` are the (already budgeted) documents; shards go
     under ``work_dir`` (``train/`` and ``eval/``) and are reused when present.
+    Each seed's finished result is kept in ``work_dir/results/`` (:func:`write_result`,
+    keyed by :func:`result_key`), and with ``reuse`` a seed whose result is there
+    is not trained again: a killed run, run again, computes only what it had not
+    finished. ``fingerprint``: the tokenizer's (:func:`tokenforge.data.fingerprint.tokenizer_fingerprint`),
+    when the caller has it. ``on_result(run, reused)`` is called after each seed.
     """
     from ..data.corpus import Texts
+    from ..data.fingerprint import texts_digest, tokenizer_fingerprint
     from ..data.shards import pretokenize
 
     cfg = cfg or BPBConfig()
@@ -447,13 +537,22 @@ def run_bpb(
             f"{type(tok).__name__} does not encode this text losslessly (or its token_bytes() is not exact), "
             "so its bits per byte would not be comparable"
         )
+    fingerprint = fingerprint or tokenizer_fingerprint(tok, scratch_dir=work)
+    train_digest, eval_digest = texts_digest(train_docs), texts_digest(eval_docs)
     runs = []
     for seed in seeds:
-        runs.append(
-            train_and_evaluate(
+        key = result_key(fingerprint, cfg, int(seed), train_digest, eval_digest)
+        path = result_path(work / "results", key)
+        run = read_result(path, key) if reuse else None
+        reused = run is not None
+        if run is None:
+            run = train_and_evaluate(
                 tok, train_shards, eval_shards, cfg, int(seed), expected_bytes=expected, progress=progress, label=label
             )
-        )
+            write_result(path, key, run)
+        runs.append(run)
+        if on_result is not None:
+            on_result(run, reused)
     return {
         "bpb": summarize([r["bpb"] for r in runs]),
         "runs": runs,

@@ -15,15 +15,27 @@
    the Gini of the premiums against ``reference_lang``
    (:mod:`tokenforge.eval.languages`);
 4. with ``bpb``, trains the harness's GPT per tokenizer, embedding mode and seed
-   (:mod:`tokenforge.eval.bpb`), on the same documents for every tokenizer;
+   (:mod:`tokenforge.eval.bpb`), on the same documents for every tokenizer; each
+   seed's finished result is kept under ``OUT/work`` (keyed by the tokenizer's
+   fingerprint, the settings, the texts and the seed; sealed and written
+   atomically) and reused by a later run, so a killed run computes only the rest;
 5. writes the report (:mod:`tokenforge.eval.report`) after every measured
-   tokenizer, so an interrupted run leaves a consistent partial report.
+   tokenizer and embedding mode, so an interrupted run leaves a consistent
+   partial report.
+
+After every tokenizer and every seed it logs one line for the whole run
+(:class:`tokenforge.progress.RunEstimate`, on stderr): the steps done, the time
+so far and the time left, estimated from the steps it computed so far. Ctrl-C
+stops it cleanly: the report says it is partial, and what was finished is kept.
+
+Not handled: estimates that know a bigger vocabulary trains slower (every step
+of a kind counts the same), and reuse of a result after ``--threads`` changed
+the summation order of a float (the thread count is not in the key).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 import platform
@@ -34,10 +46,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..data.corpus import corpus_paths
-from ..data.fingerprint import tokenizer_fingerprint
+from ..data.fingerprint import texts_digest, tokenizer_fingerprint
 from ..data.languages import TrainLanguages
 from ..embedding_meta import EmbeddingModeError, get_embedding_metadata
 from ..errors import TokenforgeError
+from ..progress import RunEstimate
 from ..registry import DEFAULT_SPEC, FAMILIES, family
 from .bpb import BPBConfig, run_bpb, select_documents
 from .families import Spec, parse_specs, train_tokenizer
@@ -177,21 +190,12 @@ def _load_corpus(opts: CompareOptions) -> tuple[list[LangDoc], list[LangDoc], st
     return train, held, desc
 
 
-def _digest(docs) -> str:
-    h = hashlib.sha256()
-    for d in docs:
-        b = d.encode("utf-8")
-        h.update(len(b).to_bytes(8, "little"))
-        h.update(b)
-    return h.hexdigest()
-
-
 def _train_digest(docs: list[LangDoc]) -> str:
     """The training text's digest; documents' languages and parallel units count
     too when the corpus has any (``bpe:parity`` trains on them)."""
     if not any(d.lang is not None or d.parallel_id is not None for d in docs):
-        return _digest(d.text for d in docs)
-    return _digest(x for d in docs for x in (d.text, f"\0{d.lang}\0{d.parallel_id}"))
+        return texts_digest(d.text for d in docs)
+    return texts_digest(x for d in docs for x in (d.text, f"\0{d.lang}\0{d.parallel_id}"))
 
 
 def _log(opts: CompareOptions, msg: str) -> None:
@@ -319,7 +323,7 @@ def run_compare(opts: CompareOptions) -> dict:
             "train_documents": len(bpb_train),
             "eval_documents": len(bpb_eval),
         }
-        bpb_digest = _digest(bpb_train + ["\0eval\0"] + bpb_eval)[:12]
+        bpb_digest = texts_digest(bpb_train + ["\0eval\0"] + bpb_eval)[:12]
 
     # ---- which tokenizers --------------------------------------------------
     jobs: list[tuple[str, Spec | None, int | None, str | None]] = []  # (label, spec, vocab, path)
@@ -330,6 +334,17 @@ def run_compare(opts: CompareOptions) -> dict:
         jobs.append((label, None, None, path))
     if not jobs:
         raise TokenforgeError("nothing to compare: no available family and no --load")
+
+    n_models = len(opts.embeddings) * len(opts.seeds)
+    est = RunEstimate(
+        {
+            "tokenizers": len(jobs),
+            "bits-per-byte runs": sum(n_models for _, spec, vocab, _ in jobs if _wants_bpb(opts, spec, vocab)),
+        },
+        names={"tokenizers": "tokenizer", "bits-per-byte runs": "bits-per-byte run"},
+        clock=time.perf_counter,
+        start=t_start,  # the time so far counts reading the corpus too
+    )
 
     def save(status: str):
         results["status"] = status
@@ -347,6 +362,7 @@ def run_compare(opts: CompareOptions) -> dict:
             eval_docs,
             (bpb_train, bpb_eval, bpb_digest) if opts.bpb else None,
             out,
+            est,
             lang_docs,
             languages,
         )
@@ -360,6 +376,12 @@ def run_compare(opts: CompareOptions) -> dict:
         raise
     save("complete")
     return results
+
+
+def _wants_bpb(opts: CompareOptions, spec: Spec | None, vocab: int | None) -> bool:
+    """Whether the job of ``spec`` at ``vocab`` (``spec`` None: a loaded file) gets bits per byte."""
+    fixed = spec is None or spec.fixed_vocab
+    return opts.bpb and (fixed or opts.bpb_vocab_sizes is None or vocab in opts.bpb_vocab_sizes)
 
 
 def _cached_file(opts, spec: Spec, vocab: int | None) -> str | None:
@@ -391,11 +413,17 @@ def _language_setup(opts: CompareOptions, lang_docs: list[LangDoc]) -> dict:
 
 
 def _run_jobs(
-    opts, jobs, results, save, train_docs, train_digest, eval_docs, bpb_data, out, lang_docs=(), languages=None
+    opts, jobs, results, save, train_docs, train_digest, eval_docs, bpb_data, out, est, lang_docs=(), languages=None
 ) -> None:
     if bpb_data is not None:
         bpb_train, bpb_eval, bpb_digest = bpb_data
+    n_models = len(opts.embeddings) * len(opts.seeds)
+
+    def progress(kind: str, seconds: float | None) -> None:
+        _log(opts, "compare: " + est.step(kind, seconds))
+
     for label, spec, vocab, path in jobs:
+        t_job = time.perf_counter()
         row: dict = {
             "label": label,
             "spec": spec.text if spec else f"file:{path}",
@@ -453,17 +481,34 @@ def _run_jobs(
             row["error"] = f"{type(e).__name__}: {e}"
             _log(opts, f"  {label}: failed: {row['error']}")
             save("running")
+            if _wants_bpb(opts, spec, vocab):
+                est.drop("bits-per-byte runs", n_models)
+            progress("tokenizers", time.perf_counter() - t_job)
             continue
-        fixed = spec is None or spec.fixed_vocab
-        if opts.bpb and (fixed or opts.bpb_vocab_sizes is None or vocab in opts.bpb_vocab_sizes):
+        progress("tokenizers", None if reused else time.perf_counter() - t_job)
+        if _wants_bpb(opts, spec, vocab):
+            save("running")  # the tokenizer's figures, before the long part
             row["bpb"] = {}
-            fp = None
+            fp: str | None = None
+            fp_full: str | None = None
             for mode in opts.embeddings:
+                finished = 0
+                t_seed = time.perf_counter()
+
+                def on_result(run: dict, reused: bool) -> None:
+                    nonlocal finished, t_seed
+                    finished += 1
+                    if reused:
+                        _log(opts, f"  reused the cached result of seed {run['seed']}: {run['bpb']:.4f} bits per byte")
+                    progress("bits-per-byte runs", None if reused else time.perf_counter() - t_seed)
+                    t_seed = time.perf_counter()
+
                 try:
                     if mode != "flat":
                         get_embedding_metadata(tok, mode)  # refuse early, before pretokenizing
                     if fp is None:
-                        fp = tokenizer_fingerprint(tok, scratch_dir=out)[len("sha256:") :][:12]
+                        fp_full = tokenizer_fingerprint(tok, scratch_dir=out)
+                        fp = fp_full[len("sha256:") :][:12]
                     name = spec.slug(vocab) if spec else re.sub(r"[^A-Za-z0-9_.=-]+", "_", label)
                     work = out / "work" / f"{name}-{fp}-{bpb_digest}"
                     cfg = dataclasses.replace(opts.bpb_config, embedding=mode)
@@ -478,6 +523,9 @@ def _run_jobs(
                         num_threads=opts.threads,
                         progress=opts.progress,
                         label=f"{label} [{mode}]",
+                        reuse=opts.reuse,
+                        fingerprint=fp_full,
+                        on_result=on_result,
                     )
                     row["bpb"][mode] = res
                     results["bpb_setup"].setdefault("params_blocks", res["runs"][0]["params_blocks"])
@@ -489,6 +537,7 @@ def _run_jobs(
                 except Exception as e:  # e.g. a tree mode on a flat dictionary, a lossy tokenizer, out of memory
                     row["bpb"][mode] = {"error": f"{type(e).__name__}: {e}"}
                     _log(opts, f"  {label} [{mode}]: not measured: {e}")
+                    est.drop("bits-per-byte runs", len(opts.seeds) - finished)
                 save("running")
         else:
             save("running")

@@ -13,22 +13,35 @@ family's record (:class:`tokenforge.registry.Family`) answers (each family
 documents its own: a merge's two parts, an LZ78 entry's parent and character,
 an n-gram's length and count). The text encoding is the record's too.
 
-The playground (:mod:`tokenforge.serve`) shows both; ``compare``'s report
+A token cut inside a multi-byte character has a piece of bytes; :func:`char_parts`
+says which character each such token holds bytes of, and which of its bytes,
+so the playground can show the character, grouped, instead of bare hex.
+
+A tokenizer that refuses some of a text (mixedgram, latin1 only, given a
+character outside latin1) still cuts the rest: :func:`encode_what_it_can`
+encodes the runs of characters its text encoding holds, one by one, and names
+the runs it left out and where.
+
+The playground (:mod:`tokenforge.serve`) shows all of these; ``compare``'s report
 (:mod:`tokenforge.eval.report`) shows the pieces of its side-by-side sample.
 
 Not handled: families outside the registry, or whose record has no ``detail``
 hook (their detail is ``{}`` but for special tokens); merges imported from a
-vocabulary without merge structure show no parts.
+vocabulary without merge structure show no parts; a tokenizer that refuses
+text its text encoding holds (that is an error, not a gap); the ids at the
+edge of a left-out run are those of the runs encoded apart (no token can span
+text the tokenizer cannot read anyway).
 """
 
 from __future__ import annotations
 
+import codecs
 import threading
 from typing import Any, Callable
 
 from ..registry import family_of
 
-__all__ = ["TokenInfo", "piece_of", "piece_bytes", "text_encoding"]
+__all__ = ["TokenInfo", "piece_of", "piece_bytes", "text_encoding", "char_parts", "encode_what_it_can"]
 
 
 def text_encoding(tok) -> str:
@@ -104,3 +117,106 @@ class TokenInfo:
 
     def ref(self, id: int) -> dict:
         return {"id": int(id), "piece": self.piece(int(id))}
+
+
+def char_parts(pieces, encoding: str = "utf-8") -> dict[int, list[dict]]:
+    """For each piece that is bytes (``{"hex": ...}``) under UTF-8, the characters
+    its bytes belong to: ``{k: [{"char", "at", "from", "to", "of"}, ...]}`` where
+    ``at`` is the character's first byte in the joined pieces, and the token holds
+    its bytes ``from``..``to`` (0-based, end excluded) of ``of``. ``char`` is the
+    character, or None for bytes that are no character JSON can carry (a lone
+    surrogate's three bytes: ``of`` 3; a stray byte: ``of`` 1). Nothing for
+    latin1 (every byte is a character) or for pieces that are text.
+
+    Linear: each byte piece looks back at most three bytes for its character's
+    first byte."""
+    if encoding != "utf-8":
+        return {}
+    data = bytearray()
+    spans: list[tuple[int, int, int]] = []  # (k, start, end) of the byte pieces
+    for k, p in enumerate(pieces):
+        b = piece_bytes(p, encoding)
+        if isinstance(p, dict):
+            spans.append((k, len(data), len(data) + len(b)))
+        data += b
+    out: dict[int, list[dict]] = {}
+    for k, b0, b1 in spans:
+        c = b0
+        while c > 0 and b0 - c < 3 and 0x80 <= data[c] < 0xC0:
+            c -= 1
+        frags = []
+        while c < b1:
+            n = _utf8_length(data[c])
+            ch: str | None = None
+            if data[c] < 0x80:
+                ch = chr(data[c])
+            elif n > 1 and c + n <= len(data) and all(0x80 <= x < 0xC0 for x in data[c + 1 : c + n]):
+                try:
+                    ch = bytes(data[c : c + n]).decode("utf-8", "surrogatepass")
+                except UnicodeDecodeError:  # an overlong form, a code point past U+10FFFF
+                    n = 1
+                else:
+                    ch = None if 0xD800 <= ord(ch) < 0xE000 else ch  # a lone surrogate: three bytes, no char
+            else:
+                n = 1  # a byte that starts no character it completes: one byte on its own
+            if c + n > b0:
+                frags.append({"char": ch, "at": c, "from": max(b0, c) - c, "to": min(b1, c + n) - c, "of": n})
+            c += n
+        out[k] = frags
+    return out
+
+
+def _utf8_length(lead: int) -> int:
+    return 2 if 0xC0 <= lead < 0xE0 else 3 if 0xE0 <= lead < 0xF0 else 4 if 0xF0 <= lead < 0xF8 else 1
+
+
+class _Gaps(threading.local):
+    runs: list[tuple[int, int]]
+
+
+_GAPS = _Gaps()
+
+
+def _record_gap(e: UnicodeError) -> tuple[str, int]:
+    if not isinstance(e, UnicodeEncodeError):  # registered for encoding only
+        raise e
+    _GAPS.runs.append((e.start, e.end))
+    return "", e.end
+
+
+codecs.register_error("tokenforge.pieces.gaps", _record_gap)
+
+
+def unencodable_runs(text: str, encoding: str) -> list[tuple[int, int]]:
+    """``(start, end)`` character runs of ``text`` that ``encoding`` cannot hold
+    (UTF-8 holds everything: lone surrogates go through as their three bytes). One
+    pass of the codec; adjacent runs merged."""
+    if encoding == "utf-8":
+        return []
+    _GAPS.runs = []
+    text.encode(encoding, "tokenforge.pieces.gaps")
+    runs: list[tuple[int, int]] = []
+    for a, b in _GAPS.runs:
+        if runs and runs[-1][1] == a:
+            runs[-1] = (runs[-1][0], b)
+        else:
+            runs.append((a, b))
+    return runs
+
+
+def encode_what_it_can(encode: Callable[[str], list[int]], text: str, encoding: str) -> tuple[list[int], list]:
+    """``(ids, gaps)``: ``encode`` (a tokenizer's ``encode_ordinary``, say) applied
+    to each run of ``text`` that ``encoding`` holds, and ``[[k, run], ...]`` for
+    each run it does not, ``k`` the index of the first id after it. The whole text
+    when it is all encodable; the caller calls this after ``encode`` refused it."""
+    ids: list[int] = []
+    gaps: list = []
+    pos = 0
+    for a, b in unencodable_runs(text, encoding):
+        if a > pos:
+            ids += encode(text[pos:a])
+        gaps.append([len(ids), text[a:b]])
+        pos = b
+    if pos < len(text):
+        ids += encode(text[pos:])
+    return ids, gaps

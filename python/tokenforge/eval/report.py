@@ -4,7 +4,9 @@
 and writes, into one directory, atomically file by file:
 
 ``results.json``          every number (format ``tokenforge-compare``, version 1)
-``report.md``             the tables, the verdicts and the reproducing command
+``report.md``             a summary paragraph (:func:`summary`: which tokenizer wins on what, by how
+                          much, against the noise across seeds), then bits per byte, compression,
+                          languages, the tables, the verdicts and the reproducing command
 ``report.html``           the same, self-contained except for the PNGs beside it
 ``bytes_per_token.png``   held-out bytes per token against vocabulary size
 ``bpb.png``               bits per byte, mean ± std over seeds (with ``--bpb``)
@@ -17,7 +19,12 @@ side (:func:`sample_paragraph`, :func:`sample_cut`), each with a link that opens
 the playground (``tokenforge serve``, :mod:`tokenforge.serve`) on it, and the
 command that starts the playground with the report's tokenizers.
 
-matplotlib is imported only here, with the non-interactive Agg backend.
+Every plot's value axis starts at zero (and says so), so a gap looks as large as
+it is; bars carry their values, where small differences are read. matplotlib is
+imported only here, with the non-interactive Agg backend.
+
+Not handled: a summary of more than the best and the next best per measure,
+and noise estimates for compression (one held-out text, no seeds).
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ __all__ = [
     "render_markdown",
     "render_html",
     "seed_ordering",
+    "summary",
     "family_tables",
     "language_table",
     "gini_table",
@@ -135,6 +143,79 @@ def bpb_table(results: dict) -> tuple[list[str], list[list[str]]]:
         if b.get("error"):
             rows.append(["–", lbl, mode, "n/a", "0", b["error"], "", ""])
     return head, rows
+
+
+def _pct_diff(a: float, b: float) -> str:
+    return f"{100 * abs(a / b - 1):.1f}%"
+
+
+def _noise(best: dict, other: dict) -> str:
+    """How a gap between two BPB summaries compares with their seeds' spread (the
+    rule :func:`seed_ordering` uses: a gap larger than the two stds together)."""
+    n = min(best["n"], other["n"])
+    if n < 2:
+        return "measured on one seed, so with no estimate of the noise (--seeds 3 gives one)"
+    spread = best["std"] + other["std"]
+    if other["mean"] - best["mean"] > spread:
+        return f"larger than the noise across {n} seeds (the two stds together: {spread:.4f})"
+    return f"within the noise across {n} seeds (the two stds together: {spread:.4f}): not a clear win"
+
+
+def summary(results: dict) -> list[str]:
+    """The report's opening paragraph, as sentences: which tokenizer wins on what,
+    by how much, and (for bits per byte) whether the margin is larger than the
+    noise across seeds. Compression is compared at one vocabulary size (bytes
+    per token grow with it); bits per byte across every size (its unit does not
+    depend on the tokenizer), per embedding mode; fairness by the Gini."""
+    rows = _rows(results)
+    if not rows:
+        return ["No tokenizer was measured."]
+    out = []
+    bpb: dict[str, list[tuple[str, dict]]] = {}
+    for r in rows:
+        for mode, b in (r.get("bpb") or {}).items():
+            if not b.get("error"):
+                bpb.setdefault(mode, []).append((r["label"], b["bpb"]))
+    for mode, entries in bpb.items():
+        entries.sort(key=lambda e: e[1]["mean"])
+        emb = "" if list(bpb) == ["flat"] else f" ({mode} embedding)"
+        (win, sa), rest = entries[0], entries[1:]
+        if not rest:
+            out.append(f"Bits per byte{emb}: only {win} was measured, {sa['mean']:.4f}.")
+            continue
+        nxt, sb = rest[0]
+        out.append(
+            f"Lowest bits per byte{emb}: {win}, {sa['mean']:.4f} against {sb['mean']:.4f} for {nxt}, the next best "
+            f"({_pct_diff(sa['mean'], sb['mean'])} lower); the gap of {sb['mean'] - sa['mean']:.4f} is "
+            f"{_noise(sa, sb)}."
+        )
+    by_size: dict[int, list[dict]] = {}
+    for r in rows:
+        by_size.setdefault(int(r["metrics"]["model_vocab_size"]), []).append(r)
+    for size, group in sorted(by_size.items()):
+        if len(group) < 2:
+            continue
+        group = sorted(group, key=lambda r: -r["metrics"]["bytes_per_token"])
+        a, b = group[0], group[1]
+        ma, mb = a["metrics"]["bytes_per_token"], b["metrics"]["bytes_per_token"]
+        out.append(
+            f"Best compression at {size:,} ids: {a['label']}, {ma:.3f} bytes per token, {_pct_diff(ma, mb)} more "
+            f"than {b['label']} ({mb:.3f}); one held-out text, so no noise estimate."
+        )
+    if not any(len(g) > 1 for g in by_size.values()):
+        best = max(rows, key=lambda r: r["metrics"]["bytes_per_token"])
+        others = (
+            "" if len(rows) == 1 else " (the others have other vocabulary sizes, so their compression is not compared)"
+        )
+        out.append(f"{best['label']}: {best['metrics']['bytes_per_token']:.3f} bytes per token{others}.")
+    fair = [(r["label"], r["languages"]["gini"]) for r in rows if (r.get("languages") or {}).get("gini") is not None]
+    if len(fair) > 1:
+        fair.sort(key=lambda e: e[1])
+        out.append(
+            f"Fairest across languages: {fair[0][0]}, a Gini of premiums of {fair[0][1]:.3f} against "
+            f"{fair[1][1]:.3f} for {fair[1][0]}."
+        )
+    return out
 
 
 def seed_ordering(results: dict) -> list[str]:
@@ -317,8 +398,9 @@ def plot_bytes_per_token(results: dict, path: Path) -> bool:
         xs, ys = zip(*pts)
         ax.plot(xs, ys, marker="o", label=spec)
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("vocabulary size (ids)")
-    ax.set_ylabel("held-out bytes per token")
+    ax.set_ylim(bottom=0)  # from zero: a gap looks as large as it is
+    ax.set_xlabel("vocabulary size (ids, log scale)")
+    ax.set_ylabel("held-out bytes per token (axis from 0)")
     ax.set_title("Compression against vocabulary size")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
@@ -336,17 +418,18 @@ def plot_bpb(results: dict, path: Path) -> bool:
     names = [lbl if mode == "flat" else f"{lbl}\n[{mode}]" for lbl, mode, _ in ok]
     means = [b["bpb"]["mean"] for _, _, b in ok]
     stds = [b["bpb"]["std"] for _, _, b in ok]
-    # points with error bars, not bars: the axis does not start at 0
-    ax.errorbar(range(len(ok)), means, yerr=stds, fmt="o", capsize=5, markersize=7, color="#4c72b0")
+    # bars from zero, so a gap of 1% looks like 1%; each bar's value is written on it,
+    # which is where a small difference can be read
+    xs = range(len(ok))
+    ax.bar(xs, means, yerr=stds, capsize=5, width=0.6, color="#4c72b0", ecolor="#222")
+    for x, m, sd in zip(xs, means, stds):
+        ax.annotate(f"{m:.4f}", (x, m + sd), xytext=(0, 3), textcoords="offset points", ha="center", fontsize=8)
     ax.set_xlim(-0.6, len(ok) - 0.4)
-    lo = min(m - s for m, s in zip(means, stds))
-    hi = max(m + s for m, s in zip(means, stds))
-    pad = max(0.02, 0.15 * (hi - lo))
-    ax.set_ylim(max(0.0, lo - pad), hi + pad)
+    ax.set_ylim(0, max(m + sd for m, sd in zip(means, stds)) * 1.12)
     ax.set_xticks(range(len(ok)))
     ax.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
     n = max(b["bpb"]["n"] for _, _, b in ok)
-    ax.set_ylabel("bits per byte (lower is better)")
+    ax.set_ylabel("bits per byte, lower is better (axis from 0)")
     ax.set_title(f"Held-out bits per byte, mean ± std over {n} seed{'s' if n > 1 else ''}")
     ax.grid(True, axis="y", alpha=0.3)
     _save_png(fig, path)
@@ -389,8 +472,9 @@ def plot_token_lengths(results: dict, path: Path) -> bool:
         fig, ax = plt.subplots(figsize=(7, 4.2))
         for r in rows:
             ax.plot(xs, _length_shares(r, top), marker=".", label=r["label"])
+        ax.set_ylim(bottom=0)
         ax.set_xlabel("token length (bytes)")
-        ax.set_ylabel("share of held-out tokens")
+        ax.set_ylabel("share of held-out tokens (axis from 0)")
         ax.set_title("Token length distribution")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7, ncol=2)
@@ -417,6 +501,7 @@ def plot_token_lengths(results: dict, path: Path) -> bool:
             h = rows[k]["metrics"]["token_length_histogram"]
             mean = sum(int(n) * c for n, c in h.items()) / (sum(h.values()) or 1)
             ax.set_title(f"{rows[k]['label']}\nmean {mean:.2f} bytes", fontsize=8)
+            ax.set_ylim(bottom=0)
             ax.grid(True, alpha=0.3)
             ax.tick_params(labelsize=7)
         for ax in axes[-1]:
@@ -452,7 +537,8 @@ def plot_premiums(results: dict, path: Path) -> bool:
     ax.set_xticks(range(len(langs)))
     ax.set_xticklabels(langs)
     ref = (results.get("languages") or {}).get("reference", "en")
-    ax.set_ylabel(f"premium against {ref} (tokens per {ref} token)")
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel(f"premium against {ref} (tokens per {ref} token; axis from 0)")
     ax.set_title("Token cost per language")
     ax.grid(True, axis="y", alpha=0.3)
     if len(entries) > 4:  # beside the axes: inside, a long legend hides the last languages' bars
@@ -506,12 +592,28 @@ def _setup_lines(results: dict) -> list[str]:
     return lines
 
 
+def _partial(results: dict) -> str:
+    status = results.get("status", "complete")
+    if status == "complete":
+        return ""
+    return " (so far: the run was interrupted)" if status == "interrupted" else " (so far: the run has not finished)"
+
+
 def render_markdown(results: dict, plots: dict[str, str]) -> str:
     out = [f"# {results.get('title', 'Tokenizer comparison')}", ""]
+    out += [f"**Summary{_partial(results)}.** " + " ".join(summary(results)), ""]
     for line in _setup_lines(results):
         out += [line, ""]
     out += ["Reproduce with:", "", "```sh", results["command"], "```", ""]
     out += [f"*{n}*" for n in results.get("notes", [])] + ([""] if results.get("notes") else [])
+    if bpb_entries(results):
+        head, rows = bpb_table(results)
+        out += ["## Bits per byte (lower is better)", "", _md_table(head, rows), ""]
+        if "bpb" in plots:
+            out += [f"![bits per byte with error bars]({plots['bpb']})", ""]
+        verdicts = seed_ordering(results)
+        if verdicts:
+            out += ["### The seed's ordering", ""] + [f"- {v}" for v in verdicts] + [""]
     head, rows = compression_table(results)
     out += ["## Compression (held-out text)", "", _md_table(head, rows), ""]
     if "bytes_per_token" in plots:
@@ -532,14 +634,6 @@ def render_markdown(results: dict, plots: dict[str, str]) -> str:
         out += ["```bash", command, "```", ""]
     for title, note, head, rows in family_tables(results):
         out += [f"## {title}", "", note, "", _md_table(head, rows), ""]
-    if bpb_entries(results):
-        head, rows = bpb_table(results)
-        out += ["## Bits per byte (lower is better)", "", _md_table(head, rows), ""]
-        if "bpb" in plots:
-            out += [f"![bits per byte with error bars]({plots['bpb']})", ""]
-        verdicts = seed_ordering(results)
-        if verdicts:
-            out += ["### The seed's ordering", ""] + [f"- {v}" for v in verdicts] + [""]
     skipped = results.get("skipped") or []
     errors = [r for r in results["rows"] if r.get("error")]
     if skipped or errors:
@@ -671,10 +765,19 @@ def render_html(results: dict, plots: dict[str, str]) -> str:
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
         f"<style>{_CSS}</style></head><body>",
         f"<h1>{title}</h1>",
+        f'<p class="summary"><b>Summary{e(_partial(results))}.</b> {e(" ".join(summary(results)))}</p>',
     ]
     parts += [f"<p>{e(line)}</p>" for line in _setup_lines(results)]
     parts += ["<p>Reproduce with:</p>", f"<pre><code>{e(results['command'])}</code></pre>"]
     parts += [f"<p><em>{e(n)}</em></p>" for n in results.get("notes", [])]
+    if bpb_entries(results):
+        head, rows = bpb_table(results)
+        parts += ["<h2>Bits per byte (lower is better)</h2>", _html_table(head, rows)]
+        if "bpb" in plots:
+            parts.append(f'<img src="{e(plots["bpb"])}" alt="bits per byte with error bars">')
+        verdicts = seed_ordering(results)
+        if verdicts:
+            parts += ["<h3>The seed's ordering</h3>", "<ul>" + "".join(f"<li>{e(v)}</li>" for v in verdicts) + "</ul>"]
     head, rows = compression_table(results)
     parts += ["<h2>Compression (held-out text)</h2>", _html_table(head, rows)]
     for key, alt in (
@@ -691,14 +794,6 @@ def render_html(results: dict, plots: dict[str, str]) -> str:
     parts += _sample_html(results)
     for title, note, head, rows in family_tables(results):
         parts += [f"<h2>{e(title)}</h2>", f"<p>{e(note)}</p>", _html_table(head, rows)]
-    if bpb_entries(results):
-        head, rows = bpb_table(results)
-        parts += ["<h2>Bits per byte (lower is better)</h2>", _html_table(head, rows)]
-        if "bpb" in plots:
-            parts.append(f'<img src="{e(plots["bpb"])}" alt="bits per byte with error bars">')
-        verdicts = seed_ordering(results)
-        if verdicts:
-            parts += ["<h3>The seed's ordering</h3>", "<ul>" + "".join(f"<li>{e(v)}</li>" for v in verdicts) + "</ul>"]
     skipped = results.get("skipped") or []
     errors = [r for r in results["rows"] if r.get("error")]
     if skipped or errors:

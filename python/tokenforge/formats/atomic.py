@@ -50,7 +50,7 @@ import stat
 import threading
 import time
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any, Iterator, Sequence
 
 __all__ = [
     "atomic_write",
@@ -263,7 +263,7 @@ def atomic_open(path, mode: str = "wb", encoding: str | None = None, *, clean: b
                 os.unlink(tmp)
 
 
-def atomic_write_all(items: list[tuple[object, bytes]]) -> None:
+def atomic_write_all(items: Sequence[tuple[object, bytes]]) -> None:
     """Write several files as one save: every temporary file is written and
     synced before any is renamed over its target, so a failure while writing
     (disk full, an interruption) replaces none of them. The renames follow in

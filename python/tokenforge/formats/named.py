@@ -28,7 +28,7 @@ from ..errors import TokenforgeError
 from .bpe_data import BPEData
 from .patterns import CL100K_PATTERN, O200K_PATTERN
 
-__all__ = ["NAMED", "is_named", "named_data"]
+__all__ = ["NAMED", "is_named", "named_data", "installed"]
 
 #: the largest decompressed rank file read (o200k_base is 3.6 MB)
 MAX_RANK_BYTES = 64 << 20
@@ -73,6 +73,11 @@ NOT_SHIPPED = ("gpt2", "r50k_base", "p50k_base", "p50k_edit")
 def is_named(name: str) -> bool:
     """A name this lookup answers (with a tokenizer or with an error saying what to install)."""
     return name in NAMED or name in NOT_SHIPPED
+
+
+def installed() -> list[str]:
+    """The names in :data:`NAMED` whose package is installed (found, not imported)."""
+    return [name for name, entry in NAMED.items() if importlib.util.find_spec(entry.module) is not None]
 
 
 def named_data(name: str) -> BPEData:

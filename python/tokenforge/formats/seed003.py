@@ -46,7 +46,7 @@ import pickletools
 from pathlib import Path
 
 from ..errors import FormatError, TokenforgeError, UnsafePickleError
-from .atomic import atomic_write
+from .atomic import atomic_write_all
 from .bpe_data import BPEData
 from .patterns import GPT2_PATTERN, WHOLE_TEXT_PATTERN
 from .tiktoken_io import mergeable_ranks
@@ -660,15 +660,25 @@ def _check_writable(data: BPEData, allow_other_pattern: bool, directory: Path) -
 
 def write_seed003(directory, data: BPEData, *, allow_other_pattern: bool = False) -> None:
     """Write ``data`` as gpt_from_scratch's files in ``directory``: the three
-    vocabulary files and ``pre_tokenization_pattern.txt``.
+    vocabulary files and ``pre_tokenization_pattern.txt``, as one save (all
+    four written in full before any replaces its file:
+    :func:`~.atomic.atomic_write_all`).
 
-    Each file is written atomically (pickle protocol 4, plain data only); the
-    four together are not one transaction. The seed's own code splits with
-    GPT-2's pattern, so another pattern is refused unless ``allow_other_pattern``
-    is set; it is then written to the pattern file, which
-    :func:`read_pattern_file` reads back (``None``, no pre-tokenization, is
-    written as ``(?s).+``).
+    The seed's own code splits with GPT-2's pattern, so another pattern is
+    refused unless ``allow_other_pattern`` is set; it is then written to the
+    pattern file, which :func:`read_pattern_file` reads back (``None``, no
+    pre-tokenization, is written as ``(?s).+``).
     """
+    items = seed003_items(directory, data, allow_other_pattern=allow_other_pattern)
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    atomic_write_all(items)
+
+
+def seed003_items(directory, data: BPEData, *, allow_other_pattern: bool = False) -> list[tuple[Path, bytes]]:
+    """The (path, content) of each file :func:`write_seed003` writes, after every
+    check and before anything is written (pickle protocol 4, plain data only);
+    ``bpe_vocab.pkl``, the file the seed's loader opens first, comes first, so
+    :func:`~.atomic.atomic_write_all` replaces it last."""
     directory = Path(directory)
     _check_writable(data, allow_other_pattern, directory)
     token_bytes = data.token_bytes_list()
@@ -677,8 +687,9 @@ def write_seed003(directory, data: BPEData, *, allow_other_pattern: bool = False
     vocab = dict(sorted(vocab.items()))
     merges = [(token_bytes[a], token_bytes[b]) for a, b, _ in data.merges]
     specials = [text for text, _ in sorted(data.special_tokens.items(), key=lambda kv: kv[1])]
-    directory.mkdir(parents=True, exist_ok=True)
-    atomic_write(directory / MERGES_FILE, pickle.dumps(merges, protocol=4))
-    atomic_write(directory / SPECIALS_FILE, "".join(t + "\n" for t in specials))
-    atomic_write(directory / PATTERN_FILE, _pattern_file_text(data))
-    atomic_write(directory / VOCAB_FILE, pickle.dumps(vocab, protocol=4))
+    return [
+        (directory / VOCAB_FILE, pickle.dumps(vocab, protocol=4)),
+        (directory / MERGES_FILE, pickle.dumps(merges, protocol=4)),
+        (directory / SPECIALS_FILE, "".join(t + "\n" for t in specials).encode("utf-8")),
+        (directory / PATTERN_FILE, _pattern_file_text(data).encode("utf-8")),
+    ]

@@ -172,9 +172,17 @@ def write_tfjson(path, data: BPEData) -> None:
     both are written in full before either replaces its file
     (:func:`~.atomic.atomic_write_all`), so a failure (disk full) changes neither.
     """
+    atomic_write_all(tfjson_items(path, data))
+
+
+def tfjson_items(path, data: BPEData) -> list[tuple[Path, bytes]]:
+    """The (path, content) of the JSON and its vocabulary view, the JSON first (so
+    that :func:`~.atomic.atomic_write_all` replaces it last), for a save that
+    writes them with other files."""
+    path = Path(path)
     text = tfjson_text(data, path)
     view = vocab_view_text(data)
-    atomic_write_all([(path, text.encode("utf-8")), (vocab_view_path(path), view.encode("utf-8"))])
+    return [(path, text.encode("utf-8")), (vocab_view_path(path), view.encode("utf-8"))]
 
 
 # --------------------------------------------------------------------- reading

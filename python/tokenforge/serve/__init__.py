@@ -7,7 +7,10 @@ package; nothing is loaded from outside the machine) and a small JSON API
 (:func:`tokenforge.registry.load`), or nothing: it then trains a small
 tokenizer of every family on the built-in corpus
 (:func:`default_tokenizers`, the specs of ``tokenforge demo``'s comparison,
-trained by :func:`tokenforge.eval.families.train_tokenizer`).
+trained by :func:`tokenforge.eval.families.train_tokenizer`), and adds the GPT
+tokenizers users compare against, ``cl100k_base`` and ``o200k_base``, when the
+package that ships their rank files is installed (``bpe-openai``,
+:mod:`tokenforge.formats.named`; read offline, never downloaded).
 
 Not handled: reloading tokenizer files that change while it runs; more than
 one process (the tokenizers live in this one).
@@ -51,11 +54,16 @@ def default_tokenizers(
     *,
     docs: list[str] | None = None,
     progress=None,
+    named: bool = True,
 ) -> dict[str, Any]:
     """Train one tokenizer per spec on ``docs`` (default: the first ``max_bytes``
-    of the built-in corpus); names are the specs' slugs (``bpe-4096``).
+    of the built-in corpus); names are the specs' slugs (``bpe-4096``). With
+    ``named``, then the installed named encodings (``cl100k_base``, ``o200k_base``:
+    :func:`tokenforge.formats.named.installed`), under their names.
     ``progress(line)`` is called once per tokenizer."""
     from ..eval.families import parse_specs, train_tokenizer
+    from ..formats.named import installed
+    from ..registry import load
 
     if docs is None:
         from ..data.default_corpus import iter_default_corpus
@@ -68,6 +76,10 @@ def default_tokenizers(
         if progress is not None:
             progress(f"training {spec.label(size)} ({k + 1}/{len(parsed)})")
         out[spec.slug(size)] = train_tokenizer(spec, docs, size)
+    for name in installed() if named else []:
+        if progress is not None:
+            progress(f"loading {name} (installed)")
+        out[name] = load(name)
     return out
 
 

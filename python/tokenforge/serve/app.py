@@ -17,13 +17,27 @@ in the tokenizer's text encoding (:mod:`tokenforge.eval.pieces`); the pieces'
 bytes joined are the bytes the tokenizer saw. ``exact`` says whether those are
 the text's own bytes (false when the tokenizer normalised the text, NFC for the
 growing vocabulary, or replaced characters it cannot read, mixedgram's latin1).
+``"parts": {"<k>": [{"char", "at", "from", "to", "of"}, ...]}`` says, for each
+byte piece ``k``, which characters it holds bytes of and which bytes
+(:func:`~tokenforge.eval.pieces.char_parts`). A tokenizer that refuses the
+text because its text encoding cannot hold some characters (a strict
+mixedgram outside latin1) encodes the rest: ``"unencoded": [[k, RUN], ...]``
+names each run it left out and the index of the first id after it.
+
+``POST /api/chat`` with ``{"tokenizer": NAME, "conversation": {"messages":
+[...]}}`` (nanochat's conversation, :mod:`tokenforge.chat`) and optionally
+``"details"`` → the same fields (but ``num_chars`` and ``exact``) plus
+``"mask"`` (the loss mask, one value per id) and ``"missing"`` (the chat
+special tokens the tokenizer lacks, each shown as an ``"unencoded"`` run where
+it would be). With every special token, ids and mask are ``render_conversation``'s.
 
 Limits, each a 4xx with ``{"error": message}``, never a 500 for bad input: a
 body longer than the text limit allows (``Content-Length`` is checked before
 reading, the bytes read are counted while reading) or a text longer than
 ``max_text`` UTF-8 bytes → 413; an unknown tokenizer → 404; a body that is not
-a JSON object, a field of the wrong type or an unknown field → 400; an input the
-tokenizer refuses (a TokenforgeError) → 422. Encoding runs in Starlette's worker
+a JSON object, a field of the wrong type, an unknown field or a malformed
+conversation → 400; an input the tokenizer refuses for another reason than its
+text encoding (a TokenforgeError) → 422. Encoding runs in Starlette's worker
 threads (the core releases the GIL), never on the event loop.
 
 A request body must arrive within ``body_timeout`` seconds (408 otherwise); a
@@ -33,7 +47,9 @@ on connections are the server's (:func:`tokenforge.serve.server.server_options`)
 
 Not handled: authentication (the server binds to loopback by default; anyone
 who can reach the port can use it), batching many texts in one request,
-special tokens (text is encoded with ``encode_ordinary``).
+special tokens in the text (it is encoded with ``encode_ordinary``; chat mode
+places the chat special tokens), a conversation cut to a model's context
+(``render_conversation``'s ``max_tokens``: the playground shows it all).
 """
 
 from __future__ import annotations
@@ -43,8 +59,9 @@ import json
 from importlib import resources
 from typing import Any, Mapping
 
+from ..chat import conversation_parts
 from ..errors import TokenforgeError
-from ..eval.pieces import TokenInfo
+from ..eval.pieces import TokenInfo, char_parts, encode_what_it_can, unencodable_runs
 from ..registry import family_of
 from .server import BODY_TIMEOUT, LOG
 
@@ -89,28 +106,77 @@ class _Served:
             "chunking": self.chunking,
         }
 
+    def _ids(self, tok, text: str) -> tuple[list[int], list]:
+        """The ids of ``text``, and the runs the tokenizer could not encode
+        (:func:`~tokenforge.eval.pieces.encode_what_it_can`; none when it took it whole)."""
+        try:
+            return [int(i) for i in tok.encode_ordinary(text)], []
+        except TokenforgeError:
+            if not unencodable_runs(text, self.info.encoding):
+                raise  # refused for another reason: the 422 says which
+            ids, gaps = encode_what_it_can(tok.encode_ordinary, text, self.info.encoding)
+            return [int(i) for i in ids], gaps
+
+    def _view(self, ids: list[int], gaps: list, details: bool) -> dict:
+        """What every answer shows of ``ids``: pieces, their bytes, the characters
+        the byte pieces belong to, the left-out runs, and the details."""
+        info = self.info
+        pieces, num_bytes = info.pieces(ids)
+        out: dict[str, Any] = {"ids": ids, "pieces": pieces, "num_bytes": num_bytes}
+        parts = char_parts(pieces, info.encoding)
+        if parts:
+            out["parts"] = {str(k): v for k, v in parts.items()}
+        if gaps:
+            out["unencoded"] = gaps
+        if details:
+            out["details"] = {str(i): info.detail(i) for i in dict.fromkeys(ids)}
+        return out
+
     def encode(self, text: str, chunking: bool | None, details: bool) -> dict:
         tok = self.tok
         if chunking is not None and chunking != self.chunking:
             tok = self._twin
-        ids = [int(i) for i in tok.encode_ordinary(text)]
-        info = self.info
-        pieces, num_bytes = info.pieces(ids)
+        ids, gaps = self._ids(tok, text)
+        view = self._view(ids, gaps, details)
+        enc = self.info.encoding
         try:
-            exact = num_bytes == len(text.encode(info.encoding)) and tok.decode_bytes(ids) == text.encode(info.encoding)
+            exact = (
+                not gaps and view["num_bytes"] == len(text.encode(enc)) and tok.decode_bytes(ids) == text.encode(enc)
+            )
         except UnicodeEncodeError:  # a lone surrogate, a character latin1 lacks
             exact = False
-        out: dict[str, Any] = {
-            "tokenizer": self.name,
-            "ids": ids,
-            "pieces": pieces,
-            "num_bytes": num_bytes,
-            "num_chars": len(text),
-            "exact": exact,
-        }
-        if details:
-            out["details"] = {str(i): info.detail(i) for i in dict.fromkeys(ids)}
-        return out
+        return {"tokenizer": self.name, **view, "num_chars": len(text), "exact": exact}
+
+    def chat(self, conversation, details: bool) -> dict:
+        """A conversation as this tokenizer renders it (:func:`tokenforge.chat.conversation_parts`):
+        ids and loss mask, as ``render_conversation`` gives them when the tokenizer has
+        every chat special token; a special token it lacks is shown as a gap
+        (``"unencoded"``, with ``"missing"``: the special tokens it lacks) in its place."""
+        tok = self.tok
+        specials = tok.special_tokens
+        ids: list[int] = []
+        mask: list[int] = []
+        gaps: list = []
+        missing: list[str] = []
+        for part in conversation_parts(conversation):
+            if part.kind == "text":
+                got, more = self._ids(tok, part.text)
+                gaps += [[len(ids) + k, run] for k, run in more]
+            else:
+                sid = specials.get(part.text)
+                if part.kind == "bos" and sid is None:
+                    try:
+                        sid = tok.get_bos_token_id()
+                    except TokenforgeError:
+                        sid = None
+                if sid is None:
+                    gaps.append([len(ids), part.text])
+                    missing += [] if part.text in missing else [part.text]
+                    continue
+                got = [int(sid)]
+            ids += got
+            mask += [part.mask] * len(got)
+        return {"tokenizer": self.name, **self._view(ids, gaps, details), "mask": mask, "missing": missing}
 
 
 class _BadRequest(Exception):
@@ -118,6 +184,18 @@ class _BadRequest(Exception):
         super().__init__(message)
         self.status = status
         self.message = message
+
+
+def _json_object(body: bytes) -> dict:
+    try:
+        req = json.loads(body)
+    except (UnicodeDecodeError, ValueError) as e:  # JSONDecodeError is a ValueError
+        raise _BadRequest(400, f"the body is not JSON ({e})") from None
+    except RecursionError:
+        raise _BadRequest(400, "the body is JSON nested too deeply") from None
+    if not isinstance(req, dict):
+        raise _BadRequest(400, f"the body must be a JSON object, not {type(req).__name__}")
+    return req
 
 
 def _asset(name: str) -> bytes:
@@ -202,14 +280,7 @@ def create_app(
         return b"".join(chunks)
 
     def parse(body: bytes) -> tuple[_Served, str, bool | None, bool]:
-        try:
-            req = json.loads(body)
-        except (UnicodeDecodeError, ValueError) as e:  # JSONDecodeError is a ValueError
-            raise _BadRequest(400, f"the body is not JSON ({e})") from None
-        except RecursionError:
-            raise _BadRequest(400, "the body is JSON nested too deeply") from None
-        if not isinstance(req, dict):
-            raise _BadRequest(400, f"the body must be a JSON object, not {type(req).__name__}")
+        req = _json_object(body)
         unknown = set(req) - {"tokenizer", "text", "chunking", "details"}
         if unknown:
             raise _BadRequest(400, f"unknown field(s): {', '.join(sorted(unknown))}")
@@ -233,9 +304,30 @@ def create_app(
             raise _BadRequest(413, f"the text is over the limit of {max_text:,} UTF-8 bytes")
         return s, text, chunking, details
 
-    async def encode(request: Request) -> Response:
+    def parse_chat(body: bytes) -> tuple[_Served, Any, bool]:
+        req = _json_object(body)
+        unknown = set(req) - {"tokenizer", "conversation", "details"}
+        if unknown:
+            raise _BadRequest(400, f"unknown field(s): {', '.join(sorted(unknown))}")
+        name, conversation, details = req.get("tokenizer"), req.get("conversation"), req.get("details", False)
+        if not isinstance(name, str):
+            raise _BadRequest(400, '"tokenizer" must be a string (a name from GET /api/tokenizers)')
+        if not isinstance(details, bool):
+            raise _BadRequest(400, '"details" must be true or false')
         try:
-            s, text, chunking, details = parse(await read_body(request))
+            conversation_parts(conversation)  # its shape: a bad one is the request's fault
+        except TokenforgeError as e:
+            raise _BadRequest(400, f'"conversation": {e}') from None
+        if len(json.dumps(conversation, ensure_ascii=False).encode("utf-8", "surrogatepass")) > max_text:
+            raise _BadRequest(413, f"the conversation is over the limit of {max_text:,} UTF-8 bytes")
+        s = served.get(name)
+        if s is None:
+            raise _BadRequest(404, f"no tokenizer named {name!r}; known: {', '.join(served)}")
+        return s, conversation, details
+
+    async def answer(request: Request, parse_body, work) -> Response:
+        try:
+            parsed = parse_body(await read_body(request))
         except _BadRequest as e:
             return error(e.status, e.message)
         except ClientDisconnect:  # one line, not a traceback: a closed browser tab is not a server error
@@ -243,16 +335,23 @@ def create_app(
             LOG.warning("%s disconnected while sending its request body", client)
             return Response(status_code=400)  # (nobody reads it)
         try:
-            out = await run_in_threadpool(s.encode, text, chunking, details)
+            out = await run_in_threadpool(work, *parsed)
         except TokenforgeError as e:
-            return error(422, f"{s.name}: {e}")
+            return error(422, f"{parsed[0].name}: {e}")
         return JSONResponse(out)
+
+    async def encode(request: Request) -> Response:
+        return await answer(request, parse, lambda s, text, chunking, details: s.encode(text, chunking, details))
+
+    async def chat(request: Request) -> Response:
+        return await answer(request, parse_chat, lambda s, conversation, details: s.chat(conversation, details))
 
     routes = [
         Route("/", page, methods=["GET"]),
         Route("/static/{name}", static, methods=["GET"]),
         Route("/api/tokenizers", list_tokenizers, methods=["GET"]),
         Route("/api/encode", encode, methods=["POST"]),
+        Route("/api/chat", chat, methods=["POST"]),
     ]
     app = Starlette(routes=routes)
     app.state.tokenizers = served

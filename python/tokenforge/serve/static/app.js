@@ -1,18 +1,23 @@
 // tokenforge playground: the page's whole behaviour. No dependencies, nothing fetched but this server's API.
-// State lives in the URL hash (t=text, k=tokenizer (repeated), ws=1, chunk=on|off, da=/db= the compared pair),
-// so a reload or a shared link shows the same view.
+// State lives in the URL hash (t=text, k=tokenizer (repeated), ws=1, chunk=on|off, da=/db= the compared pair,
+// m=chat and c=the conversation's JSON in chat mode), so a reload or a shared link shows the same view.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
 const SAMPLE = "Tokenizers cut text into pieces: a naïve café, ünïcödé, 日本語 and 🙂.\n" +
   "def greet(name):\n    return f\"Hello, {name}!\"  # 12345 + 678\n";
+const SAMPLE_CHAT = JSON.stringify({ messages: [
+  { role: "system", content: "Answer briefly." },
+  { role: "user", content: "What is 2 + 2? Reply in 日本語 too." },
+  { role: "assistant", content: "4 (四)." },
+] }, null, 1);
 const RENDER_LIMIT = 20000;  // tokens drawn per panel; the counts cover the whole text
 
 let TOKS = [];            // GET /api/tokenizers
 let MAX_TEXT = 0;
 const byName = new Map(); // name -> tokenizer description
 const results = new Map();// name -> POST /api/encode answer (for the current text and chunking)
-const state = { text: "", on: [], ws: false, chunk: "", da: "", db: "" };
+const state = { text: "", on: [], ws: false, chunk: "", da: "", db: "", mode: "text", conv: "" };
 let seq = 0;
 let timer = 0;
 
@@ -25,6 +30,8 @@ function readHash() {
   state.chunk = ["on", "off"].includes(h.get("chunk")) ? h.get("chunk") : "";
   state.da = byName.has(h.get("da")) ? h.get("da") : "";
   state.db = byName.has(h.get("db")) ? h.get("db") : "";
+  state.mode = h.get("m") === "chat" ? "chat" : "text";
+  state.conv = h.has("c") ? h.get("c") : SAMPLE_CHAT;
 }
 
 function writeHash() {
@@ -35,6 +42,10 @@ function writeHash() {
   if (state.chunk) h.set("chunk", state.chunk);
   if (state.da) h.set("da", state.da);
   if (state.db) h.set("db", state.db);
+  if (state.mode === "chat") {
+    h.set("m", "chat");
+    h.set("c", state.conv);
+  }
   try {
     history.replaceState(null, "", "#" + h.toString());
     $("status").dataset.url = "";
@@ -50,6 +61,10 @@ function syncControls() {
   for (const box of document.querySelectorAll("#tok-list input")) box.checked = state.on.includes(box.value);
   $("diff-a").value = state.da;
   $("diff-b").value = state.db;
+  $("mode").value = state.mode;
+  $("conv").value = state.conv;
+  $("text").hidden = state.mode === "chat";
+  $("conv").hidden = state.mode !== "chat";
 }
 
 function buildControls() {
@@ -81,6 +96,17 @@ function buildControls() {
     clearTimeout(timer);
     timer = setTimeout(() => changed(true), 150);
   });
+  $("conv").addEventListener("input", () => {
+    state.conv = $("conv").value;
+    document.body.dataset.rendered = "0";
+    clearTimeout(timer);
+    timer = setTimeout(() => changed(true), 150);
+  });
+  $("mode").addEventListener("change", () => {
+    state.mode = $("mode").value;
+    syncControls();
+    changed(true);
+  });
   $("ws").addEventListener("change", () => { state.ws = $("ws").checked; changed(false); });
   $("chunk").addEventListener("change", () => { state.chunk = $("chunk").value; changed(true); });
 }
@@ -91,11 +117,12 @@ function wanted() {
   return names;
 }
 
-async function encodeOne(name) {
+async function encodeOne(name, conversation) {
   const t = byName.get(name);
-  const body = { tokenizer: name, text: state.text, details: true };
-  if (t.family === "lz78" && state.chunk) body.chunking = state.chunk === "on";
-  const r = await fetch("/api/encode", {
+  let body = { tokenizer: name, text: state.text, details: true };
+  if (conversation !== undefined) body = { tokenizer: name, conversation, details: true };
+  else if (t.chunking !== null && state.chunk) body.chunking = state.chunk === "on";
+  const r = await fetch(conversation !== undefined ? "/api/chat" : "/api/encode", {
     method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
   });
   const answer = await r.json().catch(() => ({ error: r.statusText }));
@@ -111,10 +138,21 @@ async function changed(refetch) {
   if (refetch) results.clear();
   const missing = wanted().filter((n) => !results.has(n));
   $("status").textContent = $("status").dataset.url ? "this text is too long to keep in the address bar" : "";
-  if (new TextEncoder().encode(state.text).length > MAX_TEXT) {
+  let conversation;
+  if (state.mode === "chat") {
+    try {
+      conversation = JSON.parse(state.conv);
+    } catch (e) {
+      $("status").textContent = "the conversation is not JSON: " + e.message;
+      for (const n of missing) results.set(n, { error: "no conversation to render" });
+      render();
+      document.body.dataset.rendered = "1";
+      return;
+    }
+  } else if (new TextEncoder().encode(state.text).length > MAX_TEXT) {
     $("status").textContent = `the text is over the server's limit of ${MAX_TEXT.toLocaleString()} bytes`;
   }
-  const got = await Promise.all(missing.map((n) => encodeOne(n).catch((e) => ({ error: String(e) }))));
+  const got = await Promise.all(missing.map((n) => encodeOne(n, conversation).catch((e) => ({ error: String(e) }))));
   if (my !== seq) return;  // a newer change is on its way
   missing.forEach((n, i) => results.set(n, got[i]));
   render();
@@ -146,7 +184,7 @@ function render() {
     const fam = document.createElement("span");
     fam.className = "fam";
     let famText = `${t.family}, ${t.vocab_size.toLocaleString()} ids`;
-    if (t.family === "lz78") famText += `, chunking ${chunkingOf(t) ? "on" : "off"}`;
+    if (t.chunking !== null) famText += `, chunking ${chunkingOf(t) ? "on" : "off"}`;
     fam.textContent = famText;
     h.append(fam);
     const stats = document.createElement("p");
@@ -171,7 +209,7 @@ function render() {
       stats.append(b, label);
     }
     stats.dataset.tokens = String(n);
-    if (!res.exact) {
+    if (res.exact === false && !res.unencoded) {
       const note = document.createElement("span");
       note.className = "note";
       note.textContent = t.encoding === "latin-1"
@@ -179,21 +217,118 @@ function render() {
         : "  (the tokenizer normalised the text before cutting it)";
       stats.append(note);
     }
-    const frag = document.createDocumentFragment();
-    const shown = Math.min(n, RENDER_LIMIT);
-    for (let k = 0; k < shown; k++) {
-      const span = document.createElement("span");
-      const p = res.pieces[k];
-      span.className = "tok c" + (k % 8) + (typeof p === "string" ? "" : " hex");
-      span.dataset.id = String(res.ids[k]);
-      span.dataset.k = String(k);
-      span.textContent = pieceText(p);
-      frag.append(span);
+    if (res.unencoded) {
+      const note = document.createElement("span");
+      note.className = "note";
+      const chars = res.unencoded.reduce((a, g) => a + [...g[1]].length, 0);
+      note.textContent = res.missing && res.missing.length
+        ? `  (no ${res.missing.join(" ")}: marked where they belong)`
+        : `  (cannot encode ${chars.toLocaleString()} character${chars === 1 ? "" : "s"}: marked, the rest is cut)`;
+      stats.append(note);
     }
-    if (shown < n) frag.append(`\n… ${(n - shown).toLocaleString()} more tokens not drawn`);
-    view.append(frag);
+    if (res.mask) {
+      const trained = res.mask.reduce((a, m) => a + m, 0);
+      stats.append(` · ${trained.toLocaleString()} trained (mask 1)`);
+    }
+    view.append(drawTokens(res, name));
+    sec.append(idList(res));
   }
   renderDiff();
+}
+
+// the ids of one panel as a list to copy (JSON, as tiktoken and transformers print them)
+function idList(res) {
+  const box = document.createElement("div");
+  box.className = "idlist";
+  const head = document.createElement("div");
+  const copy = document.createElement("button");
+  copy.type = "button";
+  copy.className = "copy";
+  copy.textContent = "copy ids";
+  const area = document.createElement("textarea");
+  area.className = "ids";
+  area.readOnly = true;
+  area.rows = 2;
+  area.spellcheck = false;
+  area.value = "[" + res.ids.join(", ") + "]";
+  copy.addEventListener("click", async () => {
+    area.select();
+    try {
+      await navigator.clipboard.writeText(area.value);
+      copy.textContent = "copied";
+    } catch (e) {  // no clipboard permission: the list is selected, Ctrl-C copies it
+      copy.textContent = "selected: press Ctrl-C";
+    }
+  });
+  head.append(copy, ` ${res.ids.length.toLocaleString()} ids`);
+  box.append(head, area);
+  return box;
+}
+
+// A byte piece shows the character(s) it holds bytes of; a character cut between tokens shows in each of them,
+// with which of its bytes that token holds (1-based, "2–3/3"), and the tokens that share it sit in one group.
+function fragLabel(f) {
+  return f.from === 0 && f.to === f.of ? "" : (f.to - f.from === 1 ? `${f.to}` : `${f.from + 1}–${f.to}`) + `/${f.of}`;
+}
+
+function drawPart(span, frags) {
+  span.textContent = "";
+  for (const f of frags) {
+    if (f.char === null) {
+      span.append("⟨?⟩");
+      continue;
+    }
+    span.append(visible(f.char));
+    const label = fragLabel(f);
+    if (label) {
+      const sub = document.createElement("sub");
+      sub.textContent = label;
+      span.append(sub);
+    }
+  }
+  span.dataset.frags = frags.map((f) => `${f.char === null ? "?" : f.char}:${f.from}-${f.to}/${f.of}`).join(" ");
+}
+
+function drawTokens(res, name) {
+  const frag = document.createDocumentFragment();
+  const n = res.ids.length;
+  const shown = Math.min(n, RENDER_LIMIT);
+  const gaps = res.unencoded || [];
+  let g = 0;
+  let group = null, groupAt = -1;
+  const missing = (text) => {
+    const m = document.createElement("span");
+    m.className = "missing";
+    m.textContent = visible(text);
+    m.title = `${name} cannot encode this`;
+    return m;
+  };
+  const special = new Set(Object.entries(res.details || {}).filter(([, d]) => d.special !== undefined).map(([i]) => i));
+  for (let k = 0; k < shown; k++) {
+    while (g < gaps.length && gaps[g][0] <= k) { group = null; frag.append(missing(gaps[g++][1])); }
+    const span = document.createElement("span");
+    const p = res.pieces[k];
+    const frags = res.parts && res.parts[String(k)];
+    span.className = "tok c" + (k % 8) + (typeof p === "string" ? "" : " hex") + (frags ? " part" : "");
+    if (res.mask) span.className += res.mask[k] ? " m1" : " m0";
+    if (special.has(String(res.ids[k]))) span.className += " special";
+    span.dataset.id = String(res.ids[k]);
+    span.dataset.k = String(k);
+    if (frags) drawPart(span, frags); else span.textContent = pieceText(p);
+    const first = frags && frags[0], last = frags && frags[frags.length - 1];
+    if (!(first && first.from > 0 && group && first.at === groupAt)) group = null;
+    const open = last && last.to < last.of;
+    if (!group && open) {
+      group = document.createElement("span");
+      group.className = "chargroup";
+      frag.append(group);
+    }
+    (group || frag).append(span);
+    if (group && open) groupAt = last.at; else group = null;
+  }
+  while (shown === n && g < gaps.length) frag.append(missing(gaps[g++][1]));
+  if (shown < n) frag.append(`\n… ${(n - shown).toLocaleString()} more tokens not drawn`);
+  return frag;
 }
 
 function chunkingOf(t) {
@@ -201,20 +336,26 @@ function chunkingOf(t) {
 }
 
 // ---- differences --------------------------------------------------------------------------------------------
-// Boundaries are placed in the text's own UTF-16 positions: a UTF-8 tokenizer's byte offsets are mapped through
-// the text's UTF-8 layout (a cut inside a character is drawn at the character's start), a latin1 one's bytes are
-// its characters. A tokenizer that changed the text (exact: false) has no positions in it to compare.
-function byteToIndex(text) {
+// Boundaries are compared as offsets into the text's UTF-8 bytes: a UTF-8 tokenizer's are its own, a latin1 one's
+// characters are mapped to where they start in UTF-8. A cut inside a character is its own boundary (class
+// "inside"), drawn just after the character it cuts. A tokenizer that changed the text (exact: false) has no
+// positions in it to compare.
+function layout(text) {
+  // for every UTF-8 byte offset: the UTF-16 index of the character it starts (-1 inside one); and for every
+  // character (by index in code points), its UTF-8 start
+  const starts = [];
   const map = new Int32Array(new TextEncoder().encode(text).length + 1).fill(-1);
   let b = 0, u = 0;
   for (const ch of text) {
     map[b] = u;
+    starts.push(b);
     const cp = ch.codePointAt(0);
     b += cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
     u += ch.length;
   }
   map[b] = u;
-  return map;
+  starts.push(b);
+  return { map, starts };
 }
 
 function utf8Length(s) {
@@ -226,17 +367,13 @@ function utf8Length(s) {
   return n;
 }
 
-function cuts(res, encoding, map) {
+function cuts(res, encoding, lay) {
   const out = new Set();
   let pos = 0;
   const last = res.pieces.length - 1;
   res.pieces.forEach((p, k) => {
     pos += typeof p === "string" ? (encoding === "latin-1" ? p.length : utf8Length(p)) : p.hex.length / 2;
-    if (k === last) return;
-    if (encoding === "latin-1") { out.add(pos); return; }
-    let b = pos;
-    while (b > 0 && map[b] < 0) b--;
-    out.add(map[b]);
+    if (k !== last) out.add(encoding === "latin-1" ? lay.starts[pos] : pos);
   });
   return out;
 }
@@ -244,7 +381,7 @@ function cuts(res, encoding, map) {
 function renderDiff() {
   const sec = $("diff");
   const { da, db } = state;
-  if (!da || !db || da === db) { sec.hidden = true; return; }
+  if (!da || !db || da === db || state.mode === "chat") { sec.hidden = true; return; }
   sec.hidden = false;
   $("diff-title").textContent = `differences: ${da} vs ${db}`;
   $("diff-a-name").textContent = da;
@@ -258,31 +395,44 @@ function renderDiff() {
     st.textContent = `cannot compare: ${!ra.exact ? da : db} changed the text before cutting it`;
     return;
   }
-  const map = byteToIndex(state.text);
-  const ca = cuts(ra, byName.get(da).encoding, map), cb = cuts(rb, byName.get(db).encoding, map);
+  const text = state.text;
+  const lay = layout(text);
+  const ca = cuts(ra, byName.get(da).encoding, lay), cb = cuts(rb, byName.get(db).encoding, lay);
   const all = [...new Set([...ca, ...cb])].sort((x, y) => x - y);
-  let onlyA = 0, onlyB = 0, prev = 0, drawn = 0;
+  let onlyA = 0, onlyB = 0, inside = 0, prev = 0, drawn = 0;
   const frag = document.createDocumentFragment();
-  for (const pos of all) {
-    const kind = ca.has(pos) && cb.has(pos) ? "both" : ca.has(pos) ? "a" : "b";
+  for (const byte of all) {
+    const kind = ca.has(byte) && cb.has(byte) ? "both" : ca.has(byte) ? "a" : "b";
     if (kind === "a") onlyA++;
     if (kind === "b") onlyB++;
+    let at = lay.map[byte], into = false;
+    if (at < 0) {  // inside a character: after it, marked so
+      into = true;
+      inside++;
+      let s = byte;
+      while (lay.map[s] < 0) s--;
+      at = lay.map[s];
+    }
     if (drawn >= RENDER_LIMIT) continue;  // counted, not drawn
     drawn++;
-    frag.append(visible(state.text.slice(prev, pos)));
+    const upto = into ? at + (text.codePointAt(at) > 0xffff ? 2 : 1) : at;
+    if (upto > prev) frag.append(visible(text.slice(prev, upto)));
+    prev = Math.max(prev, upto);
     const mark = document.createElement("span");
-    mark.className = "cut " + kind;
-    mark.dataset.pos = String(pos);
-    mark.title = kind === "both" ? "both cut here" : `only ${kind === "a" ? da : db} cuts here`;
+    mark.className = "cut " + kind + (into ? " inside" : "");
+    mark.dataset.pos = String(at);
+    mark.dataset.byte = String(byte);
+    const who = kind === "both" ? "both cut" : `only ${kind === "a" ? da : db} cuts`;
+    mark.title = into ? `${who} inside ${JSON.stringify(text.slice(at, upto))}` : `${who} here`;
     frag.append(mark);
-    prev = pos;
   }
-  frag.append(drawn === all.length ? visible(state.text.slice(prev))
+  frag.append(drawn === all.length ? visible(text.slice(prev))
     : `… ${(all.length - drawn).toLocaleString()} more boundaries not drawn`);
   view.append(frag);
   st.textContent = `${onlyA + onlyB} boundaries differ: ${onlyA} only in ${da}, ${onlyB} only in ${db}; ` +
-    `${all.length - onlyA - onlyB} shared`;
+    `${all.length - onlyA - onlyB} shared` + (inside ? `; ${inside} inside a character (dashed)` : "");
   st.dataset.differ = String(onlyA + onlyB);
+  st.dataset.inside = String(inside);
 }
 
 // ---- hover --------------------------------------------------------------------------------------------------
@@ -317,6 +467,13 @@ function showTip(span, ev) {
   const tip = $("tip");
   tip.textContent = "";
   const lines = [[`id`, ` ${id}   token ${k + 1} of ${res.ids.length}`], ["piece", " " + describePiece(p)]];
+  for (const f of (res.parts && res.parts[String(k)]) || []) {
+    if (f.char === null) continue;
+    const cp = "U+" + f.char.codePointAt(0).toString(16).toUpperCase().padStart(4, "0");
+    const which = f.from === 0 && f.to === f.of ? `all ${f.of} bytes` : `bytes ${f.from + 1}–${f.to} of ${f.of}`;
+    lines.push(["", `${which} of ${JSON.stringify(f.char)} (${cp})`]);
+  }
+  if (res.mask) lines.push(["mask", ` ${res.mask[k]} (${res.mask[k] ? "trained on" : "context only"})`]);
   for (const line of describeDetail(res.details && res.details[id])) lines.push(["", line]);
   lines.forEach(([key, value], i) => {
     if (i) tip.append("\n");
