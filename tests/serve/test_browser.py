@@ -382,7 +382,7 @@ def test_chat_mode_shows_specials_and_the_loss_mask_per_tokenizer(page, server, 
 @pytest.fixture(scope="module")
 def strict_server(toks):
     mx = toks["mixedgram"]
-    strict = type(mx)._from_bytes(mx._to_bytes(), {**mx._transport_state(), "errors": "strict"})
+    strict = type(mx).from_bytes(mx.to_bytes(), {**mx.transport_state(), "errors": "strict"})
     s = LiveServer(create_app({BPE: toks[BPE], "mixedgram-strict": strict}, max_text=MAX_TEXT))
     yield s, strict
     s.close()

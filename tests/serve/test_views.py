@@ -31,7 +31,7 @@ def toks():
 @pytest.fixture(scope="module")
 def strict_mixedgram(toks):
     mx = toks["mixedgram"]
-    return type(mx)._from_bytes(mx._to_bytes(), {**mx._transport_state(), "errors": "strict"})
+    return type(mx).from_bytes(mx.to_bytes(), {**mx.transport_state(), "errors": "strict"})
 
 
 @pytest.fixture(scope="module")
