@@ -650,8 +650,8 @@ class GrowingBPETokenizer(Tokenizer):
         a ``tokenizer.json`` with this layout's ids (offset 10, ids 4-9 as the
         reserved special tokens ``<|reserved_4|>`` .. ``<|reserved_9|>``, so that
         ``len(tokenizer)`` is :attr:`current_vocab_size`), its NFC normaliser and a
-        post-processor that wraps a text in ``<|bos|>`` ... ``<|eos|>`` as this
-        class's :meth:`encode` does by default; bos/eos/pad/unk are
+        post-processor that wraps a text in ``<|bos|>`` ... ``<|eos|>`` as
+        :meth:`encode_for_model` does by default; bos/eos/pad/unk are
         ``<|bos|>``/``<|eos|>``/``<|pad|>``/``<|unk|>``. The vocabulary itself
         (sources, counts, declared size) is written beside them as
         ``tokenforge-growing.json``, which :func:`tokenforge.load` reads back."""

@@ -342,13 +342,19 @@ def cmd_setup(args) -> int:
     if args.compact_output_vocab:
         _compact(tok, _corpus(args.input, args.text_field))
     out = Path(args.output_dir) if args.output_dir else tsv.parent / "tokenizer"
-    tok.save(out)
+    import io
+
     import numpy as np
 
-    from ..formats.atomic import atomic_open
+    from ..formats.atomic import atomic_write_all
+    from ..formats.suffixes import check_save_suffix
 
-    with atomic_open(out / "token_bytes.npy", "wb") as f:
-        np.save(f, tok.token_bytes().astype(np.int32))
+    check_save_suffix(out, (), "lz78 setup --output")  # a directory
+    npy = io.BytesIO()
+    np.save(npy, tok.token_bytes().astype(np.int32))
+    out.mkdir(parents=True, exist_ok=True)
+    # the TSV and its token lengths as one save: a failure while writing replaces neither
+    atomic_write_all([(out / "lz78.tsv", tok.to_bytes()), (out / "token_bytes.npy", npy.getvalue())])
     print(f"{tok!r}\nwrote {out / 'lz78.tsv'} and {out / 'token_bytes.npy'}")
     return 0
 
