@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from . import _core
 from .base import Tokenizer
@@ -261,6 +261,18 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         # checked before the corpus is read
         _check_train_args(vocab_size, layout, len(specials), tie_break, min_frequency, num_threads)
         regex, _ = resolve_pattern(pattern)
+        # how the corpus is read and counted, with or without parity
+        reading: dict[str, Any] = dict(
+            who="BPETokenizer.train",
+            rule=rule,
+            text_field=text_field,
+            split_on=split_on,
+            errors=errors,
+            num_threads=num_threads,
+            progress=progress,
+            client=client,
+            prune_below=prune_below,
+        )
         if parity is not None:
             if seed_mode:
                 raise TokenforgeError("parity training is not available in seed 003's mode (input_path=)")
@@ -277,37 +289,9 @@ class BPETokenizer(CoreEncoded, Tokenizer):
                 reference=parity_reference,
                 gain=parity_gain,
             )
-            counter = count_parity(
-                corpus,
-                parity,
-                regex,
-                settings,
-                who="BPETokenizer.train",
-                rule=rule,
-                text_field=text_field,
-                split_on=split_on,
-                errors=errors,
-                num_threads=num_threads,
-                progress=progress,
-                client=client,
-                prune_below=prune_below,
-            )
+            counter = count_parity(corpus, parity, regex, settings, **reading)
         else:
-            counter = count_pieces(
-                corpus,
-                regex,
-                client=client,
-                who="BPETokenizer.train",
-                rule=rule,
-                text_field=text_field,
-                split_on=split_on,
-                errors=errors,
-                num_threads=num_threads,
-                progress=progress,
-                prune_below=prune_below,
-                max_memory=max_memory,
-                tmp_dir=tmp_dir,
-            )
+            counter = count_pieces(corpus, regex, max_memory=max_memory, tmp_dir=tmp_dir, **reading)
         data = _train(
             counter,
             vocab_size,
