@@ -55,6 +55,11 @@ from .formats.kinds import identify as identify_kind
 if TYPE_CHECKING:
     from .base import Tokenizer
 
+# the arguments of a SpecRule's train (see SpecRule)
+Words = Sequence[str]
+Options = Mapping[str, Any]
+Threads = int | None
+
 __all__ = [
     "Family",
     "Format",
@@ -218,12 +223,12 @@ def _bpe_words(words: list[str], raw: str) -> list[tuple[str, ...]]:
 
 
 def _bpe_train(
-    words: Sequence[str],
-    options: Mapping[str, Any],
+    words: Words,
+    options: Options,
     docs: Any,
     vocab_size: int,
     *,
-    num_threads: int | None = None,
+    num_threads: Threads = None,
     progress: bool = False,
     languages: Any = None,
 ) -> Tokenizer:
@@ -343,13 +348,7 @@ _LZ78_REPORT = ReportRule(
 
 
 def _lz78_train(
-    words: Sequence[str],
-    options: Mapping[str, Any],
-    docs: Any,
-    vocab_size: int,
-    *,
-    num_threads: int | None = None,
-    progress: bool = False,
+    words: Words, options: Options, docs: Any, vocab_size: int, *, num_threads: Threads = None, progress: bool = False
 ) -> Tokenizer:
     from .lz78 import LZ78Tokenizer
 
@@ -376,12 +375,12 @@ MIXEDGRAM_PARSES = ("greedy", "optimal")
 
 
 def _mixedgram_train(
-    words: Sequence[str],
-    options: Mapping[str, Any],
+    words: Words,
+    options: Options,
     docs: Any,
     vocab_size: int | None,
     *,
-    num_threads: int | None = None,
+    num_threads: Threads = None,
     progress: bool = False,
 ) -> Tokenizer:
     from .mixedgram import Mixedgram
@@ -398,13 +397,7 @@ def _mixedgram_train(
 # growing
 # ---------------------------------------------------------------------------
 def _growing_train(
-    words: Sequence[str],
-    options: Mapping[str, Any],
-    docs: Any,
-    vocab_size: int,
-    *,
-    num_threads: int | None = None,
-    progress: bool = False,
+    words: Words, options: Options, docs: Any, vocab_size: int, *, num_threads: Threads = None, progress: bool = False
 ) -> Tokenizer:
     """Grown in ``rounds`` rounds over as many consecutive slices of ``docs``."""
     from .growing import GrowingBPETokenizer
@@ -445,13 +438,7 @@ def _pipeline_words(words: list[str], raw: str) -> list[tuple[str, ...]]:
 
 
 def _pipeline_train(
-    words: Sequence[str],
-    options: Mapping[str, Any],
-    docs: Any,
-    vocab_size: int,
-    *,
-    num_threads: int | None = None,
-    progress: bool = False,
+    words: Words, options: Options, docs: Any, vocab_size: int, *, num_threads: Threads = None, progress: bool = False
 ) -> Tokenizer:
     from .pipeline import PipelineTokenizer
 
