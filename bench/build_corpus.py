@@ -851,6 +851,11 @@ MULTI_LANGS: dict[str, str] = {
     "uk": "manpages-uk",
     "ja": "manpages-ja",
 }
+#: languages ``--multilingual-langs`` may add to those of :data:`MULTI_LANGS`
+#: (Chinese: the issue-36 case of a language cheaper than English)
+EXTRA_LANGS: dict[str, str] = {"zh": "manpages-zh"}
+#: the man-page and locale directory of a language, where it is not the code
+LANG_DIRS: dict[str, str] = {"zh": "zh_CN"}
 MULTI_VERSION = 3
 MULTI_HELDOUT_PERCENT = 20
 #: Debian packages whose gettext message catalogs (``.mo``) give exactly parallel
@@ -934,14 +939,14 @@ def _fortune_docs(versions: dict[str, str], limit: int) -> list[tuple[str, str, 
     return out
 
 
-def _multi_units(versions: dict[str, str]) -> dict[str, dict[str, str]]:
+def _multi_units(versions: dict[str, str], langs: dict[str, str]) -> dict[str, dict[str, str]]:
     """Parallel units: ``man1/ls.1.gz`` -> {lang: path}, for pages translated into at
-    least one language whose English original is installed at the same place."""
+    least one language of ``langs`` whose English original is installed at the same place."""
     units: dict[str, dict[str, str]] = {}
-    for lang, pkg in MULTI_LANGS.items():
+    for lang, pkg in langs.items():
         if pkg not in versions:
             continue
-        prefix = f"/usr/share/man/{lang}/"
+        prefix = f"/usr/share/man/{LANG_DIRS.get(lang, lang)}/"
         for path in package_files(pkg):
             rel = path[len(prefix) :] if path.startswith(prefix) else ""
             if MAN_PAGE.match(rel) and os.path.isfile(path):
@@ -972,21 +977,22 @@ def _read_catalog(path: str) -> dict[str, str] | None:
     return out
 
 
-def message_units(versions: dict[str, str]) -> dict[str, dict[str, list[str]]]:
+def message_units(versions: dict[str, str], languages: dict[str, str] = MULTI_LANGS) -> dict[str, dict[str, list[str]]]:
     """Exactly parallel text from the gettext catalogs of :data:`MESSAGE_PACKAGES`:
     domain -> {"en": [English messages], lang: [their translations]} for every
     catalog (``/usr/share/locale/LANG/LC_MESSAGES/DOMAIN.mo``) translated into all
-    of :data:`MULTI_LANGS`, keeping the messages every language translates. A
+    of ``languages`` (default :data:`MULTI_LANGS`), keeping the messages every language translates. A
     message (its English text) is kept once, in the first domain in sorted order."""
-    langs = sorted(MULTI_LANGS)
+    langs = sorted(languages)
+    dirs = {LANG_DIRS.get(lang, lang): lang for lang in langs}
     files: dict[str, dict[str, str]] = {}
     for pkg in MESSAGE_PACKAGES:
         if pkg not in versions:
             continue
         for path in package_files(pkg):
             m = re.match(r"^/usr/share/locale/([^/]+)/LC_MESSAGES/([^/]+)\.mo$", path)
-            if m and m.group(1) in MULTI_LANGS and os.path.isfile(path):
-                files.setdefault(m.group(2), {})[m.group(1)] = path
+            if m and m.group(1) in dirs and os.path.isfile(path):
+                files.setdefault(m.group(2), {})[dirs[m.group(1)]] = path
     seen: set[str] = set()
     units: dict[str, dict[str, list[str]]] = {}
     for domain in sorted(files):
@@ -1009,7 +1015,7 @@ def message_units(versions: dict[str, str]) -> dict[str, dict[str, list[str]]]:
     return units
 
 
-def write_parallel_messages(out: Path, versions: dict[str, str]) -> dict:
+def write_parallel_messages(out: Path, versions: dict[str, str], langs: dict[str, str] = MULTI_LANGS) -> dict:
     """``parallel-dev.jsonl`` and ``parallel-test.jsonl``: the messages of
     :func:`message_units`, each to one file by the hash of its English text
     (:data:`MESSAGE_TEST_PERCENT` to the test file); per file, one line per catalog
@@ -1017,7 +1023,7 @@ def write_parallel_messages(out: Path, versions: dict[str, str]) -> dict:
     Every language has every unit, so the text is parallel exactly: the dev file
     is a parity dev set (``tokenforge compare --parity-dev``) and the test file a
     held-out set whose premiums compare the same content in every language."""
-    units = message_units(versions)
+    units = message_units(versions, langs)
     info: dict = {"domains": len(units), "files": {}}
     for name, test in (("parallel-dev.jsonl", False), ("parallel-test.jsonl", True)):
         n = 0
@@ -1038,7 +1044,9 @@ def write_parallel_messages(out: Path, versions: dict[str, str]) -> dict:
     return info
 
 
-def build_multilingual(out: Path, mb: float, install: bool, jobs: int, fortunes_mb: float = 1.0) -> int:
+def build_multilingual(
+    out: Path, mb: float, install: bool, jobs: int, fortunes_mb: float = 1.0, langs: dict[str, str] = MULTI_LANGS
+) -> int:
     """Near-parallel held-out (and training) text in ten languages from Debian's
     translated man pages: the same page rendered in English and in every language
     that translates it. Units (pages) are taken in the order of the hash of their
@@ -1054,18 +1062,23 @@ def build_multilingual(out: Path, mb: float, install: bool, jobs: int, fortunes_
     parallel. Last, exactly parallel text from the gettext message catalogs of
     :data:`MESSAGE_PACKAGES` (:func:`write_parallel_messages`):
     ``parallel-dev.jsonl`` (a parity dev set) and ``parallel-test.jsonl`` (a
-    held-out set), never in ``train.jsonl``."""
-    pkgs = list(MULTI_LANGS.values()) + list(FORTUNE_LANGS.values()) + list(MESSAGE_PACKAGES)
+    held-out set), never in ``train.jsonl``. ``langs`` (language -> package)
+    replaces :data:`MULTI_LANGS` (``--multilingual-langs``; the fortunes then come
+    only for English and those languages)."""
+    fortune_langs = {k: v for k, v in FORTUNE_LANGS.items() if k == "en" or k in langs}
+    pkgs = list(langs.values()) + list(fortune_langs.values()) + list(MESSAGE_PACKAGES)
     if install and os.geteuid() == 0:
         install_packages(pkgs)
     versions = installed_versions(pkgs)
-    for lang, pkg in [*MULTI_LANGS.items(), *FORTUNE_LANGS.items()]:
+    for lang, pkg in [*langs.items(), *fortune_langs.items()]:
         if pkg not in versions:
             log(f"WARNING: {pkg} is not installed; no {lang!r} text from it")
     missing = [pkg for pkg in MESSAGE_PACKAGES if pkg not in versions]
     if missing:
         log(f"WARNING: not installed, so no parallel messages from their catalogs: {', '.join(missing)}")
     config = {"multi_version": MULTI_VERSION, "mb": mb, "fortunes_mb": fortunes_mb, "packages": versions}
+    if langs != MULTI_LANGS:
+        config["languages"] = sorted(langs)
     try:
         outputs = ("train.jsonl", "heldout.jsonl", "parallel-dev.jsonl", "parallel-test.jsonl")
         if json.loads((out / "MANIFEST.json").read_text())["config"] == config and all(
@@ -1075,7 +1088,7 @@ def build_multilingual(out: Path, mb: float, install: bool, jobs: int, fortunes_
             return 0
     except (OSError, ValueError, KeyError):
         pass
-    units = _multi_units(versions)
+    units = _multi_units(versions, langs)
     order = sorted(units, key=lambda r: _hash_key("multi", r))
     limit = int(mb * MB)
     have: dict[str, int] = {}
@@ -1097,9 +1110,9 @@ def build_multilingual(out: Path, mb: float, install: bool, jobs: int, fortunes_
                 for lang, t in sorted(got.items()):
                     kept.append((u, lang, units[u][lang], t))
                     have[lang] = have.get(lang, 0) + len(t.encode())
-            if all(have.get(lang, 0) >= limit for lang, pkg in MULTI_LANGS.items() if pkg in versions):
+            if all(have.get(lang, 0) >= limit for lang, pkg in langs.items() if pkg in versions):
                 break
-    fortunes = _fortune_docs(versions, int(fortunes_mb * MB))
+    fortunes = [f for f in _fortune_docs(versions, int(fortunes_mb * MB)) if f[1] in fortune_langs]
     out.mkdir(parents=True, exist_ok=True)
     stats: dict[str, dict] = {}
     files = {}
@@ -1108,7 +1121,7 @@ def build_multilingual(out: Path, mb: float, install: bool, jobs: int, fortunes_
         with AtomicWriter(out / name) as w:
             for u, lang, path, text in rows + ([] if held else fortunes):
                 if u:
-                    pkg = MULTI_LANGS.get(lang, "en")
+                    pkg = langs.get(lang, "en")
                     rec = {"text": text, "lang": lang, "parallel_id": u[: -len(".gz")], "source": f"{pkg}:{path}"}
                 else:  # a fortune file: training text only, not parallel
                     rec = {"text": text, "lang": lang, "source": f"{FORTUNE_LANGS[lang]}:{path}"}
@@ -1125,7 +1138,7 @@ def build_multilingual(out: Path, mb: float, install: bool, jobs: int, fortunes_
         log(
             f"{lang}: held out {h['docs']} pages ({h['bytes'] / MB:.2f} MB), train {t['docs']} ({t['bytes'] / MB:.2f} MB)"
         )
-    messages = write_parallel_messages(out, versions)
+    messages = write_parallel_messages(out, versions, langs)
     man = {
         "config": config,
         "units": len({k[0] for k in kept}),
@@ -1163,6 +1176,14 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--multilingual-mb", type=float, default=1.0, help="MB per language (default 1)")
     ap.add_argument(
+        "--multilingual-langs",
+        nargs="+",
+        metavar="LANG",
+        choices=sorted({**MULTI_LANGS, **EXTRA_LANGS}),
+        help=f"with --multilingual: these languages beside English instead of {' '.join(MULTI_LANGS)} "
+        f"(may add {' '.join(EXTRA_LANGS)}; e.g. de es it zh)",
+    )
+    ap.add_argument(
         "--fortunes-mb",
         type=float,
         default=1.0,
@@ -1170,8 +1191,10 @@ def main(argv=None) -> int:
     )
     args = ap.parse_args(argv)
     if args.multilingual:
+        every = {**MULTI_LANGS, **EXTRA_LANGS}
+        langs = {k: every[k] for k in args.multilingual_langs} if args.multilingual_langs else MULTI_LANGS
         return build_multilingual(
-            args.multilingual, args.multilingual_mb, not args.no_install, args.jobs, args.fortunes_mb
+            args.multilingual, args.multilingual_mb, not args.no_install, args.jobs, args.fortunes_mb, langs
         )
     if args.classes:
         return build_classes(args.out, args.classes, args.classes_mb, not args.no_install, args.jobs)

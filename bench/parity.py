@@ -6,9 +6,16 @@ Both train on the Debian multilingual set (``python bench/build_corpus.py
 same documents per language, with ``tokenforge compare``'s ``bpe:parity`` dev
 text (each language's training units parallel to English, sized by the English
 bytes; :func:`tokenforge.bpe_parity.compare_parity_inputs`). The timed call is
-the whole ``train_from_iterator`` (counting, then merging); each run is a fresh
-child process (bench/common.py), so peak RSS is each trainer's own. The texts are
-loaded in the untimed setup and count in the peak (the same for both).
+the whole ``train_from_iterator`` (counting, then merging).
+
+The tools are timed interleaved: one child process per vocabulary size loads
+the text once, then runs every tool once a round, ``--repeat`` rounds, keeping
+each tool's best wall time and best CPU time (the process's, all threads); a
+burst of load on the shared machine then meets every tool alike, and the CPU
+times, which load barely moves, give the ratios a second reading. The load
+average is printed before and after each size. ``--separate`` instead runs
+each tool in its own child (bench/common.py), which also gives each its own
+peak memory.
 
 Usage::
 
@@ -22,6 +29,7 @@ sequential over languages (each count is parallel inside).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -78,8 +86,48 @@ def shared(state) -> dict:
     return parity(state, parity_shared=2.0)
 
 
+def shared_global(state) -> dict:
+    return parity(state, parity_shared=1.5, parity_global_merges=0.25)
+
+
 #: the timed trainers: plain BPE, the paper's rule, and tokenforge's rules (issue 36)
-TOOLS = {"plain": plain, "parity": parity, "levelup": levelup, "excess": excess, "group": group, "shared": shared}
+TOOLS = {
+    "plain": plain,
+    "parity": parity,
+    "levelup": levelup,
+    "excess": excess,
+    "group": group,
+    "shared": shared,
+    "shared_global": shared_global,
+}
+
+
+def interleaved_rounds(state, tools: list[str], repeat: int) -> dict:
+    """Every tool once a round, ``repeat`` rounds: per tool, the best wall and CPU seconds."""
+    import gc
+    import os
+    import time
+
+    best: dict[str, list[float]] = {}
+    load = [os.getloadavg()[0]]
+    for _ in range(repeat):
+        for tool in tools:
+            gc.collect()
+            t, c = time.perf_counter(), time.process_time()
+            TOOLS[tool](state)
+            wall, cpu = time.perf_counter() - t, time.process_time() - c
+            b = best.setdefault(tool, [wall, cpu])
+            best[tool] = [min(b[0], wall), min(b[1], cpu)]
+    load.append(os.getloadavg()[0])
+    return {"best": best, "load": load}
+
+
+def _interleaved_run(state) -> dict:
+    return interleaved_rounds(state, state["tools"], state["repeat"])
+
+
+def _interleaved_setup(data: str, vocab: int, threads: int | None, tools: list[str], repeat: int):
+    return {**setup(data, vocab, threads), "tools": tools, "repeat": repeat}
 
 
 def main(argv=None) -> int:
@@ -91,12 +139,42 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--tools", nargs="+", default=["plain", "parity"], choices=sorted(TOOLS), help="default: plain parity"
     )
+    ap.add_argument("--separate", action="store_true", help="each tool in its own child (not interleaved)")
     args = ap.parse_args(argv)
     data = str(Path(args.data).resolve())
     mb = (Path(data) / "train.jsonl").stat().st_size / 1e6
+    tools = ["plain", *[t for t in args.tools if t != "plain"]]
+    if not args.separate:
+        for vocab in args.vocab:
+            res = run_function(
+                _interleaved_run,
+                data,
+                vocab,
+                args.threads,
+                tools,
+                args.repeat,
+                setup=_interleaved_setup,
+                group=f"train-{vocab}",
+                tool="interleaved",
+                mb=mb,
+            )
+            if not res.ok:
+                print(f"{vocab} ids: failed: {res.error}")
+                continue
+            best, load = res.extra["best"], res.extra["load"]
+            print(
+                f"\n{vocab:,} ids, best of {args.repeat} interleaved rounds "
+                f"(1-minute load {load[0]:.1f} before, {load[1]:.1f} after, {os.cpu_count()} CPUs)"
+            )
+            print(f"{'tool':14s} {'wall s':>8s} {'x plain':>8s} {'CPU s':>8s} {'x plain':>8s}")
+            w0, c0 = best["plain"]
+            for tool in tools:
+                w, c = best[tool]
+                print(f"{tool:14s} {w:8.2f} {w / w0:8.2f} {c:8.2f} {c / c0:8.2f}")
+        return 0
     b = Bench("parity", baseline="plain")
     for vocab in args.vocab:
-        for tool in args.tools:
+        for tool in tools:
             fn = TOOLS[tool]
             b.add(
                 run_function(

@@ -21,7 +21,11 @@ trains a BPE of ``--vocab`` ids with the GPT-4 pattern on ``--threads`` cores:
 
 and prints wall time, CPU time (user + system of the child), peak RSS, and
 ratios against rustbpe, beside the targets of issue 34 (2 GB: <= 15 s wall,
->= 12x rustbpe, peak RSS <= 0.5x rustbpe's). ``--profile`` prints where
+>= 12x rustbpe, peak RSS <= 0.5x rustbpe's). ``--only phases`` cuts
+tokenforge's training into counting, the merge loop's setup and the merge loop
+(wall and CPU seconds each, one child); ``--only pretokenize`` times
+``pretokenize`` of the corpus into shards (a tokenizer trained untimed on its
+first 16 MB), to set beside counting; ``--only profile`` prints where
 counting's time goes (reading, JSON, splitting and counting), measured by
 timing each stage alone in one child. The machine's load average is printed
 with every table: timings on a shared machine are noisy, ratios from one run
@@ -266,15 +270,83 @@ def train_spm(st: dict) -> dict:
 # --------------------------------------------------------------------------
 # profile: counting's stages, each alone
 # --------------------------------------------------------------------------
+def phases(st: dict) -> dict:
+    """Training ``path`` cut into its phases, in one child: counting (the Rust
+    reader), the merge loop's setup (pieces laid out, pairs indexed) and the
+    merge loop itself; seconds of wall and of CPU (all threads) each."""
+    from tokenforge import _core
+    from tokenforge.counting import count_pieces
+    from tokenforge.formats.patterns import resolve_pattern
+
+    regex, _ = resolve_pattern("cl100k")
+    first, n = _core.bpe_layout("nanochat", st["vocab"], 0)
+    out = {}
+
+    def timed(name, fn):
+        t, c = time.perf_counter(), _cpu()
+        r = fn()
+        out[name] = [round(time.perf_counter() - t, 2), round(_cpu() - c, 2)]
+        return r
+
+    wc = timed("count", lambda: count_pieces(st["path"], regex, num_threads=st["threads"], progress=False))
+    unique = wc.unique
+    tr = timed(
+        "setup",
+        lambda: _core.BpeTrainer(wc, list(range(256)), [], first, n, "pair_ids", 1, st["threads"]),
+    )
+
+    def loop():
+        while not tr.done:
+            tr.run(seconds=1.0)
+
+    timed("merge loop", loop)
+    return _done(st, phases=out, unique_pieces=unique)
+
+
+def setup_pretok(path: str, vocab: int, threads: int, extra=None) -> dict:
+    """A tokenizer of ``vocab`` ids trained (untimed) on the first 16 MB of the corpus."""
+    import itertools
+    import tempfile
+
+    import tokenforge
+
+    texts, size = [], 0
+    for t in itertools.takewhile(lambda _: size < 16 << 20, texts_of(path)):
+        texts.append(t)
+        size += len(t)
+    tok = tokenforge.BPETokenizer.train_from_iterator(
+        iter(texts), vocab, pattern="cl100k", num_threads=threads, progress=False
+    )
+    st = setup(path, vocab, threads, extra)
+    st["tok"] = tok
+    st["out"] = tempfile.mkdtemp(prefix="scale-pretok-")
+    st["cpu0"] = _cpu()
+    return st
+
+
+def pretokenize_files(st: dict) -> dict:
+    """tokenforge.data.shards.pretokenize of the corpus into shards (then removed)."""
+    import shutil
+
+    from tokenforge.data.shards import pretokenize
+
+    try:
+        shards = pretokenize(st["path"], st["tok"], st["out"], num_threads=st["threads"], progress=False)
+        tokens = int(shards.num_tokens)
+    finally:
+        shutil.rmtree(st["out"], ignore_errors=True)
+    return _done(st, tokens=tokens)
+
+
 def profile_counting(st: dict) -> dict:
     """Seconds (wall, and CPU of all threads) of each stage of counting ``path``, each alone."""
-    import tokenforge
     from tokenforge import _core
     from tokenforge.counting import DocRule, _count_docs, count_pieces
     from tokenforge.data.corpus import corpus_documents, jsonl_blocks
+    from tokenforge.formats.patterns import resolve_pattern
 
     path, threads = st["path"], st["threads"]
-    regex, _ = tokenforge.bpe.resolve_pattern("cl100k")
+    regex, _ = resolve_pattern("cl100k")
     out = {}
 
     def timed(name, fn):
@@ -317,7 +389,9 @@ def main(argv=None) -> int:
     ap.add_argument("--idents", type=float, default=0.01, help="share of random identifiers among words")
     ap.add_argument("--vocab", type=int, default=32768)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--only", default="", help="comma-separated: tokenforge,iter,budget,rustbpe,hf,spm,profile")
+    ap.add_argument(
+        "--only", default="", help="comma-separated: tokenforge,iter,budget,rustbpe,hf,spm,phases,pretokenize,profile"
+    )
     ap.add_argument(
         "--budget", default=None, help="max_memory for the budget row (default: a third of the files run's RSS)"
     )
@@ -391,6 +465,28 @@ def main(argv=None) -> int:
     for t in targets:
         print("  " + t.render())
     print(f"machine: {os.cpu_count()} cores, {_uptime()}")
+    if "pretokenize" in only:
+        r = run_function(
+            pretokenize_files, *args, None, setup=setup_pretok, group="pretokenize", tool="tokenforge", mb=mb
+        )
+        r.extra["load_after"] = _uptime()
+        b.add(r)
+        if r.ok:
+            print(
+                f"\npretokenize into shards: {r.best:.2f} s wall ({mb / r.best:.0f} MB/s), "
+                f"{r.extra.get('cpu_s', 0):.2f} s CPU, peak {r.peak_rss_mb:.0f} MB, {r.extra['tokens']:,} tokens; {_uptime()}"
+            )
+        else:
+            print(f"pretokenize: {r.status()}: {r.error}")
+    if "phases" in only or "profile" in only:
+        r = run_function(phases, *args, None, setup=setup_tf, group="phases", tool="tokenforge files", mb=mb)
+        if r.ok:
+            print(f"\nphases of tokenforge's training (wall s, CPU s; {r.peak_rss_mb:.0f} MB peak; {_uptime()}):")
+            for k, (w, c) in r.extra["phases"].items():
+                print(f"  {k:12} {w:7.2f} {c:7.2f}")
+            print(f"  unique pieces: {r.extra['unique_pieces']:,}")
+        else:
+            print(f"phases: {r.status()}: {r.error}")
     if "profile" in only:
         r = run_function(profile_counting, *args, None, setup=setup_tf, group="profile", tool="counting", mb=mb)
         print("\nwhere counting's time goes (s):")

@@ -42,8 +42,15 @@ is stated in docs/algorithms.md).
   "levelup": like the tolerance variant, but measured against
   ``parity_reference`` (a language code) instead of the cheapest language: a
   global merge while every language costs at most ``1 + parity_tolerance``
-  times the reference (0 allowed), else the worst language is served; a
-  language cheaper than the reference is never pulled up to it. "excess": no
+  times the reference (0 allowed), else the worst language is served; the
+  global merges do not wait for a language cheaper than the reference to be
+  pulled up to it (though, never the worst, it gets no parity merge and can
+  still fall behind: docs/results/parity-frontier/README.md).
+  ``parity_reference="median"`` (with "levelup", "excess" or "group"): the
+  reference is, before each merge, the median language (the lower median of
+  the languages' dev costs, ties to the first in sorted order) instead of a
+  fixed one, so the languages below the median are left to the global merges
+  whoever the cheapest is. "excess": no
   language is served alone; each merge is, among plain BPE's pick and the top
   pair of every language dearer than the reference, the one with the largest
   ``global count + parity_gain * sum_l excess_l * count_l`` (``excess_l``: the
@@ -84,6 +91,7 @@ from .errors import CorpusError, TokenforgeError
 
 __all__ = [
     "MEASURES",
+    "MEDIAN",
     "RULES",
     "PARALLEL",
     "ParityCounts",
@@ -97,6 +105,10 @@ __all__ = [
 MEASURES = ("tokens", "bytes", "chars")
 #: the rules that pick the merges after the global ones (see the module docstring)
 RULES = ("foroutan2025", "levelup", "excess", "group")
+#: ``parity_reference`` naming the median language (see the module docstring)
+MEDIAN = "median"
+#: the core's index for the median language (``src/bpe/parity.rs``: ``MEDIAN``, ``usize::MAX``)
+MEDIAN_INDEX = 2**64 - 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,10 +179,10 @@ class ParitySettings:
         if rule not in RULES:
             raise TokenforgeError(f"unknown parity_rule {rule!r}; expected one of {', '.join(RULES)}")
         if rule != "foroutan2025":
-            if reference not in parity:
+            if reference not in parity and reference != MEDIAN:
                 raise TokenforgeError(
-                    f"parity_rule={rule!r} needs parity_reference, one of the dev languages ({', '.join(langs)}), "
-                    f"not {reference!r}"
+                    f"parity_rule={rule!r} needs parity_reference, one of the dev languages ({', '.join(langs)}) "
+                    f"or {MEDIAN!r}, not {reference!r}"
                 )
             if rule == "group" and not shared:
                 raise TokenforgeError(
@@ -211,9 +223,12 @@ class ParityCounts:
     settings: ParitySettings
 
     def reference_index(self) -> int | None:
-        """The reference language's index (None for the paper's rule, which has none)."""
+        """The reference language's index for the core (None for the paper's rule, which has
+        none; :data:`MEDIAN_INDEX` for ``"median"``)."""
         s = self.settings
-        return None if s.rule == "foroutan2025" or s.reference is None else self.languages.index(s.reference)
+        if s.rule == "foroutan2025" or s.reference is None:
+            return None
+        return MEDIAN_INDEX if s.reference == MEDIAN else self.languages.index(s.reference)
 
     def resolve_global(self, num_merges: int) -> int:
         """The number of global merges: as given, or the share of ``num_merges``."""

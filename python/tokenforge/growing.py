@@ -183,10 +183,19 @@ class GrowingBPETokenizer(Tokenizer):
         a ``str`` that names no file is a :class:`~tokenforge.errors.CorpusError`);
         texts go to :meth:`train_from_iterator`. ``num_merges`` defaults to filling
         the vocabulary; ``learn_kwargs`` are :meth:`learn_merges`'s (``source``,
-        ``min_frequency``, ``num_threads``, ``progress``, ``client``)."""
+        ``min_frequency``, ``num_threads``, ``progress``, ``client``, ``max_memory``,
+        ``tmp_dir``)."""
         tok = cls(vocab_size, pattern=pattern, normalization=normalization)
         room = tok.vocab_size - tok.next_merge_id
-        unknown = set(learn_kwargs) - {"source", "min_frequency", "num_threads", "progress", "client"}
+        unknown = set(learn_kwargs) - {
+            "source",
+            "min_frequency",
+            "num_threads",
+            "progress",
+            "client",
+            "max_memory",
+            "tmp_dir",
+        }
         if unknown:
             raise TypeError(
                 f"GrowingBPETokenizer.train() got unexpected keyword arguments: {', '.join(sorted(unknown))}"
@@ -531,6 +540,8 @@ class GrowingBPETokenizer(Tokenizer):
         progress: bool = False,
         client=None,
         text_field: str = "text",
+        max_memory=None,
+        tmp_dir=None,
     ) -> int:
         """Learn up to ``num_merges`` new merges from ``texts`` and append them.
 
@@ -549,6 +560,13 @@ class GrowingBPETokenizer(Tokenizer):
         cluster (files are read by the workers; texts are shipped to them in
         batches) and learns the merges here, with the same result as without
         it (:mod:`tokenforge.counting`).
+
+        ``max_memory`` and ``tmp_dir``: counting's memory budget, as for
+        :meth:`BPETokenizer.train <tokenforge.BPETokenizer.train>` (None: 3/4 of
+        the available memory): past it, counts spill to sorted runs under
+        ``tmp_dir`` and stay exact; if the distinct pieces still do not fit, the
+        rarest are dropped with a warning saying how many. Counting here only
+        (a ``client`` counts on the cluster's workers).
         """
         return self._learn(
             corpus_source(texts, who="GrowingBPETokenizer.learn_merges"),
@@ -559,6 +577,8 @@ class GrowingBPETokenizer(Tokenizer):
             progress=progress,
             client=client,
             text_field=text_field,
+            max_memory=max_memory,
+            tmp_dir=tmp_dir,
         )
 
     def _learn(
@@ -575,6 +595,8 @@ class GrowingBPETokenizer(Tokenizer):
         split_on: str | None = None,
         errors: str = "strict",
         who: str = "GrowingBPETokenizer.learn_merges",
+        max_memory=None,
+        tmp_dir=None,
     ) -> int:
         """:meth:`learn_merges` on a corpus (paths or URLs by the corpus rule, or :class:`Texts`)."""
         num_merges = _check_int("num_merges", num_merges, 0)
@@ -598,6 +620,8 @@ class GrowingBPETokenizer(Tokenizer):
                 errors=errors,
                 num_threads=num_threads,
                 progress=bool(progress),
+                max_memory=max_memory,
+                tmp_dir=tmp_dir,
             )
             seen_bytes = counter.total_bytes
             if num <= 0:

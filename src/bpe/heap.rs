@@ -22,6 +22,11 @@ impl<T: Copy> Heap<T> {
         self.v.is_empty()
     }
 
+    /// The element that would come out next.
+    pub fn peek(&self) -> Option<&T> {
+        self.v.first()
+    }
+
     /// `better(a, b)`: a must come out before b.
     pub fn push(&mut self, x: T, better: &impl Fn(&T, &T) -> bool) {
         self.v.push(x);

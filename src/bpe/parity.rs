@@ -31,7 +31,10 @@
 //! takes, among the worst language's pairs counting at least `1 / shared` of
 //! its top pair's count, the one with the largest count over all languages
 //! (a pair the others share helps them too), the first in the language's
-//! order on a tie.
+//! order on a tie. The candidates are not scanned: per language, its pairs
+//! sit in buckets by their count in it, each bucket a lazy heap by global
+//! count ([`Bands`]), so a pick peeks about `32 log2(shared) + 1` buckets
+//! whatever the number of candidates ([`Parity::shared_pick`]).
 //!
 //! A language none of whose pairs reaches `min_frequency` is exhausted: it is
 //! passed over from then on (its pair counts can only fall) and the next worst
@@ -39,25 +42,32 @@
 //! paper's script stops at the first exhausted language instead.) With one
 //! language the rule is plain BPE: the same merges.
 //!
-//! How it runs on the arena trainer. The arena holds each language's
-//! training pieces, then each language's dev pieces, as separate segments
-//! (`seg_start`; a piece in two languages is laid out twice, once with each
-//! count): the language of an occurrence is a binary search of its position.
-//! Dev occurrences are occurrences of weight 0 (they change no training
-//! count) that the trainer merges like any other, so applying a merge to the
-//! dev text costs O(its dev occurrences), and each one lowers its language's
-//! dev token count by the dev piece's count. Per language, a sparse map holds
-//! the pair counts of that language's training text and a lazy-refresh heap
-//! orders them (the same heap as plain training); a merge's deltas go to the
-//! map of the language of each occurrence. Memory: the plain trainer's, plus
-//! the dev pieces, plus one map entry and up to two heap entries per (pair,
-//! language) with a count above zero.
+//! How it runs on the arena trainer. The arena holds each language's pieces
+//! as one segment (`seg_start`; a piece in two languages is laid out twice):
+//! every piece of its training text or its dev text, once, with two counts,
+//! its training count and its dev count (each below 2^30 in the two count
+//! slots; a piece counted more is laid out as several copies that sum to its
+//! counts). The language of an occurrence is a binary search of its position.
+//! An occurrence weighs its training count (0 for a piece only in dev text)
+//! and, when merged, lowers its language's dev token count by its dev count,
+//! so applying a merge to the dev text costs nothing beyond the training
+//! text's occurrences, plus those of pieces only in dev text. (Dev text that
+//! is part of the training text, as `tokenforge compare`'s near-parallel dev
+//! sets are, adds no occurrence at all; laid out apart, it doubled the merge
+//! work.) Per language, a sparse map holds the pair counts of that
+//! language's training text and a lazy-refresh heap orders them (the same
+//! heap as plain training); a merge's deltas go to the map of the language
+//! of each occurrence. Memory: the plain trainer's, plus the pieces only in
+//! dev text, plus one map entry and up to two heap entries per (pair,
+//! language) with a count above zero (and with the shared-pair variant one
+//! more entry per (pair, language): [`Bands`]).
 //!
 //! Not handled: the paper's target-ratio variant (compression measured on
 //! training text against given ratios);
 //! weighting languages; a language with no training or no dev text (refused).
 
 use rustc_hash::FxHashMap;
+use std::collections::hash_map::Entry;
 use std::collections::VecDeque;
 
 use super::heap::Heap;
@@ -74,7 +84,8 @@ pub enum Rule {
     Foroutan,
     /// Level up: a global merge while every language not exhausted costs at
     /// most `1 + tolerance` times the reference language's; else serve the
-    /// worst. Languages cheaper than the reference are never levelled down to it.
+    /// worst. The global merges do not wait for languages cheaper than the
+    /// reference to be pulled up to it.
     LevelUp { reference: usize },
     /// Excess-weighted counts: among the global top pair and the top pair of
     /// every language dearer than the reference, the one with the largest
@@ -95,12 +106,17 @@ pub enum Rule {
 /// lists grow to thousands late in a 32,768-id training).
 pub const GROUP_CANDIDATES: usize = 64;
 
+/// A rule's reference language given as this index is the median language:
+/// before each merge, the language whose dev cost is the lower median of all
+/// languages' (ordered by cost, then by index; the `(L - 1) / 2`-th).
+pub const MEDIAN: usize = usize::MAX;
+
 impl Rule {
-    /// The rule named `name` ("foroutan2025", "levelup", "excess"); the last
-    /// two need `reference` (a language index below `langs`).
+    /// The rule named `name` ("foroutan2025", "levelup", "excess", "group"); the
+    /// last three need `reference` (a language index below `langs`, or [`MEDIAN`]).
     pub fn parse(name: &str, reference: Option<usize>, gain: f64, langs: usize) -> Result<Self> {
         let need_ref = || match reference {
-            Some(r) if r < langs => Ok(r),
+            Some(r) if r < langs || r == MEDIAN => Ok(r),
             Some(r) => Err(Error::Invalid(format!("the parity reference language {r} is not one of the {langs}"))),
             None => Err(Error::Invalid(format!("the parity rule {name:?} needs a reference language"))),
         };
@@ -156,8 +172,8 @@ impl Measure {
 pub struct Parity {
     /// Number of languages.
     pub(super) langs: usize,
-    /// First arena slot of each segment: training text of languages `0..L`,
-    /// then dev text of languages `0..L`; `2L + 1` entries, the last the end.
+    /// First arena slot of each language's segment (training and dev pieces,
+    /// module notes); `L + 1` entries, the last the end.
     pub(super) seg_start: Vec<u32>,
     /// Per language: its training text's count of every pair above zero.
     counts: Vec<FxHashMap<u64, i64>>,
@@ -186,15 +202,83 @@ pub struct Parity {
     /// counting at least `1 / shared` of its top pair's count, the one with
     /// the largest count over all languages.
     shared: f64,
+    /// The shared-pair variant's index, per language (built at its first pick).
+    bands: Vec<Bands>,
     /// The rule after the global merges.
     pub(super) rule: Rule,
+}
+
+/// Buckets of a language count: one per count below 64, then 32 per octave
+/// (a bucket spans at most 1/32 of its lowest count), so the shared-pair band
+/// `[top / shared, top]` covers at most about `32 log2(shared) + 1` buckets
+/// whatever the counts.
+fn bucket_of(c: u64) -> usize {
+    if c < 64 {
+        c as usize
+    } else {
+        let e = 63 - c.leading_zeros() as usize; // 6 and up
+        64 + (e - 6) * 32 + ((c >> (e - 5)) & 31) as usize
+    }
+}
+
+/// Buckets for every u64 count.
+const BUCKETS: usize = 64 + (64 - 6) * 32;
+
+/// The shared-pair variant's order of (global count, language count, pair):
+/// the larger global count first, then the language's own order.
+fn band_order<'a>(
+    better: &'a impl Fn(&(u64, u64), &(u64, u64)) -> bool,
+) -> impl Fn(&(u64, u64, u64), &(u64, u64, u64)) -> bool + 'a {
+    move |a, b| a.0 > b.0 || (a.0 == b.0 && better(&(a.1, a.2), &(b.1, b.2)))
+}
+
+/// One language's pairs for the shared-pair pick: an entry (global count,
+/// language count, pair) per pair of the language, in the bucket of its
+/// language count, each bucket a heap in [`band_order`]. Entries are lazy:
+/// counts only fall (a pair's global and language counts alike; a pair a
+/// merge creates is new and enters with its counts), so an entry's counts
+/// bound its pair's current ones from above and it sits in its pair's bucket
+/// or a higher one; a stale entry is refreshed (moved down) when it comes to
+/// the top of its bucket. One entry per live pair, plus dead ones until they
+/// surface (rebuilt when over twice the live pairs, as the heaps are).
+struct Bands {
+    buckets: Vec<Heap<(u64, u64, u64)>>,
+    /// Entries held, live or stale.
+    held: usize,
+    /// No bucket above this one holds an entry.
+    high: usize,
+}
+
+impl Bands {
+    fn build(
+        counts: &FxHashMap<u64, i64>,
+        global: &impl Fn(u64) -> u64,
+        order: &impl Fn(&(u64, u64, u64), &(u64, u64, u64)) -> bool,
+    ) -> Self {
+        let mut by: Vec<Vec<(u64, u64, u64)>> = vec![Vec::new(); BUCKETS];
+        let mut high = 0;
+        for (&k, &c) in counts {
+            let b = bucket_of(c as u64);
+            by[b].push((global(k), c as u64, k));
+            high = high.max(b);
+        }
+        let buckets = by.into_iter().map(|v| Heap::from_vec(v, order)).collect();
+        Bands { buckets, held: counts.len(), high }
+    }
+
+    fn push(&mut self, e: (u64, u64, u64), order: &impl Fn(&(u64, u64, u64), &(u64, u64, u64)) -> bool) {
+        let b = bucket_of(e.1);
+        self.buckets[b].push(e, order);
+        self.held += 1;
+        self.high = self.high.max(b);
+    }
 }
 
 impl Parity {
     /// `seg_start` as laid out; `dev_tokens` and `norms` per language.
     pub(super) fn new(seg_start: Vec<u32>, dev_tokens: Vec<u64>, norms: Vec<u64>, global_merges: usize) -> Self {
         let langs = dev_tokens.len();
-        debug_assert_eq!(seg_start.len(), 2 * langs + 1);
+        debug_assert_eq!(seg_start.len(), langs + 1);
         Parity {
             langs,
             seg_start,
@@ -213,6 +297,7 @@ impl Parity {
             in_window: vec![0; langs],
             tolerance: 0.0,
             shared: 0.0,
+            bands: Vec::new(),
             rule: Rule::Foroutan,
         }
     }
@@ -238,6 +323,20 @@ impl Parity {
         x / y
     }
 
+    /// The reference language now: `r`, or the median language for [`MEDIAN`].
+    fn resolve(&self, r: usize) -> usize {
+        if r != MEDIAN {
+            return r;
+        }
+        let mut by_cost: Vec<usize> = (0..self.langs).collect();
+        by_cost.sort_by(|&a, &b| {
+            let x = self.dev_tokens[a] as u128 * self.norms[b] as u128;
+            let y = self.dev_tokens[b] as u128 * self.norms[a] as u128;
+            x.cmp(&y).then(a.cmp(&b))
+        });
+        by_cost[(self.langs - 1) / 2]
+    }
+
     /// Is the merge global now? Foroutan: the tolerance variant
     /// ([`Parity::balanced`]); level up: every language not exhausted costs at
     /// most `1 + tolerance` times the reference (`t_w n_r <= (1 + tol) t_r n_w`,
@@ -248,6 +347,7 @@ impl Parity {
             Rule::Foroutan => self.balanced(),
             Rule::Excess { .. } => false,
             Rule::LevelUp { reference: r } | Rule::Group { reference: r, .. } => {
+                let r = self.resolve(r);
                 let Some(hi) =
                     (0..self.langs)
                         .filter(|&l| !self.exhausted[l])
@@ -299,22 +399,30 @@ impl Parity {
         self.window > 0 && (self.in_window[l] as f64) / (self.window as f64) > self.alpha / self.langs as f64
     }
 
-    /// The segment of arena position `p`: `l` for language `l`'s training
-    /// text, `L + l` for its dev text.
+    /// The language of arena position `p`.
     #[inline(always)]
-    pub(super) fn seg_of(&self, p: usize) -> usize {
+    pub(super) fn lang_of(&self, p: usize) -> usize {
         self.seg_start.partition_point(|&s| s as usize <= p) - 1
     }
 
     /// Add `delta` to language `l`'s count of `key` (an entry at zero leaves).
     #[inline(always)]
     pub(super) fn add(&mut self, l: u32, key: u64, delta: i64) {
-        let m = &mut self.counts[l as usize];
-        let c = m.entry(key).or_insert(0);
-        *c += delta;
-        debug_assert!(*c >= 0);
-        if *c == 0 {
-            m.remove(&key);
+        // one probe, a removal included
+        match self.counts[l as usize].entry(key) {
+            Entry::Occupied(mut o) => {
+                *o.get_mut() += delta;
+                debug_assert!(*o.get() >= 0);
+                if *o.get() == 0 {
+                    o.remove();
+                }
+            }
+            Entry::Vacant(v) => {
+                debug_assert!(delta >= 0);
+                if delta != 0 {
+                    v.insert(delta);
+                }
+            }
         }
     }
 
@@ -334,15 +442,26 @@ impl Parity {
 
     /// After a merge: the pairs it created enter the heaps of their languages
     /// (each once; a created pair never existed before, so pushing its final
-    /// count is enough), and a heap holding more than twice its live pairs is
-    /// rebuilt (the lazy heap otherwise grows with the merges run).
-    pub(super) fn after_merge(&mut self, better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool, slack: usize) {
+    /// count is enough), and the shared-pair index once built (`global`: a
+    /// pair's count over all languages, final now); a heap or index holding
+    /// more than twice its live pairs is rebuilt (the lazy heap otherwise
+    /// grows with the merges run).
+    pub(super) fn after_merge(
+        &mut self,
+        better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool,
+        slack: usize,
+        global: &impl Fn(u64) -> u64,
+    ) {
         let mut touched = std::mem::take(&mut self.touched);
         touched.sort_unstable();
         touched.dedup();
+        let order = band_order(better);
         for &(l, key) in &touched {
             if let Some(&c) = self.counts[l as usize].get(&key) {
                 self.heaps[l as usize].push((c as u64, key), better);
+                if let Some(b) = self.bands.get_mut(l as usize) {
+                    b.push((global(key), c as u64, key), &order);
+                }
             }
         }
         touched.clear();
@@ -351,6 +470,9 @@ impl Parity {
             if self.heaps[l].len() > 2 * self.counts[l].len() + slack {
                 let entries: Vec<(u64, u64)> = self.counts[l].iter().map(|(&k, &c)| (c as u64, k)).collect();
                 self.heaps[l] = Heap::from_vec(entries, better);
+            }
+            if self.bands.get(l).is_some_and(|b| b.held > 2 * self.counts[l].len() + slack) {
+                self.bands[l] = Bands::build(&self.counts[l], global, &order);
             }
         }
     }
@@ -403,6 +525,7 @@ impl Parity {
             };
             let found = match (found, self.rule) {
                 (Some(top), Rule::Group { reference, gain }) => {
+                    let reference = self.resolve(reference);
                     let weights: Vec<f64> = (0..self.langs)
                         .map(|m| {
                             let dear = self.dev_tokens[m] as u128 * self.norms[reference] as u128
@@ -435,8 +558,18 @@ impl Parity {
                     ))
                 }
                 (Some(top), _) if self.shared > 0.0 => {
-                    let g = |k: u64| global_count(k) as f64;
-                    Some(Self::candidates_pick(heap, counts, top, self.shared, min_frequency, better, usize::MAX, g))
+                    // tests: the banded pick equals the scan of every candidate
+                    #[cfg(test)]
+                    let scan = {
+                        let g = |k: u64| global_count(k) as f64;
+                        Self::candidates_pick(heap, counts, top, self.shared, min_frequency, better, usize::MAX, g)
+                    };
+                    #[cfg(not(test))]
+                    heap.push(top, better);
+                    let key = self.shared_pick(l, top.0, min_frequency, better, global_count);
+                    #[cfg(test)]
+                    assert_eq!(key, scan, "the banded shared-pair pick differs from the scan");
+                    Some(key)
                 }
                 (other, _) => other.map(|t| t.1),
             };
@@ -456,6 +589,83 @@ impl Parity {
                 None => self.exhausted[l] = true,
             }
         }
+    }
+
+    /// The shared-pair variant's pair for language `l`, whose top pair counts
+    /// `top`: among its pairs counting `c >= min_frequency` with `c * shared
+    /// >= top` (in f64, as the scan compares), the one with the largest count
+    /// over all languages (`global`), the first in `l`'s order on a tie.
+    ///
+    /// The candidates are the buckets from the one of the least such count
+    /// up to `top`'s; each bucket's best candidate is its top once refreshed
+    /// (every other entry's counts bound its pair's from above, in
+    /// [`band_order`]), except in the lowest bucket, whose top may count
+    /// below the band and is set aside. A bucket whose top cannot beat the
+    /// best so far is skipped unrefreshed. Cost: O(buckets in the band) peeks
+    /// a merge, about 32 log2(shared) + 1 (not the candidates: thousands late
+    /// in a 32,768-id training), plus O(log n) for each refresh, which a
+    /// count change pays for at most once.
+    fn shared_pick(
+        &mut self,
+        l: usize,
+        top: u64,
+        min_frequency: u64,
+        better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool,
+        global: &impl Fn(u64) -> u64,
+    ) -> u64 {
+        let order = band_order(better);
+        if self.bands.is_empty() {
+            self.bands = (0..self.langs).map(|m| Bands::build(&self.counts[m], global, &order)).collect();
+        }
+        let shared = self.shared;
+        let fits = |c: u64| c as f64 * shared >= top as f64;
+        let mut t = ((top as f64 / shared) as u64).clamp(1, top);
+        while t > 1 && fits(t - 1) {
+            t -= 1;
+        }
+        while !fits(t) {
+            t += 1;
+        }
+        let t = t.max(min_frequency);
+        let counts = &self.counts[l];
+        let bands = &mut self.bands[l];
+        let (lo, hi) = (bucket_of(t), bucket_of(top));
+        // no pair of `l` counts above `top`: every entry above its bucket is stale
+        for b in (hi + 1..=bands.high).rev() {
+            while let Some(e) = bands.buckets[b].pop(&order) {
+                bands.held -= 1;
+                if let Some(&c) = counts.get(&e.2) {
+                    bands.push((global(e.2), c as u64, e.2), &order);
+                }
+            }
+        }
+        bands.high = hi;
+        let mut best: Option<(u64, u64, u64)> = None;
+        let mut aside = Vec::new();
+        for b in (lo..=hi).rev() {
+            while let Some(&e) = bands.buckets[b].peek() {
+                if best.is_some_and(|x| !order(&e, &x)) {
+                    break;
+                }
+                bands.buckets[b].pop(&order);
+                bands.held -= 1;
+                let Some(&c) = counts.get(&e.2) else { continue };
+                let cur = (global(e.2), c as u64, e.2);
+                if cur != e {
+                    bands.push(cur, &order);
+                } else if cur.1 < t {
+                    aside.push(cur);
+                } else {
+                    best = Some(cur);
+                    bands.push(cur, &order);
+                    break;
+                }
+            }
+        }
+        for e in aside {
+            bands.push(e, &order);
+        }
+        best.expect("the top pair is a candidate").2
     }
 
     /// The shared-pair variant and the group rule: `top` (popped, current)
@@ -539,6 +749,7 @@ impl Parity {
         global_count: &impl Fn(u64) -> u64,
     ) -> u64 {
         let Rule::Excess { reference: r, gain } = self.rule else { unreachable!("pick_excess needs the excess rule") };
+        let r = self.resolve(r);
         let excess: Vec<f64> =
             (0..self.langs).map(|l| if self.dearer(l, r) { self.ratio(l, r) - 1.0 } else { 0.0 }).collect();
         let mut cands: Vec<(u32, u64)> = vec![(GLOBAL, global_top)];

@@ -77,6 +77,16 @@ const HEAP_SLACK: usize = 2;
 const NO_POS: u32 = u32::MAX;
 /// The language of an occurrence that changes no language's training count.
 const NO_LANG: u32 = u32::MAX;
+/// Parity training: a piece counted 2^30 times or more in one language is laid
+/// out as copies (`Trainer::parity_from_counters`), at most this many.
+const MAX_COPIES: u64 = 64;
+
+/// Parity training: a laid-out piece's (training count, dev count), kept in
+/// its two count slots.
+#[inline(always)]
+fn split_counts(c: u64) -> (u64, u64) {
+    (c >> 30, c & MASK as u64)
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TieBreak {
@@ -256,8 +266,9 @@ impl Trainer {
                 }
                 w = count_at(e) as i64;
                 if let Some(par) = parity.as_deref() {
-                    let seg = par.seg_of(p);
-                    (w, lang) = if seg < par.langs { (w, seg as u32) } else { (0, NO_LANG) };
+                    // parity: the training count weighs, the dev count does not
+                    let (t, _dev) = split_counts(w as u64);
+                    (w, lang) = (t as i64, if t > 0 { par.lang_of(p) as u32 } else { NO_LANG });
                 }
             }
             let x = slots[p + 1];
@@ -573,17 +584,15 @@ impl Trainer {
             }
             let c = self.count_at(p);
             // the occurrence's weight in the training counts, and its language
-            // (parity: a dev occurrence weighs 0 and shortens its language's dev text)
+            // (parity: its training count weighs, its dev count shortens its
+            // language's dev text; a piece only in dev text weighs 0)
             let (w, lang) = match self.parity.as_deref_mut() {
                 None => (c as i64, NO_LANG),
                 Some(par) => {
-                    let seg = par.seg_of(p);
-                    if seg < par.langs {
-                        (c as i64, seg as u32)
-                    } else {
-                        par.dev_tokens[seg - par.langs] -= c;
-                        (0, NO_LANG)
-                    }
+                    let l = par.lang_of(p);
+                    let (t, dev) = split_counts(c);
+                    par.dev_tokens[l] -= dev;
+                    (t as i64, if t > 0 { l as u32 } else { NO_LANG })
                 }
             };
             let x = self.prev_start(p);
@@ -674,7 +683,9 @@ impl Trainer {
             self.heap = Heap::from_vec(entries, &better(self.tie, &self.tokens));
         }
         if let Some(par) = self.parity.as_deref_mut() {
-            par.after_merge(&better(self.tie, &self.tokens), HEAP_SLACK);
+            let pairs = &self.pairs;
+            let global = |k: u64| pairs.get(&k).map_or(0, |i| i.count.max(0) as u64);
+            par.after_merge(&better(self.tie, &self.tokens), HEAP_SLACK, &global);
         }
     }
 
@@ -776,21 +787,21 @@ impl Trainer {
         let tokens: Vec<Vec<u8>> =
             (0..next_id).map(|i| model.id_bytes(i).map(|x| x.to_vec()).unwrap_or_default()).collect();
         let slots_hint: usize = counter.pieces().filter(|(w, _)| w.len() >= 2).map(|(w, _)| w.len() + 2).sum();
+        let sorted = counter.into_sorted_pieces();
         let mut lay = Layout::new(slots_hint.min(NO_POS as usize));
         let mut ids: Vec<u32> = Vec::new();
         if merges.is_empty() {
-            for (w, c) in counter.into_sorted() {
+            for (w, c) in sorted.iter() {
                 ids.clear();
                 ids.extend(w.iter().map(|&x| byte_ids[x as usize]));
-                drop(w);
                 lay.push(&ids, c, next_id)?;
             }
         } else {
             // earlier merges applied in parallel, a batch of pieces at a time
             const BATCH: usize = 1 << 14;
-            let mut it = counter.into_sorted().into_iter();
+            let mut it = sorted.iter();
             loop {
-                let batch: Vec<(Box<[u8]>, u64)> = it.by_ref().take(BATCH).collect();
+                let batch: Vec<(&[u8], u64)> = it.by_ref().take(BATCH).collect();
                 if batch.is_empty() {
                     break;
                 }
@@ -808,6 +819,8 @@ impl Trainer {
                 }
             }
         }
+        drop(sorted);
+        crate::wordcount::release_free_memory();
         Ok(Trainer::from_layout(lay, tokens, next_id, num_merges, tie, min_frequency, None))
     }
 
@@ -876,14 +889,52 @@ impl Trainer {
             .map(|c| c.pieces().filter(|(w, _)| w.len() >= 2).map(|(w, _)| w.len() + 2).sum::<usize>())
             .sum();
         let mut lay = Layout::new(slots_hint.min(NO_POS as usize));
-        let mut seg_start = Vec::with_capacity(2 * train.len() + 1);
+        let mut seg_start = Vec::with_capacity(train.len() + 1);
         let mut ids: Vec<u32> = Vec::new();
-        for counter in train.into_iter().chain(dev) {
+        for (tc, dc) in train.into_iter().zip(dev) {
             seg_start.push(lay.slots.len() as u32);
-            for (w, c) in counter.into_sorted() {
+            // the language's pieces, training and dev, each once with both counts
+            // (both lists sorted by bytes: one merge-join)
+            let (tw, dw) = (tc.into_sorted(), dc.into_sorted());
+            let (mut i, mut j) = (0, 0);
+            while i < tw.len() || j < dw.len() {
+                let (w, t, d) = match (tw.get(i), dw.get(j)) {
+                    (Some(a), Some(b)) if a.0 == b.0 => {
+                        (i, j) = (i + 1, j + 1);
+                        (&a.0, a.1, b.1)
+                    }
+                    (Some(a), Some(b)) if a.0 < b.0 => {
+                        i += 1;
+                        (&a.0, a.1, 0)
+                    }
+                    (Some(a), None) => {
+                        i += 1;
+                        (&a.0, a.1, 0)
+                    }
+                    (_, Some(b)) => {
+                        j += 1;
+                        (&b.0, 0, b.1)
+                    }
+                    (None, None) => unreachable!("the loop runs while a list has pieces"),
+                };
                 ids.clear();
                 ids.extend(w.iter().map(|&x| byte_ids[x as usize]));
-                lay.push(&ids, c, next_id)?;
+                // each count below 2^30 in its slot: a piece counted more is laid out
+                // as copies (BPE merges them alike; their counts add up)
+                let part = MASK as u64;
+                let copies = t.div_ceil(part).max(d.div_ceil(part));
+                if copies > MAX_COPIES {
+                    return Err(Error::Invalid(format!(
+                        "a piece is counted {} times in one language's text; parity training supports fewer than {}",
+                        t.max(d),
+                        MAX_COPIES * part + 1
+                    )));
+                }
+                for k in 0..copies {
+                    let tk = t.saturating_sub(k * part).min(part);
+                    let dk = d.saturating_sub(k * part).min(part);
+                    lay.push(&ids, tk << 30 | dk, next_id)?;
+                }
             }
         }
         seg_start.push(lay.slots.len() as u32);
@@ -1154,6 +1205,37 @@ mod tests {
         wc.into_sorted().into_iter().map(|(w, c)| (w.iter().map(|&b| b as u32).collect(), c)).collect()
     }
 
+    /// The trained `t` made the naive trainer's merges for the same languages
+    /// (and picked the same language for each), and the dev token counts it
+    /// kept equal the dev text under its merges; returns the merges.
+    #[allow(clippy::too_many_arguments)]
+    fn same_as_naive(
+        t: &Trainer,
+        tw: Vec<Words>,
+        dw: Vec<Words>,
+        norms: &[u64],
+        n: usize,
+        tie: TieBreak,
+        global: usize,
+        min_frequency: u64,
+        window: (usize, f64),
+    ) -> Vec<(u32, u32, u32)> {
+        let (slow, chosen) = naive_parity(tw, dw.clone(), norms, n, tie, global, min_frequency, window);
+        assert_eq!(t.merges(), &slow[..]);
+        assert_eq!(t.merge_languages().unwrap(), &chosen[..]);
+        let mut dw = dw;
+        for &(a, b, z) in t.merges() {
+            for ws in dw.iter_mut() {
+                apply(ws, a, b, z);
+            }
+        }
+        let summary = t.parity_summary().unwrap();
+        for (l, ws) in dw.iter().enumerate() {
+            assert_eq!(summary[l].1, ws.iter().map(|(w, c)| w.len() as u64 * c).sum::<u64>());
+        }
+        slow
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn check_parity(
         train: &[Vec<&str>],
@@ -1185,20 +1267,7 @@ mod tests {
         let norms: Vec<u64> = counters(dev, &pt).iter().map(|d| measure.norm(d.pieces())).collect();
         let tw: Vec<Words> = counters(train, &pt).into_iter().map(words_of).collect();
         let dw: Vec<Words> = counters(dev, &pt).into_iter().map(words_of).collect();
-        let (slow, chosen) = naive_parity(tw, dw.clone(), &norms, n, tie, global, min_frequency, window);
-        assert_eq!(t.merges(), &slow[..]);
-        assert_eq!(t.merge_languages().unwrap(), &chosen[..]);
-        // the dev token counts the trainer kept equal the dev text under its merges
-        let mut dw = dw;
-        for &(a, b, z) in t.merges() {
-            for ws in dw.iter_mut() {
-                apply(ws, a, b, z);
-            }
-        }
-        let summary = t.parity_summary().unwrap();
-        for (l, ws) in dw.iter().enumerate() {
-            assert_eq!(summary[l].1, ws.iter().map(|(w, c)| w.len() as u64 * c).sum::<u64>());
-        }
+        let slow = same_as_naive(&t, tw, dw, &norms, n, tie, global, min_frequency, window);
         // per-language counts sum to the global ones
         let par = t.parity.as_deref().unwrap();
         let mut sum: FxHashMap<u64, i64> = FxHashMap::default();
@@ -1253,36 +1322,67 @@ mod tests {
     }
 
     #[test]
+    fn parity_lays_out_huge_counts_as_copies() {
+        let mk = |ws: &[(&str, u64)]| {
+            let mut wc = WordCounter::new(Pretokenizer::Whole);
+            for (w, c) in ws {
+                wc.add_word(w.as_bytes(), *c);
+            }
+            wc
+        };
+        let g = 1u64 << 30;
+        // training and dev counts past one slot's 2^30, a piece in both, pieces in one only
+        let train = || vec![mk(&[("abab", 2 * g + 5), ("xyz", 3)]), mk(&[("xyxy", 7), ("ab", g + 2), ("zz", g - 1)])];
+        let dev = || vec![mk(&[("abab", 3 * g), ("qq", 1)]), mk(&[("xyz", 2), ("zz", 2 * g)])];
+        for tie in [TieBreak::PairIds, TieBreak::Lexicographic] {
+            let mut t = Trainer::parity_from_counters(
+                train(),
+                dev(),
+                &ident(),
+                256,
+                8,
+                tie,
+                1,
+                0,
+                Measure::Tokens,
+                None,
+                (0, 0.0),
+            )
+            .unwrap();
+            t.run(usize::MAX, None);
+            let tw: Vec<Words> = train().into_iter().map(words_of).collect();
+            let dw: Vec<Words> = dev().into_iter().map(words_of).collect();
+            same_as_naive(&t, tw, dw, &[1, 1], 8, tie, 0, 1, (0, 0.0));
+        }
+        let e = refusal(vec![mk(&[("ab", 1 << 40)])], vec![mk(&[("ab", 1)])]);
+        assert!(e.contains("parity training supports fewer than"));
+    }
+
+    /// Why parity training refuses these counters.
+    fn refusal(train: Vec<WordCounter>, dev: Vec<WordCounter>) -> String {
+        let t = Trainer::parity_from_counters(
+            train,
+            dev,
+            &ident(),
+            256,
+            5,
+            TieBreak::PairIds,
+            1,
+            0,
+            Measure::Tokens,
+            None,
+            (0, 0.0),
+        );
+        t.err().expect("refused").to_string()
+    }
+
+    #[test]
     fn parity_refuses_a_language_without_text() {
         let pt = Pretokenizer::Whole;
-        let e = Trainer::parity_from_counters(
-            counters(&[vec!["ab"], vec!["a"]], &pt),
-            counters(&[vec!["ab"], vec!["cd"]], &pt),
-            &ident(),
-            256,
-            5,
-            TieBreak::PairIds,
-            1,
-            0,
-            Measure::Tokens,
-            None,
-            (0, 0.0),
-        );
-        assert!(e.err().unwrap().to_string().contains("language 1 has no training text"));
-        let e = Trainer::parity_from_counters(
-            counters(&[vec!["ab"], vec!["cd"]], &pt),
-            counters(&[vec!["ab"], vec![]], &pt),
-            &ident(),
-            256,
-            5,
-            TieBreak::PairIds,
-            1,
-            0,
-            Measure::Tokens,
-            None,
-            (0, 0.0),
-        );
-        assert!(e.err().unwrap().to_string().contains("language 1 has no dev text"));
+        let e = refusal(counters(&[vec!["ab"], vec!["a"]], &pt), counters(&[vec!["ab"], vec!["cd"]], &pt));
+        assert!(e.contains("language 1 has no training text"));
+        let e = refusal(counters(&[vec!["ab"], vec!["cd"]], &pt), counters(&[vec!["ab"], vec![]], &pt));
+        assert!(e.contains("language 1 has no dev text"));
     }
 
     use proptest::prelude::*;
@@ -1304,6 +1404,38 @@ mod tests {
             let measure = [Measure::Tokens, Measure::Bytes, Measure::Chars][m];
             let pattern = if pat { Some(GPT4_PATTERN) } else { None };
             check_parity(&tr, &dv, pattern, n, tie, global, minf, measure, (w, alpha));
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(60))]
+        /// The shared-pair variant's banded pick (in tests it asserts equality
+        /// with the scan of every candidate at each merge) on counts large
+        /// enough for the 1/32-wide buckets and their boundaries.
+        #[test]
+        fn shared_pick_matches_the_scan(
+            words in prop::collection::vec(prop::collection::vec(("(ab|a|b|c|é|xy){1,8}", 1u64..3000), 1..14), 1..4),
+            dev in prop::collection::vec("(ab|a|b|c|é|xy){1,8}", 4),
+            n in 1usize..90, lex in any::<bool>(), shared in prop::sample::select(vec![1.0, 1.3, 2.0, 3.5]),
+            minf in 1u64..60, global in 0usize..3, rule in 0usize..2,
+        ) {
+            let counter = |ws: &[(String, u64)]| {
+                let mut wc = WordCounter::new(Pretokenizer::Whole);
+                wc.add_word(b"ab", 1);
+                for (w, c) in ws {
+                    wc.add_word(w.as_bytes(), *c);
+                }
+                wc
+            };
+            let train: Vec<WordCounter> = words.iter().map(|ws| counter(ws)).collect();
+            let dv: Vec<WordCounter> = dev.iter().take(words.len()).map(|w| counter(&[(w.clone(), 1)])).collect();
+            let tie = if lex { TieBreak::Lexicographic } else { TieBreak::PairIds };
+            let mut t = Trainer::parity_from_counters(
+                train, dv, &ident(), 256, n, tie, minf, global, Measure::Bytes, None, (0, 0.0),
+            ).unwrap();
+            let rule = if rule == 0 { Rule::Foroutan } else { Rule::LevelUp { reference: 0 } };
+            t.set_parity_rule(0.0, shared, rule).unwrap();
+            t.run(usize::MAX, None);
         }
     }
 

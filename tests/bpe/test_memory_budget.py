@@ -186,6 +186,24 @@ def test_a_budget_that_drops_records_exactly_what(tmp_path, monkeypatch):
     assert tok.mergeable_ranks() == BPETokenizer(ref).mergeable_ranks()
 
 
+def test_the_growing_vocabulary_counts_under_the_budget_too(tmp_path, monkeypatch):
+    from tokenforge import GrowingBPETokenizer
+
+    path = corpus(tmp_path)
+    whole = GrowingBPETokenizer(1000)
+    whole.learn_merges(path, 300, max_memory="1TB")
+    monkeypatch.setattr(counting, "SPILL_SHARE", 1e-6)  # a run every block
+    monkeypatch.setattr(counting, "COUNT_BLOCK_BYTES", 500)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        spilled = GrowingBPETokenizer.train(path, 1000, num_merges=300, max_memory="64MB", tmp_dir=tmp_path)
+    assert spilled.merge_list == whole.merge_list and len(whole.merge_list) > 100
+    assert list(tmp_path.iterdir()) == [path]  # the runs' directory is gone
+    monkeypatch.setattr(counting, "KEEP_SHARE", 1e-4)
+    with pytest.warns(UserWarning, match=r"dropped the \d+ pieces counted fewer than \d+ times"):
+        GrowingBPETokenizer(1000).learn_merges(path, 300, max_memory="64MB", tmp_dir=tmp_path)
+
+
 def test_a_budget_too_small_says_what_would_do(tmp_path, monkeypatch):
     path = corpus(tmp_path)
     monkeypatch.setattr(counting, "KEEP_SHARE", 1e-6)

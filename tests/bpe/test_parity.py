@@ -100,6 +100,24 @@ def test_tolerance_and_shared_variants_equal_to_the_slow_reference(tolerance, sh
             assert rec["per_language"][lang]["merges"] == sum(1 for c in chosen if c == i)
 
 
+#: TRAIN with each text repeated a different number of times (up to 700): pair counts in
+#: the hundreds and thousands, where the shared-pair pick's buckets are 1/32 of a count wide
+BIG = {
+    lang: [t for i, t in enumerate(texts) for _ in range(1 + (i * 97 + len(t) * 31) % 700)]
+    for lang, texts in TRAIN.items()
+}
+
+
+@pytest.mark.parametrize("shared,min_frequency", [(1.2, 1), (2, 1), (3.5, 40)])
+@pytest.mark.parametrize("tie_break", ["pair_ids", "lexicographic"])
+def test_shared_variant_on_large_counts_equal_to_the_slow_reference(shared, min_frequency, tie_break):
+    kw = dict(tie_break=tie_break, min_frequency=min_frequency)
+    tok = _train(BIG, vocab=256 + 60, parity_shared=shared, parity_measure="bytes", **kw)
+    want, _ = _reference(BIG, DEV, 60, measure="bytes", shared=shared, **kw)
+    assert tok.merges == want
+    assert tok.merges != _train(BIG, vocab=256 + 60, parity_measure="bytes", **kw).merges
+
+
 @pytest.mark.parametrize("tie_break", ["pair_ids", "lexicographic"])
 @pytest.mark.parametrize(
     "rule,kw",
@@ -116,7 +134,7 @@ def test_tolerance_and_shared_variants_equal_to_the_slow_reference(tolerance, sh
         ("group", dict(shared=1.5, gain=10.0, global_merges=2)),
     ],
 )
-@pytest.mark.parametrize("reference", ["en", "de"])
+@pytest.mark.parametrize("reference", ["en", "de", "median"])
 def test_levelup_and_excess_rules_equal_to_the_slow_reference(rule, kw, reference, tie_break):
     names = {"tolerance": "parity_tolerance", "shared": "parity_shared", "global_merges": "parity_global_merges"}
     names.update(window="parity_window", alpha="parity_window_alpha", gain="parity_gain")
@@ -129,7 +147,7 @@ def test_levelup_and_excess_rules_equal_to_the_slow_reference(rule, kw, referenc
             parity_reference=reference,
             **{names[k]: v for k, v in kw.items()},
         )
-        ref = sorted(DEV).index(reference)
+        ref = reference if reference == "median" else sorted(DEV).index(reference)
         want, chosen = _reference(TRAIN, DEV, 80, measure=measure, tie_break=tie_break, rule=rule, reference=ref, **kw)
         assert tok.merges == want
         rec = tok.data.training["parity"]
@@ -137,6 +155,24 @@ def test_levelup_and_excess_rules_equal_to_the_slow_reference(rule, kw, referenc
         assert rec.get("gain") == kw.get("gain") and rec.get("tolerance", 0) == kw.get("tolerance", 0)
         for i, lang in enumerate(rec["languages"]):
             assert rec["per_language"][lang]["merges"] == sum(1 for c in chosen if c == i)
+
+
+@pytest.mark.parametrize(
+    "rule,kw", [("levelup", {}), ("group", {"shared": 2.0, "gain": 1.0}), ("excess", {"gain": 8.0})]
+)
+def test_median_reference_moves_and_equals_the_slow_reference(rule, kw):
+    # four languages whose median changes as they are served: no fixed reference gives the same merges
+    train = {**TRAIN, "fr": ["le chat est sur le tapis, le chat a mangé le rat", "plus de 12 chats et 3 tapis"] * 2}
+    dev = {**DEV, "fr": ["le chat est assis sur le tapis"]}
+    names = {"shared": "parity_shared", "gain": "parity_gain"}
+    tok = _train(
+        train, dev, vocab=256 + 100, parity_rule=rule, parity_reference="median", **{names[k]: v for k, v in kw.items()}
+    )
+    want, _ = _reference(train, dev, 100, rule=rule, reference="median", **kw)
+    assert tok.merges == want
+    assert tok.data.training["parity"]["reference"] == "median"
+    if rule != "excess":
+        assert all(want != _reference(train, dev, 100, rule=rule, reference=i, **kw)[0] for i in range(4))
 
 
 def test_levelup_and_excess_serve_only_the_languages_dearer_than_the_reference():
@@ -501,7 +537,7 @@ def test_the_frontier_script_on_the_committed_fixture(tmp_path):
 
     data = FIXTURES / "multilingual" / "heldout.jsonl"
     out = tmp_path / "frontier"
-    only = "foroutan2025,levelup 0.1,excess 16,foroutan2025 shared 2"
+    only = "foroutan2025,levelup 0.1,excess 16,foroutan2025 shared 2,levelup median 0"
     cmd = [sys.executable, str(ROOT / "bench" / "parity_frontier.py"), "--data", str(tmp_path), "--train", str(data)]
     cmd += ["--heldout", str(data), "--vocab", "300", "--only", only, "-o", str(out)]
     env = {**os.environ, "MPLCONFIGDIR": str(tmp_path / "mpl")}
@@ -526,6 +562,9 @@ def test_the_frontier_script_on_the_committed_fixture(tmp_path):
         progress=False,
     )
     row = next(r for r in s["rows"] if r["label"] == "levelup 0.1")
+    # the dev figures, taken from the trainer's record, are those of encoding the dev text
+    cost = {lang: len(tok.encode_batch_flat(list(t.texts))[0]) / norms[lang] for lang, t in dev.items()}
+    assert row["dev"]["premiums"] == pytest.approx({lang: c / cost["en"] for lang, c in cost.items()})
     for t, got in ((plain, s["plain"]), (tok, row)):
         m = per_language_metrics(t, list(docs), reference="en")
         langs = m["languages"].values()

@@ -177,6 +177,19 @@ def test_hostile_sentencepiece_files_are_format_errors(models_dir, tmp_path):
             pass
 
 
+def test_byte_pieces_must_be_spelled_as_sentencepiece_spells_them(models_dir, tmp_path):
+    """256 byte pieces of which one is not <0xNN> (bench/fuzz.py found '<0x-1>',
+    which int() reads as -1, and then a KeyError): a FormatError naming the piece."""
+    _, _, path = spm_pair("unigram-bytes", models_dir)
+    good = path.read_bytes()
+    for spelled in (b"<0x-1>", b"<0x+2>", b"<0x0a>", b"<0x 1>"):
+        assert good.count(b"<0x12>") == 1
+        p = tmp_path / "m.model"
+        p.write_bytes(good.replace(b"<0x12>", spelled))
+        with pytest.raises(FormatError, match="byte piece"):
+            tokenforge.load(p)
+
+
 def test_charsmap_trie_pointing_outside_itself_is_a_format_error():
     from tokenforge.pipeline.spm import Charsmap
     from tokenforge.pipeline.steps import Desc

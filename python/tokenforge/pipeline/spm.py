@@ -249,11 +249,13 @@ class SpmModel:
 
 
 def _byte_piece(p: str) -> int | None:
+    """The byte a byte piece stands for: only sentencepiece's own spelling,
+    ``<0xNN>`` with two upper-case hex digits (``int`` alone would also take
+    ``<0x-1>`` or ``<0x+F>``, and 256 such pieces would not cover the bytes)."""
     if len(p) == 6 and p.startswith("<0x") and p.endswith(">"):
-        try:
-            return int(p[3:5], 16)
-        except ValueError:
-            return None
+        digits = p[3:5]
+        if all(c in "0123456789ABCDEF" for c in digits):
+            return int(digits, 16)
     return None
 
 

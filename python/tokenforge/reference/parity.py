@@ -41,7 +41,10 @@ rule the Rust trainer runs incrementally; docs/algorithms.md):
    first 64 of step 6's candidates (``shared`` >= 1), the one with the
    largest ``sum_l w_l * float(count_l)`` (summed by language index; ``w_l``
    = ``1 + gain`` for a language strictly dearer than the reference, else 1),
-   the first on a tie.
+   the first on a tie;
+10. ``reference="median"`` (rules 7-9): before each merge, the reference is
+   the lower median language: the languages ordered by dev cost (exactly, as
+   fractions), then by index, the ``(L - 1) // 2``-th.
 
 Not handled: pre-tokenization (give word counts, :func:`tokenforge.reference.bpe.count_words`),
 special tokens, speed.
@@ -116,6 +119,12 @@ def _level(cost_parts: list[tuple[int, int]], live: list[int], reference: int, t
     return float(th * nr) <= (1.0 + tolerance) * float(tr * nh)
 
 
+def _median(cost_parts: list[tuple[int, int]]) -> int:
+    """The lower median language by dev cost (ties: the lower index)."""
+    order = sorted(range(len(cost_parts)), key=lambda i: (Fraction(*cost_parts[i]), i))
+    return order[(len(order) - 1) // 2]
+
+
 def _excess(cost_parts: list[tuple[int, int]], reference: int) -> list[float]:
     tr, nr = cost_parts[reference]
     return [float(t * nr) / float(tr * n) - 1.0 if t * nr > tr * n else 0.0 for t, n in cost_parts]
@@ -136,10 +145,11 @@ def train_parity_reference(
     tolerance: float = 0.0,
     shared: float = 0.0,
     rule: str = "foroutan2025",
-    reference: int | None = None,
+    reference: int | str | None = None,
     gain: float = 0.0,
 ) -> tuple[list[tuple[int, int, int]], list[int | None]]:
-    """(merges, the language each was picked for: None for a global merge)."""
+    """(merges, the language each was picked for: None for a global merge);
+    ``reference``: a language index, or "median"."""
     threshold = max(1, min_frequency)
     id_bytes = {b: bytes([b]) for b in range(256)}
     train = [([list(w) for w in d], list(d.values())) for d in train_counts]
@@ -153,18 +163,19 @@ def train_parity_reference(
             (sum(len(w) * c for w, c in zip(words, counts)), norms[i]) for i, (words, counts) in enumerate(dev)
         ]
         live_now = [i for i in range(len(train)) if not exhausted[i]]
+        ref = _median(cost_parts) if reference == "median" else reference
         if rule in ("levelup", "group"):
-            assert reference is not None
-            global_now = _level(cost_parts, live_now, reference, tolerance)
+            assert isinstance(ref, int)
+            global_now = _level(cost_parts, live_now, ref, tolerance)
         else:
             global_now = rule == "foroutan2025" and _balanced(cost_parts, live_now, tolerance)
         if k >= global_merges and rule == "excess":
-            assert reference is not None
+            assert isinstance(ref, int)
             allp = _all_pairs(train)
             gpair, gcount = _best(allp, tie_break, id_bytes)
             if gpair is None or gcount < threshold:
                 break
-            excess = _excess(cost_parts, reference)
+            excess = _excess(cost_parts, ref)
             mine_all = [_count_pairs(*t) for t in train]
             options: list[tuple[int | None, tuple[int, int]]] = [(None, gpair)]
             for i in range(len(train)):
@@ -205,8 +216,8 @@ def train_parity_reference(
                 pair, count = _best(mine, tie_break, id_bytes)
                 if pair is not None and count >= threshold:
                     if rule == "group":
-                        assert reference is not None
-                        tr, nr = cost_parts[reference]
+                        assert isinstance(ref, int)
+                        tr, nr = cost_parts[ref]
                         weights = [1.0 + gain if t * nr > tr * n else 1.0 for t, n in cost_parts]
                         per_lang = [_count_pairs(*t) for t in train]
                         band = [
