@@ -78,7 +78,7 @@ def main(argv=None) -> int:
             vocab_size=1024, max_bytes=300_000, progress=lambda line: print(line, file=sys.stderr)
         )
     mx = toks["mixedgram"]
-    toks["mixedgram-strict"] = type(mx)._from_bytes(mx._to_bytes(), {**mx._transport_state(), "errors": "strict"})
+    toks["mixedgram-strict"] = type(mx).from_bytes(mx.to_bytes(), {**mx.transport_state(), "errors": "strict"})
     server, thread, url = serve(create_app(toks))
     out = Path(args.out)
     views = {

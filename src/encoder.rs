@@ -143,19 +143,7 @@ pub trait Encoder: Send + Sync {
 /// Chunks of consecutive texts of about `target` bytes each: the bounds
 /// `[0, .., texts.len()]` (a text is never cut; a long one is a chunk alone).
 pub fn chunk_bounds<S: AsRef<str>>(texts: &[S], target: usize) -> Vec<usize> {
-    let mut bounds = vec![0usize];
-    let mut acc = 0;
-    for (i, t) in texts.iter().enumerate() {
-        acc += t.as_ref().len();
-        if acc >= target {
-            bounds.push(i + 1);
-            acc = 0;
-        }
-    }
-    if *bounds.last().unwrap() != texts.len() {
-        bounds.push(texts.len());
-    }
-    bounds
+    crate::chunks::byte_bounds(texts, |t| t.as_ref().len(), target)
 }
 
 /// The chunk size of a batch of `total` bytes on `threads` threads: about

@@ -2,6 +2,7 @@
 //! the other tokenizer families. No Python type appears outside `py/`.
 
 pub mod bpe;
+pub mod chunks;
 pub mod encoder;
 pub mod error;
 pub mod jsonl;

@@ -484,22 +484,7 @@ impl<'a> Local<'a> {
 /// hold the others up.
 pub(crate) fn even_groups<T>(items: &[T], size: impl Fn(&T) -> usize, total: usize) -> Vec<&[T]> {
     let parts = (rayon::current_num_threads() * 4).max(1);
-    let target = total / parts + 1;
-    let mut groups: Vec<&[T]> = Vec::new();
-    let mut start = 0;
-    let mut acc = 0;
-    for (i, t) in items.iter().enumerate() {
-        acc += size(t);
-        if acc >= target {
-            groups.push(&items[start..=i]);
-            start = i + 1;
-            acc = 0;
-        }
-    }
-    if start < items.len() {
-        groups.push(&items[start..]);
-    }
-    groups
+    crate::chunks::byte_groups(items, size, total / parts + 1)
 }
 
 /// The pieces of `docs` counted in one map (one thread's share of a batch).

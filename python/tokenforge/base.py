@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import abc
 import os
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence, Union, cast, overload
 
 if TYPE_CHECKING:
     import numpy as np
@@ -40,6 +40,9 @@ from .ids import IdBatch, check_texts, flat_ids, ids_dtype, is_integer
 from .pickling import FileTransport
 from .rust_backed import CoreEncoded, RustBacked, batch_flat, batch_ids
 from .surrogates import SURROGATE_ERRORS, decode_utf8, encode_around_surrogates, feed_around_surrogates
+
+#: what ``allowed_special`` and ``disallowed_special`` take: "all" or special-token texts
+SpecialArg = Union[str, Iterable[str]]
 
 __all__ = [
     "Tokenizer",
@@ -106,9 +109,9 @@ class Tokenizer(ChatMixin, FileTransport, abc.ABC):
     # all three with its own options (see docs/architecture.md, "The corpus
     # rule"). A family that cannot train or load says so by leaving these.
     @classmethod
-    def train(cls, corpus: Any, *args: Any, **kwargs: Any) -> Tokenizer:
-        """Train a tokenizer of this family on files: ``corpus`` is a path or a
-        non-empty list of paths (:mod:`tokenforge.data.corpus`)."""
+    def train(cls, *args: Any, **kwargs: Any) -> Tokenizer:
+        """Train a tokenizer of this family on files: the first argument, the
+        corpus, is a path or a non-empty list of paths (:mod:`tokenforge.data.corpus`)."""
         raise NotImplementedError(f"{cls.__name__} does not train")
 
     @classmethod
@@ -134,7 +137,38 @@ class Tokenizer(ChatMixin, FileTransport, abc.ABC):
     #: record another policy per tokenizer (seed 003's BPE tokenizers: ``"all"``).
     default_allowed_special = ()
 
-    def encode(self, text, prepend=None, append=None, num_threads=None, *, allowed_special=None, disallowed_special=()):
+    @overload
+    def encode(
+        self,
+        text: str,
+        prepend: str | int | None = None,
+        append: str | int | None = None,
+        num_threads: int | None = None,
+        *,
+        allowed_special: SpecialArg | None = None,
+        disallowed_special: SpecialArg = (),
+    ) -> list[int]: ...
+    @overload
+    def encode(
+        self,
+        text: list[str] | tuple[str, ...],
+        prepend: str | int | None = None,
+        append: str | int | None = None,
+        num_threads: int | None = None,
+        *,
+        allowed_special: SpecialArg | None = None,
+        disallowed_special: SpecialArg = (),
+    ) -> list[list[int]]: ...
+    def encode(
+        self,
+        text: str | Sequence[str],
+        prepend: str | int | None = None,
+        append: str | int | None = None,
+        num_threads: int | None = None,
+        *,
+        allowed_special: SpecialArg | None = None,
+        disallowed_special: SpecialArg = (),
+    ) -> list[int] | list[list[int]]:
         """Encode a str (-> list of ids) or a list of str (-> list of lists).
 
         ``prepend``/``append`` are a special token's text or an id, added to every
@@ -156,12 +190,13 @@ class Tokenizer(ChatMixin, FileTransport, abc.ABC):
                 return self._encode_with_specials(t, allowed)
             return self.encode_ordinary(t)
 
+        out: list[list[int]]
         if isinstance(text, str):
             out = [one(text)]
         elif isinstance(text, (list, tuple)):
             check_texts(text)
             if not allowed and not disallowed:
-                out = self.encode_batch(text, num_threads=num_threads)
+                out = cast("list[list[int]]", self.encode_batch(text, num_threads=num_threads))
             elif not disallowed:
                 out = self._encode_batch_with_specials(text, allowed, num_threads)
             else:
@@ -175,12 +210,14 @@ class Tokenizer(ChatMixin, FileTransport, abc.ABC):
                 ids.append(post)
         return out[0] if isinstance(text, str) else out
 
-    def _special_policy(self, allowed_special, disallowed_special) -> tuple[dict[str, int], dict[str, int]]:
+    def _special_policy(
+        self, allowed_special: SpecialArg | None, disallowed_special: SpecialArg
+    ) -> tuple[dict[str, int], dict[str, int]]:
         specials = self.special_tokens
         if allowed_special is None:  # the caller did not say: this tokenizer's recorded default
             allowed_special = self.default_allowed_special
 
-        def pick(arg, what: str) -> dict[str, int]:
+        def pick(arg: SpecialArg, what: str) -> dict[str, int]:
             if arg == "all":
                 return dict(specials)
             if isinstance(arg, str):
@@ -214,7 +251,9 @@ class Tokenizer(ChatMixin, FileTransport, abc.ABC):
                 f"disallowed_special=() to encode it as ordinary text"
             )
 
-    def _encode_batch_with_specials(self, texts, allowed: dict[str, int], num_threads) -> list[list[int]]:
+    def _encode_batch_with_specials(
+        self, texts: Sequence[str], allowed: dict[str, int], num_threads: int | None
+    ) -> list[list[int]]:
         """:meth:`_encode_with_specials` of each text; families may do it in parallel."""
         return [self._encode_with_specials(t, allowed) for t in texts]
 
@@ -240,7 +279,9 @@ class Tokenizer(ChatMixin, FileTransport, abc.ABC):
             out.append(allowed[name])
             i = j + len(name)
 
-    def encode_batch(self, texts: Sequence[str], num_threads: int | None = None, as_numpy: bool = False):
+    def encode_batch(
+        self, texts: Sequence[str], num_threads: int | None = None, as_numpy: bool = False
+    ) -> list[list[int]] | IdBatch:
         """Encode many texts: a list of id lists, or with ``as_numpy`` an
         :class:`IdBatch` (one flat ``uint32`` array and ``int64`` offsets, a
         numpy view per text on demand)."""
@@ -266,7 +307,7 @@ class Tokenizer(ChatMixin, FileTransport, abc.ABC):
     text_encoding = "utf-8"
 
     def encode_with_offsets(
-        self, text: str, *, allowed_special=None, disallowed_special=()
+        self, text: str, *, allowed_special: SpecialArg | None = None, disallowed_special: SpecialArg = ()
     ) -> tuple[list[int], list[tuple[int, int]]]:
         """``(ids, offsets)``: the ids of :meth:`encode` (no BOS/EOS added) and, per
         id, the span ``(start, end)`` of characters of ``text`` its bytes cover
@@ -288,10 +329,10 @@ class Tokenizer(ChatMixin, FileTransport, abc.ABC):
         from .offsets import spans_of
 
         check_texts(texts)
-        batch = self.encode_batch(list(texts), num_threads=num_threads)
+        batch = cast("list[list[int]]", self.encode_batch(list(texts), num_threads=num_threads))
         return [(ids, spans_of(self, t, ids)) for t, ids in zip(texts, batch)]
 
-    def decode(self, ids) -> str:
+    def decode(self, ids: Iterable[int]) -> str:
         """Decode ids to text (invalid UTF-8 becomes U+FFFD; a lone surrogate's
         bytes become the surrogate again, see :func:`decode_utf8`)."""
         return decode_utf8(self.decode_bytes(ids))
@@ -302,7 +343,7 @@ class Tokenizer(ChatMixin, FileTransport, abc.ABC):
         # lone surrogate in it would make printing it fail.
         return self.id_to_bytes(id).decode("utf-8", errors="replace")
 
-    def check_id(self, id: int) -> int:
+    def check_id(self, id: Any) -> int:
         """``id`` as an int in ``range(vocab_size)``: a ``TypeError`` for what is not
         an integer, a ``TokenforgeError`` naming the id and the vocabulary size for
         one out of range. Families check every id a caller gives with it."""
@@ -329,7 +370,7 @@ class Tokenizer(ChatMixin, FileTransport, abc.ABC):
                 f"unknown special token {text!r}; this tokenizer's special tokens are: {known}"
             ) from None
 
-    def _special_id(self, token) -> int:
+    def _special_id(self, token: Any) -> int:
         if is_integer(token):
             return self.check_id(token)
         return self.encode_special(token)
@@ -384,7 +425,7 @@ class Tokenizer(ChatMixin, FileTransport, abc.ABC):
             "this tokenizer has no BOS token (<|bos|> or <|endoftext|>); add one with special_tokens="
         )
 
-    def get_token_bytes(self, device=None):
+    def get_token_bytes(self, device: Any = None) -> Any:
         """``token_bytes()``; as a torch tensor on ``device`` when one is given (nanochat)."""
         tb = self.token_bytes()
         if device is None:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from . import _core
 from .base import Tokenizer
@@ -41,7 +41,7 @@ from .formats.kinds import Format, dir_holding, read_any
 from .formats.patterns import resolve_pattern
 from .hybrid import class_or_instance
 from .ids import is_integer
-from .progress import progress_bar
+from .progress import run_sliced
 from .rust_backed import CoreEncoded
 from .surrogates import encode_around_surrogates
 
@@ -263,6 +263,18 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         # checked before the corpus is read
         _check_train_args(vocab_size, layout, len(specials), tie_break, min_frequency, num_threads)
         regex, _ = resolve_pattern(pattern)
+        # how the corpus is read and counted, with or without parity
+        reading: dict[str, Any] = dict(
+            who="BPETokenizer.train",
+            rule=rule,
+            text_field=text_field,
+            split_on=split_on,
+            errors=errors,
+            num_threads=num_threads,
+            progress=progress,
+            client=client,
+            prune_below=prune_below,
+        )
         if parity is not None:
             if seed_mode:
                 raise TokenforgeError("parity training is not available in seed 003's mode (input_path=)")
@@ -279,37 +291,9 @@ class BPETokenizer(CoreEncoded, Tokenizer):
                 reference=parity_reference,
                 gain=parity_gain,
             )
-            counter = count_parity(
-                corpus,
-                parity,
-                regex,
-                settings,
-                who="BPETokenizer.train",
-                rule=rule,
-                text_field=text_field,
-                split_on=split_on,
-                errors=errors,
-                num_threads=num_threads,
-                progress=progress,
-                client=client,
-                prune_below=prune_below,
-            )
+            counter = count_parity(corpus, parity, regex, settings, **reading)
         else:
-            counter = count_pieces(
-                corpus,
-                regex,
-                client=client,
-                who="BPETokenizer.train",
-                rule=rule,
-                text_field=text_field,
-                split_on=split_on,
-                errors=errors,
-                num_threads=num_threads,
-                progress=progress,
-                prune_below=prune_below,
-                max_memory=max_memory,
-                tmp_dir=tmp_dir,
-            )
+            counter = count_pieces(corpus, regex, max_memory=max_memory, tmp_dir=tmp_dir, **reading)
         data = _train(
             counter,
             vocab_size,
@@ -687,9 +671,7 @@ def _train(
         trainer = _core.BpeTrainer(
             counter, list(range(256)), [], first_merge, num_merges, tie_break, min_frequency, num_threads
         )
-    with progress_bar(total=num_merges, desc="merging", unit="merges", enabled=show is not False) as bar:
-        while not trainer.done:
-            bar.update(trainer.run(seconds=0.2))
+    run_sliced(trainer, num_merges, "merging", "merges", enabled=show is not False)
     merges = trainer.merges()
     # nanochat: the specials follow the merges learned (fewer than asked leaves no gap)
     special_ids = dict(zip(specials, _core.bpe_special_ids(layout, len(specials), len(merges))))

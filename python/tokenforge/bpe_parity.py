@@ -283,7 +283,7 @@ def as_texts(mapping: Mapping, what: str) -> dict[str, Texts]:
     return {k: v if isinstance(v, Texts) else Texts(v) for k, v in mapping.items()}
 
 
-def _training_sources(corpus, who: str, text_field: str) -> dict[str, Any]:
+def _training_sources(corpus: Any, who: str, text_field: str) -> dict[str, Any]:
     """language -> corpus for the training text (see the module docstring)."""
     if isinstance(corpus, Mapping):
         return {_check_lang(k, f"{who}: the corpus mapping"): v for k, v in corpus.items()}
@@ -387,7 +387,7 @@ PARALLEL = "parallel"
 PARALLEL_BAND = 1.5
 
 
-def compare_parity_inputs(languages, measure) -> tuple[dict[str, Texts], dict[str, Texts], Any]:
+def compare_parity_inputs(languages: Mapping[str, Any], measure: Any) -> tuple[dict[str, Texts], dict[str, Texts], Any]:
     """``bpe:parity`` in ``tokenforge compare``: (training texts per language, dev
     texts per language, measure) from the training documents' languages
     (a :class:`~tokenforge.data.languages.TrainLanguages`).
@@ -461,7 +461,7 @@ def compare_parity_inputs(languages, measure) -> tuple[dict[str, Texts], dict[st
     return corpus, dev, sizes
 
 
-def _own_dev(docs, parallel: bool) -> dict[str, Texts]:
+def _own_dev(docs: Any, parallel: bool) -> dict[str, Texts]:
     """Dev texts per language from ``compare --parity-dev``'s documents; with
     ``parallel``, where they carry ``parallel_id``, every language must have the
     same units (the text is compared by token counts)."""

@@ -130,7 +130,7 @@ class ChatMixin:
         def get_bos_token_id(self) -> int: ...
 
     # ---- rendering -----------------------------------------------------------
-    def render_conversation(self, conversation, max_tokens: int = 2048) -> tuple[list[int], list[int]]:
+    def render_conversation(self, conversation: Any, max_tokens: int = 2048) -> tuple[list[int], list[int]]:
         """Tokenize a conversation for supervised fine-tuning.
 
         Returns ``(ids, mask)`` of equal length, both cut to ``max_tokens``; see
@@ -150,7 +150,7 @@ class ChatMixin:
             mask.extend([part.mask] * len(token_ids))
         return ids[:max_tokens], mask[:max_tokens]
 
-    def render_for_completion(self, conversation, max_tokens: int = 2048) -> list[int]:
+    def render_for_completion(self, conversation: Any, max_tokens: int = 2048) -> list[int]:
         """Ids of a prompt that asks the model for the next assistant turn.
 
         The conversation must end with an assistant message; that message is
@@ -174,7 +174,9 @@ class ChatMixin:
         return ids
 
     # ---- visualisation -------------------------------------------------------
-    def visualize_tokenization(self, ids, mask=None, *, color: bool = True) -> str:
+    def visualize_tokenization(
+        self, ids: Iterable[int], mask: Iterable[int] | None = None, *, color: bool = True
+    ) -> str:
         """A string showing each token of ``ids`` (and its mask) for a terminal.
 
         With ``color``: tokens sit on alternating grey backgrounds so their
@@ -246,7 +248,7 @@ class ChatPart(NamedTuple):
     mask: int
 
 
-def conversation_parts(conversation) -> list[ChatPart]:
+def conversation_parts(conversation: Any) -> list[ChatPart]:
     """The layout of a conversation, before any tokenizer: the one rule
     :meth:`ChatMixin.render_conversation` encodes, and the playground's chat mode
     shows for tokenizers that lack some of the special tokens. Validates the
@@ -276,7 +278,7 @@ def conversation_parts(conversation) -> list[ChatPart]:
     return out
 
 
-def _assistant_part(part, where: str) -> list[ChatPart]:
+def _assistant_part(part: Any, where: str) -> list[ChatPart]:
     """One part of a structured assistant message."""
     if not isinstance(part, dict):
         raise TokenforgeError(f"{where}: a content part must be a dict, not {type(part).__name__}")
@@ -351,7 +353,7 @@ def _escape_char(c: str) -> str:
     return c.encode("unicode_escape").decode("ascii")
 
 
-def _normalize_messages(conversation) -> tuple[list[dict], list[int]]:
+def _normalize_messages(conversation: Any) -> tuple[list[dict], list[int]]:
     """Validate a conversation; fold a leading system message into the first user turn.
 
     Returns the messages to render (a copy where anything was changed) and, for

@@ -35,6 +35,8 @@ growing vocabulary's unused ids get rows only once they are in use).
 
 from __future__ import annotations
 
+from typing import Any
+
 from .errors import TokenforgeError
 
 __all__ = [
@@ -56,7 +58,7 @@ class EmbeddingModeError(TokenforgeError):
     """An embedding mode this tokenizer cannot provide (e.g. a tree mode on a flat dictionary)."""
 
 
-def model_vocab_size(tok) -> int:
+def model_vocab_size(tok: Any) -> int:
     """Rows a language model needs for this tokenizer: the ids that can occur
     (:attr:`tokenforge.base.Tokenizer.model_vocab_size`; the growing vocabulary
     declares a maximum far above the ids in use)."""
@@ -69,7 +71,7 @@ def _metadata_mode(mode: str) -> str:
     return "structured" if mode == "tuple" else mode
 
 
-def get_embedding_metadata(tok, mode: str) -> dict | None:
+def get_embedding_metadata(tok: Any, mode: str) -> dict | None:
     """The validated metadata a tokenizer offers for ``mode`` (None for ``flat``).
 
     Raises :class:`EmbeddingModeError` when the tokenizer has no such
@@ -93,7 +95,9 @@ def _is_flat(meta: dict) -> bool:
     return bool(meta.get("flat")) or meta.get("structure") == "flat"
 
 
-def validate_metadata(meta, vocab_size: int | None = None, *, mode: str = "structured", who: str = "tokenizer") -> dict:
+def validate_metadata(
+    meta: Any, vocab_size: int | None = None, *, mode: str = "structured", who: str = "tokenizer"
+) -> dict:
     """Check a metadata dict and return a normalised copy (int64 arrays, num_parents set).
 
     Refuses flat metadata, arrays of the wrong length, and indices outside

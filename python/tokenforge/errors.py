@@ -7,6 +7,8 @@ Every error a user can cause derives from :class:`TokenforgeError`, which is a
 
 from __future__ import annotations
 
+from types import FrameType
+
 __all__ = [
     "TokenforgeError",
     "FormatError",
@@ -34,7 +36,9 @@ class FormatError(TokenforgeError):
     ``path`` names the file, ``line`` (1-based) or ``offset`` (bytes) says where.
     """
 
-    def __init__(self, message: str, *, path=None, line: int | None = None, offset: int | None = None):
+    def __init__(
+        self, message: str, *, path: object = None, line: int | None = None, offset: int | None = None
+    ) -> None:
         where = []
         if path is not None:
             where.append(str(path))
@@ -113,7 +117,8 @@ def warn_user(message: str, category: type[Warning] = TokenforgeWarning) -> None
     import warnings
 
     package = os.path.dirname(os.path.abspath(__file__)) + os.sep
-    level, frame = 2, sys._getframe(1)  # stacklevel 2 is the frame that called warn_user
+    level = 2  # stacklevel 2 is the frame that called warn_user
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
         level, frame = level + 1, frame.f_back
     warnings.warn(message, category, stacklevel=level)

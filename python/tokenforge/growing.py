@@ -52,7 +52,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Iterable, Mapping, Sequence, overload
+from typing import Iterable, Mapping, Sequence, cast
 
 import numpy as np
 
@@ -79,7 +79,7 @@ from .formats.kinds import HEAD_BYTES, Format
 from .formats.patterns import resolve_pattern
 from .formats.suffixes import check_save_suffix
 from .ids import check_texts
-from .progress import progress_bar
+from .progress import run_sliced
 from .rust_backed import batch_flat, batch_ids
 from .surrogates import decode_utf8, encode_around_surrogates
 from .sync import DEFAULT_MAX_BYTES, AutoSync, SyncReport
@@ -416,32 +416,6 @@ class GrowingBPETokenizer(Tokenizer):
 
     # ``encode`` is the contract's (no BOS/EOS, nanochat's prepend/append); the
     # seed's encode, with its HF-style options, is ``encode_for_model``.
-    @overload
-    def encode_for_model(
-        self,
-        text: str,
-        add_special_tokens: bool = True,
-        max_length: int | None = None,
-        truncation: bool = False,
-        padding: bool = False,
-        *,
-        allowed_special: str | Iterable[str] = (),
-        disallowed_special: str | Iterable[str] = (),
-        num_threads: int | None = None,
-    ) -> list[int]: ...
-    @overload
-    def encode_for_model(
-        self,
-        text: list[str],
-        add_special_tokens: bool = True,
-        max_length: int | None = None,
-        truncation: bool = False,
-        padding: bool = False,
-        *,
-        allowed_special: str | Iterable[str] = (),
-        disallowed_special: str | Iterable[str] = (),
-        num_threads: int | None = None,
-    ) -> list[list[int]]: ...
     def encode_for_model(
         self,
         text: str | list[str],
@@ -465,12 +439,12 @@ class GrowingBPETokenizer(Tokenizer):
         """
         if max_length is not None:
             max_length = _check_int("max_length", max_length, 0)
-        ids = self.encode(
-            text, num_threads=num_threads, allowed_special=allowed_special, disallowed_special=disallowed_special
-        )
+        allowed, disallowed = allowed_special, disallowed_special
         if isinstance(text, str):
+            ids = self.encode(text, allowed_special=allowed, disallowed_special=disallowed)
             return self._finish(ids, add_special_tokens, max_length, truncation, padding)
-        return [self._finish(p, add_special_tokens, max_length, truncation, padding) for p in ids]
+        batch = self.encode(text, num_threads=num_threads, allowed_special=allowed, disallowed_special=disallowed)
+        return [self._finish(p, add_special_tokens, max_length, truncation, padding) for p in batch]
 
     def _finish(self, ids: list[int], add_special_tokens, max_length, truncation, padding) -> list[int]:
         if add_special_tokens:
@@ -485,7 +459,10 @@ class GrowingBPETokenizer(Tokenizer):
         self, texts: Sequence[str], max_length: int | None = None, padding: bool = True, truncation: bool = True
     ) -> dict:
         """The seed's batch call: ``{"input_ids": [...], "attention_mask": [...]}`` (mask 0 on PAD)."""
-        ids = self.encode_for_model(list(texts), max_length=max_length, truncation=truncation, padding=padding)
+        ids = cast(
+            "list[list[int]]",
+            self.encode_for_model(list(texts), max_length=max_length, truncation=truncation, padding=padding),
+        )
         return {"input_ids": ids, "attention_mask": [[0 if t == self.PAD_ID else 1 for t in x] for x in ids]}
 
     # ---- decoding --------------------------------------------------------------
@@ -652,9 +629,7 @@ class GrowingBPETokenizer(Tokenizer):
             trainer = _core.BpeTrainer(
                 counter, _BYTE_IDS, self.merge_list, data.next_merge_id, num, "pair_ids", min_frequency, num_threads
             )
-            with progress_bar(total=num, desc="merging", unit="merges", enabled=progress) as bar:
-                while not trainer.done:
-                    bar.update(trainer.run(seconds=0.2))
+            run_sliced(trainer, num, "merging", "merges", enabled=bool(progress))
             new = trainer.merges()
             new_data = GrowingData(
                 pairs=data.pairs + [(a, b) for a, b, _ in new],

@@ -26,7 +26,7 @@ __all__ = ["class_or_instance"]
 class class_or_instance:  # noqa: N801  (a decorator, named like classmethod)
     """``@class_or_instance``: the method gets ``(cls, obj_or_None, ...)``."""
 
-    def __init__(self, func: Callable[..., Any]):
+    def __init__(self, func: Callable[..., Any]) -> None:
         self.func = func
         self.__doc__ = func.__doc__
         self.__name__ = func.__name__
@@ -35,12 +35,12 @@ class class_or_instance:  # noqa: N801  (a decorator, named like classmethod)
         params = list(inspect.signature(func).parameters.values())[2:]
         self._signature = inspect.signature(func).replace(parameters=params)
 
-    def __get__(self, obj, cls):
+    def __get__(self, obj: object, cls: type | None = None) -> Any:  # the bound function
         func = self.func
 
-        @functools.wraps(func)
-        def bound(*args, **kwargs):
+        def bound(*args: Any, **kwargs: Any) -> Any:
             return func(cls, obj, *args, **kwargs)
 
-        bound.__signature__ = self._signature
-        return bound
+        out: Any = functools.wraps(func)(bound)
+        out.__signature__ = self._signature  # what help() and inspect show
+        return out

@@ -27,7 +27,7 @@ def is_latin1(encoding: str) -> bool:
     return codecs.lookup(encoding).name in _LATIN1_NAMES
 
 
-def to_latin1(text, errors: str = "strict", *, where: str | None = None) -> bytes:
+def to_latin1(text: str | bytes | bytearray | memoryview, errors: str = "strict", *, where: str | None = None) -> bytes:
     """The latin1 bytes of ``text`` (a str, or bytes-like taken as latin1).
 
     ``errors="strict"`` raises :class:`Latin1Error` at the first character
@@ -50,7 +50,7 @@ def to_latin1(text, errors: str = "strict", *, where: str | None = None) -> byte
     raise TypeError(f"text must be str or bytes, not {type(text).__name__}")
 
 
-def latin1_of_file(raw: bytes, path, encoding: str, errors: str) -> bytes:
+def latin1_of_file(raw: bytes, path: object, encoding: str, errors: str) -> bytes:
     """A file's bytes as training text: as they are (latin1), or decoded with
     ``encoding`` and turned into latin1 (FormatError / Latin1Error naming the file)."""
     if is_latin1(encoding):

@@ -25,7 +25,7 @@ text) and mapped coarsely: every token then spans the whole text.
 from __future__ import annotations
 
 import unicodedata
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .errors import TokenforgeError
 
@@ -50,7 +50,9 @@ def char_starts(text: str, encoding: str) -> "np.ndarray":
     return out
 
 
-def normalized_spans(text: str, normalized: str, normalize) -> "tuple[np.ndarray, np.ndarray] | None":
+def normalized_spans(
+    text: str, normalized: str, normalize: Callable[[str], str]
+) -> "tuple[np.ndarray, np.ndarray] | None":
     """For each character of ``normalized`` (= ``normalize(text)``), the span of
     ``text`` it came from, as (starts, ends); None when the text normalises
     unchanged. Clusters: a character with the combining marks after it."""

@@ -5,7 +5,8 @@ corpus reading, pretokenizing, mixedgram compression, bits-per-byte runs):
 ``with progress_bar(total=..., desc=..., unit="B") as p: p.update(n)``.
 tqdm is used when it is installed and the output is a terminal; otherwise a
 line is printed at most every ``interval`` seconds, and short jobs stay
-silent.
+silent. :func:`run_sliced` is the one runner of a core training job in slices
+(BPE's and the growing vocabulary's merging), with its bar.
 
 A run made of many such jobs (``compare``: tokenizers to train, then models
 to train per seed) also says where the whole run stands: :class:`RunEstimate`
@@ -21,8 +22,9 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Any, Callable, Protocol, TextIO
 
-__all__ = ["Progress", "progress_bar", "RunEstimate", "duration"]
+__all__ = ["Progress", "progress_bar", "run_sliced", "RunEstimate", "duration"]
 
 
 def _human(n: float, unit: str) -> str:
@@ -53,9 +55,9 @@ class Progress:
         *,
         enabled: bool = True,
         mode: str = "auto",
-        file=None,
+        file: TextIO | None = None,
         interval: float = 10.0,
-    ):
+    ) -> None:
         if mode not in ("auto", "tqdm", "lines", "off"):
             raise ValueError(f"unknown progress mode {mode!r}; expected auto, tqdm, lines or off")
         self.total, self.desc, self.unit, self.n = total, desc, unit, 0
@@ -118,13 +120,39 @@ class Progress:
     def __enter__(self) -> "Progress":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-def progress_bar(total: int | None = None, desc: str = "", unit: str = "B", enabled: bool = True, **kwargs) -> Progress:
+def progress_bar(
+    total: int | None = None, desc: str = "", unit: str = "B", enabled: bool = True, **kwargs: Any
+) -> Progress:
     """A :class:`Progress`, to use as ``with progress_bar(...) as p: p.update(n)``."""
     return Progress(total=total, desc=desc, unit=unit, enabled=enabled, **kwargs)
+
+
+class _Sliced(Protocol):
+    """A core job that runs in slices (``_core.BpeTrainer``): ``run(seconds=)``
+    works for about that long and returns the units it finished."""
+
+    @property
+    def done(self) -> bool: ...
+    def run(self, max_merges: int = ..., seconds: float = ...) -> int: ...
+
+
+#: how long a core job runs between two looks from Python: short enough that
+#: Ctrl-C (checked between slices) and the bar answer at once, long enough that
+#: the slices cost nothing (a slice is one call with the GIL released)
+SLICE_SECONDS = 0.2
+
+
+def run_sliced(job: _Sliced, total: int, desc: str, unit: str, enabled: bool = True) -> None:
+    """The one runner of a core training job: ``job.run`` slice after slice until
+    ``job.done``, the bar (``total`` units) updated after each; Ctrl-C stops it
+    between two slices."""
+    with progress_bar(total=total, desc=desc, unit=unit, enabled=enabled) as bar:
+        while not job.done:
+            bar.update(job.run(seconds=SLICE_SECONDS))
 
 
 def duration(seconds: float) -> str:
@@ -158,9 +186,9 @@ class RunEstimate:
         totals: dict[str, int],
         *,
         names: dict[str, str] | None = None,
-        clock=time.monotonic,
+        clock: Callable[[], float] = time.monotonic,
         start: float | None = None,
-    ):
+    ) -> None:
         self.totals = {k: int(v) for k, v in totals.items()}
         self.names = names or {}
         self.done = {k: 0 for k in totals}

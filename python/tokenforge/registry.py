@@ -43,13 +43,22 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib
+import os
 import re
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from .errors import TokenforgeError
 from .formats.kinds import Format
 from .formats.kinds import identify as identify_kind
+
+if TYPE_CHECKING:
+    from .base import Tokenizer
+
+# the arguments of a SpecRule's train (see SpecRule)
+Words = Sequence[str]
+Options = Mapping[str, Any]
+Threads = int | None
 
 __all__ = [
     "Family",
@@ -178,7 +187,7 @@ class Family:
     chunking_twin: Callable[[Any], tuple[bool, Any]] | None = None
 
     @property
-    def cls(self):
+    def cls(self) -> type[Tokenizer]:
         """The family's class (imports its module)."""
         return getattr(importlib.import_module(self.module), self.class_name)
 
@@ -213,7 +222,16 @@ def _bpe_words(words: list[str], raw: str) -> list[tuple[str, ...]]:
     return [("parity",) if words else ()]
 
 
-def _bpe_train(words, options, docs, vocab_size, *, num_threads=None, progress=False, languages=None):
+def _bpe_train(
+    words: Words,
+    options: Options,
+    docs: Any,
+    vocab_size: int,
+    *,
+    num_threads: Threads = None,
+    progress: bool = False,
+    languages: Any = None,
+) -> Tokenizer:
     """Plain BPE on ``docs``; ``bpe:parity``: per language, on the documents of
     ``languages`` (see :func:`tokenforge.bpe_parity.compare_parity_inputs`)."""
     from .bpe import BPETokenizer
@@ -288,7 +306,7 @@ def _lz78_params() -> list[str]:
     return strategy_params()
 
 
-def _lz78_outputs(tok, train_docs, num_threads) -> dict:
+def _lz78_outputs(tok: Any, train_docs: Sequence[str], num_threads: int | None) -> dict:
     """An LZ78 dictionary's output vocabulary: output ids, prefix-only entries
     (kept for the trie, no id) and output ids the training text never emits
     (what ``compact`` would make prefix-only)."""
@@ -329,7 +347,9 @@ _LZ78_REPORT = ReportRule(
 )
 
 
-def _lz78_train(words, options, docs, vocab_size, *, num_threads=None, progress=False):
+def _lz78_train(
+    words: Words, options: Options, docs: Any, vocab_size: int, *, num_threads: Threads = None, progress: bool = False
+) -> Tokenizer:
     from .lz78 import LZ78Tokenizer
 
     tok = LZ78Tokenizer.train_from_iterator(
@@ -354,7 +374,15 @@ def _lz78_train(words, options, docs, vocab_size, *, num_threads=None, progress=
 MIXEDGRAM_PARSES = ("greedy", "optimal")
 
 
-def _mixedgram_train(words, options, docs, vocab_size, *, num_threads=None, progress=False):
+def _mixedgram_train(
+    words: Words,
+    options: Options,
+    docs: Any,
+    vocab_size: int | None,
+    *,
+    num_threads: Threads = None,
+    progress: bool = False,
+) -> Tokenizer:
     from .mixedgram import Mixedgram
 
     options = dict(options)
@@ -368,7 +396,9 @@ def _mixedgram_train(words, options, docs, vocab_size, *, num_threads=None, prog
 # ---------------------------------------------------------------------------
 # growing
 # ---------------------------------------------------------------------------
-def _growing_train(words, options, docs, vocab_size, *, num_threads=None, progress=False):
+def _growing_train(
+    words: Words, options: Options, docs: Any, vocab_size: int, *, num_threads: Threads = None, progress: bool = False
+) -> Tokenizer:
     """Grown in ``rounds`` rounds over as many consecutive slices of ``docs``."""
     from .growing import GrowingBPETokenizer
 
@@ -474,7 +504,9 @@ def _pipeline_words(words: list[str], raw: str) -> list[tuple[str, ...]]:
     return [tuple(words)]
 
 
-def _pipeline_train(words, options, docs, vocab_size, *, num_threads=None, progress=False):
+def _pipeline_train(
+    words: Words, options: Options, docs: Any, vocab_size: int, *, num_threads: Threads = None, progress: bool = False
+) -> Tokenizer:
     from .pipeline import PipelineTokenizer
 
     return PipelineTokenizer.train_from_iterator(docs, vocab_size, algorithm=words[0], num_threads=num_threads)
@@ -596,11 +628,15 @@ LOAD_ORDER: tuple[str, ...] = tuple(sorted(BUILT_IN, key=lambda n: FAMILIES[n].s
 #: what ``compare`` compares when no ``--families`` is given
 DEFAULT_SPEC = "bpe"
 
+
 #: what ``tokenforge demo`` compares and the playground trains without files: each
 #: built-in family's ``SpecRule.demo`` specs, in the records' order
-DEMO_SPECS = ",".join(
-    s for n in BUILT_IN for s in (FAMILIES[n].spec.demo if FAMILIES[n].spec.demo is not None else (n,))
-)
+def _demo_specs(name: str) -> tuple[str, ...]:
+    demo = FAMILIES[name].spec.demo
+    return demo if demo is not None else (name,)
+
+
+DEMO_SPECS = ",".join(s for n in BUILT_IN for s in _demo_specs(n))
 
 #: the seed's claim about bits per byte, lowest first: BPE, then LZ78's
 #: frequency_gated strategy with chunking, then without (the report's verdict)
@@ -650,7 +686,7 @@ def unregister(name: str) -> Family:
 
 
 @contextlib.contextmanager
-def registered(fam: Family):
+def registered(fam: Family) -> Iterator[Family]:
     """``with registered(fam):`` the family is registered inside the block
     only (it is removed however the block ends)."""
     register(fam)
@@ -668,7 +704,7 @@ def family(name: str) -> Family:
         raise TokenforgeError(f"unknown tokenizer family {name!r}; known: {', '.join(FAMILIES)}") from None
 
 
-def family_of(tok) -> Family | None:
+def family_of(tok: Any) -> Family | None:
     """The record of a tokenizer's family (by its ``family`` name), or None for a
     tokenizer outside the registry (a test's stub, a user's own class)."""
     return FAMILIES.get(tok.family)
@@ -688,13 +724,13 @@ def formats() -> list[Format]:
     return [fmt for name in sniff_order() for fmt in FAMILIES[name].formats()]
 
 
-def identify(path) -> Format:
+def identify(path: str | os.PathLike[str]) -> Format:
     """The reader :func:`load` uses for ``path`` (its ``name`` says which form
     the file or directory is: ``tokenforge inspect`` prints it)."""
     return identify_kind(path, formats())
 
 
-def load(path):
+def load(path: str | os.PathLike[str]) -> Tokenizer:
     """Load any tokenizer file or directory tokenforge writes (or imports), or a
     pretrained encoding by name ("cl100k_base", "o200k_base") from the package
     that ships it (:mod:`tokenforge.formats.named`)."""

@@ -566,18 +566,7 @@ where
     // best of 40 interleaved rounds in one process: 256 the fastest in 5 of 6 runs
     // against 16, by up to 11%; 64 no better than 16; 1,024 slower than 256).
     let target = (total / (256 * threads.max(1))).max(1 << 12);
-    let mut bounds = vec![0usize];
-    let mut acc = 0;
-    for (i, t) in texts.iter().enumerate() {
-        acc += t.len();
-        if acc >= target {
-            bounds.push(i + 1);
-            acc = 0;
-        }
-    }
-    if *bounds.last().unwrap() != texts.len() {
-        bounds.push(texts.len());
-    }
+    let bounds = crate::encoder::chunk_bounds(texts, target);
     let chunks = bounds.len() - 1;
     if threads < 2 || chunks < 2 {
         let parts: Result<Vec<Vec<u32>>, Error> = py.detach(|| {

@@ -104,28 +104,27 @@ def test_fsspec_urls_read_the_same_here_and_on_workers(tmp_path):
     assert _bpe_bytes(tmp_path, "mixed", corpus=mixed, progress=False) == want
 
 
-def test_parity_training_counts_on_a_runner_the_same(tmp_path):
-    # parity-aware BPE counts each language's training text where the client says; same file
+def _parity_args(tmp_path) -> dict:
+    """Three languages' training files and dev files, as BPETokenizer.train takes them."""
     files = _corpus(tmp_path)
     corpus = {"en": files[:2], "de": files[2:4], "fr": [files[4]]}
     dev = {}
     for lang, fs in corpus.items():
         dev[lang] = str(tmp_path / f"dev.{lang}.txt")
         (tmp_path / f"dev.{lang}.txt").write_text(fs[0].read_text(encoding="utf-8")[:400], encoding="utf-8")
-    kw = dict(corpus=corpus, parity=dev, parity_global_merges=0.25, progress=False)
+    return dict(corpus=corpus, parity=dev, parity_global_merges=0.25, progress=False)
+
+
+def test_parity_training_counts_on_a_runner_the_same(tmp_path):
+    # parity-aware BPE counts each language's training text where the client says; same file
+    kw = _parity_args(tmp_path)
     want = _bpe_bytes(tmp_path, "one", **kw)
     assert _bpe_bytes(tmp_path, "runner", client=LocalRunner(progress=False), **dict(kw)) == want
 
 
 def test_parity_training_connects_to_a_scheduler_address_once(tmp_path, dask_client, monkeypatch):
     # a scheduler address is connected once for all the languages' counting, not once per language
-    files = _corpus(tmp_path)
-    corpus = {"en": files[:2], "de": files[2:4], "fr": [files[4]]}
-    dev = {}
-    for lang, fs in corpus.items():
-        dev[lang] = str(tmp_path / f"dev.{lang}.txt")
-        (tmp_path / f"dev.{lang}.txt").write_text(fs[0].read_text(encoding="utf-8")[:400], encoding="utf-8")
-    kw = dict(corpus=corpus, parity=dev, parity_global_merges=0.25, progress=False)
+    kw = _parity_args(tmp_path)
     want = _bpe_bytes(tmp_path, "one", **kw)
     opened = []
 

@@ -21,8 +21,10 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import os
 import tempfile
 from pathlib import Path
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -35,7 +37,7 @@ _PROBE = (
 )
 
 
-def _saved_files_digest(tok, h, scratch_dir=None) -> bool:
+def _saved_files_digest(tok: Any, h: Any, scratch_dir: str | os.PathLike[str] | None = None) -> bool:
     """Feed the files ``tok.save`` writes into ``h``; False when saving is impossible.
 
     A family may instead answer the hook ``fingerprint_files()`` (declared on
@@ -66,7 +68,7 @@ def _saved_files_digest(tok, h, scratch_dir=None) -> bool:
     return True
 
 
-def texts_digest(texts) -> str:
+def texts_digest(texts: Iterable[str]) -> str:
     """SHA-256 (hex) of a sequence of texts: each one's UTF-8 length (8 bytes,
     little-endian) then its bytes, so no two different sequences share a digest
     by moving text from one document to the next. What ``compare`` keys its
@@ -79,7 +81,7 @@ def texts_digest(texts) -> str:
     return h.hexdigest()
 
 
-def tokenizer_fingerprint(tok, scratch_dir=None) -> str:
+def tokenizer_fingerprint(tok: Any, scratch_dir: str | os.PathLike[str] | None = None) -> str:
     """``"sha256:<hex>"`` identifying the tokenizer's behaviour (see the module docstring).
 
     ``scratch_dir``: where the temporary copy is saved (default: the system's

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -45,12 +46,8 @@ class ShardError(TokenforgeError):
     """A shard directory that cannot be written or resumed as asked."""
 
 
-def _model_vocab(tok) -> int:
+def _model_vocab(tok: Any) -> int:
     return int(tok.model_vocab_size)
-
-
-def _dtype_for(vocab: int):
-    return np.uint16 if vocab <= 1 << 16 else np.uint32
 
 
 def _shard_name(i: int) -> str:
@@ -108,7 +105,7 @@ def _legacy_index(old: dict, p: Path) -> dict:
     if v != 1:
         raise VersionError(f"old lz78 shard index version {v!r}; this tokenforge reads version 1", path=p)
 
-    def count(value, what: str) -> int:
+    def count(value: object, what: str) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise FormatError(f"{what} must be a count (an int >= 0), not {value!r}", path=p)
         return value
@@ -201,7 +198,7 @@ def _check_index_entries(index: dict, p: Path, version: int = FLAT_VERSION) -> N
             raise bad(f"shard {j}: 'documents_sha256' must be a string")
 
 
-def _is_count(x) -> bool:
+def _is_count(x: object) -> bool:
     return isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 1 << 63
 
 
@@ -235,7 +232,7 @@ class ShardSet:
     :class:`ShardError` on them, saying to pretokenize again.
     """
 
-    def __init__(self, path, *, allow_incomplete: bool = False):
+    def __init__(self, path: str | os.PathLike[str], *, allow_incomplete: bool = False) -> None:
         p = Path(path)
         self.dir = p if p.is_dir() else p.parent
         self.index = _read_index(p)
@@ -335,7 +332,7 @@ class ShardSet:
         return p
 
     @staticmethod
-    def _load(p: Path, dtype, shape: tuple, **kw) -> np.ndarray:
+    def _load(p: Path, dtype: Any, shape: tuple, **kw: Any) -> np.ndarray:
         """The array in ``p``, after its .npy header is checked against what the
         index says (``dtype``, ``shape``) and the file's size: a damaged header
         never sizes an allocation, and is a FormatError naming the file."""
@@ -436,7 +433,7 @@ class ShardSet:
                     "document table does not match the SHA-256 in the index", path=self._file(i, "documents")
                 )
 
-    def check_tokenizer(self, tok) -> None:
+    def check_tokenizer(self, tok: Any) -> None:
         """Raise :class:`ShardError` unless ``tok`` is the tokenizer that made these shards.
 
         An old-format directory records no fingerprint: only the vocabulary

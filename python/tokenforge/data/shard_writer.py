@@ -19,12 +19,13 @@ import os
 import queue
 import threading
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
 
 from ..batching import batched
 from ..formats.atomic import atomic_open
+from ..ids import ids_dtype
 from ..progress import progress_bar
 from .corpus import (
     _lines_before,
@@ -40,21 +41,18 @@ from .fingerprint import tokenizer_fingerprint
 from .partition import Partition, partition_documents
 from .shard_reader import (
     _PARTITION_DIR,
-    DEFAULT_BATCH_CHARS,
-    DEFAULT_SHARD_TOKENS,
     FORMAT,
     INDEX_FILE,
     VERSION,
     ShardError,
     ShardSet,
-    _dtype_for,
     _model_vocab,
     _read_index,
     _shard_name,
     _write_index,
 )
 
-__all__ = ["pretokenize_here", "DEFAULT_SHARD_TOKENS", "DEFAULT_BATCH_CHARS"]
+__all__ = ["pretokenize_here"]
 
 
 def _describe_source(source) -> dict:
@@ -272,38 +270,14 @@ def _source_files(source) -> list[Path]:
     return corpus_files(source)
 
 
-def pretokenize_here(
-    corpus,
-    tokenizer,
-    out_dir,
-    *,
-    shard_tokens: int = DEFAULT_SHARD_TOKENS,
-    num_threads: int | None = None,
-    batch_chars: int = DEFAULT_BATCH_CHARS,
-    bos: bool = True,
-    text_field: str = "text",
-    split_on: str | None = None,
-    progress: bool | None = None,
-    overwrite: bool = False,
-    errors: str = "strict",
-) -> ShardSet:
+def pretokenize_here(corpus: Any, tokenizer: Any, out_dir: Any, *, progress: bool | None, **options: Any) -> ShardSet:
     """:func:`~tokenforge.data.shards.pretokenize` without a client: encode
     ``corpus`` (already checked by the corpus rule) into shards under
-    ``out_dir`` on this machine, resuming a previous run there."""
-    run = _Pretokenizer(
-        corpus,
-        tokenizer,
-        out_dir,
-        shard_tokens=shard_tokens,
-        num_threads=num_threads,
-        batch_chars=batch_chars,
-        bos=bos,
-        text_field=text_field,
-        split_on=split_on,
-        overwrite=overwrite,
-        errors=errors,
-    )
-    return run.run(progress)
+    ``out_dir`` on this machine, resuming a previous run there. ``options``:
+    :func:`~tokenforge.data.shards.pretokenize`'s (``shard_tokens``,
+    ``num_threads``, ``batch_chars``, ``bos``, ``text_field``, ``split_on``,
+    ``overwrite``, ``errors``)."""
+    return _Pretokenizer(corpus, tokenizer, out_dir, **options).run(progress)
 
 
 def _check_options(shard_tokens, batch_chars, num_threads) -> None:
@@ -350,7 +324,7 @@ def _settings(
             "vocab_size": vocab,
             "fingerprint": fingerprint or tokenizer_fingerprint(tokenizer, scratch_dir=out),
         },
-        "dtype": np.dtype(_dtype_for(vocab)).name,
+        "dtype": np.dtype(ids_dtype(vocab)).name,
         "bos_id": bos_id,
         "shard_tokens": shard_tokens,
         "source": source,

@@ -65,10 +65,23 @@ whose documents change between runs (refused on resume when detected).
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
 from .corpus import corpus_source
 from .shard_cluster import pretokenize_on
-from .shard_reader import FLAT_VERSION, FORMAT, INDEX_FILE, LEGACY_FORMAT, VERSION, ShardError, ShardSet
-from .shard_writer import DEFAULT_BATCH_CHARS, DEFAULT_SHARD_TOKENS, pretokenize_here
+from .shard_reader import (
+    DEFAULT_BATCH_CHARS,
+    DEFAULT_SHARD_TOKENS,
+    FLAT_VERSION,
+    FORMAT,
+    INDEX_FILE,
+    LEGACY_FORMAT,
+    VERSION,
+    ShardError,
+    ShardSet,
+)
+from .shard_writer import pretokenize_here
 
 __all__ = [
     "pretokenize",
@@ -86,9 +99,9 @@ __all__ = [
 
 
 def pretokenize(
-    corpus,
-    tokenizer,
-    out_dir,
+    corpus: Any,
+    tokenizer: Any,
+    out_dir: str | os.PathLike[str],
     *,
     shard_tokens: int = DEFAULT_SHARD_TOKENS,
     num_threads: int | None = None,
@@ -99,9 +112,9 @@ def pretokenize(
     progress: bool | None = None,
     overwrite: bool = False,
     errors: str = "strict",
-    client=None,
+    client: Any = None,
     partition_bytes: int | None = None,
-) -> "ShardSet":
+) -> ShardSet:
     """Encode a corpus into shards under ``out_dir`` (resuming a previous run there).
 
     ``corpus``: a path or a list of paths (files), or an iterator of str (texts;
@@ -126,29 +139,7 @@ def pretokenize(
     Ctrl-C stops cleanly; run again to resume. Returns the :class:`ShardSet`.
     """
     corpus = corpus_source(corpus, who="pretokenize")
-    if client is not None:
-        return pretokenize_on(
-            client,
-            corpus,
-            tokenizer,
-            out_dir,
-            partition_bytes=partition_bytes,
-            shard_tokens=shard_tokens,
-            num_threads=num_threads,
-            batch_chars=batch_chars,
-            bos=bos,
-            text_field=text_field,
-            split_on=split_on,
-            progress=progress,
-            overwrite=overwrite,
-            errors=errors,
-        )
-    if partition_bytes is not None:
-        raise ShardError("partition_bytes applies to pretokenize(..., client=...) only")
-    return pretokenize_here(
-        corpus,
-        tokenizer,
-        out_dir,
+    options: dict[str, Any] = dict(
         shard_tokens=shard_tokens,
         num_threads=num_threads,
         batch_chars=batch_chars,
@@ -159,3 +150,8 @@ def pretokenize(
         overwrite=overwrite,
         errors=errors,
     )
+    if client is not None:
+        return pretokenize_on(client, corpus, tokenizer, out_dir, partition_bytes=partition_bytes, **options)
+    if partition_bytes is not None:
+        raise ShardError("partition_bytes applies to pretokenize(..., client=...) only")
+    return pretokenize_here(corpus, tokenizer, out_dir, **options)

@@ -15,6 +15,7 @@ that both accept a file (the first one in the list wins).
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -45,7 +46,9 @@ def dir_holding(file_name: str) -> Callable[[Path, bytes], bool]:
     return sniff
 
 
-def identify(path, formats: Sequence[Format], what: str = "a tokenizer file tokenforge recognises") -> Format:
+def identify(
+    path: str | os.PathLike[str], formats: Sequence[Format], what: str = "a tokenizer file tokenforge recognises"
+) -> Format:
     """The first of ``formats`` whose sniffer says yes to ``path``.
 
     The sniffers see the first :data:`HEAD_BYTES` bytes of a file (``b""`` for a
@@ -70,6 +73,8 @@ def identify(path, formats: Sequence[Format], what: str = "a tokenizer file toke
     raise FormatError(f"not {what} (known kinds: {kinds})", path=p)
 
 
-def read_any(path, formats: Sequence[Format], what: str = "a tokenizer file tokenforge recognises") -> Any:
+def read_any(
+    path: str | os.PathLike[str], formats: Sequence[Format], what: str = "a tokenizer file tokenforge recognises"
+) -> Any:
     """Read ``path`` with the reader :func:`identify` picks from ``formats``."""
     return identify(path, formats, what).read(Path(path))
