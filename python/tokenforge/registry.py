@@ -436,7 +436,7 @@ PIPELINE_ALGORITHMS = ("spm_unigram", "spm_bpe", "hf_wordpiece", "hf_unigram")
 SPEC_ALIASES = {"spm": "pipeline", "hf": "pipeline"}
 
 
-def _pipeline_settings(tok, train_docs, num_threads) -> dict:
+def _pipeline_settings(tok: Any, train_docs: Sequence[str], num_threads: Threads) -> dict:
     """The report's record of how a standard algorithm was trained (library, version, settings)."""
     from .pipeline import ALGORITHMS, TRAIN_SETTINGS, trained_algorithm
 
