@@ -111,7 +111,7 @@ def _read_source(src, text, path, encoding: str, errors: str) -> tuple[bytes, Pa
 def _check_vocab_size(vocab_size) -> None:
     """``train(corpus, vocab_size)`` has every family's shape; mixedgram's size is
     the format's: 12-bit ids, 256 bytes and 3,840 n-gram slots."""
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)):
         raise TypeError(f"vocab_size must be an int, not {type(vocab_size).__name__}")
     if vocab_size != VOCAB_SIZE:
         raise VocabSizeError(

@@ -9,8 +9,9 @@ The same three are the seed's scripts, with the seed's names and flags:
 ``train`` reads the corpus named positionally as in every command (or with the
 seed's ``--input``: files or directories of .txt/.jsonl/.parquet, optionally
 .gz/.zst), or the built-in default corpus (Python's own docs and sources) when
-none is given, and writes the dictionary TSV (``-o/--output``). ``setup`` turns a TSV into a tokenizer directory (``lz78.tsv`` with our
-header, plus ``token_bytes.npy`` for bits-per-byte evaluation); by default it
+none is given, and writes the dictionary TSV (``-o/--output``). ``setup`` turns
+a TSV into a tokenizer directory (``lz78.tsv`` with our header, plus
+``token_bytes.npy`` for bits-per-byte evaluation, written as one save); by default it
 gives the seed's layout (root, codes, 256 byte fallbacks, bos, eos, pad) and
 adds nanochat's chat tokens only with ``--chat_tokens``. ``--tsv_style seed``
 (train) writes exactly the seed's columns; ``--compact_output_vocab`` (train,
