@@ -51,6 +51,7 @@ from tokenforge.errors import (
 )
 from tokenforge.formats.atomic import atomic_write
 from tokenforge.formats.checksum import json_checksum
+from tokenforge.ids import check_text
 from tokenforge.registry import Family, Format, ReportRule, SpecRule
 
 FORMAT_NAME = "tokenforge-toy-chars"
@@ -118,8 +119,7 @@ class CharTokenizer(Tokenizer):
         return dict(self._specials)
 
     def encode_ordinary(self, text: str) -> list[int]:
-        if not isinstance(text, str):
-            raise TypeError(f"text must be str, not {type(text).__name__}")
+        check_text(text)
         n, ids, out = len(self._chars), self._ids, []
         for ch in text:
             i = ids.get(ch)

@@ -78,7 +78,7 @@ from .formats.growing_json import (
 from .formats.kinds import HEAD_BYTES, Format
 from .formats.patterns import resolve_pattern
 from .formats.suffixes import check_save_suffix
-from .ids import check_texts
+from .ids import check_text, check_texts
 from .progress import run_sliced
 from .rust_backed import batch_flat, batch_ids
 from .surrogates import decode_utf8, encode_around_surrogates
@@ -366,8 +366,7 @@ class GrowingBPETokenizer(Tokenizer):
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Ids of ``text`` without BOS/EOS; special-token text is plain text."""
-        if not isinstance(text, str):
-            raise TypeError(f"text must be str, not {type(text).__name__}")
+        check_text(text)
         st = self._state
         return self._encode_one(st, _nfc(text) if st.data.normalization == "NFC" else text, None)
 
@@ -386,8 +385,7 @@ class GrowingBPETokenizer(Tokenizer):
 
     def encode_to_numpy(self, text: str) -> np.ndarray:
         """Ids of ``text`` (no BOS/EOS) as a uint32 array."""
-        if not isinstance(text, str):
-            raise TypeError(f"text must be str, not {type(text).__name__}")
+        check_text(text)
         st = self._state
         text = _nfc(text) if st.data.normalization == "NFC" else text
         try:

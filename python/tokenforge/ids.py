@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence, overload
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["IdBatch", "check_texts", "flat_ids", "ids_dtype", "is_integer"]
+__all__ = ["IdBatch", "check_text", "check_texts", "flat_ids", "ids_dtype", "is_integer"]
 
 
 def is_integer(x: object) -> bool:
@@ -36,6 +36,12 @@ def ids_dtype(vocab_size: int) -> Any:
     import numpy as np  # numpy is imported when first needed (see the module docstring)
 
     return np.uint16 if vocab_size <= 1 << 16 else np.uint32
+
+
+def check_text(text: object) -> None:
+    """One text to encode is a str: anything else is a ``TypeError`` naming its type."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str, not {type(text).__name__}")
 
 
 def check_texts(texts: Iterable[object]) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from .errors import TokenforgeError
-from .ids import IdBatch, check_texts, flat_ids
+from .ids import IdBatch, check_text, check_texts, flat_ids
 from .surrogates import encode_around_surrogates
 
 if TYPE_CHECKING:
@@ -72,8 +72,7 @@ class CoreEncoded(RustBacked):
         return dict(self._specials)
 
     def encode_ordinary(self, text: str) -> list[int]:
-        if not isinstance(text, str):
-            raise TypeError(f"text must be str, not {type(text).__name__}")
+        check_text(text)
         try:
             return self._model.encode_ordinary(text)
         except UnicodeEncodeError:  # lone surrogates: the core takes only UTF-8
@@ -81,8 +80,7 @@ class CoreEncoded(RustBacked):
 
     def encode_to_numpy(self, text: str) -> np.ndarray:
         """Encode one text straight into a uint32 numpy array."""
-        if not isinstance(text, str):
-            raise TypeError(f"text must be str, not {type(text).__name__}")
+        check_text(text)
         try:
             return self._model.encode_ordinary_numpy(text)
         except UnicodeEncodeError:  # lone surrogates

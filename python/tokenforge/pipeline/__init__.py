@@ -46,7 +46,7 @@ from typing import Any, Iterable
 
 from ..base import Tokenizer
 from ..errors import TokenforgeError
-from ..ids import IdBatch, check_texts, flat_ids
+from ..ids import IdBatch, check_text, check_texts, flat_ids
 from ..surrogates import decode_utf8
 from .steps import Desc, build
 
@@ -210,8 +210,7 @@ class PipelineTokenizer(Tokenizer):
         return dict(self._specials)
 
     def encode_ordinary(self, text: str) -> list[int]:
-        if not isinstance(text, str):
-            raise TypeError(f"text must be str, not {type(text).__name__}")
+        check_text(text)
         return self._pipe.encode(text, True)
 
     def encode_batch(self, texts, num_threads=None, as_numpy: bool = False):
