@@ -101,11 +101,16 @@ class HalfWriteFile:
         return False
 
 
-def fail_writes_halfway(monkeypatch):
-    """Make every atomic write (tokenforge.formats.atomic) fail after writing half its data."""
+def fail_writes_halfway(monkeypatch, nth: int | None = None) -> list[int]:
+    """Make atomic writes (tokenforge.formats.atomic) fail after writing half their
+    data: every file's, or only the ``nth`` file opened from now on (1-based; the
+    disk fills while a save of several files is written). Returns the list that
+    grows by one entry per file opened, for tests to count them."""
     import os
 
     from tokenforge.formats import atomic
+
+    opened: list[int] = []
 
     class OsProxy:
         def __getattr__(self, name):
@@ -113,6 +118,9 @@ def fail_writes_halfway(monkeypatch):
 
         @staticmethod
         def fdopen(*args, **kwargs):
-            return HalfWriteFile(os.fdopen(*args, **kwargs))
+            opened.append(1)
+            f = os.fdopen(*args, **kwargs)
+            return HalfWriteFile(f) if nth is None or len(opened) == nth else f
 
     monkeypatch.setattr(atomic, "os", OsProxy())
+    return opened

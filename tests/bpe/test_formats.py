@@ -491,29 +491,12 @@ def test_a_known_rank_file_gets_its_own_pattern(tmp_path, name, pattern_name):
 def test_a_failed_save_replaces_neither_file(tmp_path, monkeypatch):
     """The JSON and its vocabulary view are one save: disk full while writing the
     second file leaves the first unreplaced too (issue 32 item 7)."""
-    import os
-
-    from bpe_strategies import HalfWriteFile
-    from tokenforge.formats import atomic
-
     path = tmp_path / "tok.json"
     write_tfjson(path, small_data())
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     assert len(before) == 2  # tok.json and tok.vocab.txt
-    opened = []
-
-    class OsProxy:  # the second file opened (the view) fails halfway: the disk is full
-        def __getattr__(self, name):
-            return getattr(os, name)
-
-        @staticmethod
-        def fdopen(*args, **kwargs):
-            opened.append(1)
-            f = os.fdopen(*args, **kwargs)
-            return HalfWriteFile(f) if len(opened) == 2 else f
-
     bigger = small_data(merges=[(97, 98, 256), (256, 99, 257), (32, 257, 258), (120, 121, 259)], special_tokens={})
-    monkeypatch.setattr(atomic, "os", OsProxy())
+    opened = fail_writes_halfway(monkeypatch, nth=2)  # the second file opened (the view): the disk is full
     with pytest.raises(OSError, match="No space left"):
         write_tfjson(path, bigger)
     monkeypatch.undo()

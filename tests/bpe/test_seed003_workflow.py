@@ -323,33 +323,18 @@ def test_specials_the_seed_files_cannot_hold_are_refused_before_training(corpus,
     assert not (tmp_path / "o").exists()
 
 
-@pytest.mark.parametrize("failing", [2, 6])  # a seed file, our JSON's vocabulary view (the last opened)
+@pytest.mark.parametrize("failing", [2, 6])  # our JSON's vocabulary view; the seed's pattern file, opened last
 def test_a_failed_seed_mode_save_replaces_none_of_the_six_files(corpus, tmp_path, monkeypatch, failing):
     """train(save_dir=...) in seed mode writes the seed's four files and ours as one
     save: disk full while writing any of them leaves every earlier file as it was
     (issue 32 item 7)."""
-    import os
-
-    from bpe_strategies import HalfWriteFile
-    from tokenforge.formats import atomic
+    from bpe_strategies import fail_writes_halfway
 
     out = tmp_path / "OUT"
     BPETokenizer().train(input_path=str(corpus), vocab_size=300, save_dir=str(out), progress=False)
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     assert len(before) == 6  # 4 seed files, tokenforge.json and its vocabulary view
-    opened = []
-
-    class OsProxy:
-        def __getattr__(self, name):
-            return getattr(os, name)
-
-        @staticmethod
-        def fdopen(*args, **kwargs):
-            opened.append(1)
-            f = os.fdopen(*args, **kwargs)
-            return HalfWriteFile(f) if len(opened) == failing else f
-
-    monkeypatch.setattr(atomic, "os", OsProxy())
+    fail_writes_halfway(monkeypatch, nth=failing)
     with pytest.raises(OSError, match="No space left"):
         BPETokenizer().train(input_path=str(corpus), vocab_size=330, save_dir=str(out), progress=False)
     monkeypatch.undo()

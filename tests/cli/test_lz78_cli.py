@@ -66,10 +66,7 @@ def test_setup_gives_the_seeds_layout_by_default(tmp_path):
 def test_setup_writes_the_tsv_and_token_bytes_as_one_save(tmp_path, monkeypatch):
     """Disk full while writing token_bytes.npy leaves the directory's lz78.tsv as
     it was (issue 32 item 7: the files of one save are replaced together or not at all)."""
-    import os
-
-    from bpe_strategies import HalfWriteFile
-    from tokenforge.formats import atomic
+    from bpe_strategies import fail_writes_halfway
 
     tsv = tmp_path / "d.tsv"
     LZ78Tokenizer.train_from_iterator(DOCS, 400, strategy="standard", progress=False).save_tsv(tsv)
@@ -78,19 +75,7 @@ def test_setup_writes_the_tsv_and_token_bytes_as_one_save(tmp_path, monkeypatch)
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     assert sorted(before) == ["lz78.tsv", "token_bytes.npy"]
     assert np.load(out / "token_bytes.npy").tolist() == LZ78Tokenizer.load(out).token_bytes().tolist()
-    opened = []
-
-    class OsProxy:  # the second file (token_bytes.npy) fails halfway
-        def __getattr__(self, name):
-            return getattr(os, name)
-
-        @staticmethod
-        def fdopen(*args, **kwargs):
-            opened.append(1)
-            f = os.fdopen(*args, **kwargs)
-            return HalfWriteFile(f) if len(opened) == 2 else f
-
-    monkeypatch.setattr(atomic, "os", OsProxy())
+    fail_writes_halfway(monkeypatch, nth=2)  # the second file (token_bytes.npy) fails halfway
     with pytest.raises(OSError, match="No space left"):
         cli.cmd_setup(cli_args(tsv, out, chat_tokens=True))
     monkeypatch.undo()
