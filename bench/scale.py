@@ -25,7 +25,7 @@ ratios against rustbpe, beside the targets of issue 34 (2 GB: <= 15 s wall,
 tokenforge's training into counting, the merge loop's setup and the merge loop
 (wall and CPU seconds each, one child); ``--only pretokenize`` times
 ``pretokenize`` of the corpus into shards (a tokenizer trained untimed on its
-first 16 MB), to set beside counting; ``--only profile`` prints where
+first 16 MB) beside training's counting pass alone, in the same run; ``--only profile`` prints where
 counting's time goes (reading, JSON, splitting and counting), measured by
 timing each stage alone in one child. The machine's load average is printed
 with every table: timings on a shared machine are noisy, ratios from one run
@@ -338,6 +338,17 @@ def pretokenize_files(st: dict) -> dict:
     return _done(st, tokens=tokens)
 
 
+def count_files(st: dict) -> dict:
+    """Training's counting pass alone (``count_pieces`` of the file: read, JSON,
+    split, count), the figure ``pretokenize`` is set beside."""
+    from tokenforge.counting import count_pieces
+    from tokenforge.formats.patterns import resolve_pattern
+
+    regex, _ = resolve_pattern("cl100k")
+    wc = count_pieces(st["path"], regex, num_threads=st["threads"], progress=False)
+    return _done(st, unique_pieces=wc.unique)
+
+
 def profile_counting(st: dict) -> dict:
     """Seconds (wall, and CPU of all threads) of each stage of counting ``path``, each alone."""
     from tokenforge import _core
@@ -376,6 +387,40 @@ def profile_counting(st: dict) -> dict:
     out["unique pieces"] = wc.unique
     out["pieces"] = wc.total_pieces
     return out
+
+
+def _pretokenize_rows(b: Bench, args: tuple, mb: float) -> None:
+    """``pretokenize`` into shards and, in the same run, training's counting pass
+    alone on the same file and threads (each in its own child): wall and CPU
+    seconds, peak RSS, the ratios, and the load average before and after each."""
+    rows = {}
+    for tool, fn, st in (("counting", count_files, setup_tf), ("pretokenize", pretokenize_files, setup_pretok)):
+        load = _uptime()
+        r = run_function(fn, *args, None, setup=st, group="pretokenize", tool=tool, mb=mb)
+        r.extra["load_before"], r.extra["load_after"] = load, _uptime()
+        b.add(r)
+        rows[tool] = r
+    print(
+        f"\n{'pretokenize vs counting':24} {'wall s':>8} {'MB/s':>7} {'CPU s':>8} {'peak MB':>8}  load before -> after"
+    )
+    for tool, r in rows.items():
+        if not r.ok:
+            print(f"{tool:24} {r.status()}: {r.error}")
+            continue
+        print(
+            f"{tool:24} {r.best:8.2f} {mb / r.best:7.0f} {r.extra.get('cpu_s', 0):8.2f} {r.peak_rss_mb:8.0f}  "
+            f"{r.extra['load_before']} -> {r.extra['load_after']}"
+        )
+    c, p = rows["counting"], rows["pretokenize"]
+    if c.ok and p.ok:
+        print(
+            f"pretokenize / counting: {p.best / c.best:.2f}x the wall time, "
+            f"{p.extra['cpu_s'] / max(c.extra['cpu_s'], 1e-9):.2f}x the CPU time "
+            f"(target: <= 1x); {p.extra['tokens']:,} tokens, {c.extra['unique_pieces']:,} distinct pieces"
+        )
+        t = Target("pretokenize", "pretokenize wall vs counting's <= 1x", p.best / c.best, 1.0, False)
+        b.targets.append(t)
+        print("  " + t.render())
 
 
 # --------------------------------------------------------------------------
@@ -466,18 +511,7 @@ def main(argv=None) -> int:
         print("  " + t.render())
     print(f"machine: {os.cpu_count()} cores, {_uptime()}")
     if "pretokenize" in only:
-        r = run_function(
-            pretokenize_files, *args, None, setup=setup_pretok, group="pretokenize", tool="tokenforge", mb=mb
-        )
-        r.extra["load_after"] = _uptime()
-        b.add(r)
-        if r.ok:
-            print(
-                f"\npretokenize into shards: {r.best:.2f} s wall ({mb / r.best:.0f} MB/s), "
-                f"{r.extra.get('cpu_s', 0):.2f} s CPU, peak {r.peak_rss_mb:.0f} MB, {r.extra['tokens']:,} tokens; {_uptime()}"
-            )
-        else:
-            print(f"pretokenize: {r.status()}: {r.error}")
+        _pretokenize_rows(b, args, mb)
     if "phases" in only or "profile" in only:
         r = run_function(phases, *args, None, setup=setup_tf, group="phases", tool="tokenforge files", mb=mb)
         if r.ok:

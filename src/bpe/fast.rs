@@ -877,13 +877,16 @@ impl<const KW: usize, const IW: usize> Cache<KW, IW> {
 pub const SPILL_MAX: usize = 4096;
 /// Shards of [`SpillCache`] (a power of two).
 const SPILL_SHARDS: usize = 16;
-/// Bytes one shard may hold (keys, ids and a fixed cost per entry) before it
-/// is emptied: 2 MiB, so 32 MiB for the whole cache.
-pub const SPILL_SHARD_BYTES: usize = 2 << 20;
-/// What one entry costs beyond its key and ids: the map's slot (two boxed
-/// slices, 32 bytes, at a load of one half or more: up to 64) and the two
-/// allocations' headers and rounding (about 32 each).
-const SPILL_ENTRY_COST: usize = 128;
+/// Bytes of entries one shard may hold (keys, ids and a fixed cost per
+/// entry) before it is emptied: 1 MiB. Its arenas grow by doubling, so a
+/// shard allocates at most about twice that: 32 MiB for the whole cache.
+pub const SPILL_SHARD_BYTES: usize = 1 << 20;
+/// What one entry costs beyond its key and ids: its record in the ids arena
+/// (four words) and its slot in the index (16 bytes, at a load of one half
+/// or more: up to 32).
+const SPILL_ENTRY_COST: usize = 48;
+/// No entry: the end of a chain in a [`SpillShard`].
+const SPILL_NONE: u32 = u32::MAX;
 
 /// Piece -> ids for what the fixed caches cannot hold: pieces of
 /// [`CACHE_MAX`] + 1 to [`SPILL_MAX`] bytes that [`LongCache`] does not take,
@@ -893,22 +896,75 @@ const SPILL_ENTRY_COST: usize = 128;
 /// is merged again every time it is seen, which on warm multilingual text
 /// was a fifth of the encoder's time.
 ///
-/// Shared by threads: [`SPILL_SHARDS`] shards, each a mutex around a hash
-/// map, chosen by the piece's hash, so two threads rarely wait on each other
-/// (the lock is taken only for these pieces, each of which would otherwise
-/// cost a merge of hundreds of nanoseconds). Memory is bounded: a shard that
-/// would pass [`SPILL_SHARD_BYTES`] is emptied first (counted as key bytes +
-/// 4 bytes per id + [`SPILL_ENTRY_COST`]), so the whole cache never holds
-/// more than 32 MiB of entries. A cached entry is exactly what the merge
-/// loop returned for those bytes: a hit can never change the ids.
+/// Shared by threads: [`SPILL_SHARDS`] shards, each a mutex around an index
+/// and two arenas, chosen by the piece's hash, so two threads rarely wait on
+/// each other (the lock is taken only for these pieces, each of which would
+/// otherwise cost a merge of hundreds of nanoseconds). Memory is bounded: a
+/// shard that would pass [`SPILL_SHARD_BYTES`] is emptied first (counted as
+/// key bytes + 4 bytes per id + [`SPILL_ENTRY_COST`]). A cached entry is
+/// exactly what the merge loop returned for those bytes: a hit can never
+/// change the ids.
+///
+/// Performance: an entry is no allocation of its own. A shard keeps every
+/// key's bytes in one byte arena and every entry's record and ids in one
+/// word arena, and indexes them by the piece's 64-bit hash (pieces of equal
+/// hash chained, compared by bytes); emptying a shard clears the three and
+/// keeps their capacity. (A map of boxed keys and boxed ids cost two
+/// allocations an entry and a free storm at every emptying: 12% of
+/// pretokenizing an open-vocabulary corpus, where most long pieces are seen
+/// once; perf, 2026-11-28.)
 pub struct SpillCache {
     shards: Vec<std::sync::Mutex<SpillShard>>,
 }
 
 #[derive(Default)]
 struct SpillShard {
-    map: rustc_hash::FxHashMap<Box<[u8]>, Box<[u32]>>,
+    /// hash -> the record of the last entry put with that hash
+    index: std::collections::HashMap<u64, u32, std::hash::BuildHasherDefault<IdHasher>>,
+    /// the keys' bytes, back to back
+    keys: Vec<u8>,
+    /// per entry: the previous entry of the same hash (or [`SPILL_NONE`]),
+    /// its key's offset in `keys`, its key's length, its id count; then its ids
+    words: Vec<u32>,
+    /// bytes of entries, as counted against the bound
     bytes: usize,
+}
+
+impl SpillShard {
+    /// The ids of `piece` (whose hash is `hash`), if kept.
+    #[inline]
+    fn find(&self, piece: &[u8], hash: u64) -> Option<&[u32]> {
+        let mut at = *self.index.get(&hash)?;
+        while at != SPILL_NONE {
+            let r = at as usize;
+            let (prev, off, len, n) = (self.words[r], self.words[r + 1], self.words[r + 2], self.words[r + 3]);
+            let (off, len, n) = (off as usize, len as usize, n as usize);
+            if self.keys[off..off + len] == *piece {
+                return Some(&self.words[r + 4..r + 4 + n]);
+            }
+            at = prev;
+        }
+        None
+    }
+}
+
+/// The identity hasher of [`SpillShard`]'s index, whose keys are already hashes.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // (only u64 keys are hashed; any other input is folded in, never lost)
+        for &b in bytes {
+            self.0 = (self.0 << 8 | self.0 >> 56) ^ b as u64;
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = x;
+    }
 }
 
 impl Default for SpillCache {
@@ -927,9 +983,9 @@ impl SpillCache {
     /// `out`; false on a miss.
     #[inline]
     pub fn get(&self, piece: &[u8], hash: u64, out: &mut Vec<u32>) -> bool {
-        // a poisoned shard (a panic while held) is still a valid map
+        // a poisoned shard (a panic while held) is still a valid cache
         let s = self.shard(hash).lock().unwrap_or_else(|e| e.into_inner());
-        match s.map.get(piece) {
+        match s.find(piece, hash) {
             Some(ids) => {
                 out.extend_from_slice(ids);
                 true
@@ -945,18 +1001,108 @@ impl SpillCache {
         }
         let cost = piece.len() + 4 * ids.len() + SPILL_ENTRY_COST;
         let mut s = self.shard(hash).lock().unwrap_or_else(|e| e.into_inner());
+        if s.find(piece, hash).is_some() {
+            return;
+        }
         if s.bytes + cost > SPILL_SHARD_BYTES {
-            s.map = Default::default();
+            // emptied, capacity kept: no allocation until it next fills
+            s.index.clear();
+            s.keys.clear();
+            s.words.clear();
             s.bytes = 0;
         }
-        if s.map.insert(piece.into(), ids.into()).is_none() {
-            s.bytes += cost;
-        }
+        // (offsets fit u32: a shard holds at most SPILL_SHARD_BYTES of entries)
+        let (off, at) = (s.keys.len() as u32, s.words.len() as u32);
+        let prev = s.index.insert(hash, at).unwrap_or(SPILL_NONE);
+        s.keys.extend_from_slice(piece);
+        s.words.extend_from_slice(&[prev, off, piece.len() as u32, ids.len() as u32]);
+        s.words.extend_from_slice(ids);
+        s.bytes += cost;
     }
 
-    /// Bytes held now (as counted against the bound).
+    /// Bytes held now: what the shards have allocated.
     pub fn memory(&self) -> usize {
-        self.shards.iter().map(|s| s.lock().unwrap_or_else(|e| e.into_inner()).bytes).sum()
+        self.shards
+            .iter()
+            .map(|s| {
+                let s = s.lock().unwrap_or_else(|e| e.into_inner());
+                s.keys.capacity() + 4 * s.words.capacity() + 16 * s.index.capacity()
+            })
+            .sum()
+    }
+}
+
+/// Bits of [`Seen`] (a power of two): 512 KiB.
+const SEEN_BITS: usize = 1 << 22;
+
+/// Which pieces the encoder has merged before: one bit per hash value, set
+/// when a piece is merged, all cleared once half of them are set. A piece
+/// is kept in the caches only when its bit was already set, that is from
+/// the second time it is merged on ([`super::encode::BpeModel`]'s
+/// `remember`).
+///
+/// Performance: on an open vocabulary most distinct pieces occur once (1.6
+/// M of the 2.06 M of 0.25 GB of web-like text); kept at once, each of them
+/// took a slot of the short-piece table for good or pushed a piece that
+/// recurs out of the 2-way cache, and those longer than an entry holds ids
+/// cost a locked insert in the spill cache. Costs: a piece seen twice is
+/// merged twice (instead of once); a piece that is cached is merged once
+/// more after each clearing at most. A false "seen" (two pieces on one
+/// bit: at most half the bits are set) only caches a piece early. The
+/// answers never change: a cache only ever holds what the merge returned.
+///
+/// Shared by threads (atomic bits; a clearing racing a marking loses the
+/// mark, which costs a merge). Memory: fixed, [`SEEN_BITS`] / 8 bytes.
+pub struct Seen {
+    words: Zeroed<AtomicU64>,
+    /// bits set since the last clearing
+    set: std::sync::atomic::AtomicUsize,
+}
+
+impl Default for Seen {
+    fn default() -> Self {
+        Seen { words: Zeroed::new(SEEN_BITS / 64), set: Default::default() }
+    }
+}
+
+impl Seen {
+    #[inline(always)]
+    fn bit(hash: u64) -> (usize, u64) {
+        // the top bits: the caches index by them too, but only to pick a
+        // slot; here they pick a bit of a table 32 times the cache's slots
+        let b = (hash.wrapping_mul(K3) >> (64 - SEEN_BITS.trailing_zeros())) as usize;
+        (b / 64, 1 << (b % 64))
+    }
+
+    /// Whether a piece of this hash was marked (since the last clearing).
+    #[inline(always)]
+    pub fn has(&self, hash: u64) -> bool {
+        let (w, m) = Self::bit(hash);
+        self.words[w].load(Ordering::Relaxed) & m != 0
+    }
+
+    /// Mark a piece of this hash; whether it was marked already.
+    #[inline]
+    pub fn mark(&self, hash: u64) -> bool {
+        let (w, m) = Self::bit(hash);
+        if self.words[w].load(Ordering::Relaxed) & m != 0 {
+            return true;
+        }
+        if self.words[w].fetch_or(m, Ordering::Relaxed) & m != 0 {
+            return true;
+        }
+        if self.set.fetch_add(1, Ordering::Relaxed) + 1 >= SEEN_BITS / 2 {
+            self.set.store(0, Ordering::Relaxed);
+            for w in self.words.iter() {
+                w.store(0, Ordering::Relaxed);
+            }
+        }
+        false
+    }
+
+    /// Bytes held (fixed).
+    pub fn memory(&self) -> usize {
+        SEEN_BITS / 8
     }
 }
 
@@ -1199,6 +1345,58 @@ mod tests {
         assert!(l.get(&LongKey::new(&piece), &mut out));
         assert_eq!(out, ids);
         assert!(!l.get(&LongKey::new(&piece[..62]), &mut out));
+    }
+
+    #[test]
+    fn spill_cache_chains_equal_hashes_and_empties_a_full_shard() {
+        let c = SpillCache::default();
+        let mut out = vec![];
+        // two pieces given the same hash: both kept, each with its own ids
+        c.put(b"first piece", 42, &[1, 2, 3]);
+        c.put(b"second", 42, &[7]);
+        c.put(b"second", 42, &[8]); // a piece already there is kept as it was
+        assert!(c.get(b"first piece", 42, &mut out));
+        assert!(c.get(b"second", 42, &mut out));
+        assert_eq!(out, [1, 2, 3, 7]);
+        assert!(!c.get(b"third", 42, &mut out));
+        assert!(!c.get(b"second", 43, &mut out));
+        // too long or no ids: not kept
+        c.put(&[b'x'; SPILL_MAX + 1], 5, &[1]);
+        c.put(b"none", 5, &[]);
+        assert!(!c.get(&[b'x'; SPILL_MAX + 1], 5, &mut out) && !c.get(b"none", 5, &mut out));
+        // one shard filled far past its share: what it answers is right, its memory bounded
+        let hash = |i: u64| (i.wrapping_mul(K1) >> 5) | 3 << 59; // all in shard 3
+        let ids = |i: u64| -> Vec<u32> { (0..1 + i % 20).map(|j| (i * 31 + j) as u32).collect() };
+        for i in 0..100_000u64 {
+            c.put(format!("piece {i}").as_bytes(), hash(i), &ids(i));
+        }
+        let mut hits = 0;
+        for i in 0..100_000u64 {
+            out.clear();
+            if c.get(format!("piece {i}").as_bytes(), hash(i), &mut out) {
+                assert_eq!(out, ids(i));
+                hits += 1;
+            }
+        }
+        assert!(hits > 1000 && hits < 100_000, "{hits}");
+        assert!(c.memory() <= 3 * SPILL_SHARD_BYTES, "{}", c.memory());
+    }
+
+    #[test]
+    fn seen_marks_once_and_clears_when_half_full() {
+        let s = Seen::default();
+        assert!(!s.has(12345));
+        assert!(!s.mark(12345));
+        assert!(s.has(12345) && s.mark(12345));
+        // every other bit value: distinct hashes mostly land on distinct bits;
+        // once half the bits are set, all are cleared
+        let mut first = 0;
+        for i in 0..SEEN_BITS as u64 {
+            first += !s.mark(i.wrapping_mul(K2)) as usize;
+        }
+        assert!(first >= SEEN_BITS / 2, "{first}");
+        assert!(s.set.load(Ordering::Relaxed) < SEEN_BITS / 2);
+        assert_eq!(s.memory(), SEEN_BITS / 8);
     }
 
     #[test]
