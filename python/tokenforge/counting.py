@@ -154,9 +154,17 @@ def memory_budget(max_memory) -> int | None:
     return None if avail is None else max(MIN_BUDGET, int(avail * DEFAULT_SHARE))
 
 
-def _settle(counter, budget: int, who: str) -> None:
+def spill_parent(tmp_dir) -> str:
+    """The directory counting spills under: ``tmp_dir``, or the system's temporary directory."""
+    return tempfile.gettempdir() if tmp_dir is None else os.fspath(tmp_dir)
+
+
+def settle_budget(counter, budget: int, who: str) -> tuple[int, int, int]:
     """The end of counting under a budget: exact counts from the runs, the pieces that
-    fit training's share of it kept, and a warning saying exactly what was dropped."""
+    fit training's share of it kept, and a warning saying exactly what was dropped.
+    ``counter``: anything with ``settle``, ``unique`` and ``total_pieces`` (a
+    ``WordCounter``, an ``Lz78Trainer``'s chunk counts). Returns (distinct pieces
+    dropped, their occurrences, the count threshold), all 0 when nothing was."""
     keep = int(budget * KEEP_SHARE)
     try:
         dropped, occurrences, below = counter.settle(keep, MIN_COVERAGE, 1 / KEEP_SHARE)
@@ -169,6 +177,7 @@ def _settle(counter, budget: int, who: str) -> None:
             f"{100 * occurrences / max(1, counter.total_pieces):.2f}% of the corpus's pieces); the file records "
             "it (budget_dropped_*). A larger max_memory keeps them"
         )
+    return dropped, occurrences, below
 
 
 def _count_files(counter, files: list[Path], text_field, split_on, errors, num_threads, bar):
@@ -255,9 +264,7 @@ def count_pieces(
         budget = memory_budget(max_memory)
         counter = _core.WordCounter(pattern)
         if budget is not None:
-            counter.spill_to(
-                tempfile.gettempdir() if tmp_dir is None else os.fspath(tmp_dir), int(budget * SPILL_SHARE)
-            )
+            counter.spill_to(spill_parent(tmp_dir), int(budget * SPILL_SHARE))
         with progress_bar(total=None, desc=desc, unit="B", enabled=progress is not False) as bar:
             files = _local_files(corpus, who)
             if files is not None and rule == DocRule():
@@ -267,7 +274,7 @@ def count_pieces(
                 docs = corpus_documents(corpus, who=who, text_field=text_field, split_on=split_on, errors=errors)
                 feed_in_batches(counter.add_texts, rule.apply(docs), num_threads, COUNT_BATCH_CHARS, bar)
         if budget is not None:
-            _settle(counter, budget, who)
+            settle_budget(counter, budget, who)
         if prune_below:
             counter.prune_below(prune_below)
         return counter

@@ -39,10 +39,11 @@ from typing import Callable
 
 import numpy as np
 
-from . import _core
+from . import _core, counting
 from .base import Tokenizer
 from .batching import batched, feed_in_batches
 from .chat import special_token_list
+from .counting import memory_budget, settle_budget, spill_parent
 from .data.corpus import Texts, corpus_documents
 from .data.partition import Partition, auto_target_bytes, partition_documents, plan_partitions
 from .errors import PatternError, TokenforgeError, VocabSizeError, warn_user
@@ -186,6 +187,8 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
         split_on: str | None = None,
         errors: str = "strict",
         client=None,
+        max_memory=None,
+        tmp_dir=None,
         **strategy_params,
     ) -> "LZ78Tokenizer":
         """Train a dictionary so that the tokenizer has ``vocab_size`` ids in all
@@ -217,6 +220,19 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
         made from the chunks). The result and its saved file are
         byte-identical to training without a client. It needs corpus files
         (not :meth:`train_from_iterator`) that the workers can read.
+
+        ``max_memory`` (bytes or a size such as ``"4GB"``; None: 3/4 of the
+        available memory) and ``tmp_dir`` bound the chunk counts of the
+        strategies that keep them (every one but standard and frequency_gated,
+        whose pool is fixed by ``vocab_size``), counting here, as BPE's
+        counting is bounded (docs/scale.md): the counts spill sorted runs to
+        ``tmp_dir`` and stay exact; only if the distinct chunks cannot fit are
+        the rarest dropped, with a warning, and the file's ``training`` records
+        it (``budget_dropped_unique``, ``budget_dropped_pieces``,
+        ``budget_dropped_below``). Nothing dropped: the file is byte-identical
+        to unbounded training. A budget too small for the frequent chunks is a
+        TokenforgeError naming one that would do. On a cluster (``client``)
+        the workers' counts are not bounded by it.
         """
         if isinstance(vocab_size, str) and vocab_size in STRATEGIES:
             raise TypeError(
@@ -248,6 +264,7 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
             if isinstance(e, TokenforgeError):
                 raise
             raise TokenforgeError(f"strategy {strategy}: {e}") from None
+        dropped = (0, 0, 0)  # what a memory budget dropped of the chunk counts
         if client is not None:
             del trainer  # it only checked the parameters
             if isinstance(corpus, Texts):
@@ -270,13 +287,23 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
             docs = corpus_documents(
                 corpus, who="LZ78Tokenizer.train", text_field=text_field, split_on=split_on, errors=errors
             )
+            budget = memory_budget(max_memory)
+            if budget is not None:
+                trainer.spill_to(spill_parent(tmp_dir), int(budget * counting.SPILL_SHARE))
             # standard stops once full (usually within the first MB): small batches let it stop reading early
             limit = (1 << 20) if strategy == "standard" else _BATCH_CHARS
+            if budget is not None:  # a batch (its str and the core's copy) is a share of the budget too
+                limit = min(limit, max(1 << 20, budget // 16))
             with progress_bar(total=None, desc=f"lz78 {strategy}", unit="B", enabled=progress is not False) as bar:
                 feed_in_batches(trainer.feed, docs, num_threads, limit, bar, wants_more=lambda: trainer.wants_more)
+            if budget is not None:
+                dropped = settle_budget(trainer, budget, "LZ78Tokenizer.train")
             entries, flat, stats = trainer.finish(num_threads)
         if not entries:
             raise TokenforgeError("the corpus is empty: no dictionary entry could be built")
+        training = {k: int(v) for k, v in stats.items()}
+        if dropped[0]:  # (absent when nothing was dropped: the file is then the unbounded one)
+            training.update(zip(("budget_dropped_unique", "budget_dropped_pieces", "budget_dropped_below"), dropped))
         settings = {
             "strategy": strategy,
             "chunking": bool(chunking),
@@ -284,7 +311,7 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
             "vocab_size_requested": int(vocab_size),
             "params": params,
             "specials": extras,
-            "training": {k: int(v) for k, v in stats.items()},
+            "training": training,
             "trainer": f"tokenforge {_core.__version__}",
         }
         got = sum(1 for e in entries if e[3])

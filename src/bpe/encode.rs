@@ -29,8 +29,8 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use super::fast::{
-    spill_hash, LongCache, LongKey, PairTable, PieceCache, PieceTable, Seen, ShortKey, SpillCache, CACHE_ID_LIMIT, CACHE_MAX,
-    CACHE_SLOTS, LONG_CACHE_MAX, LONG_CACHE_SLOTS, PIECE_MAX, SPILL_MAX, TABLE_IDS,
+    spill_hash, LongCache, LongKey, PairTable, PieceCache, PieceTable, Seen, ShortKey, SpillCache, CACHE_ID_LIMIT,
+    CACHE_MAX, CACHE_SLOTS, LONG_CACHE_MAX, LONG_CACHE_SLOTS, PIECE_MAX, SPILL_MAX, TABLE_IDS,
 };
 use super::pair::{pack, unpack};
 use super::ranks::{id_limit, id_too_large, token_bytes_error, token_bytes_total, SplitIndex, MAX_TOKEN_BYTES};

@@ -1099,7 +1099,8 @@ impl Seen {
         // (by bit position, a fair sample of random hashes) adds
         // SEEN_SAMPLE. One shared counter written at every new piece was a
         // cache line bounced between the encoding threads.
-        if m & SEEN_SAMPLE_MASK != 0 && self.set.fetch_add(SEEN_SAMPLE, Ordering::Relaxed) + SEEN_SAMPLE >= SEEN_BITS / 2
+        if m & SEEN_SAMPLE_MASK != 0
+            && self.set.fetch_add(SEEN_SAMPLE, Ordering::Relaxed) + SEEN_SAMPLE >= SEEN_BITS / 2
         {
             self.set.store(0, Ordering::Relaxed);
             for w in self.words.iter() {

@@ -300,8 +300,40 @@ impl Trainer {
         Ok(())
     }
 
-    /// Build the final dictionary.
+    /// Count the chunks in a memory budget: the chunk counter spills sorted
+    /// runs under `parent` past `limit` estimated bytes (as BPE's counting
+    /// does: [`WordCounter::spill_to`]). False, with nothing done, for a
+    /// strategy that counts no chunks (standard, frequency_gated: their
+    /// memory is the pool's, fixed by `n`).
+    pub fn spill_to(&mut self, parent: &std::path::Path, limit: u64) -> Result<bool> {
+        match &mut self.counter {
+            Some(c) => c.spill_to(parent, limit).map(|_| true),
+            None => Ok(false),
+        }
+    }
+
+    /// The end of counting in a budget ([`WordCounter::settle`]): the chunk
+    /// counts made exact from the runs, the most frequent kept whose cost fits
+    /// `keep` bytes; (distinct chunks dropped, their occurrences, the count
+    /// threshold), all 0 when nothing was dropped or no chunks are counted.
+    pub fn settle(&mut self, keep: u64, min_coverage: f64, budget_per_keep: f64) -> Result<(u64, u64, u64)> {
+        match &mut self.counter {
+            Some(c) => c.settle(keep, min_coverage, budget_per_keep),
+            None => Ok((0, 0, 0)),
+        }
+    }
+
+    /// Distinct chunks counted so far, and all their occurrences (0, 0 without
+    /// a chunk counter; after spilling, the distinct chunks of the table only).
+    pub fn chunk_totals(&self) -> (usize, u64) {
+        self.counter.as_ref().map_or((0, 0), |c| (c.unique(), c.total_pieces()))
+    }
+
+    /// Build the final dictionary (after [`Self::settle`] when counting spilled).
     pub fn finish(self) -> Result<(Dictionary, Stats)> {
+        if self.counter.as_ref().is_some_and(|c| c.runs() > 0) {
+            return Err(Error::invalid("the chunk counts are partly spilled to disk: call settle() first"));
+        }
         let seen = match (&self.online, &self.counter) {
             (Some(o), None) => o.seen(),
             _ => self.seen,

@@ -134,6 +134,38 @@ impl PyLz78Trainer {
         self.inner.as_ref().is_some_and(|t| t.wants_more())
     }
 
+    /// Count the chunks in a memory budget: spill sorted runs under
+    /// `tmp_dir` past `limit` estimated bytes; False if the strategy counts no chunks.
+    fn spill_to(&mut self, tmp_dir: std::path::PathBuf, limit: u64) -> PyResult<bool> {
+        let t = self.inner.as_mut().ok_or_else(|| Error::invalid("this trainer has finished"))?;
+        Ok(t.spill_to(&tmp_dir, limit)?)
+    }
+
+    /// Exact chunk counts from the runs, the most frequent kept whose cost
+    /// fits `keep` bytes: (dropped chunks, their occurrences, the threshold).
+    fn settle(
+        &mut self,
+        py: Python<'_>,
+        keep: u64,
+        min_coverage: f64,
+        budget_per_keep: f64,
+    ) -> PyResult<(u64, u64, u64)> {
+        let t = self.inner.as_mut().ok_or_else(|| Error::invalid("this trainer has finished"))?;
+        Ok(py.detach(|| t.settle(keep, min_coverage, budget_per_keep))?)
+    }
+
+    /// Distinct chunks counted (after `settle`: those kept).
+    #[getter]
+    fn unique(&self) -> usize {
+        self.inner.as_ref().map_or(0, |t| t.chunk_totals().0)
+    }
+
+    /// Chunk occurrences counted.
+    #[getter]
+    fn total_pieces(&self) -> u64 {
+        self.inner.as_ref().map_or(0, |t| t.chunk_totals().1)
+    }
+
     /// Build the dictionary: (entries [(parent, char, pattern, output)], flat, stats).
     #[pyo3(signature = (num_threads=None))]
     fn finish<'py>(

@@ -105,6 +105,14 @@ def _train_args(p: argparse.ArgumentParser) -> None:
         choices=["lz78", "compressed"],
         help="file format (default: the dictionary's own: compressed for the compressed strategy, else lz78)",
     )
+    p.add_argument(
+        "--max_memory",
+        default=None,
+        metavar="SIZE",
+        help="memory budget for the chunk counts (e.g. 4GB; default: 3/4 of the available memory): counts spill "
+        "to --tmp_dir and stay exact; the rarest chunks are dropped (and recorded) only if the rest must fit",
+    )
+    p.add_argument("--tmp_dir", default=None, metavar="DIR", help="where counts spill (default: the system's)")
     _style_args(p)
     p.add_argument(
         "--compact_output_vocab",
@@ -282,6 +290,8 @@ def cmd_train(args) -> int:
             special_tokens=_specials(args.special_tokens),
             num_threads=args.num_threads,
             progress=not args.quiet,
+            max_memory=args.max_memory,
+            tmp_dir=args.tmp_dir,
             **params,
         )
     dt = time.perf_counter() - t0
