@@ -959,7 +959,7 @@ impl std::hash::Hasher for IdHasher {
     fn write(&mut self, bytes: &[u8]) {
         // (only u64 keys are hashed; any other input is folded in, never lost)
         for &b in bytes {
-            self.0 = (self.0 << 8 | self.0 >> 56) ^ b as u64;
+            self.0 = self.0.rotate_left(8) ^ b as u64;
         }
     }
     fn write_u64(&mut self, x: u64) {
