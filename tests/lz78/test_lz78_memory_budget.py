@@ -8,14 +8,13 @@ from __future__ import annotations
 import json
 import random
 import re
-import subprocess
-import sys
 import textwrap
 import warnings
 
 import pytest
 
 import tokenforge
+from memory_limit import LIMIT_AFTER_WARM_UP, check_bounded, check_dropped, identifier_corpus
 from tokenforge import LZ78Tokenizer, _core, counting, lz78
 from tokenforge.errors import TokenforgeError
 
@@ -78,14 +77,7 @@ def test_a_budget_that_drops_records_exactly_what(tmp_path, monkeypatch):
     with pytest.warns(UserWarning, match=r"dropped the \d+ pieces counted fewer than \d+ times"):
         tok = LZ78Tokenizer.train_from_iterator(docs, 600, max_memory=budget, tmp_dir=tmp_path)
     tr = tok.data.settings["training"]
-    below = tr["budget_dropped_below"]
-    dropped = [(k, c) for k, c in items if c < below]
-    assert below > 1 and dropped
-    assert tr["budget_dropped_unique"] == len(dropped)
-    assert tr["budget_dropped_pieces"] == sum(c for _, c in dropped)
-    assert tr["unique_chunks"] == len(items) - len(dropped)
-    kept_cost = sum(_core.train_cost(len(k)) for k, c in items if c >= below)
-    assert kept_cost <= cost * 0.6 < kept_cost + sum(_core.train_cost(len(k)) for k, c in items if c == below - 1)
+    check_dropped(items, tr, "unique_chunks")
     # the file records it, and reads back the same
     saved(tmp_path, "t", tok)
     assert tokenforge.load(tmp_path / "t.tsv").data.settings["training"] == tr
@@ -133,10 +125,10 @@ CHILD = textwrap.dedent(
     path, budget, tmp = sys.argv[1], sys.argv[2], sys.argv[3]
     # warm up: threads, their allocator arenas and the pattern, before the limit
     LZ78Tokenizer.train_from_iterator(["warm up " * 50] * 20, 400, progress=False, num_threads=2)
-    with open("/proc/self/status") as f:
-        vm = next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmSize:"))
-    limit = vm + (80 << 20)
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    """
+)
+CHILD += LIMIT_AFTER_WARM_UP + textwrap.dedent(
+    """
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         tok = LZ78Tokenizer.train(path, 400, strategy="flat_prune", progress=False, num_threads=2,
@@ -148,30 +140,5 @@ CHILD = textwrap.dedent(
 
 
 def test_bounded_memory_under_an_address_space_limit(tmp_path):
-    # ~1.2M distinct identifiers (seen once each) among frequent words: unbounded,
-    # their chunk counts and the sorted copy training makes need well over the child's 80 MB margin
-    rng = random.Random(9)
-    letters = str.maketrans("0123456789", "ghijklmnop")  # one chunk each, not split at digits
-    with open(tmp_path / "big.jsonl", "w", encoding="utf-8") as f:
-        for _ in range(6000):
-            words = []
-            for _ in range(600):
-                words.append(
-                    f"q{rng.getrandbits(44):x}".translate(letters) if rng.random() < 0.33 else rng.choice(WORDS[:6])
-                )
-            f.write(json.dumps({"text": " ".join(words)}) + "\n")
-    env = {"MALLOC_ARENA_MAX": "2", "PATH": "/usr/bin:/bin"}
-    run = lambda budget: subprocess.run(  # noqa: E731
-        [sys.executable, "-c", CHILD, str(tmp_path / "big.jsonl"), budget, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
-    bounded = run("48MB")
-    assert bounded.returncode == 0, bounded.stderr[-2000:]
-    dropped, warned = map(int, bounded.stdout.split())
-    assert dropped > 1_000_000 and warned == 1
-    assert [p for p in tmp_path.iterdir() if p.name.startswith("tokenforge-spill")] == []
-    unbounded = run("1TB")
-    assert unbounded.returncode != 0  # the same limit without a budget: out of memory
+    path = identifier_corpus(tmp_path / "big.jsonl", WORDS[:6])
+    check_bounded(CHILD, path, tmp_path)
