@@ -39,7 +39,7 @@ from .chat import special_token_list
 from .errors import CorpusError, FormatError, PatternError, TokenforgeError, warn_user
 from .formats.bpe_data import BPEData
 from .formats.kinds import Format, dir_holding, read_any
-from .formats.patterns import resolve_pattern
+from .formats.patterns import NAMED_PATTERNS, resolve_pattern
 from .hybrid import class_or_instance
 from .ids import is_integer
 from .progress import run_sliced
@@ -55,13 +55,9 @@ __all__ = ["BPETokenizer", "PATTERNS", "resolve_pattern"]
 #: GPT-4o's (tiktoken's o200k_base pattern). These and the other spellings of
 #: GPT-family patterns in use (tiktoken's own cl100k ``pat_str``, Llama-3's and
 #: Qwen2's tokenizer.json) run on the core's hand-written scanners.
-PATTERNS: dict[str, str | None] = {
-    "gpt4": _core.GPT4_PATTERN,
-    "cl100k": _core.CL100K_PATTERN,
-    "gpt2": _core.GPT2_PATTERN,
-    "o200k": _core.O200K_PATTERN,
-    "none": None,
-}
+#: The table is formats/patterns.NAMED_PATTERNS (the one name -> regex lookup, with
+#: ``resolve_pattern``), plus "none".
+PATTERNS: dict[str, str | None] = {**NAMED_PATTERNS, "none": None}
 
 LAYOUTS = ("nanochat", "specials_first")
 TIE_BREAKS = ("pair_ids", "lexicographic")
@@ -467,7 +463,6 @@ class BPETokenizer(CoreEncoded, Tokenizer):
 
     def to_tiktoken(self, name: str = "tokenforge") -> Any:
         """A working ``tiktoken.Encoding`` with the same ranks, pattern and specials."""
-        from .formats.patterns import NAMED_PATTERNS
         from .formats.tiktoken_io import GAP_PROBES, to_tiktoken
 
         enc = to_tiktoken(self._data, name=name)
