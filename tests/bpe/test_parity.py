@@ -295,6 +295,38 @@ def test_the_saved_file_records_the_settings(tmp_path):
     assert "parity" not in plain.data.training
 
 
+def test_dev_text_that_is_training_text_counted_once_gives_the_same_training():
+    """Dev documents that are also training documents (``compare``'s near-parallel
+    dev text) are counted once and their counts shared; the merges and the
+    recorded sizes are those of counting each text apart (iterators, which are
+    counted as given) and of the slow reference."""
+    from tokenforge.bpe_parity import _shared_texts
+    from tokenforge.data.corpus import Texts
+
+    dev = {
+        "en": [TRAIN["en"][0], "a dev text only", TRAIN["en"][0]],  # twice a document trained on 3 times
+        "de": [TRAIN["de"][1]],
+        "ru": list(TRAIN["ru"]),  # all of it
+    }
+    assert _shared_texts(Texts(TRAIN["en"]), Texts(dev["en"])) == (
+        [TRAIN["en"][1], TRAIN["en"][1], TRAIN["en"][0], TRAIN["en"][1]],
+        TRAIN["en"][0:1] * 2,
+        ["a dev text only"],
+    )
+    assert _shared_texts(Texts(iter(TRAIN["en"])), Texts(dev["en"])) is None
+    for measure in ("tokens", "bytes"):
+        a = _train(dev=dev, vocab=256 + 60, parity_measure=measure)
+        b = _train(
+            corpus={k: iter(v) for k, v in TRAIN.items()},
+            dev={k: iter(v) for k, v in dev.items()},
+            vocab=256 + 60,
+            parity_measure=measure,
+        )
+        want, _ = _reference(TRAIN, dev, 60, measure=measure)
+        assert a.merges == b.merges == want
+        assert a.data.training["parity"] == b.data.training["parity"]
+
+
 def test_files_jsonl_with_lang_and_per_language_paths_agree(tmp_path):
     rows = [{"text": t, "lang": lang} for lang, texts in TRAIN.items() for t in texts]
     (tmp_path / "train.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
