@@ -610,3 +610,26 @@ def test_the_frontier_script_on_the_committed_fixture(tmp_path):
     )
     # on its dev text the rule brought the dearest language nearer English than plain BPE did
     assert max(row["dev"]["premiums"].values()) < max(s["plain"]["dev"]["premiums"].values())
+    # --add: rows run later join the file (the same label replaced), in CONFIGS order
+    add = "levelup 0.1,foroutan2025 shared 1.5 global 0.1"
+    cmd[cmd.index("--only") + 1] = add
+    subprocess.run([*cmd, "--add"], check=True, env=env, capture_output=True, timeout=300)
+    (s2,) = json.loads((out / "frontier.json").read_text())["sizes"]["300"].values()
+    order = [c[0] for c in _frontier_configs()]
+    labels = [r["label"] for r in s2["rows"]]
+    assert labels == sorted(set(only.split(",")) | set(add.split(",")), key=order.index)
+    again = next(r for r in s2["rows"] if r["label"] == "levelup 0.1")
+    assert {**again, "train_s": 0} == {**row, "train_s": 0}
+    assert s2["plain"] == s["plain"] and set(s2["dev_picks"]) >= set(s["dev_picks"])
+
+
+def _frontier_configs():
+    import importlib.util
+
+    from repo_paths import ROOT
+
+    spec = importlib.util.spec_from_file_location("parity_frontier", ROOT / "bench" / "parity_frontier.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.CONFIGS
