@@ -88,6 +88,14 @@ CONFIGS: list[tuple[str, str, dict]] = [
     ("levelup 0.1", "levelup", {"parity_rule": "levelup", "parity_tolerance": 0.1}),
     ("levelup 0.15", "levelup", {"parity_rule": "levelup", "parity_tolerance": 0.15}),
     ("levelup 0.2", "levelup", {"parity_rule": "levelup", "parity_tolerance": 0.2}),
+    *[
+        (
+            f"levelup {tol:g} shared 1.4 global 0.1",
+            "levelup shared + global",
+            {"parity_rule": "levelup", "parity_tolerance": tol, "parity_shared": 1.4, "parity_global_merges": 0.1},
+        )
+        for tol in (0.105, 0.11, 0.12)
+    ],
     (
         "levelup median 0",
         "levelup median",
