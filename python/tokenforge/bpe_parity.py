@@ -46,7 +46,7 @@ is stated in docs/algorithms.md).
   global merges do not wait for a language cheaper than the reference to be
   pulled up to it (though, never the worst, it gets no parity merge and can
   still fall behind: docs/results/parity-frontier/README.md).
-  ``parity_reference="median"`` (with "levelup", "excess" or "group"): the
+  ``parity_reference="median"`` (with any rule but the paper's): the
   reference is, before each merge, the median language (the lower median of
   the languages' dev costs, ties to the first in sorted order) instead of a
   fixed one, so the languages below the median are left to the global merges
@@ -63,7 +63,15 @@ is stated in docs/algorithms.md).
   best first), the one with the largest ``sum_l w_l count_l``, ``w_l = 1 +
   parity_gain`` for a language dearer than the reference, else 1: the
   shared-pair variant's choice leaning towards the pairs the other dear
-  languages share (gain 0: the shared-pair choice, capped).
+  languages share (gain 0: the shared-pair choice, capped). "keep":
+  "levelup" for the languages dearer than the reference, and a language
+  cheaper than it keeps its premium: when the parity phase starts (after the
+  global merges) each language's floor is its premium then, or 1 if that is
+  above 1; a merge is global while every language's premium is within
+  ``1 + parity_tolerance`` of its floor, else the language furthest above
+  its floor (premium / floor) is served. A language cheaper than the
+  reference is served once its premium rises above where it started, instead
+  of never (under "levelup" it is never the worst).
 
 The ``parity_*`` settings travel from ``train`` as one checked value,
 :class:`ParitySettings` (its :meth:`~ParitySettings.check` is their one check),
@@ -108,7 +116,7 @@ __all__ = [
 #: the named ways to compare dev compression across languages
 MEASURES = ("tokens", "bytes", "chars")
 #: the rules that pick the merges after the global ones (see the module docstring)
-RULES = ("foroutan2025", "levelup", "excess", "group")
+RULES = ("foroutan2025", "levelup", "excess", "group", "keep")
 #: ``parity_reference`` naming the median language (see the module docstring)
 MEDIAN = "median"
 #: the core's index for the median language (``src/bpe/parity.rs``: ``MEDIAN``, ``usize::MAX``)

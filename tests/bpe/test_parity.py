@@ -132,6 +132,10 @@ def test_shared_variant_on_large_counts_equal_to_the_slow_reference(shared, min_
         ("group", dict(shared=2, gain=0.0)),
         ("group", dict(shared=3, gain=2.0, tolerance=0.05)),
         ("group", dict(shared=1.5, gain=10.0, global_merges=2)),
+        ("keep", dict(tolerance=0.0)),
+        ("keep", dict(tolerance=0.05, global_merges=10)),
+        ("keep", dict(tolerance=0.0, shared=2, global_merges=5)),
+        ("keep", dict(tolerance=0.02, window=4, alpha=1.0, global_merges=5)),
     ],
 )
 @pytest.mark.parametrize("reference", ["en", "de", "median"])
@@ -158,13 +162,19 @@ def test_levelup_and_excess_rules_equal_to_the_slow_reference(rule, kw, referenc
 
 
 @pytest.mark.parametrize(
-    "rule,kw", [("levelup", {}), ("group", {"shared": 2.0, "gain": 1.0}), ("excess", {"gain": 8.0})]
+    "rule,kw",
+    [
+        ("levelup", {}),
+        ("group", {"shared": 2.0, "gain": 1.0}),
+        ("excess", {"gain": 8.0}),
+        ("keep", {"global_merges": 8}),
+    ],
 )
 def test_median_reference_moves_and_equals_the_slow_reference(rule, kw):
     # four languages whose median changes as they are served: no fixed reference gives the same merges
     train = {**TRAIN, "fr": ["le chat est sur le tapis, le chat a mangé le rat", "plus de 12 chats et 3 tapis"] * 2}
     dev = {**DEV, "fr": ["le chat est assis sur le tapis"]}
-    names = {"shared": "parity_shared", "gain": "parity_gain"}
+    names = {"shared": "parity_shared", "gain": "parity_gain", "global_merges": "parity_global_merges"}
     tok = _train(
         train, dev, vocab=256 + 100, parity_rule=rule, parity_reference="median", **{names[k]: v for k, v in kw.items()}
     )
@@ -194,6 +204,7 @@ def test_levelup_and_excess_serve_only_the_languages_dearer_than_the_reference()
         dict(parity_rule="levelup"),
         dict(parity_rule="excess", parity_gain=3.0),
         dict(parity_rule="group", parity_gain=3.0, parity_shared=2.0),
+        dict(parity_rule="keep", parity_global_merges=0.2, parity_shared=2.0),
     ],
 )
 def test_new_rules_deterministic_whatever_the_threads_and_recorded(tmp_path, kw):
@@ -211,7 +222,7 @@ def test_new_rules_deterministic_whatever_the_threads_and_recorded(tmp_path, kw)
 def test_new_rules_typed_errors():
     with pytest.raises(TokenforgeError, match="unknown parity_rule 'fair'"):
         _train(parity_rule="fair")
-    for rule in ("levelup", "excess"):
+    for rule in ("levelup", "excess", "keep"):
         with pytest.raises(TokenforgeError, match="needs parity_reference"):
             _train(parity_rule=rule)
         with pytest.raises(TokenforgeError, match="needs parity_reference"):
@@ -223,6 +234,21 @@ def test_new_rules_typed_errors():
     for bad in (-1.0, float("nan"), "2", True):
         with pytest.raises(TokenforgeError, match="parity_gain must be"):
             _train(parity_rule="excess", parity_reference="en", parity_gain=bad)
+
+
+def test_keep_serves_a_cheaper_language_once_it_rises_above_its_start():
+    # de as the reference: en is cheaper (dev tokens before training: en 22, de 28, ru 42)
+    levelup = _reference(TRAIN, DEV, 80, rule="levelup", reference=0, global_merges=8)[1]
+    keep, floors_at = _reference(TRAIN, DEV, 80, rule="keep", reference=0, global_merges=8)[1], 8
+    assert 1 not in levelup  # never the dearest: never served
+    assert 1 in keep[floors_at:] and 2 in keep[floors_at:]  # en served too once it rose, ru as before
+    tok = _train(vocab=256 + 80, parity_rule="keep", parity_reference="de", parity_global_merges=8)
+    assert tok.data.training["parity"]["per_language"]["en"]["merges"] == keep.count(1) > 0
+    # with the reference the cheapest language, keep is levelup
+    for kw in ({}, {"tolerance": 0.1}, {"shared": 2.0}):
+        assert _reference(TRAIN, DEV, 80, rule="keep", reference=1, **kw) == _reference(
+            TRAIN, DEV, 80, rule="levelup", reference=1, **kw
+        )
 
 
 def test_the_variants_change_the_merges():
