@@ -77,8 +77,32 @@ impl Charsmap {
         (0..0x80usize).all(|c| units.get(next ^ c).is_none_or(|&v| label(v) != c as u32))
     }
 
-    fn bad(&self, pos: usize) -> Error {
+    pub(super) fn bad(&self, pos: usize) -> Error {
         Error::format(0, format!("the charsmap's trie points outside itself (unit {pos} of {})", self.units.len()))
+    }
+
+    /// The value of the shortest rule at the start of `data`, the walk ending at
+    /// a NUL byte (tokenizers' `Precompiled::transform` takes the first hit of a
+    /// common-prefix search); None if no rule starts it.
+    pub(super) fn shortest(&self, data: &[u8]) -> Result<Option<usize>> {
+        let units = &self.units;
+        let mut pos = offset(units[0]);
+        for &c in data {
+            if c == 0 {
+                break;
+            }
+            pos ^= c as usize;
+            let u = *units.get(pos).ok_or_else(|| self.bad(pos))?;
+            if label(u) != c as u32 {
+                break;
+            }
+            pos ^= offset(u);
+            if (u >> 8) & 1 == 1 {
+                let v = *units.get(pos).ok_or_else(|| self.bad(pos))?;
+                return Ok(Some((v & 0x7FFF_FFFF) as usize));
+            }
+        }
+        Ok(None)
     }
 
     /// (length, value) of the longest rule at the start of `data`; (0, 0) if none.
@@ -102,7 +126,7 @@ impl Charsmap {
         Ok((best_len, best_val))
     }
 
-    fn replacement(&self, value: usize) -> Result<&str> {
+    pub(super) fn replacement(&self, value: usize) -> Result<&str> {
         let tail = self.strings.get(value..).filter(|t| !t.is_empty());
         let end = tail.and_then(|t| memchr::memchr(0, t));
         let (Some(tail), Some(end)) = (tail, end) else {

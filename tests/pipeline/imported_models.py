@@ -73,6 +73,54 @@ def _hf(kind: str):
     raise KeyError(kind)
 
 
+#: tokenizer.json files converted from a SentencePiece model the test trains, with
+#: the model's precompiled charsmap as a ``Precompiled`` normalizer (T5, ALBERT, XLNet,
+#: mBART files): the normalization rule, and the rest of the pipeline as
+#: transformers' (v4) SpmConverter wrote it or as the file has only the charsmap
+SPM_CONVERTED = {
+    "unigram-precompiled-t5": "nmt_nfkc",
+    "unigram-precompiled-cf": "nmt_nfkc_cf",
+}
+
+
+def _converted(kind: str):
+    """A tokenizers.Tokenizer made from a trained SentencePiece unigram model."""
+    import base64
+
+    import sentencepiece as spm
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
+
+    from tokenforge.formats.sentencepiece_model import parse_model_proto
+
+    out = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(TINY_DOCS),
+        model_writer=out,
+        minloglevel=2,
+        model_type="unigram",
+        vocab_size=300,
+        normalization_rule_name=SPM_CONVERTED[kind],
+    )
+    desc = parse_model_proto(out.getvalue(), "<trained>")
+    pieces = desc["model"]["pieces"]
+    unk = next(i for i, (_, _, t) in enumerate(pieces) if t == 2)
+    t = Tokenizer(models.Unigram([(p, score) for p, score, _ in pieces], unk, False))
+    charsmap = normalizers.Precompiled(base64.b64decode(desc["normalizer"]["precompiled_charsmap"]))
+    if kind == "unigram-precompiled-t5":
+        t.normalizer = normalizers.Sequence(
+            [charsmap, normalizers.Strip(left=False, right=True), normalizers.Replace(Regex(" {2,}"), "\u2581")]
+        )
+        t.pre_tokenizer = pre_tokenizers.Metaspace(prepend_scheme="always")
+    else:
+        t.normalizer = charsmap
+        t.pre_tokenizer = pre_tokenizers.Sequence(
+            [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Metaspace(prepend_scheme="always")]
+        )
+    t.decoder = decoders.Metaspace(prepend_scheme="always")
+    t.add_special_tokens([p for p, _, ty in pieces if ty == 3])
+    return t
+
+
 HF_CONFIGS = [
     "unigram-always",
     "unigram-first",
@@ -84,6 +132,7 @@ HF_CONFIGS = [
     "bpe-llama",
     "bpe-metaspace-first",
     "bpe-bytelevel-prefix",
+    *SPM_CONVERTED,
 ]
 
 SPM_CONFIGS = {
@@ -110,8 +159,11 @@ def hf_pair(kind: str, directory: Path):
     """(trained tokenizers.Tokenizer, tokenforge's load of its tokenizer.json)."""
     key = f"hf:{kind}"
     if key not in _cache:
-        t, trainer = _hf(kind)
-        t.train_from_iterator(TINY_DOCS, trainer)
+        if kind in SPM_CONVERTED:
+            t = _converted(kind)
+        else:
+            t, trainer = _hf(kind)
+            t.train_from_iterator(TINY_DOCS, trainer)
         path = directory / f"{kind}.json"
         t.save(str(path))
         # the reference is tokenizers reading the same file (its float parser can make a

@@ -10,9 +10,10 @@ approximated. The rules follow ``tokenizers`` (the Rust crate) step by step:
 
 * normalizers: ``Sequence``, ``NFC``/``NFD``/``NFKC``/``NFKD`` (Python's
   ``unicodedata``), ``Lowercase`` (one character at a time, as Rust's
-  ``char::to_lowercase``: no final-sigma rule), ``Replace`` (a String pattern),
-  ``Prepend`` (only to a non-empty text), ``Strip``, ``StripAccents``,
-  ``BertNormalizer``;
+  ``char::to_lowercase``: no final-sigma rule), ``Replace`` (a String pattern,
+  or a Regex of one character repeated), ``Prepend`` (only to a non-empty
+  text), ``Strip``, ``StripAccents``, ``BertNormalizer``, ``Precompiled`` (a
+  SentencePiece charsmap per grapheme cluster, in Rust: ``_core.HfPrecompiled``);
 * pre-tokenizers: ``Sequence``, ``Metaspace`` (``always``/``first``/``never``,
   ``split`` on or off), ``ByteLevel``, ``Split`` (a String pattern with any
   behaviour; a Regex with ``Isolated``, run by the core's regex engine),
@@ -37,10 +38,10 @@ Performance: this is the exact engine in plain Python (about 0.5-2 MB/s); each
 model caches the ids of the pieces it has seen (bounded), as ``tokenizers``
 does, so running text costs a dict lookup per repeated word.
 
-Not handled (refused at load): Regex patterns in ``Replace``, Regex ``Split``
-with a behaviour other than ``Isolated`` or ``invert``, the ``Precompiled``
-normalizer of a tokenizer.json (a SentencePiece ``.model`` file's charsmap is
-read, :mod:`tokenforge.pipeline.spm`), BPE dropout, ``Metaspace`` with
+Not handled (refused at load): Regex patterns in ``Replace`` other than one
+literal character repeated (``" {2,}"``, what the SentencePiece converters
+write), Regex ``Split``
+with a behaviour other than ``Isolated`` or ``invert``, BPE dropout, ``Metaspace`` with
 ``prepend_scheme`` ``first`` after a normalizer that can delete leading
 characters (``tokenizers`` then decides by alignments this engine does not
 track), ``UnicodeScripts``, ``CharDelimiterSplit``, ``FixedLength``, ``CTC``.
@@ -336,8 +337,12 @@ def _normalizer(d: Desc) -> tuple[list[Callable[[str], str]], bool]:
         return [lambda s: pre + s if s else s], False
     if kind == "Replace":
         d.only("pattern", "content")
-        pat = _string_pattern(d.sub("pattern"), "Replace")
         content = d.get("content", str)
+        pd = d.sub("pattern")
+        if isinstance(pd.value, dict) and "Regex" in pd.value:
+            rx = _run_regex(pd)
+            return [lambda s: rx.sub(lambda m: content, s)], content == ""
+        pat = _string_pattern(pd, "Replace")
         if not pat:
             return [lambda s: s], False
         return [lambda s: s.replace(pat, content)], content == ""
@@ -368,12 +373,70 @@ def _normalizer(d: Desc) -> tuple[list[Callable[[str], str]], bool]:
 
         return [bert], clean or strip_accents
     if kind == "Precompiled":
-        raise d.fail(
-            "the Precompiled normalizer of a tokenizer.json is not supported (tokenizers applies its charsmap per "
-            "grapheme cluster, which this engine does not reproduce); load the SentencePiece .model file instead",
-            "type",
-        )
+        d.only("precompiled_charsmap")
+        return [_precompiled(d)], True
     raise d.fail(f"normalizer {kind!r} is not supported", "type")
+
+
+def _precompiled(d: Desc) -> Callable[[str], str]:
+    """tokenizers' ``Precompiled``: the charsmap per grapheme cluster, in Rust
+    (``tokenforge._core.HfPrecompiled``, whose docs give the rule). A lone
+    surrogate is a cluster of its own (UAX #29: a control) that no charsmap
+    rule can spell in UTF-8: it is copied and the stretches between go to Rust.
+    A damaged trie is a FormatError naming this normalizer when a text meets it."""
+    import base64
+    import binascii
+
+    from .. import _core
+
+    raw = d.get("precompiled_charsmap", str)
+    try:
+        blob = base64.b64decode(raw, validate=True)
+    except (binascii.Error, ValueError):
+        raise d.fail("is not base64", "precompiled_charsmap") from None
+    try:
+        pc = _core.HfPrecompiled(blob)
+    except FormatError as e:
+        raise d.fail(str(e), "precompiled_charsmap") from None
+
+    def run(s: str) -> str:
+        try:
+            return pc.normalize(s)
+        except FormatError as e:
+            raise d.fail(str(e), "precompiled_charsmap") from None
+
+    def precompiled(s: str) -> str:
+        try:
+            return run(s)
+        except UnicodeEncodeError:
+            return "".join([p if _SURROGATE_RE.fullmatch(p) else run(p) for p in _SURROGATE_SPLIT.split(s) if p])
+
+    return precompiled
+
+
+_SURROGATE_SPLIT = re.compile("([\ud800-\udfff])")
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+# A Regex pattern reproduced exactly: one character (literal or escaped) repeated,
+# greedily, at least n times -- the converters' " {2,}" (T5, ALBERT ...). Any
+# engine finds the same leftmost-longest runs of it; other regexes are refused.
+_RUN_PATTERN = re.compile(r"(?s)(\\.|[^\\.^$|?*+()\[\]{}])(\+|\*|\{(\d{1,4}),\})")
+
+
+def _run_regex(pd: Desc) -> re.Pattern:
+    regex = pd.get("Regex", str)
+    m = _RUN_PATTERN.fullmatch(regex)
+    if m is None or m.group(1)[0] == "\\" and m.group(1)[1:].isalnum():
+        raise pd.fail(
+            f"the Regex {regex!r} is not supported here (a Regex Replace is reproduced only as one literal "
+            "character repeated: 'x+', 'x*', 'x{n,}')",
+            "Regex",
+        )
+    ch = m.group(1)[-1]
+    least = 1 if m.group(2) == "+" else 0 if m.group(2) == "*" else int(m.group(3))
+    if least == 0:
+        raise pd.fail(f"the Regex {regex!r} matches the empty string; not supported", "Regex")
+    return re.compile(f"{re.escape(ch)}{{{least},}}")
 
 
 def _string_pattern(d: Desc, who: str) -> str:
@@ -1125,7 +1188,10 @@ class Pipeline:
 
     def words(self, text: str, first: bool = True) -> list[str]:
         """The normalized, pre-tokenized pieces of a text (what the model sees)."""
-        pieces: list[Piece] = [(self.normalize(text), first)]
+        normalized = self.normalize(text)
+        if not normalized:  # tokenizers' prepend (Metaspace, ByteLevel) leaves an empty text empty
+            return []
+        pieces: list[Piece] = [(normalized, first)]
         for pt in self.pre_tokenizers:
             pieces = pt(pieces)
         return [p for p, _ in pieces]
