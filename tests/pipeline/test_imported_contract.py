@@ -114,8 +114,11 @@ def test_unsupported_constructs_are_refused_by_name(tmp_path, models_dir):
             "Regex",
             "normalizer.pattern",
         ),
-        (lambda d: d["added_tokens"].append({**d["added_tokens"][0], "id": 999, "special": False}), "non-special"),
-        (lambda d: d["added_tokens"][0].update(lstrip=True), "lstrip", "added_tokens[0]"),
+        (lambda d: d["added_tokens"].append({**d["added_tokens"][0], "id": 999}), "added twice", "added_tokens[3]"),
+        (
+            lambda d: d["added_tokens"].append({**d["added_tokens"][0], "content": "\x00", "normalized": True}),
+            "normalizes to nothing",
+        ),
         (lambda d: d.update(truncation={"max_length": 5}), "truncation"),
         (lambda d: d["model"].update(type="Mystery"), "Mystery"),
         (lambda d: d.update(decoder={"type": "CTC"}), "CTC", "decoder"),

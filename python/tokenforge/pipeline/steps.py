@@ -57,13 +57,13 @@ import math
 import re
 import unicodedata
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from ..errors import FormatError
 from ..reference.unigram import best_path
 from . import hf_unicode
 
-__all__ = ["Desc", "Pipeline", "build"]
+__all__ = ["AddedToken", "Desc", "Pipeline", "build"]
 
 #: the most pieces a model remembers the ids of (as tokenizers' cache)
 CACHE_LIMIT = 100_000
@@ -1156,6 +1156,82 @@ _MODELS: dict[str, Callable[[Desc], Model]] = {
 }
 
 
+# ---------------------------------------------------------------- added tokens
+class AddedToken(NamedTuple):
+    """One of a tokenizer.json's ``added_tokens``, with tokenizers' matching flags."""
+
+    content: str
+    id: int
+    special: bool
+    lstrip: bool
+    rstrip: bool
+    single_word: bool
+    normalized: bool
+
+
+class _AddedSet:
+    """Added tokens matched the way tokenizers' ``AddedVocabulary.find_matches``
+    does: leftmost-longest matches (a regex alternation of the patterns, longest
+    first, finds the same ones as its Aho-Corasick automaton), a special token not
+    allowed still consuming its match; ``single_word`` drops a match with a word
+    character (the regex crate's ``\\w``) just outside it; ``lstrip`` / ``rstrip``
+    take the whitespace beside it into the token (never before the previous
+    split's end).
+
+    Performance: one ``re`` scan per text; the alternation is tried at each
+    position, so a file with thousands of added tokens costs more per character
+    (tokenizers' automaton does not)."""
+
+    def __init__(self, patterns: list[tuple[str, AddedToken]], where: Desc):
+        self.by_pattern: dict[str, AddedToken] = {}
+        for pat, tok in patterns:
+            if not pat:
+                raise where.fail(f"added token {tok.content!r} normalizes to nothing; tokenizers cannot match it")
+            other = self.by_pattern.get(pat)
+            if other is not None and other.id != tok.id:
+                raise where.fail(f"added tokens {other.content!r} and {tok.content!r} match the same text {pat!r}")
+            self.by_pattern[pat] = tok
+        alternatives = sorted(self.by_pattern, key=len, reverse=True)
+        self.rx = re.compile("|".join(map(re.escape, alternatives))) if alternatives else None
+
+    def find(self, s: str, allowed: frozenset[str]) -> list[tuple[int | None, int, int]]:
+        """(added id or None, start, end) covering ``s`` (spans may overlap where an
+        ``rstrip`` reaches past the next match, as in tokenizers)."""
+        if self.rx is None or not s:
+            return [(None, 0, len(s))]
+        out: list[tuple[int | None, int, int]] = []
+        done = 0
+        for m in self.rx.finditer(s):
+            a, b = m.span()
+            tok = self.by_pattern[m.group()]
+            if tok.special and tok.content not in allowed:
+                continue
+            if tok.single_word and (a > 0 and _is_word(s[a - 1]) or b < len(s) and _is_word(s[b])):
+                continue
+            if tok.lstrip:
+                k = a
+                while k > 0 and s[k - 1] in _WHITE_SPACE:
+                    k -= 1
+                a = max(k, done)
+            if tok.rstrip:
+                while b < len(s) and s[b] in _WHITE_SPACE:
+                    b += 1
+            if done < a:
+                out.append((None, done, a))
+            out.append((tok.id, a, b))
+            done = b
+        if done != len(s):
+            out.append((None, done, len(s)))
+        return out
+
+
+_WORD_RE = re.compile(f"[{_WORD_SET}]")
+
+
+def _is_word(c: str) -> bool:
+    return _WORD_RE.match(c) is not None
+
+
 # ---------------------------------------------------------------- the pipeline
 class Pipeline:
     """A built description: ``encode(text, first)`` and ``decode(tokens)``."""
@@ -1179,16 +1255,46 @@ class Pipeline:
             text = f(text)
         return text
 
-    def encode(self, text: str, first: bool = True) -> list[int]:
-        """The ids of one stretch of text between added tokens (``first``: it
-        starts the original text)."""
+    #: the added tokens matched in the text before normalization, and those matched after it
+    raw_added: _AddedSet | None = None
+    normalized_added: _AddedSet | None = None
+    #: whether an added token can match when no special token is allowed
+    matches_ordinary = False
+
+    def set_added(self, tokens: list[AddedToken], where: Desc) -> None:
+        """Match these added tokens in the text as tokenizers does: the ones with
+        ``normalized`` false in the caller's text, the others (their content
+        normalized) in each normalized stretch between."""
+        self.raw_added = _AddedSet([(t.content, t) for t in tokens if not t.normalized], where)
+        self.normalized_added = _AddedSet([(self.normalize(t.content), t) for t in tokens if t.normalized], where)
+        self.matches_ordinary = any(not t.special for t in tokens)
+
+    def encode(self, text: str, first: bool = True, allowed: frozenset[str] = frozenset()) -> list[int]:
+        """The ids of a text (``first``: it starts the original text; ``allowed``:
+        the special tokens cut out of it, the others stay text)."""
         if not text:
             return []
-        return self.model.encode_words(self.words(text, first))
+        if self.raw_added is None or self.normalized_added is None or not (self.matches_ordinary or allowed):
+            return self.model.encode_words(self.words(text, first))
+        ids: list[int] = []
+        for tid, a, b in self.raw_added.find(text, allowed):
+            if tid is not None:
+                ids.append(tid)
+                continue
+            normalized = self.normalize(text[a:b])
+            for tid2, c, d in self.normalized_added.find(normalized, allowed):
+                if tid2 is not None:
+                    ids.append(tid2)
+                elif d > c:
+                    ids.extend(self.model.encode_words(self.pretokenize(normalized[c:d], first and a == 0 and c == 0)))
+        return ids
 
     def words(self, text: str, first: bool = True) -> list[str]:
         """The normalized, pre-tokenized pieces of a text (what the model sees)."""
-        normalized = self.normalize(text)
+        return self.pretokenize(self.normalize(text), first)
+
+    def pretokenize(self, normalized: str, first: bool) -> list[str]:
+        """The pre-tokenizer's pieces of a normalized text."""
         if not normalized:  # tokenizers' prepend (Metaspace, ByteLevel) leaves an empty text empty
             return []
         pieces: list[Piece] = [(normalized, first)]
@@ -1198,7 +1304,10 @@ class Pipeline:
 
     def encode_batch(self, texts: list[str], num_threads) -> list[list[int]]:
         """:meth:`encode` of many texts: the stages before the model in Python,
-        text by text; the model on ``num_threads`` threads where it is native."""
+        text by text; the model on ``num_threads`` threads where it is native
+        (text by text where non-special added tokens cut the texts)."""
+        if self.matches_ordinary:
+            return [self.encode(t) for t in texts]
         return self.model.encode_words_batch([self.words(t) if t else [] for t in texts], num_threads)
 
     def decode(self, tokens: list[str]) -> str:
@@ -1230,6 +1339,10 @@ class Pipeline:
         token = self.model.pieces[i] if i < len(self.model.pieces) else None
         if token is None:
             return None
+        return self.token_bytes(token)
+
+    def token_bytes(self, token: str) -> bytes:
+        """The bytes a token (a model piece, or an added token's text) stands for in running text."""
         v: Any = token
         for dec in self.decoders or ():
             v = dec.piece(v)
