@@ -5,8 +5,9 @@
 
 The same model file and the same text on both sides: a SentencePiece unigram
 ``.model`` (sentencepiece's ``encode`` against ``tokenforge.load`` of that
-file), and tokenizer.json files of a Unigram (Metaspace) and a WordPiece (BERT's
-pipeline) model (``tokenizers``' ``encode(..., add_special_tokens=False)``
+file), and tokenizer.json files of a Unigram (Metaspace), the SentencePiece
+model converted as T5's file was (its charsmap as a ``Precompiled`` normalizer,
+tests/spm_convert.py) and a WordPiece (BERT's pipeline) model (``tokenizers``' ``encode(..., add_special_tokens=False)``
 against tokenforge). Each model runs in its own child process
 (``common.run_function``) holding both sides, which are timed interleaved
 (``common.interleaved``: every run once per round, back to back, ``--repeat``
@@ -87,6 +88,11 @@ def prepare(train_mb: float, mb: float, vocab: int) -> str:
         max_sentence_length=1 << 16,
     )
     (DATA / "unigram.model").write_bytes(out.getvalue())
+    # the same model as a T5-style tokenizer.json: its charsmap as a Precompiled normalizer
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from spm_convert import converted_tokenizer
+
+    converted_tokenizer(out.getvalue()).save(str(DATA / "t5.json"))
     uni = Tokenizer(models.Unigram())
     uni.normalizer = normalizers.NFKC()
     uni.pre_tokenizer = pre_tokenizers.Metaspace()
@@ -218,6 +224,7 @@ def main() -> None:
     rows = [
         ("unigram.model", "sentencepiece", "spm unigram"),
         ("unigram.json", "tokenizers", "hf unigram"),
+        ("t5.json", "tokenizers", "hf t5-style"),
         ("wordpiece.json", "tokenizers", "hf wordpiece"),
     ]
     env = {"RAYON_NUM_THREADS": str(args.threads)}

@@ -238,14 +238,11 @@ def _write_imported(scratch: Path) -> None:
 def _write_precompiled(path: Path) -> None:
     """A Unigram tokenizer.json whose normalizer is a Precompiled charsmap of a few
     rules (a sentencepiece normalization_rule_tsv: a few hundred bytes of trie)."""
-    import base64
     import io
     import tempfile
 
     import sentencepiece as spm
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
-
-    from tokenforge.formats.sentencepiece_model import parse_model_proto
+    from spm_convert import converted_tokenizer
 
     rules = {"41": "61", "41 301": "E1", "FB01": "66 69", "3000": "20", "9": "20", "2460": "31", "7F": ""}
     with tempfile.TemporaryDirectory() as d:
@@ -260,13 +257,7 @@ def _write_precompiled(path: Path) -> None:
             normalization_rule_tsv=str(tsv),
             minloglevel=2,
         )
-    desc = parse_model_proto(out.getvalue(), "<fuzz>")
-    pieces = desc["model"]["pieces"]
-    t = Tokenizer(models.Unigram([(p, score) for p, score, _ in pieces], 0, False))
-    t.normalizer = normalizers.Precompiled(base64.b64decode(desc["normalizer"]["precompiled_charsmap"]))
-    t.pre_tokenizer = pre_tokenizers.Metaspace()
-    t.decoder = decoders.Metaspace()
-    t.save(str(path))
+    converted_tokenizer(out.getvalue(), t5=False).save(str(path))
 
 
 def read_cases(scratch: Path) -> list[Case]:

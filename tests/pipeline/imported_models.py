@@ -85,12 +85,8 @@ SPM_CONVERTED = {
 
 def _converted(kind: str):
     """A tokenizers.Tokenizer made from a trained SentencePiece unigram model."""
-    import base64
-
     import sentencepiece as spm
-    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
-
-    from tokenforge.formats.sentencepiece_model import parse_model_proto
+    from spm_convert import converted_tokenizer
 
     out = io.BytesIO()
     spm.SentencePieceTrainer.train(
@@ -101,24 +97,7 @@ def _converted(kind: str):
         vocab_size=300,
         normalization_rule_name=SPM_CONVERTED[kind],
     )
-    desc = parse_model_proto(out.getvalue(), "<trained>")
-    pieces = desc["model"]["pieces"]
-    unk = next(i for i, (_, _, t) in enumerate(pieces) if t == 2)
-    t = Tokenizer(models.Unigram([(p, score) for p, score, _ in pieces], unk, False))
-    charsmap = normalizers.Precompiled(base64.b64decode(desc["normalizer"]["precompiled_charsmap"]))
-    if kind == "unigram-precompiled-t5":
-        t.normalizer = normalizers.Sequence(
-            [charsmap, normalizers.Strip(left=False, right=True), normalizers.Replace(Regex(" {2,}"), "\u2581")]
-        )
-        t.pre_tokenizer = pre_tokenizers.Metaspace(prepend_scheme="always")
-    else:
-        t.normalizer = charsmap
-        t.pre_tokenizer = pre_tokenizers.Sequence(
-            [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Metaspace(prepend_scheme="always")]
-        )
-    t.decoder = decoders.Metaspace(prepend_scheme="always")
-    t.add_special_tokens([p for p, _, ty in pieces if ty == 3])
-    return t
+    return converted_tokenizer(out.getvalue(), t5=kind == "unigram-precompiled-t5")
 
 
 HF_CONFIGS = [
