@@ -242,6 +242,7 @@ def _write_precompiled(path: Path) -> None:
     import tempfile
 
     import sentencepiece as spm
+
     from spm_convert import converted_tokenizer
 
     rules = {"41": "61", "41 301": "E1", "FB01": "66 69", "3000": "20", "9": "20", "2460": "31", "7F": ""}

@@ -46,6 +46,7 @@ __all__ = [
     "train_cost",
     "WordModel",
     "SpmEncoder",
+    "HfPrecompiled",
     "MIXEDGRAM_HEADER_BYTES",
     "MixedgramModel",
     "mixedgram_train",

@@ -86,6 +86,7 @@ SPM_CONVERTED = {
 def _converted(kind: str):
     """A tokenizers.Tokenizer made from a trained SentencePiece unigram model."""
     import sentencepiece as spm
+
     from spm_convert import converted_tokenizer
 
     out = io.BytesIO()

@@ -31,7 +31,14 @@ ADDED = [
     ("[sep]", True, False, True, False, True),
     ("\u00e9t\u00e9", False, False, False, False, True),
 ]
-BASES = ["unigram-always", "unigram-first", "wordpiece-bert", "bpe-llama", "bpe-bytelevel-prefix", "unigram-precompiled-t5"]
+BASES = [
+    "unigram-always",
+    "unigram-first",
+    "wordpiece-bert",
+    "bpe-llama",
+    "bpe-bytelevel-prefix",
+    "unigram-precompiled-t5",
+]
 EDGES = [
     "hello world",
     "hellohello",
@@ -64,7 +71,9 @@ def _pair(kind: str, models_dir):
         t, _, path = hf_pair(kind, models_dir)
         t = Tokenizer.from_str(t.to_str())
         for content, special, lstrip, rstrip, single, norm in ADDED:
-            tok = AddedToken(content, single_word=single, lstrip=lstrip, rstrip=rstrip, normalized=norm, special=special)
+            tok = AddedToken(
+                content, single_word=single, lstrip=lstrip, rstrip=rstrip, normalized=norm, special=special
+            )
             (t.add_special_tokens if special else t.add_tokens)([tok])
         p = models_dir / f"{kind}-added.json"
         t.save(str(p))
