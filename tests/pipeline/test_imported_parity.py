@@ -157,3 +157,13 @@ def test_precompiled_applies_the_charsmap_per_cluster_not_as_sentencepiece_does(
         assert stok.normalized(text) == spm, text
         _hf_check(t, tok, text)
         _spm_check(sp, stok, text)
+
+
+def test_precompiled_copies_a_lone_surrogate_and_normalizes_around_it(models_dir):
+    """tokenizers cannot take a lone surrogate; UAX #29 makes one a cluster of its
+    own, so the stretches either side are normalized as tokenizers would alone."""
+    t, tok, _ = hf_pair("unigram-precompiled-cf", models_dir)
+    a, b = "a\ufb01", "\u2460\u0301 \uff21"
+    assert tok.normalized(a + "\ud800" + b) == t.normalizer.normalize_str(a) + "\ud800" + t.normalizer.normalize_str(b)
+    s = a + "\udfff" + b
+    assert tok.encode_batch([s]) == [tok.encode(s)] and tok.encode(s)
