@@ -81,49 +81,52 @@ impl Charsmap {
         Error::format(0, format!("the charsmap's trie points outside itself (unit {pos} of {})", self.units.len()))
     }
 
+    /// Walks the rules that start `data`, shortest first, handing each one's
+    /// (length, value) to `hit` until it returns false; `stop_at_nul`: the walk
+    /// ends at a NUL byte (tokenizers' walk does, sentencepiece's does not).
+    fn walk(&self, data: &[u8], stop_at_nul: bool, mut hit: impl FnMut(usize, usize) -> bool) -> Result<()> {
+        let units = &self.units;
+        let mut pos = offset(units[0]);
+        for (i, &c) in data.iter().enumerate() {
+            if c == 0 && stop_at_nul {
+                break;
+            }
+            pos ^= c as usize;
+            let u = *units.get(pos).ok_or_else(|| self.bad(pos))?;
+            if label(u) != c as u32 {
+                break;
+            }
+            pos ^= offset(u);
+            if (u >> 8) & 1 == 1 {
+                let v = *units.get(pos).ok_or_else(|| self.bad(pos))?;
+                if !hit(i + 1, (v & 0x7FFF_FFFF) as usize) {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The value of the shortest rule at the start of `data`, the walk ending at
     /// a NUL byte (tokenizers' `Precompiled::transform` takes the first hit of a
     /// common-prefix search); None if no rule starts it.
     pub(super) fn shortest(&self, data: &[u8]) -> Result<Option<usize>> {
-        let units = &self.units;
-        let mut pos = offset(units[0]);
-        for &c in data {
-            if c == 0 {
-                break;
-            }
-            pos ^= c as usize;
-            let u = *units.get(pos).ok_or_else(|| self.bad(pos))?;
-            if label(u) != c as u32 {
-                break;
-            }
-            pos ^= offset(u);
-            if (u >> 8) & 1 == 1 {
-                let v = *units.get(pos).ok_or_else(|| self.bad(pos))?;
-                return Ok(Some((v & 0x7FFF_FFFF) as usize));
-            }
-        }
-        Ok(None)
+        let mut found = None;
+        self.walk(data, true, |_, v| {
+            found = Some(v);
+            false
+        })?;
+        Ok(found)
     }
 
     /// (length, value) of the longest rule at the start of `data`; (0, 0) if none.
     fn longest(&self, data: &[u8]) -> Result<(usize, usize)> {
-        let units = &self.units;
-        let mut pos = offset(units[0]);
-        let (mut best_len, mut best_val) = (0, 0);
-        for (i, &c) in data.iter().enumerate() {
-            pos ^= c as usize;
-            let u = *units.get(pos).ok_or_else(|| self.bad(pos))?;
-            if label(u) != c as u32 {
-                break;
-            }
-            pos ^= offset(u);
-            if (u >> 8) & 1 == 1 {
-                let v = *units.get(pos).ok_or_else(|| self.bad(pos))?;
-                best_len = i + 1;
-                best_val = (v & 0x7FFF_FFFF) as usize;
-            }
-        }
-        Ok((best_len, best_val))
+        let mut best = (0, 0);
+        self.walk(data, false, |len, v| {
+            best = (len, v);
+            true
+        })?;
+        Ok(best)
     }
 
     pub(super) fn replacement(&self, value: usize) -> Result<&str> {
