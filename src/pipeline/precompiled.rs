@@ -18,7 +18,8 @@
 //!
 //! Not handled: alignments (tokenizers tracks them for offsets; tokenforge's
 //! imported tokenizers give no offsets). A damaged charsmap is a `Format`
-//! error when a walk meets the damage (tokenizers would panic).
+//! error at load (`Charsmap::new` walks every node a text can reach; tokenizers
+//! would panic on the text that meets the damage).
 
 use unicode_segmentation::UnicodeSegmentation;
 
@@ -112,12 +113,21 @@ mod tests {
     #[test]
     fn a_damaged_map_is_a_format_error_not_a_panic() {
         let mut blob = map(&[(b'a', "A")]);
-        // the value of "a" points past the strings
+        // the value of "a" points past the strings: refused at load
         let at = 4 + 4 * (b'a' as usize ^ 0x80);
         blob[at..at + 4].copy_from_slice(&1000u32.to_le_bytes());
-        let p = Precompiled::new(&blob).unwrap();
-        let mut out = String::new();
-        assert!(p.normalize("xa", &mut out).is_err());
+        assert!(Precompiled::new(&blob).is_err());
         assert!(Precompiled::new(&[1, 0, 0]).is_err());
+        // a child position outside the trie (the root's offset moved past it)
+        let mut blob = map(&[(b'a', "A")]);
+        blob[4..8].copy_from_slice(&(1u32 << 10 | 1 << 9).to_le_bytes());
+        assert!(Precompiled::new(&blob).is_err());
+        // units pointing at each other in a cycle: checked once each, no hang
+        let mut units = vec![0u32; 256];
+        units[b'a' as usize] = b'a' as u32; // offset 0: "a" leads back to the root's block
+        let mut blob = 1024u32.to_le_bytes().to_vec();
+        units.iter().for_each(|u| blob.extend_from_slice(&u.to_le_bytes()));
+        let p = Precompiled::new(&blob).unwrap();
+        assert_eq!(norm(&p, "aaab"), "aaab");
     }
 }

@@ -7,9 +7,10 @@
 //! `remove_extra_whitespaces` drops leading, trailing and repeated spaces,
 //! `escape_whitespaces` writes a space as U+2581, `add_dummy_prefix` starts the
 //! text with one. The charsmap is a Darts-clone double array over UTF-8 bytes
-//! whose values point into a blob of NUL-terminated strings; every index is
-//! checked against its size, so a damaged map is a `Format` error naming the
-//! unit, never a read outside it, and each walk is bounded by the text.
+//! whose values point into a blob of NUL-terminated strings; every node a
+//! text can reach is checked at load (`Charsmap::check`), so a damaged map is a
+//! `Format` error naming the unit, never a read outside it; walks still check
+//! each index, and each is bounded by the text.
 //!
 //! Models: `unigram` ([`Unigram`] with [`super::Rule::SentencePiece`]), `bpe`
 //! (`bpe_model.cc`: see [`bpe`]), `word` (a piece starts at the text's start and
@@ -57,7 +58,43 @@ impl Charsmap {
             let p = base ^ b;
             *f = p < units.len() && label(units[p]) == b as u32;
         }
-        Ok(Charsmap { units, strings, first })
+        let map = Charsmap { units, strings, first };
+        map.check()?;
+        Ok(map)
+    }
+
+    /// Every walk a text can make stays inside the trie and every rule it can reach
+    /// points at a NUL-terminated UTF-8 replacement: a damaged map fails its load,
+    /// not a later encode. Each node is visited once (a set of the node positions
+    /// seen), each with its 256 possible bytes: at most 256 steps per unit, however
+    /// the units point at each other. (Darts-clone arrays are whole blocks of 256
+    /// units, so a sound one never has a child position outside itself.)
+    fn check(&self) -> Result<()> {
+        let units = &self.units;
+        let mut seen: rustc_hash::FxHashSet<usize> = Default::default();
+        let mut values: rustc_hash::FxHashSet<usize> = Default::default();
+        let mut todo = vec![offset(units[0])];
+        seen.insert(todo[0]);
+        while let Some(base) = todo.pop() {
+            for c in 0..256usize {
+                let child = base ^ c;
+                let u = *units.get(child).ok_or_else(|| self.bad(child))?;
+                if label(u) != c as u32 {
+                    continue;
+                }
+                let next = child ^ offset(u);
+                if (u >> 8) & 1 == 1 {
+                    let v = (*units.get(next).ok_or_else(|| self.bad(next))? & 0x7FFF_FFFF) as usize;
+                    if values.insert(v) {
+                        self.replacement(v)?;
+                    }
+                }
+                if seen.insert(next) {
+                    todo.push(next);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Whether byte `b` followed by an ASCII byte starts no rule: no rule is `b`
