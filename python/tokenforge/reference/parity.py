@@ -74,7 +74,7 @@ def norms_of(dev_counts: list[dict[bytes, int]], measure: str) -> list[int]:
     raise ValueError(f"unknown measure {measure!r}")
 
 
-def _best(pairs: Counter, tie_break: str, id_bytes: dict[int, bytes]):
+def _best(pairs: Counter, tie_break: str, id_bytes: dict[int, bytes]) -> tuple[tuple[int, int] | None, int]:
     best = max(pairs.values(), default=0)
     tied = [p for p, c in pairs.items() if c == best]
     if not tied:
@@ -102,7 +102,7 @@ def _balanced(cost_parts: list[tuple[int, int]], live: list[int], tolerance: flo
     return float(th * nl) <= (1.0 + tolerance) * float(tl * nh)
 
 
-def _all_pairs(train) -> Counter:
+def _all_pairs(train: list[tuple[list[list[int]], list[int]]]) -> Counter:
     """Every pair's count over all languages' training words."""
     pairs: Counter = Counter()
     for words, counts in train:
@@ -169,6 +169,7 @@ def train_parity_reference(
             global_now = _level(cost_parts, live_now, ref, tolerance)
         else:
             global_now = rule == "foroutan2025" and _balanced(cost_parts, live_now, tolerance)
+        pair: tuple[int, int] | None
         if k >= global_merges and rule == "excess":
             assert isinstance(ref, int)
             allp = _all_pairs(train)
@@ -186,7 +187,7 @@ def train_parity_reference(
                     else:
                         options.append((i, p))
 
-            def score(p):
+            def score(p: tuple[int, int]) -> float:
                 s = float(allp[p])
                 for m, e in enumerate(excess):
                     if e > 0:
@@ -226,7 +227,7 @@ def train_parity_reference(
                             if mine[p] * shared >= count and mine[p] >= threshold
                         ][:GROUP_CANDIDATES]
 
-                        def weighted(p):
+                        def weighted(p: tuple[int, int]) -> float:
                             s = 0.0
                             for w, c in zip(weights, per_lang):
                                 s += w * float(c[p])
@@ -246,6 +247,7 @@ def train_parity_reference(
                 pair = None
             if pair is None:
                 break
+        assert pair is not None  # each branch above breaks out when it finds none
         new_id = first_merge_id + k
         id_bytes[new_id] = id_bytes[pair[0]] + id_bytes[pair[1]]
         for words, _ in train + dev:
