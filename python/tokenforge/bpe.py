@@ -219,7 +219,10 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         ``parity_reference`` times its count there) or "group" ("levelup"'s
         language, and among its pairs within ``parity_shared`` of its top
         count the one most frequent over all languages, the languages dearer
-        than the reference weighted ``1 + parity_gain``). ``parity_reference``:
+        than the reference weighted ``1 + parity_gain``) or "keep" ("levelup",
+        and a language cheaper than the reference is served once its premium
+        rises above where it was when the parity phase started).
+        ``parity_reference``:
         a dev language, or "median" (before each merge, the median language by
         dev cost). The settings
         and each language's dev tokens before and after go to the file's
