@@ -5,8 +5,9 @@
 
 The same model file and the same text on both sides: a SentencePiece unigram
 ``.model`` (sentencepiece's ``encode`` against ``tokenforge.load`` of that
-file), and tokenizer.json files of a Unigram (Metaspace) and a WordPiece (BERT's
-pipeline) model (``tokenizers``' ``encode(..., add_special_tokens=False)``
+file), and tokenizer.json files of a Unigram (Metaspace), the SentencePiece
+model converted as T5's file was (its charsmap as a ``Precompiled`` normalizer,
+tests/spm_convert.py) and a WordPiece (BERT's pipeline) model (``tokenizers``' ``encode(..., add_special_tokens=False)``
 against tokenforge). Each model runs in its own child process
 (``common.run_function``) holding both sides, which are timed interleaved
 (``common.interleaved``: every run once per round, back to back, ``--repeat``
@@ -39,6 +40,11 @@ work): instructions per byte on one thread, reference / tokenforge: spm unigram
 1.39-3.35x, 2.1-4.2x, 1.00-2.69x. tokenforge's time on a tokenizer.json goes to
 the Python stages before the model (3.4-8.2 MB/s; the Rust model alone 17-53 MB/s),
 which also hold the GIL in a batch.
+
+The T5-style row (``--mb 0.5 --train-mb 2 --repeat 3``, default corpus, load 12-13):
+tokenizers 1.66 MB/s one thread, 1.12 batch; tokenforge 4.87 (2.93x) and 3.74
+(3.33x); its stages before the model (the Precompiled normalizer in Rust, Strip,
+Replace and Metaspace in Python) 7.6 MB/s, the model alone 14.2 MB/s.
 
 Not handled: the speed of loading the files; vocabularies larger than
 ``--vocab`` (8,000 by default).
@@ -87,6 +93,11 @@ def prepare(train_mb: float, mb: float, vocab: int) -> str:
         max_sentence_length=1 << 16,
     )
     (DATA / "unigram.model").write_bytes(out.getvalue())
+    # the same model as a T5-style tokenizer.json: its charsmap as a Precompiled normalizer
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from spm_convert import converted_tokenizer
+
+    converted_tokenizer(out.getvalue()).save(str(DATA / "t5.json"))
     uni = Tokenizer(models.Unigram())
     uni.normalizer = normalizers.NFKC()
     uni.pre_tokenizer = pre_tokenizers.Metaspace()
@@ -218,6 +229,7 @@ def main() -> None:
     rows = [
         ("unigram.model", "sentencepiece", "spm unigram"),
         ("unigram.json", "tokenizers", "hf unigram"),
+        ("t5.json", "tokenizers", "hf t5-style"),
         ("wordpiece.json", "tokenizers", "hf wordpiece"),
     ]
     env = {"RAYON_NUM_THREADS": str(args.threads)}

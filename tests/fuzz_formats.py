@@ -157,6 +157,8 @@ SPECS: dict[str, tuple[bool, list[str], Callable[[Path], object]]] = {
     "spm-model": (False, ["m.model"], _tf_load("m.model")),
     "hf-unigram-json": (False, ["tokenizer.json"], _tf_load("tokenizer.json")),
     "hf-wordpiece-json": (False, ["tokenizer.json"], _tf_load("tokenizer.json")),
+    # a converted SentencePiece model: a Precompiled normalizer's charsmap (small custom rules)
+    "hf-precompiled-json": (False, ["tokenizer.json"], _tf_load("tokenizer.json")),
     "pipeline-json": (True, ["tok.json"], _tf_load("tok.json")),
     # the shard files the index seals: token arrays and document tables, headers included (issue 32 item 6)
     "shard-files": (True, ["shard_00000.npy", "shard_00000.docs.npy", "shard_00001.docs.npy"], _load_shards),
@@ -230,6 +232,33 @@ def _write_imported(scratch: Path) -> None:
     wp.train_from_iterator(_TEXTS * 3, trainers.WordPieceTrainer(vocab_size=200, special_tokens=["[UNK]", "[CLS]"]))
     wp.save(str(scratch / "hf-wordpiece-json" / "tokenizer.json"))
     tf.load(scratch / "spm-model" / "m.model").save(scratch / "pipeline-json" / "tok.json")
+    _write_precompiled(scratch / "hf-precompiled-json" / "tokenizer.json")
+
+
+def _write_precompiled(path: Path) -> None:
+    """A Unigram tokenizer.json whose normalizer is a Precompiled charsmap of a few
+    rules (a sentencepiece normalization_rule_tsv: a few hundred bytes of trie)."""
+    import io
+    import tempfile
+
+    import sentencepiece as spm
+
+    from spm_convert import converted_tokenizer
+
+    rules = {"41": "61", "41 301": "E1", "FB01": "66 69", "3000": "20", "9": "20", "2460": "31", "7F": ""}
+    with tempfile.TemporaryDirectory() as d:
+        tsv = Path(d) / "rules.tsv"
+        tsv.write_text("".join(f"{k}\t{v}\n" for k, v in rules.items()))
+        out = io.BytesIO()
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(_TEXTS * 3),
+            model_writer=out,
+            vocab_size=150,
+            hard_vocab_limit=False,
+            normalization_rule_tsv=str(tsv),
+            minloglevel=2,
+        )
+    converted_tokenizer(out.getvalue(), t5=False).save(str(path))
 
 
 def read_cases(scratch: Path) -> list[Case]:

@@ -46,6 +46,7 @@ __all__ = [
     "train_cost",
     "WordModel",
     "SpmEncoder",
+    "HfPrecompiled",
     "MIXEDGRAM_HEADER_BYTES",
     "MixedgramModel",
     "mixedgram_train",
@@ -368,6 +369,11 @@ class SpmEncoder:
     def normalize(self, text: str) -> str: ...
     def encode(self, text: str) -> list[int]: ...
     def encode_batch(self, texts: Sequence[str], num_threads: int | None = None) -> list[list[int]]: ...
+
+@final
+class HfPrecompiled:
+    def __new__(cls, charsmap: bytes) -> HfPrecompiled: ...
+    def normalize(self, text: str) -> str: ...
 
 # --- mixedgram (src/py/mixedgram.rs) ---
 

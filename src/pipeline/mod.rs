@@ -8,10 +8,12 @@
 //!
 //! Not handled: anything Python-facing (bindings are `py::pipeline`).
 
+pub mod precompiled;
 pub mod spm;
 pub mod unigram;
 pub mod wordpiece;
 
+pub use precompiled::Precompiled;
 pub use spm::{Charsmap, SpmEncoder, SpmModel, SpmNormalizer, SpmPieces, SpmScratch};
 pub use unigram::{Kind, Rule, Scratch, Unigram};
 pub use wordpiece::WordPiece;

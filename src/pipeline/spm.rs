@@ -7,9 +7,10 @@
 //! `remove_extra_whitespaces` drops leading, trailing and repeated spaces,
 //! `escape_whitespaces` writes a space as U+2581, `add_dummy_prefix` starts the
 //! text with one. The charsmap is a Darts-clone double array over UTF-8 bytes
-//! whose values point into a blob of NUL-terminated strings; every index is
-//! checked against its size, so a damaged map is a `Format` error naming the
-//! unit, never a read outside it, and each walk is bounded by the text.
+//! whose values point into a blob of NUL-terminated strings; every node a
+//! text can reach is checked at load (`Charsmap::check`), so a damaged map is a
+//! `Format` error naming the unit, never a read outside it; walks still check
+//! each index, and each is bounded by the text.
 //!
 //! Models: `unigram` ([`Unigram`] with [`super::Rule::SentencePiece`]), `bpe`
 //! (`bpe_model.cc`: see [`bpe`]), `word` (a piece starts at the text's start and
@@ -57,7 +58,43 @@ impl Charsmap {
             let p = base ^ b;
             *f = p < units.len() && label(units[p]) == b as u32;
         }
-        Ok(Charsmap { units, strings, first })
+        let map = Charsmap { units, strings, first };
+        map.check()?;
+        Ok(map)
+    }
+
+    /// Every walk a text can make stays inside the trie and every rule it can reach
+    /// points at a NUL-terminated UTF-8 replacement: a damaged map fails its load,
+    /// not a later encode. Each node is visited once (a set of the node positions
+    /// seen), each with its 256 possible bytes: at most 256 steps per unit, however
+    /// the units point at each other. (Darts-clone arrays are whole blocks of 256
+    /// units, so a sound one never has a child position outside itself.)
+    fn check(&self) -> Result<()> {
+        let units = &self.units;
+        let mut seen: rustc_hash::FxHashSet<usize> = Default::default();
+        let mut values: rustc_hash::FxHashSet<usize> = Default::default();
+        let mut todo = vec![offset(units[0])];
+        seen.insert(todo[0]);
+        while let Some(base) = todo.pop() {
+            for c in 0..256usize {
+                let child = base ^ c;
+                let u = *units.get(child).ok_or_else(|| self.bad(child))?;
+                if label(u) != c as u32 {
+                    continue;
+                }
+                let next = child ^ offset(u);
+                if (u >> 8) & 1 == 1 {
+                    let v = (*units.get(next).ok_or_else(|| self.bad(next))? & 0x7FFF_FFFF) as usize;
+                    if values.insert(v) {
+                        self.replacement(v)?;
+                    }
+                }
+                if seen.insert(next) {
+                    todo.push(next);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Whether byte `b` followed by an ASCII byte starts no rule: no rule is `b`
@@ -77,16 +114,20 @@ impl Charsmap {
         (0..0x80usize).all(|c| units.get(next ^ c).is_none_or(|&v| label(v) != c as u32))
     }
 
-    fn bad(&self, pos: usize) -> Error {
+    pub(super) fn bad(&self, pos: usize) -> Error {
         Error::format(0, format!("the charsmap's trie points outside itself (unit {pos} of {})", self.units.len()))
     }
 
-    /// (length, value) of the longest rule at the start of `data`; (0, 0) if none.
-    fn longest(&self, data: &[u8]) -> Result<(usize, usize)> {
+    /// Walks the rules that start `data`, shortest first, handing each one's
+    /// (length, value) to `hit` until it returns false; `stop_at_nul`: the walk
+    /// ends at a NUL byte (tokenizers' walk does, sentencepiece's does not).
+    fn walk(&self, data: &[u8], stop_at_nul: bool, mut hit: impl FnMut(usize, usize) -> bool) -> Result<()> {
         let units = &self.units;
         let mut pos = offset(units[0]);
-        let (mut best_len, mut best_val) = (0, 0);
         for (i, &c) in data.iter().enumerate() {
+            if c == 0 && stop_at_nul {
+                break;
+            }
             pos ^= c as usize;
             let u = *units.get(pos).ok_or_else(|| self.bad(pos))?;
             if label(u) != c as u32 {
@@ -95,14 +136,37 @@ impl Charsmap {
             pos ^= offset(u);
             if (u >> 8) & 1 == 1 {
                 let v = *units.get(pos).ok_or_else(|| self.bad(pos))?;
-                best_len = i + 1;
-                best_val = (v & 0x7FFF_FFFF) as usize;
+                if !hit(i + 1, (v & 0x7FFF_FFFF) as usize) {
+                    break;
+                }
             }
         }
-        Ok((best_len, best_val))
+        Ok(())
     }
 
-    fn replacement(&self, value: usize) -> Result<&str> {
+    /// The value of the shortest rule at the start of `data`, the walk ending at
+    /// a NUL byte (tokenizers' `Precompiled::transform` takes the first hit of a
+    /// common-prefix search); None if no rule starts it.
+    pub(super) fn shortest(&self, data: &[u8]) -> Result<Option<usize>> {
+        let mut found = None;
+        self.walk(data, true, |_, v| {
+            found = Some(v);
+            false
+        })?;
+        Ok(found)
+    }
+
+    /// (length, value) of the longest rule at the start of `data`; (0, 0) if none.
+    fn longest(&self, data: &[u8]) -> Result<(usize, usize)> {
+        let mut best = (0, 0);
+        self.walk(data, false, |len, v| {
+            best = (len, v);
+            true
+        })?;
+        Ok(best)
+    }
+
+    pub(super) fn replacement(&self, value: usize) -> Result<&str> {
         let tail = self.strings.get(value..).filter(|t| !t.is_empty());
         let end = tail.and_then(|t| memchr::memchr(0, t));
         let (Some(tail), Some(end)) = (tail, end) else {

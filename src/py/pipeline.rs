@@ -13,7 +13,8 @@ use super::{borrow_strs, encode_lists, pool, py_strs, IntTable};
 use crate::error::{Error, Result};
 use crate::lz78::trie::ByteTrie;
 use crate::pipeline::{
-    Charsmap, Kind, Scratch, SpmEncoder, SpmModel, SpmNormalizer, SpmPieces, SpmScratch, Unigram, WordPiece,
+    Charsmap, Kind, Precompiled, Scratch, SpmEncoder, SpmModel, SpmNormalizer, SpmPieces, SpmScratch, Unigram,
+    WordPiece,
 };
 
 /// Something that encodes one pre-tokenized word at a time.
@@ -277,8 +278,30 @@ impl PySpmEncoder {
     }
 }
 
+/// tokenizers' `Precompiled` normalizer (a tokenizer.json's SentencePiece charsmap).
+#[pyclass(module = "tokenforge._core", name = "HfPrecompiled", frozen)]
+pub struct PyHfPrecompiled {
+    inner: Precompiled,
+}
+
+#[pymethods]
+impl PyHfPrecompiled {
+    /// `charsmap`: the precompiled charsmap's bytes (the JSON's base64 decoded).
+    #[new]
+    fn new(charsmap: &[u8]) -> PyResult<Self> {
+        Ok(PyHfPrecompiled { inner: Precompiled::new(charsmap)? })
+    }
+
+    fn normalize(&self, py: Python<'_>, text: &str) -> PyResult<String> {
+        let mut out = String::new();
+        py.detach(|| self.inner.normalize(text, &mut out))?;
+        Ok(out)
+    }
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyWordModel>()?;
+    m.add_class::<PyHfPrecompiled>()?;
     m.add_class::<PySpmEncoder>()?;
     Ok(())
 }

@@ -73,6 +73,34 @@ def _hf(kind: str):
     raise KeyError(kind)
 
 
+#: tokenizer.json files converted from a SentencePiece model the test trains, with
+#: the model's precompiled charsmap as a ``Precompiled`` normalizer (T5, ALBERT, XLNet,
+#: mBART files): the normalization rule, and the rest of the pipeline as
+#: transformers' (v4) SpmConverter wrote it or as the file has only the charsmap
+SPM_CONVERTED = {
+    "unigram-precompiled-t5": "nmt_nfkc",
+    "unigram-precompiled-cf": "nmt_nfkc_cf",
+}
+
+
+def _converted(kind: str):
+    """A tokenizers.Tokenizer made from a trained SentencePiece unigram model."""
+    import sentencepiece as spm
+
+    from spm_convert import converted_tokenizer
+
+    out = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(TINY_DOCS),
+        model_writer=out,
+        minloglevel=2,
+        model_type="unigram",
+        vocab_size=300,
+        normalization_rule_name=SPM_CONVERTED[kind],
+    )
+    return converted_tokenizer(out.getvalue(), t5=kind == "unigram-precompiled-t5")
+
+
 HF_CONFIGS = [
     "unigram-always",
     "unigram-first",
@@ -84,6 +112,7 @@ HF_CONFIGS = [
     "bpe-llama",
     "bpe-metaspace-first",
     "bpe-bytelevel-prefix",
+    *SPM_CONVERTED,
 ]
 
 SPM_CONFIGS = {
@@ -110,8 +139,11 @@ def hf_pair(kind: str, directory: Path):
     """(trained tokenizers.Tokenizer, tokenforge's load of its tokenizer.json)."""
     key = f"hf:{kind}"
     if key not in _cache:
-        t, trainer = _hf(kind)
-        t.train_from_iterator(TINY_DOCS, trainer)
+        if kind in SPM_CONVERTED:
+            t = _converted(kind)
+        else:
+            t, trainer = _hf(kind)
+            t.train_from_iterator(TINY_DOCS, trainer)
         path = directory / f"{kind}.json"
         t.save(str(path))
         # the reference is tokenizers reading the same file (its float parser can make a

@@ -10,6 +10,7 @@ FormatErrors; pretrained encodings load by name from the package that ships them
 from __future__ import annotations
 
 import base64
+import collections
 import json
 import pickle
 import random
@@ -98,15 +99,26 @@ def _refused(tmp_path, models_dir, change, *needles):
 
 def test_unsupported_constructs_are_refused_by_name(tmp_path, models_dir):
     cases = [
-        (lambda d: d.update(normalizer={"type": "Precompiled", "precompiled_charsmap": ""}), "Precompiled"),
+        (
+            lambda d: d.update(normalizer={"type": "Precompiled", "precompiled_charsmap": ""}),
+            "normalizer.precompiled_charsmap",
+            "too short",
+        ),
+        (
+            lambda d: d.update(normalizer={"type": "Precompiled", "precompiled_charsmap": "not base64!"}),
+            "not base64",
+        ),
         (lambda d: d.update(pre_tokenizer={"type": "UnicodeScripts"}), "UnicodeScripts", "pre_tokenizer"),
         (
-            lambda d: d.update(normalizer={"type": "Replace", "pattern": {"Regex": " +"}, "content": " "}),
+            lambda d: d.update(normalizer={"type": "Replace", "pattern": {"Regex": "\\s+"}, "content": " "}),
             "Regex",
             "normalizer.pattern",
         ),
-        (lambda d: d["added_tokens"].append({**d["added_tokens"][0], "id": 999, "special": False}), "non-special"),
-        (lambda d: d["added_tokens"][0].update(lstrip=True), "lstrip", "added_tokens[0]"),
+        (lambda d: d["added_tokens"].append({**d["added_tokens"][0], "id": 999}), "added twice", "added_tokens[3]"),
+        (
+            lambda d: d["added_tokens"].append({**d["added_tokens"][0], "content": "\x00", "normalized": True}),
+            "normalizes to nothing",
+        ),
         (lambda d: d.update(truncation={"max_length": 5}), "truncation"),
         (lambda d: d["model"].update(type="Mystery"), "Mystery"),
         (lambda d: d.update(decoder={"type": "CTC"}), "CTC", "decoder"),
@@ -280,3 +292,40 @@ def test_sentencepiece_training_reads_long_documents_line_by_line():
     assert len(long_doc.encode()) > 4192 * 3
     tok = PipelineTokenizer.train_from_iterator([long_doc] * 2, 300, algorithm="spm_unigram")
     assert tok.vocab_size == 300
+
+
+def test_hostile_precompiled_charsmaps_are_format_errors(tmp_path):
+    """A tokenizer.json's Precompiled charsmap damaged anywhere (trie units, sizes,
+    replacement strings): the load or the encode is a FormatError naming the
+    charsmap, never a crash, a hang or an error outside the hierarchy (tokenizers
+    itself panics on some of these). Seeded mutations of a small charsmap."""
+    from fuzz_formats import _write_precompiled
+
+    path = tmp_path / "tokenizer.json"
+    _write_precompiled(path)
+    doc = json.loads(path.read_text())
+    blob = bytearray(base64.b64decode(doc["normalizer"]["precompiled_charsmap"]))
+    probe = "A\u0301 \ufb01\u3000x\t\u2460 \x7fy " + "".join(map(chr, range(32, 127)))
+    rng = random.Random(31)
+    outcomes = collections.Counter()
+    for trial in range(300):
+        bad = bytearray(blob)
+        for _ in range(rng.randint(1, 4)):
+            at = rng.randrange(len(bad))
+            if rng.random() < 0.2:
+                del bad[at:]  # truncated
+                if not bad:
+                    break
+            else:
+                bad[at] = rng.randrange(256)
+        doc["normalizer"]["precompiled_charsmap"] = base64.b64encode(bytes(bad)).decode()
+        path.write_text(json.dumps(doc))
+        try:
+            tok = tokenforge.load(path)
+            tok.encode(probe)
+            tok.encode_batch([probe, probe[::-1]])
+            outcomes["ok"] += 1
+        except FormatError as e:
+            assert "precompiled_charsmap" in str(e), str(e)
+            outcomes["error"] += 1
+    assert outcomes["error"] > 20 and outcomes["ok"] > 20, outcomes

@@ -12,6 +12,12 @@ are :mod:`tokenforge.pipeline.steps` (tokenizer.json) and
 and ``save`` writes our own versioned, checksummed ``tokenforge-pipeline`` JSON
 (:mod:`tokenforge.formats.pipeline_json`) holding the same description.
 
+Added tokens that are not special are matched in every text as tokenizers
+matches them, before the model sees it (those with ``normalized`` false in the
+caller's text, the others in the normalized text), with their ``lstrip``,
+``rstrip`` and ``single_word`` rules; their ids are text (``decode`` and
+``token_bytes`` spell their content).
+
 Special tokens: a tokenizer.json's added tokens marked ``special`` (and a
 SentencePiece model's control symbols) are this tokenizer's
 :attr:`special_tokens`. As everywhere in tokenforge, their text in ``encode``'s
@@ -36,8 +42,8 @@ Not handled: ``decode(encode(s)) == s`` holds only where the reference's does
 (normalization, an unknown token, WordPiece's spaces and lower-casing lose
 text); post-processors (``TemplateProcessing`` ...) are kept in the file but
 never applied, as with ``add_special_tokens=False``; truncation and padding
-settings are refused; non-special added tokens, and special ones with
-``lstrip``/``rstrip``/``single_word``/``normalized``, are refused at load.
+settings are refused; an added token whose normalized text is empty, or two
+that match the same text, are refused at load.
 """
 
 from __future__ import annotations
@@ -50,7 +56,7 @@ from ..base import SpecialArg, Tokenizer, special_stretches
 from ..errors import TokenforgeError
 from ..ids import IdBatch, check_text, check_texts, flat_ids
 from ..surrogates import decode_utf8
-from .steps import Desc, build
+from .steps import AddedToken, Desc, build
 
 if TYPE_CHECKING:
     import numpy as np
@@ -149,11 +155,12 @@ def _train(docs: list[str], vocab_size: int, algorithm: str, num_threads: int | 
     return PipelineTokenizer({k: value[k] for k in PIPELINE_KEYS if k in value}, "huggingface")
 
 
-def _added_tokens(desc: Desc) -> dict[str, int]:
-    """The special added tokens (content -> id); anything this engine would not reproduce is refused."""
+def _added_tokens(desc: Desc) -> list[AddedToken]:
+    """A tokenizer.json's added tokens, checked (tokenizers' defaults for missing flags)."""
     if not isinstance(desc.value, dict) or desc.value.get("added_tokens") is None:
-        return {}
-    specials: dict[str, int] = {}
+        return []
+    out: list[AddedToken] = []
+    ids: dict[str, int] = {}
     for tok in desc.items("added_tokens"):
         content = tok.get("content", str)
         i = tok.get("id", int)
@@ -161,15 +168,13 @@ def _added_tokens(desc: Desc) -> dict[str, int]:
             raise tok.fail(f"id {i} is out of range", "id")
         if not content:
             raise tok.fail("an empty added token", "content")
-        if not tok.get("special", bool, False):
-            raise tok.fail(f"the non-special added token {content!r} is not supported (it is matched in text)")
-        for flag in ("lstrip", "rstrip", "single_word", "normalized"):
-            if tok.get(flag, bool, False):
-                raise tok.fail(f"added token {content!r} with {flag} true is not supported", flag)
-        if content in specials and specials[content] != i:
-            raise tok.fail(f"{content!r} is added twice, with ids {specials[content]} and {i}")
-        specials[content] = i
-    return specials
+        if content in ids and ids[content] != i:
+            raise tok.fail(f"{content!r} is added twice, with ids {ids[content]} and {i}")
+        ids[content] = i
+        special = tok.get("special", bool, False)
+        flags = {f: tok.get(f, bool, False) for f in ("lstrip", "rstrip", "single_word")}
+        out.append(AddedToken(content, i, special, normalized=tok.get("normalized", bool, not special), **flags))
+    return out
 
 
 class PipelineTokenizer(Tokenizer):
@@ -189,6 +194,8 @@ class PipelineTokenizer(Tokenizer):
         self._description = description
         self.source = source
         self._pipe: Any
+        self._texts: dict[int, str] = {}
+        self._decoded: dict[int, str] = {}
         if source == "sentencepiece":
             from .spm import build_spm
 
@@ -199,11 +206,17 @@ class PipelineTokenizer(Tokenizer):
                 if description.get(key) is not None:
                     raise desc.fail(f"{key} is set; tokenforge encodes whole texts, so it is not supported", key)
             self._pipe = build(desc)
-            self._specials = _added_tokens(desc)
+            added = _added_tokens(desc)
+            self._pipe.set_added(added, desc)
+            self._specials = {t.content: t.id for t in added if t.special}
+            # non-special added tokens are text: matched in any encode, spelled by their content
+            self._texts = {t.id: t.content for t in added if not t.special}
+            # decode spells a normalized added token in its normalized form (tokenizers' simple_id_to_token)
+            self._decoded = {t.id: self._pipe.normalize(t.content) if t.normalized else t.content for t in added}
         pieces = self._pipe.model.pieces
         self._names: dict[int, str] = {i: t for t, i in self._specials.items()}
         self._spelling: list[bytes] | None = None  # id -> bytes, made by the first normalize()
-        self._vocab_size = max([len(pieces), *(i + 1 for i in self._names)])
+        self._vocab_size = max([len(pieces), *(i + 1 for i in self._names), *(i + 1 for i in self._texts)])
         if self._vocab_size > 1 << 31:
             raise desc.fail(f"{self._vocab_size} ids is more than tokenforge supports")
 
@@ -233,7 +246,9 @@ class PipelineTokenizer(Tokenizer):
         return flat_ids(self._pipe.encode_batch(list(texts), num_threads))
 
     def _encode_with_specials(self, text: str, allowed: dict[str, int]) -> list[int]:
-        # leftmost, then longest, special token (tokenizers' added-token matching);
+        if self.source == "huggingface":  # tokenizers' own added-token matching (steps._AddedSet)
+            return self._pipe.encode(text, True, frozenset(allowed))
+        # a SentencePiece model: leftmost, then longest, control symbol;
         # the stretches between are encoded on their own, only the first as the text's start
         out: list[int] = []
         for start, end, special in special_stretches(text, allowed):
@@ -244,7 +259,7 @@ class PipelineTokenizer(Tokenizer):
         return out
 
     def decode(self, ids: Iterable[int]) -> str:
-        return self._pipe.decode_ids([self.check_id(i) for i in ids], self._names)
+        return self._pipe.decode_ids([self.check_id(i) for i in ids], self._decoded or self._names)
 
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
         return self.decode(ids).encode("utf-8", "surrogatepass")
@@ -253,6 +268,8 @@ class PipelineTokenizer(Tokenizer):
         i = self.check_id(id)
         if i in self._names:
             return self._names[i].encode("utf-8")
+        if i in self._texts:
+            return self._pipe.token_bytes(self._decoded[i])
         b = self._pipe.id_bytes(i)
         if b is None:
             raise TokenforgeError(f"token id {i} is not used by this vocabulary")
@@ -295,6 +312,8 @@ class PipelineTokenizer(Tokenizer):
         (BERT's ``[UNK]`` included) or an unused id."""
         if i in self._names:
             return b""
+        if i in self._texts:
+            return self._pipe.token_bytes(self._decoded[i])
         return (self._pipe.id_bytes(i) if i < len(self._pipe.model.pieces) else None) or b""
 
     def encode_with_offsets(
@@ -314,11 +333,13 @@ class PipelineTokenizer(Tokenizer):
     def piece(self, id: int) -> str | None:
         """The model's own piece for an id (``▁the``, ``##ing``, ``<0x41>``), or a special token's text."""
         i = self.check_id(id)
-        return self._names.get(i) or self._pipe.model.pieces[i]
+        return self._names.get(i) or self._texts.get(i) or self._pipe.model.pieces[i]
 
     def piece_detail(self, id: int) -> dict:
         """What the model knows of an id: its piece, and its score (Unigram, SentencePiece) or merge rank."""
         i = self.check_id(id)
+        if i in self._names or i in self._texts:
+            return {"piece": self.piece(i), "added": True, "special": i in self._names}
         return {"piece": self.piece(i), **self._pipe.model.detail(i)}
 
     # ---- training (by the reference libraries) ----------------------------------

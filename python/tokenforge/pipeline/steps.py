@@ -10,9 +10,10 @@ approximated. The rules follow ``tokenizers`` (the Rust crate) step by step:
 
 * normalizers: ``Sequence``, ``NFC``/``NFD``/``NFKC``/``NFKD`` (Python's
   ``unicodedata``), ``Lowercase`` (one character at a time, as Rust's
-  ``char::to_lowercase``: no final-sigma rule), ``Replace`` (a String pattern),
-  ``Prepend`` (only to a non-empty text), ``Strip``, ``StripAccents``,
-  ``BertNormalizer``;
+  ``char::to_lowercase``: no final-sigma rule), ``Replace`` (a String pattern,
+  or a Regex of one character repeated), ``Prepend`` (only to a non-empty
+  text), ``Strip``, ``StripAccents``, ``BertNormalizer``, ``Precompiled`` (a
+  SentencePiece charsmap per grapheme cluster, in Rust: ``_core.HfPrecompiled``);
 * pre-tokenizers: ``Sequence``, ``Metaspace`` (``always``/``first``/``never``,
   ``split`` on or off), ``ByteLevel``, ``Split`` (a String pattern with any
   behaviour; a Regex with ``Isolated``, run by the core's regex engine),
@@ -37,10 +38,10 @@ Performance: this is the exact engine in plain Python (about 0.5-2 MB/s); each
 model caches the ids of the pieces it has seen (bounded), as ``tokenizers``
 does, so running text costs a dict lookup per repeated word.
 
-Not handled (refused at load): Regex patterns in ``Replace``, Regex ``Split``
-with a behaviour other than ``Isolated`` or ``invert``, the ``Precompiled``
-normalizer of a tokenizer.json (a SentencePiece ``.model`` file's charsmap is
-read, :mod:`tokenforge.pipeline.spm`), BPE dropout, ``Metaspace`` with
+Not handled (refused at load): Regex patterns in ``Replace`` other than one
+literal character repeated (``" {2,}"``, what the SentencePiece converters
+write), Regex ``Split``
+with a behaviour other than ``Isolated`` or ``invert``, BPE dropout, ``Metaspace`` with
 ``prepend_scheme`` ``first`` after a normalizer that can delete leading
 characters (``tokenizers`` then decides by alignments this engine does not
 track), ``UnicodeScripts``, ``CharDelimiterSplit``, ``FixedLength``, ``CTC``.
@@ -57,13 +58,13 @@ import os
 import re
 import unicodedata
 from functools import lru_cache
-from typing import Any, Callable, Iterable, cast
+from typing import Any, Callable, Iterable, NamedTuple, cast
 
 from ..errors import FormatError
 from ..reference.unigram import best_path
 from . import hf_unicode
 
-__all__ = ["Desc", "Pipeline", "build"]
+__all__ = ["AddedToken", "Desc", "Pipeline", "build"]
 
 #: the most pieces a model remembers the ids of (as tokenizers' cache)
 CACHE_LIMIT = 100_000
@@ -337,8 +338,12 @@ def _normalizer(d: Desc) -> tuple[list[Callable[[str], str]], bool]:
         return [lambda s: pre + s if s else s], False
     if kind == "Replace":
         d.only("pattern", "content")
-        pat = _string_pattern(d.sub("pattern"), "Replace")
         content = d.get("content", str)
+        pd = d.sub("pattern")
+        if isinstance(pd.value, dict) and "Regex" in pd.value:
+            rx = _run_regex(pd)
+            return [lambda s: rx.sub(lambda m: content, s)], content == ""
+        pat = _string_pattern(pd, "Replace")
         if not pat:
             return [lambda s: s], False
         return [lambda s: s.replace(pat, content)], content == ""
@@ -369,12 +374,70 @@ def _normalizer(d: Desc) -> tuple[list[Callable[[str], str]], bool]:
 
         return [bert], clean or strip_accents
     if kind == "Precompiled":
-        raise d.fail(
-            "the Precompiled normalizer of a tokenizer.json is not supported (tokenizers applies its charsmap per "
-            "grapheme cluster, which this engine does not reproduce); load the SentencePiece .model file instead",
-            "type",
-        )
+        d.only("precompiled_charsmap")
+        return [_precompiled(d)], True
     raise d.fail(f"normalizer {kind!r} is not supported", "type")
+
+
+def _precompiled(d: Desc) -> Callable[[str], str]:
+    """tokenizers' ``Precompiled``: the charsmap per grapheme cluster, in Rust
+    (``tokenforge._core.HfPrecompiled``, whose docs give the rule). A lone
+    surrogate is a cluster of its own (UAX #29: a control) that no charsmap
+    rule can spell in UTF-8: it is copied and the stretches between go to Rust.
+    A damaged trie is a FormatError naming this normalizer when a text meets it."""
+    import base64
+    import binascii
+
+    from .. import _core
+
+    raw = d.get("precompiled_charsmap", str)
+    try:
+        blob = base64.b64decode(raw, validate=True)
+    except (binascii.Error, ValueError):
+        raise d.fail("is not base64", "precompiled_charsmap") from None
+    try:
+        pc = _core.HfPrecompiled(blob)
+    except FormatError as e:
+        raise d.fail(str(e), "precompiled_charsmap") from None
+
+    def run(s: str) -> str:
+        try:
+            return pc.normalize(s)
+        except FormatError as e:
+            raise d.fail(str(e), "precompiled_charsmap") from None
+
+    def precompiled(s: str) -> str:
+        try:
+            return run(s)
+        except UnicodeEncodeError:
+            return "".join([p if _SURROGATE_RE.fullmatch(p) else run(p) for p in _SURROGATE_SPLIT.split(s) if p])
+
+    return precompiled
+
+
+_SURROGATE_SPLIT = re.compile("([\ud800-\udfff])")
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+# A Regex pattern reproduced exactly: one character (literal or escaped) repeated,
+# greedily, at least n times -- the converters' " {2,}" (T5, ALBERT ...). Any
+# engine finds the same leftmost-longest runs of it; other regexes are refused.
+_RUN_PATTERN = re.compile(r"(?s)(\\.|[^\\.^$|?*+()\[\]{}])(\+|\*|\{(\d{1,4}),\})")
+
+
+def _run_regex(pd: Desc) -> re.Pattern:
+    regex = pd.get("Regex", str)
+    m = _RUN_PATTERN.fullmatch(regex)
+    if m is None or m.group(1)[0] == "\\" and m.group(1)[1:].isalnum():
+        raise pd.fail(
+            f"the Regex {regex!r} is not supported here (a Regex Replace is reproduced only as one literal "
+            "character repeated: 'x+', 'x*', 'x{n,}')",
+            "Regex",
+        )
+    ch = m.group(1)[-1]
+    least = 1 if m.group(2) == "+" else 0 if m.group(2) == "*" else int(m.group(3))
+    if least == 0:
+        raise pd.fail(f"the Regex {regex!r} matches the empty string; not supported", "Regex")
+    return re.compile(f"{re.escape(ch)}{{{least},}}")
 
 
 def _string_pattern(d: Desc, who: str) -> str:
@@ -1098,6 +1161,82 @@ _MODELS: dict[str, Callable[[Desc], Model]] = {
 }
 
 
+# ---------------------------------------------------------------- added tokens
+class AddedToken(NamedTuple):
+    """One of a tokenizer.json's ``added_tokens``, with tokenizers' matching flags."""
+
+    content: str
+    id: int
+    special: bool
+    lstrip: bool
+    rstrip: bool
+    single_word: bool
+    normalized: bool
+
+
+class _AddedSet:
+    """Added tokens matched the way tokenizers' ``AddedVocabulary.find_matches``
+    does: leftmost-longest matches (a regex alternation of the patterns, longest
+    first, finds the same ones as its Aho-Corasick automaton), a special token not
+    allowed still consuming its match; ``single_word`` drops a match with a word
+    character (the regex crate's ``\\w``) just outside it; ``lstrip`` / ``rstrip``
+    take the whitespace beside it into the token (never before the previous
+    split's end).
+
+    Performance: one ``re`` scan per text; the alternation is tried at each
+    position, so a file with thousands of added tokens costs more per character
+    (tokenizers' automaton does not)."""
+
+    def __init__(self, patterns: list[tuple[str, AddedToken]], where: Desc):
+        self.by_pattern: dict[str, AddedToken] = {}
+        for pat, tok in patterns:
+            if not pat:
+                raise where.fail(f"added token {tok.content!r} normalizes to nothing; tokenizers cannot match it")
+            other = self.by_pattern.get(pat)
+            if other is not None and other.id != tok.id:
+                raise where.fail(f"added tokens {other.content!r} and {tok.content!r} match the same text {pat!r}")
+            self.by_pattern[pat] = tok
+        alternatives = sorted(self.by_pattern, key=len, reverse=True)
+        self.rx = re.compile("|".join(map(re.escape, alternatives))) if alternatives else None
+
+    def find(self, s: str, allowed: frozenset[str]) -> list[tuple[int | None, int, int]]:
+        """(added id or None, start, end) covering ``s`` (spans may overlap where an
+        ``rstrip`` reaches past the next match, as in tokenizers)."""
+        if self.rx is None or not s:
+            return [(None, 0, len(s))]
+        out: list[tuple[int | None, int, int]] = []
+        done = 0
+        for m in self.rx.finditer(s):
+            a, b = m.span()
+            tok = self.by_pattern[m.group()]
+            if tok.special and tok.content not in allowed:
+                continue
+            if tok.single_word and (a > 0 and _is_word(s[a - 1]) or b < len(s) and _is_word(s[b])):
+                continue
+            if tok.lstrip:
+                k = a
+                while k > 0 and s[k - 1] in _WHITE_SPACE:
+                    k -= 1
+                a = max(k, done)
+            if tok.rstrip:
+                while b < len(s) and s[b] in _WHITE_SPACE:
+                    b += 1
+            if done < a:
+                out.append((None, done, a))
+            out.append((tok.id, a, b))
+            done = b
+        if done != len(s):
+            out.append((None, done, len(s)))
+        return out
+
+
+_WORD_RE = re.compile(f"[{_WORD_SET}]")
+
+
+def _is_word(c: str) -> bool:
+    return _WORD_RE.match(c) is not None
+
+
 # ---------------------------------------------------------------- the pipeline
 class Pipeline:
     """A built description: ``encode(text, first)`` and ``decode(tokens)``."""
@@ -1121,23 +1260,59 @@ class Pipeline:
             text = f(text)
         return text
 
-    def encode(self, text: str, first: bool = True) -> list[int]:
-        """The ids of one stretch of text between added tokens (``first``: it
-        starts the original text)."""
+    #: the added tokens matched in the text before normalization, and those matched after it
+    raw_added: _AddedSet | None = None
+    normalized_added: _AddedSet | None = None
+    #: whether an added token can match when no special token is allowed
+    matches_ordinary = False
+
+    def set_added(self, tokens: list[AddedToken], where: Desc) -> None:
+        """Match these added tokens in the text as tokenizers does: the ones with
+        ``normalized`` false in the caller's text, the others (their content
+        normalized) in each normalized stretch between."""
+        self.raw_added = _AddedSet([(t.content, t) for t in tokens if not t.normalized], where)
+        self.normalized_added = _AddedSet([(self.normalize(t.content), t) for t in tokens if t.normalized], where)
+        self.matches_ordinary = any(not t.special for t in tokens)
+
+    def encode(self, text: str, first: bool = True, allowed: frozenset[str] = frozenset()) -> list[int]:
+        """The ids of a text (``first``: it starts the original text; ``allowed``:
+        the special tokens cut out of it, the others stay text)."""
         if not text:
             return []
-        return self.model.encode_words(self.words(text, first))
+        if self.raw_added is None or self.normalized_added is None or not (self.matches_ordinary or allowed):
+            return self.model.encode_words(self.words(text, first))
+        ids: list[int] = []
+        for tid, a, b in self.raw_added.find(text, allowed):
+            if tid is not None:
+                ids.append(tid)
+                continue
+            normalized = self.normalize(text[a:b])
+            for tid2, c, d in self.normalized_added.find(normalized, allowed):
+                if tid2 is not None:
+                    ids.append(tid2)
+                elif d > c:
+                    ids.extend(self.model.encode_words(self.pretokenize(normalized[c:d], first and a == 0 and c == 0)))
+        return ids
 
     def words(self, text: str, first: bool = True) -> list[str]:
         """The normalized, pre-tokenized pieces of a text (what the model sees)."""
-        pieces: list[Piece] = [(self.normalize(text), first)]
+        return self.pretokenize(self.normalize(text), first)
+
+    def pretokenize(self, normalized: str, first: bool) -> list[str]:
+        """The pre-tokenizer's pieces of a normalized text."""
+        if not normalized:  # tokenizers' prepend (Metaspace, ByteLevel) leaves an empty text empty
+            return []
+        pieces: list[Piece] = [(normalized, first)]
         for pt in self.pre_tokenizers:
             pieces = pt(pieces)
         return [p for p, _ in pieces]
 
     def encode_batch(self, texts: list[str], num_threads: int | None) -> list[list[int]]:
         """:meth:`encode` of many texts: the stages before the model in Python,
-        text by text; the model on ``num_threads`` threads where it is native."""
+        text by text; the model on ``num_threads`` threads where it is native
+        (text by text where non-special added tokens cut the texts)."""
+        if self.matches_ordinary:
+            return [self.encode(t) for t in texts]
         return self.model.encode_words_batch([self.words(t) if t else [] for t in texts], num_threads)
 
     def decode(self, tokens: list[str]) -> str:
@@ -1169,6 +1344,10 @@ class Pipeline:
         token = self.model.pieces[i] if i < len(self.model.pieces) else None
         if token is None:
             return None
+        return self.token_bytes(token)
+
+    def token_bytes(self, token: str) -> bytes:
+        """The bytes a token (a model piece, or an added token's text) stands for in running text."""
         v: Any = token
         for dec in self.decoders or ():
             v = dec.piece(v)
