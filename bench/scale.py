@@ -22,8 +22,9 @@ trains a BPE of ``--vocab`` ids with the GPT-4 pattern on ``--threads`` cores:
 and prints wall time, CPU time (user + system of the child), peak RSS, and
 ratios against rustbpe, beside the targets of issue 34 (2 GB: <= 15 s wall,
 >= 12x rustbpe, peak RSS <= 0.5x rustbpe's). ``--only phases`` cuts
-tokenforge's training into counting, the merge loop's setup and the merge loop
-(wall and CPU seconds each, one child); ``--only pretokenize`` times
+tokenforge's training into counting, the merge loop's setup, the first 1,000
+merges (which touch most pieces, on every thread) and the rest (wall and CPU
+seconds each, their total against the 15 s target, one child); ``--only pretokenize`` times
 ``pretokenize`` of the corpus into shards (a tokenizer trained untimed on its
 first 16 MB), to set beside counting; ``--only profile`` prints where
 counting's time goes (reading, JSON, splitting and counting), measured by

@@ -25,6 +25,14 @@
 //! rebuilt when it holds more than twice the live pairs, so memory follows the
 //! live structure, not the number of merges run.
 //!
+//! A merge over many positions (the first merges touch most pieces) runs on
+//! every thread of the current rayon pool: its positions are cut at piece
+//! boundaries, each thread rewrites its own pieces and keeps what the existing
+//! pairs lose and the new pairs it makes, and the results are reduced so that
+//! the pool, the index and the heap are exactly those of one thread (the new
+//! positions of a pair in arena order). The setup's pair index is built the
+//! same way, over ranges of whole pieces.
+//!
 //! Pair counts change by deltas; a max-heap with lazy refresh picks the next
 //! pair (a popped entry whose count is stale is pushed back with its current
 //! count). The pair chosen at every step is the one with the largest count;
@@ -36,7 +44,7 @@
 //!
 //! Not handled: a piece longer than 2^30 tokens, a piece counted 2^60 times or
 //! more, or more than 2^32 - 2 slots in all (an error names the limit); ids
-//! from 2^31 up.
+//! from 2^31 up; parity training's merges on more than one thread.
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -672,7 +680,7 @@ const PREFETCH: usize = 8;
 
 /// A hint to load the cache line of `v[i]`; no effect on the result.
 #[inline(always)]
-fn prefetch(v: &[u32], i: usize) {
+fn prefetch<T>(v: &[T], i: usize) {
     #[cfg(target_arch = "x86_64")]
     if i < v.len() {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
@@ -717,14 +725,7 @@ impl<'a> Arena<'a> {
     /// A hint to load the cache line of slot `i`; no effect on the result.
     #[inline(always)]
     fn prefetch(self, i: usize) {
-        #[cfg(target_arch = "x86_64")]
-        if i < self.0.len() {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            // SAFETY: prefetching never faults and reads nothing; the pointer is in bounds anyway.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(self.0.as_ptr().add(i) as *const i8) };
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = i;
+        prefetch(self.0, i)
     }
 
     /// The start of the token after the one starting at `p`, if in the same piece.
