@@ -31,6 +31,9 @@ Usage::
 
     python bench/parity_frontier.py --data bench/data/multilingual --vocab 8192 32768 \\
         -o docs/results/parity-frontier
+    # rows for new knobs only, added to the file (the plain rows must agree)
+    python bench/parity_frontier.py --vocab 8192 32768 --only "foroutan2025 shared 1.4 global 0.1" \\
+        --add -o docs/results/parity-frontier
 
 Not handled: repeated timings (train seconds are one run each, on a shared
 machine; bench/parity.py times the rules against plain training properly);
@@ -71,11 +74,28 @@ CONFIGS: list[tuple[str, str, dict]] = [
     _shared_global(1.5, 0.1),
     _shared_global(1.5, 0.05),
     _shared_global(1.25, 0.1),
+    _shared_global(1.4, 0.1),
+    _shared_global(1.4, 0.15),
+    _shared_global(1.5, 0.15),
+    _shared_global(1.35, 0.15),
+    _shared_global(1.45, 0.1),
+    _shared_global(1.45, 0.05),
+    _shared_global(1.4, 0.05),
+    _shared_global(1.4, 0.2),
+    _shared_global(1.45, 0.15),
     ("foroutan2025 shared 1.25", "foroutan2025 shared", {"parity_shared": 1.25}),
     ("levelup 0", "levelup", {"parity_rule": "levelup", "parity_tolerance": 0.0}),
     ("levelup 0.1", "levelup", {"parity_rule": "levelup", "parity_tolerance": 0.1}),
     ("levelup 0.15", "levelup", {"parity_rule": "levelup", "parity_tolerance": 0.15}),
     ("levelup 0.2", "levelup", {"parity_rule": "levelup", "parity_tolerance": 0.2}),
+    *[
+        (
+            f"levelup {tol:g} shared 1.4 global 0.1",
+            "levelup shared + global",
+            {"parity_rule": "levelup", "parity_tolerance": tol, "parity_shared": 1.4, "parity_global_merges": 0.1},
+        )
+        for tol in (0.105, 0.11, 0.12)
+    ],
     (
         "levelup median 0",
         "levelup median",
@@ -90,6 +110,15 @@ CONFIGS: list[tuple[str, str, dict]] = [
         "levelup median 0.05",
         "levelup median",
         {"parity_rule": "levelup", "parity_reference": "median", "parity_tolerance": 0.05},
+    ),
+    ("levelup 0 global 0.1", "levelup", {"parity_rule": "levelup", "parity_global_merges": 0.1}),
+    ("keep 0 global 0.1", "keep", {"parity_rule": "keep", "parity_global_merges": 0.1}),
+    ("keep 0.1 global 0.1", "keep", {"parity_rule": "keep", "parity_tolerance": 0.1, "parity_global_merges": 0.1}),
+    ("keep 0 global 0.25", "keep", {"parity_rule": "keep", "parity_global_merges": 0.25}),
+    (
+        "keep 0 shared 2 global 0.1",
+        "keep",
+        {"parity_rule": "keep", "parity_shared": 2.0, "parity_global_merges": 0.1},
     ),
     ("group F2 gain 0", "group F2", {"parity_rule": "group", "parity_shared": 2.0, "parity_gain": 0.0}),
     ("group F2 gain 1", "group F2", {"parity_rule": "group", "parity_shared": 2.0, "parity_gain": 1.0}),
@@ -242,6 +271,28 @@ def run(args) -> dict:
     return out
 
 
+def add_rows(old: dict, new: dict) -> dict:
+    """``--add``: ``new``'s rows into ``old`` (a row of the same label replaced), every set's
+    rows in :data:`CONFIGS` order and its dev picks chosen again. The plain baseline of a set
+    in both must be the same figures (the same data and trainer), else SystemExit."""
+    if old["reference"] != new["reference"]:
+        raise SystemExit(f"--add: the reference {new['reference']!r} is not the file's {old['reference']!r}")
+    order = {c[0]: i for i, c in enumerate(CONFIGS)}
+    for size, sets in new["sizes"].items():
+        for name, got in sets.items():
+            have = old["sizes"].setdefault(size, {}).get(name)
+            if have is None:
+                old["sizes"][size][name] = got
+                continue
+            if have["plain"]["heldout"] != got["plain"]["heldout"] or have["plain"]["dev"] != got["plain"]["dev"]:
+                raise SystemExit(f"--add: plain BPE's figures at {size} ids on {name} differ from the file's; run all")
+            labels = {r["label"] for r in got["rows"]}
+            rows = [r for r in have["rows"] if r["label"] not in labels] + got["rows"]
+            rows.sort(key=lambda r: order.get(r["label"], len(order)))
+            have.update(rows=rows, dev_picks=_dev_picks(rows, have["budget"]))
+    return old
+
+
 def _dev_picks(rows: list[dict], budget: float) -> dict[str, str]:
     """Per rule family: the knob with the largest dev Gini cut whose dev loss is within ``budget``."""
     picks: dict[str, str] = {}
@@ -366,8 +417,11 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("-o", "--out", required=True, help="directory for frontier.json, frontier.md, frontier.png")
     ap.add_argument("--replot", action="store_true", help="only redraw frontier.md and .png from OUT/frontier.json")
+    ap.add_argument("--add", action="store_true", help="add the rows run (--only) to OUT/frontier.json, then redraw")
     args = ap.parse_args(argv)
     res = json.loads((Path(args.out) / "frontier.json").read_text()) if args.replot else run(args)
+    if args.add:
+        res = add_rows(json.loads((Path(args.out) / "frontier.json").read_text()), res)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     from tokenforge.formats.atomic import atomic_write

@@ -28,22 +28,26 @@ the longest special first, then at the others, longest first).
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from . import _core
-from .base import Tokenizer
+from .base import SpecialArg, Tokenizer
 from .bpe_structure import Detail, bpe_embedding_metadata, merge_detail
 from .chat import special_token_list
 from .errors import CorpusError, FormatError, PatternError, TokenforgeError, warn_user
 from .formats.bpe_data import BPEData
 from .formats.kinds import Format, dir_holding, read_any
-from .formats.patterns import resolve_pattern
+from .formats.patterns import NAMED_PATTERNS, resolve_pattern
 from .hybrid import class_or_instance
 from .ids import is_integer
 from .progress import run_sliced
 from .rust_backed import CoreEncoded
 from .surrogates import encode_around_surrogates
+
+if TYPE_CHECKING:
+    from .bpe_parity import ParityCounts
 
 __all__ = ["BPETokenizer", "PATTERNS", "resolve_pattern"]
 
@@ -51,13 +55,9 @@ __all__ = ["BPETokenizer", "PATTERNS", "resolve_pattern"]
 #: GPT-4o's (tiktoken's o200k_base pattern). These and the other spellings of
 #: GPT-family patterns in use (tiktoken's own cl100k ``pat_str``, Llama-3's and
 #: Qwen2's tokenizer.json) run on the core's hand-written scanners.
-PATTERNS: dict[str, str | None] = {
-    "gpt4": _core.GPT4_PATTERN,
-    "cl100k": _core.CL100K_PATTERN,
-    "gpt2": _core.GPT2_PATTERN,
-    "o200k": _core.O200K_PATTERN,
-    "none": None,
-}
+#: The table is formats/patterns.NAMED_PATTERNS (the one name -> regex lookup, with
+#: ``resolve_pattern``), plus "none".
+PATTERNS: dict[str, str | None] = {**NAMED_PATTERNS, "none": None}
 
 LAYOUTS = ("nanochat", "specials_first")
 TIE_BREAKS = ("pair_ids", "lexicographic")
@@ -77,7 +77,7 @@ _NANOCHAT_DEFAULTS = {"pattern": "gpt4", "tie_break": "pair_ids", "layout": "nan
 _SEED003_DEFAULTS = {"pattern": "gpt2", "tie_break": "lexicographic", "layout": "specials_first"}
 
 
-def _special_list(special_tokens) -> list[str]:
+def _special_list(special_tokens: object) -> list[str]:
     return special_token_list(special_tokens)
 
 
@@ -98,7 +98,7 @@ class BPETokenizer(CoreEncoded, Tokenizer):
 
     family = "bpe"
 
-    def __init__(self, data: BPEData | None = None):
+    def __init__(self, data: BPEData | None = None) -> None:
         if data is None:  # seed 003: BPETokenizer() then .train(...)
             data = BPEData(
                 byte_ids=list(range(256)), merges=[], special_tokens={}, pattern=PATTERNS["gpt4"], pattern_name="gpt4"
@@ -124,29 +124,29 @@ class BPETokenizer(CoreEncoded, Tokenizer):
     # ---- training ----------------------------------------------------------
     @class_or_instance
     def train(
-        cls,
-        self,
-        corpus=None,
+        cls: type[BPETokenizer],
+        self: BPETokenizer | None,
+        corpus: object = None,
         vocab_size: int | None = None,
         *,
-        save_dir=None,
-        special_tokens="nanochat",
-        pattern=_DEFAULT,
-        tie_break=_DEFAULT,
+        save_dir: str | os.PathLike[str] | None = None,
+        special_tokens: object = "nanochat",
+        pattern: str | None | _Default = _DEFAULT,
+        tie_break: str | _Default = _DEFAULT,
         min_frequency: int = 1,
         num_threads: int | None = None,
-        layout=_DEFAULT,
+        layout: str | _Default = _DEFAULT,
         text_field: str = "text",
         split_on: str | None = None,
         progress: bool | None = None,
-        input_path=None,
+        input_path: str | os.PathLike[str] | None = None,
         errors: str = "strict",
-        client=None,
+        client: Any = None,
         prune_below: int | None = None,
-        max_memory=None,
-        tmp_dir=None,
-        parity=None,
-        parity_measure="tokens",
+        max_memory: int | str | None = None,
+        tmp_dir: str | os.PathLike[str] | None = None,
+        parity: Mapping[str, object] | None = None,
+        parity_measure: str | Mapping[str, int] = "tokens",
         parity_global_merges: int | float = 0,
         parity_window: int = 0,
         parity_window_alpha: float = 2.0,
@@ -155,7 +155,7 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         parity_rule: str = "foroutan2025",
         parity_reference: str | None = None,
         parity_gain: float = 1.0,
-    ):
+    ) -> BPETokenizer:
         """Train a tokenizer of ``vocab_size`` ids (specials included).
 
         ``corpus``: a path or a list of paths, ``str`` or ``pathlib.Path``
@@ -219,7 +219,10 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         ``parity_reference`` times its count there) or "group" ("levelup"'s
         language, and among its pairs within ``parity_shared`` of its top
         count the one most frequent over all languages, the languages dearer
-        than the reference weighted ``1 + parity_gain``). ``parity_reference``:
+        than the reference weighted ``1 + parity_gain``) or "keep" ("levelup",
+        and a language cheaper than the reference is served once its premium
+        rises above where it was when the parity phase started).
+        ``parity_reference``:
         a dev language, or "median" (before each merge, the median language by
         dev cost). The settings
         and each language's dev tokens before and after go to the file's
@@ -246,9 +249,12 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         else:
             specials = _special_list(special_tokens)
         defaults = _SEED003_DEFAULTS if seed_mode else _NANOCHAT_DEFAULTS
-        pattern = defaults["pattern"] if pattern is _DEFAULT else pattern
-        tie_break = defaults["tie_break"] if tie_break is _DEFAULT else tie_break
-        layout = defaults["layout"] if layout is _DEFAULT else layout
+        if isinstance(pattern, _Default):
+            pattern = defaults["pattern"]
+        if isinstance(tie_break, _Default):
+            tie_break = defaults["tie_break"]
+        if isinstance(layout, _Default):
+            layout = defaults["layout"]
         if corpus is None:
             raise TypeError("train() needs a corpus (a path or a list of paths; texts go to train_from_iterator)")
         # counting and the corpus readers are imported here, not at module level: loading a
@@ -275,6 +281,7 @@ class BPETokenizer(CoreEncoded, Tokenizer):
             client=client,
             prune_below=prune_below,
         )
+        counter: ParityCounts | _core.WordCounter
         if parity is not None:
             if seed_mode:
                 raise TokenforgeError("parity training is not available in seed 003's mode (input_path=)")
@@ -307,7 +314,7 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         )
         data.split_specials = seed_mode
         if self is None:
-            tok = cls(data)  # type: ignore[operator]  # class_or_instance passes the class as `cls`
+            tok = cls(data)
         else:
             self._set(data)
             tok = self
@@ -328,7 +335,7 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         return tok
 
     @classmethod
-    def train_from_iterator(cls, iterator: Iterable[str], vocab_size: int, **kwargs) -> "BPETokenizer":
+    def train_from_iterator(cls, iterator: Iterable[str], vocab_size: int, **kwargs: Any) -> "BPETokenizer":
         """nanochat's name: train from an iterable of str (texts, never paths);
         the other arguments are :meth:`train`'s. With ``parity=``, the
         iterator may be a mapping language -> texts, and ``parity``'s values
@@ -365,7 +372,7 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         self._data = dataclasses.replace(self._data, split_specials=value)
 
     @property
-    def default_allowed_special(self):
+    def default_allowed_special(self) -> SpecialArg:
         return "all" if self._data.split_specials else ()
 
     @property
@@ -386,7 +393,9 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         itself in every layout, e.g. imported tiktoken/HF vocabularies)."""
         return self._data.byte_ids[b]
 
-    def _encode_batch_with_specials(self, texts, allowed: dict[str, int], num_threads) -> list[list[int]]:
+    def _encode_batch_with_specials(
+        self, texts: Sequence[str], allowed: dict[str, int], num_threads: int | None
+    ) -> list[list[int]]:
         ids = list(allowed.values())
         try:
             return self._model.encode_batch(list(texts), num_threads, ids, True)
@@ -401,7 +410,7 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         return bpe_embedding_metadata(self.merges, self.model_vocab_size, mode, who=type(self).__name__)
 
     # ---- files -------------------------------------------------------------
-    def save(self, path) -> None:
+    def save(self, path: str | os.PathLike[str]) -> None:
         """Save in tokenforge's format. A path ending in ``.json`` is the file;
         anything else is a directory that gets ``tokenforge.json`` (nanochat's
         ``save(dir)``). A human-readable ``*.vocab.txt`` is written beside it."""
@@ -435,12 +444,12 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         return {_DIR_FILE: tfjson_text(self._data).encode("utf-8")}
 
     @classmethod
-    def from_directory(cls, directory) -> "BPETokenizer":
+    def from_directory(cls, directory: str | os.PathLike[str]) -> "BPETokenizer":
         """nanochat's name: load what :meth:`save` wrote into a directory."""
         return cls.load(Path(directory) / _DIR_FILE)
 
     @classmethod
-    def load(cls, path) -> "BPETokenizer":
+    def load(cls, path: str | os.PathLike[str]) -> "BPETokenizer":
         from .formats.tfjson import read_tfjson
 
         p = Path(path)
@@ -455,9 +464,8 @@ class BPETokenizer(CoreEncoded, Tokenizer):
 
         return mergeable_ranks(self._data)
 
-    def to_tiktoken(self, name: str = "tokenforge"):
+    def to_tiktoken(self, name: str = "tokenforge") -> Any:
         """A working ``tiktoken.Encoding`` with the same ranks, pattern and specials."""
-        from .formats.patterns import NAMED_PATTERNS
         from .formats.tiktoken_io import GAP_PROBES, to_tiktoken
 
         enc = to_tiktoken(self._data, name=name)
@@ -481,14 +489,16 @@ class BPETokenizer(CoreEncoded, Tokenizer):
                     )
         return enc
 
-    def save_tiktoken(self, path) -> None:
+    def save_tiktoken(self, path: str | os.PathLike[str]) -> None:
         """Write the ranks as a ``.tiktoken`` file (pattern and specials are not part of that format)."""
         from .formats.tiktoken_io import write_tiktoken_file
 
         write_tiktoken_file(path, self._data)
 
     @classmethod
-    def from_tiktoken(cls, source, pattern=_DEFAULT, special_tokens=None) -> "BPETokenizer":
+    def from_tiktoken(
+        cls, source: Any, pattern: str | None | _Default = _DEFAULT, special_tokens: Mapping[str, int] | None = None
+    ) -> "BPETokenizer":
         """From a ``.tiktoken`` file, a ``{bytes: rank}`` dict, or a ``tiktoken.Encoding``.
 
         ``pattern``: a name or a regex (None: no pre-tokenization). Left out, a file
@@ -500,20 +510,20 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         if hasattr(source, "_mergeable_ranks") and hasattr(source, "_pat_str"):
             ranks = source._mergeable_ranks
             return cls(data_from_ranks(ranks, source._pat_str, dict(source._special_tokens)))
-        regex = FROM_FILE if pattern is _DEFAULT else resolve_pattern(pattern)[0]
+        regex = FROM_FILE if isinstance(pattern, _Default) else resolve_pattern(pattern)[0]
         if isinstance(source, dict):
             return cls(data_from_ranks(source, tiktoken_ranks_pattern(source, regex), special_tokens))
         return cls(read_tiktoken_file(source, regex, special_tokens))
 
     # Hugging Face
-    def save_hf(self, path) -> None:
+    def save_hf(self, path: str | os.PathLike[str]) -> None:
         """Write a Hugging Face ``tokenizer.json`` giving the same ids."""
         from .formats.hf_json import write_hf_json
 
         write_hf_json(path, self._data)
 
     # where models are trained
-    def save_nanochat(self, directory, *, name: str = "tokenforge") -> list[Path]:
+    def save_nanochat(self, directory: str | os.PathLike[str], *, name: str = "tokenforge") -> list[Path]:
         """Write nanochat's tokenizer directory: ``tokenizer.pkl`` (a pickled
         ``tiktoken.Encoding`` with this tokenizer's pattern, ranks and specials,
         written by ``pickle.dump`` as nanochat does; needs tiktoken) and
@@ -527,7 +537,7 @@ class BPETokenizer(CoreEncoded, Tokenizer):
 
         return write_nanochat(directory, self, name=name)
 
-    def save_pretrained(self, directory, **options) -> list[Path]:
+    def save_pretrained(self, directory: str | os.PathLike[str], **options: Any) -> list[Path]:
         """Write what transformers' ``AutoTokenizer.from_pretrained(directory)``
         needs: ``tokenizer.json``, ``tokenizer_config.json`` (bos/eos/pad/unk, the
         chat template, ``model_max_length`` when given) and
@@ -542,7 +552,7 @@ class BPETokenizer(CoreEncoded, Tokenizer):
 
         return write_pretrained(directory, self._data, **options)
 
-    def to_hf(self):
+    def to_hf(self) -> Any:
         """A ``tokenizers.Tokenizer`` giving the same ids."""
         import json
 
@@ -553,14 +563,19 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         return HFTokenizer.from_str(json.dumps(hf_json_dict(self._data)))
 
     @classmethod
-    def from_hf(cls, path) -> "BPETokenizer":
+    def from_hf(cls, path: str | os.PathLike[str]) -> "BPETokenizer":
         from .formats.hf_json import read_hf_json
 
         return cls(read_hf_json(path))
 
     # seed 003
     @classmethod
-    def from_file(cls, vocab_path, merges_path=None, special_tokens_path=None) -> "BPETokenizer":
+    def from_file(
+        cls,
+        vocab_path: str | os.PathLike[str],
+        merges_path: str | os.PathLike[str] | None = None,
+        special_tokens_path: str | os.PathLike[str] | None = None,
+    ) -> "BPETokenizer":
         """Seed 003's loader: ``bpe_vocab.pkl`` + ``bpe_merges.pkl`` (+ ``special_tokens.txt``,
         + ``pre_tokenization_pattern.txt`` beside the vocabulary), read with a
         restricted unpickler, as a seed-mode tokenizer (:attr:`split_specials`);
@@ -578,7 +593,7 @@ class BPETokenizer(CoreEncoded, Tokenizer):
             raise FormatError(f"{p} holds a {type(tok).__name__}, not a BPE tokenizer")
         return tok
 
-    def export_seed003(self, directory) -> None:
+    def export_seed003(self, directory: str | os.PathLike[str]) -> None:
         """Write seed 003's files: ``bpe_vocab.pkl``, ``bpe_merges.pkl`` (plain-data
         pickles the seed's code loads), ``special_tokens.txt`` and
         ``pre_tokenization_pattern.txt``, which :meth:`from_file` reads back, so
@@ -592,8 +607,15 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         return f"BPETokenizer(vocab_size={self.vocab_size}, merges={len(self._data.merges)}, pattern={self._data.pattern_name!r}, specials={len(self._specials)}{seed})"
 
 
-def _check_train_args(vocab_size, layout, num_specials: int, tie_break, min_frequency, num_threads) -> tuple[int, int]:
-    """(first merge id, number of merges) for valid training arguments; the typed error otherwise."""
+def _check_train_args(
+    vocab_size: object,
+    layout: object,
+    num_specials: int,
+    tie_break: object,
+    min_frequency: object,
+    num_threads: int | None,
+) -> tuple[int, int, int]:
+    """(vocab_size, first merge id, number of merges) for valid training arguments; the typed error otherwise."""
     if not is_integer(vocab_size):
         raise TypeError(f"vocab_size must be an int, not {type(vocab_size).__name__}")
     if layout not in LAYOUTS:
@@ -606,15 +628,15 @@ def _check_train_args(vocab_size, layout, num_specials: int, tie_break, min_freq
         raise TokenforgeError(f"min_frequency must be an int >= 1, not {min_frequency!r}")
     if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
         raise TokenforgeError(f"num_threads must be a positive int or None, not {num_threads!r}")
-    return first_merge, num_merges
+    return int(vocab_size), first_merge, num_merges
 
 
 def _train(
-    counter,
-    vocab_size,
+    counter: Any,
+    vocab_size: object,
     *,
     specials: list[str],
-    pattern,
+    pattern: str | None,
     tie_break: str,
     min_frequency: int,
     num_threads: int | None,
@@ -625,10 +647,9 @@ def _train(
     the per-language counts of parity training; consumed)."""
     from .bpe_parity import ParityCounts
 
-    first_merge, num_merges = _check_train_args(
+    vocab_size, first_merge, num_merges = _check_train_args(
         vocab_size, layout, len(specials), tie_break, min_frequency, num_threads
     )
-    vocab_size = int(vocab_size)
     regex, pattern_name = resolve_pattern(pattern)
     show = progress if progress is not None else None
     parity = counter if isinstance(counter, ParityCounts) else None
@@ -710,7 +731,11 @@ def _train(
     )
 
 
-def read_seed003_files(path, merges_path=None, special_tokens_path=None) -> BPEData:
+def read_seed003_files(
+    path: str | os.PathLike[str],
+    merges_path: str | os.PathLike[str] | None = None,
+    special_tokens_path: str | os.PathLike[str] | None = None,
+) -> BPEData:
     """Seed 003's files as a seed-mode BPEData: the vocabulary files, and the
     split pattern from ``pre_tokenization_pattern.txt`` (GPT-2's, with a warning,
     when that file is missing)."""

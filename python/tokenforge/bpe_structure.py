@@ -24,7 +24,7 @@ no trie parent + character split; :func:`bpe_embedding_metadata` refuses it.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from .embedding_meta import EmbeddingModeError
 
@@ -36,7 +36,11 @@ Ref = Callable[[int], dict]
 Detail = Callable[[int, Ref], dict]
 
 
-def merge_detail(triples, id_to_bytes: Callable[[int], bytes], sources: Sequence[tuple[int, str]] = ()) -> Detail:
+def merge_detail(
+    triples: Iterable[tuple[int, int, int]],
+    id_to_bytes: Callable[[int], bytes],
+    sources: Sequence[tuple[int, str]] = (),
+) -> Detail:
     """The playground detail of a BPE vocabulary built by ``triples``
     (``(left, right, new_id)``): a merged id's two parts (``left``, ``right``),
     ``byte`` for a base byte, and the ``source`` whose merges end before
@@ -62,7 +66,9 @@ def merge_detail(triples, id_to_bytes: Callable[[int], bytes], sources: Sequence
     return detail
 
 
-def bpe_embedding_metadata(triples, vocab_size: int, mode: str = "structured", *, who: str = "BPE tokenizer") -> dict:
+def bpe_embedding_metadata(
+    triples: Iterable[tuple[int, int, int]], vocab_size: int, mode: str = "structured", *, who: str = "BPE tokenizer"
+) -> dict:
     """Parent/character indices of a BPE vocabulary of ``vocab_size`` ids built by
     the merges ``triples`` (``(left, right, new_id)``; see the module docstring)."""
     import numpy as np  # imported when first needed: `import tokenforge` does not load numpy

@@ -24,10 +24,10 @@ one you run), authentication and TLS settings (configure them on the
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, Union
 
 from .errors import TokenforgeError
-from .progress import progress_bar
+from .progress import Progress, progress_bar
 
 __all__ = ["runner", "LocalRunner", "DaskRunner", "DEFAULT_SPLIT_EVERY", "import_distributed", "task_threads"]
 
@@ -37,7 +37,7 @@ DEFAULT_SPLIT_EVERY = 8
 _EXTRA_HINT = "pip install 'tokenforge[dask]'"
 
 
-def import_distributed():
+def import_distributed() -> Any:
     """The ``distributed`` module, or a TokenforgeError saying how to install it."""
     try:
         import distributed
@@ -46,7 +46,7 @@ def import_distributed():
     return distributed
 
 
-def runner(client=None, *, progress: bool | None = None) -> "LocalRunner | DaskRunner":
+def runner(client: Any = None, *, progress: bool | None = None) -> LocalRunner | DaskRunner:
     """The runner for ``client``: None runs here (:class:`LocalRunner`); a
     ``distributed.Client``, or a scheduler address such as ``"tcp://host:8786"``
     (connected now, closed by :meth:`DaskRunner.close`), runs on that cluster."""
@@ -68,7 +68,7 @@ def runner(client=None, *, progress: bool | None = None) -> "LocalRunner | DaskR
     )
 
 
-def task_threads(run, num_threads: int | None) -> int | None:
+def task_threads(run: LocalRunner | DaskRunner, num_threads: int | None) -> int | None:
     """The one thread rule for a cluster task (counting, pretokenizing, LZ78's
     and mixedgram's passes): ``num_threads`` when given; else all cores here (a
     :class:`LocalRunner`, one task at a time) and one on a cluster.
@@ -86,14 +86,14 @@ def task_threads(run, num_threads: int | None) -> int | None:
 class LocalRunner:
     """The runner's calls, computed here, in order (no cluster)."""
 
-    def __init__(self, progress: bool | None = None):
+    def __init__(self, progress: bool | None = None) -> None:
         self.progress = progress
         self.bytes_shipped = 0
 
-    def __enter__(self):
+    def __enter__(self) -> LocalRunner:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
@@ -108,17 +108,17 @@ class LocalRunner:
         """Task threads (tasks that run at once): one here."""
         return 1
 
-    def scatter(self, obj):
+    def scatter(self, obj: Any) -> Any:
         return obj
 
-    def submit(self, fn: Callable, *args) -> Any:
+    def submit(self, fn: Callable, *args: Any) -> Any:
         return fn(*args)
 
     def map(
         self,
         fn: Callable,
         items: Sequence,
-        *args,
+        *args: Any,
         desc: str = "",
         weights: Sequence[int] | None = None,
         unit: str = "B",
@@ -131,7 +131,7 @@ class LocalRunner:
                 bar.update(weights[k] if weights is not None else 1)
         return out
 
-    def reduce(self, merge: Callable, handles: Sequence, split_every: int = DEFAULT_SPLIT_EVERY):
+    def reduce(self, merge: Callable, handles: Sequence, split_every: int = DEFAULT_SPLIT_EVERY) -> Any:
         """The tree reduction of ``handles`` with ``merge(*group)``; the same
         tree (and so the same result) as :meth:`DaskRunner.reduce`."""
         return _tree(merge, list(handles), split_every, lambda f, group: f(*group))
@@ -140,32 +140,32 @@ class LocalRunner:
         self,
         fn: Callable,
         items: Sequence,
-        *args,
+        *args: Any,
         merge: Callable,
         split_every: int = DEFAULT_SPLIT_EVERY,
         desc: str = "",
         weights: Sequence[int] | None = None,
         unit: str = "B",
-    ):
+    ) -> Any:
         """``merge`` over ``fn(item, *args)`` of every item (``merge`` must be
         associative and commutative: sums); here, :meth:`map` then :meth:`reduce`."""
         return self.reduce(merge, self.map(fn, items, *args, desc=desc, weights=weights, unit=unit), split_every)
 
-    def gather(self, handles):
+    def gather(self, handles: Any) -> Any:
         return handles
 
 
 class DaskRunner:
     """The runner's calls as tasks on a Dask cluster (``distributed.Client``)."""
 
-    def __init__(self, client, *, owned: bool = False, progress: bool | None = None):
+    def __init__(self, client: Any, *, owned: bool = False, progress: bool | None = None) -> None:
         self.client, self.owned, self.progress = client, owned, progress
         self.bytes_shipped = 0
 
-    def __enter__(self):
+    def __enter__(self) -> DaskRunner:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
@@ -181,18 +181,18 @@ class DaskRunner:
         """Task threads over the workers connected now (at least 1)."""
         return max(1, sum(int(n) for n in self.client.nthreads().values()))
 
-    def scatter(self, obj):
+    def scatter(self, obj: Any) -> Any:
         """``obj`` sent once to every worker; tasks given the handle find it there."""
         return self.client.scatter(obj, broadcast=True, hash=False)
 
-    def submit(self, fn: Callable, *args):
+    def submit(self, fn: Callable, *args: Any) -> Any:
         return self.client.submit(fn, *args, pure=False)
 
     def map(
         self,
         fn: Callable,
         items: Sequence,
-        *args,
+        *args: Any,
         desc: str = "",
         weights: Sequence[int] | None = None,
         unit: str = "B",
@@ -214,7 +214,7 @@ class DaskRunner:
             raise
         return futures
 
-    def reduce(self, merge: Callable, handles: Sequence, split_every: int = DEFAULT_SPLIT_EVERY):
+    def reduce(self, merge: Callable, handles: Sequence, split_every: int = DEFAULT_SPLIT_EVERY) -> Any:
         """A tree of ``merge(*group)`` tasks over ``handles`` (``split_every`` per
         group); returns the future of the root."""
         return _tree(merge, list(handles), split_every, lambda f, group: self.client.submit(f, *group, pure=False))
@@ -223,13 +223,13 @@ class DaskRunner:
         self,
         fn: Callable,
         items: Sequence,
-        *args,
+        *args: Any,
         merge: Callable,
         split_every: int = DEFAULT_SPLIT_EVERY,
         desc: str = "",
         weights: Sequence[int] | None = None,
         unit: str = "B",
-    ):
+    ) -> Any:
         """The future of ``merge`` over ``fn(item, *args)`` of every item, merged
         as results arrive: each ``split_every`` finished results (or merges) become
         one merge task at once, so the merging overlaps the mapping and only a
@@ -269,7 +269,7 @@ class DaskRunner:
             self.client.cancel(list(live))
             raise
 
-    def gather(self, handles):
+    def gather(self, handles: Any) -> Any:
         return self.client.gather(handles)
 
 
@@ -281,7 +281,7 @@ def _check_reduce(split_every: int, n: int) -> None:
         raise ValueError("nothing to reduce")
 
 
-def _bar(progress, weights: Sequence[int] | None, n: int, desc: str, unit: str):
+def _bar(progress: bool | None, weights: Sequence[int] | None, n: int, desc: str, unit: str) -> Progress:
     """The progress bar of a map over ``n`` items: over ``weights`` (in ``unit``), else over the items."""
     total = sum(weights) if weights is not None else n
     return progress_bar(
@@ -294,3 +294,7 @@ def _tree(merge: Callable, level: list, split_every: int, call: Callable) -> Any
     while len(level) > 1:
         level = [call(merge, level[i : i + split_every]) for i in range(0, len(level), split_every)]
     return level[0]
+
+
+#: what :func:`runner` returns: the same methods on this machine or on a dask cluster
+Runner = Union[LocalRunner, DaskRunner]

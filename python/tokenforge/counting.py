@@ -27,11 +27,11 @@ import re
 import tempfile
 import unicodedata
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 from . import _core
 from .batching import batched, feed_in_batches
-from .cluster import runner, task_threads
+from .cluster import Runner, runner, task_threads
 from .data.corpus import (
     Texts,
     check_options,
@@ -46,7 +46,7 @@ from .data.corpus import (
 )
 from .data.partition import Partition, auto_target_bytes, partition_documents, plan_partitions
 from .errors import TokenforgeError, warn_user
-from .progress import progress_bar
+from .progress import Progress, progress_bar
 
 __all__ = ["DocRule", "count_pieces", "BATCH_CHARS", "memory_budget", "parse_memory"]
 
@@ -96,7 +96,14 @@ class DocRule:
         return iter(docs)
 
 
-def _count_docs(docs: Iterable[str], pattern, rule: DocRule, num_threads, prune_below: int | None, bar=None):
+def _count_docs(
+    docs: Iterable[str],
+    pattern: str | None,
+    rule: DocRule,
+    num_threads: int | None,
+    prune_below: int | None,
+    bar: Progress | None = None,
+) -> _core.WordCounter:
     counter = _core.WordCounter(pattern)
     feed_in_batches(counter.add_texts, rule.apply(docs), num_threads, COUNT_BATCH_CHARS, bar)
     if prune_below:
@@ -104,7 +111,7 @@ def _count_docs(docs: Iterable[str], pattern, rule: DocRule, num_threads, prune_
     return counter
 
 
-def _local_files(corpus, who: str) -> list[Path] | None:
+def _local_files(corpus: object, who: str) -> list[Path] | None:
     """The local files of ``train(corpus)`` in reading order; None for texts or fsspec URLs."""
     if isinstance(corpus, Texts):
         return None
@@ -114,7 +121,7 @@ def _local_files(corpus, who: str) -> list[Path] | None:
     return [f for p in corpus_paths(corpus, who=who) for f in corpus_files(p)]
 
 
-def parse_memory(value) -> int:
+def parse_memory(value: object) -> int:
     """Bytes from an int or a str such as ``"4GB"``, ``"512 MiB"``, ``"1e9"``
     (k/M/G/T: powers of 1000; Ki/Mi/Gi/Ti: of 1024)."""
     if isinstance(value, bool) or not isinstance(value, (int, str)):
@@ -145,7 +152,7 @@ def available_memory() -> int | None:
     return None
 
 
-def memory_budget(max_memory) -> int | None:
+def memory_budget(max_memory: int | str | None) -> int | None:
     """The budget in bytes: ``max_memory`` parsed, or None -> ``DEFAULT_SHARE`` of the
     available memory (None, unbounded, where it cannot be read)."""
     if max_memory is not None:
@@ -154,7 +161,7 @@ def memory_budget(max_memory) -> int | None:
     return None if avail is None else max(MIN_BUDGET, int(avail * DEFAULT_SHARE))
 
 
-def _settle(counter, budget: int, who: str) -> None:
+def _settle(counter: _core.WordCounter, budget: int, who: str) -> None:
     """The end of counting under a budget: exact counts from the runs, the pieces that
     fit training's share of it kept, and a warning saying exactly what was dropped."""
     keep = int(budget * KEEP_SHARE)
@@ -171,7 +178,15 @@ def _settle(counter, budget: int, who: str) -> None:
         )
 
 
-def _count_files(counter, files: list[Path], text_field, split_on, errors, num_threads, bar):
+def _count_files(
+    counter: _core.WordCounter,
+    files: list[Path],
+    text_field: str,
+    split_on: str | None,
+    errors: str,
+    num_threads: int | None,
+    bar: Progress | None,
+) -> None:
     """The piece counts of local files, documents as :func:`~tokenforge.data.corpus.iter_documents`
     reads them. JSON lines go to the core a block at a time (``WordCounter.add_jsonl_block``):
     no Python string per document -- ``json.loads`` and a str per line cost more than splitting
@@ -192,26 +207,30 @@ def _count_files(counter, files: list[Path], text_field, split_on, errors, num_t
             lines += got
 
 
-def count_partition(part: Partition, pattern, rule: DocRule, options: dict, num_threads, prune_below):
+def count_partition(
+    part: Partition, pattern: str | None, rule: DocRule, options: dict, num_threads: int | None, prune_below: int | None
+) -> _core.WordCounter:
     """A worker's task: the piece counts of one partition."""
     return _count_docs(partition_documents(part, **options), pattern, rule, num_threads, prune_below)
 
 
-def count_texts(texts: list[str], pattern, rule: DocRule, num_threads, prune_below):
+def count_texts(
+    texts: list[str], pattern: str | None, rule: DocRule, num_threads: int | None, prune_below: int | None
+) -> _core.WordCounter:
     """A worker's task: the piece counts of a batch of texts shipped to it."""
     return _count_docs(texts, pattern, rule, num_threads, prune_below)
 
 
-def merge_counts(*counters):
+def merge_counts(*counters: _core.WordCounter) -> _core.WordCounter:
     """A worker's task: one counter holding the sum of ``counters`` (unchanged)."""
     return counters[0] if len(counters) == 1 else _core.WordCounter.merged(list(counters))
 
 
 def count_pieces(
-    corpus,
-    pattern,
+    corpus: object,
+    pattern: str | None,
     *,
-    client=None,
+    client: Any = None,
     who: str = "train",
     rule: DocRule = DocRule(),
     text_field: str = "text",
@@ -223,9 +242,9 @@ def count_pieces(
     prune_below: int | None = None,
     split_every: int = 8,
     desc: str = "counting pieces",
-    max_memory=None,
-    tmp_dir=None,
-):
+    max_memory: int | str | None = None,
+    tmp_dir: str | os.PathLike[str] | None = None,
+) -> _core.WordCounter:
     """The piece counts (a ``_core.WordCounter``) of ``corpus`` split with ``pattern``.
 
     ``corpus`` follows the corpus rule (a path or a list of paths; a
@@ -304,7 +323,17 @@ def count_pieces(
             run.close()
 
 
-def _count_shipped_texts(run, corpus: Texts, pattern, rule, threads, prune_below, split_every, desc, who):
+def _count_shipped_texts(
+    run: Runner,
+    corpus: Texts,
+    pattern: str | None,
+    rule: DocRule,
+    threads: int | None,
+    prune_below: int | None,
+    split_every: int,
+    desc: str,
+    who: str,
+) -> _core.WordCounter:
     """Texts from the client's memory, shipped in batches, ``2 * workers`` at a time."""
     from .data.corpus import iterator_documents
 
@@ -312,7 +341,7 @@ def _count_shipped_texts(run, corpus: Texts, pattern, rule, threads, prune_below
     results = []
     pending: list[list[str]] = []
 
-    def flush():
+    def flush() -> None:
         if pending:
             handles = run.map(count_texts, list(pending), pattern, rule, threads, prune_below, desc=desc)
             results.append(run.reduce(merge_counts, handles, split_every))

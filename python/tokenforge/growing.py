@@ -47,12 +47,13 @@ what :mod:`tokenforge.sync` does not handle.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Iterable, Mapping, Sequence, cast
+from typing import Any, Callable, Iterable, Mapping, Sequence, cast
 
 import numpy as np
 
@@ -78,7 +79,7 @@ from .formats.growing_json import (
 from .formats.kinds import HEAD_BYTES, Format
 from .formats.patterns import resolve_pattern
 from .formats.suffixes import check_save_suffix
-from .ids import check_text, check_texts
+from .ids import IdBatch, check_text, check_texts
 from .progress import run_sliced
 from .rust_backed import batch_flat, batch_ids
 from .surrogates import decode_utf8, encode_around_surrogates
@@ -107,11 +108,11 @@ def _nfc(text: str) -> str:
     return unicodedata.normalize("NFC", text)
 
 
-def _resolve_pattern(pattern) -> str | None:
+def _resolve_pattern(pattern: str | None) -> str | None:
     return resolve_pattern(pattern)[0]
 
 
-def _check_int(name: str, value, low: int, high: int | None = None) -> int:
+def _check_int(name: str, value: object, low: int, high: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an int, not {type(value).__name__}")
     value = int(value)
@@ -156,7 +157,9 @@ class GrowingBPETokenizer(Tokenizer):
     BYTE_OFFSET = BYTE_OFFSET
     MERGE_OFFSET = MERGE_OFFSET
 
-    def __init__(self, vocab_size: int = DEFAULT_VOCAB_SIZE, *, pattern="cl100k", normalization: str | None = "NFC"):
+    def __init__(
+        self, vocab_size: int = DEFAULT_VOCAB_SIZE, *, pattern: str | None = "cl100k", normalization: str | None = "NFC"
+    ) -> None:
         vocab_size = _check_int("vocab_size", vocab_size, MERGE_OFFSET, MAX_ID + 1)
         if normalization not in ("NFC", None):
             raise TokenforgeError(f'normalization must be "NFC" or None, not {normalization!r}')
@@ -167,16 +170,16 @@ class GrowingBPETokenizer(Tokenizer):
     @classmethod
     def train(
         cls,
-        corpus,
+        corpus: object,
         vocab_size: int = DEFAULT_VOCAB_SIZE,
         *,
         num_merges: int | None = None,
-        pattern="cl100k",
+        pattern: str | None = "cl100k",
         normalization: str | None = "NFC",
         text_field: str = "text",
         split_on: str | None = None,
         errors: str = "strict",
-        **learn_kwargs,
+        **learn_kwargs: Any,
     ) -> "GrowingBPETokenizer":
         """A new vocabulary of at most ``vocab_size`` ids, its merges learned from
         files: ``corpus`` is a path or a list of paths (``str`` or ``pathlib.Path``;
@@ -216,12 +219,14 @@ class GrowingBPETokenizer(Tokenizer):
         return tok
 
     @classmethod
-    def train_from_iterator(cls, iterator, vocab_size: int = DEFAULT_VOCAB_SIZE, **kwargs) -> "GrowingBPETokenizer":
+    def train_from_iterator(
+        cls, iterator: Iterable[str], vocab_size: int = DEFAULT_VOCAB_SIZE, **kwargs: Any
+    ) -> "GrowingBPETokenizer":
         """:meth:`train` on an iterable of str (texts, never paths)."""
         return cls.train(Texts(iterator), vocab_size, **kwargs)
 
     @classmethod
-    def _from_data(cls, data: GrowingData, path=None) -> "GrowingBPETokenizer":
+    def _from_data(cls, data: GrowingData, path: str | os.PathLike[str] | None = None) -> "GrowingBPETokenizer":
         tok = cls.__new__(cls)
         tok._path = None if path is None else Path(path)
         tok._lock = threading.RLock()
@@ -239,7 +244,7 @@ class GrowingBPETokenizer(Tokenizer):
         return self._state.data
 
     @property
-    def _model(self):
+    def _model(self) -> _core.BpeModel:
         return self._state.model
 
     # ---- sizes and tables ----------------------------------------------------
@@ -374,7 +379,7 @@ class GrowingBPETokenizer(Tokenizer):
         """The id of byte ``b`` (b + 10): how a lone surrogate's bytes are encoded."""
         return b + BYTE_OFFSET
 
-    def _encode_one(self, st, text: str, allowed: list[int] | None) -> list[int]:
+    def _encode_one(self, st: _State, text: str, allowed: list[int] | None) -> list[int]:
         """Normalised text -> ids with the state ``st`` (``allowed``: special ids to recognise, or None)."""
         model = st.model
         enc = model.encode_ordinary if allowed is None else (lambda t: model.encode(t, allowed))
@@ -393,7 +398,9 @@ class GrowingBPETokenizer(Tokenizer):
         except UnicodeEncodeError:  # lone surrogates
             return np.asarray(self._encode_one(st, text, None), dtype=np.uint32)
 
-    def encode_batch(self, texts: Sequence[str], num_threads: int | None = None, as_numpy: bool = False):
+    def encode_batch(
+        self, texts: Sequence[str], num_threads: int | None = None, as_numpy: bool = False
+    ) -> list[list[int]] | IdBatch:
         """Ids of many texts (no BOS/EOS), encoded in parallel with the GIL released."""
         check_texts(texts)
         st = self._state
@@ -444,7 +451,9 @@ class GrowingBPETokenizer(Tokenizer):
         batch = self.encode(text, num_threads=num_threads, allowed_special=allowed, disallowed_special=disallowed)
         return [self._finish(p, add_special_tokens, max_length, truncation, padding) for p in batch]
 
-    def _finish(self, ids: list[int], add_special_tokens, max_length, truncation, padding) -> list[int]:
+    def _finish(
+        self, ids: list[int], add_special_tokens: bool, max_length: int | None, truncation: bool, padding: bool
+    ) -> list[int]:
         if add_special_tokens:
             ids = [self.BOS_ID, *ids, self.EOS_ID]
         if truncation and max_length is not None and len(ids) > max_length:
@@ -464,7 +473,7 @@ class GrowingBPETokenizer(Tokenizer):
         return {"input_ids": ids, "attention_mask": [[0 if t == self.PAD_ID else 1 for t in x] for x in ids]}
 
     # ---- decoding --------------------------------------------------------------
-    def decode_bytes(self, ids, skip_special_tokens: bool = False) -> bytes:
+    def decode_bytes(self, ids: Iterable[int], skip_special_tokens: bool = False) -> bytes:
         """Bytes of the ids: PAD/BOS/EOS/UNK as their text (nothing if
         ``skip_special_tokens``), reserved ids 4-9 as ``<unk>``. An id that is not
         in the vocabulary (negative, or ``current_vocab_size`` or more) is a
@@ -497,13 +506,13 @@ class GrowingBPETokenizer(Tokenizer):
             out += st.model.decode_bytes(arr[start:].astype(np.uint32))
         return bytes(out)
 
-    def decode(self, ids, skip_special_tokens: bool = True) -> str:
+    def decode(self, ids: Iterable[int], skip_special_tokens: bool = True) -> str:
         """Text of the ids (the seed's rule: PAD/BOS/EOS/UNK give nothing, reserved
         ids give ``<unk>``; an id not in the vocabulary is an error, see :meth:`decode_bytes`); invalid UTF-8 becomes U+FFFD, a lone
         surrogate's bytes the surrogate (:func:`tokenforge.base.decode_utf8`)."""
         return decode_utf8(self.decode_bytes(ids, skip_special_tokens=skip_special_tokens))
 
-    def decode_batch(self, batch, skip_special_tokens: bool = True) -> list[str]:
+    def decode_batch(self, batch: Iterable[Iterable[int]], skip_special_tokens: bool = True) -> list[str]:
         return [self.decode(x, skip_special_tokens=skip_special_tokens) for x in batch]
 
     def token_bytes(self) -> np.ndarray:
@@ -524,22 +533,25 @@ class GrowingBPETokenizer(Tokenizer):
             raise TokenforgeError(
                 f"token id {i} is not in the vocabulary yet (current_vocab_size {st.data.next_merge_id})"
             )
-        return st.model.id_bytes(i)
+        data = st.model.id_bytes(i)
+        if data is None:  # ids 0-9 are answered above; the core has bytes for every other id in use
+            raise TokenforgeError(f"token id {i} has no bytes")
+        return data
 
     # ---- learning --------------------------------------------------------------
     def learn_merges(
         self,
-        texts: Iterable[str],
+        texts: Iterable[str | os.PathLike[str]] | os.PathLike[str],
         num_merges: int = 1000,
         *,
         source: str | None = None,
         min_frequency: int = 2,
         num_threads: int | None = None,
         progress: bool = False,
-        client=None,
+        client: Any = None,
         text_field: str = "text",
-        max_memory=None,
-        tmp_dir=None,
+        max_memory: int | str | None = None,
+        tmp_dir: str | os.PathLike[str] | None = None,
     ) -> int:
         """Learn up to ``num_merges`` new merges from ``texts`` and append them.
 
@@ -581,20 +593,20 @@ class GrowingBPETokenizer(Tokenizer):
 
     def _learn(
         self,
-        corpus,
+        corpus: object,
         num_merges: int,
         *,
         source: str | None,
         min_frequency: int,
         num_threads: int | None,
         progress: bool | None,
-        client=None,
+        client: Any = None,
         text_field: str = "text",
         split_on: str | None = None,
         errors: str = "strict",
         who: str = "GrowingBPETokenizer.learn_merges",
-        max_memory=None,
-        tmp_dir=None,
+        max_memory: int | str | None = None,
+        tmp_dir: str | os.PathLike[str] | None = None,
     ) -> int:
         """:meth:`learn_merges` on a corpus (paths or URLs by the corpus rule, or :class:`Texts`)."""
         num_merges = _check_int("num_merges", num_merges, 0)
@@ -647,7 +659,7 @@ class GrowingBPETokenizer(Tokenizer):
         return self.next_merge_id >= self.vocab_size
 
     # ---- files -----------------------------------------------------------------
-    def save(self, path=None) -> None:
+    def save(self, path: str | os.PathLike[str] | None = None) -> None:
         """Write the seed's tokenizer.json (plus ``merge_to_tokens`` and tokenforge's
         keys) atomically. A directory gets ``tokenizer.json``. Without a path,
         the file it was loaded from."""
@@ -655,7 +667,7 @@ class GrowingBPETokenizer(Tokenizer):
         write_growing_json(p, self._data)
         self._path = p
 
-    def _target(self, path) -> Path:
+    def _target(self, path: str | os.PathLike[str] | None) -> Path:
         if path is None:
             if self._path is None:
                 raise TokenforgeError("save() needs a path: this tokenizer was not loaded from or saved to a file")
@@ -666,7 +678,7 @@ class GrowingBPETokenizer(Tokenizer):
             p = p / _DEFAULT_FILE
         return p
 
-    def save_pretrained(self, directory, **options) -> list[Path]:
+    def save_pretrained(self, directory: str | os.PathLike[str], **options: Any) -> list[Path]:
         """Write what transformers' ``AutoTokenizer.from_pretrained(directory)`` reads
         (see :meth:`tokenforge.BPETokenizer.save_pretrained` for the options):
         a ``tokenizer.json`` with this layout's ids (offset 10, ids 4-9 as the
@@ -712,7 +724,7 @@ class GrowingBPETokenizer(Tokenizer):
         return write_pretrained(directory, bpe, document=doc, extra_files={_PRETRAINED_FILE: own}, **options)
 
     @classmethod
-    def load(cls, path) -> "GrowingBPETokenizer":
+    def load(cls, path: str | os.PathLike[str]) -> "GrowingBPETokenizer":
         """Read a tokenizer.json written by the seed (with or without
         ``merge_to_tokens``) or by :meth:`save` (a directory: its tokenizer.json,
         or the ``tokenforge-growing.json`` :meth:`save_pretrained` writes);
@@ -746,11 +758,11 @@ class GrowingBPETokenizer(Tokenizer):
     # ---- sync ------------------------------------------------------------------
     def sync(
         self,
-        source,
+        source: str | os.PathLike[str],
         *,
         sha256: str | None = None,
         timeout: float = 10,
-        path=None,
+        path: str | os.PathLike[str] | None = None,
         max_bytes: int = DEFAULT_MAX_BYTES,
         _cancel: threading.Event | None = None,
     ) -> SyncReport:
@@ -789,15 +801,15 @@ class GrowingBPETokenizer(Tokenizer):
 
     def auto_sync(
         self,
-        source,
+        source: str | os.PathLike[str],
         interval: float = 600,
         *,
         sha256: str | None = None,
         timeout: float = 10,
-        path=None,
+        path: str | os.PathLike[str] | None = None,
         max_bytes: int = DEFAULT_MAX_BYTES,
         max_backoff: float | None = None,
-        on_update=None,
+        on_update: Callable[[SyncReport], object] | None = None,
     ) -> "AutoSync":
         """Keep this tokenizer current: :meth:`sync` from ``source`` now and every ``interval`` seconds.
 
@@ -849,14 +861,13 @@ def get_neuro_tokenizer() -> GrowingBPETokenizer:
     return _default
 
 
-def _ids_array(ids) -> np.ndarray:
+def _ids_array(ids: Iterable[int]) -> np.ndarray:
     """Ids as an int64 array (lists, tuples, numpy arrays, CPU tensors)."""
     if isinstance(ids, (str, bytes)):
         raise TypeError("token ids must be a sequence of ints, not str/bytes")
-    if isinstance(ids, (int, np.integer)) and not isinstance(ids, bool):
-        ids = [ids]
+    one = isinstance(ids, (int, np.integer)) and not isinstance(ids, bool)
     try:
-        arr = np.asarray(ids)
+        arr = np.asarray([ids] if one else ids)
     except (OverflowError, ValueError) as e:
         raise TokenforgeError(f"token ids must be a flat sequence of ints in 0..{MAX_ID}: {e}") from None
     if arr.size == 0:

@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence, overload
 
 if TYPE_CHECKING:
     import numpy as np
+    from typing_extensions import TypeIs
 
 __all__ = ["IdBatch", "check_text", "check_texts", "flat_ids", "ids_dtype", "is_integer"]
 
 
-def is_integer(x: object) -> bool:
+def is_integer(x: object) -> TypeIs[int | np.integer[Any]]:
     """An ``int`` or a numpy integer, not a ``bool``. numpy is not imported to
     answer: a numpy integer can exist only once something has imported numpy."""
     if isinstance(x, int):

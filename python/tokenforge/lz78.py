@@ -34,8 +34,9 @@ over workers (it must see the corpus in order, so it is one task).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import numpy as np
 
@@ -60,6 +61,9 @@ from .formats.suffixes import check_save_suffix
 from .ids import check_texts
 from .progress import progress_bar
 from .rust_backed import CoreEncoded, batch_flat
+
+if TYPE_CHECKING:
+    from .cluster import Runner
 
 __all__ = ["LZ78Tokenizer", "STRATEGIES", "SEED_SPECIALS", "DEFAULT_PARAMS", "lz78_inspect"]
 
@@ -96,7 +100,7 @@ _BATCH_CHARS = 16 << 20
 _DIR_FILE = "lz78.tsv"
 
 
-def _extra_specials(special_tokens) -> list[str]:
+def _extra_specials(special_tokens: object) -> list[str]:
     # the seed's three are always there
     return [s for s in special_token_list(special_tokens) if s not in SEED_SPECIALS]
 
@@ -123,7 +127,7 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
 
     family = "lz78"
 
-    def __init__(self, data: LZ78Data, *, chunking: bool | None = None, special_tokens=None):
+    def __init__(self, data: LZ78Data, *, chunking: bool | None = None, special_tokens: object = None) -> None:
         if not isinstance(data, LZ78Data):
             raise TypeError(
                 "LZ78Tokenizer(data) takes an LZ78Data; use LZ78Tokenizer.train, from_tsv or from_directory"
@@ -151,11 +155,11 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
     @classmethod
     def from_tsv(
         cls,
-        tsv_path,
-        tsv_format: str = "lz78",
+        tsv_path: str | os.PathLike[str],
+        tsv_format: str | None = "lz78",
         *,
         chunking: bool | None = None,
-        special_tokens=None,
+        special_tokens: object = None,
         strict: bool = True,
     ) -> "LZ78Tokenizer":
         """Load a dictionary TSV (the seed's ``from_tsv``).
@@ -174,19 +178,19 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
     @classmethod
     def train(
         cls,
-        corpus,
+        corpus: object,
         vocab_size: int = DEFAULT_VOCAB_SIZE,
         *,
         strategy: str = DEFAULT_STRATEGY,
         chunking: bool = True,
-        special_tokens=None,
+        special_tokens: object = None,
         num_threads: int | None = None,
         progress: bool | None = None,
         text_field: str = "text",
         split_on: str | None = None,
         errors: str = "strict",
-        client=None,
-        **strategy_params,
+        client: Any = None,
+        **strategy_params: Any,
     ) -> "LZ78Tokenizer":
         """Train a dictionary so that the tokenizer has ``vocab_size`` ids in all
         (the shape of every family's ``train``: the corpus and the size, the
@@ -301,7 +305,9 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
         return cls(data)
 
     @classmethod
-    def train_from_iterator(cls, iterator, vocab_size: int = DEFAULT_VOCAB_SIZE, **kwargs) -> "LZ78Tokenizer":
+    def train_from_iterator(
+        cls, iterator: Iterable[str], vocab_size: int = DEFAULT_VOCAB_SIZE, **kwargs: Any
+    ) -> "LZ78Tokenizer":
         """Train from an iterable of str (texts, never paths), streamed in order;
         the other arguments are :meth:`train`'s (keywords)."""
         return cls.train(Texts(iterator), vocab_size, **kwargs)
@@ -364,29 +370,28 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
         pattern = _pattern_of(self._data.settings.get("pattern")) if chunking else None
         self._model = self._model.with_pattern(pattern)
 
-    def _emitted(self, text, num_threads: int | None = None) -> np.ndarray:
+    def _emitted(self, text: str | Iterable[str], num_threads: int | None = None) -> np.ndarray:
         """bool per output id 1..N (index id-1): does encoding ``text`` emit it?
 
         ``text``: a str or an iterable of str, encoded in batches of about
         16M characters (memory bounded by a batch, not by the corpus).
         """
-        if isinstance(text, str):
-            text = [text]
-        elif isinstance(text, (bytes, bytearray)):
+        if isinstance(text, (bytes, bytearray)):
             raise TypeError("text must be a str or an iterable of str, not bytes")
+        texts = [text] if isinstance(text, str) else text
         counts = np.zeros(self.vocab_size, dtype=np.int64)
-        for batch in batched(text, _BATCH_CHARS):
+        for batch in batched(texts, _BATCH_CHARS):
             check_texts(batch)
             flat, _ = batch_flat(self._model, batch, num_threads, self.byte_id)
             counts[:] += np.bincount(np.asarray(flat, dtype=np.int64), minlength=self.vocab_size)[: self.vocab_size]
         return counts[1 : self._n + 1] > 0
 
-    def count_never_emitted(self, text, num_threads: int | None = None) -> int:
+    def count_never_emitted(self, text: str | Iterable[str], num_threads: int | None = None) -> int:
         """How many of the N output ids encoding ``text`` never emits (what
         :meth:`compact_output_vocab` would make prefix-only); nothing changes."""
         return int((~self._emitted(text, num_threads)).sum())
 
-    def compact_output_vocab(self, text, num_threads: int | None = None) -> int:
+    def compact_output_vocab(self, text: str | Iterable[str], num_threads: int | None = None) -> int:
         """Mark the output entries that encoding ``text`` never emits as
         prefix-only (kept for structure, given no id) and renumber the
         remaining outputs 1..N'. ``text`` is a str or an iterable of str
@@ -526,7 +531,7 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
     def _saved_data(self) -> LZ78Data:
         return LZ78Data(self._data.structure, self._data.nodes, self._settings_for_save())
 
-    def save(self, path) -> None:
+    def save(self, path: str | os.PathLike[str]) -> None:
         """Write the dictionary TSV (with header). A path ending in ``.tsv`` is
         the file; anything else is a directory that gets ``lz78.tsv``."""
         check_save_suffix(path, (".tsv",), "LZ78Tokenizer.save")
@@ -552,7 +557,12 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
         return cls(lz78_tsv_from_bytes(data, f"<pickled {cls.__name__}>"), chunking=chunking)
 
     def save_tsv(
-        self, path, tsv_format: str | None = None, *, style: str = "tokenforge", unwritable: str = "error"
+        self,
+        path: str | os.PathLike[str],
+        tsv_format: str | None = None,
+        *,
+        style: str = "tokenforge",
+        unwritable: str = "error",
     ) -> int:
         """Write one TSV file in ``tsv_format`` ("lz78" or "compressed"; default: the dictionary's own).
 
@@ -594,12 +604,12 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
         return dropped
 
     @classmethod
-    def from_directory(cls, directory) -> "LZ78Tokenizer":
+    def from_directory(cls, directory: str | os.PathLike[str]) -> "LZ78Tokenizer":
         """Load what :meth:`save` wrote into a directory."""
         return cls.from_tsv(Path(directory) / _DIR_FILE, tsv_format=None)
 
     @classmethod
-    def load(cls, path) -> "LZ78Tokenizer":
+    def load(cls, path: str | os.PathLike[str]) -> "LZ78Tokenizer":
         p = Path(path)
         if p.is_dir():
             return cls.from_directory(p)
@@ -633,12 +643,14 @@ class LZ78Tokenizer(CoreEncoded, Tokenizer):
 # candidate strings are generated from the chunks themselves.
 
 
-def _cluster_count(part: Partition, pattern: str | None, options: dict, num_threads: int | None):
+def _cluster_count(
+    part: Partition, pattern: str | None, options: dict, num_threads: int | None
+) -> tuple[_core.WordCounter, int]:
     """Worker task: (WordCounter of the partition's chunks, texts fed)."""
     counter = _core.WordCounter(pattern)
     texts = 0
 
-    def feed(batch: list[str], nt) -> None:
+    def feed(batch: list[str], nt: int | None) -> None:
         nonlocal texts
         counter.add_texts(batch, nt)
         texts += len(batch)  # after add_texts: a batch refused for lone surrogates is fed again, cut
@@ -647,35 +659,43 @@ def _cluster_count(part: Partition, pattern: str | None, options: dict, num_thre
     return counter, texts
 
 
-def _cluster_merge(*parts):
+def _cluster_merge(*parts: tuple[_core.WordCounter, int]) -> tuple[_core.WordCounter, int]:
     """Reduce task: the sum of (WordCounter, texts) pairs."""
     return _core.WordCounter.merged([c for c, _ in parts]), sum(t for _, t in parts)
 
 
-def _cluster_summary(counted) -> tuple[int, int, int]:
+def _cluster_summary(counted: tuple[_core.WordCounter, int]) -> tuple[int, int, int]:
     """Worker task: (unique chunks, texts, corpus bytes) of a merged (WordCounter, texts)."""
     counter, texts = counted
     return counter.unique, texts, counter.total_bytes
 
 
-def _cluster_usage_pool(pool: dict):
+def _cluster_usage_pool(pool: dict) -> _core.Lz78UsagePool:
     """Worker task: the pool ready to count usage (its trie built here, once)."""
     parents, chars, _, _ = pool["pool"]
     return _core.Lz78UsagePool(parents, chars)
 
 
-def _cluster_usage(counted, usage_pool, mask: bytes, num_threads: int | None):
+def _cluster_usage(
+    counted: tuple[_core.WordCounter, int], usage_pool: _core.Lz78UsagePool, mask: bytes, num_threads: int | None
+) -> _core.UsageCounts:
     """Worker task: one round's UsageCounts over one partition's chunks."""
     return usage_pool.usage(counted[0], mask, num_threads)
 
 
-def _cluster_usage_merge(*parts):
+def _cluster_usage_merge(*parts: _core.UsageCounts) -> _core.UsageCounts:
     """Reduce task: the sum of UsageCounts."""
     return _core.UsageCounts.merged(list(parts))
 
 
 def _cluster_pool(
-    parts: list[Partition], strategy: str, n: int, pattern: str | None, params: dict, options: dict, num_threads
+    parts: list[Partition],
+    strategy: str,
+    n: int,
+    pattern: str | None,
+    params: dict,
+    options: dict,
+    num_threads: int | None,
 ) -> dict:
     """Worker task: the online builder over every partition, in order, as
     plain data (``pool`` as ``_core.lz78_finish`` takes it, and the texts and
@@ -692,7 +712,17 @@ def _cluster_pool(
     return {"pool": online.finish(), "texts": texts, "corpus_bytes": nbytes}
 
 
-def _train_on_cluster(client, corpus, strategy, n, pattern, params, options, num_threads, progress):
+def _train_on_cluster(
+    client: Any,
+    corpus: object,
+    strategy: str,
+    n: int,
+    pattern: str | None,
+    params: dict,
+    options: dict,
+    num_threads: int | None,
+    progress: bool | None,
+) -> Any:
     """``Lz78Trainer``'s (entries, flat, stats), computed by tasks on ``client``'s cluster.
 
     The pool strategies go to :func:`_prune_on_cluster` (the chunks stay on the
@@ -740,7 +770,16 @@ def _train_on_cluster(client, corpus, strategy, n, pattern, params, options, num
     )
 
 
-def _prune_on_cluster(run, parts, strategy, n, pattern, params, options, num_threads):
+def _prune_on_cluster(
+    run: Runner,
+    parts: list[Partition],
+    strategy: str,
+    n: int,
+    pattern: str | None,
+    params: dict,
+    options: dict,
+    num_threads: int | None,
+) -> Any:
     """The pool strategies on a cluster (``run``: a runner of :mod:`tokenforge.cluster`):
     the chunk counters stay on the workers, which count each pruning round's usage
     (see the section comment)."""
@@ -755,7 +794,7 @@ def _prune_on_cluster(run, parts, strategy, n, pattern, params, options, num_thr
     pool, (unique, texts, nbytes) = run.gather([pool, summary])
     del summary  # the merged counter it was made from goes with it
 
-    def usage(mask: bytes):
+    def usage(mask: bytes) -> Any:
         shared = run.scatter(mask)
         per_part = run.map(
             _cluster_usage,
@@ -789,7 +828,7 @@ def _outputs_first(data: LZ78Data) -> LZ78Data:
     return LZ78Data(data.structure, new, data.settings)
 
 
-def _to_compressed(entries, settings: dict) -> LZ78Data:
+def _to_compressed(entries: Iterable[tuple[int, str, str, bool]], settings: dict) -> LZ78Data:
     """Patricia trie of a tree or flat dictionary ((parent, char, pattern, output) per code)."""
     items = []
     out_id = 0

@@ -35,12 +35,13 @@ import copy
 import dataclasses
 import os
 from pathlib import Path
-from typing import Callable, Sequence
+from types import TracebackType
+from typing import Any, Callable, Iterable, Literal, Optional, Sequence, Type, Union, cast
 
 import numpy as np
 
 from . import _core
-from .base import Tokenizer
+from .base import SpecialArg, Tokenizer
 from .chat import special_token_list
 from .data.corpus import corpus_files, corpus_paths, iterator_documents
 from .errors import FormatError, SpecialTokenError, TokenforgeError, VocabSizeError
@@ -87,7 +88,9 @@ def _names_file(s: str) -> bool:
     return len(s) < 4096 and "\n" not in s and "\0" not in s and os.path.isfile(s)
 
 
-def _read_source(src, text, path, encoding: str, errors: str) -> tuple[bytes, Path | None]:
+def _read_source(
+    src: object, text: Latin1Text | None, path: str | os.PathLike[str] | None, encoding: str, errors: str
+) -> tuple[bytes, Path | None]:
     """(latin1 bytes, path or None) from exactly one of src / text= / path=.
 
     ``src``: a ``os.PathLike`` is a file; a ``str`` naming an existing file
@@ -101,14 +104,15 @@ def _read_source(src, text, path, encoding: str, errors: str) -> tuple[bytes, Pa
         if isinstance(src, os.PathLike) or (isinstance(src, str) and _names_file(src)):
             path = src
         else:
-            text = src
+            text = cast(Latin1Text, src)  # anything else is the text: to_latin1 refuses what is not
     if path is not None:
         p = Path(path)
         return latin1_of_file(p.read_bytes(), p, encoding, errors), p
+    assert text is not None  # exactly one of the three was given (checked above)
     return to_latin1(text, errors), None
 
 
-def _check_vocab_size(vocab_size) -> None:
+def _check_vocab_size(vocab_size: object) -> None:
     """``train(corpus, vocab_size)`` has every family's shape; mixedgram's size is
     the format's: 12-bit ids, 256 bytes and 3,840 n-gram slots."""
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)):
@@ -120,8 +124,8 @@ def _check_vocab_size(vocab_size) -> None:
         )
 
 
-def _check_parse(parse) -> str:
-    if parse not in PARSES:
+def _check_parse(parse: object) -> str:
+    if not isinstance(parse, str) or parse not in PARSES:
         raise TokenforgeError(f"unknown parse {parse!r}; expected 'greedy' or 'optimal'")
     return parse
 
@@ -129,13 +133,15 @@ def _check_parse(parse) -> str:
 class _WithPath:
     """Re-raise a FormatError from the core with the file's path added."""
 
-    def __init__(self, path):
+    def __init__(self, path: str | os.PathLike[str] | None) -> None:
         self.path = path
 
-    def __enter__(self):
+    def __enter__(self) -> _WithPath:
         return self
 
-    def __exit__(self, kind, exc, tb):
+    def __exit__(
+        self, kind: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> Literal[False]:
         if self.path is not None and isinstance(exc, FormatError) and exc.path is None:
             raise FormatError(exc.reason, path=self.path, line=exc.line, offset=exc.offset) from None
         return False
@@ -144,24 +150,24 @@ class _WithPath:
 # ---------------------------------------------------------------------------
 # packing (module level: no vocabulary needed)
 # ---------------------------------------------------------------------------
-def pack(ids) -> bytes:
+def pack(ids: Iterable[int]) -> bytes:
     """Pack token ids (1..4095) two per three bytes; an odd count gets a padding 0."""
     return _core.mixedgram_pack(ids)
 
 
-def unpack(data, as_numpy: bool = False):
+def unpack(data: Buffer, as_numpy: bool = False) -> Any:
     """Ids of a packed stream (the final padding 0 dropped). A length that is not
     a multiple of 3, or a 0 before the end, raises FormatError with the offset."""
     arr = _core.mixedgram_unpack(bytes(data))
     return arr if as_numpy else arr.tolist()
 
 
-def pack12(values) -> bytes:
+def pack12(values: Iterable[int]) -> bytes:
     """Raw 12-bit packing of any values 0..4095 (no padding rule)."""
     return _core.mixedgram_pack12(values)
 
 
-def unpack12(data) -> list[int]:
+def unpack12(data: Buffer) -> list[int]:
     """Raw 12-bit unpacking: two values per three bytes."""
     return _core.mixedgram_unpack12(bytes(data)).tolist()
 
@@ -178,8 +184,13 @@ class _Keep:
 
 _KEEP = _Keep()
 
+#: a text as mixedgram reads it: a str of latin1 characters, or its bytes
+Latin1Text = Union[str, bytes, bytearray, memoryview]
+#: bytes-like data (a packed stream, an n-gram)
+Buffer = Union[bytes, bytearray, memoryview]
 
-def _special_ids(special_tokens) -> dict[str, int]:
+
+def _special_ids(special_tokens: object) -> dict[str, int]:
     """{text: id} from None, "nanochat", a list (last ids, in order) or a dict."""
     if isinstance(special_tokens, dict):
         out = dict(special_tokens)
@@ -236,14 +247,14 @@ class Mixedgram(RustBacked, Tokenizer):
 
     def __init__(
         self,
-        ngrams=(),
-        special_tokens=None,
+        ngrams: Iterable[Buffer] = (),
+        special_tokens: object = None,
         *,
-        counts=None,
-        training=None,
+        counts: Sequence[int] | None = None,
+        training: dict | None = None,
         parse: str = "greedy",
         errors: str = "strict",
-    ):
+    ) -> None:
         grams = [bytes(g) for g in ngrams]
         if len(grams) > NGRAM_SLOTS:
             raise TokenforgeError(f"{len(grams)} n-grams given; a mixedgram vocabulary has {NGRAM_SLOTS} slots")
@@ -262,19 +273,19 @@ class Mixedgram(RustBacked, Tokenizer):
     # ---- training ----------------------------------------------------------
     @class_or_instance
     def train(
-        cls,
-        self,
-        corpus=None,
+        cls: type[Mixedgram],
+        self: Mixedgram | None,
+        corpus: object = None,
         vocab_size: int = VOCAB_SIZE,
         *,
-        text=None,
-        path=None,
-        special_tokens=_KEEP,
+        text: Latin1Text | None = None,
+        path: str | os.PathLike[str] | None = None,
+        special_tokens: object = _KEEP,
         encoding: str = "latin-1",
         errors: str | None = None,
         num_threads: int | None = None,
         progress: bool = False,
-        client=None,
+        client: Any = None,
         partition_bytes: int | None = None,
     ) -> "Mixedgram":
         """Train on one text. ``corpus`` follows every family's corpus rule:
@@ -336,7 +347,7 @@ class Mixedgram(RustBacked, Tokenizer):
         return self
 
     @classmethod
-    def train_from_iterator(cls, iterator, vocab_size: int = VOCAB_SIZE, **kwargs) -> "Mixedgram":
+    def train_from_iterator(cls, iterator: Iterable[str], vocab_size: int = VOCAB_SIZE, **kwargs: Any) -> "Mixedgram":
         """Train on an iterable of str (texts, never paths), joined by a newline
         into one text; the other arguments are :meth:`train`'s."""
         _check_vocab_size(vocab_size)
@@ -344,7 +355,9 @@ class Mixedgram(RustBacked, Tokenizer):
         return cls.train(text="\n".join(docs), vocab_size=vocab_size, **kwargs)
 
     @classmethod
-    def _train_bytes(cls, data: bytes, specials: dict[str, int], *, num_threads=None, progress=False) -> "Mixedgram":
+    def _train_bytes(
+        cls, data: bytes, specials: dict[str, int], *, num_threads: int | None = None, progress: bool = False
+    ) -> "Mixedgram":
         slots = NGRAM_SLOTS - len(specials)
         with progress_bar(total=None, desc="mixedgram: counting 2..8-grams", unit="B", enabled=progress) as bar:
             top, stats = _core.mixedgram_train(data, slots, num_threads)
@@ -353,7 +366,17 @@ class Mixedgram(RustBacked, Tokenizer):
 
     @classmethod
     def _train_distributed(
-        cls, src, text, path, specials, encoding, errors, client, partition_bytes, num_threads, progress
+        cls,
+        src: object,
+        text: Latin1Text | None,
+        path: str | os.PathLike[str] | None,
+        specials: dict[str, int],
+        encoding: str,
+        errors: str,
+        client: Any,
+        partition_bytes: int | None,
+        num_threads: int | None,
+        progress: bool,
     ) -> "Mixedgram":
         from . import mixedgram_dist as dist
 
@@ -373,7 +396,7 @@ class Mixedgram(RustBacked, Tokenizer):
         return cls._from_selection(top, stats, specials)
 
     @classmethod
-    def _from_selection(cls, top, stats: dict, specials: dict[str, int]) -> "Mixedgram":
+    def _from_selection(cls, top: Sequence[tuple[bytes, int]], stats: dict, specials: dict[str, int]) -> "Mixedgram":
         grams = [g for g, _ in top]
         counts = [c for _, c in top]
         # Specials sit in the last slots; n-grams fill from 256 and never reach them.
@@ -411,7 +434,7 @@ class Mixedgram(RustBacked, Tokenizer):
     def training(self) -> dict:
         return dict(self._training)
 
-    def _with_parse(self, parse) -> "Mixedgram":
+    def _with_parse(self, parse: str | None) -> "Mixedgram":
         p = self.parse if parse is None else _check_parse(parse)
         if p == self.parse:
             return self
@@ -421,15 +444,15 @@ class Mixedgram(RustBacked, Tokenizer):
 
     def encode(
         self,
-        text,
-        prepend=None,
-        append=None,
-        num_threads=None,
+        text: Latin1Text | list[str] | tuple[str, ...],
+        prepend: str | int | None = None,
+        append: str | int | None = None,
+        num_threads: int | None = None,
         *,
-        allowed_special=(),
-        disallowed_special=(),
+        allowed_special: SpecialArg | None = (),
+        disallowed_special: SpecialArg = (),
         parse: str | None = None,
-    ):
+    ) -> Any:  # as the contract's overloads: list[int] for one text, list[list[int]] for a list
         """The contract's ``encode`` (a str or a list of str; bytes are taken as
         latin1), plus ``parse``: "greedy" or "optimal" (default: ``self.parse``)."""
         if isinstance(text, (bytes, bytearray, memoryview)):
@@ -449,10 +472,10 @@ class Mixedgram(RustBacked, Tokenizer):
         """The text as mixedgram sees it: NUL characters removed (see the module docstring)."""
         return text.replace("\x00", "")
 
-    def encode_ordinary(self, text, parse: str | None = None) -> list[int]:
+    def encode_ordinary(self, text: str, parse: str | None = None) -> list[int]:
         return self.encode_to_numpy(text, parse=parse).tolist()
 
-    def encode_to_numpy(self, text, parse: str | None = None) -> np.ndarray:
+    def encode_to_numpy(self, text: str, parse: str | None = None) -> np.ndarray:
         """Encode one text (str or latin1 bytes) straight into a uint16 array."""
         if not isinstance(text, (str, bytes, bytearray, memoryview)):
             raise TypeError(f"text must be str, not {type(text).__name__}")
@@ -461,7 +484,7 @@ class Mixedgram(RustBacked, Tokenizer):
 
     def encode_batch(
         self, texts: Sequence[str], num_threads: int | None = None, as_numpy: bool = False, parse: str | None = None
-    ):
+    ) -> list[list[int]] | IdBatch:
         """Encode many texts in parallel (GIL released)."""
         check_texts(texts)
         p = self.parse if parse is None else _check_parse(parse)
@@ -483,7 +506,7 @@ class Mixedgram(RustBacked, Tokenizer):
         flat, offsets = self._model.encode_batch([to_latin1(t, self.errors) for t in texts], p, num_threads)
         return flat.astype(np.uint32), offsets
 
-    def decode(self, ids) -> str:
+    def decode(self, ids: Iterable[int]) -> str:
         """The latin1 text of ``ids`` (special tokens as their text)."""
         return self._model.decode_bytes(ids).decode("latin-1")
 
@@ -491,24 +514,24 @@ class Mixedgram(RustBacked, Tokenizer):
         return self.id_to_bytes(id).decode("latin-1")
 
     # ---- packing -----------------------------------------------------------
-    def pack(self, ids) -> bytes:
+    def pack(self, ids: Iterable[int]) -> bytes:
         """Pack ids two per three bytes (see :func:`tokenforge.mixedgram.pack`)."""
         return pack(ids)
 
-    def unpack(self, data, as_numpy: bool = False):
+    def unpack(self, data: Buffer, as_numpy: bool = False) -> Any:
         """Ids of a packed stream (see :func:`tokenforge.mixedgram.unpack`)."""
         return unpack(data, as_numpy=as_numpy)
 
     # ---- .mxgram files -----------------------------------------------------
     @class_or_instance
     def compress(
-        cls,
-        self,
-        src=None,
-        dst=None,
+        cls: type[Mixedgram],
+        self: Mixedgram | None,
+        src: object = None,
+        dst: str | os.PathLike[str] | None = None,
         *,
-        text=None,
-        path=None,
+        text: Latin1Text | None = None,
+        path: str | os.PathLike[str] | None = None,
         parse: str | None = None,
         train: bool | None = None,
         encoding: str = "latin-1",
@@ -534,6 +557,8 @@ class Mixedgram(RustBacked, Tokenizer):
         must_train = train if train is not None else (self is None or self.ngram_count == 0)
         if must_train:
             tok = cls._train_bytes(data, {}, num_threads=num_threads, progress=progress)
+        elif self is None:
+            raise TypeError("compress(train=False) on the class has no vocabulary: call it on a trained Mixedgram")
         else:
             tok = self
         p = tok.parse if parse is None else _check_parse(parse)
@@ -562,8 +587,9 @@ class Mixedgram(RustBacked, Tokenizer):
         return CompressStats(input_bytes, int(removed), int(ntok), size, p, bool(must_train), tok)
 
     @staticmethod
-    def decompress_bytes(src, *, progress: bool = False) -> bytes:
+    def decompress_bytes(src: Buffer | str | os.PathLike[str], *, progress: bool = False) -> bytes:
         """The latin1 bytes of a ``.mxgram`` file (a path, or the file's bytes)."""
+        where: Path | None
         if isinstance(src, (bytes, bytearray, memoryview)):
             where, data = None, bytes(src)
         else:
@@ -587,12 +613,14 @@ class Mixedgram(RustBacked, Tokenizer):
             return b"".join(out)
 
     @class_or_instance
-    def decompress(cls, self, src, *, progress: bool = False) -> str:
+    def decompress(
+        cls: type[Mixedgram], self: Mixedgram | None, src: Buffer | str | os.PathLike[str], *, progress: bool = False
+    ) -> str:
         """The text of a ``.mxgram`` file (its own vocabulary is used), NULs gone."""
         return cls.decompress_bytes(src, progress=progress).decode("latin-1")
 
     # ---- saving and loading -------------------------------------------------
-    def save(self, path) -> None:
+    def save(self, path: str | os.PathLike[str]) -> None:
         """Save the vocabulary. ``*.mxgram``: the seed's header with an empty
         stream (no special tokens, no counts); ``*.json``: tokenforge's
         vocabulary JSON; anything else: a directory with ``mixedgram.json``."""
@@ -631,7 +659,7 @@ class Mixedgram(RustBacked, Tokenizer):
         )
 
     @classmethod
-    def load(cls, path) -> "Mixedgram":
+    def load(cls, path: str | os.PathLike[str]) -> "Mixedgram":
         """Load a vocabulary JSON, a directory holding ``mixedgram.json``, or the
         vocabulary of a ``.mxgram`` file (only its header is read)."""
         p = Path(path)
@@ -677,7 +705,7 @@ def _overlaps(grams: list[bytes]) -> dict:
     }
 
 
-def inspect_file(path, *, top: int = 20, progress: bool = False) -> dict:
+def inspect_file(path: str | os.PathLike[str], *, top: int = 20, progress: bool = False) -> dict:
     """Statistics of a ``.mxgram`` file or a saved vocabulary: entries by n, the
     top entries, overlaps, and (for a ``.mxgram``) how the stream uses them and
     the compression ratio."""

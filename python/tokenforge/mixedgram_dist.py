@@ -35,7 +35,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence, TypeGuard
 
 from . import _core
 from .cluster import runner, task_threads
@@ -78,7 +78,7 @@ class Piece:
         return 0 if self.end is None else self.end - self.start
 
 
-def _is_url(s) -> bool:
+def _is_url(s: object) -> TypeGuard[str]:
     return isinstance(s, str) and "://" in s
 
 
@@ -91,7 +91,7 @@ def _size(path: str) -> int:
     return os.path.getsize(path)
 
 
-def corpus_items(corpus, who: str = "Mixedgram.train") -> list[str]:
+def corpus_items(corpus: object, who: str = "Mixedgram.train") -> list[str]:
     """The files of ``train(corpus)`` as strings, in order; fsspec URLs (``"s3://..."``)
     are kept as given, everything else follows the corpus rule."""
     items = list(corpus) if isinstance(corpus, (list, tuple)) else [corpus]
@@ -149,6 +149,8 @@ def load_piece(piece: Piece) -> tuple[bytes, int]:
     """(the piece's latin1 text without NULs, the NULs removed) -- on a worker."""
     if piece.data is not None:
         raw = piece.data
+    elif piece.path is None:
+        raise ValueError("a Piece holds its data or names its path")
     elif piece.end is not None:
         raw = _read_range(piece.path, piece.start, piece.end)
         if len(raw) != piece.end - piece.start:
@@ -177,7 +179,7 @@ def piece_edge(loaded: tuple[bytes, int]) -> tuple[int, int, bytes, bytes]:
     return (removed, *_core.mixedgram_edge(text))
 
 
-def count_level(loaded: tuple[bytes, int], n: int, frequent, num_threads: int | None = None) -> _core.NgramCounts:
+def count_level(loaded: tuple[bytes, int], n: int, frequent: Any, num_threads: int | None = None) -> _core.NgramCounts:
     """The piece's level-``n`` counts, given the frequent (n-1)-grams."""
     return _core.mixedgram_count_piece(loaded[0], n, frequent, num_threads)
 
@@ -186,7 +188,9 @@ def merge_counts(*parts: _core.NgramCounts) -> _core.NgramCounts:
     return _core.NgramCounts.merge(list(parts))
 
 
-def select(pieces: Sequence[Piece], k: int, *, client=None, num_threads=None, progress=False):
+def select(
+    pieces: Sequence[Piece], k: int, *, client: Any = None, num_threads: int | None = None, progress: bool = False
+) -> tuple[list[tuple[bytes, int]], dict]:
     """``(top, stats)`` as ``_core.mixedgram_train`` gives them for the whole
     text of ``pieces``, counted by ``client``'s workers (see the module docs)."""
     pieces = list(pieces) or [Piece(data=b"")]

@@ -41,12 +41,19 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Callable, Iterator, Protocol
 
 import numpy as np
 
 from . import _core
 from .errors import FormatError, SyncError, TokenforgeError
 from .formats.growing_json import MERGE_OFFSET, GrowingData, parse_growing_json
+
+if TYPE_CHECKING:
+    import http.client
+    import socket
+    import urllib.request
+
 
 __all__ = [
     "SyncReport",
@@ -108,7 +115,7 @@ class SyncReport:
 
 
 # ---- the protocol --------------------------------------------------------------
-def _check_max_bytes(max_bytes) -> int:
+def _check_max_bytes(max_bytes: object) -> int:
     if isinstance(max_bytes, bool) or not isinstance(max_bytes, (int, np.integer)):
         raise TypeError(f"max_bytes must be an int, not {type(max_bytes).__name__}")
     if int(max_bytes) < 1:
@@ -116,7 +123,9 @@ def _check_max_bytes(max_bytes) -> int:
     return int(max_bytes)
 
 
-def check_sync_options(source, sha256, timeout, max_bytes) -> tuple[str, str | None, float, int]:
+def check_sync_options(
+    source: object, sha256: object, timeout: object, max_bytes: object
+) -> tuple[str, str | None, float, int]:
     """The options of one sync, checked: ``(source as str, sha256 lower-case or None, timeout, max_bytes)``."""
     src = os.fspath(source) if isinstance(source, os.PathLike) else source
     if not isinstance(src, str) or not src:
@@ -205,7 +214,16 @@ def extension(
 
 
 def start_auto_sync(
-    tokenizer, source, interval: float, *, sha256, timeout, path, max_bytes, max_backoff, on_update
+    tokenizer: Syncable,
+    source: str | os.PathLike[str],
+    interval: float,
+    *,
+    sha256: str | None,
+    timeout: float,
+    path: str | os.PathLike[str] | None,
+    max_bytes: int,
+    max_backoff: float | None,
+    on_update: Callable[[SyncReport], object] | None,
 ) -> "AutoSync":
     """Check the options of an auto-sync in the caller's thread, then start its :class:`AutoSync` thread."""
     if (
@@ -231,6 +249,13 @@ def start_auto_sync(
     return handle
 
 
+class Syncable(Protocol):
+    """What :class:`AutoSync` calls: a tokenizer's ``sync`` (the growing family's)."""
+
+    @property
+    def sync(self) -> Callable[..., SyncReport]: ...
+
+
 class AutoSync:
     """The handle :meth:`GrowingBPETokenizer.auto_sync <tokenforge.growing.GrowingBPETokenizer.auto_sync>` returns: a background thread that syncs periodically.
 
@@ -240,7 +265,15 @@ class AutoSync:
     are done. Usable as a context manager (stops on exit).
     """
 
-    def __init__(self, tokenizer, source, interval: float, max_backoff: float, kwargs: dict, on_update):
+    def __init__(
+        self,
+        tokenizer: Syncable,
+        source: str | os.PathLike[str],
+        interval: float,
+        max_backoff: float,
+        kwargs: dict,
+        on_update: Callable[[SyncReport], object] | None,
+    ) -> None:
         self.tokenizer = tokenizer
         self.source = os.fspath(source) if isinstance(source, os.PathLike) else source
         self.interval = interval
@@ -334,7 +367,7 @@ class AutoSync:
     def __enter__(self) -> "AutoSync":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     def __repr__(self) -> str:
@@ -354,7 +387,7 @@ _CHUNK = 1 << 16
 
 
 class _Deadline:
-    def __init__(self, seconds: float, cancel: threading.Event | None):
+    def __init__(self, seconds: float, cancel: threading.Event | None) -> None:
         self.seconds = seconds
         self.end = time.monotonic() + seconds
         self.expired = False
@@ -367,11 +400,11 @@ class _Deadline:
         self._timer.start()
         self._watch = None
         if cancel is not None:
-            self._watch = threading.Thread(target=self._watch_cancel, daemon=True)
+            self._watch = threading.Thread(target=self._watch_cancel, args=(cancel,), daemon=True)
             self._watch.start()
 
-    def _watch_cancel(self) -> None:
-        while not self._cancel.wait(0.05):
+    def _watch_cancel(self, cancel: threading.Event) -> None:
+        while not cancel.wait(0.05):
             if self.expired:
                 return
         self.cancelled = True
@@ -383,7 +416,7 @@ class _Deadline:
     def over(self) -> bool:
         return self.expired or time.monotonic() >= self.end or (self._cancel is not None and self._cancel.is_set())
 
-    def register(self, sock) -> None:
+    def register(self, sock: socket.socket) -> None:
         with self._lock:
             self._socks.append(sock)
             if self.expired:
@@ -402,7 +435,7 @@ class _Deadline:
             self._socks.clear()
 
 
-def _shut(sock) -> None:
+def _shut(sock: socket.socket) -> None:
     import socket
 
     try:
@@ -412,32 +445,38 @@ def _shut(sock) -> None:
         pass
 
 
-def _opener(deadline: _Deadline):
+def _opener(deadline: _Deadline) -> urllib.request.OpenerDirector:
     import http.client
     import socket
     import urllib.request
 
-    def create_connection(address, timeout=None, source_address=None, *args, **kwargs):
+    def create_connection(
+        address: tuple[str, int],
+        timeout: object = None,
+        source_address: tuple[str, int] | None = None,
+        *args: Any,
+        **kwargs: Any,
+    ) -> socket.socket:
         sock = socket.create_connection(address, deadline.remaining(), source_address, *args, **kwargs)
         deadline.register(sock)
         return sock
 
-    def watched(cls):
-        def make(host, **kwargs):
+    def watched(cls: type[http.client.HTTPConnection]) -> Callable[..., http.client.HTTPConnection]:
+        def make(host: str, **kwargs: Any) -> http.client.HTTPConnection:
             kwargs["timeout"] = deadline.remaining()
             conn = cls(host, **kwargs)
-            conn._create_connection = create_connection
+            conn._create_connection = create_connection  # type: ignore[attr-defined]  # a private hook typeshed leaves out
             return conn
 
         return make
 
     class HTTP(urllib.request.HTTPHandler):
-        def http_open(self, req):
+        def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
             return self.do_open(watched(http.client.HTTPConnection), req)
 
     class HTTPS(urllib.request.HTTPSHandler):
-        def https_open(self, req):
-            return self.do_open(watched(http.client.HTTPSConnection), req, context=self._context)
+        def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+            return self.do_open(watched(http.client.HTTPSConnection), req, context=self._context)  # type: ignore[attr-defined]  # private, not in typeshed
 
     return urllib.request.build_opener(HTTP, HTTPS)
 
@@ -449,7 +488,9 @@ def _timed_out(source: str, deadline: _Deadline, during: str) -> SyncError:
 
 
 @contextlib.contextmanager
-def _fetch(source: str, timeout: float, max_bytes: int, cancel: threading.Event | None = None):
+def _fetch(
+    source: str, timeout: float, max_bytes: int, cancel: threading.Event | None = None
+) -> Iterator[tuple[IO[bytes], str]]:
     """Yield ``(file, sha256 hex)``: the bytes at a URL or path, in a temporary file at offset 0.
 
     Every failure is a SyncError naming the source: more than ``max_bytes``,

@@ -98,6 +98,17 @@ pub enum Rule {
     /// `sum_l w_l count_l`, `w_l = 1 + gain` for a language dearer than the
     /// reference, 1 otherwise (a pair that serves the other dear languages too).
     Group { reference: usize, gain: f64 },
+    /// Keep: level up, and a language cheaper than the reference keeps its
+    /// premium. When the parity phase starts (after the global merges), each
+    /// language's floor is `min(1, its premium then)` (premium: its dev cost
+    /// over the reference's, f64 as [`Parity::ratio`]); from then on its
+    /// excess is `premium / floor`. A merge is global while every language
+    /// not exhausted has an excess of at most `1 + tolerance`; else the
+    /// language with the largest excess is served (the lower index on a tie;
+    /// the window and exhaustion as for the worst language). A language
+    /// cheaper than the reference is served once its premium rises above where
+    /// it started, instead of only when it is the dearest (never, for it).
+    Keep { reference: usize },
 }
 
 /// The group rule looks at most at this many of the worst language's pairs a
@@ -112,8 +123,9 @@ pub const GROUP_CANDIDATES: usize = 64;
 pub const MEDIAN: usize = usize::MAX;
 
 impl Rule {
-    /// The rule named `name` ("foroutan2025", "levelup", "excess", "group"); the
-    /// last three need `reference` (a language index below `langs`, or [`MEDIAN`]).
+    /// The rule named `name` ("foroutan2025", "levelup", "excess", "group",
+    /// "keep"); all but the first need `reference` (a language index below
+    /// `langs`, or [`MEDIAN`]).
     pub fn parse(name: &str, reference: Option<usize>, gain: f64, langs: usize) -> Result<Self> {
         let need_ref = || match reference {
             Some(r) if r < langs || r == MEDIAN => Ok(r),
@@ -123,13 +135,14 @@ impl Rule {
         match name {
             "foroutan2025" => Ok(Rule::Foroutan),
             "levelup" => Ok(Rule::LevelUp { reference: need_ref()? }),
+            "keep" => Ok(Rule::Keep { reference: need_ref()? }),
             "excess" if gain.is_finite() && gain >= 0.0 => Ok(Rule::Excess { reference: need_ref()?, gain }),
             "group" if gain.is_finite() && gain >= 0.0 => Ok(Rule::Group { reference: need_ref()?, gain }),
             "excess" | "group" => {
                 Err(Error::Invalid(format!("the {name} rule's gain must be a number >= 0, not {gain}")))
             }
             other => Err(Error::Invalid(format!(
-                "unknown parity rule {other:?}; expected \"foroutan2025\", \"levelup\", \"excess\" or \"group\""
+                "unknown parity rule {other:?}; expected \"foroutan2025\", \"levelup\", \"excess\", \"group\" or \"keep\""
             ))),
         }
     }
@@ -206,6 +219,8 @@ pub struct Parity {
     bands: Vec<Bands>,
     /// The rule after the global merges.
     pub(super) rule: Rule,
+    /// The keep rule's floors (set when the parity phase starts; empty before).
+    floors: Vec<f64>,
 }
 
 /// Buckets of a language count: one per count below 64, then 32 per octave
@@ -299,6 +314,7 @@ impl Parity {
             shared: 0.0,
             bands: Vec::new(),
             rule: Rule::Foroutan,
+            floors: Vec::new(),
         }
     }
 
@@ -323,6 +339,11 @@ impl Parity {
         x / y
     }
 
+    /// The keep rule's excess of language `l` over its floor against reference `r`.
+    fn excess(&self, l: usize, r: usize) -> f64 {
+        self.ratio(l, r) / self.floors[l]
+    }
+
     /// The reference language now: `r`, or the median language for [`MEDIAN`].
     fn resolve(&self, r: usize) -> usize {
         if r != MEDIAN {
@@ -340,12 +361,22 @@ impl Parity {
     /// Is the merge global now? Foroutan: the tolerance variant
     /// ([`Parity::balanced`]); level up: every language not exhausted costs at
     /// most `1 + tolerance` times the reference (`t_w n_r <= (1 + tol) t_r n_w`,
-    /// the products exact, the comparison in f64). The excess rule decides
-    /// in [`Parity::pick_excess`].
-    pub(super) fn global_now(&self) -> bool {
+    /// the products exact, the comparison in f64); keep: every language not
+    /// exhausted has an excess over its floor of at most `1 + tolerance` (the
+    /// floors set at the first call, when the parity phase starts). The
+    /// excess rule decides in [`Parity::pick_excess`].
+    pub(super) fn global_now(&mut self) -> bool {
         match self.rule {
             Rule::Foroutan => self.balanced(),
             Rule::Excess { .. } => false,
+            Rule::Keep { reference: r } => {
+                let r = self.resolve(r);
+                if self.floors.is_empty() {
+                    // the parity phase starts: every language's floor
+                    self.floors = (0..self.langs).map(|l| self.ratio(l, r).min(1.0)).collect();
+                }
+                (0..self.langs).filter(|&l| !self.exhausted[l]).all(|l| self.excess(l, r) <= 1.0 + self.tolerance)
+            }
             Rule::LevelUp { reference: r } | Rule::Group { reference: r, .. } => {
                 let r = self.resolve(r);
                 let Some(hi) =
@@ -479,8 +510,13 @@ impl Parity {
 
     /// The worst compressed language not exhausted (and, with the window,
     /// not over it, unless all are): the largest `dev_tokens / norm`
-    /// (compared exactly, as `a * nb > b * na`), the lower index on a tie.
+    /// (compared exactly, as `a * nb > b * na`), the lower index on a tie;
+    /// under the keep rule, the largest excess over its floor (f64).
     fn worst(&self) -> Option<usize> {
+        let keep_ref = match self.rule {
+            Rule::Keep { reference } => Some(self.resolve(reference)),
+            _ => None,
+        };
         let any_under = (0..self.langs).any(|l| !self.exhausted[l] && !self.over_window(l));
         let mut best: Option<usize> = None;
         for l in 0..self.langs {
@@ -489,11 +525,24 @@ impl Parity {
             }
             best = match best {
                 None => Some(l),
-                Some(b) => {
-                    let x = self.dev_tokens[l] as u128 * self.norms[b] as u128;
-                    let y = self.dev_tokens[b] as u128 * self.norms[l] as u128;
-                    Some(if x > y { l } else { b })
-                }
+                Some(b) => Some(match keep_ref {
+                    Some(r) => {
+                        if self.excess(l, r) > self.excess(b, r) {
+                            l
+                        } else {
+                            b
+                        }
+                    }
+                    None => {
+                        let x = self.dev_tokens[l] as u128 * self.norms[b] as u128;
+                        let y = self.dev_tokens[b] as u128 * self.norms[l] as u128;
+                        if x > y {
+                            l
+                        } else {
+                            b
+                        }
+                    }
+                }),
             };
         }
         best

@@ -132,6 +132,10 @@ def test_shared_variant_on_large_counts_equal_to_the_slow_reference(shared, min_
         ("group", dict(shared=2, gain=0.0)),
         ("group", dict(shared=3, gain=2.0, tolerance=0.05)),
         ("group", dict(shared=1.5, gain=10.0, global_merges=2)),
+        ("keep", dict(tolerance=0.0)),
+        ("keep", dict(tolerance=0.05, global_merges=10)),
+        ("keep", dict(tolerance=0.0, shared=2, global_merges=5)),
+        ("keep", dict(tolerance=0.02, window=4, alpha=1.0, global_merges=5)),
     ],
 )
 @pytest.mark.parametrize("reference", ["en", "de", "median"])
@@ -158,13 +162,19 @@ def test_levelup_and_excess_rules_equal_to_the_slow_reference(rule, kw, referenc
 
 
 @pytest.mark.parametrize(
-    "rule,kw", [("levelup", {}), ("group", {"shared": 2.0, "gain": 1.0}), ("excess", {"gain": 8.0})]
+    "rule,kw",
+    [
+        ("levelup", {}),
+        ("group", {"shared": 2.0, "gain": 1.0}),
+        ("excess", {"gain": 8.0}),
+        ("keep", {"global_merges": 8}),
+    ],
 )
 def test_median_reference_moves_and_equals_the_slow_reference(rule, kw):
     # four languages whose median changes as they are served: no fixed reference gives the same merges
     train = {**TRAIN, "fr": ["le chat est sur le tapis, le chat a mangé le rat", "plus de 12 chats et 3 tapis"] * 2}
     dev = {**DEV, "fr": ["le chat est assis sur le tapis"]}
-    names = {"shared": "parity_shared", "gain": "parity_gain"}
+    names = {"shared": "parity_shared", "gain": "parity_gain", "global_merges": "parity_global_merges"}
     tok = _train(
         train, dev, vocab=256 + 100, parity_rule=rule, parity_reference="median", **{names[k]: v for k, v in kw.items()}
     )
@@ -194,6 +204,7 @@ def test_levelup_and_excess_serve_only_the_languages_dearer_than_the_reference()
         dict(parity_rule="levelup"),
         dict(parity_rule="excess", parity_gain=3.0),
         dict(parity_rule="group", parity_gain=3.0, parity_shared=2.0),
+        dict(parity_rule="keep", parity_global_merges=0.2, parity_shared=2.0),
     ],
 )
 def test_new_rules_deterministic_whatever_the_threads_and_recorded(tmp_path, kw):
@@ -211,7 +222,7 @@ def test_new_rules_deterministic_whatever_the_threads_and_recorded(tmp_path, kw)
 def test_new_rules_typed_errors():
     with pytest.raises(TokenforgeError, match="unknown parity_rule 'fair'"):
         _train(parity_rule="fair")
-    for rule in ("levelup", "excess"):
+    for rule in ("levelup", "excess", "keep"):
         with pytest.raises(TokenforgeError, match="needs parity_reference"):
             _train(parity_rule=rule)
         with pytest.raises(TokenforgeError, match="needs parity_reference"):
@@ -223,6 +234,21 @@ def test_new_rules_typed_errors():
     for bad in (-1.0, float("nan"), "2", True):
         with pytest.raises(TokenforgeError, match="parity_gain must be"):
             _train(parity_rule="excess", parity_reference="en", parity_gain=bad)
+
+
+def test_keep_serves_a_cheaper_language_once_it_rises_above_its_start():
+    # de as the reference: en is cheaper (dev tokens before training: en 22, de 28, ru 42)
+    levelup = _reference(TRAIN, DEV, 80, rule="levelup", reference=0, global_merges=8)[1]
+    keep, floors_at = _reference(TRAIN, DEV, 80, rule="keep", reference=0, global_merges=8)[1], 8
+    assert 1 not in levelup  # never the dearest: never served
+    assert 1 in keep[floors_at:] and 2 in keep[floors_at:]  # en served too once it rose, ru as before
+    tok = _train(vocab=256 + 80, parity_rule="keep", parity_reference="de", parity_global_merges=8)
+    assert tok.data.training["parity"]["per_language"]["en"]["merges"] == keep.count(1) > 0
+    # with the reference the cheapest language, keep is levelup
+    for kw in ({}, {"tolerance": 0.1}, {"shared": 2.0}):
+        assert _reference(TRAIN, DEV, 80, rule="keep", reference=1, **kw) == _reference(
+            TRAIN, DEV, 80, rule="levelup", reference=1, **kw
+        )
 
 
 def test_the_variants_change_the_merges():
@@ -293,6 +319,38 @@ def test_the_saved_file_records_the_settings(tmp_path):
     assert de["train_bytes"] == sum(len(t.encode()) for t in TRAIN["de"])
     plain = BPETokenizer.train_from_iterator(["abc abc"], 260, special_tokens=None, progress=False)
     assert "parity" not in plain.data.training
+
+
+def test_dev_text_that_is_training_text_counted_once_gives_the_same_training():
+    """Dev documents that are also training documents (``compare``'s near-parallel
+    dev text) are counted once and their counts shared; the merges and the
+    recorded sizes are those of counting each text apart (iterators, which are
+    counted as given) and of the slow reference."""
+    from tokenforge.bpe_parity import _shared_texts
+    from tokenforge.data.corpus import Texts
+
+    dev = {
+        "en": [TRAIN["en"][0], "a dev text only", TRAIN["en"][0]],  # twice a document trained on 3 times
+        "de": [TRAIN["de"][1]],
+        "ru": list(TRAIN["ru"]),  # all of it
+    }
+    assert _shared_texts(Texts(TRAIN["en"]), Texts(dev["en"])) == (
+        [TRAIN["en"][1], TRAIN["en"][1], TRAIN["en"][0], TRAIN["en"][1]],
+        TRAIN["en"][0:1] * 2,
+        ["a dev text only"],
+    )
+    assert _shared_texts(Texts(iter(TRAIN["en"])), Texts(dev["en"])) is None
+    for measure in ("tokens", "bytes"):
+        a = _train(dev=dev, vocab=256 + 60, parity_measure=measure)
+        b = _train(
+            corpus={k: iter(v) for k, v in TRAIN.items()},
+            dev={k: iter(v) for k, v in dev.items()},
+            vocab=256 + 60,
+            parity_measure=measure,
+        )
+        want, _ = _reference(TRAIN, dev, 60, measure=measure)
+        assert a.merges == b.merges == want
+        assert a.data.training["parity"] == b.data.training["parity"]
 
 
 def test_files_jsonl_with_lang_and_per_language_paths_agree(tmp_path):
@@ -578,3 +636,26 @@ def test_the_frontier_script_on_the_committed_fixture(tmp_path):
     )
     # on its dev text the rule brought the dearest language nearer English than plain BPE did
     assert max(row["dev"]["premiums"].values()) < max(s["plain"]["dev"]["premiums"].values())
+    # --add: rows run later join the file (the same label replaced), in CONFIGS order
+    add = "levelup 0.1,foroutan2025 shared 1.5 global 0.1"
+    cmd[cmd.index("--only") + 1] = add
+    subprocess.run([*cmd, "--add"], check=True, env=env, capture_output=True, timeout=300)
+    (s2,) = json.loads((out / "frontier.json").read_text())["sizes"]["300"].values()
+    order = [c[0] for c in _frontier_configs()]
+    labels = [r["label"] for r in s2["rows"]]
+    assert labels == sorted(set(only.split(",")) | set(add.split(",")), key=order.index)
+    again = next(r for r in s2["rows"] if r["label"] == "levelup 0.1")
+    assert {**again, "train_s": 0} == {**row, "train_s": 0}
+    assert s2["plain"] == s["plain"] and set(s2["dev_picks"]) >= set(s["dev_picks"])
+
+
+def _frontier_configs():
+    import importlib.util
+
+    from repo_paths import ROOT
+
+    spec = importlib.util.spec_from_file_location("parity_frontier", ROOT / "bench" / "parity_frontier.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.CONFIGS

@@ -16,10 +16,12 @@ import inspect
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tokenforge
 from tokenforge import registry
-from tokenforge.base import Tokenizer
+from tokenforge.base import Tokenizer, special_stretches
 
 PKG_DIR = Path(tokenforge.__file__).parent
 
@@ -69,3 +71,38 @@ def test_no_module_calls_a_private_member_of_a_tokenizer():
     # a family's own module may reach into the tokenizer it is building
     own = {"bpe.py", "growing.py", "mixedgram.py", "lz78.py"}
     assert [f for f in found if f.split(":")[0] not in own] == []
+
+
+def _stretches_by_scanning(text: str, allowed: dict[str, int]) -> list[tuple[int, int, int | None]]:
+    """The split as first written: every name searched for again after each special."""
+    out: list[tuple[int, int, int | None]] = []
+    names = sorted(allowed, key=len, reverse=True)
+    i = 0
+    while True:
+        best = None
+        for name in names:
+            j = text.find(name, i)
+            if j != -1 and (best is None or j < best[0]):
+                best = (j, name)
+        if best is None:
+            out.append((i, len(text), None))
+            return out
+        out.append((i, best[0], allowed[best[1]]))
+        i = best[0] + len(best[1])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.text(alphabet="ab<|>x", max_size=40),
+    names=st.lists(st.text(alphabet="ab<|>", min_size=1, max_size=4), max_size=4, unique=True),
+)
+def test_special_stretches_is_the_leftmost_longest_split(text: str, names: list[str]) -> None:
+    """special_stretches (the one split base's and the pipeline's specials use)
+    gives the leftmost-then-longest split, and the pieces put back are the text."""
+
+    allowed = {name: 1000 + k for k, name in enumerate(names)}
+    got = list(special_stretches(text, allowed))
+    assert got == _stretches_by_scanning(text, allowed)
+    back = {v: k for k, v in allowed.items()}
+    assert "".join(text[a:b] + (back[s] if s is not None else "") for a, b, s in got) == text
+    assert list(special_stretches("a<|x|>b<|x|>", {"<|x|>": 7, "<|x": 8})) == [(0, 1, 7), (6, 7, 7), (12, 12, None)]

@@ -22,9 +22,13 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from typing import TYPE_CHECKING, Callable
 
 from ..registry import DEFAULT_SPEC, FAMILIES
 from .kit import EXIT_INTERRUPTED
+
+if TYPE_CHECKING:
+    from ..eval.compare import CompareOptions
 
 
 def _ints(text: str) -> list[int]:
@@ -52,7 +56,7 @@ def _seeds(text: str) -> list[int]:
     return list(range(n))
 
 
-def _checked(parse):
+def _checked(parse: Callable[[str], object]) -> Callable[[str], str]:
     """An argparse ``type``: the option's text as given (the report's command shows it so),
     once ``parse`` accepts it; a text it refuses is a command-line error (exit status 2,
     one line), as for any other malformed number."""
@@ -72,7 +76,7 @@ def _load_arg(text: str) -> tuple[str, str]:
     return label, path
 
 
-def add_arguments(p) -> None:
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "corpus",
         nargs="*",
@@ -166,7 +170,7 @@ def add_arguments(p) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "compare", help="train or load tokenizers, measure compression (and bits per byte), write a report"
     )
@@ -174,7 +178,7 @@ def add_parser(subparsers) -> None:
     p.set_defaults(func=cmd_compare)
 
 
-def options_from_args(args, command: str):
+def options_from_args(args: argparse.Namespace, command: str) -> CompareOptions:
     from ..eval.bpb import BPBConfig
     from ..eval.compare import CompareOptions
 
@@ -217,7 +221,7 @@ def options_from_args(args, command: str):
     )
 
 
-def cmd_compare(args) -> int:
+def cmd_compare(args: argparse.Namespace) -> int:
     from ..eval.compare import run_compare
     from .kit import check_inputs
 
@@ -236,7 +240,7 @@ def cmd_compare(args) -> int:
     return 0
 
 
-def _rebuild_command(args) -> str:
+def _rebuild_command(args: argparse.Namespace) -> str:
     """The canonical command line equivalent to ``args`` (every non-default option, in a fixed order)."""
     parts = ["tokenforge", "compare", *args.corpus]
     for x in args.heldout:

@@ -17,15 +17,18 @@ minutes on 2 cores; ``tokenforge compare`` runs the full-size version.
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Iterable, Sequence
 
 from ..registry import DEMO_SPECS
 
 
-def _split(docs):
-    train, held = [], []
+def _split(docs: Iterable[str]) -> tuple[list[str], list[str]]:
+    train: list[str] = []
+    held: list[str] = []
     for i, d in enumerate(docs):
         (held if i % 10 == 9 else train).append(d)
     return train, held
@@ -47,7 +50,7 @@ SAMPLE_CHAT = {
 }
 
 
-def run_demo(args) -> int:
+def run_demo(args: argparse.Namespace) -> int:
     from ..bpe import BPETokenizer
     from ..data.default_corpus import default_corpus_info, iter_default_corpus
     from .stats import vocabulary_stats
@@ -114,7 +117,7 @@ DEMO_BPB_VOCAB = 4096
 DEMO_TRAIN_MB = 4.0
 
 
-def _demo_command(args) -> str:
+def _demo_command(args: argparse.Namespace) -> str:
     import shlex
 
     parts = ["tokenforge", "demo"]
@@ -133,7 +136,7 @@ def _demo_command(args) -> str:
     return shlex.join(parts)
 
 
-def run_demo_comparison(args, out: Path) -> int:
+def run_demo_comparison(args: argparse.Namespace, out: Path) -> int:
     """Part 2: the small comparison, written to ``out/report.html``."""
     from ..eval.bpb import BPBConfig
     from ..eval.compare import CompareOptions, run_compare
@@ -188,7 +191,7 @@ def run_demo_comparison(args, out: Path) -> int:
     return 0
 
 
-def _plain_table(head, rows) -> str:
+def _plain_table(head: Sequence[object], rows: Iterable[Sequence[object]]) -> str:
     cells = [list(map(str, head))] + [list(map(str, r)) for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(head))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]

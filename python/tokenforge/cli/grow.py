@@ -22,15 +22,19 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
 
 from ..errors import TokenforgeError
+
+if TYPE_CHECKING:
+    from ..growing import GrowingBPETokenizer
 
 __all__ = ["add_parser", "main"]
 
 _DEFAULT_PATH = "tokenizer.json"
 
 
-def _path(args) -> Path:
+def _path(args: argparse.Namespace) -> Path:
     positional = getattr(args, "tokenizer_positional", None)
     if positional is not None:
         if args.tokenizer is not None:
@@ -41,7 +45,7 @@ def _path(args) -> Path:
     return Path(_DEFAULT_PATH if args.tokenizer is None else args.tokenizer)
 
 
-def _open(args, create: bool):
+def _open(args: argparse.Namespace, create: bool) -> tuple[GrowingBPETokenizer, bool]:
     """The tokenizer of ``--tokenizer`` (default ``./tokenizer.json``, which must
     exist: a new file is created only where ``--tokenizer`` says)."""
     from ..growing import GrowingBPETokenizer
@@ -60,7 +64,7 @@ def _open(args, create: bool):
     return GrowingBPETokenizer(), True
 
 
-def cmd_learn(args) -> int:
+def cmd_learn(args: argparse.Namespace) -> int:
     path = _path(args)
     tok, new = _open(args, create=True)
     if args.vocab_size is not None:
@@ -133,7 +137,7 @@ def size(text: str) -> int:
     return int(float(m.group(1)) * _SIZES[m.group(2)])
 
 
-def cmd_sync(args) -> int:
+def cmd_sync(args: argparse.Namespace) -> int:
     from ..growing import DEFAULT_MAX_BYTES
 
     if args.max_bytes is None:
@@ -147,7 +151,7 @@ def cmd_sync(args) -> int:
     return _sync_every(tok, path, args)
 
 
-def _sync_every(tok, path: Path, args) -> int:
+def _sync_every(tok: GrowingBPETokenizer, path: Path, args: argparse.Namespace) -> int:
     """Check now and every ``--every``; each update and failure is a line on stderr; Ctrl-C ends it (130)."""
     import logging
 
@@ -173,7 +177,7 @@ def _sync_every(tok, path: Path, args) -> int:
         logger.setLevel(level)
 
 
-def _newest(tok, n: int) -> list[dict]:
+def _newest(tok: GrowingBPETokenizer, n: int) -> list[dict]:
     from ..formats.tfjson import render_bytes
 
     out = []
@@ -191,7 +195,7 @@ def _newest(tok, n: int) -> list[dict]:
     return out
 
 
-def cmd_inspect(args) -> int:
+def cmd_inspect(args: argparse.Namespace) -> int:
     path = _path(args)
     tok, _ = _open(args, create=False)
     newest = _newest(tok, args.newest)
@@ -290,14 +294,14 @@ def _add_commands(p: argparse.ArgumentParser) -> None:
     insp.set_defaults(func=cmd_inspect)
 
 
-def add_parser(subparsers) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register ``grow`` (with learn, sync, inspect) on the top-level command's subparsers."""
     p = subparsers.add_parser("grow", help="the ever-growing vocabulary: learn, sync, inspect")
     _add_commands(p)
     return p
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     from .kit import ArgumentParser, exit_codes_epilog, run_command
 
     p = ArgumentParser(

@@ -23,6 +23,7 @@ import errno
 import os
 import sys
 from pathlib import Path
+from typing import Any, Callable, Iterable, NoReturn
 
 from ..errors import TokenforgeError
 
@@ -54,7 +55,7 @@ def exit_codes_epilog() -> str:
 
 
 class _EpilogFormatter(argparse.HelpFormatter):
-    def _fill_text(self, text, width, indent):
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
         if "\n" in text:  # a preformatted block (the epilog)
             return "".join(indent + line for line in text.splitlines(keepends=True))
         return super()._fill_text(text, width, indent)
@@ -72,12 +73,12 @@ class ArgumentParser(argparse.ArgumentParser):
     ``--help`` shows the registered spelling.
     """
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         if kwargs.get("epilog"):  # the exit-status table keeps its lines; descriptions still wrap
             kwargs.setdefault("formatter_class", _EpilogFormatter)
         super().__init__(*args, **kwargs)
 
-    def _respell(self, arg_strings):
+    def _respell(self, arg_strings: list[str] | None) -> list[str] | None:
         if arg_strings is None:
             return None
         known = self._option_string_actions
@@ -97,11 +98,11 @@ class ArgumentParser(argparse.ArgumentParser):
             out.append(name + eq + value)
         return out
 
-    def error(self, message):
+    def error(self, message: str) -> NoReturn:
         # one line, as for every other user error (the usage block is one --help away)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
-    def parse_known_args(self, args=None, namespace=None):
+    def parse_known_args(self, args: Iterable[str] | None = None, namespace: Any = None) -> tuple[Any, list[str]]:
         if args is None:
             args = sys.argv[1:]
         return super().parse_known_args(self._respell(list(args)), namespace)
@@ -136,14 +137,16 @@ class UsageError(TokenforgeError):
     reported as argparse's own errors are (exit status 2)."""
 
 
-def run_command(func, args, prog: str) -> int:
+def run_command(func: Callable[[argparse.Namespace], int | None], args: argparse.Namespace, prog: str) -> int:
     """Run one command's function and turn every user error into one line on
     stderr and an exit status from :data:`EXIT_CODES`. ``TOKENFORGE_TRACEBACK=1``
     re-raises instead (for bug reports). A warning is one line too
     (``prog: warning: ...``), not Python's two-line form with a source line."""
     import warnings
 
-    def one_line(message, category, filename, lineno, line=None):
+    def one_line(
+        message: Warning | str, category: type[Warning], filename: str, lineno: int, line: str | None = None
+    ) -> str:
         return f"{prog}: warning: {' '.join(str(message).split())}\n"
 
     shown = warnings.formatwarning  # (the format only: recording warnings, as tests do, still works)
@@ -185,14 +188,14 @@ def run_command(func, args, prog: str) -> int:
         warnings.formatwarning = shown
 
 
-def check_inputs(paths, what: str = "corpus path") -> None:
+def check_inputs(paths: Iterable[str | os.PathLike[str]], what: str = "corpus path") -> None:
     """A named input that does not exist is the OS-class error (exit 3), whoever notices it first."""
     for p in paths:
         if not Path(p).exists():
             raise FileNotFoundError(errno.ENOENT, f"{what} does not exist", str(p))
 
 
-def scheduler_arg(p, what: str) -> None:
+def scheduler_arg(p: argparse.ArgumentParser, what: str) -> None:
     """``--scheduler ADDR``: run ``what`` on a Dask cluster."""
     p.add_argument(
         "--scheduler",
@@ -203,7 +206,7 @@ def scheduler_arg(p, what: str) -> None:
     )
 
 
-def read_utf8(path) -> str:
+def read_utf8(path: str | os.PathLike[str]) -> str:
     """A UTF-8 file's text; invalid bytes are a TokenforgeError naming the file and the byte offset."""
     data = Path(path).read_bytes()
     try:

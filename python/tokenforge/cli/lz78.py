@@ -27,12 +27,17 @@ into the old ``tokenforge-token-shards`` layout (still read by ``ShardSet``).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from ..errors import TokenforgeError
+
+if TYPE_CHECKING:
+    from ..lz78 import LZ78Tokenizer
 
 __all__ = ["add_parser", "main_train", "main_setup", "main_pretokenize"]
 
@@ -40,7 +45,7 @@ __all__ = ["add_parser", "main_train", "main_setup", "main_pretokenize"]
 # ---------------------------------------------------------------------------
 # arguments
 # ---------------------------------------------------------------------------
-def _specials(value: str):
+def _specials(value: str) -> str | list[str] | None:
     if value in ("none", ""):
         return None
     if value == "nanochat":
@@ -207,7 +212,7 @@ def _corpus_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input", nargs="*", default=None, help="the same as CORPUS (the seed scripts' spelling)")
 
 
-def _inputs(args) -> list[str] | None:
+def _inputs(args: argparse.Namespace) -> list[str] | None:
     """The corpus named either way; both at once is a usage error."""
     if args.corpus and args.input:
         from .kit import UsageError
@@ -216,7 +221,7 @@ def _inputs(args) -> list[str] | None:
     return list(args.corpus or args.input or []) or None
 
 
-def _corpus(inputs, text_field: str, max_chars: int | None = None):
+def _corpus(inputs: Sequence[str] | None, text_field: str, max_chars: int | None = None) -> Iterator[str]:
     from ..data.corpus import iter_documents
     from ..data.default_corpus import iter_default_corpus
 
@@ -231,7 +236,7 @@ def _corpus(inputs, text_field: str, max_chars: int | None = None):
     if max_chars is None:
         return docs
 
-    def limited():
+    def limited() -> Iterator[str]:
         left = max_chars
         for d in docs:
             if left <= 0:
@@ -245,7 +250,7 @@ def _corpus(inputs, text_field: str, max_chars: int | None = None):
 # ---------------------------------------------------------------------------
 # commands
 # ---------------------------------------------------------------------------
-def cmd_train(args) -> int:
+def cmd_train(args: argparse.Namespace) -> int:
     from ..lz78 import LZ78Tokenizer
 
     params = dict(args.param)
@@ -292,7 +297,7 @@ def cmd_train(args) -> int:
     return _write(tok, out, args)
 
 
-def _compact(tok, texts) -> None:
+def _compact(tok: LZ78Tokenizer, texts: Iterable[str]) -> None:
     before = tok.vocab_size
     marked = tok.compact_output_vocab(texts)
     print(
@@ -300,7 +305,7 @@ def _compact(tok, texts) -> None:
     )
 
 
-def _write(tok, out: Path, args) -> int:
+def _write(tok: LZ78Tokenizer, out: Path, args: argparse.Namespace) -> int:
     """Write ``tok`` to ``out`` in the asked format and style; on a seed-style
     refusal keep the work in our own style beside it and say so."""
     from ..formats.lz78_tsv import SeedStyleError
@@ -324,7 +329,7 @@ def _write(tok, out: Path, args) -> int:
     return 0
 
 
-def cmd_setup(args) -> int:
+def cmd_setup(args: argparse.Namespace) -> int:
     from ..lz78 import LZ78Tokenizer
 
     tsv = Path(args.tsv_path)
@@ -360,7 +365,7 @@ def cmd_setup(args) -> int:
     return 0
 
 
-def _load_tokenizer(path):
+def _load_tokenizer(path: str | os.PathLike[str]) -> LZ78Tokenizer:
     from ..lz78 import LZ78Tokenizer
 
     p = Path(path)
@@ -369,7 +374,7 @@ def _load_tokenizer(path):
     return LZ78Tokenizer.load(p)
 
 
-def cmd_pretokenize(args) -> int:
+def cmd_pretokenize(args: argparse.Namespace) -> int:
     from .kit import check_inputs
     from .pretokenize import pretokenize_and_report
 
@@ -400,7 +405,7 @@ def cmd_pretokenize(args) -> int:
 # ---------------------------------------------------------------------------
 # wiring
 # ---------------------------------------------------------------------------
-def add_parser(subparsers) -> None:
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register ``tokenforge lz78 train|setup|pretokenize``."""
     p = subparsers.add_parser("lz78", help="LZ78 family: train a dictionary, set up a tokenizer, pretokenize a corpus")
     sub = p.add_subparsers(dest="lz78_command", metavar="SUBCOMMAND")
@@ -416,7 +421,12 @@ def add_parser(subparsers) -> None:
     k.set_defaults(func=cmd_pretokenize)
 
 
-def _run(build, func, argv, prog: str) -> int:
+def _run(
+    build: Callable[[argparse.ArgumentParser], object],
+    func: Callable[[argparse.Namespace], int | None],
+    argv: Sequence[str] | None,
+    prog: str,
+) -> int:
     from .kit import ArgumentParser, exit_codes_epilog, run_command  # both option spellings, one error handler
 
     p = ArgumentParser(prog=prog, epilog=exit_codes_epilog())
@@ -425,13 +435,13 @@ def _run(build, func, argv, prog: str) -> int:
     return run_command(func, args, prog)
 
 
-def main_train(argv=None) -> int:
+def main_train(argv: Sequence[str] | None = None) -> int:
     return _run(_train_args, cmd_train, argv, "lz78_tok_train.py")
 
 
-def main_setup(argv=None) -> int:
+def main_setup(argv: Sequence[str] | None = None) -> int:
     return _run(_setup_args, cmd_setup, argv, "lz78_setup_tokenizer.py")
 
 
-def main_pretokenize(argv=None) -> int:
+def main_pretokenize(argv: Sequence[str] | None = None) -> int:
     return _run(_pretokenize_args, cmd_pretokenize, argv, "lz78_pretokenize.py")

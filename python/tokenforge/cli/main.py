@@ -33,6 +33,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Sequence
 
 from ..errors import TokenforgeError
 from ..registry import FAMILIES
@@ -57,7 +58,7 @@ from .pretokenize import pretokenize_and_report
 from .stats import inspect_lines, vocabulary_stats  # noqa: F401  (tokenforge.cli.main.vocabulary_stats stays)
 
 
-def _specials_arg(value: str):
+def _specials_arg(value: str) -> str | list[str] | None:
     if value in ("nanochat",):
         return "nanochat"
     if value in ("none", ""):
@@ -79,7 +80,7 @@ def _lang_paths(items: list[str], what: str) -> dict[str, list[Path]]:
     return out
 
 
-def _train_corpus(args):
+def _train_corpus(args: argparse.Namespace) -> tuple[object, dict[str, list[Path]] | None]:
     """The corpus of ``tokenforge train``: paths; with ``--parity``, either all
     ``LANG=PATH`` (per-language training files) or all paths (JSON lines whose
     lines carry ``lang``)."""
@@ -115,7 +116,7 @@ def _int_or_share(value: str) -> int | float:
         raise argparse.ArgumentTypeError(f"expected an int or a float in [0, 1), not {value!r}") from None
 
 
-def _parity_measure_arg(value: str):
+def _parity_measure_arg(value: str) -> str | dict[str, int]:
     """``--parity-measure``: a name, or ``LANG=N,LANG=N`` (each dev text's size in a common unit)."""
     if "=" not in value:
         return value
@@ -129,7 +130,7 @@ def _parity_measure_arg(value: str):
     return out
 
 
-def cmd_train(args) -> int:
+def cmd_train(args: argparse.Namespace) -> int:
     from ..bpe import BPETokenizer
 
     corpus, parity = _train_corpus(args)
@@ -184,7 +185,7 @@ def cmd_train(args) -> int:
     return 0
 
 
-def cmd_pretokenize(args) -> int:
+def cmd_pretokenize(args: argparse.Namespace) -> int:
     from ..registry import load
 
     corpus = [Path(p) for p in args.corpus]
@@ -208,7 +209,7 @@ def cmd_pretokenize(args) -> int:
     )
 
 
-def _read_text(args) -> str:
+def _read_text(args: argparse.Namespace) -> str:
     if args.file:
         return read_utf8(args.file)
     if args.text is not None:
@@ -222,7 +223,7 @@ def _read_text(args) -> str:
         raise TokenforgeError(f"<stdin>: not UTF-8 text at byte {e.start} ({e.reason})") from None
 
 
-def cmd_encode(args) -> int:
+def cmd_encode(args: argparse.Namespace) -> int:
     from ..registry import load
 
     tok = load(args.tokenizer)
@@ -254,7 +255,7 @@ def _parse_ids(text: str, where: str) -> list[int]:
     return out
 
 
-def cmd_decode(args) -> int:
+def cmd_decode(args: argparse.Namespace) -> int:
     from ..registry import load
 
     tok = load(args.tokenizer)
@@ -288,7 +289,7 @@ def cmd_decode(args) -> int:
     return 0
 
 
-def cmd_inspect(args) -> int:
+def cmd_inspect(args: argparse.Namespace) -> int:
     from ..registry import identify
 
     form = identify(args.tokenizer)
@@ -303,7 +304,7 @@ def cmd_inspect(args) -> int:
     return 0
 
 
-def cmd_reseal(args) -> int:
+def cmd_reseal(args: argparse.Namespace) -> int:
     from ..formats.checksum import reseal
 
     for p in args.files:  # in order; the first error ends the command, as in every other one
@@ -311,7 +312,7 @@ def cmd_reseal(args) -> int:
     return 0
 
 
-def cmd_demo(args) -> int:
+def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
     return run_demo(args)
@@ -524,7 +525,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     # the full command in messages: "tokenforge grow sync", "tokenforge lz78 train"

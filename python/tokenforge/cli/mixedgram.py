@@ -19,6 +19,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Sequence
 
 from ..errors import TokenforgeError
 
@@ -37,7 +38,7 @@ def _output_args(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("-o", "--output", default=None, help=what)
 
 
-def _output(args) -> str:
+def _output(args: argparse.Namespace) -> str:
     """The one output path the command line named."""
     from .kit import UsageError
 
@@ -49,7 +50,7 @@ def _output(args) -> str:
     return out
 
 
-def _compress(args) -> int:
+def _compress(args: argparse.Namespace) -> int:
     from ..mixedgram import Mixedgram
 
     args.output = _output(args)
@@ -100,7 +101,7 @@ def _compress(args) -> int:
     return 0
 
 
-def _decompress(args) -> int:
+def _decompress(args: argparse.Namespace) -> int:
     from ..formats.atomic import atomic_write
     from ..mixedgram import Mixedgram
 
@@ -121,7 +122,7 @@ def _show(ngram: str) -> str:
     return json.dumps(ngram, ensure_ascii=False)
 
 
-def _inspect(args) -> int:
+def _inspect(args: argparse.Namespace) -> int:
     from ..mixedgram import inspect_file
 
     info = inspect_file(args.file, top=args.top, progress=not args.quiet)
@@ -221,7 +222,7 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
     i.set_defaults(func=_inspect)
 
 
-def add_parser(subparsers) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register ``mixedgram {compress,decompress,inspect}`` on a top-level parser's subparsers."""
     p = subparsers.add_parser(
         "mixedgram",
@@ -232,7 +233,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     from .kit import ArgumentParser, exit_codes_epilog, run_command
 
     parser = ArgumentParser(

@@ -12,12 +12,16 @@ import sys
 import time
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..errors import TokenforgeError
 from .kit import EXIT_INTERRUPTED
 
+if TYPE_CHECKING:
+    from ..base import Tokenizer
 
-def pretokenize_and_report(corpus, tok, out: Path, **kwargs) -> int:
+
+def pretokenize_and_report(corpus: object, tok: Tokenizer, out: Path, **kwargs: Any) -> int:
     """:func:`tokenforge.data.shards.pretokenize` with a one-line summary; on
     Ctrl-C, say what was kept (run again to resume) and exit 130."""
     from ..data.shards import INDEX_FILE, ShardSet, pretokenize

@@ -38,7 +38,7 @@ def _port_arg(text: str) -> int:
     return n
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
     from ..serve.app import DEFAULT_MAX_TEXT
 
     s = subparsers.add_parser("serve", help="a local web page showing how tokenizers cut text (needs the serve extra)")
@@ -60,7 +60,7 @@ def add_parser(subparsers) -> None:
     s.set_defaults(func=run_serve)
 
 
-def run_serve(args) -> int:
+def run_serve(args: argparse.Namespace) -> int:
     try:
         import uvicorn
     except ImportError:

@@ -8,10 +8,15 @@ to measure bytes per token on).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..base import Tokenizer
+
 __all__ = ["vocabulary_stats", "inspect_lines"]
 
 
-def vocabulary_stats(tok, text: str | None = None, top: int = 10) -> dict:
+def vocabulary_stats(tok: Tokenizer, text: str | None = None, top: int = 10) -> dict:
     """Statistics every family can answer through the contract."""
     import numpy as np  # here, not at import: `tokenforge --help` stays light
 
@@ -63,7 +68,7 @@ _GENERIC_KEYS = {
 }
 
 
-def inspect_lines(stats: dict, tok=None, width: int = 100) -> list[str]:
+def inspect_lines(stats: dict, tok: Tokenizer | None = None, width: int = 100) -> list[str]:
     """``tokenforge inspect``'s text: each fact once, a handful of lines whatever the vocabulary.
 
     A family's scalar extras (``inspect_extra``) go on one wrapped line; its
@@ -85,7 +90,7 @@ def inspect_lines(stats: dict, tok=None, width: int = 100) -> list[str]:
         )
         return [x.replace("\0", " ") for x in lines] or [f"  {head}: none"]
 
-    def show(v) -> str:
+    def show(v: object) -> str:
         return f"{v:.3f}" if isinstance(v, float) else str(v)
 
     out = [f"{stats['class']}: {stats['vocab_size']:,} ids ({stats['special_tokens']} special tokens)"]

@@ -47,11 +47,11 @@ import zlib
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import IO, Any, Iterable, Iterator, Protocol, TypeGuard, cast
 
 from ..errors import CorpusError
 from ..formats._jsonutil import JsonProblem, loads_checked, lone_surrogate_escape
-from ..progress import progress_bar
+from ..progress import Progress, progress_bar
 
 __all__ = [
     "iter_documents",
@@ -92,7 +92,18 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 # ---------------------------------------------------------------------------
 # errors
 # ---------------------------------------------------------------------------
-def _corpus_error(message: str, path, *, line: int | None = None, offset: int | None = None) -> CorpusError:
+class Reader(Protocol):
+    """What the readers read a file through: the file, a decompressor over it, or
+    :class:`_Limited` (a byte range of it)."""
+
+    def read(self, n: int = -1, /) -> bytes: ...
+
+    def tell(self) -> int: ...
+
+
+def _corpus_error(
+    message: str, path: str | os.PathLike[str], *, line: int | None = None, offset: int | None = None
+) -> CorpusError:
     """A CorpusError whose text starts with the file, line and byte offset (as FormatError's does)."""
     where = [str(path)]
     if line is not None:
@@ -126,7 +137,15 @@ def check_options(split_on: str | None, block_bytes: int, errors: str) -> None:
     check_errors(errors)
 
 
-def _decode(data: bytes, path, offset: int, errors: str, *, line: int | None = None, compressed: bool = False) -> str:
+def _decode(
+    data: bytes,
+    path: str | os.PathLike[str],
+    offset: int,
+    errors: str,
+    *,
+    line: int | None = None,
+    compressed: bool = False,
+) -> str:
     """Decode UTF-8; an error names the file and the absolute byte offset of the bad byte."""
     try:
         return data.decode("utf-8", errors)
@@ -144,12 +163,12 @@ def _decode(data: bytes, path, offset: int, errors: str, *, line: int | None = N
 # ---------------------------------------------------------------------------
 # which files
 # ---------------------------------------------------------------------------
-def is_url(path) -> bool:
+def is_url(path: object) -> TypeGuard[str]:
     """Whether ``path`` is an fsspec URL (a str with ``"://"``, e.g. ``"s3://bucket/a.txt"``)."""
     return isinstance(path, str) and "://" in path
 
 
-def _kind(path) -> tuple[str, str] | None:
+def _kind(path: str | os.PathLike[str]) -> tuple[str, str] | None:
     """``(format, compression)`` of a file (a path or a URL) from its suffixes,
     e.g. ``(".jsonl", ".gz")``; None if unknown."""
     name = (path.rstrip("/").rsplit("/", 1)[-1] if is_url(path) else Path(path).name).lower()
@@ -164,7 +183,15 @@ def _kind(path) -> tuple[str, str] | None:
     return None
 
 
-def is_jsonl(path) -> bool:
+def _kind_of(path: str | os.PathLike[str]) -> tuple[str, str]:
+    """:func:`_kind` of a file the corpus rule has let through (a supported suffix)."""
+    kind = _kind(path)
+    if kind is None:
+        raise _corpus_error(f"unsupported corpus file suffix; expected {_supported()}", path)
+    return kind
+
+
+def is_jsonl(path: str | os.PathLike[str]) -> bool:
     """Whether a corpus file is JSON lines (``.jsonl``, plain, ``.gz`` or ``.zst``)."""
     kind = _kind(path)
     return kind is not None and kind[0] == ".jsonl"
@@ -195,7 +222,7 @@ def _expand(path: Path, from_str: bool) -> list[Path]:
     return [path]
 
 
-def _paths_of(source) -> list[Path] | None:
+def _paths_of(source: object) -> list[Path] | None:
     """The corpus files a source names, or None when the source is an iterable of texts
     (the corpus rule, :func:`corpus_source`: a list or tuple names files)."""
     if isinstance(source, Texts):
@@ -211,12 +238,12 @@ def _paths_of(source) -> list[Path] | None:
     return None
 
 
-def corpus_files(source) -> list[Path]:
+def corpus_files(source: object) -> list[Path]:
     """The files :func:`iter_documents` would read, in order (empty for an iterable of str)."""
     return _paths_of(source) or []
 
 
-def corpus_bytes(source) -> int | None:
+def corpus_bytes(source: object) -> int | None:
     """Estimated input size in bytes, for a progress bar's total.
 
     Files count their size on disk (compressed size for ``.gz``/``.zst``, which
@@ -237,7 +264,7 @@ def corpus_bytes(source) -> int | None:
 # ---------------------------------------------------------------------------
 # opening (decompression) and progress metering
 # ---------------------------------------------------------------------------
-def _import_zstandard(path):
+def _import_zstandard(path: str | os.PathLike[str]) -> Any:
     try:
         import zstandard
     except ImportError:
@@ -245,7 +272,7 @@ def _import_zstandard(path):
     return zstandard
 
 
-def _import_parquet(path):
+def _import_parquet(path: str | os.PathLike[str]) -> Any:
     try:
         import pyarrow.parquet as pq
     except ImportError:
@@ -253,7 +280,7 @@ def _import_parquet(path):
     return pq
 
 
-def _import_fsspec(path):
+def _import_fsspec(path: str | os.PathLike[str]) -> Any:
     try:
         import fsspec
     except ImportError:
@@ -261,12 +288,12 @@ def _import_fsspec(path):
     return fsspec
 
 
-def url_filesystem(path):
+def url_filesystem(path: str | os.PathLike[str]) -> tuple[Any, str]:
     """``(filesystem, path in it)`` of an fsspec URL."""
     return _import_fsspec(path).core.url_to_fs(path)
 
 
-def open_binary(path):
+def open_binary(path: str | os.PathLike[str]) -> IO[bytes]:
     """A local path with ``open``, an fsspec URL (:func:`is_url`) with its filesystem: a binary file."""
     if is_url(path):
         fs, inner = url_filesystem(path)
@@ -274,7 +301,7 @@ def open_binary(path):
     return open(path, "rb")
 
 
-def file_size(path) -> int:
+def file_size(path: str | os.PathLike[str]) -> int:
     """Size in bytes of a local file or of an fsspec URL's file."""
     if is_url(path):
         fs, inner = url_filesystem(path)
@@ -289,7 +316,7 @@ class _Limited:
     """The bytes of a binary file up to offset ``end`` (a stream that needs only
     ``read`` and ``tell``): a byte range read as if the file ended there."""
 
-    def __init__(self, raw, end: int):
+    def __init__(self, raw: Reader, end: int) -> None:
         self.raw, self.end = raw, end
 
     def read(self, n: int = -1) -> bytes:
@@ -302,7 +329,9 @@ class _Limited:
         return self.raw.tell()
 
 
-def _open_stream(stack: ExitStack, path, compression: str, start: int = 0):
+def _open_stream(
+    stack: ExitStack, path: str | os.PathLike[str], compression: str, start: int = 0
+) -> tuple[Reader, IO[bytes]]:
     """``(stream, raw)``: a binary stream of the decompressed bytes and the file on disk under it
     (an uncompressed one positioned at ``start``)."""
     raw = stack.enter_context(open_binary(path))
@@ -329,7 +358,7 @@ class _Meter:
     """Reports how far into a file on disk reading has got, as progress deltas
     (for a byte range, from ``start`` up to ``end`` at most)."""
 
-    def __init__(self, raw, progress, start: int = 0, end: int | None = None):
+    def __init__(self, raw: Reader, progress: Progress | None, start: int = 0, end: int | None = None) -> None:
         self.raw, self.progress, self.done, self.end = raw, progress, start, end
 
     def tick(self) -> None:
@@ -341,7 +370,7 @@ class _Meter:
             self.done = pos
 
 
-def _read_full(stream, n: int) -> bytes:
+def _read_full(stream: Reader, n: int) -> bytes:
     """Read up to ``n`` bytes, short only at end of stream (some decompressors return less)."""
     parts, got = [], 0
     while got < n:
@@ -372,7 +401,14 @@ def _utf8_prefix_len(buf: bytearray) -> int:
 
 
 def _txt_blocks(
-    stream, path, meter: _Meter, block_bytes: int, errors: str, compressed: bool, start: int = 0, stop=None
+    stream: Reader,
+    path: str | os.PathLike[str],
+    meter: _Meter,
+    block_bytes: int,
+    errors: str,
+    compressed: bool,
+    start: int = 0,
+    stop: int | None = None,
 ) -> Iterator[str]:
     """Blocks of at most ``block_bytes`` bytes ending at a newline; memory stays under one block.
 
@@ -399,7 +435,14 @@ def _txt_blocks(
 
 
 def _txt_documents(
-    stream, path, meter: _Meter, sep: str, block_bytes: int, errors: str, compressed: bool, start: int = 0
+    stream: Reader,
+    path: str | os.PathLike[str],
+    meter: _Meter,
+    sep: str,
+    block_bytes: int,
+    errors: str,
+    compressed: bool,
+    start: int = 0,
 ) -> Iterator[str]:
     """The non-empty documents between occurrences of ``sep``; memory holds one document plus one block.
 
@@ -438,7 +481,7 @@ def _txt_documents(
 # ---------------------------------------------------------------------------
 # .jsonl
 # ---------------------------------------------------------------------------
-def _lines(stream, meter: _Meter, block_bytes: int) -> Iterator[bytes]:
+def _lines(stream: Reader, meter: _Meter, block_bytes: int) -> Iterator[bytes]:
     """Lines (with their newline) of a binary stream that need only ``read``."""
     pending: list[bytes] = []  # pieces of a line that spans blocks, joined once complete
     while True:
@@ -459,7 +502,15 @@ def _lines(stream, meter: _Meter, block_bytes: int) -> Iterator[bytes]:
         pending = [lines[-1]] if lines[-1] else []
 
 
-def _jsonl_line(raw_line: bytes, path, lineno: int, offset: int, text_field: str, errors: str, compressed: bool):
+def _jsonl_line(
+    raw_line: bytes,
+    path: str | os.PathLike[str],
+    lineno: int | None,
+    offset: int,
+    text_field: str,
+    errors: str,
+    compressed: bool,
+) -> str | None:
     """The ``text_field`` string of one JSON line (with or without its newline); None to skip it."""
     line = _decode(raw_line, path, offset, errors, line=lineno, compressed=compressed)
     if lineno == 1:
@@ -498,7 +549,14 @@ def _jsonl_line(raw_line: bytes, path, lineno: int, offset: int, text_field: str
 
 
 def _jsonl_documents(
-    stream, path, meter: _Meter, text_field: str, block_bytes: int, errors: str, compressed: bool, start: int = 0
+    stream: Reader,
+    path: str | os.PathLike[str],
+    meter: _Meter,
+    text_field: str,
+    block_bytes: int,
+    errors: str,
+    compressed: bool,
+    start: int = 0,
 ) -> Iterator[str]:
     """The ``text_field`` string of each JSON line; blank lines and null values are skipped.
 
@@ -523,7 +581,7 @@ def _jsonl_documents(
             yield text
 
 
-def _lines_before(path, start: int) -> int:
+def _lines_before(path: str | os.PathLike[str], start: int) -> int:
     """Newlines in the first ``start`` bytes of an uncompressed file (read in
     bounded blocks): the line number of a range's first line, minus one."""
     count, at = 0, 0
@@ -559,7 +617,7 @@ class JsonlBlock:
 
     @property
     def compressed(self) -> bool:
-        return bool(_kind(self.path)[1])
+        return bool(_kind_of(self.path)[1])
 
     def count_lines(self) -> int:
         """Lines in the block (a last line without a newline counts)."""
@@ -569,7 +627,11 @@ class JsonlBlock:
 
 
 def jsonl_blocks(
-    paths: Iterable[Path], block_bytes: int = 4 << 20, progress=None, start: int = 0, end: int | None = None
+    paths: Iterable[Path],
+    block_bytes: int = 4 << 20,
+    progress: Progress | None = None,
+    start: int = 0,
+    end: int | None = None,
 ) -> Iterator[JsonlBlock]:
     """The lines of ``.jsonl`` files (plain, .gz or .zst) in blocks of about
     ``block_bytes`` bytes that end at line boundaries (a longer line is one
@@ -633,7 +695,13 @@ def jsonl_block_documents(
 # ---------------------------------------------------------------------------
 # .parquet
 # ---------------------------------------------------------------------------
-def _parquet_documents(path, compression: str, text_field: str, progress, row_groups=None) -> Iterator[str]:
+def _parquet_documents(
+    path: str | os.PathLike[str],
+    compression: str,
+    text_field: str,
+    progress: Progress | None,
+    row_groups: tuple[int, int] | None = None,
+) -> Iterator[str]:
     """The ``text_field`` column, one row group in memory at a time; nulls are skipped.
 
     ``row_groups`` ``(first, stop)`` reads only those row groups (None: all).
@@ -646,7 +714,7 @@ def _parquet_documents(path, compression: str, text_field: str, progress, row_gr
     with ExitStack() as files:
         size = file_size(path)
         try:
-            source: io.BytesIO | str
+            source: io.BytesIO | IO[bytes] | str
             if compression:
                 with ExitStack() as stack:
                     stream, _ = _open_stream(stack, path, compression)
@@ -661,7 +729,14 @@ def _parquet_documents(path, compression: str, text_field: str, progress, row_gr
         yield from _row_groups(pf, path, size, text_field, progress, row_groups)
 
 
-def _row_groups(pf, path, size: int, text_field: str, progress, row_groups) -> Iterator[str]:
+def _row_groups(
+    pf: Any,
+    path: str | os.PathLike[str],
+    size: int,
+    text_field: str,
+    progress: Progress | None,
+    row_groups: tuple[int, int] | None,
+) -> Iterator[str]:
     """The documents of an open ``pq.ParquetFile``'s row groups ``row_groups`` (None: all)."""
     import pyarrow as pa
 
@@ -698,13 +773,13 @@ def _row_groups(pf, path, size: int, text_field: str, progress, row_groups) -> I
 # the entry point
 # ---------------------------------------------------------------------------
 def file_documents(
-    path,
+    path: str | os.PathLike[str],
     *,
     text_field: str = "text",
     split_on: str | None = None,
     block_bytes: int = 1 << 20,
     errors: str = "strict",
-    progress=None,
+    progress: Progress | None = None,
     start: int = 0,
     end: int | None = None,
     row_groups: tuple[int, int] | None = None,
@@ -720,7 +795,7 @@ def file_documents(
     errors (absolute byte offsets, true line numbers) and progress (the
     range's bytes). Of a parquet file, the row groups ``row_groups``.
     """
-    fmt, compression = _kind(path)
+    fmt, compression = _kind_of(path)
     if fmt == ".parquet":
         yield from _parquet_documents(path, compression, text_field, progress, row_groups)
         return
@@ -744,7 +819,7 @@ def file_documents(
             raise _corpus_error(f"corrupt {compression} stream: {e}", path) from None
 
 
-def _text_documents(texts: Iterable, progress) -> Iterator[str]:
+def _text_documents(texts: Iterable, progress: Progress | None) -> Iterator[str]:
     """An iterable of str passed through, checking each item's type."""
     for i, text in enumerate(texts):
         if not isinstance(text, str):
@@ -755,12 +830,12 @@ def _text_documents(texts: Iterable, progress) -> Iterator[str]:
 
 
 def iter_documents(
-    source,
+    source: object,
     *,
     text_field: str = "text",
     split_on: str | None = None,
     block_bytes: int = 1 << 20,
-    progress=None,
+    progress: bool | Progress | None = None,
     errors: str = "strict",
 ) -> Iterator[str]:
     """Stream the documents of a corpus as str.
@@ -795,7 +870,7 @@ def iter_documents(
     paths = _paths_of(source)
     if paths is None and not isinstance(source, Texts):
         try:
-            iter(source)
+            iter(cast(Iterable[str], source))  # any other iterable is texts: iter() says whether it is one
         except TypeError:
             raise TypeError(
                 f"iter_documents: source must be a path, a list of paths or an iterable of str, "
@@ -822,7 +897,7 @@ _TEXTS_HINT = (
 )
 
 
-def corpus_source(corpus, *, who: str):
+def corpus_source(corpus: object, *, who: str) -> object:
     """The corpus rule of every function that takes files or texts (``learn_merges``,
     ``pretokenize``, ``count_pieces``, the cluster path, ``iter_documents``):
 
@@ -846,16 +921,17 @@ def corpus_source(corpus, *, who: str):
                     corpus_paths(item, who=who)
             return corpus
         return corpus_paths(corpus, who=who)
+    texts = cast(Iterable[str], corpus)  # any other iterable is texts: iter() says whether it is one
     try:
-        iter(corpus)
+        iter(texts)
     except TypeError:
         raise TypeError(
             f"{who}: the corpus must be a path, a list of paths or an iterator of str, not {type(corpus).__name__}"
         ) from None
-    return Texts(corpus)
+    return Texts(texts)
 
 
-def corpus_paths(corpus, *, who: str = "train") -> list[Path]:
+def corpus_paths(corpus: object, *, who: str = "train") -> list[Path]:
     """``train(corpus)``'s argument as paths: a path or a non-empty list/tuple of
     paths, each a ``str`` or ``os.PathLike``. A ``str`` that names no existing file
     or directory is a :class:`CorpusError` (texts go to ``train_from_iterator``);
@@ -889,13 +965,13 @@ def corpus_paths(corpus, *, who: str = "train") -> list[Path]:
 
 
 def train_documents(
-    corpus,
+    corpus: object,
     *,
     who: str = "train",
     text_field: str = "text",
     split_on: str | None = None,
     errors: str = "strict",
-    progress=None,
+    progress: bool | Progress | None = None,
 ) -> Iterator[str]:
     """The documents of ``train(corpus)`` (:func:`corpus_paths`, then :func:`iter_documents`).
     Items that are fsspec URLs (``"s3://bucket/a.jsonl"``) name one file each and are read
@@ -925,7 +1001,9 @@ def _url_documents(items: list, who: str, options: dict) -> Iterator[str]:
             yield from iter_documents(corpus_paths(item, who=who), **options)
 
 
-def iterator_documents(texts, *, who: str = "train_from_iterator", progress=None) -> Iterator[str]:
+def iterator_documents(
+    texts: Iterable[str], *, who: str = "train_from_iterator", progress: bool | Progress | None = None
+) -> Iterator[str]:
     """The documents of ``train_from_iterator(texts)``: an iterable of str, each item checked."""
     if isinstance(texts, (str, bytes, bytearray, os.PathLike)):
         raise TypeError(
@@ -945,18 +1023,18 @@ class Texts:
 
     __slots__ = ("texts",)
 
-    def __init__(self, texts):
+    def __init__(self, texts: Iterable[str]) -> None:
         self.texts = texts
 
 
 def corpus_documents(
-    corpus,
+    corpus: object,
     *,
     who: str = "train",
     text_field: str = "text",
     split_on: str | None = None,
     errors: str = "strict",
-    progress=None,
+    progress: bool | Progress | None = None,
 ) -> Iterator[str]:
     """The one corpus rule: :class:`Texts` -> :func:`iterator_documents`; anything
     else is ``train(corpus)``'s paths -> :func:`train_documents`."""
@@ -965,20 +1043,23 @@ def corpus_documents(
     return train_documents(corpus, who=who, text_field=text_field, split_on=split_on, errors=errors, progress=progress)
 
 
-def _generate(source, paths, progress, options) -> Iterator[str]:
+def _generate(
+    source: object, paths: list[Path] | None, progress: bool | Progress | None, options: dict
+) -> Iterator[str]:
     """The lazy half of :func:`iter_documents`."""
     own_bar = None
+    bar: Progress | None
     if progress is True:
-        total = corpus_bytes(source if paths is not None else Texts(source))
-        own_bar = progress = progress_bar(total=total, desc="reading corpus", unit="B")
-    elif progress is False:
-        progress = None
+        total = corpus_bytes(source if paths is not None else Texts(cast(Iterable[str], source)))
+        bar = own_bar = progress_bar(total=total, desc="reading corpus", unit="B")
+    else:
+        bar = None if progress is False else progress
     try:
         if paths is None:
-            yield from _text_documents(source, progress)
+            yield from _text_documents(cast(Iterable[str], source), bar)
             return
         for path in paths:
-            yield from file_documents(path, progress=progress, **options)
+            yield from file_documents(path, progress=bar, **options)
     finally:
         if own_bar is not None:
             own_bar.close()

@@ -85,9 +85,9 @@ def _documents(include_topics: bool) -> Iterator[tuple[str, str]]:
             if text:
                 yield "topic", text
     for path in default_corpus_files():
-        text = _read_source(path)
-        if text:  # empty files (many __init__.py) and undecodable ones give nothing
-            yield "file", text
+        source = _read_source(path)
+        if source:  # empty files (many __init__.py) and undecodable ones give nothing
+            yield "file", source
 
 
 def iter_default_corpus(max_bytes: int | None = None, include_topics: bool = True) -> Iterator[str]:

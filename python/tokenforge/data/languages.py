@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 from pathlib import Path
 from typing import Iterable
@@ -29,7 +30,7 @@ __all__ = ["LangDoc", "LANG_CODE", "TrainLanguages", "is_language_code", "parse_
 LANG_CODE = re.compile(r"^[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{1,8})*$")
 
 
-def is_language_code(text) -> bool:
+def is_language_code(text: str) -> bool:
     """True for "en", "pt-BR", "zh_Hans", ...; False for anything else (any type)."""
     return isinstance(text, str) and bool(LANG_CODE.match(text))
 
@@ -74,7 +75,9 @@ def _jsonl_records(path: Path, text_field: str) -> Iterable[LangDoc]:
             yield LangDoc(rec[text_field], lang, None if pid is None else str(pid))
 
 
-def read_language_documents(path, lang: str | None = None, *, text_field: str = "text") -> list[LangDoc]:
+def read_language_documents(
+    path: str | os.PathLike[str], lang: str | None = None, *, text_field: str = "text"
+) -> list[LangDoc]:
     """The documents of one held-out file with their languages.
 
     A ``.jsonl`` file gives each line's ``lang`` and ``parallel_id`` fields

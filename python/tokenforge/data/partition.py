@@ -55,13 +55,15 @@ newlines before it).
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Iterator
 
 from ..errors import CorpusError
-from ..progress import progress_bar
+from ..progress import Progress, progress_bar
 from .corpus import (
     _kind,
+    _kind_of,
     _supported,
     _utf8_prefix_len,
     check_options,
@@ -122,7 +124,7 @@ class Partition:
 
 
 def plan_partitions(
-    corpus,
+    corpus: object,
     *,
     target_bytes: int = DEFAULT_TARGET_BYTES,
     who: str = "train",
@@ -146,7 +148,7 @@ def plan_partitions(
     return parts
 
 
-def auto_target_bytes(corpus, threads: int, *, who: str = "train") -> int:
+def auto_target_bytes(corpus: object, threads: int, *, who: str = "train") -> int:
     """The ``target_bytes`` a cluster of ``threads`` task threads plans ``corpus``
     with when the caller names none: about :data:`PARTS_PER_THREAD` partitions
     per thread, within [:data:`MIN_AUTO_TARGET_BYTES`, :data:`DEFAULT_TARGET_BYTES`].
@@ -170,7 +172,7 @@ def partition_documents(
     split_on: str | None = None,
     block_bytes: int = TRAIN_BLOCK_BYTES,
     errors: str = "strict",
-    progress=None,
+    progress: bool | Progress | None = None,
 ) -> Iterator[str]:
     """The documents of one partition, as the single-machine reader yields them
     (the same options as planned with). ``progress``: None/False, True (a bar
@@ -183,16 +185,19 @@ def partition_documents(
     return _read(part, path, progress, options)
 
 
-def _read(part: Partition, path, progress, options) -> Iterator[str]:
+def _read(
+    part: Partition, path: str | os.PathLike[str], progress: bool | Progress | None, options: dict
+) -> Iterator[str]:
     """The lazy half of :func:`partition_documents`."""
     own_bar = None
+    bar: Progress | None
     if progress is True:
-        own_bar = progress = progress_bar(total=part.nbytes, desc="reading partition", unit="B")
-    elif progress is False:
-        progress = None
+        bar = own_bar = progress_bar(total=part.nbytes, desc="reading partition", unit="B")
+    else:
+        bar = None if progress is False else progress
     try:
         yield from file_documents(
-            path, progress=progress, start=part.start, end=part.end, row_groups=part.row_groups, **options
+            path, progress=bar, start=part.start, end=part.end, row_groups=part.row_groups, **options
         )
     finally:
         if own_bar is not None:
@@ -202,7 +207,7 @@ def _read(part: Partition, path, progress, options) -> Iterator[str]:
 # ---------------------------------------------------------------------------
 # which files
 # ---------------------------------------------------------------------------
-def _sources(corpus, who: str) -> list[str]:
+def _sources(corpus: object, who: str) -> list[str]:
     """The files of the corpus as str: local ones by the corpus rule, URLs as given."""
     items = list(corpus) if isinstance(corpus, (list, tuple)) else [corpus]
     if not any(is_url(item) for item in items):
@@ -224,9 +229,9 @@ def _sources(corpus, who: str) -> list[str]:
 # ---------------------------------------------------------------------------
 # one file
 # ---------------------------------------------------------------------------
-def _plan_file(path: str, target: int, split_on, block_bytes: int) -> list[tuple]:
+def _plan_file(path: str, target: int, split_on: str | None, block_bytes: int) -> list[tuple]:
     """``(start, end, nbytes, row_groups)`` of each partition of one file."""
-    fmt, compression = _kind(path)
+    fmt, compression = _kind_of(path)
     size = file_size(path)
     whole = [(0, None, size, None)]
     if compression or size <= target:
@@ -248,7 +253,7 @@ class _Source:
     """Ranged reads of one file: seek + read of a local file, ``fs.cat_file``
     of a URL (exactly the bytes asked for, no read-ahead of the file object)."""
 
-    def __init__(self, path: str, size: int):
+    def __init__(self, path: str, size: int) -> None:
         self.path, self.size = path, size
         if is_url(path):
             self.fs, self.inner = url_filesystem(path)
@@ -256,10 +261,10 @@ class _Source:
         else:
             self.file = open(path, "rb", buffering=0)
 
-    def __enter__(self):
+    def __enter__(self) -> _Source:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         if self.file is not None:
             self.file.close()
 
@@ -345,7 +350,7 @@ def _separator_cuts(src: _Source, target: int, sep: bytes) -> list[int]:
 class _Window:
     """The last bytes read, so that following the chain of small blocks reads each byte once."""
 
-    def __init__(self, src: _Source):
+    def __init__(self, src: _Source) -> None:
         self.src, self.at, self.data = src, 0, b""
 
     def get(self, lo: int, hi: int) -> bytes:

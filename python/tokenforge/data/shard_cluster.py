@@ -16,8 +16,9 @@ import os
 import threading
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from ..cluster import runner, task_threads
+from ..cluster import Runner, runner, task_threads
 from .corpus import (
     Texts,
     check_errors,
@@ -35,6 +36,9 @@ from .shard_writer import (
     _Pretokenizer,
     _settings,
 )
+
+if TYPE_CHECKING:
+    from ..base import Tokenizer
 
 __all__ = ["pretokenize_on"]
 
@@ -97,10 +101,10 @@ __all__ = ["pretokenize_on"]
 
 
 def pretokenize_on(
-    client,
-    corpus,
-    tokenizer,
-    out_dir,
+    client: Any,
+    corpus: object,
+    tokenizer: Tokenizer,
+    out_dir: str | os.PathLike[str],
     *,
     partition_bytes: int | None,
     shard_tokens: int,
@@ -144,8 +148,19 @@ def pretokenize_on(
 
 
 def _run(
-    r, parts, tokenizer, out, shard_tokens, num_threads, batch_chars, bos, text_field, split_on, overwrite, errors
-):
+    r: Runner,
+    parts: list[Partition],
+    tokenizer: Tokenizer,
+    out: Path,
+    shard_tokens: int,
+    num_threads: int | None,
+    batch_chars: int,
+    bos: bool,
+    text_field: str,
+    split_on: str | None,
+    overwrite: bool,
+    errors: str,
+) -> ShardSet:
     """The job on runner ``r``, once the partitions are planned."""
     source = {
         "kind": "partitions",
@@ -205,7 +220,9 @@ def _run(
     return ShardSet(out)
 
 
-def _plan(corpus, partition_bytes, *, threads: int = 1, resume: Path | None = None, **read) -> list[Partition]:
+def _plan(
+    corpus: object, partition_bytes: int | None, *, threads: int = 1, resume: Path | None = None, **read: Any
+) -> list[Partition]:
     """The corpus's partitions; a corpus of texts (not files) cannot be split among workers.
 
     ``partition_bytes`` None: about four per task thread of the cluster
@@ -276,7 +293,7 @@ def _recorded_plan(out: Path, files: list[str]) -> list[Partition] | None:
             after = parts[k + 1]
             if p.end != after.start or (p.row_groups is None) != (after.row_groups is None):
                 return None
-            if p.row_groups is not None and p.row_groups[1] != after.row_groups[0]:
+            if p.row_groups is not None and after.row_groups is not None and p.row_groups[1] != after.row_groups[0]:
                 return None
     return parts
 
@@ -335,7 +352,7 @@ _FINGERPRINTS: dict[tuple[str, int], str] = {}
 _FINGERPRINTS_LOCK = threading.Lock()
 
 
-def _worker_fingerprint(tokenizer, job: str, scratch: Path) -> str:
+def _worker_fingerprint(tokenizer: Tokenizer, job: str, scratch: Path) -> str:
     key = (job, id(tokenizer))
     with _FINGERPRINTS_LOCK:
         got = _FINGERPRINTS.get(key)
@@ -348,7 +365,7 @@ def _worker_fingerprint(tokenizer, job: str, scratch: Path) -> str:
     return got
 
 
-def _encode_partition(part: Partition, tokenizer, out: str, options: dict) -> dict:
+def _encode_partition(part: Partition, tokenizer: Tokenizer, out: str, options: dict) -> dict:
     """One task: ``part``'s documents into ``out/part_NNNNN/`` (resuming what an
     earlier attempt left there); a small summary back."""
     sub = Path(out) / _partition_dir(part.index)

@@ -19,15 +19,16 @@ import os
 import queue
 import threading
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
 from ..batching import batched
 from ..formats.atomic import atomic_open
 from ..ids import ids_dtype
-from ..progress import progress_bar
+from ..progress import Progress, progress_bar
 from .corpus import (
+    JsonlBlock,
     _lines_before,
     check_errors,
     corpus_bytes,
@@ -52,10 +53,14 @@ from .shard_reader import (
     _write_index,
 )
 
+if TYPE_CHECKING:
+    from ..base import Tokenizer
+
+
 __all__ = ["pretokenize_here"]
 
 
-def _describe_source(source) -> dict:
+def _describe_source(source: object) -> dict:
     if isinstance(source, Partition):
         return {"kind": "partition", **source.describe(), "bytes": source.nbytes}
     files = corpus_files(source)
@@ -67,7 +72,7 @@ def _describe_source(source) -> dict:
 class _Writer:
     """Collects encoded documents and writes a shard whenever one is full."""
 
-    def __init__(self, out: Path, index: dict, dtype, shard_tokens: int):
+    def __init__(self, out: Path, index: dict, dtype: type[np.unsignedinteger], shard_tokens: int) -> None:
         self.out, self.index, self.dtype = out, index, dtype
         self.shard_tokens = shard_tokens
         self._reset()
@@ -150,11 +155,19 @@ class _Flat:
 
     __slots__ = ("tokens", "ntok", "nbytes", "nchars")
 
-    def __init__(self, tokens: np.ndarray, ntok: np.ndarray, nbytes: np.ndarray, nchars: np.ndarray):
+    def __init__(self, tokens: np.ndarray, ntok: np.ndarray, nbytes: np.ndarray, nchars: np.ndarray) -> None:
         self.tokens, self.ntok, self.nbytes, self.nchars = tokens, ntok, nbytes, nchars
 
     @classmethod
-    def of(cls, flat, offsets, texts, bos: int | None, dtype, token_bytes: np.ndarray) -> "_Flat":
+    def of(
+        cls,
+        flat: np.ndarray,
+        offsets: np.ndarray,
+        texts: Sequence[str],
+        bos: int | None,
+        dtype: type[np.unsignedinteger],
+        token_bytes: np.ndarray,
+    ) -> "_Flat":
         """From ``encode_batch_flat``'s ids and offsets and the texts: whole-batch
         array operations, no Python step per document."""
         flat, offsets = np.asarray(flat), np.asarray(offsets, dtype=np.int64)
@@ -175,12 +188,12 @@ class _Flat:
 class _Resume:
     """Checks that the documents skipped on resuming are those of the listed shards."""
 
-    def __init__(self, index: dict, out: Path):
+    def __init__(self, index: dict, out: Path) -> None:
         self.shards, self.out = list(index["shards"]), out  # those listed before this run
         self.remaining = sum(int(s["num_documents"]) for s in self.shards)
         self.k, self.n, self.chars = 0, 0, 0
 
-    def add(self, nchars) -> None:
+    def add(self, nchars: Sequence[int] | np.ndarray) -> None:
         """Account for skipped documents, given their character counts in order."""
         nchars = np.asarray(nchars, dtype=np.int64)
         self.remaining -= len(nchars)
@@ -214,13 +227,13 @@ class _Reader(threading.Thread):
     """Produces the items of an iterator (batches or blocks) on a background
     thread, at most ``depth`` ahead of the consumer."""
 
-    def __init__(self, items: Iterator, depth: int = 2):
+    def __init__(self, items: Iterator, depth: int = 2) -> None:
         super().__init__(name="tokenforge-pretokenize-reader", daemon=True)
         self.items = items
         self.q: queue.Queue = queue.Queue(maxsize=depth)
         self.stop = threading.Event()
 
-    def _put(self, item) -> bool:
+    def _put(self, item: tuple[str, Any]) -> bool:
         while not self.stop.is_set():
             try:
                 self.q.put(item, timeout=0.1)
@@ -238,7 +251,7 @@ class _Reader(threading.Thread):
         except BaseException as e:  # handed to the main thread, which re-raises it
             self._put(("error", e))
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         while True:
             kind, item = self.q.get()
             if kind == "item":
@@ -249,7 +262,7 @@ class _Reader(threading.Thread):
                 raise item
 
 
-def _block_encoder(tokenizer, corpus):
+def _block_encoder(tokenizer: Tokenizer, corpus: object) -> Callable[..., Any] | None:
     """The tokenizer's JSON-lines block encoder when the corpus is ``.jsonl``
     files only and the family has one; else None (documents go through
     ``iter_documents`` and ``encode_batch_flat``)."""
@@ -262,7 +275,7 @@ def _block_encoder(tokenizer, corpus):
     return encoder
 
 
-def _source_files(source) -> list[Path]:
+def _source_files(source: object) -> list[Path]:
     """The files of a corpus, or of a partition of a local file (the JSON-lines
     block reader reads local files, whole or a byte range); else empty."""
     if isinstance(source, Partition):
@@ -280,13 +293,13 @@ def pretokenize_here(corpus: Any, tokenizer: Any, out_dir: Any, *, progress: boo
     return _Pretokenizer(corpus, tokenizer, out_dir, **options).run(progress)
 
 
-def _check_options(shard_tokens, batch_chars, num_threads) -> None:
+def _check_options(shard_tokens: object, batch_chars: object, num_threads: object) -> None:
     _positive_int(shard_tokens, "shard_tokens")
     _positive_int(batch_chars, "batch_chars")
     _positive_int(num_threads, "num_threads", none_ok=True)
 
 
-def _output_dir(out_dir) -> Path:
+def _output_dir(out_dir: str | os.PathLike[str]) -> Path:
     """``out_dir`` as a local directory, created if needed. A ``file://`` URL is its
     path; other URLs (``s3://``, ...) are refused: shards are written with local
     atomic renames (on a cluster: a shared filesystem mounted at the same path
@@ -311,7 +324,16 @@ def _output_dir(out_dir) -> Path:
 
 
 def _settings(
-    tokenizer, out: Path, *, bos: bool, shard_tokens: int, source: dict, text_field, split_on, errors, fingerprint=None
+    tokenizer: Tokenizer,
+    out: Path,
+    *,
+    bos: bool,
+    shard_tokens: int,
+    source: dict,
+    text_field: str,
+    split_on: str | None,
+    errors: str,
+    fingerprint: str | None = None,
 ) -> dict:
     """What an index records about how its shards were made (compared on resuming).
     ``fingerprint``: the tokenizer's, when the caller has just computed it."""
@@ -348,7 +370,7 @@ def _check_settings(out: Path, index: dict, settings: dict) -> None:
             )
 
 
-def _positive_int(value, name: str, none_ok: bool = False) -> None:
+def _positive_int(value: object, name: str, none_ok: bool = False) -> None:
     if none_ok and value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -374,20 +396,20 @@ class _Pretokenizer:
 
     def __init__(
         self,
-        corpus,
-        tokenizer,
-        out_dir,
+        corpus: object,
+        tokenizer: Tokenizer,
+        out_dir: str | os.PathLike[str],
         *,
         shard_tokens: int,
-        num_threads,
+        num_threads: int | None,
         batch_chars: int,
         bos: bool,
         text_field: str,
-        split_on,
+        split_on: str | None,
         overwrite: bool,
         errors: str,
         fingerprint: str | None = None,
-    ):
+    ) -> None:
         _check_options(shard_tokens, batch_chars, num_threads)
         self.corpus, self.tokenizer = corpus, tokenizer
         self.shard_tokens, self.batch_chars = shard_tokens, batch_chars
@@ -457,11 +479,14 @@ class _Pretokenizer:
         return ShardSet(self.out)
 
     # ---- 3. the document source -----------------------------------------------------------
-    def _items(self, bar) -> Iterator:
+    def _items(self, bar: Progress) -> Iterator:
         """Blocks of raw JSON lines (the core's block encoder) or batches of texts."""
         if self.encoder is None:
-            read = partition_documents if isinstance(self.corpus, Partition) else iter_documents
-            docs = read(self.corpus, text_field=self.text_field, split_on=self.split_on, errors=self.errors)
+            field, split_on, errors = self.text_field, self.split_on, self.errors
+            if isinstance(self.corpus, Partition):
+                docs = partition_documents(self.corpus, text_field=field, split_on=split_on, errors=errors)
+            else:
+                docs = iter_documents(self.corpus, text_field=field, split_on=split_on, errors=errors)
             return batched(_metered(docs, bar), self.batch_chars)
         if isinstance(self.corpus, Partition):
             # A byte range of a .jsonl file starts at a line start (where the planner cuts).
@@ -469,7 +494,7 @@ class _Pretokenizer:
             return jsonl_blocks(_source_files(self.corpus), self.batch_chars, progress=bar, start=start, end=end)
         return jsonl_blocks(_source_files(self.corpus), self.batch_chars, progress=bar)
 
-    def _encode_texts(self, texts: list[str]):
+    def _encode_texts(self, texts: list[str]) -> Callable[[], _Flat] | None:
         """Documents, after those still to skip, to a _Flat maker (the _Flat is built on the writer thread)."""
         resume = self.resume
         n = min(resume.remaining, len(texts))
@@ -482,7 +507,7 @@ class _Pretokenizer:
         bos_id, dtype, token_bytes = self.bos_id, self.dtype, self.token_bytes
         return lambda: _Flat.of(flat, offsets, texts, bos_id, dtype, token_bytes)
 
-    def _start_line(self, path) -> int:
+    def _start_line(self, path: str | os.PathLike[str]) -> int:
         """The line number of the first line read from ``path``: 1, or for a
         partition that starts inside the file, one more than the newlines
         before it (counted only when a line needs the Python reader)."""
@@ -493,9 +518,11 @@ class _Pretokenizer:
             self._first_line = _lines_before(path, start) + 1
         return self._first_line
 
-    def _encode_block(self, block, skip: int):
+    def _encode_block(self, block: JsonlBlock, skip: int) -> Any:
         """The core's encoding of a block of JSON lines (None: a line for the Python reader)."""
-        return self.encoder(
+        encoder = self.encoder
+        assert encoder is not None  # blocks are read only when there is a block encoder (_items)
+        return encoder(
             block.head,
             block.body,
             block.end,
@@ -507,7 +534,7 @@ class _Pretokenizer:
             self.workers,
         )
 
-    def _finish_block(self, block, skip: int, got):
+    def _finish_block(self, block: JsonlBlock, skip: int, got: Any) -> Callable[[], _Flat] | None:
         """In file order: the block's result (or its Python reading) to a _Flat maker."""
         before = self._line.get(block.path, 0)
         if got is None:  # a line only the Python reader reads right (or reports right)
@@ -561,6 +588,7 @@ class _Pretokenizer:
                     skip = resume.remaining
                     self._write(self._finish_block(item, skip, self._encode_block(item, skip)))
                 else:
+                    assert encoding is not None  # made above whenever there is a block encoder
                     self._inflight.append((item, 0, encoding.submit(self._encode_block, item, 0).result))
                     self._settle(1)
             self._settle(0)
@@ -574,7 +602,7 @@ class _Pretokenizer:
                 pool.shutdown(wait=True, cancel_futures=True)
             reader.join(timeout=5)
 
-    def _write(self, make) -> None:
+    def _write(self, make: Callable[[], _Flat] | None) -> None:
         """Hand a _Flat maker to the writer thread (None: nothing to write)."""
         if make is None:
             return
@@ -584,7 +612,7 @@ class _Pretokenizer:
             self._pending.popleft().result()
         self._pending.append(self._writing.submit(self._add, make))
 
-    def _add(self, make) -> None:  # on the writer thread
+    def _add(self, make: Callable[[], _Flat]) -> None:  # on the writer thread
         self._writer.add(make())
 
     def _settle(self, keep: int) -> None:
@@ -594,7 +622,7 @@ class _Pretokenizer:
             self._write(self._finish_block(block, skip, get()))
 
 
-def _metered(docs, bar):
+def _metered(docs: Iterable[str], bar: Progress) -> Iterator[str]:
     """Progress in UTF-8 bytes of the documents (a close estimate: characters)."""
     for d in docs:
         bar.update(len(d))

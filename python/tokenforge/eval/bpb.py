@@ -43,12 +43,18 @@ import math
 import os
 import time
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
 from ..embedding_meta import model_vocab_size
 from ..errors import TokenforgeError
+
+if TYPE_CHECKING:
+    from ..base import Tokenizer
+    from ..data.shard_reader import ShardSet
+    from ..progress import Progress
+    from ..torch.gpt import GPT
 
 __all__ = [
     "BPBConfig",
@@ -99,7 +105,7 @@ def _truncate_utf8(text: str, max_bytes: int) -> str:
     return text.encode("utf-8")[:max_bytes].decode("utf-8", errors="ignore")
 
 
-def select_documents(docs, max_bytes: int | None) -> list[str]:
+def select_documents(docs: Iterable[str], max_bytes: int | None) -> list[str]:
     """The first documents of ``docs`` holding at most ``max_bytes`` UTF-8 bytes.
 
     The last document is cut at a character boundary so the budget is met
@@ -125,7 +131,7 @@ def select_documents(docs, max_bytes: int | None) -> list[str]:
     return out
 
 
-def text_bytes_seen(tok, docs: Sequence[str]) -> int:
+def text_bytes_seen(tok: Tokenizer, docs: Sequence[str]) -> int:
     """UTF-8 bytes of the documents as the tokenizer sees them (after its normalisation, if any)."""
     return sum(len(tok.normalize(d).encode("utf-8")) for d in docs)
 
@@ -133,7 +139,7 @@ def text_bytes_seen(tok, docs: Sequence[str]) -> int:
 # ---------------------------------------------------------------------------
 # scoring
 # ---------------------------------------------------------------------------
-def _windows(n: int, seq_len: int):
+def _windows(n: int, seq_len: int) -> Iterator[tuple[int, int]]:
     """(start, length) of non-overlapping windows whose targets cover positions 1..n-1 once."""
     start = 0
     while start < n - 1:
@@ -146,12 +152,12 @@ def bits_per_byte(
     nll_fn: Callable,
     streams: Sequence[np.ndarray],
     token_bytes: np.ndarray,
-    special_ids,
+    special_ids: Iterable[int],
     *,
     seq_len: int,
     batch_size: int = 16,
     expected_bytes: int | None = None,
-    progress=None,
+    progress: Progress | None = None,
 ) -> dict:
     """Score token streams with ``nll_fn`` and return bits per byte.
 
@@ -218,7 +224,7 @@ def bits_per_byte(
 # ---------------------------------------------------------------------------
 # training
 # ---------------------------------------------------------------------------
-def _torch():
+def _torch() -> Any:
     try:
         import torch
     except ImportError:
@@ -226,7 +232,7 @@ def _torch():
     return torch
 
 
-def _device(name: str):
+def _device(name: str) -> Any:
     torch = _torch()
     if name == "auto":
         name = "cuda" if torch.cuda.is_available() else "cpu"
@@ -243,11 +249,11 @@ def _lr_at(step: int, steps: int, cfg: BPBConfig) -> float:
     return cfg.lr * (cfg.min_lr_frac + (1 - cfg.min_lr_frac) * 0.5 * (1 + math.cos(math.pi * min(1.0, t))))
 
 
-def _special_ids(tok) -> list[int]:
+def _special_ids(tok: Tokenizer) -> list[int]:
     return sorted(set(int(i) for i in tok.special_tokens.values()))
 
 
-def _token_bytes(tok) -> np.ndarray:
+def _token_bytes(tok: Tokenizer) -> np.ndarray:
     vocab = model_vocab_size(tok)
     tb = np.asarray(tok.token_bytes(), dtype=np.int64)
     if len(tb) < vocab:
@@ -255,7 +261,7 @@ def _token_bytes(tok) -> np.ndarray:
     return tb[:vocab]
 
 
-def build_model(tok, cfg: BPBConfig):
+def build_model(tok: Tokenizer, cfg: BPBConfig) -> GPT:
     """The GPT of the harness for this tokenizer and config (on the CPU)."""
     from ..torch.gpt import GPT, GPTConfig
 
@@ -271,9 +277,9 @@ def build_model(tok, cfg: BPBConfig):
 
 
 def train_and_evaluate(
-    tok,
-    train_shards,
-    eval_shards,
+    tok: Tokenizer,
+    train_shards: ShardSet,
+    eval_shards: ShardSet,
     cfg: BPBConfig,
     seed: int,
     *,
@@ -292,7 +298,7 @@ def train_and_evaluate(
     if cfg.autocast not in (None, "bf16"):
         raise TokenforgeError(f"autocast must be None or 'bf16', not {cfg.autocast!r}")
 
-    def amp():
+    def amp() -> Any:
         if cfg.autocast == "bf16":
             return torch.autocast(device.type, dtype=torch.bfloat16)
         return contextlib.nullcontext()
@@ -354,7 +360,7 @@ def train_and_evaluate(
     streams = [np.asarray(eval_shards.tokens(i)) for i in range(eval_shards.num_shards)]
     t1 = time.perf_counter()
 
-    def nll_fn(inputs, targets):
+    def nll_fn(inputs: np.ndarray, targets: np.ndarray) -> Any:
         with torch.no_grad(), amp():
             return model.token_nll(torch.from_numpy(inputs).to(device), torch.from_numpy(targets).to(device))
 
@@ -394,7 +400,7 @@ def train_and_evaluate(
     return res
 
 
-def _loadavg():
+def _loadavg() -> list[float] | None:
     try:
         return [round(x, 2) for x in os.getloadavg()]
     except OSError:
@@ -445,7 +451,7 @@ def result_key(fingerprint: str, cfg: BPBConfig, seed: int, train_digest: str, e
     }
 
 
-def result_path(results_dir, key: dict) -> Path:
+def result_path(results_dir: str | os.PathLike[str], key: dict) -> Path:
     """Where the result of ``key`` is kept: ``seed<N>-<16 hex of the key's hash>.json``."""
     import hashlib
     import json
@@ -454,7 +460,7 @@ def result_path(results_dir, key: dict) -> Path:
     return Path(results_dir) / f"seed{key['seed']}-{digest}.json"
 
 
-def read_result(path, key: dict) -> dict | None:
+def read_result(path: str | os.PathLike[str], key: dict) -> dict | None:
     """The result kept at ``path`` for ``key``, or None when there is none to trust:
     no file, another format or version, a checksum that does not match its content
     (a file changed or cut short after it was written), or another key."""
@@ -477,7 +483,7 @@ def read_result(path, key: dict) -> dict | None:
     return result if doc.get("key") == key and isinstance(result, dict) else None
 
 
-def write_result(path, key: dict, result: dict) -> None:
+def write_result(path: str | os.PathLike[str], key: dict, result: dict) -> None:
     """Keep one seed's finished result: sealed with its checksum and written
     atomically (temporary file, fsync, rename), so a run killed at any moment
     leaves either the whole file or none, never one that looks complete."""
@@ -492,10 +498,10 @@ def write_result(path, key: dict, result: dict) -> None:
 
 
 def run_bpb(
-    tok,
+    tok: Tokenizer,
     train_docs: Sequence[str],
     eval_docs: Sequence[str],
-    work_dir,
+    work_dir: str | os.PathLike[str],
     *,
     cfg: BPBConfig | None = None,
     seeds: Sequence[int] = (0,),

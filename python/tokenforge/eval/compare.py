@@ -42,8 +42,9 @@ import platform
 import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..data.corpus import corpus_paths
 from ..data.fingerprint import texts_digest, tokenizer_fingerprint
@@ -57,6 +58,9 @@ from .families import Spec, parse_specs, train_tokenizer
 from .languages import LangDoc, parse_heldout_arg, per_language_metrics, read_language_documents
 from .metrics import compression_metrics
 from .report import sample_cut, sample_paragraph
+
+if TYPE_CHECKING:
+    from ..base import Tokenizer
 
 __all__ = ["CompareOptions", "run_compare", "load_corpus"]
 
@@ -101,7 +105,7 @@ def load_corpus(opts: CompareOptions) -> tuple[list[str], list[str], str]:
     return [d.text for d in train], [d.text for d in held], desc
 
 
-def _select_lang_docs(docs, max_bytes: int | None) -> list[LangDoc]:
+def _select_lang_docs(docs: Iterable[LangDoc], max_bytes: int | None) -> list[LangDoc]:
     """:func:`select_documents` on documents that keep their languages."""
     if max_bytes is None:
         return list(docs)
@@ -144,6 +148,8 @@ def _per_language(docs: list[LangDoc]) -> dict[str, dict]:
     """Per language, sorted: its documents, UTF-8 bytes and the set of its parallel units."""
     langs: dict[str, dict] = {}
     for d in docs:
+        if d.lang is None:  # (the caller passes documents with a language only)
+            continue
         e = langs.setdefault(d.lang, {"documents": 0, "bytes": 0, "parallel_units": set()})
         e["documents"] += 1
         e["bytes"] += len(d.text.encode("utf-8"))
@@ -205,7 +211,14 @@ def _log(opts: CompareOptions, msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
 
-def _cached_tokenizer(opts, spec: Spec, vocab: int | None, train_docs, train_digest: str, languages=None):
+def _cached_tokenizer(
+    opts: CompareOptions,
+    spec: Spec,
+    vocab: int | None,
+    train_docs: list[str],
+    train_digest: str,
+    languages: TrainLanguages | None = None,
+) -> tuple[Tokenizer, float | None, bool]:
     """Train (or reuse the cached) tokenizer; returns (tok, seconds, reused).
     The documents of ``--parity-dev`` (``languages.dev``) are part of the cache
     key of the families that take languages (their dev text)."""
@@ -346,7 +359,7 @@ def run_compare(opts: CompareOptions) -> dict:
         start=t_start,  # the time so far counts reading the corpus too
     )
 
-    def save(status: str):
+    def save(status: str) -> None:
         results["status"] = status
         results["elapsed_seconds"] = round(time.perf_counter() - t_start, 1)
         write_report(results, out)
@@ -384,7 +397,7 @@ def _wants_bpb(opts: CompareOptions, spec: Spec | None, vocab: int | None) -> bo
     return opts.bpb and (fixed or opts.bpb_vocab_sizes is None or vocab in opts.bpb_vocab_sizes)
 
 
-def _cached_file(opts, spec: Spec, vocab: int | None) -> str | None:
+def _cached_file(opts: CompareOptions, spec: Spec, vocab: int | None) -> str | None:
     """The file :func:`_cached_tokenizer` keeps ``spec``'s tokenizer in (None if it kept none)."""
     cache = Path(opts.out) / "tokenizers" / spec.slug(vocab)
     try:
@@ -413,7 +426,18 @@ def _language_setup(opts: CompareOptions, lang_docs: list[LangDoc]) -> dict:
 
 
 def _run_jobs(
-    opts, jobs, results, save, train_docs, train_digest, eval_docs, bpb_data, out, est, lang_docs=(), languages=None
+    opts: CompareOptions,
+    jobs: list[tuple[str, Spec | None, int | None, str | None]],
+    results: dict,
+    save: Callable[[str], None],
+    train_docs: list[str],
+    train_digest: str,
+    eval_docs: list[str],
+    bpb_data: tuple[list[str], list[str], str] | None,
+    out: Path,
+    est: RunEstimate,
+    lang_docs: Sequence[LangDoc] = (),
+    languages: TrainLanguages | None = None,
 ) -> None:
     if bpb_data is not None:
         bpb_train, bpb_eval, bpb_digest = bpb_data
@@ -435,6 +459,7 @@ def _run_jobs(
             if spec is None:
                 from ..registry import load
 
+                assert path is not None  # a job without a spec is a file to load (the jobs above)
                 _log(opts, f"loading {label} from {path}")
                 tok, secs, reused = load(path), None, True
             else:

@@ -25,7 +25,7 @@ none are converted).
                                  ``parity_shared=F`` (the worst language's
                                  pair most shared among those within F of
                                  its top count); ``parity_rule=levelup``,
-                                 ``excess`` or ``group`` (tokenforge's rules,
+                                 ``excess``, ``group`` or ``keep`` (tokenforge's rules,
                                  against ``--reference-lang``; knob
                                  ``parity_gain=G``)
 ``lz78:<strategy>[:nochunk][:compact]``
@@ -61,9 +61,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from typing import TYPE_CHECKING
 
 from ..errors import TokenforgeError
 from ..registry import FAMILIES, LZ78_STRATEGIES, SPEC_ALIASES, family
+
+if TYPE_CHECKING:
+    from ..base import Tokenizer
+    from ..data.languages import TrainLanguages
 
 __all__ = ["Spec", "parse_specs", "family_class", "train_tokenizer", "LZ78_STRATEGIES", "FAMILY_CLASSES", "SpecError"]
 
@@ -75,7 +80,7 @@ class SpecError(TokenforgeError):
     """A tokenizer specification that does not parse."""
 
 
-def _value(v: str):
+def _value(v: str) -> object:
     low = v.lower()
     if low in ("true", "yes"):
         return True
@@ -171,14 +176,20 @@ def parse_specs(text: str) -> list[Spec]:
     return unique
 
 
-def family_class(name: str):
+def family_class(name: str) -> type[Tokenizer]:
     """The family's class (from its record in :mod:`tokenforge.registry`)."""
     return family(name).cls
 
 
 def train_tokenizer(
-    spec: Spec, docs: list[str], vocab_size: int | None, *, num_threads=None, progress=None, languages=None
-):
+    spec: Spec,
+    docs: list[str],
+    vocab_size: int | None,
+    *,
+    num_threads: int | None = None,
+    progress: bool | None = None,
+    languages: TrainLanguages | None = None,
+) -> Tokenizer:
     """Train the tokenizer ``spec`` describes on ``docs`` at ``vocab_size`` ids
     (the family's record says how; its option defaults, updated by the spec's).
     ``languages``: the same documents with their languages

@@ -44,13 +44,16 @@ the tokenizer cannot spell are left out of it).
 from __future__ import annotations
 
 import re
-from typing import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from ..batching import batched
 from ..data.languages import LangDoc, parse_heldout_arg, read_language_documents
 from ..errors import TokenforgeError
+
+if TYPE_CHECKING:
+    from ..base import Tokenizer
 
 __all__ = [
     "LangDoc",
@@ -125,7 +128,7 @@ def _word_token_counts(lens: np.ndarray, data: bytes) -> np.ndarray:
 
 
 def language_metrics(
-    tok,
+    tok: Tokenizer,
     texts: Sequence[str],
     *,
     space_separated: bool = True,
@@ -201,7 +204,7 @@ def premiums(
         )
     ref = per_lang[reference]
 
-    def units(lang) -> dict[str, int]:
+    def units(lang: str) -> dict[str, int]:
         if not parallel_ids or lang not in parallel_ids:
             return {}
         out: dict[str, int] = {}
@@ -234,7 +237,7 @@ def premiums(
 
 
 def per_language_metrics(
-    tok,
+    tok: Tokenizer,
     docs: Sequence[LangDoc],
     *,
     reference: str = "en",

@@ -24,12 +24,15 @@ raise; pass them through the tokenizer's own error policy first.
 from __future__ import annotations
 
 import math
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
 
 from ..batching import batched
 from ..embedding_meta import model_vocab_size
+
+if TYPE_CHECKING:
+    from ..base import Tokenizer
 
 __all__ = ["compression_metrics", "renyi_efficiency", "token_counts"]
 
@@ -37,7 +40,7 @@ DEFAULT_ALPHA = 2.5
 
 
 def token_counts(
-    tok, texts: Sequence[str], *, num_threads: int | None = None, batch_chars: int = 8 << 20
+    tok: Tokenizer, texts: Sequence[str], *, num_threads: int | None = None, batch_chars: int = 8 << 20
 ) -> np.ndarray:
     """Occurrences of every id (int64, one entry per id the model can see) when encoding ``texts``."""
     vocab = model_vocab_size(tok)
@@ -72,7 +75,7 @@ def _hist(lengths: np.ndarray, weights: np.ndarray | None = None) -> dict[int, i
 
 
 def compression_metrics(
-    tok, texts: Iterable[str] | str, *, alpha: float = DEFAULT_ALPHA, num_threads: int | None = None
+    tok: Tokenizer, texts: Iterable[str] | str, *, alpha: float = DEFAULT_ALPHA, num_threads: int | None = None
 ) -> dict:
     """The metrics of the module docstring for ``tok`` on ``texts`` (a str or an iterable of str)."""
     if isinstance(texts, str):

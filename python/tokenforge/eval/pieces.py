@@ -37,14 +37,21 @@ from __future__ import annotations
 
 import codecs
 import threading
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, Union
 
 from ..registry import family_of
+
+if TYPE_CHECKING:
+    from ..base import Tokenizer
 
 __all__ = ["TokenInfo", "piece_of", "piece_bytes", "text_encoding", "char_parts", "encode_what_it_can"]
 
 
-def text_encoding(tok) -> str:
+#: a token's piece as the playground's API gives it: its text, or ``{"hex": ...}``
+Piece = Union[str, dict[str, str]]
+
+
+def text_encoding(tok: Tokenizer) -> str:
     """The encoding the tokenizer reads its text in (its record's ``text_encoding``;
     "utf-8" for a tokenizer outside the registry)."""
     fam = family_of(tok)
@@ -55,7 +62,7 @@ def _no_detail(id: int, ref: Callable[[int], dict]) -> dict:
     return {}
 
 
-def piece_of(data: bytes, encoding: str = "utf-8"):
+def piece_of(data: bytes, encoding: str = "utf-8") -> Piece:
     """The JSON piece of a token's bytes: their text, or ``{"hex": ...}``."""
     try:
         return data.decode(encoding)  # strict: a lone surrogate's bytes are not UTF-8 either
@@ -63,7 +70,7 @@ def piece_of(data: bytes, encoding: str = "utf-8"):
         return {"hex": data.hex()}
 
 
-def piece_bytes(piece, encoding: str = "utf-8") -> bytes:
+def piece_bytes(piece: Piece, encoding: str = "utf-8") -> bytes:
     """The bytes a piece stands for (the inverse of :func:`piece_of`)."""
     if isinstance(piece, dict):
         return bytes.fromhex(piece["hex"])
@@ -77,7 +84,7 @@ class TokenInfo:
     family's detail function (which indexes the BPE merge table, the LZ78 node
     list, once) is made once under a lock."""
 
-    def __init__(self, tok) -> None:
+    def __init__(self, tok: Tokenizer) -> None:
         self.tok = tok
         self.encoding = text_encoding(tok)
         self._pieces: dict[int, Any] = {}
@@ -85,7 +92,7 @@ class TokenInfo:
         self._detail: Callable[[int, Callable[[int], dict]], dict] | None = None
         self._lock = threading.Lock()
 
-    def piece(self, id: int):
+    def piece(self, id: int) -> Piece:
         p = self._pieces.get(id)
         if p is None:
             data = self.tok.id_to_bytes(id)
@@ -93,7 +100,7 @@ class TokenInfo:
             self._lengths[id] = len(data)
         return p
 
-    def pieces(self, ids) -> tuple[list, int]:
+    def pieces(self, ids: Iterable[int]) -> tuple[list, int]:
         """The pieces of ``ids`` and their total length in bytes."""
         out = [self.piece(i) for i in ids]
         lengths = self._lengths
@@ -119,7 +126,7 @@ class TokenInfo:
         return {"id": int(id), "piece": self.piece(int(id))}
 
 
-def char_parts(pieces, encoding: str = "utf-8") -> dict[int, list[dict]]:
+def char_parts(pieces: Sequence[Piece], encoding: str = "utf-8") -> dict[int, list[dict]]:
     """For each piece that is bytes (``{"hex": ...}``) under UTF-8, the characters
     its bytes belong to: ``{k: [{"char", "at", "from", "to", "of"}, ...]}`` where
     ``at`` is the character's first byte in the joined pieces, and the token holds

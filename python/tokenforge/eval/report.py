@@ -34,9 +34,13 @@ import io
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from ..formats.atomic import atomic_write
 from ..registry import FAMILIES, SEED_ORDERING
+
+if TYPE_CHECKING:
+    from ..base import Tokenizer
 
 __all__ = [
     "write_report",
@@ -59,7 +63,7 @@ VERSION = 1
 # ---------------------------------------------------------------------------
 # numbers -> text
 # ---------------------------------------------------------------------------
-def _f(x, nd=3) -> str:
+def _f(x: float | None, nd: int = 3) -> str:
     return "–" if x is None else f"{x:.{nd}f}"
 
 
@@ -235,7 +239,7 @@ def seed_ordering(results: dict) -> list[str]:
         a, b, c = (d[spec] for spec in SEED_ORDERING)
         holds = a["mean"] < b["mean"] < c["mean"]
 
-        def sep(x, y):
+        def sep(x: dict, y: dict) -> bool:
             return (y["mean"] - x["mean"]) > (x["std"] + y["std"])
 
         firm = holds and sep(a, b) and sep(b, c)
@@ -260,7 +264,7 @@ def _lang_rows(results: dict) -> list[tuple[str, dict]]:
     return [(r["label"], r["languages"]) for r in _rows(results) if r.get("languages")]
 
 
-def _pct(x) -> str:
+def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}%"
 
 
@@ -316,7 +320,7 @@ def _family_baselines(results: dict) -> dict[int, dict]:
     return out
 
 
-def _change(x, base) -> str:
+def _change(x: float | None, base: float | None) -> str:
     return "–" if x is None or not base else f"{100 * (x / base - 1):+.1f}%"
 
 
@@ -369,7 +373,7 @@ _LANG_NOTE = (
 )
 
 
-def _plt():
+def _plt() -> Any:
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -378,7 +382,7 @@ def _plt():
     return plt
 
 
-def _save_png(fig, path: Path) -> None:
+def _save_png(fig: Any, path: Path) -> None:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
     atomic_write(path, buf.getvalue())
@@ -553,7 +557,7 @@ def plot_premiums(results: dict, path: Path) -> bool:
 # ---------------------------------------------------------------------------
 # documents
 # ---------------------------------------------------------------------------
-def _md_table(head, rows) -> str:
+def _md_table(head: Sequence[object], rows: Iterable[Sequence[object]]) -> str:
     esc = lambda s: str(s).replace("|", "\\|").replace("\n", " ")  # noqa: E731
     lines = ["| " + " | ".join(map(esc, head)) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(map(esc, r)) + " |" for r in rows]
@@ -668,7 +672,7 @@ SAMPLE_MIN_CHARS, SAMPLE_MAX_CHARS = 120, 400
 PLAYGROUND_URL = "http://127.0.0.1:8765/"
 
 
-def sample_paragraph(docs) -> str:
+def sample_paragraph(docs: Iterable[str]) -> str:
     """A paragraph of the held-out text to show cut by each tokenizer: the first
     one of at least :data:`SAMPLE_MIN_CHARS` characters (else the longest),
     cut at a space before :data:`SAMPLE_MAX_CHARS`."""
@@ -689,7 +693,7 @@ def sample_paragraph(docs) -> str:
     return best
 
 
-def sample_cut(tok, text: str) -> dict:
+def sample_cut(tok: Tokenizer, text: str) -> dict:
     """``{"ids", "pieces"}`` of ``text`` (pieces as the playground's API gives them)."""
     from .pieces import TokenInfo
 
@@ -751,7 +755,7 @@ def _sample_html(results: dict) -> list[str]:
     return parts
 
 
-def _html_table(head, rows) -> str:
+def _html_table(head: Sequence[object], rows: Iterable[Sequence[object]]) -> str:
     e = html.escape
     th = "".join(f"<th>{e(str(h))}</th>" for h in head)
     trs = "".join("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in r) + "</tr>" for r in rows)
@@ -810,7 +814,7 @@ def render_html(results: dict, plots: dict[str, str]) -> str:
     return "\n".join(parts)
 
 
-def write_report(results: dict, out_dir, *, plots: bool = True) -> dict[str, Path]:
+def write_report(results: dict, out_dir: str | os.PathLike[str], *, plots: bool = True) -> dict[str, Path]:
     """Write the report files into ``out_dir``; returns {kind: path} of what was written."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -852,7 +856,7 @@ def write_report(results: dict, out_dir, *, plots: bool = True) -> dict[str, Pat
     return written
 
 
-def _readable(paths) -> None:
+def _readable(paths: Iterable[Path]) -> None:
     """Atomic writes create files only the owner can read; a report is meant to be shared."""
     mask = os.umask(0)
     os.umask(mask)
@@ -863,7 +867,7 @@ def _readable(paths) -> None:
             pass
 
 
-def _json_default(o):
+def _json_default(o: object) -> object:
     try:
         import numpy as np
 

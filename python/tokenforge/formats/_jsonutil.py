@@ -20,10 +20,11 @@ Infinity) is still accepted here; readers check the values they use.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 from ..errors import FormatError, VersionError
 
@@ -62,7 +63,7 @@ class JsonProblem(ValueError):
     """Why a JSON text cannot be read: ``message``, and where (1-based ``line``
     and ``column``, None when unknown)."""
 
-    def __init__(self, message: str, line: int | None = None, column: int | None = None):
+    def __init__(self, message: str, line: int | None = None, column: int | None = None) -> None:
         super().__init__(message)
         self.message, self.line, self.column = message, line, column
 
@@ -133,7 +134,13 @@ def lone_surrogate_escape(text: str) -> tuple[str, int | None]:
     return lone[1], _line_col(text, lone[0])[1]
 
 
-def loads_checked(text: str, *, object_pairs_hook=None, max_depth: int | None = MAX_DEPTH, surrogates: bool = True):
+def loads_checked(
+    text: str,
+    *,
+    object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None,
+    max_depth: int | None = MAX_DEPTH,
+    surrogates: bool = True,
+) -> Any:
     """``json.loads(text)``, with every failure a :class:`JsonProblem` (see the
     module doc). ``max_depth=None`` leaves the depth to the parser (a
     RecursionError becomes a JsonProblem); ``surrogates=False`` admits lone
@@ -165,7 +172,14 @@ def loads_checked(text: str, *, object_pairs_hook=None, max_depth: int | None = 
     return value
 
 
-def parse_json(text: str, path, what: str, *, object_pairs_hook=None, first_line: int = 1):
+def parse_json(
+    text: str,
+    path: str | os.PathLike[str],
+    what: str,
+    *,
+    object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None,
+    first_line: int = 1,
+) -> Any:
     """:func:`loads_checked`, its problems a :class:`FormatError` naming ``path``
     and the line (counted from ``first_line``, for JSON inside a larger file)."""
     try:
@@ -180,12 +194,12 @@ def parse_json(text: str, path, what: str, *, object_pairs_hook=None, first_line
 class JsonDoc:
     """A parsed JSON document that remembers its text, for error locations."""
 
-    def __init__(self, path: Path, text: str, value):
+    def __init__(self, path: str | os.PathLike[str], text: str, value: Any) -> None:
         self.path = path
         self.text = text
         self.value = value
 
-    def error(self, where: Sequence, message: str, cls=FormatError) -> FormatError:
+    def error(self, where: Sequence, message: str, cls: type[FormatError] = FormatError) -> FormatError:
         """A FormatError about the value at ``where``, naming its line and JSON path."""
         line = None
         for n in range(len(where), -1, -1):  # a missing key: name its parent's line
@@ -195,13 +209,13 @@ class JsonDoc:
         return cls(f"{_render_path(where)}: {message}", path=self.path, line=line)
 
 
-def load_json_file(path, what: str) -> JsonDoc:
+def load_json_file(path: str | os.PathLike[str], what: str) -> JsonDoc:
     """Read ``path`` as UTF-8 JSON; errors become FormatError naming line/offset."""
     path = Path(path)
     return json_doc_from_bytes(path.read_bytes(), path, what)
 
 
-def json_doc_from_bytes(raw: bytes, path, what: str) -> JsonDoc:
+def json_doc_from_bytes(raw: bytes, path: str | os.PathLike[str], what: str) -> JsonDoc:
     """:func:`load_json_file` of bytes already in memory; ``path`` names them in errors."""
     try:
         text = raw.decode("utf-8-sig")
@@ -237,13 +251,14 @@ def _offset_of(text: str, where: Sequence) -> int | None:
             return None
         opener = text[pos]
         if isinstance(part, int) and opener == "[":
-            pos = _find_in_array(text, pos, part)
+            found = _find_in_array(text, pos, part)
         elif isinstance(part, str) and opener == "{":
-            pos = _find_in_object(text, pos, part)
+            found = _find_in_object(text, pos, part)
         else:
             return None
-        if pos is None:
+        if found is None:
             return None
+        pos = found
     return pos
 
 

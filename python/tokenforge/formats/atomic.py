@@ -85,7 +85,7 @@ _dirs: dict[str, list] = {}
 _dirs_lock = threading.Lock()
 
 
-def resolve_target(path) -> Path:
+def resolve_target(path: str | os.PathLike[str]) -> Path:
     """The file a save to ``path`` writes: ``path`` itself, or where its symlink(s) lead."""
     p = Path(path)
     if p.is_symlink():
@@ -106,7 +106,7 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def clean_stale_temporaries(path, *, now: float | None = None) -> list[Path]:
+def clean_stale_temporaries(path: str | os.PathLike[str], *, now: float | None = None) -> list[Path]:
     """Remove stale temporary files left by interrupted saves of ``path``; returns what was removed.
 
     Only files named like our temporaries *of this target* are considered, and
@@ -117,7 +117,7 @@ def clean_stale_temporaries(path, *, now: float | None = None) -> list[Path]:
     return _scan(path, now)[0]
 
 
-def _scan(path, now: float | None = None) -> tuple[list[Path], int]:
+def _scan(path: str | os.PathLike[str], now: float | None = None) -> tuple[list[Path], int]:
     """(removed, how many temporaries of this target were kept or could not be read)."""
     p = Path(path)
     directory = p.parent if str(p.parent) else Path(".")
@@ -210,7 +210,9 @@ def _fsync_dir(directory: Path) -> None:
 
 
 @contextlib.contextmanager
-def atomic_open(path, mode: str = "wb", encoding: str | None = None, *, clean: bool = True) -> Iterator[IO]:
+def atomic_open(
+    path: str | os.PathLike[str], mode: str = "wb", encoding: str | None = None, *, clean: bool = True
+) -> Iterator[IO]:
     """Open a temporary file beside ``path`` (or beside its symlink's target);
     rename it over that file on success. See the module docstring for modes,
     symlinks and leftovers (``clean``). An ``OSError`` names ``path``."""
@@ -263,7 +265,7 @@ def atomic_open(path, mode: str = "wb", encoding: str | None = None, *, clean: b
                 os.unlink(tmp)
 
 
-def atomic_write_all(items: Sequence[tuple[object, bytes]]) -> None:
+def atomic_write_all(items: Sequence[tuple[str | os.PathLike[str], bytes]]) -> None:
     """Write several files as one save: every temporary file is written and
     synced before any is renamed over its target, so a failure while writing
     (disk full, an interruption) replaces none of them. The renames follow in
@@ -278,7 +280,9 @@ def atomic_write_all(items: Sequence[tuple[object, bytes]]) -> None:
             os.fsync(f.fileno())
 
 
-def atomic_write(path, data: bytes | str, encoding: str = "utf-8", *, clean: bool = True) -> None:
+def atomic_write(
+    path: str | os.PathLike[str], data: bytes | str, encoding: str = "utf-8", *, clean: bool = True
+) -> None:
     """Write ``data`` to ``path`` atomically (bytes as-is, str encoded)."""
     if isinstance(data, str):
         data = data.encode(encoding)

@@ -27,11 +27,16 @@ Not handled: vocabularies that are not byte-level (every byte has an id).
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterable
 
 from ..errors import FormatError
 from .patterns import pattern_name_problem
+
+if TYPE_CHECKING:
+    from .. import _core
 
 __all__ = ["BPEData", "id_limit", "MAX_ID", "MAX_TOKEN_BYTES", "token_bytes_limit", "check_token_bytes"]
 
@@ -85,7 +90,12 @@ def token_bytes_limit(file_bytes: int) -> int:
     return min(MAX_TOKEN_BYTES, max(MIN_TOKEN_BYTES_LIMIT, TOKEN_BYTES_PER_FILE_BYTE * file_bytes))
 
 
-def check_token_bytes(byte_ids, merges, file_bytes: int | None, path=None) -> None:
+def check_token_bytes(
+    byte_ids: Iterable[int],
+    merges: Iterable[tuple[int, int, int]],
+    file_bytes: int | None,
+    path: str | os.PathLike[str] | None = None,
+) -> None:
     """Refuse, before anything is built, merges whose tokens add up to more than
     :func:`token_bytes_limit` of the file (or :data:`MAX_TOKEN_BYTES` without one).
 
@@ -114,7 +124,7 @@ class _Deferred:
 
     __slots__ = ("model",)
 
-    def __init__(self, model):
+    def __init__(self, model: _core.BpeModel) -> None:
         self.model = model
 
 
@@ -124,10 +134,10 @@ class _MergesField:
     once get the same list). Setting it, or reading it, detaches the engine
     model (``_engine``): a list handed out may be changed in place."""
 
-    def __set_name__(self, owner, name):
+    def __set_name__(self, owner: type, name: str) -> None:
         self.slot = "_" + name
 
-    def __get__(self, obj, cls=None):
+    def __get__(self, obj: object, cls: type | None = None) -> list[tuple[int, int, int]]:
         if obj is None:
             raise AttributeError("merges has no default")  # (dataclasses: a required field)
         value = obj.__dict__[self.slot]
@@ -142,7 +152,7 @@ class _MergesField:
             obj.__dict__.pop("_engine", None)
         return value
 
-    def __set__(self, obj, value):
+    def __set__(self, obj: object, value: list[tuple[int, int, int]] | _Deferred) -> None:
         obj.__dict__[self.slot] = value
         obj.__dict__.pop("_engine", None)
 
@@ -166,7 +176,7 @@ class BPEData:
     """
 
     byte_ids: list[int]
-    merges: list[tuple[int, int, int]] = _MergesField()  # type: ignore[assignment]
+    merges: _MergesField = _MergesField()  # reads as list[tuple[int, int, int]]
     special_tokens: dict[str, int] = field(default_factory=dict)
     pattern: str | None = None
     pattern_name: str = "custom"
@@ -180,13 +190,19 @@ class BPEData:
 
     @classmethod
     def from_engine(
-        cls, model, special_tokens: dict[str, int], pattern, pattern_name: str, training=None, split_specials=False
+        cls,
+        model: _core.BpeModel,
+        special_tokens: dict[str, int],
+        pattern: str | None,
+        pattern_name: str,
+        training: dict | None = None,
+        split_specials: bool = False,
     ) -> "BPEData":
         """BPEData of an engine model a fast reader built and checked (its
         merges made from it when first read; see the module doc)."""
         data = cls(
             list(model.byte_ids()),
-            _Deferred(model),  # type: ignore[arg-type]
+            _Deferred(model),
             dict(special_tokens),
             pattern,
             pattern_name,
@@ -196,7 +212,7 @@ class BPEData:
         data.__dict__["_engine"] = (model, tuple(data.byte_ids), tuple(data.special_tokens.items()), pattern)
         return data
 
-    def engine_model(self):
+    def engine_model(self) -> _core.BpeModel | None:
         """The engine model this data came with, if it still describes it
         exactly (merges never handed out, byte ids, specials and pattern
         unchanged); else None."""
@@ -213,10 +229,13 @@ class BPEData:
         for b, i in enumerate(self.byte_ids):
             out[i] = bytes([b])
         for a, b, new in self.merges:
-            out[new] = out[a] + out[b]
+            left, right = out[a], out[b]
+            if left is None or right is None:  # validate() refuses such merges
+                raise FormatError(f"merge ({a}, {b}) -> {new}: a part is neither a byte nor an earlier merge")
+            out[new] = left + right
         return out
 
-    def validate(self, path=None) -> None:
+    def validate(self, path: str | os.PathLike[str] | None = None) -> None:
         """Raise FormatError if ids overlap, merges reference unknown/later ids, etc."""
         problem = pattern_name_problem(self.pattern, self.pattern_name)
         if problem is not None:

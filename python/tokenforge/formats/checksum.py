@@ -47,6 +47,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
 import sys
 from pathlib import Path
@@ -83,7 +84,7 @@ _VALUE = re.compile(r"sha256:[0-9a-f]{64}\Z")
 _RESEAL = "tokenforge reseal FILE"
 
 
-def _how_to_accept(path) -> str:
+def _how_to_accept(path: str | os.PathLike[str]) -> str:
     if path is not None and "://" in str(path):  # a remote (sync): only its publisher can reseal it
         return f"if it was edited on purpose, its publisher must record its new content with `{_RESEAL}`"
     where = _RESEAL if path is None else _RESEAL.replace("FILE", str(path))
@@ -91,7 +92,7 @@ def _how_to_accept(path) -> str:
 
 
 # --------------------------------------------------------------------- JSON
-def _canonical(value) -> bytes:
+def _canonical(value: object) -> bytes:
     return json.dumps(value, sort_keys=True, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode("ascii")
 
 
@@ -137,7 +138,7 @@ def refuse_lone_surrogates(text: str) -> None:
             )
 
 
-def _non_finite_path(value) -> list | None:
+def _non_finite_path(value: object) -> list | None:
     """The JSON path of the first NaN/infinity in ``value``, or None (iterative: no depth limit)."""
     stack: list[tuple[list, Any]] = [([], value)]
     while stack:
@@ -249,7 +250,7 @@ def _header_checksum_lines(lines: list[str]) -> list[int]:
     return found
 
 
-def check_tsv(lines: list[str], path, name: str, version: int | None) -> None:
+def check_tsv(lines: list[str], path: str | os.PathLike[str], name: str, version: int | None) -> None:
     """Check the lines of a TSV file of our format ``name``; ``version`` None
     means the file has no tokenforge header line (a seed file), which must then
     not hold a checksum line either (its header line was altered)."""
@@ -301,7 +302,7 @@ def check_tsv(lines: list[str], path, name: str, version: int | None) -> None:
 _TSV_HEADER = re.compile(r"# (tokenforge [a-z0-9]+) v([0-9]+)\r?\Z")
 
 
-def reseal(path) -> str:
+def reseal(path: str | os.PathLike[str]) -> str:
     """Record the checksum of ``path``'s current content (after a deliberate
     edit); returns the new checksum. Nothing else in the file changes. The file
     must be one of tokenforge's own formats at a version that has checksums."""
@@ -339,10 +340,10 @@ def reseal(path) -> str:
             f"not one of tokenforge's own formats ({', '.join(SEALED_SINCE)}); foreign formats have no checksum",
             path=path,
         )
-    version = value.get("version")
-    if not isinstance(version, int) or isinstance(version, bool):
-        raise FormatError(f"expected an integer version, found {json.dumps(version)[:40]}", path=path)
-    _require_sealed(path, value["format"], version)
+    json_version = value.get("version")
+    if not isinstance(json_version, int) or isinstance(json_version, bool):
+        raise FormatError(f"expected an integer version, found {json.dumps(json_version)[:40]}", path=path)
+    _require_sealed(path, value["format"], json_version)
     new = json_checksum(value)
     offset = _offset_of(text, [KEY])
     if offset is not None:
@@ -354,7 +355,7 @@ def reseal(path) -> str:
     return new
 
 
-def _require_sealed(path, name: str, version: int) -> None:
+def _require_sealed(path: str | os.PathLike[str], name: str, version: int) -> None:
     if name not in SEALED_SINCE:
         raise FormatError(f"{name!r} is not one of tokenforge's formats with a checksum", path=path)
     if version < SEALED_SINCE[name]:

@@ -37,9 +37,11 @@ the seed's files are validated structurally only.
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable, TypeGuard
 
 from ..errors import FormatError, VersionError
 from . import checksum
@@ -118,7 +120,7 @@ class _Obj(dict):
 
     __slots__ = ("dups",)
 
-    def __init__(self, pairs):
+    def __init__(self, pairs: Iterable[tuple[str, object]]) -> None:
         super().__init__()
         self.dups = []
         for k, v in pairs:
@@ -132,7 +134,7 @@ def _dups(obj: dict) -> list:
     return getattr(obj, "dups", [])
 
 
-def _is_int(x) -> bool:
+def _is_int(x: object) -> TypeGuard[int]:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
@@ -144,7 +146,7 @@ def _id_str(i: int) -> str:
     return str(i)
 
 
-def parse_growing_json(text: str, origin) -> GrowingData:
+def parse_growing_json(text: str, origin: str | os.PathLike[str]) -> GrowingData:
     """Parse and validate a document; ``origin`` (a path or URL) names it in errors."""
     if text.startswith("\ufeff"):
         text = text[1:]
@@ -254,7 +256,7 @@ def parse_growing_json(text: str, origin) -> GrowingData:
     )
 
 
-def _read_merges(doc: JsonDoc, merges) -> list[tuple[int, int]]:
+def _read_merges(doc: JsonDoc, merges: object) -> list[tuple[int, int]]:
     if not isinstance(merges, dict):
         raise doc.error(["merges"], f'expected an object {{"left_right": id}}, found a JSON {type(merges).__name__}')
     if _dups(merges):
@@ -272,7 +274,7 @@ def _read_merges(doc: JsonDoc, merges) -> list[tuple[int, int]]:
     return _check_merges(doc, "merges", entries)
 
 
-def _check_merges(doc: JsonDoc, section: str, entries) -> list[tuple[int, int]]:
+def _check_merges(doc: JsonDoc, section: str, entries: Iterable[tuple[str, int, int, int]]) -> list[tuple[int, int]]:
     """``entries``: (json key, left, right, id). Ids contiguous from 266, parts defined before use."""
     by_id: dict[int, tuple[str, int, int]] = {}
     for key, a, b, mid in entries:
@@ -309,7 +311,7 @@ def _check_merges(doc: JsonDoc, section: str, entries) -> list[tuple[int, int]]:
     return pairs
 
 
-def _read_merge_to_tokens(doc: JsonDoc, m2t, check: list[tuple[int, int]] | None) -> list[tuple[int, int]]:
+def _read_merge_to_tokens(doc: JsonDoc, m2t: object, check: list[tuple[int, int]] | None) -> list[tuple[int, int]]:
     """Read ``merge_to_tokens``; with ``check``, require it to agree with the merges."""
     if not isinstance(m2t, dict):
         raise doc.error(
@@ -350,13 +352,13 @@ def _read_merge_to_tokens(doc: JsonDoc, m2t, check: list[tuple[int, int]] | None
     return check
 
 
-def read_growing_json(path) -> GrowingData:
+def read_growing_json(path: str | os.PathLike[str]) -> GrowingData:
     """Read a tokenizer.json file (see the module docstring)."""
     path = Path(path)
     return growing_json_from_bytes(path.read_bytes(), path)
 
 
-def growing_json_from_bytes(raw: bytes, origin) -> GrowingData:
+def growing_json_from_bytes(raw: bytes, origin: str | os.PathLike[str]) -> GrowingData:
     """:func:`read_growing_json` of a file's bytes in memory; ``origin`` names them in errors."""
     try:
         text = raw.decode("utf-8")
@@ -370,7 +372,7 @@ def growing_json_from_bytes(raw: bytes, origin) -> GrowingData:
 def growing_json_text(data: GrowingData) -> str:
     """The document :func:`write_growing_json` writes: one merge per line, keys in a fixed order."""
 
-    def d(x) -> str:
+    def d(x: object) -> str:
         return json.dumps(x, ensure_ascii=True, allow_nan=False)
 
     n = data.next_merge_id
@@ -402,7 +404,7 @@ def growing_json_text(data: GrowingData) -> str:
     return checksum.seal_json_text("".join(out))
 
 
-def write_growing_json(path, data: GrowingData) -> None:
+def write_growing_json(path: str | os.PathLike[str], data: GrowingData) -> None:
     """Write ``data`` atomically (temp file + rename): a crash never leaves half a file."""
     atomic_write(path, growing_json_text(data))
 
@@ -414,7 +416,7 @@ _SNIFF_SEED = re.compile(
 _SNIFF_HF = re.compile(rb'"model"\s*:\s*\{')
 
 
-def sniff_growing_json(path, head: bytes) -> bool:
+def sniff_growing_json(path: str | os.PathLike[str], head: bytes) -> bool:
     """True if ``head`` starts a growing-vocabulary tokenizer.json (seed 002's or ours).
 
     Told apart from Hugging Face's tokenizer.json (a ``"model": {...}`` object,

@@ -46,9 +46,11 @@ byte-fallback (SentencePiece-style) vocabularies.
 from __future__ import annotations
 
 import json
+import os
 import re
 from functools import lru_cache
 from pathlib import Path
+from typing import Sequence, cast
 
 from ..errors import FormatError
 from ._jsonutil import JsonDoc, JsonProblem, json_doc_from_bytes, loads_checked
@@ -154,7 +156,7 @@ def _merge_list(data: BPEData, ranks: dict[bytes, int]) -> list[str]:
     return merges
 
 
-def _check_special(text: str, ordinary_keys: dict[str, int], path) -> None:
+def _check_special(text: str, ordinary_keys: dict[str, int], path: str | os.PathLike[str] | None) -> None:
     """Refuse a special token whose text would be confused with ordinary tokens."""
     if text in ordinary_keys:
         raise FormatError(
@@ -183,7 +185,7 @@ def _pre_tokenizer(pattern: str | None) -> dict:
     return {"type": "Sequence", "pretokenizers": [split, byte_level]}
 
 
-def hf_json_dict(data: BPEData, path=None) -> dict:
+def hf_json_dict(data: BPEData, path: str | os.PathLike[str] | None = None) -> dict:
     """The ``tokenizer.json`` document (as a dict) for ``data``."""
     ranks = mergeable_ranks(data)  # refuses two ids with the same bytes
     vocab = {_to_key(b): i for b, i in ranks.items()}
@@ -229,7 +231,7 @@ def hf_json_dict(data: BPEData, path=None) -> dict:
     }
 
 
-def write_hf_json(path, data: BPEData) -> None:
+def write_hf_json(path: str | os.PathLike[str], data: BPEData) -> None:
     """Write ``data`` as a Hugging Face ``tokenizer.json`` (atomically).
 
     Needs unique bytes per id (as tiktoken does). The pattern travels in the
@@ -244,7 +246,7 @@ def write_hf_json(path, data: BPEData) -> None:
 _SNIFF_MODEL = re.compile(rb'"model"\s*:|"added_tokens"\s*:|"pre_tokenizer"\s*:')
 
 
-def sniff_hf_json(path, head: bytes) -> bool:
+def sniff_hf_json(path: str | os.PathLike[str], head: bytes) -> bool:
     """True if ``head`` starts a JSON object with tokenizer.json's keys.
 
     (A large vocabulary pushes "model" past the first 4 KiB, but
@@ -254,7 +256,7 @@ def sniff_hf_json(path, head: bytes) -> bool:
     return stripped.startswith(b"{") and b'"tokenforge-bpe"' not in head[:200] and bool(_SNIFF_MODEL.search(head))
 
 
-def _require(doc: JsonDoc, where, ok: bool, message: str) -> None:
+def _require(doc: JsonDoc, where: Sequence[str | int], ok: bool, message: str) -> None:
     if not ok:
         raise doc.error(where, message)
 
@@ -263,11 +265,13 @@ def _read_pattern(doc: JsonDoc) -> str | None:
     """The split pattern the pre-tokenizer stands for; FormatError if it is not byte-level BPE's."""
     pre = doc.value.get("pre_tokenizer")
     places: list[list[str | int]]
-    steps, places = [pre], [["pre_tokenizer"]]
+    steps: list = [pre]
+    places = [["pre_tokenizer"]]
     if isinstance(pre, dict) and pre.get("type") == "Sequence":
-        steps = pre.get("pretokenizers")
-        ok = isinstance(steps, list) and bool(steps)
-        _require(doc, ["pre_tokenizer"], ok, "a Sequence needs a list of pretokenizers")
+        listed = pre.get("pretokenizers")
+        if not isinstance(listed, list) or not listed:
+            raise doc.error(["pre_tokenizer"], "a Sequence needs a list of pretokenizers")
+        steps = listed
         places = [["pre_tokenizer", "pretokenizers", k] for k in range(len(steps))]
     pattern = None
     for k, (step, at) in enumerate(zip(steps, places)):
@@ -366,15 +370,15 @@ def _read_specials(doc: JsonDoc, vocab: dict) -> dict[str, int]:
     return specials
 
 
-def _split_merge(doc: JsonDoc, k: int, merge) -> tuple[str, str]:
+def _split_merge(doc: JsonDoc, k: int, merge: object) -> tuple[str, str]:
     if isinstance(merge, str):
-        parts = merge.split(" ")
+        parts: list | None = merge.split(" ")
     elif isinstance(merge, list):
         parts = merge
     else:
         parts = None
-    ok = isinstance(parts, list) and len(parts) == 2 and all(isinstance(p, str) and p for p in parts)
-    _require(doc, ["model", "merges", k], ok, f'expected "left right" or [left, right], found {json.dumps(merge)}')
+    if parts is None or len(parts) != 2 or not all(isinstance(p, str) and p for p in parts):
+        raise doc.error(["model", "merges", k], f'expected "left right" or [left, right], found {json.dumps(merge)}')
     return parts[0], parts[1]
 
 
@@ -388,11 +392,12 @@ def _read_merges(doc: JsonDoc, model: dict, vocab: dict, specials: dict) -> dict
     last = -1
     for k, merge in enumerate(model["merges"]):
         left, right = _split_merge(doc, k, merge)
-        where = ["model", "merges", k]
+        where: list[str | int] = ["model", "merges", k]
         for part in (left, right):
             _require(doc, where, part in vocab and part not in specials, f"{part!r} is not an ordinary token")
         new = vocab.get(left + right)
-        _require(doc, where, new is not None, f"{left + right!r} (the merged token) is not in the vocabulary")
+        if new is None:
+            raise doc.error(where, f"{left + right!r} (the merged token) is not in the vocabulary")
         if new in merges:
             continue
         _require(
@@ -416,7 +421,8 @@ def _splits_of_unmerged(doc: JsonDoc, keys: list[str], vocab: dict, specials: di
         return {}
     from .. import _core
 
-    tokens = [(_from_key(key), i) for key, i in vocab.items() if key not in specials]
+    # every ordinary key was checked to be a byte-level token where the vocabulary was read
+    tokens = [(cast(bytes, _from_key(key)), i) for key, i in vocab.items() if key not in specials]
     index = {key: k for k, key in enumerate(key for key in vocab if key not in specials)}
     found = _core.bpe_rank_splits(tokens, "first_lower_cut", [index[key] for key in keys])
     out = {}
@@ -431,7 +437,7 @@ def _splits_of_unmerged(doc: JsonDoc, keys: list[str], vocab: dict, specials: di
     return out
 
 
-def _read_fast(raw: bytes, path) -> BPEData | None:
+def _read_fast(raw: bytes, path: str | os.PathLike[str]) -> BPEData | None:
     """The engine's reader (``_core.bpe_read_hf_json``): vocabulary, merges and
     added tokens read and checked in Rust by the rules below, no Python object
     per entry; the pipeline settings are parsed and checked here by the same
@@ -470,7 +476,7 @@ def _read_fast(raw: bytes, path) -> BPEData | None:
     return BPEData.from_engine(engine, dict(specials), pattern, pattern_name_for(pattern))
 
 
-def read_hf_json(path) -> BPEData:
+def read_hf_json(path: str | os.PathLike[str]) -> BPEData:
     """Read a byte-level BPE ``tokenizer.json`` (ours, or Hugging Face's GPT-2 style)."""
     path = Path(path)
     raw = path.read_bytes()

@@ -53,7 +53,7 @@ PIPELINE_KEYS = (
 _last: tuple[tuple, JsonDoc] | None = None
 
 
-def _doc(path) -> JsonDoc:
+def _doc(path: str | os.PathLike[str]) -> JsonDoc:
     global _last
     p = Path(path)
     st = os.stat(p)
@@ -77,13 +77,13 @@ def byte_level_reads(doc: JsonDoc) -> bool:
     return True
 
 
-def _file_of(path) -> Path:
+def _file_of(path: str | os.PathLike[str]) -> Path:
     """A tokenizer.json, or the one in a directory (a transformers tokenizer directory)."""
     p = Path(path)
     return p / "tokenizer.json" if p.is_dir() else p
 
 
-def sniff_hf_pipeline(path, head: bytes) -> bool:
+def sniff_hf_pipeline(path: str | os.PathLike[str], head: bytes) -> bool:
     """A tokenizer.json (or a directory holding one) that the byte-level BPE reader does not take."""
     if Path(path).is_dir():
         path = _file_of(path)
@@ -134,7 +134,7 @@ def serde_json_float(text: str) -> float:
     return -f if sign else f
 
 
-def read_hf_pipeline(path) -> dict:
+def read_hf_pipeline(path: str | os.PathLike[str]) -> dict:
     """The pipeline description of a tokenizer.json (plain data, not yet checked)."""
     global _last
     path = _file_of(path)

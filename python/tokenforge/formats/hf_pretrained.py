@@ -36,7 +36,9 @@ files; tokenizer files in subfolders.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+from typing import Any
 
 from ..errors import FormatError, SpecialTokenError
 from .atomic import atomic_write_all
@@ -65,6 +67,9 @@ def special_roles(specials: dict[str, int]) -> dict[str, str | None]:
     """bos/eos/pad/unk chosen from a tokenizer's special tokens (module docstring)."""
     from ..chat import SPECIAL_TOKENS
 
+    bos: str | None
+    eos: str | None
+    pad: str | None
     if "<|bos|>" in specials:
         bos = "<|bos|>"
         eos = next((t for t in ("<|assistant_end|>", "<|eos|>") if t in specials), bos)
@@ -72,11 +77,11 @@ def special_roles(specials: dict[str, int]) -> dict[str, str | None]:
     elif "<|endoftext|>" in specials:
         bos = eos = pad = "<|endoftext|>"
     elif specials:
-        bos = eos = pad = min(specials, key=specials.get)
+        bos = eos = pad = min(specials, key=specials.__getitem__)
     else:
         bos = eos = pad = None
     if bos is not None and eos == pad:
-        others = [t for t in sorted(specials, key=specials.get) if t != eos and t not in SPECIAL_TOKENS]
+        others = [t for t in sorted(specials, key=specials.__getitem__) if t != eos and t not in SPECIAL_TOKENS]
         pad = others[0] if others else pad
     unk = "<|unk|>" if "<|unk|>" in specials else None
     return {"bos_token": bos, "eos_token": eos, "pad_token": pad, "unk_token": unk}
@@ -85,12 +90,12 @@ def special_roles(specials: dict[str, int]) -> dict[str, str | None]:
 def pretrained_files(
     data: BPEData,
     *,
-    bos_token=_UNSET,
-    eos_token=_UNSET,
-    pad_token=_UNSET,
-    unk_token=_UNSET,
+    bos_token: object = _UNSET,
+    eos_token: object = _UNSET,
+    pad_token: object = _UNSET,
+    unk_token: object = _UNSET,
     model_max_length: int | None = None,
-    chat_template=_UNSET,
+    chat_template: object = _UNSET,
     pretty: bool = True,
     document: dict | None = None,
 ) -> dict[str, bytes]:
@@ -141,7 +146,7 @@ def pretrained_files(
     special_map = {k: v for k, v in roles.items() if v is not None}
     indent = 2 if pretty else None
 
-    def dump(obj) -> bytes:
+    def dump(obj: object) -> bytes:
         return (json.dumps(obj, ensure_ascii=False, indent=indent) + "\n").encode("utf-8")
 
     return {
@@ -151,7 +156,9 @@ def pretrained_files(
     }
 
 
-def write_pretrained(directory, data: BPEData, *, extra_files: dict[str, bytes] | None = None, **options) -> list[Path]:
+def write_pretrained(
+    directory: str | os.PathLike[str], data: BPEData, *, extra_files: dict[str, bytes] | None = None, **options: Any
+) -> list[Path]:
     """Write the three files (and ``extra_files``, name -> bytes) into
     ``directory`` (created if missing); each is complete in its temporary file
     before any is renamed. Returns the paths."""
@@ -163,7 +170,7 @@ def write_pretrained(directory, data: BPEData, *, extra_files: dict[str, bytes] 
     return [directory / name for name in files]
 
 
-def sniff_pretrained(path, head: bytes) -> bool:
+def sniff_pretrained(path: str | os.PathLike[str], head: bytes) -> bool:
     """A directory with ``tokenizer.json`` and ``tokenizer_config.json``."""
     p = Path(path)
     return p.is_dir() and (p / TOKENIZER_FILE).is_file() and (p / CONFIG_FILE).is_file()
@@ -186,7 +193,7 @@ def _read_object(path: Path) -> dict:
     return value
 
 
-def read_pretrained(directory) -> BPEData:
+def read_pretrained(directory: str | os.PathLike[str]) -> BPEData:
     """Read a transformers tokenizer directory (its ``tokenizer.json``); the
     configuration files are checked to parse and to name tokens the vocabulary has."""
     d = Path(directory)

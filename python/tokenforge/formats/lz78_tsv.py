@@ -44,10 +44,12 @@ per line to the line break.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Sequence
 
 from ..errors import FormatError, TokenforgeError, VersionError
 from . import checksum
@@ -120,7 +122,7 @@ def escape(s: str) -> str:
     return s.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
 
 
-def unescape(s: str, what: str, path, line: int) -> str:
+def unescape(s: str, what: str, path: str | os.PathLike[str], line: int) -> str:
     if "\\" not in s:
         return s
     out = []
@@ -146,7 +148,7 @@ def unescape(s: str, what: str, path, line: int) -> str:
 # ---------------------------------------------------------------------------
 # reading
 # ---------------------------------------------------------------------------
-def _int(s: str, what: str, path, line: int, minimum: int) -> int:
+def _int(s: str, what: str, path: str | os.PathLike[str], line: int, minimum: int) -> int:
     if len(s) > 20:  # no code has more digits; never int() a number of any length
         raise FormatError(f"{what} has {len(s)} characters, too many for a code", path=path, line=line)
     try:
@@ -168,7 +170,7 @@ def _lines(path: Path) -> list[str]:
     return _lines_of(raw, path)
 
 
-def _lines_of(raw: bytes, path) -> list[str]:
+def _lines_of(raw: bytes, path: str | os.PathLike[str]) -> list[str]:
     """The lines of a TSV file's bytes (``path`` names them in errors)."""
     try:
         text = raw.decode("utf-8")
@@ -197,7 +199,7 @@ _OUR_SETTING = re.compile(
 )
 
 
-def _parse_header(lines: list[str], path) -> tuple[dict | None, int]:
+def _parse_header(lines: list[str], path: str | os.PathLike[str]) -> tuple[dict | None, int]:
     """(settings or None for a seed file, index of the first line after the header block)."""
     if not lines or not lines[0].startswith("# tokenforge"):
         for i, line in enumerate(lines):  # every `#` line: a seed reader skips them wherever they stand
@@ -263,7 +265,7 @@ def _setting_line(lines: list[str] | None, key: str) -> int | None:
     return found
 
 
-def _decode_settings(raw: dict, path, lines: list[str] | None = None) -> dict:
+def _decode_settings(raw: dict, path: str | os.PathLike[str], lines: list[str] | None = None) -> dict:
     s = dict(raw)
     for k in _JSON_KEYS:
         if k in s:
@@ -290,7 +292,7 @@ def _decode_settings(raw: dict, path, lines: list[str] | None = None) -> dict:
     return s
 
 
-def read_lz78_tsv(path, tsv_format: str | None = None, *, strict: bool = True) -> LZ78Data:
+def read_lz78_tsv(path: str | os.PathLike[str], tsv_format: str | None = None, *, strict: bool = True) -> LZ78Data:
     """Read an LZ78 dictionary file of either format.
 
     ``tsv_format`` ("lz78" or "compressed") says what the caller expects; None
@@ -306,7 +308,9 @@ def read_lz78_tsv(path, tsv_format: str | None = None, *, strict: bool = True) -
     return _read_lines(_lines(path), path, tsv_format, strict)
 
 
-def lz78_tsv_from_bytes(raw: bytes, origin, tsv_format: str | None = None, *, strict: bool = True) -> LZ78Data:
+def lz78_tsv_from_bytes(
+    raw: bytes, origin: str | os.PathLike[str], tsv_format: str | None = None, *, strict: bool = True
+) -> LZ78Data:
     """:func:`read_lz78_tsv` of a file's bytes in memory (e.g. :func:`lz78_tsv_text`
     encoded); ``origin`` names them in errors."""
     if tsv_format not in (None, "lz78", "compressed"):
@@ -314,10 +318,10 @@ def lz78_tsv_from_bytes(raw: bytes, origin, tsv_format: str | None = None, *, st
     return _read_lines(_lines_of(raw, origin), origin, tsv_format, strict)
 
 
-def _read_lines(lines: list[str], path, tsv_format: str | None, strict: bool) -> LZ78Data:
+def _read_lines(lines: list[str], path: str | os.PathLike[str], tsv_format: str | None, strict: bool) -> LZ78Data:
     raw_settings, start = _parse_header(lines, path)
     ours = raw_settings is not None
-    settings = _decode_settings(raw_settings, path, lines) if ours else {}
+    settings = _decode_settings(raw_settings, path, lines) if raw_settings is not None else {}
     fmt = settings.get("format") if ours else None
     if ours and fmt is None:
         fmt = "lz78"
@@ -370,7 +374,7 @@ def _data_rows(lines: list[str], start: int, ours: bool, columns: tuple) -> list
     return rows
 
 
-def _refuse_ours_without_header(lines: list[str], path) -> None:
+def _refuse_ours_without_header(lines: list[str], path: str | os.PathLike[str]) -> None:
     """A file without our header whose column-name row is one we write (the lz78
     row with ``output``, or the compressed row: neither the seed nor the seed
     style writes one) is ours with its header removed, e.g. by ``grep -v '^#'``,
@@ -391,7 +395,7 @@ def _refuse_ours_without_header(lines: list[str], path) -> None:
         return
 
 
-def _guess_seed_format(lines: list[str], path) -> str:
+def _guess_seed_format(lines: list[str], path: str | os.PathLike[str]) -> str:
     for line in lines:
         if not line or line.startswith("#"):
             continue
@@ -404,7 +408,9 @@ def _guess_seed_format(lines: list[str], path) -> str:
     return "lz78"
 
 
-def _read_lz78(lines, start, path, ours: bool, settings: dict, strict: bool) -> LZ78Data:
+def _read_lz78(
+    lines: list[str], start: int, path: str | os.PathLike[str], ours: bool, settings: dict, strict: bool
+) -> LZ78Data:
     structure = settings.get("structure", "tree") if ours else "tree"
     if structure not in ("tree", "flat"):
         raise FormatError(f"structure {structure!r} is not valid for the lz78 format (tree or flat)", path=path)
@@ -475,7 +481,9 @@ def _read_lz78(lines, start, path, ours: bool, settings: dict, strict: bool) -> 
     return LZ78Data(structure=structure, nodes=nodes, settings=settings)
 
 
-def _read_compressed(lines, start, path, ours: bool, settings: dict) -> LZ78Data:
+def _read_compressed(
+    lines: list[str], start: int, path: str | os.PathLike[str], ours: bool, settings: dict
+) -> LZ78Data:
     structure = settings.get("structure", "compressed") if ours else "compressed"
     if structure != "compressed":
         raise FormatError(f"structure {structure!r} is not valid for the compressed format", path=path)
@@ -571,7 +579,7 @@ def _header_lines(data: LZ78Data, fmt: str) -> list[str]:
     return out
 
 
-def parents_first(nodes) -> list[int]:
+def parents_first(nodes: Sequence[Sequence[Any]]) -> list[int]:
     """0-based node indices in an order where each node's parent comes before it.
 
     ``nodes[k][0]`` is node k+1's parent (0 = root). Nodes keep their code
@@ -648,7 +656,7 @@ def drop_unwritable(data: LZ78Data) -> tuple[LZ78Data, int]:
     return LZ78Data(data.structure, nodes, dict(data.settings)), dropped
 
 
-def write_lz78_tsv(path, data: LZ78Data, *, style: str = "tokenforge") -> None:
+def write_lz78_tsv(path: str | os.PathLike[str], data: LZ78Data, *, style: str = "tokenforge") -> None:
     """Write :func:`lz78_tsv_text` of ``data`` to ``path`` atomically."""
     atomic_write(path, lz78_tsv_text(data, style=style))
 

@@ -36,8 +36,10 @@ checksum catches accidental changes, not deliberate forgery.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
+from typing import Sequence, TypeGuard
 
 from . import checksum
 from ._jsonutil import JsonDoc, check_header, json_doc_from_bytes, load_json_file
@@ -69,11 +71,13 @@ _KEYS = ("format", "version", "ngrams", "counts", "special_tokens", "training")
 _SNIFF = re.compile(rb'^\s*\{\s*"format"\s*:\s*"tokenforge-mixedgram"')
 
 
-def _dumps(value) -> str:
+def _dumps(value: object) -> str:
     return json.dumps(value, ensure_ascii=True, allow_nan=False, sort_keys=True, separators=(", ", ": "))
 
 
-def vocab_json_text(ngrams: list[bytes], counts, special_tokens: dict[str, int], training: dict) -> str:
+def vocab_json_text(
+    ngrams: list[bytes], counts: Sequence[int] | None, special_tokens: dict[str, int], training: dict
+) -> str:
     """The exact text :func:`write_vocab_json` writes. ``ngrams[i]`` is id 256 + i
     (b"" = unused); trailing unused slots are not written."""
     last = max((i for i, g in enumerate(ngrams) if g), default=-1)
@@ -96,21 +100,27 @@ def vocab_json_text(ngrams: list[bytes], counts, special_tokens: dict[str, int],
     )
 
 
-def write_vocab_json(path, ngrams, counts, special_tokens, training) -> None:
+def write_vocab_json(
+    path: str | os.PathLike[str],
+    ngrams: list[bytes],
+    counts: Sequence[int] | None,
+    special_tokens: dict[str, int],
+    training: dict,
+) -> None:
     """Write the vocabulary JSON to ``path`` atomically."""
     atomic_write(path, vocab_json_text(ngrams, counts, special_tokens, training))
 
 
-def _is_int(x) -> bool:
+def _is_int(x: object) -> TypeGuard[int]:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def read_vocab_json(path) -> dict:
+def read_vocab_json(path: str | os.PathLike[str]) -> dict:
     """``{"ngrams": [bytes]*3840, "counts": [int]|None, "special_tokens": {...}, "training": {...}}``."""
     return _read_doc(load_json_file(path, FORMAT_NAME))
 
 
-def vocab_json_from_bytes(raw: bytes, origin) -> dict:
+def vocab_json_from_bytes(raw: bytes, origin: str | os.PathLike[str]) -> dict:
     """:func:`read_vocab_json` of a file's bytes in memory (e.g. :func:`vocab_json_text`
     encoded); ``origin`` names them in errors."""
     return _read_doc(json_doc_from_bytes(raw, origin, FORMAT_NAME))
@@ -179,7 +189,7 @@ def _read_doc(doc: JsonDoc) -> dict:
     return {"ngrams": ngrams, "counts": counts, "special_tokens": specials, "training": training}
 
 
-def sniff_vocab_json(path, head: bytes) -> bool:
+def sniff_vocab_json(path: str | os.PathLike[str], head: bytes) -> bool:
     """True if ``head`` starts a tokenforge-mixedgram JSON document."""
     if head.startswith(b"\xef\xbb\xbf"):
         head = head[3:]
@@ -199,7 +209,7 @@ def _entries_look_right(head: bytes) -> bool:
     return any_used
 
 
-def sniff_mxgram(path, head: bytes) -> bool:
+def sniff_mxgram(path: str | os.PathLike[str], head: bytes) -> bool:
     """A file named ``*.mxgram``, or one whose first 4 KiB are valid header entries
     (409 id fields in a row that must be 256, 257, ...: no text file looks like that)."""
     path = Path(path)

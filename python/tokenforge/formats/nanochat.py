@@ -44,10 +44,11 @@ from the ranks, and reading it would mean unpickling torch's zip archive), so
 from __future__ import annotations
 
 import io
+import os
 import pickle
-import pickletools
 import warnings
 from pathlib import Path
+from typing import Any
 
 from ..errors import FormatError, TokenforgeError, TokenforgeWarning, UnsafePickleError
 from .atomic import atomic_write_all
@@ -68,7 +69,7 @@ _SNIFF_MARKS = (b"tiktoken.core", b"Encoding")
 
 
 # ------------------------------------------------------------------ writing
-def write_nanochat(directory, tok, *, name: str = "tokenforge") -> list[Path]:
+def write_nanochat(directory: str | os.PathLike[str], tok: Any, *, name: str = "tokenforge") -> list[Path]:
     """Write ``tokenizer.pkl`` (and ``token_bytes.pt`` when torch is installed)
     into ``directory``; returns the paths written. ``tok`` is a tokenizer with
     ``to_tiktoken`` (a :class:`~tokenforge.BPETokenizer`) and ``<|bos|>``, the
@@ -88,6 +89,7 @@ def write_nanochat(directory, tok, *, name: str = "tokenforge") -> list[Path]:
         ) from e
     pickled = pickle.dumps(enc)
     directory = Path(directory)
+    torch: Any
     try:
         import torch
     except ModuleNotFoundError:
@@ -117,12 +119,12 @@ def write_nanochat(directory, tok, *, name: str = "tokenforge") -> list[Path]:
 
 
 # ------------------------------------------------------------------ reading
-def _pickle_path(path) -> Path:
+def _pickle_path(path: str | os.PathLike[str]) -> Path:
     p = Path(path)
     return p / PICKLE_FILE if p.is_dir() else p
 
 
-def sniff_nanochat(path, head: bytes) -> bool:
+def sniff_nanochat(path: str | os.PathLike[str], head: bytes) -> bool:
     """A directory holding ``tokenizer.pkl``, a file of that name, or a pickle
     whose first bytes name tiktoken's ``Encoding`` class. (Claimed by name, a
     hostile ``tokenizer.pkl`` is refused by the reader, saying what it tried.)"""
@@ -132,7 +134,7 @@ def sniff_nanochat(path, head: bytes) -> bool:
     return head[:1] == b"\x80" and (p.name == PICKLE_FILE or all(m in head[:256] for m in _SNIFF_MARKS))
 
 
-def _refuse(what: str, path, offset=None) -> UnsafePickleError:
+def _refuse(what: str, path: str | os.PathLike[str], offset: int | None = None) -> UnsafePickleError:
     return UnsafePickleError(
         f"refused: {what}; a nanochat tokenizer.pkl holds a tiktoken.core.Encoding and its plain state only",
         path=path,
@@ -140,11 +142,13 @@ def _refuse(what: str, path, offset=None) -> UnsafePickleError:
     )
 
 
-def _decode_ops(raw: bytes, path) -> list[tuple[str, object, int, int]]:
+def _decode_ops(raw: bytes, path: str | os.PathLike[str]) -> list[tuple[str, object, int, int]]:
     """(name, arg, start, end) of every opcode but ``FRAME`` (framing only says
     how the writer buffered; each opcode's own bytes are kept)."""
+    from .seed003 import pickle_opcodes
+
     try:
-        ops = [(op.name, arg, pos) for op, arg, pos in pickletools.genops(raw)]
+        ops = [(op.name, arg, pos) for op, arg, pos in pickle_opcodes(raw)]
     except ValueError as e:  # truncated, or not a pickle
         raise FormatError(f"corrupt or truncated pickle: {str(e)[:200]}", path=path) from None
     if ops and ops[-1][2] + 1 != len(raw):
@@ -154,7 +158,7 @@ def _decode_ops(raw: bytes, path) -> list[tuple[str, object, int, int]]:
     return [(name, arg, pos, end) for (name, arg, pos), end in zip(ops, ends) if name != "FRAME"]
 
 
-def _state_bytes(raw: bytes, path) -> bytes:
+def _state_bytes(raw: bytes, path: str | os.PathLike[str]) -> bytes:
     """Check the ``Encoding`` envelope, then return the state between its
     ``NEWOBJ`` and ``BUILD`` as a pickle of its own (protocol 4, no frames).
 
@@ -216,7 +220,7 @@ def _state_bytes(raw: bytes, path) -> bytes:
     return bytes(body)
 
 
-def _check_state(state, path) -> tuple[str, dict[bytes, int], dict[str, int]]:
+def _check_state(state: object, path: str | os.PathLike[str]) -> tuple[str, dict[bytes, int], dict[str, int]]:
     if isinstance(state, str):
         raise FormatError(
             f"this pickle refers to tiktoken's registered encoding {state[:40]!r} by name only; load that "
@@ -254,7 +258,7 @@ def _check_state(state, path) -> tuple[str, dict[bytes, int], dict[str, int]]:
     return pat, ranks, specials
 
 
-def read_nanochat(path) -> BPEData:
+def read_nanochat(path: str | os.PathLike[str]) -> BPEData:
     """Read nanochat's ``tokenizer.pkl`` (the file, or the directory holding it)."""
     from .seed003 import load_plain_pickle_bytes
     from .tiktoken_io import data_from_ranks

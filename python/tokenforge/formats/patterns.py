@@ -108,7 +108,7 @@ def known_pattern_names() -> list[str]:
     return [*NAMED_PATTERNS, "none", *PATTERN_ALIASES]
 
 
-def resolve_pattern(pattern) -> tuple[str | None, str]:
+def resolve_pattern(pattern: str | None) -> tuple[str | None, str]:
     """``(regex or None, name)`` for a pattern name, an alias, a regex, or None.
 
     The name is ours ("gpt4", "cl100k", "gpt2", "o200k", "none") or "custom" for
@@ -152,7 +152,7 @@ def pattern_name_for(pattern: str | None) -> str:
     return "custom"
 
 
-def pattern_name_problem(pattern: str | None, name) -> str | None:
+def pattern_name_problem(pattern: str | None, name: object) -> str | None:
     """Why ``name`` does not describe ``pattern`` (None if it does).
 
     "none" goes with no pattern; a named pattern with exactly its text;

@@ -24,6 +24,7 @@ pipeline nests that far).
 from __future__ import annotations
 
 import json
+import os
 import re
 
 from . import checksum
@@ -60,16 +61,16 @@ def pipeline_json_text(source: str, description: dict) -> str:
     )
 
 
-def write_pipeline_json(path, source: str, description: dict) -> None:
+def write_pipeline_json(path: str | os.PathLike[str], source: str, description: dict) -> None:
     atomic_write(path, pipeline_json_text(source, description))
 
 
-def read_pipeline_json(path) -> tuple[str, dict]:
+def read_pipeline_json(path: str | os.PathLike[str]) -> tuple[str, dict]:
     """``(source, description)`` of a tokenforge-pipeline file."""
     return _read_doc(load_json_file(path, FORMAT_NAME))
 
 
-def pipeline_json_from_bytes(raw: bytes, origin) -> tuple[str, dict]:
+def pipeline_json_from_bytes(raw: bytes, origin: str | os.PathLike[str]) -> tuple[str, dict]:
     return _read_doc(json_doc_from_bytes(raw, origin, FORMAT_NAME))
 
 
@@ -84,7 +85,7 @@ def _read_doc(doc: JsonDoc) -> tuple[str, dict]:
     return v["source"], v["pipeline"]
 
 
-def sniff_pipeline_json(path, head: bytes) -> bool:
+def sniff_pipeline_json(path: str | os.PathLike[str], head: bytes) -> bool:
     if head.startswith(b"\xef\xbb\xbf"):
         head = head[3:]
     return bool(_SNIFF.match(head))

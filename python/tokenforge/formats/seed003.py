@@ -41,9 +41,11 @@ transaction (each file is atomic alone).
 from __future__ import annotations
 
 import io
+import os
 import pickle
 import pickletools
 from pathlib import Path
+from typing import IO, Any, Iterator, NoReturn, Sized, cast
 
 from ..errors import FormatError, TokenforgeError, UnsafePickleError
 from .atomic import atomic_write_all
@@ -85,26 +87,32 @@ _PLAIN_TYPES = "dict, list, tuple, set, int, bytes, str"
 
 
 # ------------------------------------------------------------------ safe unpickling
+def pickle_opcodes(raw: bytes) -> Iterator[tuple[pickletools.OpcodeInfo, Any, int]]:
+    """``pickletools.genops`` of bytes in memory (decoding only, nothing runs): every
+    opcode has its position (typeshed's ``int | None`` is for streams without ``tell``)."""
+    return cast(Iterator[tuple[pickletools.OpcodeInfo, Any, int]], pickletools.genops(raw))
+
+
 class _RefusingUnpickler(pickle.Unpickler):
     """Second line of defence: an unpickler that can import and call nothing."""
 
-    def __init__(self, file, path):
+    def __init__(self, file: IO[bytes], path: str | os.PathLike[str]) -> None:
         super().__init__(file)
         self._path = path
 
-    def find_class(self, module, name):
+    def find_class(self, module: str, name: str) -> NoReturn:
         raise UnsafePickleError(
             f"refused: the pickle tries to import {module}.{name}; only plain data ({_PLAIN_TYPES}) is accepted",
             path=self._path,
         )
 
-    def persistent_load(self, pid):
+    def persistent_load(self, pid: object) -> NoReturn:
         raise UnsafePickleError(
             "refused: the pickle uses a persistent id; only plain data is accepted", path=self._path
         )
 
 
-def _what_it_imports(op_name: str, arg, recent_strings: list) -> str:
+def _what_it_imports(op_name: str, arg: object, recent_strings: list) -> str:
     if op_name in ("GLOBAL", "INST") and isinstance(arg, str):
         return " tries to import " + arg.replace(" ", ".", 1)
     if op_name == "STACK_GLOBAL" and recent_strings[-2] is not None:
@@ -127,7 +135,7 @@ def _max_items(n_bytes: int) -> int:
     return 4 * n_bytes + 256
 
 
-def _short_text(e) -> str:
+def _short_text(e: object) -> str:
     text = str(e)
     return text if len(text) <= 200 else text[:200] + "..."
 
@@ -158,7 +166,7 @@ class _Shape:
     _INTO_FROM_MARK = frozenset("APPENDS SETITEMS ADDITEMS".split())
     _TUPLE_N = {"TUPLE1": 1, "TUPLE2": 2, "TUPLE3": 3}
 
-    def __init__(self, path):
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = path
         self.stack: list[int] = []
         self.marks: list[int] = []
@@ -206,7 +214,7 @@ class _Shape:
         self.kids[t].extend(items)
         self.low[t] = max(self.low[t], self._depth_of(items, pos))
 
-    def step(self, name: str, arg, pos: int, n_ops: int) -> None:
+    def step(self, name: str, arg: Any, pos: int, n_ops: int) -> None:
         stack = self.stack
         if name == "MARK":
             self.marks.append(len(stack))
@@ -304,7 +312,7 @@ class _Shape:
             size[v], depth[v], state[v] = n, d, 2
 
 
-def _refuse_opcode(name: str, arg, pos: int, recent: list, path) -> UnsafePickleError:
+def _refuse_opcode(name: str, arg: object, pos: int, recent: list, path: str | os.PathLike[str]) -> UnsafePickleError:
     return UnsafePickleError(
         f"refused: opcode {name}{_what_it_imports(name, arg, recent)}; only plain data ({_PLAIN_TYPES}) is accepted",
         path=path,
@@ -312,7 +320,7 @@ def _refuse_opcode(name: str, arg, pos: int, recent: list, path) -> UnsafePickle
     )
 
 
-def _scan_opcodes(raw: bytes, path) -> None:
+def _scan_opcodes(raw: bytes, path: str | os.PathLike[str]) -> None:
     """Refuse any opcode that is not plain data, truncation, trailing bytes and bombs.
 
     Besides the opcode check, the scan simulates the unpickler's stack and memo
@@ -336,7 +344,7 @@ def _scan_opcodes(raw: bytes, path) -> None:
     sim = _Shape(path)
     stack, marks, memo, kids, low, step = sim.stack, sim.marks, sim.memo, sim.kids, sim.low, sim.step
     scalars, empties = _Shape.SCALARS, _Shape.EMPTY
-    ops = enumerate(pickletools.genops(raw))
+    ops = enumerate(pickle_opcodes(raw))
     broken = None  # the simulation's first structural error, reported if every opcode decodes
     try:
         try:
@@ -423,13 +431,13 @@ def _scan_opcodes(raw: bytes, path) -> None:
     sim.check_result(len(raw))
 
 
-def load_plain_pickle(path):
+def load_plain_pickle(path: str | os.PathLike[str]) -> Any:
     """Unpickle ``path`` if, and only if, it holds plain data; never runs its code."""
     path = Path(path)
     return load_plain_pickle_bytes(path.read_bytes(), path)
 
 
-def load_plain_pickle_bytes(raw: bytes, path):
+def load_plain_pickle_bytes(raw: bytes, path: str | os.PathLike[str]) -> Any:
     """:func:`load_plain_pickle` of bytes read from ``path`` (named in errors)."""
     _scan_opcodes(raw, path)
     buf = io.BytesIO(raw)
@@ -445,7 +453,7 @@ def load_plain_pickle_bytes(raw: bytes, path):
 
 
 # ------------------------------------------------------------------ reading
-def _describe(x, typed: bool = True) -> str:
+def _describe(x: object, typed: bool = True) -> str:
     """A short description of a value from a pickle, for an error message: never
     a full repr (an int of 100,000 digits cannot even be printed)."""
     if isinstance(x, int) and not isinstance(x, bool) and x.bit_length() > 64:
@@ -454,13 +462,12 @@ def _describe(x, typed: bool = True) -> str:
         text = repr(x)
         text = text if len(text) <= 60 else text[:57] + "..."
         return f"{type(x).__name__} {text}" if typed else text
-    try:
+    if isinstance(x, Sized):
         return f"a {type(x).__name__} of {len(x)} items"
-    except TypeError:
-        return f"a {type(x).__name__}"
+    return f"a {type(x).__name__}"
 
 
-def _check_vocab(vocab, path) -> dict[int, bytes]:
+def _check_vocab(vocab: object, path: str | os.PathLike[str]) -> dict[int, bytes]:
     if not isinstance(vocab, dict):
         raise FormatError(f"expected Dict[int, bytes], found {type(vocab).__name__}", path=path)
     out = {}
@@ -477,7 +484,7 @@ def _check_vocab(vocab, path) -> dict[int, bytes]:
     return out
 
 
-def _check_merges(merges, path) -> list[tuple[bytes, bytes]]:
+def _check_merges(merges: object, path: str | os.PathLike[str]) -> list[tuple[bytes, bytes]]:
     if not isinstance(merges, (list, tuple)):
         raise FormatError(f"expected List[Tuple[bytes, bytes]], found {type(merges).__name__}", path=path)
     out = []
@@ -506,7 +513,9 @@ def _read_specials_file(path: Path) -> list[str]:
     return specials
 
 
-def _unique_id(by_bytes: dict[bytes, list[int]], wanted: bytes, exclude, what: str, path) -> int:
+def _unique_id(
+    by_bytes: dict[bytes, list[int]], wanted: bytes, exclude: set[int], what: str, path: str | os.PathLike[str]
+) -> int:
     ids = [i for i in by_bytes.get(wanted, []) if i not in exclude]
     if len(ids) != 1:
         found = "is missing" if not ids else f"appears under several ids {sorted(ids)}"
@@ -514,7 +523,12 @@ def _unique_id(by_bytes: dict[bytes, list[int]], wanted: bytes, exclude, what: s
     return ids[0]
 
 
-def _assemble(vocab, merges, specials, paths) -> BPEData:
+def _assemble(
+    vocab: dict[int, bytes],
+    merges: list[tuple[bytes, bytes]],
+    specials: list[str],
+    paths: tuple[Path, Path, Path],
+) -> BPEData:
     """BPEData from the three checked inputs, cross-checking vocab against merges."""
     vocab_path, merges_path, specials_path = paths
     by_bytes: dict[bytes, list[int]] = {}
@@ -558,7 +572,11 @@ def _assemble(vocab, merges, specials, paths) -> BPEData:
     return data
 
 
-def _seed_paths(path, merges_path=None, special_tokens_path=None) -> tuple[Path, Path, Path]:
+def _seed_paths(
+    path: str | os.PathLike[str],
+    merges_path: str | os.PathLike[str] | None = None,
+    special_tokens_path: str | os.PathLike[str] | None = None,
+) -> tuple[Path, Path, Path]:
     path = Path(path)
     directory = path if path.is_dir() else path.parent
     vocab_path = directory / VOCAB_FILE if path.is_dir() or path.name == MERGES_FILE else path
@@ -569,7 +587,11 @@ def _seed_paths(path, merges_path=None, special_tokens_path=None) -> tuple[Path,
     )
 
 
-def read_seed003(path, merges_path=None, special_tokens_path=None) -> BPEData:
+def read_seed003(
+    path: str | os.PathLike[str],
+    merges_path: str | os.PathLike[str] | None = None,
+    special_tokens_path: str | os.PathLike[str] | None = None,
+) -> BPEData:
     """Read gpt_from_scratch's files into BPEData (pattern: GPT-2's).
 
     ``path`` is the directory holding the three files, or the vocabulary (or
@@ -586,7 +608,7 @@ def read_seed003(path, merges_path=None, special_tokens_path=None) -> BPEData:
     return _assemble(vocab, merges, specials, (vocab_path, merges_path, specials_path))
 
 
-def sniff_seed003(path, head: bytes) -> bool:
+def sniff_seed003(path: str | os.PathLike[str], head: bytes) -> bool:
     """True for a directory holding bpe_vocab.pkl and bpe_merges.pkl, or one of those files."""
     path = Path(path)
     if path.is_dir():
@@ -595,7 +617,7 @@ def sniff_seed003(path, head: bytes) -> bool:
 
 
 # ------------------------------------------------------------------ the pattern file
-def read_pattern_file(path) -> tuple[bool, str | None]:
+def read_pattern_file(path: str | os.PathLike[str]) -> tuple[bool, str | None]:
     """``(present, pattern)`` from ``pre_tokenization_pattern.txt`` beside ``path``
     (the directory or either pickle); ``(False, None)`` when there is no such file.
 
@@ -658,7 +680,7 @@ def _check_writable(data: BPEData, allow_other_pattern: bool, directory: Path) -
             raise TokenforgeError(f"special token {text!r} has the same bytes as an ordinary token")
 
 
-def write_seed003(directory, data: BPEData, *, allow_other_pattern: bool = False) -> None:
+def write_seed003(directory: str | os.PathLike[str], data: BPEData, *, allow_other_pattern: bool = False) -> None:
     """Write ``data`` as gpt_from_scratch's files in ``directory``: the three
     vocabulary files and ``pre_tokenization_pattern.txt``, as one save (all
     four written in full before any replaces its file:
@@ -674,7 +696,9 @@ def write_seed003(directory, data: BPEData, *, allow_other_pattern: bool = False
     atomic_write_all(items)
 
 
-def seed003_items(directory, data: BPEData, *, allow_other_pattern: bool = False) -> list[tuple[Path, bytes]]:
+def seed003_items(
+    directory: str | os.PathLike[str], data: BPEData, *, allow_other_pattern: bool = False
+) -> list[tuple[Path, bytes]]:
     """The (path, content) of each file :func:`write_seed003` writes, after every
     check and before anything is written (pickle protocol 4, plain data only);
     ``bpe_vocab.pkl``, the file the seed's loader opens first, comes first, so

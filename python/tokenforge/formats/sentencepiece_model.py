@@ -24,8 +24,10 @@ Not handled: ``self_test_data`` (read past, not run); training-only settings.
 from __future__ import annotations
 
 import base64
+import os
 import struct
 from pathlib import Path
+from typing import Any, Iterator
 
 from ..errors import FormatError
 
@@ -35,7 +37,7 @@ _MODEL_TYPES = {1: "UNIGRAM", 2: "BPE", 3: "WORD", 4: "CHAR"}  # the enum names
 
 
 class _Reader:
-    def __init__(self, data: bytes, path, base: int = 0):
+    def __init__(self, data: bytes, path: str | os.PathLike[str] | None, base: int = 0) -> None:
         self.data, self.path, self.base = data, path, base
 
     def fail(self, at: int, message: str) -> FormatError:
@@ -59,7 +61,7 @@ class _Reader:
             raise self.fail(start, "a varint beyond 64 bits")
         return value, pos
 
-    def fields(self):
+    def fields(self) -> Iterator[tuple[int, int, Any, int]]:
         """(field number, wire type, value, offset) of every field; LEN values are (start, end)."""
         pos, n = 0, len(self.data)
         while pos < n:
@@ -68,6 +70,7 @@ class _Reader:
             field, wire = key >> 3, key & 7
             if field == 0:
                 raise self.fail(at, "field number 0")
+            value: int | bytes | tuple[int, int]
             if wire == 0:
                 value, pos = self.varint(pos)
             elif wire == 1:
@@ -132,7 +135,7 @@ def _flags(r: _Reader, wanted: dict[int, str], out: dict, strings: dict[int, str
             out[blobs[field]] = r.data[value[0] : value[1]]
 
 
-def parse_model_proto(data: bytes, path=None) -> dict:
+def parse_model_proto(data: bytes, path: str | os.PathLike[str] | None = None) -> dict:
     """The pipeline description of a ModelProto's bytes."""
     r = _Reader(data, path)
     pieces = []
@@ -175,11 +178,11 @@ def parse_model_proto(data: bytes, path=None) -> dict:
     return {"normalizer": norm, "model": model, "decoder": {"type": "SentencePiece"}}
 
 
-def read_sentencepiece_model(path) -> dict:
+def read_sentencepiece_model(path: str | os.PathLike[str]) -> dict:
     return parse_model_proto(Path(path).read_bytes(), path)
 
 
-def sniff_sentencepiece_model(path, head: bytes) -> bool:
+def sniff_sentencepiece_model(path: str | os.PathLike[str], head: bytes) -> bool:
     """A ModelProto: it starts with a piece (field 1) whose own first field is a UTF-8 piece string."""
     if len(head) < 4 or head[0] != 0x0A:
         return False

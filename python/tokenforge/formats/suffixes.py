@@ -13,6 +13,7 @@ must exist already to be saved into under that name.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ..errors import TokenforgeError
@@ -31,7 +32,7 @@ FORMAT_SUFFIXES: dict[str, tuple[str, str]] = {
 }
 
 
-def check_save_suffix(path, own: tuple[str, ...], who: str) -> None:
+def check_save_suffix(path: str | os.PathLike[str], own: tuple[str, ...], who: str) -> None:
     """Refuse ``path`` when its suffix names a format other than ``own``'s
     (and it is not an existing directory)."""
     p = Path(path)

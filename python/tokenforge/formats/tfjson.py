@@ -37,9 +37,10 @@ accidental changes, not deliberate forgery.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence, TypeGuard
 
 from ..errors import FormatError, VersionError
 from . import checksum
@@ -73,7 +74,7 @@ _SNIFF = re.compile(rb'^\s*\{\s*"format"\s*:\s*"tokenforge-bpe"')
 
 
 # --------------------------------------------------------------------- writing
-def _dumps(value) -> str:
+def _dumps(value: object) -> str:
     return json.dumps(value, ensure_ascii=True, allow_nan=False, sort_keys=True, separators=(", ", ": "))
 
 
@@ -86,7 +87,7 @@ def _merge_id_fields(data: BPEData) -> str:
     return f'  "merge_ids": {_dumps(ids)},\n'
 
 
-def tfjson_text(data: BPEData, path=None) -> str:
+def tfjson_text(data: BPEData, path: str | os.PathLike[str] | None = None) -> str:
     """The exact text :func:`write_tfjson` writes for ``data``."""
     data.validate(path)
     try:
@@ -117,7 +118,7 @@ def tfjson_text(data: BPEData, path=None) -> str:
     )
 
 
-def vocab_view_path(path) -> Path:
+def vocab_view_path(path: str | os.PathLike[str]) -> Path:
     """``tok.json`` -> ``tok.vocab.txt`` (any other name: ``name.vocab.txt``)."""
     path = Path(path)
     stem = path.name[: -len(".json")] if path.name.endswith(".json") else path.name
@@ -163,11 +164,13 @@ def vocab_view_text(data: BPEData) -> str:
             lines.append(f"{i}\t0\t{render_bytes(text.encode('utf-8', 'surrogatepass'))}\tspecial")
         else:
             b = token_bytes[i]
+            if b is None:  # validate() refuses such data: every byte and merge id has bytes
+                raise FormatError(f"id {i} has no bytes")
             lines.append(f"{i}\t{len(b)}\t{render_bytes(b)}\t{origin[i]}")
     return "\n".join(lines) + "\n"
 
 
-def write_tfjson(path, data: BPEData) -> None:
+def write_tfjson(path: str | os.PathLike[str], data: BPEData) -> None:
     """Write ``data`` to ``path`` and the vocabulary view beside it, as one save:
     both are written in full before either replaces its file
     (:func:`~.atomic.atomic_write_all`), so a failure (disk full) changes neither.
@@ -175,7 +178,7 @@ def write_tfjson(path, data: BPEData) -> None:
     atomic_write_all(tfjson_items(path, data))
 
 
-def tfjson_items(path, data: BPEData) -> list[tuple[Path, bytes]]:
+def tfjson_items(path: str | os.PathLike[str], data: BPEData) -> list[tuple[Path, bytes]]:
     """The (path, content) of the JSON and its vocabulary view, the JSON first (so
     that :func:`~.atomic.atomic_write_all` replaces it last), for a save that
     writes them with other files."""
@@ -186,14 +189,14 @@ def tfjson_items(path, data: BPEData) -> list[tuple[Path, bytes]]:
 
 
 # --------------------------------------------------------------------- reading
-def sniff_tfjson(path, head: bytes) -> bool:
+def sniff_tfjson(path: str | os.PathLike[str], head: bytes) -> bool:
     """True if ``head`` (the file's first bytes) starts a tokenforge-bpe JSON document."""
     if head.startswith(b"\xef\xbb\xbf"):
         head = head[3:]
     return bool(_SNIFF.match(head))
 
 
-def _is_int(x) -> bool:
+def _is_int(x: object) -> TypeGuard[int]:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
@@ -203,7 +206,7 @@ def _entries(doc: JsonDoc) -> int:
     return 256 + sum(len(v[k]) for k in ("merges", "special_tokens") if isinstance(v.get(k), (list, dict)))
 
 
-def _check_id(doc: JsonDoc, where, x, what: str | None = None) -> int:
+def _check_id(doc: JsonDoc, where: Sequence[str | int], x: object, what: str | None = None) -> int:
     """An id: an integer 0..MAX_ID below ``id_limit`` of the file's entries."""
     if not _is_int(x) or not 0 <= x <= MAX_ID:
         shown = show_int(x) if _is_int(x) else json.dumps(x)[:40]
@@ -321,13 +324,13 @@ def _read_specials(doc: JsonDoc, defined: dict[int, str]) -> dict[str, int]:
     return dict(specials)
 
 
-def read_tfjson(path) -> BPEData:
+def read_tfjson(path: str | os.PathLike[str]) -> BPEData:
     """Read a tokenforge-bpe JSON file written by :func:`write_tfjson` (version 1 or 2)."""
     path = Path(path)
     return tfjson_from_bytes(path.read_bytes(), path)
 
 
-def tfjson_from_bytes(raw: bytes, origin) -> BPEData:
+def tfjson_from_bytes(raw: bytes, origin: str | os.PathLike[str]) -> BPEData:
     """:func:`read_tfjson` of a file's bytes in memory (e.g. :func:`tfjson_text` encoded);
     ``origin`` names them in errors."""
     data = _read_fast(raw, origin)
@@ -339,7 +342,7 @@ def tfjson_from_bytes(raw: bytes, origin) -> BPEData:
 _BIG = object()  # stands for an integer array the engine read
 
 
-def _read_fast(raw: bytes, origin) -> BPEData | None:
+def _read_fast(raw: bytes, origin: str | os.PathLike[str]) -> BPEData | None:
     """The engine's reader (``_core.bpe_model_from_tfjson``): the integer
     arrays (byte ids, merges) are read and checked in Rust and the model is
     built there; the small members are parsed and checked here by the same

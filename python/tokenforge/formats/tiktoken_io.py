@@ -29,8 +29,10 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import os
 import re
 from pathlib import Path
+from typing import Any, Callable, Mapping
 
 from ..errors import FormatError
 from .atomic import atomic_write
@@ -60,6 +62,9 @@ _LINE = re.compile(
     rb"^([A-Za-z0-9+/]+={0,2}) ([0-9]+)$"
 )  # (ranks of any length: too long is refused by size, never int()-ed)
 
+#: ``where(token)``: the ``path=``/``line=`` of a FormatError about ``token`` (None: the file)
+Where = Callable[[bytes | None], dict]
+
 
 def mergeable_ranks(data: BPEData) -> dict[bytes, int]:
     """Token bytes -> rank (= id) of every non-special token, in id order.
@@ -72,6 +77,8 @@ def mergeable_ranks(data: BPEData) -> dict[bytes, int]:
     ranks: dict[bytes, int] = {}
     for i in sorted(list(data.byte_ids) + [new for _, _, new in data.merges]):
         b = token_bytes[i]
+        if b is None:  # validate() refuses such data: every byte and merge id has bytes
+            raise FormatError(f"id {i} has no bytes")
         if b in ranks:
             raise FormatError(f"ids {ranks[b]} and {i} both stand for the bytes {b!r}; ranks need unique bytes")
         ranks[b] = i
@@ -105,7 +112,7 @@ def _shown(token: bytes) -> str:
     return repr(token) if len(token) <= 60 else f"{token[:40]!r}... ({len(token)} bytes)"
 
 
-def _check_ranks(ranks: dict[bytes, int], entries: int, where) -> None:
+def _check_ranks(ranks: dict[bytes, int], entries: int, where: Where) -> None:
     """Types, distinct ranks, and ranks below ``id_limit(entries)``."""
     limit = id_limit(entries)
     seen: dict[int, bytes] = {}
@@ -122,7 +129,9 @@ def _check_ranks(ranks: dict[bytes, int], entries: int, where) -> None:
         seen[rank] = token
 
 
-def _recover(ranks: dict[bytes, int], pattern, special_tokens, where) -> BPEData:
+def _recover(
+    ranks: dict[bytes, int], pattern: str | None, special_tokens: Mapping[str, int] | None, where: Where
+) -> BPEData:
     """data_from_ranks with a hook ``where(token) -> dict(path=..., line=...)`` for errors."""
     special_tokens = dict(special_tokens or {})
     _check_ranks(ranks, len(ranks) + len(special_tokens), where)
@@ -153,7 +162,9 @@ def _recover(ranks: dict[bytes, int], pattern, special_tokens, where) -> BPEData
     return data
 
 
-def data_from_ranks(ranks: dict[bytes, int], pattern: str | None = GPT4_PATTERN, special_tokens=None) -> BPEData:
+def data_from_ranks(
+    ranks: dict[bytes, int], pattern: str | None = GPT4_PATTERN, special_tokens: Mapping[str, int] | None = None
+) -> BPEData:
     """Build BPEData (merge pairs recovered) from tiktoken-style mergeable ranks.
 
     Every single byte must have a rank; every longer token must be reachable by
@@ -163,7 +174,7 @@ def data_from_ranks(ranks: dict[bytes, int], pattern: str | None = GPT4_PATTERN,
     return _recover(ranks, pattern, special_tokens, lambda token: {})
 
 
-def tiktoken_ranks_pattern(ranks: dict, pattern) -> str | None:
+def tiktoken_ranks_pattern(ranks: dict, pattern: str | None | _FromFile) -> str | None:
     """The pattern for a ``{bytes: rank}`` dict: the caller's, or that of the known
     rank file these ranks would be written as (:func:`read_tiktoken_file`'s rule)."""
     if not isinstance(pattern, _FromFile):
@@ -182,7 +193,7 @@ def tiktoken_file_text(data: BPEData) -> str:
     return "".join(f"{base64.b64encode(t).decode('ascii')} {r}\n" for t, r in mergeable_ranks(data).items())
 
 
-def write_tiktoken_file(path, data: BPEData) -> None:
+def write_tiktoken_file(path: str | os.PathLike[str], data: BPEData) -> None:
     """Write the mergeable ranks of ``data`` as a ``.tiktoken`` file (atomically).
 
     Special tokens and the pattern are not part of this format; keep them
@@ -249,7 +260,7 @@ def known_rank_file(raw: bytes) -> tuple[str, str] | None:
     return KNOWN_RANK_FILES.get(hashlib.sha256(raw).hexdigest())
 
 
-def _pattern_of_file(raw: bytes, pattern, what) -> str | None:
+def _pattern_of_file(raw: bytes, pattern: str | None | _FromFile, what: str | os.PathLike[str]) -> str | None:
     """The pattern to read ``raw`` with: the caller's, or the known file's."""
     if not isinstance(pattern, _FromFile):
         return pattern
@@ -264,7 +275,11 @@ def _pattern_of_file(raw: bytes, pattern, what) -> str | None:
     return NAMED_PATTERNS[known[1]]
 
 
-def read_tiktoken_file(path, pattern: str | None | _FromFile = FROM_FILE, special_tokens=None) -> BPEData:
+def read_tiktoken_file(
+    path: str | os.PathLike[str],
+    pattern: str | None | _FromFile = FROM_FILE,
+    special_tokens: Mapping[str, int] | None = None,
+) -> BPEData:
     """Read a ``.tiktoken`` file into BPEData (merge pairs recovered).
 
     The file stores neither the split pattern nor special tokens. ``pattern``
@@ -278,16 +293,26 @@ def read_tiktoken_file(path, pattern: str | None | _FromFile = FROM_FILE, specia
     if isinstance(pattern, _FromFile) and known_rank_file(raw) is None:
         # a damaged file says what is wrong where first (only on the way to refusing)
         ranks, line_of = _parse_tiktoken_lines(path, raw)
-        _recover(ranks, None, special_tokens, lambda token: {"path": path, "line": line_of.get(token)})
+        _recover(
+            ranks,
+            None,
+            special_tokens,
+            lambda token: {"path": path, "line": None if token is None else line_of.get(token)},
+        )
     pattern = _pattern_of_file(raw, pattern, path)
     data = _read_fast(raw, pattern, special_tokens)
     if data is not None:
         return data
     ranks, line_of = _parse_tiktoken_lines(path, raw)
-    return _recover(ranks, pattern, special_tokens, lambda token: {"path": path, "line": line_of.get(token)})
+    return _recover(
+        ranks,
+        pattern,
+        special_tokens,
+        lambda token: {"path": path, "line": None if token is None else line_of.get(token)},
+    )
 
 
-def _read_fast(raw: bytes, pattern: str | None, special_tokens) -> BPEData | None:
+def _read_fast(raw: bytes, pattern: str | None, special_tokens: Mapping[str, int] | None) -> BPEData | None:
     """The engine's reader (``_core.bpe_model_from_tiktoken``): one pass over
     the bytes in Rust, merges recovered there, no Python object per token.
     None when it declines (a file not in the canonical shape, or one that
@@ -308,19 +333,20 @@ def _read_fast(raw: bytes, pattern: str | None, special_tokens) -> BPEData | Non
     return BPEData.from_engine(model, specials, pattern, name)
 
 
-def sniff_tiktoken(path, head: bytes) -> bool:
+def sniff_tiktoken(path: str | os.PathLike[str], head: bytes) -> bool:
     """True if the first line of ``head`` looks like ``base64(token) rank``."""
     first = head.split(b"\n", 1)[0].rstrip(b"\r")
-    if not _LINE.match(first):
+    m = _LINE.match(first)
+    if not m:
         return False
     try:
-        base64.b64decode(_LINE.match(first).group(1), validate=True)
+        base64.b64decode(m.group(1), validate=True)
     except (binascii.Error, ValueError):
         return False
     return True
 
 
-def to_tiktoken(data: BPEData, name: str = "tokenforge"):
+def to_tiktoken(data: BPEData, name: str = "tokenforge") -> Any:
     """A ``tiktoken.Encoding`` that encodes exactly as ``data`` does.
 
     tiktoken requires a split pattern; when ``data.pattern`` is None (no

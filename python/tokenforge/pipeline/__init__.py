@@ -42,13 +42,20 @@ settings are refused; non-special added tokens, and special ones with
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable, NoReturn, Sequence
 
-from ..base import Tokenizer
+from ..base import SpecialArg, Tokenizer, special_stretches
 from ..errors import TokenforgeError
 from ..ids import IdBatch, check_text, check_texts, flat_ids
 from ..surrogates import decode_utf8
 from .steps import Desc, build
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..formats.kinds import Format
 
 __all__ = ["PipelineTokenizer", "ALGORITHMS", "TRAIN_SETTINGS", "trained_algorithm", "file_formats", "token_detail"]
 
@@ -84,7 +91,7 @@ def trained_algorithm(tok: "PipelineTokenizer") -> str | None:
     return {"WordPiece": "hf_wordpiece", "Unigram": "hf_unigram"}.get(kind)
 
 
-def _need(module: str):
+def _need(module: str) -> Any:
     import importlib
 
     try:
@@ -93,7 +100,7 @@ def _need(module: str):
         raise TokenforgeError(f"training this tokenizer needs the {module} package: pip install {module}") from None
 
 
-def _train(docs: list[str], vocab_size: int, algorithm: str, num_threads) -> "PipelineTokenizer":
+def _train(docs: list[str], vocab_size: int, algorithm: str, num_threads: int | None) -> "PipelineTokenizer":
     if algorithm not in ALGORITHMS:
         raise TokenforgeError(f"unknown algorithm {algorithm!r}; known: {', '.join(ALGORITHMS)}")
     if ALGORITHMS[algorithm] == "sentencepiece":
@@ -173,7 +180,7 @@ class PipelineTokenizer(Tokenizer):
 
     family = "pipeline"
 
-    def __init__(self, description: dict, source: str, origin=None):
+    def __init__(self, description: dict, source: str, origin: str | os.PathLike[str] | None = None) -> None:
         if source not in ("huggingface", "sentencepiece"):
             raise TokenforgeError(f"unknown pipeline source {source!r}")
         desc = Desc(description, "", origin)
@@ -213,13 +220,15 @@ class PipelineTokenizer(Tokenizer):
         check_text(text)
         return self._pipe.encode(text, True)
 
-    def encode_batch(self, texts, num_threads=None, as_numpy: bool = False):
+    def encode_batch(
+        self, texts: Sequence[str], num_threads: int | None = None, as_numpy: bool = False
+    ) -> list[list[int]] | IdBatch:
         check_texts(texts)
         if as_numpy:
             return IdBatch(*self.encode_batch_flat(texts, num_threads=num_threads))
         return self._pipe.encode_batch(list(texts), num_threads)
 
-    def encode_batch_flat(self, texts, num_threads=None):
+    def encode_batch_flat(self, texts: Sequence[str], num_threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         check_texts(texts)
         return flat_ids(self._pipe.encode_batch(list(texts), num_threads))
 
@@ -227,23 +236,14 @@ class PipelineTokenizer(Tokenizer):
         # leftmost, then longest, special token (tokenizers' added-token matching);
         # the stretches between are encoded on their own, only the first as the text's start
         out: list[int] = []
-        names = sorted(allowed, key=len, reverse=True)
-        i = 0
-        while True:
-            best = None
-            for name in names:
-                j = text.find(name, i)
-                if j != -1 and (best is None or j < best[0]):
-                    best = (j, name)
-            end = len(text) if best is None else best[0]
-            if end > i:
-                out.extend(self._pipe.encode(text[i:end], i == 0))
-            if best is None:
-                return out
-            out.append(allowed[best[1]])
-            i = best[0] + len(best[1])
+        for start, end, special in special_stretches(text, allowed):
+            if end > start:
+                out.extend(self._pipe.encode(text[start:end], start == 0))
+            if special is not None:
+                out.append(special)
+        return out
 
-    def decode(self, ids) -> str:
+    def decode(self, ids: Iterable[int]) -> str:
         return self._pipe.decode_ids([self.check_id(i) for i in ids], self._names)
 
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
@@ -258,7 +258,7 @@ class PipelineTokenizer(Tokenizer):
             raise TokenforgeError(f"token id {i} is not used by this vocabulary")
         return b
 
-    def token_bytes(self):
+    def token_bytes(self) -> np.ndarray:
         import numpy as np
 
         return np.array([len(b) for b in self._spelled_ids()], dtype=np.int32)
@@ -297,14 +297,16 @@ class PipelineTokenizer(Tokenizer):
             return b""
         return (self._pipe.id_bytes(i) if i < len(self._pipe.model.pieces) else None) or b""
 
-    def encode_with_offsets(self, text: str, *, allowed_special=None, disallowed_special=()):
+    def encode_with_offsets(
+        self, text: str, *, allowed_special: SpecialArg | None = None, disallowed_special: SpecialArg = ()
+    ) -> NoReturn:
         raise TokenforgeError(
             "offsets are not available for imported tokenizers: their normalizers (NFKC, SentencePiece's "
             "charsmap, whitespace rules) do not keep an alignment to the caller's text"
         )
 
-    def encode_batch_with_offsets(self, texts, num_threads=None):
-        return self.encode_with_offsets("")  # the same refusal
+    def encode_batch_with_offsets(self, texts: Sequence[str], num_threads: int | None = None) -> NoReturn:
+        self.encode_with_offsets("")  # the same refusal
 
     def inspect_extra(self) -> dict:
         return {"source": self.source, "model": self._pipe.kind}
@@ -321,7 +323,15 @@ class PipelineTokenizer(Tokenizer):
 
     # ---- training (by the reference libraries) ----------------------------------
     @classmethod
-    def train(cls, corpus, vocab_size: int, *, algorithm: str = "spm_unigram", num_threads=None, progress=False):
+    def train(
+        cls,
+        corpus: object,
+        vocab_size: int,
+        *,
+        algorithm: str = "spm_unigram",
+        num_threads: int | None = None,
+        progress: bool = False,
+    ) -> PipelineTokenizer:
         """Train one of the field's standard tokenizers with its own library and
         import the result: ``algorithm`` is one of :data:`ALGORITHMS` (``spm_*``:
         sentencepiece, default settings, ``hard_vocab_limit`` off; ``hf_*``:
@@ -333,14 +343,14 @@ class PipelineTokenizer(Tokenizer):
         return _train(list(docs), vocab_size, algorithm, num_threads)
 
     @classmethod
-    def train_from_iterator(cls, texts, vocab_size: int, **kwargs):
+    def train_from_iterator(cls, texts: Iterable[str], vocab_size: int, **kwargs: Any) -> PipelineTokenizer:
         """:meth:`train` on an iterable of str (texts, never paths)."""
         from ..data.corpus import Texts
 
         return cls.train(Texts(texts), vocab_size, **kwargs)
 
     # ---- files ------------------------------------------------------------------
-    def save(self, path) -> None:
+    def save(self, path: str | os.PathLike[str]) -> None:
         from ..formats.pipeline_json import write_pipeline_json
 
         write_pipeline_json(path, self.source, self._description)
@@ -358,7 +368,7 @@ class PipelineTokenizer(Tokenizer):
         return cls(description, source)
 
     @classmethod
-    def load(cls, path) -> "PipelineTokenizer":
+    def load(cls, path: str | os.PathLike[str]) -> "PipelineTokenizer":
         """Read our ``tokenforge-pipeline`` JSON, a tokenizer.json or a SentencePiece ``.model``."""
         from ..formats.kinds import read_any
 
@@ -368,7 +378,7 @@ class PipelineTokenizer(Tokenizer):
         return f"PipelineTokenizer({self.source}, {self._pipe.kind}, vocab_size={self.vocab_size})"
 
 
-def file_formats():
+def file_formats() -> list[Format]:
     """The files :func:`tokenforge.load` reads into a PipelineTokenizer, most
     specific first (the family's record in :mod:`tokenforge.registry` points here)."""
     from ..formats.hf_pipeline import read_hf_pipeline, sniff_hf_pipeline
@@ -376,7 +386,7 @@ def file_formats():
     from ..formats.pipeline_json import read_pipeline_json, sniff_pipeline_json
     from ..formats.sentencepiece_model import read_sentencepiece_model, sniff_sentencepiece_model
 
-    def read_ours(p):
+    def read_ours(p: Path) -> PipelineTokenizer:
         source, description = read_pipeline_json(p)
         return PipelineTokenizer(description, source, p)
 
@@ -395,11 +405,11 @@ def file_formats():
     ]
 
 
-def token_detail(tok: PipelineTokenizer):
+def token_detail(tok: PipelineTokenizer) -> Callable[[int, Callable[[int], dict]], dict]:
     """The playground's detail of an id (the family record's ``detail`` hook): the
     model's piece, and its score (Unigram, SentencePiece) and piece type."""
 
-    def detail(i: int, ref) -> dict:
+    def detail(i: int, ref: Callable[[int], dict]) -> dict:
         return tok.piece_detail(i)
 
     return detail

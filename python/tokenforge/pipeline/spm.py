@@ -164,9 +164,10 @@ class _Matcher:
     def match(self, data: bytes, pos: int) -> int:
         node, best, k = self.trie, 0, pos
         while k < len(data):
-            node = node.get(data[k])
-            if node is None:
+            nxt = node.get(data[k])
+            if nxt is None:
                 break
+            node = nxt
             k += 1
             if -1 in node:
                 best = k - pos
@@ -180,7 +181,7 @@ class SpmModel:
         entries = d.items("pieces")
         if not entries:
             raise d.fail("no pieces", "pieces")
-        self.pieces: list[str | None] = []
+        self.pieces: list[str] = []
         self.scores: list[float] = []
         self.types: list[int] = []
         self.normal: dict[str, int] = {}  # NORMAL, USER_DEFINED, UNUSED
@@ -247,6 +248,15 @@ class SpmModel:
         names = {NORMAL: "normal", UNKNOWN: "unknown", CONTROL: "control", USER_DEFINED: "user_defined"}
         names.update({UNUSED: "unused", BYTE: "byte"})
         return {"score": self.scores[i], "type": names[self.types[i]]}
+
+
+def _byte_of(p: str) -> int:
+    """The byte of a piece of type BYTE (checked when the model was read with byte
+    fallback; without it such a piece is checked here, when it is decoded)."""
+    b = _byte_piece(p)
+    if b is None:
+        raise FormatError(f"byte piece {p!r} does not name a byte (<0xNN>)")
+    return b
 
 
 def _byte_piece(p: str) -> int | None:
@@ -366,7 +376,7 @@ class SpmPipeline:
         except UnicodeEncodeError:  # lone surrogates: the Python engine
             return self.encode_reference(text)
 
-    def encode_batch(self, texts: list[str], num_threads) -> list[list[int]]:
+    def encode_batch(self, texts: list[str], num_threads: int | None) -> list[list[int]]:
         try:
             return self.native.encode_batch(texts, num_threads)
         except UnicodeEncodeError:
@@ -511,7 +521,7 @@ class SpmPipeline:
         is_bos_ws = True  # once false, false for the rest of the text
         empty = True
 
-        def flush():
+        def flush() -> None:
             nonlocal empty
             data = bytes(pending)
             pos = 0
@@ -530,7 +540,7 @@ class SpmPipeline:
         for i in ids:
             t = m.types[i]
             if t == BYTE:
-                pending.append(_byte_piece(m.pieces[i]))
+                pending.append(_byte_of(m.pieces[i]))
                 continue
             flush()
             if bos_ws_seen or not empty:
@@ -560,7 +570,7 @@ class SpmPipeline:
         m = self.model
         t = m.types[i]
         if t == BYTE:
-            return bytes([_byte_piece(m.pieces[i])])
+            return bytes([_byte_of(m.pieces[i])])
         if t == CONTROL:
             return b""
         if t == UNKNOWN:

@@ -53,10 +53,11 @@ from __future__ import annotations
 
 import heapq
 import math
+import os
 import re
 import unicodedata
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, cast
 
 from ..errors import FormatError
 from ..reference.unigram import best_path
@@ -77,14 +78,14 @@ class Desc:
 
     __slots__ = ("value", "where", "origin")
 
-    def __init__(self, value, where: str, origin):
+    def __init__(self, value: Any, where: str, origin: str | os.PathLike[str] | None) -> None:
         self.value, self.where, self.origin = value, where, origin
 
     def fail(self, message: str, key: str | None = None) -> FormatError:
         at = self.where if key is None else f"{self.where}.{key}" if self.where else key
         return FormatError(f"{at or 'top level'}: {message}", path=self.origin)
 
-    def get(self, key: str, types, default=_MISSING):
+    def get(self, key: str, types: type | tuple[type, ...], default: Any = _MISSING) -> Any:
         if not isinstance(self.value, dict):
             raise self.fail(f"expected an object, found {type(self.value).__name__}")
         if key not in self.value or self.value[key] is None and default is not _MISSING and default is None:
@@ -116,7 +117,7 @@ class Desc:
                 raise self.fail(f"unknown setting {k!r} of {self.value.get('type')!r}; not supported", k)
 
 
-def _as_tuple(types) -> tuple:
+def _as_tuple(types: type | tuple[type, ...]) -> tuple:
     return types if isinstance(types, tuple) else (types,)
 
 
@@ -127,7 +128,7 @@ _WHITE_SPACE = frozenset(
 )
 
 
-def _class_set(ranges) -> str:
+def _class_set(ranges: Iterable[tuple[int, int]]) -> str:
     """A regex character-class body (no brackets) for code point ranges."""
     return "".join(f"\\U{a:08x}" if a == b else f"\\U{a:08x}-\\U{b:08x}" for a, b in ranges)
 
@@ -554,7 +555,7 @@ def _byte_fallback_value(token: str) -> int | None:
 def _text_step(fn: Callable[[str], str]) -> Callable[[Any], Any]:
     """A per-piece step on text, applied to a piece that is already bytes through UTF-8."""
 
-    def step(v):
+    def step(v: str | bytes) -> str | bytes:
         if isinstance(v, bytes):
             return fn(v.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
         return fn(v)
@@ -577,7 +578,7 @@ def _decoder(d: Desc) -> list[_Decoder]:
             out: list[str] = []
             pending = bytearray()
 
-            def flush():
+            def flush() -> None:
                 if pending:
                     try:
                         out.append(pending.decode("utf-8"))
@@ -595,7 +596,7 @@ def _decoder(d: Desc) -> list[_Decoder]:
             flush()
             return out
 
-        def bf_piece(v):
+        def bf_piece(v: str | bytes) -> str | bytes:
             if isinstance(v, str):
                 b = _byte_fallback_value(v)
                 if b is not None:
@@ -714,9 +715,9 @@ def _cleanup(t: str) -> str:
 
 # ---------------------------------------------------------------- models
 class Model:
-    """A model: ``tokenize(piece) -> ids``; ``pieces[id]`` is its vocabulary (None: no piece)."""
+    """A model: ``tokenize(piece) -> ids``; ``pieces[id]`` is its vocabulary (every id has a piece)."""
 
-    pieces: list[str | None]
+    pieces: list[str]
     by_piece: dict[str, int]
     _cache: dict[str, list[int]]
 
@@ -738,7 +739,7 @@ class Model:
             out.extend(self.tokenize(w))
         return out
 
-    def encode_words_batch(self, batch: list[list[str]], num_threads) -> list[list[int]]:
+    def encode_words_batch(self, batch: list[list[str]], num_threads: int | None) -> list[list[int]]:
         """:meth:`encode_words` of many texts (on ``num_threads`` threads when native)."""
         if self.native is not None:
             try:
@@ -762,7 +763,7 @@ class Model:
         return {}
 
 
-def _vocab_map(d: Desc, key: str = "vocab") -> tuple[dict[str, int], list[str | None]]:
+def _vocab_map(d: Desc, key: str = "vocab") -> tuple[dict[str, int], list[str]]:
     vocab = d.get(key, dict)
     n = len(vocab)
     pieces: list[str | None] = [None] * n
@@ -772,12 +773,13 @@ def _vocab_map(d: Desc, key: str = "vocab") -> tuple[dict[str, int], list[str | 
         if pieces[i] is not None:
             raise d.fail(f"id {i} is given to both {pieces[i]!r} and {k!r}", key)
         pieces[i] = k
-    return dict(vocab), pieces
+    # n ids, each in 0..n-1 and none given twice: every slot is filled
+    return dict(vocab), cast(list[str], pieces)
 
 
 def _byte_ids(by_piece: dict[str, int]) -> list[int] | None:
     ids = [by_piece.get(f"<0x{b:02X}>") for b in range(256)]
-    return None if any(i is None for i in ids) else ids
+    return None if any(i is None for i in ids) else cast(list[int], ids)
 
 
 class Unigram(Model):
@@ -845,13 +847,14 @@ class Unigram(Model):
             strings.append(s[a:e])
         ids: list[int] = []
         for t in strings:
-            i = self.by_piece.get(t)
-            if i is not None:
-                ids.append(i)
+            got = self.by_piece.get(t)
+            if got is not None:
+                ids.append(got)
                 continue
             if self.byte_fallback:
-                bs = [self.by_piece.get(f"<0x{b:02X}>") for b in t.encode("utf-8", "surrogatepass")]
-                if all(b is not None for b in bs):
+                found = [self.by_piece.get(f"<0x{b:02X}>") for b in t.encode("utf-8", "surrogatepass")]
+                bs = [b for b in found if b is not None]
+                if len(bs) == len(found):
                     ids.extend(bs)
                     continue
             ids.append(self.unk_id)
@@ -919,9 +922,10 @@ class WordPiece(Model):
             node = self.first if start == 0 else self.rest
             found, end, k = None, start, start
             while k < n:
-                node = node.get(s[k])
-                if node is None:
+                nxt = node.get(s[k])
+                if nxt is None:
                     break
+                node = nxt
                 k += 1
                 if "" in node:
                     found, end = node[""], k
@@ -1029,8 +1033,9 @@ class BPE(Model):
                 syms.append(i)
                 continue
             if self.byte_fallback:
-                bs = [vocab.get(f"<0x{b:02X}>") for b in s.encode("utf-8", "surrogatepass")]
-                if all(b is not None for b in bs):
+                found = [vocab.get(f"<0x{b:02X}>") for b in s.encode("utf-8", "surrogatepass")]
+                bs = [b for b in found if b is not None]
+                if len(bs) == len(found):
                     syms.extend(bs)
                     continue
             if self.unk is not None:
@@ -1130,7 +1135,7 @@ class Pipeline:
             pieces = pt(pieces)
         return [p for p, _ in pieces]
 
-    def encode_batch(self, texts: list[str], num_threads) -> list[list[int]]:
+    def encode_batch(self, texts: list[str], num_threads: int | None) -> list[list[int]]:
         """:meth:`encode` of many texts: the stages before the model in Python,
         text by text; the model on ``num_threads`` threads where it is native."""
         return self.model.encode_words_batch([self.words(t) if t else [] for t in texts], num_threads)

@@ -112,7 +112,9 @@ def _merge_word(word: list[int], pair: tuple[int, int], new_id: int) -> list[int
     return out
 
 
-def _start(word_counts: dict[bytes, int], merges: dict[tuple[int, int], int], next_id: int):
+def _start(
+    word_counts: dict[bytes, int], merges: dict[tuple[int, int], int], next_id: int
+) -> list[tuple[list[int], int]]:
     if merges and sorted(merges.values()) != list(range(MERGE_OFFSET, next_id)):
         raise ValueError("existing merges must have the ids 266 .. next_id - 1")
     if not merges and next_id != MERGE_OFFSET:
@@ -163,8 +165,8 @@ def learn_seed_algorithm(
 
     merges = dict(merges or {})
     word_tokens: dict[tuple[int, ...], int] = {}
-    for w, c in _start(word_counts, merges, next_id):
-        t = tuple(w)
+    for start, c in _start(word_counts, merges, next_id):
+        t = tuple(start)
         word_tokens[t] = word_tokens.get(t, 0) + c
     pair_counts: Counter[tuple[int, int]] = Counter()
     pair_words: dict[tuple[int, int], set] = {}
@@ -179,18 +181,19 @@ def learn_seed_algorithm(
         if not pair_counts:
             break
         # one scan over every pair, like Counter.most_common(1); ties to the smaller pair
-        best_pair, best = None, 0
+        best_pair: tuple[int, int] | None = None
+        best = 0
         for p, c in pair_counts.items():
-            if c > best or (c == best and p < best_pair):
+            if best_pair is None or c > best or (c == best and p < best_pair):
                 best_pair, best = p, c
-        if best < max(1, min_frequency):
+        if best_pair is None or best < max(1, min_frequency):
             break
         z = next_id + len(out)
         out.append((best_pair[0], best_pair[1], z))
         for w in list(pair_words.pop(best_pair, ())):
-            c = word_tokens.pop(w, None)
-            if c is None:
+            if w not in word_tokens:
                 continue
+            c = word_tokens.pop(w)
             for p in zip(w, w[1:]):
                 left = pair_counts[p] - c
                 if left > 0:

@@ -19,6 +19,10 @@ from __future__ import annotations
 import math
 from collections import Counter
 from fractions import Fraction
+from typing import Any, Iterable, Sequence
+
+#: a dictionary as the strategies give it: (parent code, char, pattern, output) per code
+Entries = list[tuple[int, str, str, bool]]
 
 __all__ = [
     "split_chunks",
@@ -40,7 +44,7 @@ GPT4_PATTERN = (
 )
 
 
-def split_chunks(texts, chunking: bool) -> list[str]:
+def split_chunks(texts: Sequence[str], chunking: bool) -> list[str]:
     """The chunks of the texts in order (each text is one chunk without chunking)."""
     if not chunking:
         return [t for t in texts if t]
@@ -84,7 +88,15 @@ def _usage(patterns: dict[int, str], counts: Counter) -> Counter:
 # ---------------------------------------------------------------------------
 # online: standard and frequency_gated
 # ---------------------------------------------------------------------------
-def online(chunks, capacity: int, gated: bool, evict_interval=0, evict_fraction=0.1, evict_threshold=0, decay=1.0):
+def online(
+    chunks: Iterable[str],
+    capacity: int,
+    gated: bool,
+    evict_interval: int = 0,
+    evict_fraction: float = 0.1,
+    evict_threshold: int = 0,
+    decay: float = 1.0,
+) -> Entries:
     """Online LZ78 with a capacity (and eviction when ``gated``)."""
     interval = evict_interval or capacity
     child: dict[tuple[int, str], int] = {}  # (parent seq, char) -> seq; seq 0 = root
@@ -94,7 +106,7 @@ def online(chunks, capacity: int, gated: bool, evict_interval=0, evict_fraction=
     done = capacity == 0
     last_victims: list[tuple[int, str, int, int]] = []  # (parent, ch, refs, seq)
 
-    def add(parent, c):
+    def add(parent: int, c: str) -> None:
         nonlocal seq
         seq += 1
         node[seq] = {"parent": parent, "ch": c, "refs": 0, "children": 0}
@@ -102,7 +114,7 @@ def online(chunks, capacity: int, gated: bool, evict_interval=0, evict_fraction=
         if parent:
             node[parent]["children"] += 1
 
-    def evict():
+    def evict() -> None:
         leaves = [s for s, v in node.items() if v["children"] == 0]
         if evict_threshold > 0:
             victims = [s for s in leaves if node[s]["refs"] < evict_threshold]
@@ -120,7 +132,7 @@ def online(chunks, capacity: int, gated: bool, evict_interval=0, evict_fraction=
             for v in node.values():
                 v["refs"] = int(math.floor(v["refs"] * decay))
 
-    def reference(cur):
+    def reference(cur: int) -> None:
         nonlocal full_phrases
         if cur:
             node[cur]["refs"] += 1
@@ -168,11 +180,11 @@ def online(chunks, capacity: int, gated: bool, evict_interval=0, evict_fraction=
     return out
 
 
-def standard(chunks, n):
+def standard(chunks: Iterable[str], n: int) -> Entries:
     return online(chunks, n, False)
 
 
-def frequency_gated(chunks, n, **kw):
+def frequency_gated(chunks: Iterable[str], n: int, **kw: Any) -> Entries:
     return online(chunks, n, True, **kw)
 
 
@@ -183,14 +195,14 @@ def _target(pool: int, n: int, r: int, rounds: int) -> int:
     return n + (pool - n) * (rounds - r) // rounds
 
 
-def _restrict(pool, keep: set, output: set):
+def _restrict(pool: Entries, keep: set, output: set) -> Entries:
     order = [c for c in range(1, len(pool) + 1) if c in keep and c in output]
     order += [c for c in range(1, len(pool) + 1) if c in keep and c not in output]
     code = {c: k + 1 for k, c in enumerate(order)}
     return [(code.get(pool[c - 1][0], 0), pool[c - 1][1], pool[c - 1][2], c in output) for c in order]
 
 
-def _path(pool, c: int, kept: set) -> list[int]:
+def _path(pool: Entries, c: int, kept: set) -> list[int]:
     need = []
     while c and c not in kept:
         need.append(c)
@@ -198,7 +210,7 @@ def _path(pool, c: int, kept: set) -> list[int]:
     return need
 
 
-def _prune_tree(pool, counts: Counter, n: int, rounds: int, cost: bool):
+def _prune_tree(pool: Entries, counts: Counter, n: int, rounds: int, cost: bool) -> Entries:
     P = len(pool)
     if P <= n:
         return pool
@@ -233,15 +245,15 @@ def _prune_tree(pool, counts: Counter, n: int, rounds: int, cost: bool):
     return _restrict(pool, alive, alive)
 
 
-def multi_round(pool, counts: Counter, n: int, rounds: int = 3):
+def multi_round(pool: Entries, counts: Counter, n: int, rounds: int = 3) -> Entries:
     return _prune_tree(pool, counts, n, rounds, cost=False)
 
 
-def cost_adjusted(pool, counts: Counter, n: int, rounds: int = 3):
+def cost_adjusted(pool: Entries, counts: Counter, n: int, rounds: int = 3) -> Entries:
     return _prune_tree(pool, counts, n, rounds, cost=True)
 
 
-def smart_prune(pool, counts: Counter, n: int, rounds: int = 6):
+def smart_prune(pool: Entries, counts: Counter, n: int, rounds: int = 6) -> Entries:
     P = len(pool)
     output = set(range(1, P + 1))
     if P > n:
@@ -255,7 +267,7 @@ def smart_prune(pool, counts: Counter, n: int, rounds: int = 6):
     return _restrict(pool, keep, output)
 
 
-def compressed(pool, counts: Counter, n: int, rounds: int = 3):
+def compressed(pool: Entries, counts: Counter, n: int, rounds: int = 3) -> Entries:
     """The dictionary the Patricia trie is built from (see :func:`patricia`)."""
     return smart_prune(pool, counts, n, rounds)
 
@@ -268,7 +280,9 @@ def _total_tokens(strings: list[bytes], counts: Counter) -> int:
     return sum(len(greedy(table, c.encode())) * w for c, w in counts.items())
 
 
-def flat_prune(counts: Counter, n: int, pool_factor: float = 8.0, max_chars: int = 16, drop_fraction: float = 0.1):
+def flat_prune(
+    counts: Counter, n: int, pool_factor: float = 8.0, max_chars: int = 16, drop_fraction: float = 0.1
+) -> Entries:
     score: Counter = Counter()
     for chunk, w in counts.items():
         for i in range(len(chunk)):
@@ -292,7 +306,7 @@ def flat_prune(counts: Counter, n: int, pool_factor: float = 8.0, max_chars: int
 # ---------------------------------------------------------------------------
 # one entry point, as LZ78Tokenizer.train calls the engine
 # ---------------------------------------------------------------------------
-def train(texts, strategy: str, n: int, chunking: bool = True, **params):
+def train(texts: Sequence[str], strategy: str, n: int, chunking: bool = True, **params: Any) -> Entries:
     """The dictionary a strategy builds from ``texts`` (in order)."""
     chunks = split_chunks(texts, chunking)
     counts = Counter(chunks)
@@ -323,7 +337,7 @@ def train(texts, strategy: str, n: int, chunking: bool = True, **params):
 # ---------------------------------------------------------------------------
 # Patricia
 # ---------------------------------------------------------------------------
-def patricia(items) -> list[tuple[int, str, int, str]]:
+def patricia(items: Iterable[tuple[str, int]]) -> list[tuple[int, str, int, str]]:
     """Rows ``(parent, label, output or -1, pattern)`` for nodes 1.., depth first,
     children in character order: chains of non-output single-child nodes collapse."""
     trie: dict[str, dict] = {"": {}}
@@ -336,7 +350,7 @@ def patricia(items) -> list[tuple[int, str, int, str]]:
             out[pat] = o
     rows: list[tuple[int, str, int, str]] = []
 
-    def visit(node: str, parent_idx: int, parent_pat: str):
+    def visit(node: str, parent_idx: int, parent_pat: str) -> None:
         for c in sorted(trie[node]):
             s = trie[node][c]
             while s not in out and len(trie[s]) == 1:

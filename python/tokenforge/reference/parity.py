@@ -42,9 +42,16 @@ rule the Rust trainer runs incrementally; docs/algorithms.md):
    largest ``sum_l w_l * float(count_l)`` (summed by language index; ``w_l``
    = ``1 + gain`` for a language strictly dearer than the reference, else 1),
    the first on a tie;
-10. ``reference="median"`` (rules 7-9): before each merge, the reference is
+10. ``reference="median"`` (rules 7-9, 11): before each merge, the reference is
    the lower median language: the languages ordered by dev cost (exactly, as
-   fractions), then by index, the ``(L - 1) // 2``-th.
+   fractions), then by index, the ``(L - 1) // 2``-th;
+11. ``rule="keep"``: at the first merge after the global ones, each
+   language's floor is ``min(1.0, premium)``, where its premium is
+   ``float(t_l n_r) / float(t_r n_l)``; from then on its excess is its
+   premium (so computed) divided by its floor; a merge is global while every
+   live language's excess is at most ``1 + tolerance``; else step 2 with the
+   language of the largest excess (the lower index on a tie) in place of the
+   worst.
 
 Not handled: pre-tokenization (give word counts, :func:`tokenforge.reference.bpe.count_words`),
 special tokens, speed.
@@ -74,7 +81,7 @@ def norms_of(dev_counts: list[dict[bytes, int]], measure: str) -> list[int]:
     raise ValueError(f"unknown measure {measure!r}")
 
 
-def _best(pairs: Counter, tie_break: str, id_bytes: dict[int, bytes]):
+def _best(pairs: Counter, tie_break: str, id_bytes: dict[int, bytes]) -> tuple[tuple[int, int] | None, int]:
     best = max(pairs.values(), default=0)
     tied = [p for p, c in pairs.items() if c == best]
     if not tied:
@@ -102,7 +109,7 @@ def _balanced(cost_parts: list[tuple[int, int]], live: list[int], tolerance: flo
     return float(th * nl) <= (1.0 + tolerance) * float(tl * nh)
 
 
-def _all_pairs(train) -> Counter:
+def _all_pairs(train: list[tuple[list[list[int]], list[int]]]) -> Counter:
     """Every pair's count over all languages' training words."""
     pairs: Counter = Counter()
     for words, counts in train:
@@ -128,6 +135,11 @@ def _median(cost_parts: list[tuple[int, int]]) -> int:
 def _excess(cost_parts: list[tuple[int, int]], reference: int) -> list[float]:
     tr, nr = cost_parts[reference]
     return [float(t * nr) / float(tr * n) - 1.0 if t * nr > tr * n else 0.0 for t, n in cost_parts]
+
+
+def _premium(cost_parts: list[tuple[int, int]], i: int, reference: int) -> float:
+    (t, n), (tr, nr) = cost_parts[i], cost_parts[reference]
+    return float(t * nr) / float(tr * n)
 
 
 def train_parity_reference(
@@ -157,6 +169,7 @@ def train_parity_reference(
     exhausted = [False] * len(train)
     merges: list[tuple[int, int, int]] = []
     chosen: list[int | None] = []
+    floors: list[float] = []  # the keep rule's, set when the parity phase starts
     for k in range(num_merges):
         lang: int | None = None
         cost_parts = [
@@ -167,8 +180,15 @@ def train_parity_reference(
         if rule in ("levelup", "group"):
             assert isinstance(ref, int)
             global_now = _level(cost_parts, live_now, ref, tolerance)
+        elif rule == "keep":
+            assert isinstance(ref, int)
+            if k >= global_merges and not floors:
+                floors = [min(1.0, _premium(cost_parts, i, ref)) for i in range(len(train))]
+            over = [_premium(cost_parts, i, ref) / floors[i] for i in range(len(train))] if floors else []
+            global_now = not floors or all(over[i] <= 1.0 + tolerance for i in live_now)
         else:
             global_now = rule == "foroutan2025" and _balanced(cost_parts, live_now, tolerance)
+        pair: tuple[int, int] | None
         if k >= global_merges and rule == "excess":
             assert isinstance(ref, int)
             allp = _all_pairs(train)
@@ -186,7 +206,7 @@ def train_parity_reference(
                     else:
                         options.append((i, p))
 
-            def score(p):
+            def score(p: tuple[int, int]) -> float:
                 s = float(allp[p])
                 for m, e in enumerate(excess):
                     if e > 0:
@@ -211,7 +231,10 @@ def train_parity_reference(
                 recent = [c for c in chosen if c is not None][-window:] if window else []
                 under = [i for i in live if recent.count(i) / window <= alpha / len(train)] if window else live
                 live = under or live
-                lang = max(live, key=lambda i: (cost[i], -i))
+                if rule == "keep":
+                    lang = max(live, key=lambda i: (over[i], -i))
+                else:
+                    lang = max(live, key=lambda i: (cost[i], -i))
                 mine = _count_pairs(*train[lang])
                 pair, count = _best(mine, tie_break, id_bytes)
                 if pair is not None and count >= threshold:
@@ -226,7 +249,7 @@ def train_parity_reference(
                             if mine[p] * shared >= count and mine[p] >= threshold
                         ][:GROUP_CANDIDATES]
 
-                        def weighted(p):
+                        def weighted(p: tuple[int, int]) -> float:
                             s = 0.0
                             for w, c in zip(weights, per_lang):
                                 s += w * float(c[p])
@@ -246,6 +269,7 @@ def train_parity_reference(
                 pair = None
             if pair is None:
                 break
+        assert pair is not None  # each branch above breaks out when it finds none
         new_id = first_merge_id + k
         id_bytes[new_id] = id_bytes[pair[0]] + id_bytes[pair[1]]
         for words, _ in train + dev:

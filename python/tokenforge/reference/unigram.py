@@ -52,9 +52,10 @@ def best_path(
         node = trie
         end = i
         while end < n:
-            node = node.get(s[end])
-            if node is None:
+            nxt = node.get(s[end])
+            if nxt is None:
                 break
+            node = nxt
             end += 1
             pid = node.get("")
             if pid is None:

@@ -18,8 +18,9 @@ one process (the tokenizers live in this one).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterable
 
 from ..errors import TokenforgeError
 from ..eval.pieces import TokenInfo, piece_bytes, piece_of, text_encoding
@@ -53,7 +54,7 @@ def default_tokenizers(
     max_bytes: int = DEFAULT_TRAIN_BYTES,
     *,
     docs: list[str] | None = None,
-    progress=None,
+    progress: Callable[[str], object] | None = None,
     named: bool = True,
 ) -> dict[str, Any]:
     """Train one tokenizer per spec on ``docs`` (default: the first ``max_bytes``
@@ -93,7 +94,7 @@ def split_name(arg: str) -> tuple[str | None, Path]:
     return None, Path(arg)
 
 
-def load_tokenizers(args) -> dict[str, Any]:
+def load_tokenizers(args: Iterable[str | os.PathLike[str]]) -> dict[str, Any]:
     """Load tokenizer files or directories of any family, given as ``PATH`` or
     ``NAME=PATH``; a bare path is named by its file name (``name-2``, ``name-3``
     when two share one)."""

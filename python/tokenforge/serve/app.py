@@ -57,13 +57,16 @@ from __future__ import annotations
 import asyncio
 import json
 from importlib import resources
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..chat import conversation_parts
 from ..errors import TokenforgeError
 from ..eval.pieces import TokenInfo, char_parts, encode_what_it_can, unencodable_runs
 from ..registry import family_of
 from .server import BODY_TIMEOUT, LOG
+
+if TYPE_CHECKING:
+    from ..base import Tokenizer
 
 __all__ = ["create_app", "DEFAULT_MAX_TEXT", "body_limit"]
 
@@ -87,12 +90,12 @@ class _Served:
     """One tokenizer the server answers for, and its twin with the other chunking
     when its family's record has a ``chunking_twin`` hook (LZ78)."""
 
-    def __init__(self, name: str, tok):
+    def __init__(self, name: str, tok: Tokenizer) -> None:
         self.name = name
         self.tok = tok
         self.info = TokenInfo(tok)
         self.chunking: bool | None = None
-        self._twin = None
+        self._twin: Tokenizer | None = None
         fam = family_of(tok)
         if fam is not None and fam.chunking_twin is not None:
             self.chunking, self._twin = fam.chunking_twin(tok)
@@ -106,7 +109,7 @@ class _Served:
             "chunking": self.chunking,
         }
 
-    def _ids(self, tok, text: str) -> tuple[list[int], list]:
+    def _ids(self, tok: Tokenizer, text: str) -> tuple[list[int], list]:
         """The ids of ``text``, and the runs the tokenizer could not encode
         (:func:`~tokenforge.eval.pieces.encode_what_it_can`; none when it took it whole)."""
         try:
@@ -134,7 +137,7 @@ class _Served:
 
     def encode(self, text: str, chunking: bool | None, details: bool) -> dict:
         tok = self.tok
-        if chunking is not None and chunking != self.chunking:
+        if chunking is not None and chunking != self.chunking and self._twin is not None:
             tok = self._twin
         ids, gaps = self._ids(tok, text)
         view = self._view(ids, gaps, details)
@@ -147,7 +150,7 @@ class _Served:
             exact = False
         return {"tokenizer": self.name, **view, "num_chars": len(text), "exact": exact}
 
-    def chat(self, conversation, details: bool) -> dict:
+    def chat(self, conversation: list[dict], details: bool) -> dict:
         """A conversation as this tokenizer renders it (:func:`tokenforge.chat.conversation_parts`):
         ids and loss mask, as ``render_conversation`` gives them when the tokenizer has
         every chat special token; a special token it lacks is shown as a gap
@@ -180,7 +183,7 @@ class _Served:
 
 
 class _BadRequest(Exception):
-    def __init__(self, status: int, message: str):
+    def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
@@ -208,7 +211,7 @@ def create_app(
     max_text: int = DEFAULT_MAX_TEXT,
     title: str = "tokenforge playground",
     body_timeout: float = BODY_TIMEOUT,
-):
+) -> Any:
     """The Starlette app serving ``tokenizers`` (name → tokenizer, in the order shown).
 
     ``max_text``: the longest text accepted, in UTF-8 bytes (longer → 413).
@@ -325,7 +328,7 @@ def create_app(
             raise _BadRequest(404, f"no tokenizer named {name!r}; known: {', '.join(served)}")
         return s, conversation, details
 
-    async def answer(request: Request, parse_body, work) -> Response:
+    async def answer(request: Request, parse_body: Callable[[bytes], tuple], work: Callable[..., dict]) -> Response:
         try:
             parsed = parse_body(await read_body(request))
         except _BadRequest as e:

@@ -17,6 +17,7 @@ by the transport's flow control until it goes away), TLS, HTTP/2.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 __all__ = ["HEADER_TIMEOUT", "BODY_TIMEOUT", "MAX_CONNECTIONS", "server_options", "LOG"]
@@ -32,14 +33,15 @@ MAX_CONNECTIONS = 256
 LOG = logging.getLogger("tokenforge.serve")
 
 
-def _guarded_protocol(header_timeout: float, max_connections: int):
+def _guarded_protocol(header_timeout: float, max_connections: int) -> type:
     """uvicorn's h11 protocol with a request-head deadline and a connection bound."""
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     class GuardedH11Protocol(H11Protocol):
         _head_timer = None
 
-        def connection_made(self, transport) -> None:
+        # (uvicorn's own override narrows asyncio's stub, BaseTransport, the same way)
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             if len(self.connections) > max_connections:
                 LOG.warning(
@@ -65,7 +67,7 @@ def _guarded_protocol(header_timeout: float, max_connections: int):
             if not self.transport.is_closing():
                 self._arm()  # the next request's head has the same deadline
 
-        def connection_lost(self, exc) -> None:
+        def connection_lost(self, exc: Exception | None) -> None:
             if self._head_timer is not None:
                 self._head_timer.cancel()
                 self._head_timer = None

@@ -17,7 +17,9 @@ not scored by the bits-per-byte harness.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Iterable
 
 import numpy as np
 import torch
@@ -32,8 +34,14 @@ class ShardDataset(Dataset):
     """``(inputs, targets)`` windows of ``seq_len`` tokens over memory-mapped shards."""
 
     def __init__(
-        self, shards, seq_len: int, *, stride: int | None = None, mask_special=None, allow_incomplete: bool = False
-    ):
+        self,
+        shards: ShardSet | str | os.PathLike[str],
+        seq_len: int,
+        *,
+        stride: int | None = None,
+        mask_special: Iterable[int] | None = None,
+        allow_incomplete: bool = False,
+    ) -> None:
         # an unfinished pretokenize run is refused unless allow_incomplete=True (then warned): see ShardSet
         self.shards = (
             shards if isinstance(shards, ShardSet) else ShardSet(Path(shards), allow_incomplete=allow_incomplete)
@@ -56,7 +64,7 @@ class ShardDataset(Dataset):
     def __len__(self) -> int:
         return int(self._starts[-1])
 
-    def __getitem__(self, k: int):
+    def __getitem__(self, k: int) -> tuple[torch.Tensor, torch.Tensor]:
         n = len(self)
         if k < 0:
             k += n

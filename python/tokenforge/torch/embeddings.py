@@ -27,10 +27,11 @@ embedding has no single row per id to tie).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 from torch import nn
 
 from ..embedding_meta import EmbeddingModeError, get_embedding_metadata, model_vocab_size, validate_metadata
@@ -52,7 +53,7 @@ class FlatEmbedding(nn.Module):
 
     mode = "flat"
 
-    def __init__(self, vocab_size: int, dim: int, *, init_std: float = DEFAULT_STD):
+    def __init__(self, vocab_size: int, dim: int, *, init_std: float = DEFAULT_STD) -> None:
         super().__init__()
         self.vocab_size, self.dim = int(vocab_size), int(dim)
         self.weight = nn.Parameter(torch.empty(self.vocab_size, self.dim))
@@ -75,7 +76,7 @@ class _Tree(nn.Module):
     parent_embed: nn.Embedding
     char_embed: nn.Embedding
 
-    def __init__(self, parent, char, num_parents: int | None, num_chars: int):
+    def __init__(self, parent: ArrayLike, char: ArrayLike, num_parents: int | None, num_chars: int) -> None:
         super().__init__()
         meta = validate_metadata(
             {
@@ -93,15 +94,16 @@ class _Tree(nn.Module):
         self.register_buffer("char", torch.from_numpy(meta["char"]))
 
     @classmethod
-    def from_metadata(cls, meta: dict, dim: int, **kwargs):
+    def from_metadata(cls, meta: dict, dim: int, **kwargs: Any) -> nn.Module:
         """Build from an ``embedding_metadata`` dict (see :mod:`tokenforge.embedding_meta`)."""
         meta = validate_metadata(meta, mode=cls.mode, who="metadata")
-        return cls(
+        build: Callable[..., _Tree] = cls  # one of the modes' classes, whose constructors all take dim
+        return build(
             meta["parent"],
             meta["char"],
             num_parents=meta["num_parents"],
             num_chars=meta["num_chars"],
-            dim=dim,  # type: ignore[call-arg]  # cls is a subclass: they all take dim
+            dim=dim,
             **kwargs,
         )
 
@@ -120,8 +122,15 @@ class StructuredEmbedding(_Tree):
     mode = "structured"
 
     def __init__(
-        self, parent, char, *, num_chars: int, dim: int, num_parents: int | None = None, init_std: float = DEFAULT_STD
-    ):
+        self,
+        parent: ArrayLike,
+        char: ArrayLike,
+        *,
+        num_chars: int,
+        dim: int,
+        num_parents: int | None = None,
+        init_std: float = DEFAULT_STD,
+    ) -> None:
         super().__init__(parent, char, num_parents, num_chars)
         self.dim = int(dim)
         self.parent_embed = nn.Embedding(self.num_parents, self.dim)
@@ -157,8 +166,8 @@ class TupleEmbedding(_Tree):
 
     def __init__(
         self,
-        parent,
-        char,
+        parent: ArrayLike,
+        char: ArrayLike,
         *,
         num_chars: int,
         dim: int,
@@ -166,7 +175,7 @@ class TupleEmbedding(_Tree):
         parent_dim: int | None = None,
         char_dim: int | None = None,
         init_std: float = DEFAULT_STD,
-    ):
+    ) -> None:
         super().__init__(parent, char, num_parents, num_chars)
         self.dim = int(dim)
         self.parent_dim = int(parent_dim or dim)
@@ -199,7 +208,7 @@ EMBEDDINGS: dict[str, type[Any]] = {
 }
 
 
-def build_embedding(source, mode: str, dim: int, *, vocab_size: int | None = None, **kwargs) -> nn.Module:
+def build_embedding(source: object, mode: str, dim: int, *, vocab_size: int | None = None, **kwargs: Any) -> nn.Module:
     """An embedding module of ``mode`` for a tokenizer (or a metadata dict).
 
     ``source``: a tokenizer, a metadata dict (tree modes), or None (flat mode
@@ -220,7 +229,10 @@ def build_embedding(source, mode: str, dim: int, *, vocab_size: int | None = Non
     elif source is None:
         raise EmbeddingModeError(f"the {mode!r} embedding needs a tokenizer or its embedding metadata")
     else:
-        meta = get_embedding_metadata(source, mode)
+        got = get_embedding_metadata(source, mode)
+        if got is None:  # (only flat, handled above, has none)
+            raise EmbeddingModeError(f"{type(source).__name__} has no {mode!r} embedding metadata")
+        meta = got
         if vocab_size is not None:
             meta = validate_metadata(meta, vocab_size, mode=mode, who=type(source).__name__)
     return EMBEDDINGS[mode].from_metadata(meta, dim, **kwargs)

@@ -21,12 +21,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
 from .embeddings import build_embedding
+
+if TYPE_CHECKING:
+    from ..base import Tokenizer
 
 __all__ = ["GPT", "GPTConfig"]
 
@@ -42,7 +46,7 @@ class GPTConfig:
     dropout: float = 0.0
     embedding: str = "flat"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.n_embd % self.n_head or (self.n_embd // self.n_head) % 2:
             raise ValueError(f"n_embd ({self.n_embd}) must split into {self.n_head} heads of even width")
         for name in ("vocab_size", "n_layer", "n_head", "n_embd", "seq_len", "mlp_ratio"):
@@ -50,7 +54,7 @@ class GPTConfig:
                 raise ValueError(f"{name} must be >= 1, not {getattr(self, name)!r}")
 
 
-def _rotary(seq_len: int, head_dim: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+def _rotary(seq_len: int, head_dim: int, device: torch.device | str | None) -> tuple[torch.Tensor, torch.Tensor]:
     inv = 1.0 / (10000 ** (torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim))
     t = torch.arange(seq_len, device=device, dtype=torch.float32)
     freqs = torch.outer(t, inv)  # (T, head_dim / 2)
@@ -63,14 +67,14 @@ def _apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torc
 
 
 class _Attention(nn.Module):
-    def __init__(self, c: GPTConfig):
+    def __init__(self, c: GPTConfig) -> None:
         super().__init__()
         self.n_head = c.n_head
         self.qkv = nn.Linear(c.n_embd, 3 * c.n_embd, bias=False)
         self.out = nn.Linear(c.n_embd, c.n_embd, bias=False)
         self.dropout = c.dropout
 
-    def forward(self, x, cos, sin):
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         B, T, C = x.shape
         q, k, v = self.qkv(x).view(B, T, 3, self.n_head, C // self.n_head).permute(2, 0, 3, 1, 4)
         q, k = _apply_rotary(q, cos, sin), _apply_rotary(k, cos, sin)
@@ -79,7 +83,7 @@ class _Attention(nn.Module):
 
 
 class _Block(nn.Module):
-    def __init__(self, c: GPTConfig):
+    def __init__(self, c: GPTConfig) -> None:
         super().__init__()
         self.ln1 = nn.LayerNorm(c.n_embd, bias=False)
         self.attn = _Attention(c)
@@ -88,7 +92,7 @@ class _Block(nn.Module):
         self.proj = nn.Linear(c.mlp_ratio * c.n_embd, c.n_embd, bias=False)
         self.drop = nn.Dropout(c.dropout)
 
-    def forward(self, x, cos, sin):
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         x = x + self.drop(self.attn(self.ln1(x), cos, sin))
         return x + self.drop(self.proj(F.gelu(self.fc(self.ln2(x)))))
 
@@ -100,7 +104,9 @@ class GPT(nn.Module):
     rope_cos: torch.Tensor  # buffers (register_buffer), for the type checker
     rope_sin: torch.Tensor
 
-    def __init__(self, config: GPTConfig, *, tokenizer=None, embedding: nn.Module | None = None):
+    def __init__(
+        self, config: GPTConfig, *, tokenizer: Tokenizer | None = None, embedding: nn.Module | None = None
+    ) -> None:
         super().__init__()
         self.config = config
         if embedding is None:

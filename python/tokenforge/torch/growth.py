@@ -28,7 +28,7 @@ the parents of ids that were capacity (not tokens) before the call.
 from __future__ import annotations
 
 import math
-from typing import Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 try:
     import torch
@@ -37,6 +37,9 @@ except ImportError as e:  # pragma: no cover - exercised only without torch
     raise ImportError("tokenforge.torch needs PyTorch: pip install 'tokenforge[torch]'") from e
 
 from ..errors import TokenforgeError, VocabSizeError
+
+if TYPE_CHECKING:
+    from ..base import Tokenizer
 
 __all__ = [
     "DEFAULT_CHUNK",
@@ -56,7 +59,7 @@ _EMBED_NAMES = ("embedding", "embed_tokens", "tok_embeddings", "token_embedding"
 _HEAD_NAMES = ("lm_head", "head", "output", "unembedding")
 
 
-def _find_modules(obj) -> tuple[nn.Embedding, nn.Linear | None]:
+def _find_modules(obj: object) -> tuple[nn.Embedding, nn.Linear | None]:
     """(embedding, head or None) from a module, an nn.Embedding, a pair or a dict."""
     if isinstance(obj, nn.Embedding):
         return obj, None
@@ -99,7 +102,7 @@ def _find_modules(obj) -> tuple[nn.Embedding, nn.Linear | None]:
     return _check_pair(emb, head)
 
 
-def _check_pair(emb, head):
+def _check_pair(emb: object, head: object) -> tuple[nn.Embedding, nn.Linear | None]:
     if not isinstance(emb, nn.Embedding):
         raise TypeError(f"the embedding must be an nn.Embedding, not {type(emb).__name__}")
     if head is not None:
@@ -113,7 +116,7 @@ def _check_pair(emb, head):
     return emb, head
 
 
-def vocab_capacity(model_or_modules) -> int:
+def vocab_capacity(model_or_modules: object) -> int:
     """How many ids the model has rows for (the embedding's ``num_embeddings``)."""
     ours = _tokenforge_embedding(model_or_modules)
     if ours is not None:
@@ -121,7 +124,7 @@ def vocab_capacity(model_or_modules) -> int:
     return _find_modules(model_or_modules)[0].num_embeddings
 
 
-def _grow_rows(old: torch.Tensor, rows: int, init_std: float, generator) -> torch.Tensor:
+def _grow_rows(old: torch.Tensor, rows: int, init_std: float, generator: torch.Generator | None) -> torch.Tensor:
     """``old`` with ``rows`` rows: the old ones copied exactly, the new ones N(0, init_std)."""
     n = old.shape[0]
     new = torch.empty((rows, *old.shape[1:]), dtype=old.dtype, device=old.device)
@@ -133,7 +136,7 @@ def _grow_rows(old: torch.Tensor, rows: int, init_std: float, generator) -> torc
     return new
 
 
-def _swap_in_optimizer(optimizer, old: torch.Tensor, new: nn.Parameter) -> None:
+def _swap_in_optimizer(optimizer: torch.optim.Optimizer, old: torch.Tensor, new: nn.Parameter) -> None:
     """Point the optimizer at ``new`` and grow its per-parameter state with zeros."""
     for group in optimizer.param_groups:
         group["params"] = [new if p is old else p for p in group["params"]]
@@ -148,7 +151,14 @@ def _swap_in_optimizer(optimizer, old: torch.Tensor, new: nn.Parameter) -> None:
     optimizer.state[new] = state
 
 
-def _grow_param(module: nn.Module, name: str, rows: int, std: float, generator, optimizer) -> nn.Parameter:
+def _grow_param(
+    module: nn.Module,
+    name: str,
+    rows: int,
+    std: float,
+    generator: torch.Generator | None,
+    optimizer: torch.optim.Optimizer | None,
+) -> nn.Parameter:
     """Replace ``module.<name>`` by a parameter of ``rows`` rows (old rows exact, new N(0, std))."""
     old = getattr(module, name)
     new = nn.Parameter(_grow_rows(old.data, rows, std, generator), requires_grad=old.requires_grad)
@@ -158,7 +168,15 @@ def _grow_param(module: nn.Module, name: str, rows: int, std: float, generator, 
     return new
 
 
-def _grow_head(head: nn.Linear, old: int, cap: int, init_std: float, generator, optimizer, tied_to=None) -> None:
+def _grow_head(
+    head: nn.Linear,
+    old: int,
+    cap: int,
+    init_std: float,
+    generator: torch.Generator | None,
+    optimizer: torch.optim.Optimizer | None,
+    tied_to: nn.Parameter | None = None,
+) -> None:
     if tied_to is not None:
         head.weight = tied_to
     else:
@@ -191,7 +209,7 @@ class _PartsInit:
     read in blocks for their mean and norms, never copied whole.
     """
 
-    def __init__(self, parts: Mapping, old: int, hi: int):
+    def __init__(self, parts: Mapping, old: int, hi: int) -> None:
         import numpy as np
 
         self.old, self.hi = old, hi
@@ -234,7 +252,7 @@ class _PartsInit:
         counts = torch.ones(n, dtype=torch.float64, device=dev)
         sums[torch.from_numpy(self.left < 0).to(dev)] = mean
 
-        def gather(ids):
+        def gather(ids: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
             t = torch.from_numpy(ids).to(dev)
             is_old = t < old
             out = torch.empty((len(ids), *weight.shape[1:]), dtype=torch.float64, device=dev)
@@ -257,7 +275,7 @@ class _PartsInit:
             out = torch.where(have > 0, out * (target / have.clamp_min(1e-300)), out)
         return out.to(weight.dtype)
 
-    def apply(self, param: torch.Tensor, optimizer, rescale: bool = True) -> None:
+    def apply(self, param: torch.Tensor, optimizer: torch.optim.Optimizer | None, rescale: bool = True) -> None:
         """Overwrite rows ``old .. hi - 1`` of ``param`` (in place) and zero their optimizer state."""
         param.data[self.old : self.hi] = self.rows(param.data, rescale)
         if optimizer is not None:
@@ -266,7 +284,9 @@ class _PartsInit:
                     v[self.old : self.hi] = 0
 
 
-def _parts_plan(init, tokenizer, parts, old_vocab: int, new_size: int) -> _PartsInit | None:
+def _parts_plan(
+    init: str, tokenizer: Tokenizer | None, parts: Mapping | None, old_vocab: int, new_size: int
+) -> _PartsInit | None:
     """The parts initialisation of ids ``old_vocab .. new_size - 1``, or None (``init="normal"`` or no new ids)."""
     if init == "normal" or old_vocab >= new_size:
         return None
@@ -283,7 +303,7 @@ def _parts_plan(init, tokenizer, parts, old_vocab: int, new_size: int) -> _Parts
     return _PartsInit(parts, old_vocab, new_size)
 
 
-def _resolve_old_vocab(model, old_vocab_size, capacity: int) -> int:
+def _resolve_old_vocab(model: object, old_vocab_size: object, capacity: int) -> int:
     """The ids whose rows were trained: ``old_vocab_size``, else the model's int
     attribute ``current_vocab_size``, else every row (the capacity)."""
     if old_vocab_size is None and isinstance(model, nn.Module):
@@ -300,7 +320,7 @@ def _resolve_old_vocab(model, old_vocab_size, capacity: int) -> int:
     return old_vocab_size
 
 
-def _tokenforge_embedding(obj):
+def _tokenforge_embedding(obj: object) -> tuple[Any, Any, Any] | None:
     """(embedding, head or None, GPT or None) when ``obj`` is, or holds, one of
     :mod:`tokenforge.torch.embeddings`' modules; else None."""
     from .embeddings import FlatEmbedding, _Tree
@@ -342,7 +362,9 @@ def _tokenforge_embedding(obj):
     return emb, head, None
 
 
-def _tree_metadata(emb, cap: int, new_size: int, tokenizer, metadata):
+def _tree_metadata(
+    emb: Any, cap: int, new_size: int, tokenizer: Tokenizer | None, metadata: dict | None
+) -> tuple[Any, Any, int, int]:
     """The grown parent/char arrays (``cap`` entries) and table sizes for a tree-mode embedding."""
     import numpy as np
 
@@ -358,7 +380,10 @@ def _tree_metadata(emb, cap: int, new_size: int, tokenizer, metadata):
     if metadata is not None:
         meta = validate_metadata(metadata, mode=mode, who="metadata")
     else:
-        meta = get_embedding_metadata(tokenizer, mode)
+        got = get_embedding_metadata(tokenizer, mode)
+        if got is None:  # (a tree mode always has metadata)
+            raise EmbeddingModeError(f"{type(tokenizer).__name__} has no {mode!r} embedding metadata")
+        meta = got
     parent, char = meta["parent"], meta["char"]
     if len(parent) < new_size:
         raise EmbeddingModeError(f"the metadata covers {len(parent)} ids, fewer than the {new_size} asked for")
@@ -385,7 +410,17 @@ def _tree_metadata(emb, cap: int, new_size: int, tokenizer, metadata):
     return parent, char, num_parents, num_chars
 
 
-def _expand_tokenforge(found, new_size, cap, init_std, generator, optimizer, tokenizer, metadata, plans) -> int:
+def _expand_tokenforge(
+    found: tuple[Any, Any, Any],
+    new_size: int,
+    cap: int,
+    init_std: float,
+    generator: torch.Generator | None,
+    optimizer: torch.optim.Optimizer | None,
+    tokenizer: Tokenizer | None,
+    metadata: dict | None,
+    plans: tuple[_PartsInit | None, _PartsInit | None],
+) -> int:
     """expand_vocabulary for tokenforge's own embedding modules and GPT."""
     from .embeddings import FlatEmbedding, TupleEmbedding, _Tree
 
@@ -424,7 +459,7 @@ def _expand_tokenforge(found, new_size, cap, init_std, generator, optimizer, tok
     return cap
 
 
-def _parts_head(head: nn.Linear, plan: _PartsInit, optimizer) -> None:
+def _parts_head(head: nn.Linear, plan: _PartsInit, optimizer: torch.optim.Optimizer | None) -> None:
     """The parts rule on an untied head: rows rescaled to the median norm, bias entries the plain mean."""
     plan.apply(head.weight, optimizer)
     if head.bias is not None:
@@ -432,7 +467,7 @@ def _parts_head(head: nn.Linear, plan: _PartsInit, optimizer) -> None:
 
 
 def expand_vocabulary(
-    model_or_modules,
+    model_or_modules: object,
     new_size: int,
     chunk: int = DEFAULT_CHUNK,
     max_size: int = DEFAULT_MAX_SIZE,
@@ -441,8 +476,8 @@ def expand_vocabulary(
     head_init: str | None = None,
     init_std: float = 0.02,
     generator: torch.Generator | None = None,
-    optimizer=None,
-    tokenizer=None,
+    optimizer: torch.optim.Optimizer | None = None,
+    tokenizer: Tokenizer | None = None,
     parts: Mapping | None = None,
     old_vocab_size: int | None = None,
     metadata: dict | None = None,
