@@ -25,6 +25,14 @@
 //! rebuilt when it holds more than twice the live pairs, so memory follows the
 //! live structure, not the number of merges run.
 //!
+//! A merge over many positions (the first merges touch most pieces) runs on
+//! every thread of the current rayon pool: its positions are cut at piece
+//! boundaries, each thread rewrites its own pieces and keeps what the existing
+//! pairs lose and the new pairs it makes, and the results are reduced so that
+//! the pool, the index and the heap are exactly those of one thread (the new
+//! positions of a pair in arena order). The setup's pair index is built the
+//! same way, over ranges of whole pieces.
+//!
 //! Pair counts change by deltas; a max-heap with lazy refresh picks the next
 //! pair (a popped entry whose count is stale is pushed back with its current
 //! count). The pair chosen at every step is the one with the largest count;
@@ -36,10 +44,11 @@
 //!
 //! Not handled: a piece longer than 2^30 tokens, a piece counted 2^60 times or
 //! more, or more than 2^32 - 2 slots in all (an error names the limit); ids
-//! from 2^31 up.
+//! from 2^31 up; parity training's merges on more than one thread.
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::time::Instant;
 
 use super::encode::{BpeModel, MergeRule};
@@ -118,15 +127,6 @@ struct PairInfo {
     live: u32,
 }
 
-/// A pair created by the merge under way.
-struct Fresh {
-    key: u64,
-    count: i64,
-    last: u32,
-    n: u32,
-    live: u32,
-}
-
 pub struct Trainer {
     /// The arena (see the module notes).
     slots: Vec<u32>,
@@ -147,9 +147,7 @@ pub struct Trainer {
     remaining: usize,
     done: bool,
     // scratch of `merge`, kept between merges
-    fresh_index: FxHashMap<u64, u32>,
-    fresh: Vec<Fresh>,
-    fresh_pos: Vec<(u32, u32)>,
+    fresher: Fresher,
     /// Parity-aware training (`super::parity`): None for plain BPE.
     parity: Option<Box<Parity>>,
 }
@@ -249,65 +247,80 @@ impl Trainer {
     ) -> Self {
         let Layout { mut slots, long, .. } = lay;
         slots.shrink_to_fit();
-        let count_at = |e: usize| ((slots[e] & MASK) as u64) << 30 | (slots[e + 1] & MASK) as u64;
         // Pass 1: every adjacent pair's count and number of positions (with
         // parity: a dev occurrence weighs 0, a training one also counts for its
-        // language).
-        let mut pairs: FxHashMap<u64, PairInfo> = FxHashMap::default();
-        let mut p = 1;
-        let mut w = 0i64;
-        let mut lang = NO_LANG;
-        while p + 1 < slots.len() {
-            if p == 1 || slots[p - 1] >= SEP {
-                // a piece starts: its count is after its end
-                let mut e = p;
-                while slots[e] < SEP {
-                    e += 1;
+        // language). Plain training counts on every thread, each over a range of
+        // whole pieces into a table of its own (pairs of bytes at first: small).
+        let threads = if parity.is_some() { 1 } else { rayon::current_num_threads() };
+        let ranges: Vec<(usize, usize)> = {
+            let arena = Arena::of(&mut slots);
+            let len = arena.0.len();
+            let mut cuts = vec![1];
+            for k in 1..threads {
+                let mut p = len * k / threads;
+                while p < len && arena.get(p) >= SEP {
+                    p += 1;
                 }
-                w = count_at(e) as i64;
-                if let Some(par) = parity.as_deref() {
+                let c = if p < len { arena.piece_start(&long, p) } else { len };
+                cuts.push(c.max(cuts[k - 1]));
+            }
+            cuts.push(len.max(1));
+            cuts.windows(2).map(|c| (c[0], c[1])).collect()
+        };
+        let mut tables: Vec<FxHashMap<u64, PairInfo>> = match parity.as_deref_mut() {
+            Some(par) => {
+                let each = |p: usize, key: u64, c: u64| {
                     // parity: the training count weighs, the dev count does not
-                    let (t, _dev) = split_counts(w as u64);
-                    (w, lang) = (t as i64, if t > 0 { par.lang_of(p) as u32 } else { NO_LANG });
+                    let (t, _dev) = split_counts(c);
+                    if t > 0 {
+                        par.add(par.lang_of(p) as u32, key, t as i64);
+                    }
+                    t as i64
+                };
+                vec![count_pairs(&slots, ranges[0], each)]
+            }
+            None => ranges.par_iter().map(|&r| count_pairs(&slots, r, |_, _, c| c as i64)).collect(),
+        };
+        // Pass 2: the positions, pair after pair in the pool, ascending (a
+        // range's positions of a pair after those of the ranges before it).
+        let mut pairs = if tables.len() == 1 {
+            tables.pop().expect("one table")
+        } else {
+            let mut all: FxHashMap<u64, PairInfo> = FxHashMap::default();
+            for t in &tables {
+                for (&k, i) in t {
+                    let g = all.entry(k).or_default();
+                    g.count += i.count;
+                    g.len += i.len;
                 }
             }
-            let x = slots[p + 1];
-            if x >= SEP {
-                p += 3;
-                continue;
-            }
-            let key = pack(slots[p], x);
-            let info = pairs.entry(key).or_default();
-            info.count += w;
-            info.len += 1;
-            info.live += 1;
-            if lang != NO_LANG {
-                if let Some(par) = parity.as_deref_mut() {
-                    par.add(lang, key, w);
-                }
-            }
-            p += 1;
-        }
-        // Pass 2: the positions, pair after pair in the pool, ascending.
+            all
+        };
         let mut off = 0usize;
         for info in pairs.values_mut() {
             info.off = off;
             off += info.len as usize;
-            info.len = 0; // counted again as pass 2 fills
+            info.live = info.len;
         }
         let mut pool = vec![0u32; off];
-        let mut p = 1;
-        while p + 1 < slots.len() {
-            let x = slots[p + 1];
-            if x >= SEP {
-                p += 3;
-                continue;
+        let to = Arena::of(&mut pool);
+        if tables.is_empty() {
+            place_pairs(&slots, ranges[0], &mut pairs, to);
+        } else {
+            // each range's cursor of a pair starts where the ranges before it end
+            for t in tables.iter_mut() {
+                for (k, i) in t.iter_mut() {
+                    let g = pairs.get_mut(k).expect("merged above");
+                    i.off = g.off;
+                    g.off += i.len as usize;
+                }
             }
-            let info = pairs.get_mut(&pack(slots[p], x)).expect("counted in pass 1");
-            pool[info.off + info.len as usize] = p as u32;
-            info.len += 1;
-            p += 1;
+            ranges.par_iter().zip(tables.par_iter_mut()).for_each(|(&r, t)| place_pairs(&slots, r, t, to));
         }
+        for info in pairs.values_mut() {
+            info.off -= info.len as usize; // past its positions, by the cursors above
+        }
+        drop(tables);
         // every pair has a position; a pair only in dev text (count 0) is never picked
         let entries: Vec<(u64, u64)> =
             pairs.iter().filter(|(_, i)| i.count > 0).map(|(&k, i)| (i.count as u64, k)).collect();
@@ -329,9 +342,7 @@ impl Trainer {
             min_frequency: min_frequency.max(1),
             remaining: num_merges,
             done: num_merges == 0,
-            fresh_index: FxHashMap::default(),
-            fresh: Vec::new(),
-            fresh_pos: Vec::new(),
+            fresher: Fresher::default(),
             parity,
         }
     }
@@ -445,115 +456,6 @@ impl Trainer {
         }
     }
 
-    /// The start of the token after the one starting at `p`, if in the same piece.
-    #[inline(always)]
-    fn next_start(&self, p: usize) -> Option<usize> {
-        let x = self.slots[p + 1];
-        if x >= SEP {
-            None
-        } else if x >= SPAN {
-            let q = p + (x & MASK) as usize;
-            if self.slots[q] >= SEP {
-                None
-            } else {
-                Some(q)
-            }
-        } else {
-            Some(p + 1)
-        }
-    }
-
-    /// The start of the token before the one starting at `p`, if in the same piece.
-    #[inline(always)]
-    fn prev_start(&self, p: usize) -> Option<usize> {
-        let x = self.slots[p - 1];
-        if x >= SEP {
-            None
-        } else if x >= SPAN {
-            Some(p - (x & MASK) as usize)
-        } else {
-            Some(p - 1)
-        }
-    }
-
-    /// Slots covered by the token starting at `p`.
-    #[inline(always)]
-    fn span(&self, p: usize) -> usize {
-        let x = self.slots[p + 1];
-        if (SPAN..SEP).contains(&x) {
-            (x & MASK) as usize
-        } else {
-            1
-        }
-    }
-
-    /// The count of the piece holding the token that starts at `p`: walk to
-    /// its separators (at most `LONG` tokens), else look it up among the long
-    /// pieces.
-    #[inline(always)]
-    fn count_at(&self, p: usize) -> u64 {
-        let s = &self.slots;
-        let at = |e: usize| ((s[e] & MASK) as u64) << 30 | (s[e + 1] & MASK) as u64;
-        let mut t = p;
-        for _ in 0..=LONG {
-            let x = s[t + 1];
-            if x >= SEP {
-                return at(t + 1);
-            }
-            t += if x >= SPAN { (x & MASK) as usize } else { 1 };
-            if s[t] >= SEP {
-                return at(t);
-            }
-        }
-        let i = self.long.partition_point(|&(start, _)| start as usize <= p);
-        self.long[i - 1].1
-    }
-
-    /// One occurrence of `key` is gone: its count drops by `w` (and its
-    /// language's, with parity); a pair with no occurrence left leaves the
-    /// index. (Plain training: no occurrence left is a count of zero. With
-    /// parity a dev occurrence weighs 0, so a pair may live on dev text alone.)
-    #[inline(always)]
-    fn sub(&mut self, key: u64, w: i64, lang: u32) {
-        let info = self.pairs.get_mut(&key).expect("a live occurrence's pair is counted");
-        info.count -= w;
-        info.live -= 1;
-        self.stale += 1;
-        if info.live == 0 {
-            // every position of it is stale now, and counted so
-            debug_assert_eq!(info.count, 0);
-            self.pairs.remove(&key);
-        }
-        if lang != NO_LANG {
-            if let Some(par) = self.parity.as_deref_mut() {
-                par.add(lang, key, -w);
-            }
-        }
-    }
-
-    #[inline(always)]
-    fn add_fresh(&mut self, key: u64, w: i64, pos: u32, lang: u32) {
-        if lang != NO_LANG {
-            if let Some(par) = self.parity.as_deref_mut() {
-                par.add(lang, key, w);
-                par.touch(lang, key);
-            }
-        }
-        let fresh = &mut self.fresh;
-        let i = *self.fresh_index.entry(key).or_insert_with(|| {
-            fresh.push(Fresh { key, count: 0, last: NO_POS, n: 0, live: 0 });
-            (fresh.len() - 1) as u32
-        });
-        let f = &mut self.fresh[i as usize];
-        f.count += w;
-        if f.last != pos {
-            f.last = pos;
-            f.n += 1;
-            f.live += 1;
-            self.fresh_pos.push((i, pos));
-        }
-    }
-
     fn merge(&mut self, pair: u64) {
         let (a, b) = unpack(pair);
         let z = self.next_id;
@@ -567,74 +469,92 @@ impl Trainer {
         self.tokens[z as usize] = tok;
 
         let info = self.pairs[&pair];
-        let end = info.off + info.len as usize;
-        for j in info.off..end {
-            // The positions are scattered over the arena: ask for the slots of
-            // one a few steps ahead (a cache miss each, else the loop's main cost).
-            if j + PREFETCH < end {
-                prefetch(&self.slots, self.pool[j + PREFETCH] as usize);
-            }
-            let p = self.pool[j] as usize;
-            if self.slots[p] != a {
-                continue;
-            }
-            let Some(q) = self.next_start(p) else { continue };
-            if self.slots[q] != b {
-                continue;
-            }
-            let c = self.count_at(p);
-            // the occurrence's weight in the training counts, and its language
-            // (parity: its training count weighs, its dev count shortens its
-            // language's dev text; a piece only in dev text weighs 0)
-            let (w, lang) = match self.parity.as_deref_mut() {
-                None => (c as i64, NO_LANG),
-                Some(par) => {
-                    let l = par.lang_of(p);
-                    let (t, dev) = split_counts(c);
-                    par.dev_tokens[l] -= dev;
-                    (t as i64, if t > 0 { l as u32 } else { NO_LANG })
-                }
-            };
-            let x = self.prev_start(p);
-            let r = self.next_start(q);
-            let s = (q - p + self.span(q)) as u32;
-            // the occurrence itself
-            self.sub(pair, w, lang);
-            if let Some(x) = x {
-                let xi = self.slots[x];
-                let old = pack(xi, a);
-                if xi == z {
-                    // (z, a) was made by the previous occurrence
-                    let f = &mut self.fresh[self.fresh_index[&old] as usize];
-                    f.count -= w;
-                    f.live -= 1;
-                    if lang != NO_LANG {
-                        if let Some(par) = self.parity.as_deref_mut() {
-                            par.add(lang, old, -w);
-                        }
+        let positions = &self.pool[info.off..info.off + info.len as usize];
+        let threads = rayon::current_num_threads();
+        if self.parity.is_none() && threads > 1 && positions.len() >= PAR_MIN {
+            // A merge over many positions (the first merges touch most pieces)
+            // runs on every thread: the positions cut at piece boundaries, each
+            // share walked by one thread into counts of its own, then reduced.
+            // The new pairs' positions come out in the order one thread would
+            // write them, so the pool, the index and the heap are the same.
+            let arena = Arena::of(&mut self.slots);
+            let long = &self.long[..];
+            let parts: Vec<(Fresher, Lost)> = arena
+                .cut(long, positions, threads)
+                .into_par_iter()
+                .map(|share| {
+                    let (mut fr, mut lost) = (Fresher::default(), Lost::default());
+                    walk(arena, long, share, (a, b, z), pair, &mut lost, &mut fr);
+                    (fr, lost)
+                })
+                .collect();
+            let mut frs = Vec::with_capacity(parts.len());
+            for (fr, lost) in parts {
+                for (key, (w, dead)) in lost.0 {
+                    let info = self.pairs.get_mut(&key).expect("a live occurrence's pair is counted");
+                    info.count -= w;
+                    info.live -= dead;
+                    self.stale += dead as usize;
+                    if info.live == 0 {
+                        debug_assert_eq!(info.count, 0);
+                        self.pairs.remove(&key);
                     }
-                } else {
-                    self.sub(old, w, lang);
                 }
-                self.add_fresh(pack(xi, z), w, x as u32, lang);
+                frs.push(fr);
             }
-            if let Some(r) = r {
-                let yi = self.slots[r];
-                self.sub(pack(b, yi), w, lang);
-                self.add_fresh(pack(z, yi), w, p as u32, lang);
-            }
-            let sl = &mut self.slots;
-            sl[q] = SPAN | s;
-            sl[p] = z;
-            sl[p + 1] = SPAN | s;
-            sl[p + s as usize - 1] = SPAN | s;
+            self.place_fresh(&frs);
+        } else {
+            let mut fr = std::mem::take(&mut self.fresher);
+            let mut sink =
+                Direct { pairs: &mut self.pairs, stale: &mut self.stale, parity: self.parity.as_deref_mut() };
+            walk(Arena::of(&mut self.slots), &self.long, positions, (a, b, z), pair, &mut sink, &mut fr);
+            self.place_fresh(std::slice::from_ref(&fr));
+            fr.clear();
+            self.fresher = fr;
         }
 
-        // The new pairs: positions into the pool (each pair's ascending, pairs in
-        // key order for a deterministic layout), then into the index and the heap.
-        let mut order: Vec<u32> = (0..self.fresh.len() as u32).filter(|&i| self.fresh[i as usize].live > 0).collect();
-        order.sort_unstable_by_key(|&i| self.fresh[i as usize].key);
-        let needed: usize = order.iter().map(|&i| self.fresh[i as usize].n as usize).sum();
+        if self.heap.len() > 2 * self.pairs.len() + HEAP_SLACK {
+            let entries: Vec<(u64, u64)> =
+                self.pairs.iter().filter(|(_, i)| i.count > 0).map(|(&k, i)| (i.count as u64, k)).collect();
+            self.heap = Heap::from_vec(entries, &better(self.tie, &self.tokens));
+        }
+        if let Some(par) = self.parity.as_deref_mut() {
+            let pairs = &self.pairs;
+            let global = |k: u64| pairs.get(&k).map_or(0, |i| i.count.max(0) as u64);
+            par.after_merge(&better(self.tie, &self.tokens), HEAP_SLACK, &global);
+        }
+    }
+
+    /// The pairs the merge under way created (`frs`: one list per walk, the
+    /// walks in arena order): their positions into the pool (each pair's
+    /// ascending, pairs in key order for a deterministic layout), then into
+    /// the index and the heap.
+    fn place_fresh(&mut self, frs: &[Fresher]) {
+        // one list over every walk; `to[t][i]`: walk t's pair i in it
+        let mut merged: Vec<Fresh> = Vec::new();
+        let mut to: Vec<Vec<u32>> = Vec::new();
+        if frs.len() > 1 {
+            let mut index: FxHashMap<u64, u32> = FxHashMap::default();
+            for fr in frs {
+                let mut map = Vec::with_capacity(fr.fresh.len());
+                for f in &fr.fresh {
+                    let i = *index.entry(f.key).or_insert_with(|| {
+                        merged.push(Fresh { key: f.key, count: 0, last: NO_POS, n: 0, live: 0 });
+                        (merged.len() - 1) as u32
+                    });
+                    let m = &mut merged[i as usize];
+                    m.count += f.count;
+                    m.n += f.n;
+                    m.live += f.live;
+                    map.push(i);
+                }
+                to.push(map);
+            }
+        }
+        let fresh: &[Fresh] = if frs.len() > 1 { &merged } else { &frs[0].fresh };
+        let mut order: Vec<u32> = (0..fresh.len() as u32).filter(|&i| fresh[i as usize].live > 0).collect();
+        order.sort_unstable_by_key(|&i| fresh[i as usize].key);
+        let needed: usize = order.iter().map(|&i| fresh[i as usize].n as usize).sum();
         if self.pool.len() + needed > self.pool.capacity() {
             // Full: compact if a quarter of the pool is stale (so compactions cost
             // O(1) a stale entry), else grow by a quarter, not double. (Compacting
@@ -647,24 +567,55 @@ impl Trainer {
                 self.pool.reserve_exact(needed.max(self.pool.len() / 4));
             }
         }
-        let mut start: Vec<usize> = vec![usize::MAX; self.fresh.len()];
+        let mut start: Vec<usize> = vec![usize::MAX; fresh.len()];
         let mut off = self.pool.len();
         for &i in &order {
             start[i as usize] = off;
-            off += self.fresh[i as usize].n as usize;
+            off += fresh[i as usize].n as usize;
         }
         let base = self.pool.len();
         self.pool.resize(off, 0);
-        for &(i, pos) in &self.fresh_pos {
-            let c = &mut start[i as usize];
-            if *c != usize::MAX {
-                self.pool[*c] = pos;
-                *c += 1;
+        if frs.len() > 1 {
+            // each walk writes its positions from its own cursors (the walks
+            // after it write after it), all at once
+            let mut curs: Vec<Vec<usize>> = Vec::with_capacity(frs.len());
+            for (fr, to) in frs.iter().zip(&to) {
+                curs.push(
+                    fr.fresh
+                        .iter()
+                        .zip(to)
+                        .map(|(f, &i)| {
+                            let c = start[i as usize];
+                            if c != usize::MAX {
+                                start[i as usize] += f.n as usize;
+                            }
+                            c
+                        })
+                        .collect(),
+                );
+            }
+            let pool = Arena::of(&mut self.pool[base..]);
+            frs.par_iter().zip(curs).for_each(|(fr, mut cur)| {
+                for &(i, pos) in &fr.pos {
+                    let c = &mut cur[i as usize];
+                    if *c != usize::MAX {
+                        pool.set(*c - base, pos);
+                        *c += 1;
+                    }
+                }
+            });
+        } else {
+            for &(i, pos) in &frs[0].pos {
+                let c = &mut start[i as usize];
+                if *c != usize::MAX {
+                    self.pool[*c] = pos;
+                    *c += 1;
+                }
             }
         }
         let mut off = base;
         for &i in &order {
-            let f = &self.fresh[i as usize];
+            let f = &fresh[i as usize];
             off += f.n as usize;
             self.stale += (f.n - f.live) as usize;
             self.pairs.insert(f.key, PairInfo { count: f.count, off: off - f.n as usize, len: f.n, live: f.live });
@@ -672,20 +623,6 @@ impl Trainer {
                 let cmp = better(self.tie, &self.tokens);
                 self.heap.push((f.count as u64, f.key), &cmp);
             }
-        }
-        self.fresh.clear();
-        self.fresh_index.clear();
-        self.fresh_pos.clear();
-
-        if self.heap.len() > 2 * self.pairs.len() + HEAP_SLACK {
-            let entries: Vec<(u64, u64)> =
-                self.pairs.iter().filter(|(_, i)| i.count > 0).map(|(&k, i)| (i.count as u64, k)).collect();
-            self.heap = Heap::from_vec(entries, &better(self.tie, &self.tokens));
-        }
-        if let Some(par) = self.parity.as_deref_mut() {
-            let pairs = &self.pairs;
-            let global = |k: u64| pairs.get(&k).map_or(0, |i| i.count.max(0) as u64);
-            par.after_merge(&better(self.tie, &self.tokens), HEAP_SLACK, &global);
         }
     }
 
@@ -743,7 +680,7 @@ const PREFETCH: usize = 8;
 
 /// A hint to load the cache line of `v[i]`; no effect on the result.
 #[inline(always)]
-fn prefetch(v: &[u32], i: usize) {
+fn prefetch<T>(v: &[T], i: usize) {
     #[cfg(target_arch = "x86_64")]
     if i < v.len() {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
@@ -752,6 +689,376 @@ fn prefetch(v: &[u32], i: usize) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (v, i);
+}
+
+/// Merges over at least this many positions run on every thread of the pool.
+#[cfg(not(test))]
+const PAR_MIN: usize = 1 << 15;
+#[cfg(test)]
+const PAR_MIN: usize = 2;
+
+/// The arena seen through relaxed atomics, so that the threads of a parallel
+/// merge can rewrite their own pieces of it at once: each thread writes only
+/// token slots of the pieces it owns and reads only those and separators,
+/// which no merge writes. (Relaxed loads and stores of a `u32` are plain moves
+/// on x86 and ARM: the sequential merge pays nothing for the shared view.)
+#[derive(Clone, Copy)]
+struct Arena<'a>(&'a [AtomicU32]);
+
+impl<'a> Arena<'a> {
+    fn of(v: &'a mut [u32]) -> Self {
+        // SAFETY: AtomicU32 has the size and alignment of u32 (documented), and
+        // the exclusive borrow of `v` for 'a leaves no other access to it.
+        Arena(unsafe { &*(v as *mut [u32] as *const [AtomicU32]) })
+    }
+
+    #[inline(always)]
+    fn get(self, i: usize) -> u32 {
+        self.0[i].load(Relaxed)
+    }
+
+    #[inline(always)]
+    fn set(self, i: usize, v: u32) {
+        self.0[i].store(v, Relaxed)
+    }
+
+    /// A hint to load the cache line of slot `i`; no effect on the result.
+    #[inline(always)]
+    fn prefetch(self, i: usize) {
+        prefetch(self.0, i)
+    }
+
+    /// The start of the token after the one starting at `p`, if in the same piece.
+    #[inline(always)]
+    fn next_start(self, p: usize) -> Option<usize> {
+        let x = self.get(p + 1);
+        if x >= SEP {
+            None
+        } else if x >= SPAN {
+            let q = p + (x & MASK) as usize;
+            if self.get(q) >= SEP {
+                None
+            } else {
+                Some(q)
+            }
+        } else {
+            Some(p + 1)
+        }
+    }
+
+    /// The start of the token before the one starting at `p`, if in the same piece.
+    #[inline(always)]
+    fn prev_start(self, p: usize) -> Option<usize> {
+        let x = self.get(p - 1);
+        if x >= SEP {
+            None
+        } else if x >= SPAN {
+            Some(p - (x & MASK) as usize)
+        } else {
+            Some(p - 1)
+        }
+    }
+
+    /// Slots covered by the token starting at `p`.
+    #[inline(always)]
+    fn span(self, p: usize) -> usize {
+        let x = self.get(p + 1);
+        if (SPAN..SEP).contains(&x) {
+            (x & MASK) as usize
+        } else {
+            1
+        }
+    }
+
+    /// The count of the piece holding the token that starts at `p`: walk to
+    /// its separators (at most `LONG` tokens), else look it up among the long
+    /// pieces.
+    #[inline(always)]
+    fn count_at(self, long: &[(u32, u64)], p: usize) -> u64 {
+        let at = |e: usize| ((self.get(e) & MASK) as u64) << 30 | (self.get(e + 1) & MASK) as u64;
+        let mut t = p;
+        for _ in 0..=LONG {
+            let x = self.get(t + 1);
+            if x >= SEP {
+                return at(t + 1);
+            }
+            t += if x >= SPAN { (x & MASK) as usize } else { 1 };
+            if self.get(t) >= SEP {
+                return at(t);
+            }
+        }
+        let i = long.partition_point(|&(start, _)| start as usize <= p);
+        long[i - 1].1
+    }
+
+    /// The first slot of the piece holding slot `p`.
+    fn piece_start(self, long: &[(u32, u64)], p: usize) -> usize {
+        // a piece of at most LONG slots starts within LONG slots back
+        for k in 0..LONG.min(p) {
+            if self.get(p - k - 1) >= SEP {
+                return p - k;
+            }
+        }
+        let i = long.partition_point(|&(start, _)| start as usize <= p);
+        long[i - 1].0 as usize
+    }
+
+    /// `positions` (ascending) cut into `n` shares of about equal length, each
+    /// cut moved to the start of a piece, so that no piece has positions in
+    /// two shares.
+    fn cut<'p>(self, long: &[(u32, u64)], positions: &'p [u32], n: usize) -> Vec<&'p [u32]> {
+        let mut shares = Vec::with_capacity(n);
+        let mut from = 0;
+        for k in 1..n {
+            let s = self.piece_start(long, positions[positions.len() * k / n] as usize);
+            let to = from + positions[from..].partition_point(|&p| (p as usize) < s);
+            shares.push(&positions[from..to]);
+            from = to;
+        }
+        shares.push(&positions[from..]);
+        shares
+    }
+}
+
+/// A pair created by the merge under way.
+struct Fresh {
+    key: u64,
+    count: i64,
+    last: u32,
+    n: u32,
+    live: u32,
+}
+
+/// The pairs one walk creates, and their positions in the order it met them.
+#[derive(Default)]
+struct Fresher {
+    index: FxHashMap<u64, u32>,
+    fresh: Vec<Fresh>,
+    /// (index in `fresh`, position)
+    pos: Vec<(u32, u32)>,
+}
+
+impl Fresher {
+    #[inline(always)]
+    fn add(&mut self, key: u64, w: i64, pos: u32) {
+        let fresh = &mut self.fresh;
+        let i = *self.index.entry(key).or_insert_with(|| {
+            fresh.push(Fresh { key, count: 0, last: NO_POS, n: 0, live: 0 });
+            (fresh.len() - 1) as u32
+        });
+        let f = &mut self.fresh[i as usize];
+        f.count += w;
+        if f.last != pos {
+            f.last = pos;
+            f.n += 1;
+            f.live += 1;
+            self.pos.push((i, pos));
+        }
+    }
+
+    fn clear(&mut self) {
+        self.index.clear();
+        self.fresh.clear();
+        self.pos.clear();
+    }
+}
+
+/// What a walk does to the pairs that existed before the merge.
+trait Sink {
+    /// The weight of an occurrence at `p` in a piece counted `c`, and its language.
+    fn weigh(&mut self, p: usize, c: u64) -> (i64, u32);
+    /// One occurrence of the existing pair `key`, of weight `w`, is gone.
+    fn lose(&mut self, key: u64, w: i64, lang: u32);
+    /// Parity: `lang`'s count of `key` changes by `w` (`fresh`: a pair the merge made).
+    fn lang(&mut self, lang: u32, key: u64, w: i64, fresh: bool);
+}
+
+/// The sequential merge: counts change in the index itself.
+struct Direct<'a> {
+    pairs: &'a mut FxHashMap<u64, PairInfo>,
+    stale: &'a mut usize,
+    parity: Option<&'a mut Parity>,
+}
+
+impl Sink for Direct<'_> {
+    #[inline(always)]
+    fn weigh(&mut self, p: usize, c: u64) -> (i64, u32) {
+        // the occurrence's weight in the training counts, and its language
+        // (parity: its training count weighs, its dev count shortens its
+        // language's dev text; a piece only in dev text weighs 0)
+        match self.parity.as_deref_mut() {
+            None => (c as i64, NO_LANG),
+            Some(par) => {
+                let l = par.lang_of(p);
+                let (t, dev) = split_counts(c);
+                par.dev_tokens[l] -= dev;
+                (t as i64, if t > 0 { l as u32 } else { NO_LANG })
+            }
+        }
+    }
+
+    /// A pair with no occurrence left leaves the index. (Plain training: no
+    /// occurrence left is a count of zero. With parity a dev occurrence weighs
+    /// 0, so a pair may live on dev text alone.)
+    #[inline(always)]
+    fn lose(&mut self, key: u64, w: i64, lang: u32) {
+        let info = self.pairs.get_mut(&key).expect("a live occurrence's pair is counted");
+        info.count -= w;
+        info.live -= 1;
+        *self.stale += 1;
+        if info.live == 0 {
+            // every position of it is stale now, and counted so
+            debug_assert_eq!(info.count, 0);
+            self.pairs.remove(&key);
+        }
+        self.lang(lang, key, -w, false);
+    }
+
+    #[inline(always)]
+    fn lang(&mut self, lang: u32, key: u64, w: i64, fresh: bool) {
+        if lang != NO_LANG {
+            if let Some(par) = self.parity.as_deref_mut() {
+                par.add(lang, key, w);
+                if fresh {
+                    par.touch(lang, key);
+                }
+            }
+        }
+    }
+}
+
+/// A thread of a parallel merge (plain training only): what the existing
+/// pairs lose, per pair (weight, occurrences), applied once the threads are done.
+#[derive(Default)]
+struct Lost(FxHashMap<u64, (i64, u32)>);
+
+impl Sink for Lost {
+    #[inline(always)]
+    fn weigh(&mut self, _p: usize, c: u64) -> (i64, u32) {
+        (c as i64, NO_LANG)
+    }
+
+    #[inline(always)]
+    fn lose(&mut self, key: u64, w: i64, _lang: u32) {
+        let e = self.0.entry(key).or_default();
+        e.0 += w;
+        e.1 += 1;
+    }
+
+    #[inline(always)]
+    fn lang(&mut self, _lang: u32, _key: u64, _w: i64, _fresh: bool) {}
+}
+
+/// Merge `pair` = (a, b) into z at each of `positions` that is still an
+/// occurrence of it: the slots are rewritten, the neighbours' pairs lose the
+/// occurrence (`sink`) and the new pairs with z gain it (`fr`).
+fn walk<S: Sink>(
+    arena: Arena,
+    long: &[(u32, u64)],
+    positions: &[u32],
+    (a, b, z): (u32, u32, u32),
+    pair: u64,
+    sink: &mut S,
+    fr: &mut Fresher,
+) {
+    for (j, &p) in positions.iter().enumerate() {
+        // The positions are scattered over the arena: ask for the slots of
+        // one a few steps ahead (a cache miss each, else the loop's main cost).
+        if let Some(&ahead) = positions.get(j + PREFETCH) {
+            arena.prefetch(ahead as usize);
+        }
+        let p = p as usize;
+        if arena.get(p) != a {
+            continue;
+        }
+        let Some(q) = arena.next_start(p) else { continue };
+        if arena.get(q) != b {
+            continue;
+        }
+        let (w, lang) = sink.weigh(p, arena.count_at(long, p));
+        let x = arena.prev_start(p);
+        let r = arena.next_start(q);
+        let s = (q - p + arena.span(q)) as u32;
+        // the occurrence itself
+        sink.lose(pair, w, lang);
+        if let Some(x) = x {
+            let xi = arena.get(x);
+            let old = pack(xi, a);
+            if xi == z {
+                // (z, a) was made by the previous occurrence
+                let f = &mut fr.fresh[fr.index[&old] as usize];
+                f.count -= w;
+                f.live -= 1;
+                sink.lang(lang, old, -w, false);
+            } else {
+                sink.lose(old, w, lang);
+            }
+            sink.lang(lang, pack(xi, z), w, true);
+            fr.add(pack(xi, z), w, x as u32);
+        }
+        if let Some(r) = r {
+            let yi = arena.get(r);
+            sink.lose(pack(b, yi), w, lang);
+            sink.lang(lang, pack(z, yi), w, true);
+            fr.add(pack(z, yi), w, p as u32);
+        }
+        arena.set(q, SPAN | s);
+        arena.set(p, z);
+        arena.set(p + 1, SPAN | s);
+        arena.set(p + s as usize - 1, SPAN | s);
+    }
+}
+
+/// Setup's pass 1 over the whole pieces of `slots[from..to]`: every adjacent
+/// pair's weighted count and number of positions; `weigh(p, key, count)` is the
+/// weight of the occurrence at `p` of `key` in a piece counted `count`.
+fn count_pairs(
+    slots: &[u32],
+    (from, to): (usize, usize),
+    mut weigh: impl FnMut(usize, u64, u64) -> i64,
+) -> FxHashMap<u64, PairInfo> {
+    let mut pairs: FxHashMap<u64, PairInfo> = FxHashMap::default();
+    let mut p = from;
+    let mut c = 0u64;
+    while p < to {
+        if p == from || slots[p - 1] >= SEP {
+            // a piece starts: its count is after its end
+            let mut e = p;
+            while slots[e] < SEP {
+                e += 1;
+            }
+            c = ((slots[e] & MASK) as u64) << 30 | (slots[e + 1] & MASK) as u64;
+        }
+        let x = slots[p + 1];
+        if x >= SEP {
+            p += 3;
+            continue;
+        }
+        let key = pack(slots[p], x);
+        let w = weigh(p, key, c);
+        let info = pairs.entry(key).or_default();
+        info.count += w;
+        info.len += 1;
+        p += 1;
+    }
+    pairs
+}
+
+/// Setup's pass 2 over the same range: each pair's positions into `pool` from
+/// its cursor (`off`, advanced past them).
+fn place_pairs(slots: &[u32], (from, to): (usize, usize), cursors: &mut FxHashMap<u64, PairInfo>, pool: Arena) {
+    let mut p = from;
+    while p < to {
+        let x = slots[p + 1];
+        if x >= SEP {
+            p += 3;
+            continue;
+        }
+        let info = cursors.get_mut(&pack(slots[p], x)).expect("counted in pass 1");
+        pool.set(info.off, p as u32);
+        info.off += 1;
+        p += 1;
+    }
 }
 
 fn check_ids(next_id: u32, num_merges: usize) -> Result<()> {
@@ -1436,6 +1743,23 @@ mod tests {
             let rule = if rule == 0 { Rule::Foroutan } else { Rule::LevelUp { reference: 0 } };
             t.set_parity_rule(0.0, shared, rule).unwrap();
             t.run(usize::MAX, None);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(40))]
+        /// The same merges on any number of threads: in tests every merge and
+        /// the setup run on each thread of the pool (`PAR_MIN` is 2), the
+        /// positions cut at piece boundaries, inside long pieces too (`LONG` is 3).
+        #[test]
+        fn matches_naive_on_any_thread_count(
+            texts in prop::collection::vec("(ab|a|b| |c|xy){0,60}", 1..6), n in 0usize..80, lex in any::<bool>(),
+            threads in 1usize..6, pat in any::<bool>(),
+        ) {
+            let refs: Vec<&str> = texts.iter().map(|s| s.as_str()).collect();
+            let tie = if lex { TieBreak::Lexicographic } else { TieBreak::PairIds };
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            pool.install(|| check(&refs, if pat { Some(GPT4_PATTERN) } else { None }, n, tie));
         }
     }
 

@@ -7,6 +7,7 @@
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
+use rayon::ThreadPool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -305,6 +306,8 @@ impl PyWordCounter {
 pub struct PyBpeTrainer {
     inner: Trainer,
     done_total: usize,
+    /// The pool the trainer was set up on: the large merges run on its threads.
+    pool: Arc<ThreadPool>,
 }
 
 #[pymethods]
@@ -334,7 +337,7 @@ impl PyBpeTrainer {
         let t = py.detach(|| {
             pool.install(|| Trainer::from_counter(wc, &b, &merges, next_id, num_merges, tie, min_frequency))
         })?;
-        Ok(PyBpeTrainer { inner: t, done_total: 0 })
+        Ok(PyBpeTrainer { inner: t, done_total: 0, pool })
     }
 
     /// Parity-aware training (`crate::bpe::parity`): `train[l]` and `dev[l]`
@@ -400,7 +403,7 @@ impl PyBpeTrainer {
                 .and_then(|mut t| t.set_parity_rule(tolerance, shared, rule).map(|()| t))
             })
         })?;
-        Ok(PyBpeTrainer { inner: t, done_total: 0 })
+        Ok(PyBpeTrainer { inner: t, done_total: 0, pool })
     }
 
     /// Parity training: per merge, the index of the language it was picked
@@ -419,8 +422,8 @@ impl PyBpeTrainer {
     #[pyo3(signature = (max_merges=usize::MAX, seconds=0.25))]
     fn run(&mut self, py: Python<'_>, max_merges: usize, seconds: f64) -> usize {
         let deadline = Instant::now() + Duration::from_secs_f64(seconds.max(0.0));
-        let t = &mut self.inner;
-        let n = py.detach(|| t.run(max_merges, Some(deadline)));
+        let (t, pool) = (&mut self.inner, &self.pool);
+        let n = py.detach(|| pool.install(|| t.run(max_merges, Some(deadline))));
         self.done_total += n;
         n
     }
