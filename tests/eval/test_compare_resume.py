@@ -17,7 +17,14 @@ import pytest
 
 from tokenforge.eval import bpb as bpb_module
 from tokenforge.eval.compare import CompareOptions, run_compare
-from tokenforge.eval.report import plot_bpb, plot_bytes_per_token, plot_premiums, plot_token_lengths, summary
+from tokenforge.eval.report import (
+    bpb_table,
+    plot_bpb,
+    plot_bytes_per_token,
+    plot_premiums,
+    plot_token_lengths,
+    summary,
+)
 from tokenforge.progress import RunEstimate, duration
 
 WORDS = "the quick brown fox jumps over the lazy dog while five boxing wizards jump quickly".split()
@@ -283,3 +290,30 @@ def test_ctrl_c_stops_compare_cleanly_and_keeps_the_finished_seed(tmp_path):
     (kept,) = _result_files(out)
     assert kept.name.startswith("seed0-")
     assert not list(out.rglob("*.tmp*"))  # no temporary file left behind
+
+
+def test_bits_per_byte_over_a_normalized_text_are_not_ranked_against_the_whole_texts():
+    """A tokenizer that normalizes (the imported WordPiece lower-cases, SentencePiece's NFKC drops) is
+    scored over the bytes its tokens spell, fewer than the text's: its BPB is listed apart, never the winner."""
+    rows = [
+        _row("bpe @8192", 8192, 4.0, (2.60, 0.01, 2)),
+        _row("hf:wordpiece @8192", 8192, 4.5, (2.50, 0.01, 2)),
+        _row("spm:unigram @8192", 8192, 4.4, (2.80, 0.01, 2)),
+    ]
+    for r, scored in zip(rows, (500_000, 442_807, None)):
+        b = r["bpb"]["flat"]
+        b.update(runs=[{"bpb": b["bpb"]["mean"], "train_seconds": 1.0, "eval_seconds": 1.0}], train_tokens=100)
+        if scored is not None:
+            b["eval_bytes"] = scored
+    res = {"rows": rows, "bpb_setup": {"eval_bytes": 500_000}}
+    head, table = bpb_table(res)
+    assert head[-1] == "bytes scored"
+    # ranked: bpe, then spm (no count recorded: an older result, taken as whole); wordpiece apart, after them
+    assert [(t[0], t[1], t[-1]) for t in table] == [
+        ("1", "bpe @8192", "500,000 (all)"),
+        ("2", "spm:unigram @8192", "all"),
+        ("– (another text)", "hf:wordpiece @8192", "442,807 of 500,000 (88.6%)"),
+    ]
+    assert summary(res)[0].startswith("Lowest bits per byte: bpe @8192, 2.6000 against 2.8000 for spm:unigram @8192")
+    # without the text's count (results from before it was recorded) every run is ranked as before
+    assert [t[0] for t in bpb_table({"rows": rows})[1]] == ["1", "2", "3"]

@@ -123,17 +123,48 @@ def bpb_entries(results: dict) -> list[tuple[str, str, dict]]:
     return out
 
 
+def _text_bytes(results: dict) -> int | None:
+    """UTF-8 bytes of the held-out text every BPB run scores (None in older results)."""
+    n = (results.get("bpb_setup") or {}).get("eval_bytes")
+    return int(n) if n else None
+
+
+def scores_whole_text(results: dict, b: dict) -> bool:
+    """Whether a BPB run scored every byte of the text: a tokenizer that normalizes
+    (lower-cases, NFKC, drops what it cannot spell: the imported WordPiece and
+    SentencePiece models) is scored over the bytes its tokens spell, fewer, so its
+    bits per byte are over another text and not comparable with the others'."""
+    whole = _text_bytes(results)
+    return whole is None or b.get("eval_bytes") is None or int(b["eval_bytes"]) >= whole
+
+
 def bpb_table(results: dict) -> tuple[list[str], list[list[str]]]:
-    head = ["rank", "tokenizer", "embedding", "BPB (mean ± std)", "seeds", "per seed", "train tokens", "s / seed"]
+    """Runs that score the whole text ranked by mean BPB; runs over a normalized text
+    (fewer bytes) after them, unranked; failed runs last."""
+    head = [
+        "rank", "tokenizer", "embedding", "BPB (mean ± std)", "seeds", "per seed", "train tokens", "s / seed",
+        "bytes scored",
+    ]  # fmt: skip
+    whole = _text_bytes(results)
     ok = [(lbl, mode, b) for lbl, mode, b in bpb_entries(results) if not b.get("error")]
-    ok.sort(key=lambda e: e[2]["bpb"]["mean"])
+    ok.sort(key=lambda e: (not scores_whole_text(results, e[2]), e[2]["bpb"]["mean"]))
     rows = []
-    for i, (lbl, mode, b) in enumerate(ok, 1):
+    rank = 0
+    for lbl, mode, b in ok:
         runs = b["runs"]
         secs = sum(x["train_seconds"] + x["eval_seconds"] for x in runs) / max(1, len(runs))
+        scored = b.get("eval_bytes")
+        if scores_whole_text(results, b):
+            rank += 1
+            place = str(rank)
+            cell = "all" if scored is None else f"{int(scored):,} (all)"
+        else:  # scores_whole_text is false only with both counts known
+            place = "– (another text)"
+            n, of = int(scored or 0), int(whole or 0)
+            cell = f"{n:,} of {of:,} ({100 * n / of:.1f}%)"
         rows.append(
             [
-                str(i),
+                place,
                 lbl,
                 mode,
                 _bpb_cell(b),
@@ -141,12 +172,21 @@ def bpb_table(results: dict) -> tuple[list[str], list[list[str]]]:
                 ", ".join(f"{x['bpb']:.4f}" for x in runs),
                 f"{b['train_tokens']:,}",
                 f"{secs:.0f}",
+                cell,
             ]
         )
     for lbl, mode, b in bpb_entries(results):
         if b.get("error"):
-            rows.append(["–", lbl, mode, "n/a", "0", b["error"], "", ""])
+            rows.append(["–", lbl, mode, "n/a", "0", b["error"], "", "", ""])
     return head, rows
+
+
+BPB_PARTIAL_NOTE = (
+    'Rows marked "another text" score fewer bytes than the held-out text holds: their tokenizer normalizes '
+    "it (lower-cases, NFKC, drops what it cannot spell) and their bits are over the bytes its tokens spell. "
+    "They model less of the text, so their bits per byte are not comparable with the ranked rows and are not "
+    "ranked against them."
+)
 
 
 def _pct_diff(a: float, b: float) -> str:
@@ -178,7 +218,7 @@ def summary(results: dict) -> list[str]:
     bpb: dict[str, list[tuple[str, dict]]] = {}
     for r in rows:
         for mode, b in (r.get("bpb") or {}).items():
-            if not b.get("error"):
+            if not b.get("error") and scores_whole_text(results, b):
                 bpb.setdefault(mode, []).append((r["label"], b["bpb"]))
     for mode, entries in bpb.items():
         entries.sort(key=lambda e: e[1]["mean"])
@@ -420,12 +460,16 @@ def plot_bpb(results: dict, path: Path) -> bool:
     plt = _plt()
     fig, ax = plt.subplots(figsize=(max(5, 0.9 * len(ok) + 2), 4.2))
     names = [lbl if mode == "flat" else f"{lbl}\n[{mode}]" for lbl, mode, _ in ok]
+    # a run over a normalized text (fewer bytes) is another measurement: grey, and said so
+    whole = [scores_whole_text(results, b) for _, _, b in ok]
+    names = [n if w else f"{n}\n(another text)" for n, w in zip(names, whole)]
     means = [b["bpb"]["mean"] for _, _, b in ok]
     stds = [b["bpb"]["std"] for _, _, b in ok]
     # bars from zero, so a gap of 1% looks like 1%; each bar's value is written on it,
     # which is where a small difference can be read
     xs = range(len(ok))
-    ax.bar(xs, means, yerr=stds, capsize=5, width=0.6, color="#4c72b0", ecolor="#222")
+    colors = ["#4c72b0" if w else "#aaaaaa" for w in whole]
+    ax.bar(xs, means, yerr=stds, capsize=5, width=0.6, color=colors, ecolor="#222")
     for x, m, sd in zip(xs, means, stds):
         ax.annotate(f"{m:.4f}", (x, m + sd), xytext=(0, 3), textcoords="offset points", ha="center", fontsize=8)
     ax.set_xlim(-0.6, len(ok) - 0.4)
@@ -613,6 +657,8 @@ def render_markdown(results: dict, plots: dict[str, str]) -> str:
     if bpb_entries(results):
         head, rows = bpb_table(results)
         out += ["## Bits per byte (lower is better)", "", _md_table(head, rows), ""]
+        if any(r[0].startswith("– (") for r in rows):
+            out += [BPB_PARTIAL_NOTE, ""]
         if "bpb" in plots:
             out += [f"![bits per byte with error bars]({plots['bpb']})", ""]
         verdicts = seed_ordering(results)
@@ -777,6 +823,8 @@ def render_html(results: dict, plots: dict[str, str]) -> str:
     if bpb_entries(results):
         head, rows = bpb_table(results)
         parts += ["<h2>Bits per byte (lower is better)</h2>", _html_table(head, rows)]
+        if any(r[0].startswith("– (") for r in rows):
+            parts.append(f"<p>{e(BPB_PARTIAL_NOTE)}</p>")
         if "bpb" in plots:
             parts.append(f'<img src="{e(plots["bpb"])}" alt="bits per byte with error bars">')
         verdicts = seed_ordering(results)
