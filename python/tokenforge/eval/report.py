@@ -138,6 +138,10 @@ def scores_whole_text(results: dict, b: dict) -> bool:
     return whole is None or b.get("eval_bytes") is None or int(b["eval_bytes"]) >= whole
 
 
+#: The rank cell of a BPB run over a normalized text (see :func:`scores_whole_text`).
+ANOTHER_TEXT = "– (another text)"
+
+
 def bpb_table(results: dict) -> tuple[list[str], list[list[str]]]:
     """Runs that score the whole text ranked by mean BPB; runs over a normalized text
     (fewer bytes) after them, unranked; failed runs last."""
@@ -159,7 +163,7 @@ def bpb_table(results: dict) -> tuple[list[str], list[list[str]]]:
             place = str(rank)
             cell = "all" if scored is None else f"{int(scored):,} (all)"
         else:  # scores_whole_text is false only with both counts known
-            place = "– (another text)"
+            place = ANOTHER_TEXT
             n, of = int(scored or 0), int(whole or 0)
             cell = f"{n:,} of {of:,} ({100 * n / of:.1f}%)"
         rows.append(
@@ -657,7 +661,7 @@ def render_markdown(results: dict, plots: dict[str, str]) -> str:
     if bpb_entries(results):
         head, rows = bpb_table(results)
         out += ["## Bits per byte (lower is better)", "", _md_table(head, rows), ""]
-        if any(r[0].startswith("– (") for r in rows):
+        if any(r[0] == ANOTHER_TEXT for r in rows):
             out += [BPB_PARTIAL_NOTE, ""]
         if "bpb" in plots:
             out += [f"![bits per byte with error bars]({plots['bpb']})", ""]
@@ -823,7 +827,7 @@ def render_html(results: dict, plots: dict[str, str]) -> str:
     if bpb_entries(results):
         head, rows = bpb_table(results)
         parts += ["<h2>Bits per byte (lower is better)</h2>", _html_table(head, rows)]
-        if any(r[0].startswith("– (") for r in rows):
+        if any(r[0] == ANOTHER_TEXT for r in rows):
             parts.append(f"<p>{e(BPB_PARTIAL_NOTE)}</p>")
         if "bpb" in plots:
             parts.append(f'<img src="{e(plots["bpb"])}" alt="bits per byte with error bars">')
