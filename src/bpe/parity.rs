@@ -221,6 +221,10 @@ pub struct Parity {
     pub(super) rule: Rule,
     /// The keep rule's floors (set when the parity phase starts; empty before).
     floors: Vec<f64>,
+    /// The language of the last position [`Parity::lang_at`] looked up.
+    cursor: usize,
+    /// The pair the merge under way merges (None between merges).
+    merging: Option<u64>,
 }
 
 /// Buckets of a language count: one per count below 64, then 32 per octave
@@ -315,6 +319,8 @@ impl Parity {
             bands: Vec::new(),
             rule: Rule::Foroutan,
             floors: Vec::new(),
+            cursor: 0,
+            merging: None,
         }
     }
 
@@ -436,9 +442,44 @@ impl Parity {
         self.seg_start.partition_point(|&s| s as usize <= p) - 1
     }
 
-    /// Add `delta` to language `l`'s count of `key` (an entry at zero leaves).
+    /// The language of arena position `p` during a merge's walk: the walk
+    /// visits a pair's positions in ascending order, so the language of the
+    /// position before is kept and checked first (two comparisons instead of
+    /// a binary search's unpredictable branches, once per occurrence); any
+    /// other position falls back to the search.
     #[inline(always)]
-    pub(super) fn add(&mut self, l: u32, key: u64, delta: i64) {
+    pub(super) fn lang_at(&mut self, p: usize) -> usize {
+        let l = self.cursor;
+        if self.seg_start[l] as usize <= p && p < self.seg_start[l + 1] as usize {
+            return l;
+        }
+        let l = self.lang_of(p);
+        self.cursor = l;
+        l
+    }
+
+    /// A merge of `pair` starts: until [`Parity::after_merge`], changes to
+    /// its own language counts are not applied (see [`Parity::add`]).
+    pub(super) fn begin_merge(&mut self, pair: u64) {
+        self.merging = Some(pair);
+    }
+
+    /// Add `delta` to language `l`'s count of `key` (an entry at zero leaves).
+    /// `fresh`: a pair the merge under way created; its first occurrence in
+    /// `l` (the entry is new) is noted for [`Parity::after_merge`], which
+    /// gives it a heap entry. (A created pair never existed before, so a new
+    /// entry is its first occurrence; noting only that one, not every
+    /// occurrence, keeps the list to the distinct pairs, less to sort.)
+    ///
+    /// The pair being merged is skipped: every occurrence of it is merged or
+    /// broken by the merge (no merge makes an `a` or a `b`), so each of its
+    /// language counts ends at zero, and [`Parity::after_merge`] removes its
+    /// entries at once, L removals instead of a probe per occurrence.
+    #[inline(always)]
+    pub(super) fn add(&mut self, l: u32, key: u64, delta: i64, fresh: bool) {
+        if self.merging == Some(key) {
+            return;
+        }
         // one probe, a removal included
         match self.counts[l as usize].entry(key) {
             Entry::Occupied(mut o) => {
@@ -452,15 +493,12 @@ impl Parity {
                 debug_assert!(delta >= 0);
                 if delta != 0 {
                     v.insert(delta);
+                    if fresh {
+                        self.touched.push((l, key));
+                    }
                 }
             }
         }
-    }
-
-    /// A pair the merge under way created has an occurrence in language `l`.
-    #[inline(always)]
-    pub(super) fn touch(&mut self, l: u32, key: u64) {
-        self.touched.push((l, key));
     }
 
     /// After the setup's first count: every language's heap from its counts.
@@ -483,6 +521,12 @@ impl Parity {
         slack: usize,
         global: &impl Fn(u64) -> u64,
     ) {
+        if let Some(pair) = self.merging.take() {
+            debug_assert_eq!(global(pair), 0, "a merge leaves no occurrence of its pair");
+            for counts in &mut self.counts {
+                counts.remove(&pair);
+            }
+        }
         let mut touched = std::mem::take(&mut self.touched);
         touched.sort_unstable();
         touched.dedup();

@@ -273,7 +273,7 @@ impl Trainer {
                     // parity: the training count weighs, the dev count does not
                     let (t, _dev) = split_counts(c);
                     if t > 0 {
-                        par.add(par.lang_of(p) as u32, key, t as i64);
+                        par.add(par.lang_of(p) as u32, key, t as i64, false);
                     }
                     t as i64
                 };
@@ -505,6 +505,9 @@ impl Trainer {
             self.place_fresh(&frs);
         } else {
             let mut fr = std::mem::take(&mut self.fresher);
+            if let Some(par) = self.parity.as_deref_mut() {
+                par.begin_merge(pair);
+            }
             let mut sink =
                 Direct { pairs: &mut self.pairs, stale: &mut self.stale, parity: self.parity.as_deref_mut() };
             walk(Arena::of(&mut self.slots), &self.long, positions, (a, b, z), pair, &mut sink, &mut fr);
@@ -889,7 +892,7 @@ impl Sink for Direct<'_> {
         match self.parity.as_deref_mut() {
             None => (c as i64, NO_LANG),
             Some(par) => {
-                let l = par.lang_of(p);
+                let l = par.lang_at(p);
                 let (t, dev) = split_counts(c);
                 par.dev_tokens[l] -= dev;
                 (t as i64, if t > 0 { l as u32 } else { NO_LANG })
@@ -918,10 +921,7 @@ impl Sink for Direct<'_> {
     fn lang(&mut self, lang: u32, key: u64, w: i64, fresh: bool) {
         if lang != NO_LANG {
             if let Some(par) = self.parity.as_deref_mut() {
-                par.add(lang, key, w);
-                if fresh {
-                    par.touch(lang, key);
-                }
+                par.add(lang, key, w, fresh);
             }
         }
     }
