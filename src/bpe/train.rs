@@ -1201,28 +1201,29 @@ impl Trainer {
         for (tc, dc) in train.into_iter().zip(dev) {
             seg_start.push(lay.slots.len() as u32);
             // the language's pieces, training and dev, each once with both counts
-            // (both lists sorted by bytes: one merge-join)
-            let (tw, dw) = (tc.into_sorted(), dc.into_sorted());
-            let (mut i, mut j) = (0, 0);
-            while i < tw.len() || j < dw.len() {
-                let (w, t, d) = match (tw.get(i), dw.get(j)) {
-                    (Some(a), Some(b)) if a.0 == b.0 => {
-                        (i, j) = (i + 1, j + 1);
-                        (&a.0, a.1, b.1)
+            // (both lists sorted by bytes: one merge-join; read in place, not
+            // copied out piece by piece as boxes, which cost more than the sorts)
+            let (tw, dw) = (tc.into_sorted_pieces(), dc.into_sorted_pieces());
+            let (mut ti, mut di) = (tw.iter().peekable(), dw.iter().peekable());
+            loop {
+                let (w, t, d) = match (ti.peek(), di.peek()) {
+                    (Some(&a), Some(&b)) if a.0 == b.0 => {
+                        (ti.next(), di.next());
+                        (a.0, a.1, b.1)
                     }
-                    (Some(a), Some(b)) if a.0 < b.0 => {
-                        i += 1;
-                        (&a.0, a.1, 0)
+                    (Some(&a), Some(&b)) if a.0 < b.0 => {
+                        ti.next();
+                        (a.0, a.1, 0)
                     }
-                    (Some(a), None) => {
-                        i += 1;
-                        (&a.0, a.1, 0)
+                    (Some(&a), None) => {
+                        ti.next();
+                        (a.0, a.1, 0)
                     }
-                    (_, Some(b)) => {
-                        j += 1;
-                        (&b.0, 0, b.1)
+                    (_, Some(&b)) => {
+                        di.next();
+                        (b.0, 0, b.1)
                     }
-                    (None, None) => unreachable!("the loop runs while a list has pieces"),
+                    (None, None) => break,
                 };
                 ids.clear();
                 ids.extend(w.iter().map(|&x| byte_ids[x as usize]));
