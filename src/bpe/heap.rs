@@ -5,6 +5,7 @@
 //! which live outside the element; passing the comparison in keeps entries at
 //! 16 bytes.
 
+#[derive(Clone)]
 pub struct Heap<T> {
     v: Vec<T>,
 }
@@ -90,6 +91,34 @@ impl<T: Copy> Heap<T> {
             }
         }
         h
+    }
+
+    /// The entries in heap order (entry `i`'s children at `2i + 1` and `2i + 2`).
+    pub fn as_slice(&self) -> &[T] {
+        &self.v
+    }
+
+    /// Entry `i` becomes `x`, which must not come out before it (a lowered
+    /// entry: it moves down).
+    pub fn lower_at(&mut self, i: usize, x: T, better: &impl Fn(&T, &T) -> bool) {
+        debug_assert!(!better(&x, &self.v[i]));
+        self.v[i] = x;
+        let n = self.v.len();
+        let mut i = i;
+        loop {
+            let l = 2 * i + 1;
+            if l >= n {
+                break;
+            }
+            let r = l + 1;
+            let c = if r < n && better(&self.v[r], &self.v[l]) { r } else { l };
+            if better(&self.v[c], &self.v[i]) {
+                self.v.swap(c, i);
+                i = c;
+            } else {
+                break;
+            }
+        }
     }
 }
 

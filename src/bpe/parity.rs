@@ -227,6 +227,32 @@ pub struct Parity {
     merging: Option<u64>,
 }
 
+/// The top entry of a lazy heap of (count, key) whose current counts are
+/// `current` (None: the key is gone), left in the heap; stale entries on
+/// top are dropped or moved down to their current count first. `better` is
+/// a total order on (count, key) and equal entries are interchangeable, so
+/// what comes out of a heap depends on its contents alone: reading the top
+/// in place leaves every later pop as popping and pushing it back would.
+pub(super) fn peek_current(
+    heap: &mut Heap<(u64, u64)>,
+    current: impl Fn(u64) -> Option<u64>,
+    better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool,
+) -> Option<(u64, u64)> {
+    loop {
+        let top = *heap.peek()?;
+        match current(top.1) {
+            Some(cur) if cur == top.0 => return Some(top),
+            Some(cur) => {
+                heap.pop(better);
+                heap.push((cur, top.1), better);
+            }
+            None => {
+                heap.pop(better);
+            }
+        }
+    }
+}
+
 /// Buckets of a language count: one per count below 64, then 32 per octave
 /// (a bucket spans at most 1/32 of its lowest count), so the shared-pair band
 /// `[top / shared, top]` covers at most about `32 log2(shared) + 1` buckets
@@ -639,7 +665,22 @@ impl Parity {
                         s
                     };
                     let heap = &mut self.heaps[l];
-                    Some(Self::candidates_pick(
+                    // tests: the walk picks as taking the candidates out did
+                    #[cfg(test)]
+                    let taken = {
+                        let mut h = heap.clone();
+                        Self::candidates_pick(
+                            &mut h,
+                            &all[l],
+                            top,
+                            self.shared,
+                            min_frequency,
+                            better,
+                            GROUP_CANDIDATES,
+                            &score,
+                        )
+                    };
+                    let key = Self::candidates_walk(
                         heap,
                         &all[l],
                         top,
@@ -647,8 +688,11 @@ impl Parity {
                         min_frequency,
                         better,
                         GROUP_CANDIDATES,
-                        score,
-                    ))
+                        &score,
+                    );
+                    #[cfg(test)]
+                    assert_eq!(key, taken, "the group rule's walk differs from taking the candidates out");
+                    Some(key)
                 }
                 (Some(top), _) if self.shared > 0.0 => {
                     // tests: the banded pick equals the scan of every candidate
@@ -766,7 +810,9 @@ impl Parity {
     /// count` and reaches `min_frequency`, at most `limit` in all, are the
     /// candidates; the one with the largest `score` wins, the first in the
     /// language's order on a tie. Cost: O(candidates · log heap) per merge;
-    /// they all go back.
+    /// they all go back. (In tests only: the check of the shared-pair
+    /// variant's banded pick and of [`Parity::candidates_walk`].)
+    #[cfg(test)]
     #[allow(clippy::too_many_arguments)]
     fn candidates_pick(
         heap: &mut Heap<(u64, u64)>,
@@ -809,21 +855,87 @@ impl Parity {
         key
     }
 
-    /// Language `l`'s current top pair (count, key), left in its heap; None
-    /// when it has no pair left.
-    fn peek(&mut self, l: usize, better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool) -> Option<(u64, u64)> {
-        let heap = &mut self.heaps[l];
-        let counts = &self.counts[l];
-        loop {
-            let top = heap.pop(better)?;
-            let Some(&cur) = counts.get(&top.1) else { continue };
-            if cur as u64 != top.0 {
-                heap.push((cur as u64, top.1), better);
-                continue;
-            }
-            heap.push(top, better);
-            return Some(top);
+    /// [`Parity::candidates_pick`]'s pick, the candidates read where they
+    /// lie in the heap instead of taken out and put back (the group rule's
+    /// 64 pops and 64 pushes a merge were most of its training time): a
+    /// best-first walk from the heap's root over a small frontier heap of
+    /// (entry, index) yields the entries in the order pops would; a stale
+    /// entry met has its children walked and its current count, if any,
+    /// joins the frontier as an entry without children (its children count
+    /// at most its old count, so nothing comes out of order). The stale
+    /// entries met are then lowered in place to their current count (0 for a
+    /// pair gone, dropped when it surfaces), deepest first so each lowering
+    /// moves only entries below it: the heap holds what the pops would have
+    /// left. `top` (popped by the caller, current) goes back. Cost: O(limit ·
+    /// log limit) a merge plus O(log n) per stale entry met, against
+    /// O(limit · log n) for taking the candidates out.
+    #[allow(clippy::too_many_arguments)]
+    fn candidates_walk(
+        heap: &mut Heap<(u64, u64)>,
+        counts: &FxHashMap<u64, i64>,
+        top: (u64, u64),
+        shared: f64,
+        min_frequency: u64,
+        better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool,
+        limit: usize,
+        score: impl Fn(u64) -> f64,
+    ) -> u64 {
+        const NO_INDEX: usize = usize::MAX;
+        let floor = top.0 as f64;
+        let mut cands = vec![top];
+        let mut stale: Vec<(usize, u64)> = Vec::new();
+        let v = heap.as_slice();
+        let order = |a: &((u64, u64), usize), b: &((u64, u64), usize)| better(&a.0, &b.0);
+        let mut front: Heap<((u64, u64), usize)> = Heap::with_capacity(2 * limit.min(v.len()) + 2);
+        if let Some(&root) = v.first() {
+            front.push((root, 0), &order);
         }
+        while cands.len() < limit {
+            let Some((e, i)) = front.pop(&order) else { break };
+            if i != NO_INDEX {
+                for c in [2 * i + 1, 2 * i + 2] {
+                    if let Some(&x) = v.get(c) {
+                        front.push((x, c), &order);
+                    }
+                }
+                let cur = counts.get(&e.1).map(|&c| c as u64);
+                if cur != Some(e.0) {
+                    stale.push((i, cur.unwrap_or(0)));
+                    if let Some(c) = cur {
+                        front.push(((c, e.1), NO_INDEX), &order);
+                    }
+                    continue;
+                }
+            }
+            if (e.0 as f64) * shared < floor || e.0 < min_frequency {
+                break;
+            }
+            cands.push(e);
+        }
+        stale.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+        for (i, c) in stale {
+            let key = heap.as_slice()[i].1;
+            heap.lower_at(i, (c, key), better);
+        }
+        let mut best = 0;
+        let mut best_s = score(cands[0].1);
+        for (i, c) in cands.iter().enumerate().skip(1) {
+            let s = score(c.1);
+            if s > best_s {
+                best = i;
+                best_s = s;
+            }
+        }
+        heap.push(top, better);
+        cands[best].1
+    }
+
+    /// Language `l`'s current top pair (count, key), left in its heap; None
+    /// when it has no pair left. A current top is read in place (the excess
+    /// rule peeks every dear language a merge: a pop and a push each was most
+    /// of its pick); stale tops are refreshed as a pop would.
+    fn peek(&mut self, l: usize, better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool) -> Option<(u64, u64)> {
+        peek_current(&mut self.heaps[l], |k| self.counts[l].get(&k).map(|&c| c as u64), better)
     }
 
     /// The excess rule's pick (module notes): `global_top` is plain BPE's
