@@ -50,8 +50,14 @@ impl<T: Copy> Heap<T> {
         }
         self.v.swap(0, n - 1);
         let top = self.v.pop();
+        self.sift_down(0, better);
+        top
+    }
+
+    /// Entry `i` moves down until no child of it comes out before it.
+    #[inline(always)]
+    fn sift_down(&mut self, mut i: usize, better: &impl Fn(&T, &T) -> bool) {
         let n = self.v.len();
-        let mut i = 0;
         loop {
             let l = 2 * i + 1;
             if l >= n {
@@ -66,29 +72,13 @@ impl<T: Copy> Heap<T> {
                 break;
             }
         }
-        top
     }
 
     /// Build from a vector in O(n).
     pub fn from_vec(v: Vec<T>, better: &impl Fn(&T, &T) -> bool) -> Self {
         let mut h = Heap { v };
-        let n = h.v.len();
-        for start in (0..n / 2).rev() {
-            let mut i = start;
-            loop {
-                let l = 2 * i + 1;
-                if l >= n {
-                    break;
-                }
-                let r = l + 1;
-                let c = if r < n && better(&h.v[r], &h.v[l]) { r } else { l };
-                if better(&h.v[c], &h.v[i]) {
-                    h.v.swap(c, i);
-                    i = c;
-                } else {
-                    break;
-                }
-            }
+        for start in (0..h.v.len() / 2).rev() {
+            h.sift_down(start, better);
         }
         h
     }
@@ -103,22 +93,7 @@ impl<T: Copy> Heap<T> {
     pub fn lower_at(&mut self, i: usize, x: T, better: &impl Fn(&T, &T) -> bool) {
         debug_assert!(!better(&x, &self.v[i]));
         self.v[i] = x;
-        let n = self.v.len();
-        let mut i = i;
-        loop {
-            let l = 2 * i + 1;
-            if l >= n {
-                break;
-            }
-            let r = l + 1;
-            let c = if r < n && better(&self.v[r], &self.v[l]) { r } else { l };
-            if better(&self.v[c], &self.v[i]) {
-                self.v.swap(c, i);
-                i = c;
-            } else {
-                break;
-            }
-        }
+        self.sift_down(i, better);
     }
 }
 

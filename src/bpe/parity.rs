@@ -253,6 +253,20 @@ pub(super) fn peek_current(
     }
 }
 
+/// The key of the candidate (count, key) with the largest `score`, the first on a tie.
+fn best_scored(cands: &[(u64, u64)], score: impl Fn(u64) -> f64) -> u64 {
+    let mut best = 0;
+    let mut best_s = score(cands[0].1);
+    for (i, c) in cands.iter().enumerate().skip(1) {
+        let s = score(c.1);
+        if s > best_s {
+            best = i;
+            best_s = s;
+        }
+    }
+    cands[best].1
+}
+
 /// Buckets of a language count: one per count below 64, then 32 per octave
 /// (a bucket spans at most 1/32 of its lowest count), so the shared-pair band
 /// `[top / shared, top]` covers at most about `32 log2(shared) + 1` buckets
@@ -859,16 +873,7 @@ impl Parity {
             }
             cands.push(e);
         }
-        let mut best = 0;
-        let mut best_s = score(cands[0].1);
-        for (i, c) in cands.iter().enumerate().skip(1) {
-            let s = score(c.1);
-            if s > best_s {
-                best = i;
-                best_s = s;
-            }
-        }
-        let key = cands[best].1;
+        let key = best_scored(&cands, score);
         for c in cands {
             heap.push(c, better);
         }
@@ -937,17 +942,8 @@ impl Parity {
             let key = heap.as_slice()[i].1;
             heap.lower_at(i, (c, key), better);
         }
-        let mut best = 0;
-        let mut best_s = score(cands[0].1);
-        for (i, c) in cands.iter().enumerate().skip(1) {
-            let s = score(c.1);
-            if s > best_s {
-                best = i;
-                best_s = s;
-            }
-        }
         heap.push(top, better);
-        cands[best].1
+        best_scored(&cands, score)
     }
 
     /// Language `l`'s current top pair (count, key), left in its heap; None
