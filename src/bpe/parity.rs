@@ -711,7 +711,7 @@ impl Parity {
                             min_frequency,
                             better,
                             GROUP_CANDIDATES,
-                            &score,
+                            score,
                         )
                     };
                     let key = Self::candidates_walk(
@@ -722,7 +722,7 @@ impl Parity {
                         min_frequency,
                         better,
                         GROUP_CANDIDATES,
-                        &score,
+                        score,
                     );
                     #[cfg(test)]
                     assert_eq!(key, taken, "the group rule's walk differs from taking the candidates out");
@@ -937,7 +937,7 @@ impl Parity {
             }
             cands.push(e);
         }
-        stale.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+        stale.sort_unstable_by_key(|e| std::cmp::Reverse(e.0));
         for (i, c) in stale {
             let key = heap.as_slice()[i].1;
             heap.lower_at(i, (c, key), better);

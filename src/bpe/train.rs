@@ -1211,7 +1211,8 @@ impl Trainer {
             loop {
                 let (w, t, d) = match (ti.peek(), di.peek()) {
                     (Some(&a), Some(&b)) if a.0 == b.0 => {
-                        (ti.next(), di.next());
+                        ti.next();
+                        di.next();
                         (a.0, a.1, b.1)
                     }
                     (Some(&a), Some(&b)) if a.0 < b.0 => {
