@@ -298,7 +298,7 @@ class BPETokenizer(CoreEncoded, Tokenizer):
                 reference=parity_reference,
                 gain=parity_gain,
             )
-            counter = count_parity(corpus, parity, regex, settings, **reading)
+            counter = count_parity(corpus, parity, regex, settings, max_memory=max_memory, tmp_dir=tmp_dir, **reading)
         else:
             counter = count_pieces(corpus, regex, max_memory=max_memory, tmp_dir=tmp_dir, **reading)
         data = _train(
@@ -658,7 +658,7 @@ def _train(
         unique = sum(c.unique for c in parity.train)
         drops = [c.dropped for c in parity.train]
         dropped = (sum(d[0] for d in drops), sum(d[1] for d in drops), max(d[2] for d in drops))
-        budget_dropped = (0, 0, 0)
+        budget_dropped = parity.total_budget_dropped()
         measure, norms = parity.core_measure()
         try:
             trainer = _core.BpeTrainer.parity(

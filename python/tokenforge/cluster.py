@@ -2,7 +2,8 @@
 
 Training and pretokenizing split a corpus into partitions
 (:mod:`tokenforge.data.partition`), run one task per partition, and combine
-the results (counts are merged in a tree, ``split_every`` at a time). The
+the results (counts are merged in a tree, ``split_every`` at a time, or,
+under a memory budget, handed to the client one at a time, :meth:`map_each`). The
 engine is Dask's ``distributed``: :func:`runner` returns a :class:`DaskRunner`
 for a ``distributed.Client`` or a scheduler address, and a
 :class:`LocalRunner` (same calls, run here, in order) for ``None``, so every
@@ -131,6 +132,22 @@ class LocalRunner:
                 bar.update(weights[k] if weights is not None else 1)
         return out
 
+    def map_each(
+        self,
+        fn: Callable,
+        items: Sequence,
+        *args: Any,
+        consume: Callable[[Any], None],
+        desc: str = "",
+        weights: Sequence[int] | None = None,
+        unit: str = "B",
+    ) -> None:
+        """``consume(fn(item, *args))`` for every item, in order, with a progress bar over ``weights``."""
+        with _bar(self.progress, weights, len(items), desc, unit) as bar:
+            for k, item in enumerate(items):
+                consume(fn(item, *args))
+                bar.update(weights[k] if weights is not None else 1)
+
     def reduce(self, merge: Callable, handles: Sequence, split_every: int = DEFAULT_SPLIT_EVERY) -> Any:
         """The tree reduction of ``handles`` with ``merge(*group)``; the same
         tree (and so the same result) as :meth:`DaskRunner.reduce`."""
@@ -213,6 +230,38 @@ class DaskRunner:
             self.client.cancel(futures)
             raise
         return futures
+
+    def map_each(
+        self,
+        fn: Callable,
+        items: Sequence,
+        *args: Any,
+        consume: Callable[[Any], None],
+        desc: str = "",
+        weights: Sequence[int] | None = None,
+        unit: str = "B",
+    ) -> None:
+        """One task ``fn(item, *args)`` per item; ``consume`` is called here with
+        each result as its task finishes (in the order they finish), one result
+        at a time, and the worker's copy is released once consumed: the client
+        holds one result at a time beside what ``consume`` keeps. Progress,
+        errors and Ctrl-C as :meth:`map`."""
+        distributed = import_distributed()
+        futures = [self.client.submit(fn, item, *args, pure=False) for item in items]
+        weight = {f.key: (weights[k] if weights is not None else 1) for k, f in enumerate(futures)}
+        live = set(futures)
+        done = distributed.as_completed(futures)
+        del futures
+        try:
+            with _bar(self.progress, weights, len(live), desc, unit) as bar:
+                for f in done:
+                    consume(f.result())  # a failed task raises its exception here, with its traceback
+                    live.discard(f)
+                    f.release()
+                    bar.update(weight[f.key])
+        except BaseException:
+            self.client.cancel(list(live))
+            raise
 
     def reduce(self, merge: Callable, handles: Sequence, split_every: int = DEFAULT_SPLIT_EVERY) -> Any:
         """A tree of ``merge(*group)`` tasks over ``handles`` (``split_every`` per
