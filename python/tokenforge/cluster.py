@@ -125,11 +125,8 @@ class LocalRunner:
         unit: str = "B",
     ) -> list:
         """``[fn(item, *args) for item in items]``, with a progress bar over ``weights``."""
-        out = []
-        with _bar(self.progress, weights, len(items), desc, unit) as bar:
-            for k, item in enumerate(items):
-                out.append(fn(item, *args))
-                bar.update(weights[k] if weights is not None else 1)
+        out: list = []
+        self.map_each(fn, items, *args, consume=out.append, desc=desc, weights=weights, unit=unit)
         return out
 
     def map_each(
@@ -246,12 +243,7 @@ class DaskRunner:
         at a time, and the worker's copy is released once consumed: the client
         holds one result at a time beside what ``consume`` keeps. Progress,
         errors and Ctrl-C as :meth:`map`."""
-        distributed = import_distributed()
-        futures = [self.client.submit(fn, item, *args, pure=False) for item in items]
-        weight = {f.key: (weights[k] if weights is not None else 1) for k, f in enumerate(futures)}
-        live = set(futures)
-        done = distributed.as_completed(futures)
-        del futures
+        live, weight, done = self._submit_all(fn, items, args, weights)
         try:
             with _bar(self.progress, weights, len(live), desc, unit) as bar:
                 for f in done:
@@ -286,15 +278,10 @@ class DaskRunner:
         associative and commutative (sums: counts), so the grouping, which
         follows the order tasks finish in, does not change the result. Progress,
         errors and Ctrl-C as :meth:`map`."""
-        distributed = import_distributed()
         _check_reduce(split_every, len(items))
-        futures = [self.client.submit(fn, item, *args, pure=False) for item in items]
-        weight = {f.key: (weights[k] if weights is not None else 1) for k, f in enumerate(futures)}
         # the futures not yet handed to a merge: what Ctrl-C cancels (a result given to a
         # merge is released by Dask once the merge has it, so memory follows the tree)
-        live = set(futures)
-        done = distributed.as_completed(futures)
-        del futures
+        live, weight, done = self._submit_all(fn, items, args, weights)
         try:
             with _bar(self.progress, weights, len(live), desc, unit) as bar:
                 ready: list = []
@@ -317,6 +304,16 @@ class DaskRunner:
         except BaseException:
             self.client.cancel(list(live))
             raise
+
+    def _submit_all(
+        self, fn: Callable, items: Sequence, args: tuple, weights: Sequence[int] | None
+    ) -> tuple[set, dict, Any]:
+        """One task per item: (the live futures, each one's weight by key, an
+        ``as_completed`` over them that more futures can be added to)."""
+        distributed = import_distributed()
+        futures = [self.client.submit(fn, item, *args, pure=False) for item in items]
+        weight = {f.key: (weights[k] if weights is not None else 1) for k, f in enumerate(futures)}
+        return set(futures), weight, distributed.as_completed(futures)
 
     def gather(self, handles: Any) -> Any:
         return self.client.gather(handles)

@@ -348,24 +348,13 @@ def count_pieces(
     run = runner(client, progress=progress)
     try:
         threads = task_threads(run, num_threads)
+        into = counter if budget is not None else None
+        tasks = _Tasks(pattern, rule, threads, prune_below, split_every, desc, who, into)
         if isinstance(corpus, Texts):
-            into = counter if budget is not None else None
-            got = _count_shipped_texts(run, corpus, pattern, rule, threads, prune_below, split_every, desc, who, into)
+            got = _count_shipped_texts(run, corpus, tasks)
         else:
-            got = _count_partitions(
-                run,
-                corpus,
-                pattern,
-                rule,
-                threads,
-                prune_below,
-                split_every,
-                desc,
-                who,
-                into=counter if budget is not None else None,
-                options={"text_field": text_field, "split_on": split_on, "errors": errors},
-                target_bytes=target_bytes,
-            )
+            options = {"text_field": text_field, "split_on": split_on, "errors": errors}
+            got = _count_partitions(run, corpus, tasks, options, target_bytes)
     finally:
         if run is not client:
             run.close()
@@ -374,82 +363,67 @@ def count_pieces(
     return got
 
 
+@dataclasses.dataclass(frozen=True)
+class _Tasks:
+    """How the counting tasks of a cluster run and come together: each task's
+    arguments, the merge tree's width, the progress label, and ``into``: None
+    (the workers merge the counters in a tree, and the root comes back), or the
+    client's spilling counter (a budget), each task's counter merged into it
+    here as the task finishes."""
+
+    pattern: str | None
+    rule: DocRule
+    threads: int | None
+    prune_below: int | None
+    split_every: int
+    desc: str
+    who: str
+    into: _core.WordCounter | None
+
+
 def _count_partitions(
-    run: Runner,
-    corpus: object,
-    pattern: str | None,
-    rule: DocRule,
-    threads: int | None,
-    prune_below: int | None,
-    split_every: int,
-    desc: str,
-    who: str,
-    *,
-    into: _core.WordCounter | None,
-    options: dict,
-    target_bytes: int | None,
+    run: Runner, corpus: object, t: _Tasks, options: dict, target_bytes: int | None
 ) -> _core.WordCounter:
-    """The corpus's partitions counted on the workers: merged in a tree there and
-    brought back whole, or, ``into`` a spilling counter (a budget), merged into it
-    here one partition's counter at a time as they finish."""
+    """The corpus's partitions counted on the workers (see :class:`_Tasks`)."""
     parts = plan_partitions(
         corpus,
-        who=who,
+        who=t.who,
         **options,
-        target_bytes=auto_target_bytes(corpus, run.threads, who=who) if target_bytes is None else target_bytes,
+        target_bytes=auto_target_bytes(corpus, run.threads, who=t.who) if target_bytes is None else target_bytes,
     )
     weights = [p.nbytes for p in parts]
-    if into is not None:
-        args = (pattern, rule, options, threads, prune_below)
-        run.map_each(count_partition, parts, *args, consume=into.merge, desc=desc, weights=weights)
-        return into
+    args = (t.pattern, t.rule, options, t.threads, t.prune_below)
+    if t.into is not None:
+        run.map_each(count_partition, parts, *args, consume=t.into.merge, desc=t.desc, weights=weights)
+        return t.into
     merged = run.map_reduce(
-        count_partition,
-        parts,
-        pattern,
-        rule,
-        options,
-        threads,
-        prune_below,
-        merge=merge_counts,
-        split_every=split_every,
-        desc=desc,
-        weights=weights,
+        count_partition, parts, *args, merge=merge_counts, split_every=t.split_every, desc=t.desc, weights=weights
     )
     return run.gather(merged)
 
 
-def _count_shipped_texts(
-    run: Runner,
-    corpus: Texts,
-    pattern: str | None,
-    rule: DocRule,
-    threads: int | None,
-    prune_below: int | None,
-    split_every: int,
-    desc: str,
-    who: str,
-    into: _core.WordCounter | None = None,
-) -> _core.WordCounter:
-    """Texts from the client's memory, shipped in batches, ``2 * workers`` at a time;
-    ``into`` a spilling counter (a budget): each batch's counter merged into it here."""
+def _count_shipped_texts(run: Runner, corpus: Texts, t: _Tasks) -> _core.WordCounter:
+    """Texts from the client's memory, shipped in batches, ``2 * workers`` at a time
+    (see :class:`_Tasks`)."""
     from .data.corpus import iterator_documents
 
     window = 2 * run.workers
     results = []
     pending: list[list[str]] = []
 
+    args = (t.pattern, t.rule, t.threads, t.prune_below)
+
     def flush() -> None:
-        if pending and into is not None:
-            run.map_each(count_texts, list(pending), pattern, rule, threads, prune_below, consume=into.merge, desc=desc)
+        if pending and t.into is not None:
+            run.map_each(count_texts, list(pending), *args, consume=t.into.merge, desc=t.desc)
             pending.clear()
         elif pending:
-            handles = run.map(count_texts, list(pending), pattern, rule, threads, prune_below, desc=desc)
-            results.append(run.reduce(merge_counts, handles, split_every))
+            handles = run.map(count_texts, list(pending), *args, desc=t.desc)
+            results.append(run.reduce(merge_counts, handles, t.split_every))
             pending.clear()
 
     for batch in batched(
-        iterator_documents(corpus.texts, who=who.replace("train", "train_from_iterator", 1)), BATCH_CHARS
+        iterator_documents(corpus.texts, who=t.who.replace("train", "train_from_iterator", 1)), BATCH_CHARS
     ):
         pending.append(batch)
         if len(pending) >= window:
@@ -457,6 +431,6 @@ def _count_shipped_texts(
     if not (results or pending):
         pending.append([])  # no text at all: one empty count, as here
     flush()
-    if into is not None:
-        return into
-    return run.gather(run.reduce(merge_counts, results, split_every))
+    if t.into is not None:
+        return t.into
+    return run.gather(run.reduce(merge_counts, results, t.split_every))
