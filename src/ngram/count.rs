@@ -276,7 +276,7 @@ fn count_level_spilled(
     let per_thread = (sp.limit / LEVEL_ENTRY / rs.len() as u64).max(1) as usize;
     let write = |m: &mut FxHashMap<u64, u64>| -> crate::error::Result<()> {
         let mut items: Vec<([u8; 8], u64)> = m.drain().map(|(k, v)| (k.to_be_bytes(), v)).collect();
-        items.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        items.sort_unstable_by_key(|a| a.0);
         let mut guard = dir.lock().unwrap_or_else(|e| e.into_inner());
         if guard.is_none() {
             *guard = Some(SpillDir::new(&sp.parent)?);
