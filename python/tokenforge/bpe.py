@@ -183,7 +183,8 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         the file); None (default) is exact.
 
         ``max_memory`` (bytes or a size such as ``"4GB"``; None: 3/4 of the
-        available memory), counting on this machine: counts past a share of it
+        available memory; with ``client``, the client's counter, into which each
+        partition's counts are merged as they arrive): counts past a share of it
         spill sorted runs to ``tmp_dir`` (None: the system's temporary
         directory) and are merged back exactly; if the distinct pieces would
         not fit training's share, the rarest are dropped (every piece counted
@@ -193,6 +194,9 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         to unbounded training. A budget whose kept pieces would make up less than
         half of the corpus's pieces is a :class:`~tokenforge.errors.TokenforgeError`
         naming a budget that would do. docs/scale.md says how many pieces a budget holds.
+        With ``parity``, one budget covers every language (see
+        :func:`tokenforge.bpe_parity.count_parity`); the drop is recorded per
+        language in the ``parity`` record and summed at the top.
 
         ``parity`` (parity-aware BPE, Foroutan et al. 2025): a mapping language
         code -> development text (paths here; texts in
