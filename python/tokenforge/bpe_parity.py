@@ -439,6 +439,9 @@ def count_parity(
     drops = []
     if budget is not None:
         drops = settle_shared(train, langs, budget, who, held=sum(int(d.train_cost_total()) for d in dev))
+        if prune_below and client is None:  # on a cluster the partitions were pruned by the workers
+            for c in train:
+                c.prune_below(prune_below)
     return ParityCounts(
         languages=langs,
         train=train,

@@ -321,7 +321,8 @@ def count_pieces(
 
     ``budget_share`` and ``settle=False`` are for callers that count several
     corpora under one budget (parity training): the table spills past
-    ``budget_share`` of the budget's spill share, and the caller settles.
+    ``budget_share`` of the budget's spill share, and the caller settles (and
+    then applies ``prune_below`` when counting here).
     """
     if prune_below is not None and (
         isinstance(prune_below, bool) or not isinstance(prune_below, int) or prune_below < 1
@@ -342,7 +343,7 @@ def count_pieces(
                 feed_in_batches(counter.add_texts, rule.apply(docs), num_threads, COUNT_BATCH_CHARS, bar)
         if budget is not None and settle:
             settle_budget(counter, budget, who)
-        if prune_below:
+        if prune_below and (settle or budget is None):  # else the caller prunes once it has settled
             counter.prune_below(prune_below)
         return counter
     run = runner(client, progress=progress)

@@ -85,6 +85,14 @@ def test_parity_under_a_budget_that_drops_nothing_is_byte_identical(tmp_path, mo
     assert spilled == unbounded
     assert b"budget_dropped" not in spilled
     assert [p for p in tmp_path.iterdir() if p.name.startswith("tokenforge-spill")] == []  # the runs are gone
+    # the bounded mode prunes the settled counts, not the last table in memory
+    runs_seen.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        pruned = parity_file(tmp_path, "c", max_memory="64MB", tmp_dir=tmp_path, prune_below=2)
+        monkeypatch.setattr(counting, "SPILL_SHARE", 0.35)
+        assert pruned == parity_file(tmp_path, "d", max_memory="1TB", prune_below=2) != unbounded
+    assert min(runs_seen[3:6]) > 1
 
 
 def test_parity_budget_drops_each_languages_rarest_pieces_and_records_exactly(tmp_path, monkeypatch):
