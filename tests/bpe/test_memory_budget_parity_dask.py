@@ -251,3 +251,35 @@ def test_training_on_a_cluster_under_a_budget(tmp_path, monkeypatch, dask_client
     with pytest.warns(UserWarning, match="dropped the"):
         there, _ = trained("there", max_memory="64MB", tmp_dir=tmp_path, client=dask_client)
     assert here.data == there.data and there.data.training["budget_dropped_unique"] > 0
+
+
+CLUSTER_CHILD = textwrap.dedent(
+    """
+    import resource, sys, warnings
+    import distributed
+    from tokenforge import BPETokenizer
+    path, budget, tmp = sys.argv[1], sys.argv[2], sys.argv[3]
+    if __name__ == "__main__":
+        cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0")
+        client = distributed.Client(cluster)
+        # warm up: the cluster's threads and comms, the counting threads, before the limit
+        BPETokenizer.train_from_iterator(["warm up " * 50] * 4, 300, progress=False, client=client, num_threads=2)
+    """
+)
+CLUSTER_CHILD += textwrap.indent(LIMIT_AFTER_WARM_UP, "    ") + textwrap.indent(
+    textwrap.dedent(
+        """
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            tok = BPETokenizer.train([path], 400, progress=False, client=client, max_memory=budget, tmp_dir=tmp)
+        print(tok.data.training.get("budget_dropped_unique", 0), sum("memory budget" in str(x.message) for x in w))
+        """
+    ),
+    "    ",
+)
+
+
+def test_cluster_client_bounded_under_an_address_space_limit(tmp_path):
+    # an in-process cluster (its worker's memory is the child's too): the client's counter spills
+    path = identifier_corpus(tmp_path / "big.jsonl", WORDS["en"][:6])
+    check_bounded(CLUSTER_CHILD, path, tmp_path)
