@@ -304,7 +304,12 @@ def phases(st: dict) -> dict:
     # ones touch few, and their cost is the pair index's and the heap's
     timed("merges 1-1000", lambda: loop(1000))
     timed("merges 1001-", lambda: loop(n))
-    return _done(st, phases=out, unique_pieces=unique)
+    # the same digest as the training rows' (their ranks: the byte tokens, then the merges)
+    tokens = [bytes([b]) for b in range(256)]
+    for a, b, _z in tr.merges():
+        tokens.append(tokens[a] + tokens[b])
+    sha = hashlib.sha256(b"".join(t + b"\0" for t in tokens)).hexdigest()[:12]
+    return _done(st, phases=out, unique_pieces=unique, merges_sha=sha)
 
 
 def setup_pretok(path: str, vocab: int, threads: int, extra=None) -> dict:
@@ -525,7 +530,7 @@ def main(argv=None) -> int:
             wall = sum(w for w, _ in r.extra["phases"].values())
             cpu = sum(c for _, c in r.extra["phases"].values())
             print(f"  {'total':14} {wall:7.2f} {cpu:7.2f}   (target at 2 GB: <= 15 s wall)")
-            print(f"  unique pieces: {r.extra['unique_pieces']:,}")
+            print(f"  unique pieces: {r.extra['unique_pieces']:,}; merges sha {r.extra['merges_sha']}")
         else:
             print(f"phases: {r.status()}: {r.error}")
     if "profile" in only:

@@ -146,8 +146,10 @@ pub struct Trainer {
     min_frequency: u64,
     remaining: usize,
     done: bool,
-    // scratch of `merge`, kept between merges
+    // scratch of `merge`, kept between merges: parity training's one walk,
+    // and plain training's walks (one per thread of a parallel merge)
     fresher: Fresher,
+    scratch: (Vec<Fresher>, Vec<Lost>),
     /// Parity-aware training (`super::parity`): None for plain BPE.
     parity: Option<Box<Parity>>,
 }
@@ -343,6 +345,7 @@ impl Trainer {
             remaining: num_merges,
             done: num_merges == 0,
             fresher: Fresher::default(),
+            scratch: Default::default(),
             parity,
         }
     }
@@ -470,47 +473,52 @@ impl Trainer {
 
         let info = self.pairs[&pair];
         let positions = &self.pool[info.off..info.off + info.len as usize];
-        let threads = rayon::current_num_threads();
-        if self.parity.is_none() && threads > 1 && positions.len() >= PAR_MIN {
-            // A merge over many positions (the first merges touch most pieces)
-            // runs on every thread: the positions cut at piece boundaries, each
-            // share walked by one thread into counts of its own, then reduced.
-            // The new pairs' positions come out in the order one thread would
-            // write them, so the pool, the index and the heap are the same.
-            let arena = Arena::of(&mut self.slots);
-            let long = &self.long[..];
-            let parts: Vec<(Fresher, Lost)> = arena
-                .cut(long, positions, threads)
-                .into_par_iter()
-                .map(|share| {
-                    let (mut fr, mut lost) = (Fresher::default(), Lost::default());
-                    walk(arena, long, share, (a, b, z), pair, &mut lost, &mut fr);
-                    (fr, lost)
-                })
-                .collect();
-            let mut frs = Vec::with_capacity(parts.len());
-            for (fr, lost) in parts {
-                for (key, (w, dead)) in lost.0 {
-                    let info = self.pairs.get_mut(&key).expect("a live occurrence's pair is counted");
-                    info.count -= w;
-                    info.live -= dead;
-                    self.stale += dead as usize;
-                    if info.live == 0 {
-                        debug_assert_eq!(info.count, 0);
-                        self.pairs.remove(&key);
-                    }
-                }
-                frs.push(fr);
-            }
-            self.place_fresh(&frs);
-        } else {
+        if self.parity.is_some() {
             let mut fr = std::mem::take(&mut self.fresher);
+            fr.begin(z);
             let mut sink =
                 Direct { pairs: &mut self.pairs, stale: &mut self.stale, parity: self.parity.as_deref_mut() };
             walk(Arena::of(&mut self.slots), &self.long, positions, (a, b, z), pair, &mut sink, &mut fr);
             self.place_fresh(std::slice::from_ref(&fr));
             fr.clear();
             self.fresher = fr;
+        } else {
+            // A merge over many positions (the first merges touch most pieces)
+            // runs on every thread: the positions cut at piece boundaries, each
+            // share walked by one thread into counts of its own, then reduced.
+            // The new pairs' positions come out in the order one thread would
+            // write them, so the pool, the index and the heap are the same.
+            let threads = rayon::current_num_threads();
+            let n = if threads > 1 && positions.len() >= PAR_MIN { threads } else { 1 };
+            let (mut frs, mut losts) = std::mem::take(&mut self.scratch);
+            frs.resize_with(n.max(frs.len()), Fresher::default);
+            losts.resize_with(n.max(losts.len()), Lost::default);
+            for (fr, lost) in frs[..n].iter_mut().zip(&mut losts[..n]) {
+                fr.begin(z);
+                lost.begin(z);
+            }
+            let arena = Arena::of(&mut self.slots);
+            let long = &self.long[..];
+            if n == 1 {
+                walk(arena, long, positions, (a, b, z), pair, &mut losts[0], &mut frs[0]);
+            } else {
+                let shares = arena.cut(long, positions, n);
+                shares
+                    .into_par_iter()
+                    .zip(frs[..n].par_iter_mut())
+                    .zip(losts[..n].par_iter_mut())
+                    .for_each(|((share, fr), lost)| walk(arena, long, share, (a, b, z), pair, lost, fr));
+            }
+            let (first, rest) = losts.split_at_mut(1);
+            for lost in &mut rest[..n - 1] {
+                first[0].absorb(lost);
+            }
+            self.apply_lost(&mut first[0], (a, b));
+            self.place_fresh(&frs[..n]);
+            for fr in &mut frs[..n] {
+                fr.clear();
+            }
+            self.scratch = (frs, losts);
         }
 
         if self.heap.len() > 2 * self.pairs.len() + HEAP_SLACK {
@@ -522,6 +530,35 @@ impl Trainer {
             let pairs = &self.pairs;
             let global = |k: u64| pairs.get(&k).map_or(0, |i| i.count.max(0) as u64);
             par.after_merge(&better(self.tie, &self.tokens), HEAP_SLACK, &global);
+        }
+    }
+
+    /// What the walks of the merge of (a, b) took from the existing pairs,
+    /// pair by pair (a pair with no occurrence left leaves the index); `lost`
+    /// is cleared.
+    fn apply_lost(&mut self, lost: &mut Lost, (a, b): (u32, u32)) {
+        let mut take = |key: u64, (w, dead): (i64, u32)| {
+            let info = self.pairs.get_mut(&key).expect("a live occurrence's pair is counted");
+            info.count -= w;
+            info.live -= dead;
+            self.stale += dead as usize;
+            if info.live == 0 {
+                // every position of it is stale now, and counted so
+                debug_assert_eq!(info.count, 0);
+                self.pairs.remove(&key);
+            }
+        };
+        // Each (x, a) and (b, y) at most once (they may be one pair, or the
+        // merged pair itself: a pair's losses then come in parts, each of at
+        // least one occurrence, so none of them leaves it without any).
+        for x in lost.left_ids.drain(..) {
+            take(pack(x, a), std::mem::take(&mut lost.left[x as usize]));
+        }
+        for y in lost.right_ids.drain(..) {
+            take(pack(b, y), std::mem::take(&mut lost.right[y as usize]));
+        }
+        if lost.pair.1 > 0 {
+            take(pack(a, b), std::mem::take(&mut lost.pair));
         }
     }
 
@@ -830,22 +867,69 @@ struct Fresh {
 }
 
 /// The pairs one walk creates, and their positions in the order it met them.
+///
+/// A merge of (a, b) into z makes only pairs (x, z) and (z, y), so they are
+/// found by the other id in two arrays indexed by token id (one load each,
+/// where a hash map probe hashes the key and compares it; ~2 of every 3
+/// lookups of a merge's walk went to such maps). The arrays are sized to the
+/// ids (4 bytes each, 2 x 131 kB at 32,768 ids), kept between merges and
+/// cleared entry by entry through `fresh`, so a merge pays for what it touches.
 #[derive(Default)]
 struct Fresher {
-    index: FxHashMap<u64, u32>,
+    /// The new id of the merge under way.
+    z: u32,
+    /// `left[x]`: 1 + the index in `fresh` of (x, z); 0: not made yet.
+    left: Vec<u32>,
+    /// `right[y]`: 1 + the index in `fresh` of (z, y); 0: not made yet.
+    right: Vec<u32>,
     fresh: Vec<Fresh>,
     /// (index in `fresh`, position)
     pos: Vec<(u32, u32)>,
 }
 
 impl Fresher {
+    /// Ready for the merge that makes `z` (every id is at most `z`).
+    fn begin(&mut self, z: u32) {
+        debug_assert!(self.fresh.is_empty() && self.pos.is_empty());
+        self.z = z;
+        let n = z as usize + 1;
+        if self.left.len() < n {
+            self.left.resize(n, 0);
+            self.right.resize(n, 0);
+        }
+    }
+
+    /// (x, z) gains an occurrence of weight `w` at `pos`.
     #[inline(always)]
-    fn add(&mut self, key: u64, w: i64, pos: u32) {
-        let fresh = &mut self.fresh;
-        let i = *self.index.entry(key).or_insert_with(|| {
-            fresh.push(Fresh { key, count: 0, last: NO_POS, n: 0, live: 0 });
-            (fresh.len() - 1) as u32
-        });
+    fn add_left(&mut self, x: u32, w: i64, pos: u32) {
+        let mut i = self.left[x as usize];
+        if i == 0 {
+            i = self.make(pack(x, self.z));
+            self.left[x as usize] = i;
+        }
+        self.gain(i - 1, w, pos);
+    }
+
+    /// (z, y) gains an occurrence of weight `w` at `pos`.
+    #[inline(always)]
+    fn add_right(&mut self, y: u32, w: i64, pos: u32) {
+        let mut i = self.right[y as usize];
+        if i == 0 {
+            i = self.make(pack(self.z, y));
+            self.right[y as usize] = i;
+        }
+        self.gain(i - 1, w, pos);
+    }
+
+    /// A new entry of `fresh` for `key`: 1 + its index.
+    #[inline(always)]
+    fn make(&mut self, key: u64) -> u32 {
+        self.fresh.push(Fresh { key, count: 0, last: NO_POS, n: 0, live: 0 });
+        self.fresh.len() as u32
+    }
+
+    #[inline(always)]
+    fn gain(&mut self, i: u32, w: i64, pos: u32) {
         let f = &mut self.fresh[i as usize];
         f.count += w;
         if f.last != pos {
@@ -856,28 +940,70 @@ impl Fresher {
         }
     }
 
+    /// The entry of (z, y), made earlier in this walk.
+    #[inline(always)]
+    fn right_of(&mut self, y: u32) -> &mut Fresh {
+        let i = self.right[y as usize];
+        debug_assert!(i > 0, "(z, y) was made by the previous occurrence");
+        &mut self.fresh[i as usize - 1]
+    }
+
     fn clear(&mut self) {
-        self.index.clear();
+        let z = self.z;
+        for f in &self.fresh {
+            let (x, y) = unpack(f.key);
+            if y == z {
+                self.left[x as usize] = 0;
+            }
+            if x == z {
+                self.right[y as usize] = 0;
+            }
+        }
         self.fresh.clear();
         self.pos.clear();
     }
 }
 
-/// What a walk does to the pairs that existed before the merge.
+/// What a walk does to the pairs that existed before the merge of (a, b):
+/// the pair itself, (x, a) on the left and (b, y) on the right lose
+/// occurrences.
 trait Sink {
     /// The weight of an occurrence at `p` in a piece counted `c`, and its language.
     fn weigh(&mut self, p: usize, c: u64) -> (i64, u32);
-    /// One occurrence of the existing pair `key`, of weight `w`, is gone.
-    fn lose(&mut self, key: u64, w: i64, lang: u32);
+    /// One occurrence of the merged pair `key`, of weight `w`, is gone.
+    fn lose_pair(&mut self, key: u64, w: i64, lang: u32);
+    /// One occurrence of `key` = (x, a) is gone.
+    fn lose_left(&mut self, x: u32, key: u64, w: i64, lang: u32);
+    /// One occurrence of `key` = (b, y) is gone.
+    fn lose_right(&mut self, y: u32, key: u64, w: i64, lang: u32);
     /// Parity: `lang`'s count of `key` changes by `w` (`fresh`: a pair the merge made).
     fn lang(&mut self, lang: u32, key: u64, w: i64, fresh: bool);
 }
 
-/// The sequential merge: counts change in the index itself.
+/// Parity training's merge: counts change in the index itself, occurrence
+/// by occurrence (each also changes its language's counts).
 struct Direct<'a> {
     pairs: &'a mut FxHashMap<u64, PairInfo>,
     stale: &'a mut usize,
     parity: Option<&'a mut Parity>,
+}
+
+impl Direct<'_> {
+    /// A pair with no occurrence left leaves the index. (A dev occurrence
+    /// weighs 0, so a pair may live on dev text alone.)
+    #[inline(always)]
+    fn lose(&mut self, key: u64, w: i64, lang: u32) {
+        let info = self.pairs.get_mut(&key).expect("a live occurrence's pair is counted");
+        info.count -= w;
+        info.live -= 1;
+        *self.stale += 1;
+        if info.live == 0 {
+            // every position of it is stale now, and counted so
+            debug_assert_eq!(info.count, 0);
+            self.pairs.remove(&key);
+        }
+        self.lang(lang, key, -w, false);
+    }
 }
 
 impl Sink for Direct<'_> {
@@ -897,21 +1023,19 @@ impl Sink for Direct<'_> {
         }
     }
 
-    /// A pair with no occurrence left leaves the index. (Plain training: no
-    /// occurrence left is a count of zero. With parity a dev occurrence weighs
-    /// 0, so a pair may live on dev text alone.)
     #[inline(always)]
-    fn lose(&mut self, key: u64, w: i64, lang: u32) {
-        let info = self.pairs.get_mut(&key).expect("a live occurrence's pair is counted");
-        info.count -= w;
-        info.live -= 1;
-        *self.stale += 1;
-        if info.live == 0 {
-            // every position of it is stale now, and counted so
-            debug_assert_eq!(info.count, 0);
-            self.pairs.remove(&key);
-        }
-        self.lang(lang, key, -w, false);
+    fn lose_pair(&mut self, key: u64, w: i64, lang: u32) {
+        self.lose(key, w, lang)
+    }
+
+    #[inline(always)]
+    fn lose_left(&mut self, _x: u32, key: u64, w: i64, lang: u32) {
+        self.lose(key, w, lang)
+    }
+
+    #[inline(always)]
+    fn lose_right(&mut self, _y: u32, key: u64, w: i64, lang: u32) {
+        self.lose(key, w, lang)
     }
 
     #[inline(always)]
@@ -927,10 +1051,60 @@ impl Sink for Direct<'_> {
     }
 }
 
-/// A thread of a parallel merge (plain training only): what the existing
-/// pairs lose, per pair (weight, occurrences), applied once the threads are done.
+/// Plain training's merge (one walk per thread): what the existing pairs
+/// lose, summed per pair -- (weight, occurrences) -- and applied to the index
+/// once the walks are done ([`Trainer::apply_lost`]). The pair index is a
+/// hash table of millions of pairs, a cache miss a probe; summing first in
+/// arrays indexed by the other id probes it once per distinct neighbour
+/// instead of once per occurrence (a late merge's few thousand occurrences
+/// have a few hundred distinct neighbours).
 #[derive(Default)]
-struct Lost(FxHashMap<u64, (i64, u32)>);
+struct Lost {
+    /// The merged pair itself.
+    pair: (i64, u32),
+    /// `left[x]`: what (x, a) lost; `right[y]`: what (b, y) lost.
+    left: Vec<(i64, u32)>,
+    right: Vec<(i64, u32)>,
+    /// The ids whose entry is not (0, 0), each once.
+    left_ids: Vec<u32>,
+    right_ids: Vec<u32>,
+}
+
+impl Lost {
+    /// Ready for the merge that makes `z` (every id is below it).
+    fn begin(&mut self, z: u32) {
+        let n = z as usize + 1;
+        if self.left.len() < n {
+            self.left.resize(n, (0, 0));
+            self.right.resize(n, (0, 0));
+        }
+    }
+
+    /// Add `other`'s losses to these (and clear `other`).
+    fn absorb(&mut self, other: &mut Lost) {
+        self.pair.0 += other.pair.0;
+        self.pair.1 += other.pair.1;
+        other.pair = (0, 0);
+        for x in other.left_ids.drain(..) {
+            let (w, n) = std::mem::take(&mut other.left[x as usize]);
+            let e = &mut self.left[x as usize];
+            if e.1 == 0 {
+                self.left_ids.push(x);
+            }
+            e.0 += w;
+            e.1 += n;
+        }
+        for y in other.right_ids.drain(..) {
+            let (w, n) = std::mem::take(&mut other.right[y as usize]);
+            let e = &mut self.right[y as usize];
+            if e.1 == 0 {
+                self.right_ids.push(y);
+            }
+            e.0 += w;
+            e.1 += n;
+        }
+    }
+}
 
 impl Sink for Lost {
     #[inline(always)]
@@ -939,8 +1113,27 @@ impl Sink for Lost {
     }
 
     #[inline(always)]
-    fn lose(&mut self, key: u64, w: i64, _lang: u32) {
-        let e = self.0.entry(key).or_default();
+    fn lose_pair(&mut self, _key: u64, w: i64, _lang: u32) {
+        self.pair.0 += w;
+        self.pair.1 += 1;
+    }
+
+    #[inline(always)]
+    fn lose_left(&mut self, x: u32, _key: u64, w: i64, _lang: u32) {
+        let e = &mut self.left[x as usize];
+        if e.1 == 0 {
+            self.left_ids.push(x);
+        }
+        e.0 += w;
+        e.1 += 1;
+    }
+
+    #[inline(always)]
+    fn lose_right(&mut self, y: u32, _key: u64, w: i64, _lang: u32) {
+        let e = &mut self.right[y as usize];
+        if e.1 == 0 {
+            self.right_ids.push(y);
+        }
         e.0 += w;
         e.1 += 1;
     }
@@ -980,27 +1173,27 @@ fn walk<S: Sink>(
         let r = arena.next_start(q);
         let s = (q - p + arena.span(q)) as u32;
         // the occurrence itself
-        sink.lose(pair, w, lang);
+        sink.lose_pair(pair, w, lang);
         if let Some(x) = x {
             let xi = arena.get(x);
             let old = pack(xi, a);
             if xi == z {
                 // (z, a) was made by the previous occurrence
-                let f = &mut fr.fresh[fr.index[&old] as usize];
+                let f = fr.right_of(a);
                 f.count -= w;
                 f.live -= 1;
                 sink.lang(lang, old, -w, false);
             } else {
-                sink.lose(old, w, lang);
+                sink.lose_left(xi, old, w, lang);
             }
             sink.lang(lang, pack(xi, z), w, true);
-            fr.add(pack(xi, z), w, x as u32);
+            fr.add_left(xi, w, x as u32);
         }
         if let Some(r) = r {
             let yi = arena.get(r);
-            sink.lose(pack(b, yi), w, lang);
+            sink.lose_right(yi, pack(b, yi), w, lang);
             sink.lang(lang, pack(z, yi), w, true);
-            fr.add(pack(z, yi), w, p as u32);
+            fr.add_right(yi, w, p as u32);
         }
         arena.set(q, SPAN | s);
         arena.set(p, z);
