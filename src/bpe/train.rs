@@ -269,7 +269,8 @@ impl Trainer {
             cuts.push(len.max(1));
             cuts.windows(2).map(|c| (c[0], c[1])).collect()
         };
-        let mut tables: Vec<FxHashMap<u64, PairInfo>> = match parity.as_deref_mut() {
+        let ids = next_id; // every id of the arena is below it (`Layout::push`)
+        let mut tables: Vec<PairTable> = match parity.as_deref_mut() {
             Some(par) => {
                 let each = |p: usize, key: u64, c: u64| {
                     // parity: the training count weighs, the dev count does not
@@ -279,50 +280,49 @@ impl Trainer {
                     }
                     t as i64
                 };
-                vec![count_pairs(&slots, ranges[0], each)]
+                vec![count_pairs(&slots, ranges[0], ids, each)]
             }
-            None => ranges.par_iter().map(|&r| count_pairs(&slots, r, |_, _, c| c as i64)).collect(),
+            None => ranges.par_iter().map(|&r| count_pairs(&slots, r, ids, |_, _, c| c as i64)).collect(),
         };
         // Pass 2: the positions, pair after pair in the pool, ascending (a
         // range's positions of a pair after those of the ranges before it).
-        let mut pairs = if tables.len() == 1 {
+        let mut all = if tables.len() == 1 {
             tables.pop().expect("one table")
         } else {
-            let mut all: FxHashMap<u64, PairInfo> = FxHashMap::default();
-            for t in &tables {
-                for (&k, i) in t {
-                    let g = all.entry(k).or_default();
+            let mut all = PairTable::new(ids);
+            for t in &mut tables {
+                t.each(|k, i| {
+                    let g = all.entry(k);
                     g.count += i.count;
                     g.len += i.len;
-                }
+                });
             }
             all
         };
         let mut off = 0usize;
-        for info in pairs.values_mut() {
+        all.each(|_, info| {
             info.off = off;
             off += info.len as usize;
             info.live = info.len;
-        }
+        });
         let mut pool = vec![0u32; off];
         let to = Arena::of(&mut pool);
         if tables.is_empty() {
-            place_pairs(&slots, ranges[0], &mut pairs, to);
+            place_pairs(&slots, ranges[0], &mut all, to);
         } else {
             // each range's cursor of a pair starts where the ranges before it end
             for t in tables.iter_mut() {
-                for (k, i) in t.iter_mut() {
-                    let g = pairs.get_mut(k).expect("merged above");
+                t.each(|k, i| {
+                    let g = all.entry(k);
                     i.off = g.off;
                     g.off += i.len as usize;
-                }
+                });
             }
             ranges.par_iter().zip(tables.par_iter_mut()).for_each(|(&r, t)| place_pairs(&slots, r, t, to));
         }
-        for info in pairs.values_mut() {
-            info.off -= info.len as usize; // past its positions, by the cursors above
-        }
+        all.each(|_, info| info.off -= info.len as usize); // past its positions, by the cursors above
         drop(tables);
+        let pairs = all.into_map();
         // every pair has a position; a pair only in dev text (count 0) is never picked
         let entries: Vec<(u64, u64)> =
             pairs.iter().filter(|(_, i)| i.count > 0).map(|(&k, i)| (i.count as u64, k)).collect();
@@ -664,24 +664,30 @@ impl Trainer {
     }
 
     /// Drop the stale positions and the ranges of dead pairs from the pool, in
-    /// place (live ranges move down in pool order; only the ranges that hold
-    /// stale positions are checked, slot by slot).
+    /// place (live ranges move down in pool order). Checking a position reads
+    /// its slot, a cache miss: only the ranges of which at least an eighth is
+    /// stale are checked, slot by slot; the others move whole, stale entries
+    /// and all (so what stays stale is at most an eighth of the pool, below the
+    /// quarter that starts a compaction).
     fn compact_pool(&mut self) {
         let mut live: Vec<(usize, u64)> = self.pairs.iter().map(|(&k, i)| (i.off, k)).collect();
         live.sort_unstable();
         let mut w = 0usize;
+        let mut stale = 0usize;
         for (off, key) in live {
             let info = self.pairs.get_mut(&key).expect("listed above");
             let len = info.len as usize;
+            let dead = len - info.live as usize;
             let new_off = w;
-            if info.live as usize == len {
+            if 8 * dead < len {
                 self.pool.copy_within(off..off + len, w);
                 w += len;
+                stale += dead;
             } else {
                 let (a, b) = unpack(key);
                 for j in off..off + len {
-                    if j + PREFETCH < off + len {
-                        prefetch(&self.slots, self.pool[j + PREFETCH] as usize);
+                    if j + COMPACT_PREFETCH < off + len {
+                        prefetch(&self.slots, self.pool[j + COMPACT_PREFETCH] as usize);
                     }
                     let p = self.pool[j] as usize;
                     let s = &self.slots;
@@ -705,12 +711,16 @@ impl Trainer {
             let info = self.pairs.get_mut(&key).expect("listed above");
             info.off = new_off;
             info.len = (w - new_off) as u32;
-            debug_assert_eq!(info.len, info.live);
+            debug_assert!(info.len == info.live || 8 * dead < len);
         }
         self.pool.truncate(w);
-        self.stale = 0;
+        self.stale = stale;
     }
 }
+
+/// How many positions ahead compaction prefetches (a stream of independent
+/// misses: the further, the more of them in flight).
+const COMPACT_PREFETCH: usize = 24;
 
 /// How many positions ahead `merge` prefetches.
 const PREFETCH: usize = 8;
@@ -1202,15 +1212,86 @@ fn walk<S: Sink>(
     }
 }
 
-/// Setup's pass 1 over the whole pieces of `slots[from..to]`: every adjacent
-/// pair's weighted count and number of positions; `weigh(p, key, count)` is the
-/// weight of the occurrence at `p` of `key` in a piece counted `count`.
+/// Setup's table of pairs (their counts, then their cursors into the pool).
+/// While the ids are few (training from bytes: 256) it is an array indexed
+/// by the pair -- one load per slot of the arena, where a hash table hashes,
+/// probes and compares (setup's two passes were ~2/3 hash-table work);
+/// otherwise a hash table.
+enum PairTable {
+    /// `v[a * ids + b]`: the pair (a, b) (`len` 0: absent).
+    Dense {
+        ids: usize,
+        v: Vec<PairInfo>,
+    },
+    Hash(FxHashMap<u64, PairInfo>),
+}
+
+/// The dense table's largest number of ids (512: 262,144 pairs, 6 MB).
+const DENSE_IDS: u32 = 512;
+
+impl PairTable {
+    fn new(ids: u32) -> Self {
+        if ids <= DENSE_IDS {
+            let ids = ids as usize;
+            PairTable::Dense { ids, v: vec![PairInfo::default(); ids * ids] }
+        } else {
+            PairTable::Hash(FxHashMap::default())
+        }
+    }
+
+    #[inline(always)]
+    fn entry(&mut self, key: u64) -> &mut PairInfo {
+        match self {
+            PairTable::Dense { ids, v } => {
+                let (a, b) = unpack(key);
+                &mut v[a as usize * *ids + b as usize]
+            }
+            PairTable::Hash(m) => m.entry(key).or_default(),
+        }
+    }
+
+    /// Every pair in it.
+    fn each(&mut self, mut f: impl FnMut(u64, &mut PairInfo)) {
+        match self {
+            PairTable::Dense { ids, v } => {
+                for (i, info) in v.iter_mut().enumerate() {
+                    if info.len > 0 {
+                        f(pack((i / *ids) as u32, (i % *ids) as u32), info);
+                    }
+                }
+            }
+            PairTable::Hash(m) => m.iter_mut().for_each(|(&k, i)| f(k, i)),
+        }
+    }
+
+    fn into_map(self) -> FxHashMap<u64, PairInfo> {
+        match self {
+            PairTable::Dense { ids, v } => {
+                let mut m = FxHashMap::default();
+                m.reserve(v.iter().filter(|i| i.len > 0).count());
+                for (i, info) in v.into_iter().enumerate() {
+                    if info.len > 0 {
+                        m.insert(pack((i / ids) as u32, (i % ids) as u32), info);
+                    }
+                }
+                m
+            }
+            PairTable::Hash(m) => m,
+        }
+    }
+}
+
+/// Setup's pass 1 over the whole pieces of `slots[from..to]` (ids below
+/// `ids`): every adjacent pair's weighted count and number of positions;
+/// `weigh(p, key, count)` is the weight of the occurrence at `p` of `key` in
+/// a piece counted `count`.
 fn count_pairs(
     slots: &[u32],
     (from, to): (usize, usize),
+    ids: u32,
     mut weigh: impl FnMut(usize, u64, u64) -> i64,
-) -> FxHashMap<u64, PairInfo> {
-    let mut pairs: FxHashMap<u64, PairInfo> = FxHashMap::default();
+) -> PairTable {
+    let mut pairs = PairTable::new(ids);
     let mut p = from;
     let mut c = 0u64;
     while p < to {
@@ -1229,7 +1310,7 @@ fn count_pairs(
         }
         let key = pack(slots[p], x);
         let w = weigh(p, key, c);
-        let info = pairs.entry(key).or_default();
+        let info = pairs.entry(key);
         info.count += w;
         info.len += 1;
         p += 1;
@@ -1239,7 +1320,7 @@ fn count_pairs(
 
 /// Setup's pass 2 over the same range: each pair's positions into `pool` from
 /// its cursor (`off`, advanced past them).
-fn place_pairs(slots: &[u32], (from, to): (usize, usize), cursors: &mut FxHashMap<u64, PairInfo>, pool: Arena) {
+fn place_pairs(slots: &[u32], (from, to): (usize, usize), cursors: &mut PairTable, pool: Arena) {
     let mut p = from;
     while p < to {
         let x = slots[p + 1];
@@ -1247,7 +1328,8 @@ fn place_pairs(slots: &[u32], (from, to): (usize, usize), cursors: &mut FxHashMa
             p += 3;
             continue;
         }
-        let info = cursors.get_mut(&pack(slots[p], x)).expect("counted in pass 1");
+        let info = cursors.entry(pack(slots[p], x));
+        debug_assert!(info.len > 0, "counted in pass 1");
         pool.set(info.off, p as u32);
         info.off += 1;
         p += 1;
@@ -1566,6 +1648,31 @@ mod tests {
         assert_eq!(m.len(), 3);
         check(&[text], None, 20, TieBreak::PairIds);
         check(&[text], Some(GPT4_PATTERN), 20, TieBreak::Lexicographic);
+    }
+
+    /// Setup's pair table is a hash table when the ids are many (here 700:
+    /// above `DENSE_IDS`, as after earlier merges), on 1 to 3 threads.
+    #[test]
+    fn many_ids_setup() {
+        let texts = ["hello hello world, aaaa abab", "the cat sat on the mat"];
+        let mut wc = WordCounter::new(Pretokenizer::new(Some(GPT4_PATTERN)).unwrap());
+        wc.add_texts(&texts).unwrap();
+        let words: Vec<(Vec<u32>, u64)> =
+            wc.into_sorted().into_iter().map(|(w, c)| (w.iter().map(|&b| b as u32).collect(), c)).collect();
+        let mut tokens: Vec<Vec<u8>> = (0..256).map(|b| vec![b as u8]).collect();
+        tokens.resize(700, Vec::new());
+        let want = naive(&words, &tokens, 700, 25, TieBreak::PairIds);
+        assert_eq!(want.len(), 25);
+        for threads in 1..=3 {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let got = pool.install(|| {
+                let mut t = Trainer::new(words.clone(), tokens.clone(), 700, 25, TieBreak::PairIds, 1).unwrap();
+                assert!(matches!(PairTable::new(700), PairTable::Hash(_)));
+                t.run(usize::MAX, None);
+                t.merges().to_vec()
+            });
+            assert_eq!(got, want);
+        }
     }
 
     #[test]
