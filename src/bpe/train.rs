@@ -25,6 +25,13 @@
 //! rebuilt when it holds more than twice the live pairs, so memory follows the
 //! live structure, not the number of merges run.
 //!
+//! The pair index (`PairIndex`) is a hash table of (pair, entry number)
+//! over a vector of entries, so that its growth moves 16-byte buckets, not
+//! whole entries. A merge of (a, b) into z changes only (x, a), (b, y) and
+//! makes only (x, z), (z, y): the walk keeps them in arrays indexed by x or
+//! y, and plain training applies the losses to the index once per distinct
+//! neighbour.
+//!
 //! A merge over many positions (the first merges touch most pieces) runs on
 //! every thread of the current rayon pool: its positions are cut at piece
 //! boundaries, each thread rewrites its own pieces and keeps what the existing
@@ -130,9 +137,9 @@ struct PairInfo {
 /// The pair index: every live pair's [`PairInfo`], found by its key.
 ///
 /// A hash table of (key, entry number) -- 16 bytes a bucket -- and the
-/// entries in a vector (32 bytes each; a removed one's place is reused).
+/// entries in a vector (24 bytes each; a removed one's place is reused).
 /// A hash table of whole entries (33 bytes a bucket) set training's peak
-/// memory: near the end it doubles (0.25 GB: from 2^21 to 2^22 buckets near
+/// memory at 0.25 GB: near the end it doubles (from 2^21 to 2^22 buckets near
 /// merge 29,000, 69 MB to 138 MB) and holds both tables while it moves the
 /// entries over. Here only the 16-byte buckets move; the vector of entries
 /// grows in place (a large block is grown by remapping its pages, not by
@@ -140,13 +147,10 @@ struct PairInfo {
 #[derive(Default)]
 struct PairIndex {
     at: FxHashMap<u64, u32>,
-    /// (key, info); `FREE` as the key: a place to reuse, listed in `free`.
-    entries: Vec<(u64, PairInfo)>,
+    entries: Vec<PairInfo>,
+    /// Entries of removed pairs, to reuse.
     free: Vec<u32>,
 }
-
-/// No pair's key (ids are below 2^31).
-const FREE: u64 = u64::MAX;
 
 impl PairIndex {
     fn with_capacity(n: usize) -> Self {
@@ -161,12 +165,12 @@ impl PairIndex {
 
     #[inline]
     fn get(&self, key: u64) -> Option<&PairInfo> {
-        self.at.get(&key).map(|&i| &self.entries[i as usize].1)
+        self.at.get(&key).map(|&i| &self.entries[i as usize])
     }
 
     #[inline]
     fn get_mut(&mut self, key: u64) -> Option<&mut PairInfo> {
-        self.at.get(&key).map(|&i| &mut self.entries[i as usize].1)
+        self.at.get(&key).map(|&i| &mut self.entries[i as usize])
     }
 
     /// Add `key` (not in the index).
@@ -174,11 +178,11 @@ impl PairIndex {
     fn insert(&mut self, key: u64, info: PairInfo) {
         let i = match self.free.pop() {
             Some(i) => {
-                self.entries[i as usize] = (key, info);
+                self.entries[i as usize] = info;
                 i
             }
             None => {
-                self.entries.push((key, info));
+                self.entries.push(info);
                 (self.entries.len() - 1) as u32
             }
         };
@@ -189,14 +193,13 @@ impl PairIndex {
     #[inline]
     fn remove(&mut self, key: u64) {
         if let Some(i) = self.at.remove(&key) {
-            self.entries[i as usize].0 = FREE;
             self.free.push(i);
         }
     }
 
     /// Every pair, in no particular order.
     fn iter(&self) -> impl Iterator<Item = (u64, &PairInfo)> + '_ {
-        self.entries.iter().filter(|e| e.0 != FREE).map(|(k, i)| (*k, i))
+        self.at.iter().map(|(&k, &i)| (k, &self.entries[i as usize]))
     }
 }
 
@@ -1170,23 +1173,25 @@ impl Lost {
         other.pair = (0, 0);
         for x in other.left_ids.drain(..) {
             let (w, n) = std::mem::take(&mut other.left[x as usize]);
-            let e = &mut self.left[x as usize];
-            if e.1 == 0 {
-                self.left_ids.push(x);
-            }
-            e.0 += w;
-            e.1 += n;
+            tally(&mut self.left, &mut self.left_ids, x, w, n);
         }
         for y in other.right_ids.drain(..) {
             let (w, n) = std::mem::take(&mut other.right[y as usize]);
-            let e = &mut self.right[y as usize];
-            if e.1 == 0 {
-                self.right_ids.push(y);
-            }
-            e.0 += w;
-            e.1 += n;
+            tally(&mut self.right, &mut self.right_ids, y, w, n);
         }
     }
+}
+
+/// `n` occurrences of weight `w` in all more at `v[i]` (`ids` lists the
+/// entries in use).
+#[inline(always)]
+fn tally(v: &mut [(i64, u32)], ids: &mut Vec<u32>, i: u32, w: i64, n: u32) {
+    let e = &mut v[i as usize];
+    if e.1 == 0 {
+        ids.push(i);
+    }
+    e.0 += w;
+    e.1 += n;
 }
 
 impl Sink for Lost {
@@ -1203,22 +1208,12 @@ impl Sink for Lost {
 
     #[inline(always)]
     fn lose_left(&mut self, x: u32, _key: u64, w: i64, _lang: u32) {
-        let e = &mut self.left[x as usize];
-        if e.1 == 0 {
-            self.left_ids.push(x);
-        }
-        e.0 += w;
-        e.1 += 1;
+        tally(&mut self.left, &mut self.left_ids, x, w, 1);
     }
 
     #[inline(always)]
     fn lose_right(&mut self, y: u32, _key: u64, w: i64, _lang: u32) {
-        let e = &mut self.right[y as usize];
-        if e.1 == 0 {
-            self.right_ids.push(y);
-        }
-        e.0 += w;
-        e.1 += 1;
+        tally(&mut self.right, &mut self.right_ids, y, w, 1);
     }
 
     #[inline(always)]
