@@ -286,7 +286,9 @@ def phases(st: dict) -> dict:
     def timed(name, fn):
         t, c = time.perf_counter(), _cpu()
         r = fn()
-        out[name] = [round(time.perf_counter() - t, 2), round(_cpu() - c, 2)]
+        # the peak so far: the phase where it rises is the one that sets it
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        out[name] = [round(time.perf_counter() - t, 2), round(_cpu() - c, 2), round(peak)]
         return r
 
     wc = timed("count", lambda: count_pieces(st["path"], regex, num_threads=st["threads"], progress=False))
@@ -304,7 +306,12 @@ def phases(st: dict) -> dict:
     # ones touch few, and their cost is the pair index's and the heap's
     timed("merges 1-1000", lambda: loop(1000))
     timed("merges 1001-", lambda: loop(n))
-    return _done(st, phases=out, unique_pieces=unique)
+    # the same digest as the training rows' (their ranks: the byte tokens, then the merges)
+    tokens = [bytes([b]) for b in range(256)]
+    for a, b, _z in tr.merges():
+        tokens.append(tokens[a] + tokens[b])
+    sha = hashlib.sha256(b"".join(t + b"\0" for t in tokens)).hexdigest()[:12]
+    return _done(st, phases=out, unique_pieces=unique, merges_sha=sha)
 
 
 def setup_pretok(path: str, vocab: int, threads: int, extra=None) -> dict:
@@ -519,13 +526,16 @@ def main(argv=None) -> int:
     if "phases" in only or "profile" in only:
         r = run_function(phases, *args, None, setup=setup_tf, group="phases", tool="tokenforge files", mb=mb)
         if r.ok:
-            print(f"\nphases of tokenforge's training (wall s, CPU s; {r.peak_rss_mb:.0f} MB peak; {_uptime()}):")
-            for k, (w, c) in r.extra["phases"].items():
-                print(f"  {k:14} {w:7.2f} {c:7.2f}")
-            wall = sum(w for w, _ in r.extra["phases"].values())
-            cpu = sum(c for _, c in r.extra["phases"].values())
+            print(
+                f"\nphases of tokenforge's training (wall s, CPU s, peak MB so far; {r.peak_rss_mb:.0f} MB peak; "
+                f"{_uptime()}):"
+            )
+            for k, (w, c, m) in r.extra["phases"].items():
+                print(f"  {k:14} {w:7.2f} {c:7.2f} {m:7.0f}")
+            wall = sum(w for w, _, _ in r.extra["phases"].values())
+            cpu = sum(c for _, c, _ in r.extra["phases"].values())
             print(f"  {'total':14} {wall:7.2f} {cpu:7.2f}   (target at 2 GB: <= 15 s wall)")
-            print(f"  unique pieces: {r.extra['unique_pieces']:,}")
+            print(f"  unique pieces: {r.extra['unique_pieces']:,}; merges sha {r.extra['merges_sha']}")
         else:
             print(f"phases: {r.status()}: {r.error}")
     if "profile" in only:
