@@ -224,7 +224,9 @@ class ShardSet:
     The index seals every shard: the SHA-256 of its tokens and of its document
     table, and both files' sizes. Opening checks what is cheap (the sizes, each
     .npy header against the index, every document table's offsets, byte counts
-    and BOS ids); :meth:`verify` checks the hashes (reads everything).
+    and BOS ids -- the BOS ids read from the token files a block at a time, so
+    opening maps no shard into memory); :meth:`verify` checks the hashes
+    (reads everything).
 
     Directories written by the old ``tokenforge lz78 pretokenize``
     (``"format": "tokenforge-token-shards"``) are read too (:attr:`legacy`):
