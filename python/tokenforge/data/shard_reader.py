@@ -394,7 +394,7 @@ class ShardSet:
                 hi = int(np.searchsorted(at, first + len(buf), side="left"))
                 count = min(len(buf), n - first)
                 f.seek(start + first * self.dtype.itemsize)
-                view = memoryview(buf[:count]).cast("B")
+                view = buf[:count].data.cast("B")
                 got = f.readinto(view)
                 if got != len(view):
                     raise FormatError(f"ends before the {n} tokens its header says (shard {i})", path=p)
