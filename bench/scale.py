@@ -337,6 +337,7 @@ def setup_pretok(path: str, vocab: int, threads: int, extra=None) -> dict:
 
 def pretokenize_files(st: dict) -> dict:
     """tokenforge.data.shards.pretokenize of the corpus into shards (then removed)."""
+    import hashlib
     import shutil
 
     from tokenforge.data.shards import pretokenize
@@ -344,9 +345,12 @@ def pretokenize_files(st: dict) -> dict:
     try:
         shards = pretokenize(st["path"], st["tok"], st["out"], num_threads=st["threads"], progress=False)
         tokens = int(shards.num_tokens)
+        # the token stream's hash (of the shards' SHA-256s, in order): equal
+        # across builds and thread counts when the ids are
+        stream = hashlib.sha256("".join(e["sha256"] for e in shards.index["shards"]).encode()).hexdigest()[:16]
     finally:
         shutil.rmtree(st["out"], ignore_errors=True)
-    return _done(st, tokens=tokens)
+    return _done(st, tokens=tokens, token_stream_sha256=stream)
 
 
 def count_files(st: dict) -> dict:
@@ -427,7 +431,8 @@ def _pretokenize_rows(b: Bench, args: tuple, mb: float) -> None:
         print(
             f"pretokenize / counting: {p.best / c.best:.2f}x the wall time, "
             f"{p.extra['cpu_s'] / max(c.extra['cpu_s'], 1e-9):.2f}x the CPU time "
-            f"(target: <= 1x); {p.extra['tokens']:,} tokens, {c.extra['unique_pieces']:,} distinct pieces"
+            f"(target: <= 1x); {p.extra['tokens']:,} tokens (stream {p.extra['token_stream_sha256']}), "
+            f"{c.extra['unique_pieces']:,} distinct pieces"
         )
         t = Target("pretokenize", "pretokenize wall vs counting's <= 1x", p.best / c.best, 1.0, False)
         b.targets.append(t)
