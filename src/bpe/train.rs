@@ -709,6 +709,10 @@ impl Trainer {
         }
 
         if self.heap.len() > 2 * self.pairs.len() + HEAP_SLACK {
+            // the old heap goes first: it is rebuilt from the index, and
+            // holding both (16 bytes an entry, up to twice the live pairs in
+            // the old one) would set the run's peak
+            self.heap = Heap::with_capacity(0);
             let entries: Vec<(u64, u64)> =
                 self.pairs.iter().filter(|(_, i)| i.count > 0).map(|(k, i)| (i.count as u64, k)).collect();
             self.heap = Heap::from_vec(entries, &better(self.tie, &self.tokens));
@@ -779,6 +783,20 @@ impl Trainer {
         let mut order: Vec<u32> = (0..fresh.len() as u32).filter(|&i| fresh[i as usize].live > 0).collect();
         order.sort_unstable_by_key(|&i| fresh[i as usize].key);
         let needed: usize = order.iter().map(|&i| fresh[i as usize].n as usize).sum();
+        if self.stale > COMPACT_MIN && 4 * self.stale > 3 * self.pool.len() && self.stale > 8 * self.pairs.len() {
+            // Mostly stale: compact now, not when full, and give the freed
+            // tail back (a large block shrinks in place). The first merges
+            // leave most of the setup's positions stale (at 2 GB 152 M of
+            // 180 M by merge 4,000, 580 MB held until the pool filled near
+            // merge 21,000, while the index and the heap grew: that set the
+            // run's peak). Compacting at three quarters stale, and at eight
+            // stale entries a live pair (a compaction lists and sorts the
+            // live pairs), costs O(1) a stale entry. (Without the second
+            // bound, 0.25 GB's late merges took 0.3 CPU s more: compactions
+            // of a small pool, each sorting millions of pairs.)
+            self.compact_pool();
+            self.pool.shrink_to(self.pool.len() + self.pool.len() / 4 + needed);
+        }
         if self.pool.len() + needed > self.pool.capacity() {
             // Full: compact if a quarter of the pool is stale (so compactions cost
             // O(1) a stale entry), else grow by a quarter, not double. (Compacting
