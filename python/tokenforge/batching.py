@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from typing import Any, Callable, Iterable, Iterator, Protocol, TypeVar
+from typing import Any, Callable, Generator, Iterable, Iterator, Protocol, TypeVar
 
 from .surrogates import feed_around_surrogates
 
@@ -69,7 +69,7 @@ def feed_in_batches(
             return
 
 
-def read_ahead(items: Iterator[T], depth: int = 1) -> Iterator[T]:
+def read_ahead(items: Iterator[T], depth: int = 1) -> Generator[T, None, None]:
     """``items``, pulled by a thread of their own up to ``depth`` ahead of the
     caller: reading a file's next block (``read`` releases the GIL) overlaps
     counting this one in the core, where it was a serial stretch between blocks.

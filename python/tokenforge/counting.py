@@ -26,6 +26,7 @@ import os
 import re
 import tempfile
 import unicodedata
+from contextlib import closing
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -216,14 +217,17 @@ def _count_files(
             feed_in_batches(counter.add_texts, docs, num_threads, COUNT_BATCH_CHARS, bar)
             continue
         lines = 0  # lines of the file before the block
-        # the next block is read while the core counts this one
-        for block in read_ahead(jsonl_blocks([path], block_bytes, progress=bar)):
-            got = counter.add_jsonl_block(block.head, block.body, block.end, text_field, block.offset == 0, num_threads)
-            if got is None:
-                docs = jsonl_block_documents(block, lines + 1, text_field, errors)
-                feed_in_batches(counter.add_texts, docs, num_threads, COUNT_BATCH_CHARS)
-                got = block.count_lines()
-            lines += got
+        # the next block is read while the core counts this one; closed (its thread
+        # stopped, the file closed) as soon as counting stops, an error too
+        with closing(read_ahead(jsonl_blocks([path], block_bytes, progress=bar))) as blocks:
+            for block in blocks:
+                args = (block.head, block.body, block.end, text_field, block.offset == 0, num_threads)
+                got = counter.add_jsonl_block(*args)
+                if got is None:
+                    docs = jsonl_block_documents(block, lines + 1, text_field, errors)
+                    feed_in_batches(counter.add_texts, docs, num_threads, COUNT_BATCH_CHARS)
+                    got = block.count_lines()
+                lines += got
 
 
 def count_partition(

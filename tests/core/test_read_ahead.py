@@ -62,3 +62,14 @@ def test_counting_reports_a_corrupt_compressed_file(tmp_path):
     cut.write_bytes(gzip.compress(b'{"text": "hello world"}\n' * 50)[:-20])
     with pytest.raises(CorpusError, match=r"cut\.jsonl\.gz: corrupt \.gz stream"):
         count_pieces(cut, None, progress=False)
+
+
+def test_a_bad_document_stops_the_reader(tmp_path, monkeypatch):
+    from tokenforge import counting
+
+    monkeypatch.setattr(counting, "COUNT_BLOCK_BYTES", 64)
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"text": "ok ok"}\n' * 40 + '{"text": 5}\n' + '{"text": "more"}\n' * 40, encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"c\.jsonl, line 41"):
+        count_pieces(path, None, progress=False)
+    assert not [t for t in threading.enumerate() if t.name == "tokenforge-read-ahead"]
