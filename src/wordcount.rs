@@ -816,26 +816,8 @@ impl WordCounter {
     /// (for the message).
     pub fn settle(&mut self, keep: u64, min_coverage: f64, budget_per_keep: f64) -> Result<(u64, u64, u64)> {
         let spilled = self.runs() > 0;
-        if spilled {
-            self.maybe_spill_all()?;
-        }
         // pass 1: per count, how many pieces and their cost
-        let mut hist: std::collections::BTreeMap<u64, (u64, u64)> = Default::default();
-        let mut add = |k: &[u8], c: u64| {
-            let e = hist.entry(c).or_insert((0, 0));
-            e.0 += 1;
-            e.1 += train_cost(k.len());
-        };
-        if spilled {
-            let mut m = self.spill_runs().merge()?;
-            while let Some((k, c)) = m.next()? {
-                add(&k, c);
-            }
-        } else {
-            for (k, c) in self.map.iter() {
-                add(k, c);
-            }
-        }
+        let hist = self.cost_histogram()?;
         let unique: u64 = hist.values().map(|e| e.0).sum();
         let occurrences: u64 = hist.iter().map(|(c, e)| c * e.0).sum();
         // the lowest threshold whose pieces fit
@@ -888,6 +870,39 @@ impl WordCounter {
         self.spill = None;
         self.budget_drop = (unique - kept, occurrences - kept_occ, threshold);
         Ok(self.budget_drop)
+    }
+
+    /// Per count, (distinct pieces, their training cost): the runs merged
+    /// when counting spilled (the table is then written as one more run).
+    fn cost_histogram(&mut self) -> Result<std::collections::BTreeMap<u64, (u64, u64)>> {
+        let spilled = self.runs() > 0;
+        if spilled {
+            self.maybe_spill_all()?;
+        }
+        let mut hist: std::collections::BTreeMap<u64, (u64, u64)> = Default::default();
+        let mut add = |k: &[u8], c: u64| {
+            let e = hist.entry(c).or_insert((0, 0));
+            e.0 += 1;
+            e.1 += train_cost(k.len());
+        };
+        if spilled {
+            let mut m = self.spill_runs().merge()?;
+            while let Some((k, c)) = m.next()? {
+                add(&k, c);
+            }
+        } else {
+            for (k, c) in self.map.iter() {
+                add(k, c);
+            }
+        }
+        Ok(hist)
+    }
+
+    /// The training cost ([`train_cost`]) of every distinct piece counted, on
+    /// disk or not: what [`Self::settle`] must fit for nothing to be dropped
+    /// (parity training shares one budget among its languages by it).
+    pub fn train_cost_total(&mut self) -> Result<u64> {
+        Ok(self.cost_histogram()?.values().map(|e| e.1).sum())
     }
 
     /// The table written as one more run (every count is then on disk), and

@@ -183,7 +183,8 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         the file); None (default) is exact.
 
         ``max_memory`` (bytes or a size such as ``"4GB"``; None: 3/4 of the
-        available memory), counting on this machine: counts past a share of it
+        available memory; with ``client``, the client's counter, into which each
+        partition's counts are merged as they arrive): counts past a share of it
         spill sorted runs to ``tmp_dir`` (None: the system's temporary
         directory) and are merged back exactly; if the distinct pieces would
         not fit training's share, the rarest are dropped (every piece counted
@@ -193,6 +194,9 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         to unbounded training. A budget whose kept pieces would make up less than
         half of the corpus's pieces is a :class:`~tokenforge.errors.TokenforgeError`
         naming a budget that would do. docs/scale.md says how many pieces a budget holds.
+        With ``parity``, one budget covers every language (see
+        :func:`tokenforge.bpe_parity.count_parity`); the drop is recorded per
+        language in the ``parity`` record and summed at the top.
 
         ``parity`` (parity-aware BPE, Foroutan et al. 2025): a mapping language
         code -> development text (paths here; texts in
@@ -298,7 +302,7 @@ class BPETokenizer(CoreEncoded, Tokenizer):
                 reference=parity_reference,
                 gain=parity_gain,
             )
-            counter = count_parity(corpus, parity, regex, settings, **reading)
+            counter = count_parity(corpus, parity, regex, settings, max_memory=max_memory, tmp_dir=tmp_dir, **reading)
         else:
             counter = count_pieces(corpus, regex, max_memory=max_memory, tmp_dir=tmp_dir, **reading)
         data = _train(
@@ -658,7 +662,7 @@ def _train(
         unique = sum(c.unique for c in parity.train)
         drops = [c.dropped for c in parity.train]
         dropped = (sum(d[0] for d in drops), sum(d[1] for d in drops), max(d[2] for d in drops))
-        budget_dropped = (0, 0, 0)
+        budget_dropped = parity.total_budget_dropped()
         measure, norms = parity.core_measure()
         try:
             trainer = _core.BpeTrainer.parity(

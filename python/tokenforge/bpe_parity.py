@@ -96,7 +96,7 @@ from typing import Any
 
 from . import _core
 from .cluster import runner
-from .counting import DocRule, count_pieces
+from .counting import UNBOUNDED, DocRule, count_pieces, memory_budget, settle_shared
 from .data.corpus import Texts, corpus_paths
 from .data.languages import is_language_code, read_language_documents
 from .errors import CorpusError, TokenforgeError
@@ -233,6 +233,14 @@ class ParityCounts:
     train_bytes: list[int]
     dev_bytes: list[int]
     settings: ParitySettings
+    #: per language, what the memory budget dropped (``WordCounter.budget_dropped``; empty: no budget)
+    budget_dropped: list[tuple[int, int, int]] = dataclasses.field(default_factory=list)
+
+    def total_budget_dropped(self) -> tuple[int, int, int]:
+        """(distinct pieces, occurrences) the budget dropped over all languages, and the
+        highest of their thresholds (each language's own is in :meth:`record`)."""
+        d = self.budget_dropped
+        return (sum(x[0] for x in d), sum(x[1] for x in d), max((x[2] for x in d), default=0))
 
     def reference_index(self) -> int | None:
         """The reference language's index for the core (None for the paper's rule, which has
@@ -267,6 +275,11 @@ class ParityCounts:
                 "dev_tokens_after": int(after),
                 "merges": int(merges),
             }
+            if self.budget_dropped and self.budget_dropped[i][2]:
+                dropped = self.budget_dropped[i]
+                per[lang]["budget_dropped_below"] = int(dropped[2])
+                per[lang]["budget_dropped_unique"] = int(dropped[0])
+                per[lang]["budget_dropped_pieces"] = int(dropped[1])
         return {
             "rule": s.rule,
             **({"reference": s.reference} if s.rule != "foroutan2025" else {}),
@@ -338,9 +351,22 @@ def count_parity(
     progress: bool | None,
     client: Any,
     prune_below: int | None,
+    max_memory: int | str | None = None,
+    tmp_dir: Any = None,
 ) -> ParityCounts:
     """Count every language's training text and dev text with ``regex``. A
-    scheduler address as ``client`` is connected once for all the languages."""
+    scheduler address as ``client`` is connected once for all the languages.
+
+    ``max_memory`` (:func:`~tokenforge.counting.count_pieces`'s; None: the default
+    share of the available memory) is one budget over all the languages'
+    counts: each language's training table spills past its 1/L of the spill
+    share; the dev texts (the measure) are counted whole, in memory, and their
+    training cost taken from the budget first (a budget they fill is an
+    error); then :func:`~tokenforge.counting.settle_shared`
+    keeps, in every language, its most frequent pieces in the share of the rest
+    that its pieces would cost -- nothing is dropped anywhere when all of them
+    fit, and when not, every language loses the same share of its cost, its
+    rarest pieces first."""
     langs = settings.check(parity)
     sources = _training_sources(corpus, who, text_field)
     for lang in langs:
@@ -358,6 +384,11 @@ def count_parity(
     common: dict[str, Any] = dict(
         rule=rule, text_field=text_field, split_on=split_on, errors=errors, num_threads=num_threads
     )
+    budget = memory_budget(max_memory)
+    # each language's training table spills past its share of one budget; settled together below
+    under = dict(max_memory=budget, tmp_dir=tmp_dir, budget_share=1 / len(langs), settle=False)
+    # dev text: counted whole, in memory (it is the measure); its cost is charged to the budget below
+    dev_kw = dict(common, max_memory=UNBOUNDED)
     train, dev = [], []
     run = None if client is None else runner(client, progress=progress)
     try:
@@ -372,28 +403,29 @@ def count_parity(
                     progress=progress,
                     prune_below=prune_below,
                     desc=f"counting {lang}",
+                    **under,
                     **common,
                 )
-                d = count_pieces(parity[lang], regex, who=f"{who} (dev text of {lang!r})", progress=False, **common)
+                d = count_pieces(parity[lang], regex, who=f"{who} (dev text of {lang!r})", progress=False, **dev_kw)
             else:
                 # the dev text that is also training text is counted once
                 # (`compare`'s near-parallel dev text is 55-100% of the training
                 # bytes: counted twice, the counting took 1.5x plain training's)
                 only_train, both, only_dev = split
                 c = count_pieces(
-                    Texts(only_train), regex, who=who, progress=progress, desc=f"counting {lang}", **common
+                    Texts(only_train), regex, who=who, progress=progress, desc=f"counting {lang}", **under, **common
                 )
                 if both:
-                    b = count_pieces(Texts(both), regex, who=who, progress=progress, desc=f"counting {lang}", **common)
-                    c = _core.WordCounter.merged([c, b])
+                    b = count_pieces(Texts(both), regex, who=who, progress=progress, desc=f"counting {lang}", **dev_kw)
+                    c.merge(b)  # spills as needed: b itself is dev text, counted whole
                     if only_dev:
-                        d = count_pieces(Texts(only_dev), regex, who=who, progress=False, **common)
+                        d = count_pieces(Texts(only_dev), regex, who=who, progress=False, **dev_kw)
                         d = _core.WordCounter.merged([b, d])
                     else:
                         d = b
                 else:
                     d = count_pieces(
-                        Texts(only_dev), regex, who=f"{who} (dev text of {lang!r})", progress=False, **common
+                        Texts(only_dev), regex, who=f"{who} (dev text of {lang!r})", progress=False, **dev_kw
                     )
             if c.total_bytes == 0:
                 raise CorpusError(f"{who}: the training text of {lang!r} is empty")
@@ -404,6 +436,12 @@ def count_parity(
     finally:
         if run is not None and run is not client:
             run.close()
+    drops = []
+    if budget is not None:
+        drops = settle_shared(train, langs, budget, who, held=sum(int(d.train_cost_total()) for d in dev))
+        if prune_below and client is None:  # on a cluster the partitions were pruned by the workers
+            for c in train:
+                c.prune_below(prune_below)
     return ParityCounts(
         languages=langs,
         train=train,
@@ -411,6 +449,7 @@ def count_parity(
         train_bytes=[int(c.total_bytes) for c in train],
         dev_bytes=[int(d.total_bytes) for d in dev],
         settings=settings.normalized(),
+        budget_dropped=drops,
     )
 
 

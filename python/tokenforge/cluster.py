@@ -2,7 +2,8 @@
 
 Training and pretokenizing split a corpus into partitions
 (:mod:`tokenforge.data.partition`), run one task per partition, and combine
-the results (counts are merged in a tree, ``split_every`` at a time). The
+the results (counts are merged in a tree, ``split_every`` at a time, or,
+under a memory budget, handed to the client one at a time, :meth:`map_each`). The
 engine is Dask's ``distributed``: :func:`runner` returns a :class:`DaskRunner`
 for a ``distributed.Client`` or a scheduler address, and a
 :class:`LocalRunner` (same calls, run here, in order) for ``None``, so every
@@ -124,12 +125,25 @@ class LocalRunner:
         unit: str = "B",
     ) -> list:
         """``[fn(item, *args) for item in items]``, with a progress bar over ``weights``."""
-        out = []
+        out: list = []
+        self.map_each(fn, items, *args, consume=out.append, desc=desc, weights=weights, unit=unit)
+        return out
+
+    def map_each(
+        self,
+        fn: Callable,
+        items: Sequence,
+        *args: Any,
+        consume: Callable[[Any], None],
+        desc: str = "",
+        weights: Sequence[int] | None = None,
+        unit: str = "B",
+    ) -> None:
+        """``consume(fn(item, *args))`` for every item, in order, with a progress bar over ``weights``."""
         with _bar(self.progress, weights, len(items), desc, unit) as bar:
             for k, item in enumerate(items):
-                out.append(fn(item, *args))
+                consume(fn(item, *args))
                 bar.update(weights[k] if weights is not None else 1)
-        return out
 
     def reduce(self, merge: Callable, handles: Sequence, split_every: int = DEFAULT_SPLIT_EVERY) -> Any:
         """The tree reduction of ``handles`` with ``merge(*group)``; the same
@@ -214,6 +228,33 @@ class DaskRunner:
             raise
         return futures
 
+    def map_each(
+        self,
+        fn: Callable,
+        items: Sequence,
+        *args: Any,
+        consume: Callable[[Any], None],
+        desc: str = "",
+        weights: Sequence[int] | None = None,
+        unit: str = "B",
+    ) -> None:
+        """One task ``fn(item, *args)`` per item; ``consume`` is called here with
+        each result as its task finishes (in the order they finish), one result
+        at a time, and the worker's copy is released once consumed: the client
+        holds one result at a time beside what ``consume`` keeps. Progress,
+        errors and Ctrl-C as :meth:`map`."""
+        live, weight, done = self._submit_all(fn, items, args, weights)
+        try:
+            with _bar(self.progress, weights, len(live), desc, unit) as bar:
+                for f in done:
+                    consume(f.result())  # a failed task raises its exception here, with its traceback
+                    live.discard(f)
+                    f.release()
+                    bar.update(weight[f.key])
+        except BaseException:
+            self.client.cancel(list(live))
+            raise
+
     def reduce(self, merge: Callable, handles: Sequence, split_every: int = DEFAULT_SPLIT_EVERY) -> Any:
         """A tree of ``merge(*group)`` tasks over ``handles`` (``split_every`` per
         group); returns the future of the root."""
@@ -237,15 +278,10 @@ class DaskRunner:
         associative and commutative (sums: counts), so the grouping, which
         follows the order tasks finish in, does not change the result. Progress,
         errors and Ctrl-C as :meth:`map`."""
-        distributed = import_distributed()
         _check_reduce(split_every, len(items))
-        futures = [self.client.submit(fn, item, *args, pure=False) for item in items]
-        weight = {f.key: (weights[k] if weights is not None else 1) for k, f in enumerate(futures)}
         # the futures not yet handed to a merge: what Ctrl-C cancels (a result given to a
         # merge is released by Dask once the merge has it, so memory follows the tree)
-        live = set(futures)
-        done = distributed.as_completed(futures)
-        del futures
+        live, weight, done = self._submit_all(fn, items, args, weights)
         try:
             with _bar(self.progress, weights, len(live), desc, unit) as bar:
                 ready: list = []
@@ -268,6 +304,16 @@ class DaskRunner:
         except BaseException:
             self.client.cancel(list(live))
             raise
+
+    def _submit_all(
+        self, fn: Callable, items: Sequence, args: tuple, weights: Sequence[int] | None
+    ) -> tuple[set, dict, Any]:
+        """One task per item: (the live futures, each one's weight by key, an
+        ``as_completed`` over them that more futures can be added to)."""
+        distributed = import_distributed()
+        futures = [self.client.submit(fn, item, *args, pure=False) for item in items]
+        weight = {f.key: (weights[k] if weights is not None else 1) for k, f in enumerate(futures)}
+        return set(futures), weight, distributed.as_completed(futures)
 
     def gather(self, handles: Any) -> Any:
         return self.client.gather(handles)

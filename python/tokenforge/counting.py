@@ -49,7 +49,7 @@ from .data.partition import Partition, auto_target_bytes, partition_documents, p
 from .errors import TokenforgeError, warn_user
 from .progress import Progress, progress_bar
 
-__all__ = ["DocRule", "count_pieces", "BATCH_CHARS", "memory_budget", "parse_memory"]
+__all__ = ["DocRule", "count_pieces", "BATCH_CHARS", "memory_budget", "parse_memory", "settle_budget", "settle_shared"]
 
 #: characters per text batch shipped to a worker
 BATCH_CHARS = 4 << 20
@@ -65,6 +65,9 @@ SPILL_SHARE = 0.35
 KEEP_SHARE = 0.6
 #: the default budget: this share of the available memory
 DEFAULT_SHARE = 0.75
+#: a budget nothing passes: counted in memory, nothing dropped (parity training's dev
+#: texts, kept whole, their cost charged to the real budget before the training text's)
+UNBOUNDED = 1 << 62
 #: the smallest budget accepted (the interpreter and the batch buffers alone take tens of MB)
 MIN_BUDGET = 16 << 20
 #: a budget whose kept pieces make up less of the corpus's piece occurrences is an error
@@ -181,14 +184,49 @@ def settle_budget(counter: Any, budget: int, who: str) -> tuple[int, int, int]:
     ``counter``: anything with ``settle``, ``unique`` and ``total_pieces`` (a
     ``WordCounter``, an ``Lz78Trainer``'s chunk counts). Returns (distinct pieces
     dropped, their occurrences, the count threshold), all 0 when nothing was."""
-    keep = int(budget * KEEP_SHARE)
+    return _settle(counter, budget, int(budget * KEEP_SHARE), 1 / KEEP_SHARE, who, "the memory budget")
+
+
+def settle_shared(
+    counters: list[Any], names: list[str], budget: int, who: str, held: int = 0
+) -> list[tuple[int, int, int]]:
+    """:func:`settle_budget` for several counters under one budget (parity training's
+    languages, ``names``): each gets the share of training's part of the budget
+    (less ``held``, the training cost of what is kept whole beside them) that its
+    distinct pieces would cost (``WordCounter.train_cost_total``), so nothing is
+    dropped from any of them when all fit, and otherwise each keeps its most
+    frequent pieces in the same fraction of its own cost. Returns each one's drop."""
+    keep = int(budget * KEEP_SHARE) - held
+    if keep <= 0:
+        raise TokenforgeError(
+            f"{who}: max_memory={budget} bytes: the memory budget is too small: what is kept whole (the dev texts) "
+            f"takes about {held} bytes for training, all of its {int(budget * KEEP_SHARE)} bytes for it; a budget "
+            f"of at least {int(2 * held / KEEP_SHARE)} bytes"
+        )
+    costs = [int(c.train_cost_total()) for c in counters]
+    total = max(1, sum(costs))
+    out = []
+    for c, name, cost in zip(counters, names, costs):
+        if total <= keep or cost == 0:
+            out.append(_settle(c, budget, keep, 1 / KEEP_SHARE, f"{who} ({name})", "the memory budget"))
+            continue
+        # a share of keep in proportion to the cost: the budget that would keep
+        # a given cost here is that cost times total / (cost * KEEP_SHARE)
+        share = keep * cost // total
+        what = f"its {100 * cost / total:.1f}% share of the memory budget"
+        out.append(_settle(c, budget, share, total / (cost * KEEP_SHARE), f"{who} ({name})", what))
+    return out
+
+
+def _settle(counter: Any, budget: int, keep: int, per_keep: float, who: str, what: str) -> tuple[int, int, int]:
+    """``counter.settle(keep)`` with the budget's error and warning (``what``: the part of it held)."""
     try:
-        dropped, occurrences, below = counter.settle(keep, MIN_COVERAGE, 1 / KEEP_SHARE)
+        dropped, occurrences, below = counter.settle(keep, MIN_COVERAGE, per_keep)
     except TokenforgeError as e:
         raise TokenforgeError(f"{who}: max_memory={budget} bytes: {e}") from None
     if dropped:
         warn_user(
-            f"{who}: the memory budget of {budget} bytes holds {counter.unique} distinct pieces: dropped the "
+            f"{who}: {what} of {budget} bytes holds {counter.unique} distinct pieces: dropped the "
             f"{dropped} pieces counted fewer than {below} times ({occurrences} occurrences, "
             f"{100 * occurrences / max(1, counter.total_pieces):.2f}% of the corpus's pieces); the file records "
             "it (budget_dropped_*). A larger max_memory keeps them"
@@ -267,6 +305,8 @@ def count_pieces(
     desc: str = "counting pieces",
     max_memory: int | str | None = None,
     tmp_dir: str | os.PathLike[str] | None = None,
+    budget_share: float = 1.0,
+    settle: bool = True,
 ) -> _core.WordCounter:
     """The piece counts (a ``_core.WordCounter``) of ``corpus`` split with ``pattern``.
 
@@ -288,16 +328,25 @@ def count_pieces(
     fits ``KEEP_SHARE`` of it are kept (``WordCounter.settle``; a warning says
     what was dropped, ``counter.budget_dropped`` records it). Counts are exact,
     and identical to unbounded counting, whenever nothing had to be dropped.
+    With a client, the budget holds the same way on the client: each partition's
+    counter comes back as its task finishes and is merged into the client's
+    spilling counter (no tree of merges on the workers; a worker holds only the
+    counters of its own partitions until the client takes them).
+
+    ``budget_share`` and ``settle=False`` are for callers that count several
+    corpora under one budget (parity training): the table spills past
+    ``budget_share`` of the budget's spill share, and the caller settles (and
+    then applies ``prune_below`` when counting here).
     """
     if prune_below is not None and (
         isinstance(prune_below, bool) or not isinstance(prune_below, int) or prune_below < 1
     ):
         raise ValueError(f"prune_below must be a positive int or None, not {prune_below!r}")
+    budget = memory_budget(max_memory)
+    counter = _core.WordCounter(pattern)
+    if budget is not None:
+        counter.spill_to(spill_parent(tmp_dir), int(budget * SPILL_SHARE * budget_share))
     if client is None:
-        budget = memory_budget(max_memory)
-        counter = _core.WordCounter(pattern)
-        if budget is not None:
-            counter.spill_to(spill_parent(tmp_dir), int(budget * SPILL_SHARE))
         with progress_bar(total=None, desc=desc, unit="B", enabled=progress is not False) as bar:
             files = _local_files(corpus, who)
             if files is not None and rule == DocRule():
@@ -309,70 +358,90 @@ def count_pieces(
             else:
                 docs = corpus_documents(corpus, who=who, text_field=text_field, split_on=split_on, errors=errors)
                 feed_in_batches(counter.add_texts, rule.apply(docs), num_threads, COUNT_BATCH_CHARS, bar)
-        if budget is not None:
+        if budget is not None and settle:
             settle_budget(counter, budget, who)
-        if prune_below:
+        if prune_below and (settle or budget is None):  # else the caller prunes once it has settled
             counter.prune_below(prune_below)
         return counter
     run = runner(client, progress=progress)
     try:
         threads = task_threads(run, num_threads)
+        into = counter if budget is not None else None
+        tasks = _Tasks(pattern, rule, threads, prune_below, split_every, desc, who, into)
         if isinstance(corpus, Texts):
-            return _count_shipped_texts(run, corpus, pattern, rule, threads, prune_below, split_every, desc, who)
-        options = {"text_field": text_field, "split_on": split_on, "errors": errors}
-        parts = plan_partitions(
-            corpus,
-            who=who,
-            text_field=text_field,
-            split_on=split_on,
-            errors=errors,
-            target_bytes=auto_target_bytes(corpus, run.threads, who=who) if target_bytes is None else target_bytes,
-        )
-        merged = run.map_reduce(
-            count_partition,
-            parts,
-            pattern,
-            rule,
-            options,
-            threads,
-            prune_below,
-            merge=merge_counts,
-            split_every=split_every,
-            desc=desc,
-            weights=[p.nbytes for p in parts],
-        )
-        return run.gather(merged)
+            got = _count_shipped_texts(run, corpus, tasks)
+        else:
+            options = {"text_field": text_field, "split_on": split_on, "errors": errors}
+            got = _count_partitions(run, corpus, tasks, options, target_bytes)
     finally:
         if run is not client:
             run.close()
+    if budget is not None and settle:
+        settle_budget(got, budget, who)
+    return got
 
 
-def _count_shipped_texts(
-    run: Runner,
-    corpus: Texts,
-    pattern: str | None,
-    rule: DocRule,
-    threads: int | None,
-    prune_below: int | None,
-    split_every: int,
-    desc: str,
-    who: str,
+@dataclasses.dataclass(frozen=True)
+class _Tasks:
+    """How the counting tasks of a cluster run and come together: each task's
+    arguments, the merge tree's width, the progress label, and ``into``: None
+    (the workers merge the counters in a tree, and the root comes back), or the
+    client's spilling counter (a budget), each task's counter merged into it
+    here as the task finishes."""
+
+    pattern: str | None
+    rule: DocRule
+    threads: int | None
+    prune_below: int | None
+    split_every: int
+    desc: str
+    who: str
+    into: _core.WordCounter | None
+
+
+def _count_partitions(
+    run: Runner, corpus: object, t: _Tasks, options: dict, target_bytes: int | None
 ) -> _core.WordCounter:
-    """Texts from the client's memory, shipped in batches, ``2 * workers`` at a time."""
+    """The corpus's partitions counted on the workers (see :class:`_Tasks`)."""
+    parts = plan_partitions(
+        corpus,
+        who=t.who,
+        **options,
+        target_bytes=auto_target_bytes(corpus, run.threads, who=t.who) if target_bytes is None else target_bytes,
+    )
+    weights = [p.nbytes for p in parts]
+    args = (t.pattern, t.rule, options, t.threads, t.prune_below)
+    if t.into is not None:
+        run.map_each(count_partition, parts, *args, consume=t.into.merge, desc=t.desc, weights=weights)
+        return t.into
+    merged = run.map_reduce(
+        count_partition, parts, *args, merge=merge_counts, split_every=t.split_every, desc=t.desc, weights=weights
+    )
+    return run.gather(merged)
+
+
+def _count_shipped_texts(run: Runner, corpus: Texts, t: _Tasks) -> _core.WordCounter:
+    """Texts from the client's memory, shipped in batches, ``2 * workers`` at a time
+    (see :class:`_Tasks`)."""
     from .data.corpus import iterator_documents
 
     window = 2 * run.workers
     results = []
     pending: list[list[str]] = []
 
+    args = (t.pattern, t.rule, t.threads, t.prune_below)
+
     def flush() -> None:
-        if pending:
-            handles = run.map(count_texts, list(pending), pattern, rule, threads, prune_below, desc=desc)
-            results.append(run.reduce(merge_counts, handles, split_every))
+        if pending and t.into is not None:
+            run.map_each(count_texts, list(pending), *args, consume=t.into.merge, desc=t.desc)
+            pending.clear()
+        elif pending:
+            handles = run.map(count_texts, list(pending), *args, desc=t.desc)
+            results.append(run.reduce(merge_counts, handles, t.split_every))
             pending.clear()
 
     for batch in batched(
-        iterator_documents(corpus.texts, who=who.replace("train", "train_from_iterator", 1)), BATCH_CHARS
+        iterator_documents(corpus.texts, who=t.who.replace("train", "train_from_iterator", 1)), BATCH_CHARS
     ):
         pending.append(batch)
         if len(pending) >= window:
@@ -380,4 +449,6 @@ def _count_shipped_texts(
     if not (results or pending):
         pending.append([])  # no text at all: one empty count, as here
     flush()
-    return run.gather(run.reduce(merge_counts, results, split_every))
+    if t.into is not None:
+        return t.into
+    return run.gather(run.reduce(merge_counts, results, t.split_every))

@@ -287,6 +287,8 @@ class Mixedgram(RustBacked, Tokenizer):
         progress: bool = False,
         client: Any = None,
         partition_bytes: int | None = None,
+        max_memory: int | str | None = None,
+        tmp_dir: str | os.PathLike[str] | None = None,
     ) -> "Mixedgram":
         """Train on one text. ``corpus`` follows every family's corpus rule:
         a path or a list of paths (``str`` or ``pathlib.Path``; a directory gives
@@ -310,6 +312,20 @@ class Mixedgram(RustBacked, Tokenizer):
         too) and count their n-grams level by level
         (:mod:`tokenforge.mixedgram_dist`); the result is byte-identical to
         training here, statistics included.
+
+        ``max_memory`` (bytes or a size such as ``"4GB"``; None: 3/4 of the
+        memory available) bounds the counting here: the text is held whole
+        (with two bits a byte for the positions still counted), and the
+        n-gram tables of levels 3..8 spill sorted runs to ``tmp_dir`` (None:
+        the system's) past ``counting.SPILL_SHARE`` of the rest, merged at the
+        end of each level into exactly the n-grams the selection needs (those
+        counted at least ``c`` times, see :mod:`tokenforge.mixedgram`'s spec).
+        Nothing is ever dropped: the vocabulary and its statistics are
+        byte-identical to unbounded training, or, when the needed n-grams of
+        a level do not fit ``counting.KEEP_SHARE`` of the rest (or the text
+        alone passes the budget), a :class:`~tokenforge.errors.TokenforgeError`
+        names a budget that would do. Not applied with ``client`` (an explicit
+        ``max_memory`` there is refused).
         """
         _check_vocab_size(vocab_size)
         errors = errors or (self.errors if self is not None else "strict")
@@ -318,6 +334,11 @@ class Mixedgram(RustBacked, Tokenizer):
         specials = _special_ids(special_tokens)
         paths = None
         if client is not None:
+            if max_memory is not None:
+                raise TokenforgeError(
+                    "Mixedgram.train: max_memory applies to counting here; with client= the workers count and "
+                    "the budget is not applied (leave max_memory out)"
+                )
             tok = cls._train_distributed(
                 corpus, text, path, specials, encoding, errors, client, partition_bytes, num_threads, progress
             )
@@ -339,7 +360,9 @@ class Mixedgram(RustBacked, Tokenizer):
             else:
                 data = b"\n".join(_read_source(None, None, p, encoding, errors)[0] for p in paths)
             bar.update(len(data))
-        tok = cls._train_bytes(data, specials, num_threads=num_threads, progress=progress)
+        tok = cls._train_bytes(
+            data, specials, num_threads=num_threads, progress=progress, max_memory=max_memory, tmp_dir=tmp_dir
+        )
         tok.errors = errors
         if self is None:
             return tok
@@ -356,11 +379,19 @@ class Mixedgram(RustBacked, Tokenizer):
 
     @classmethod
     def _train_bytes(
-        cls, data: bytes, specials: dict[str, int], *, num_threads: int | None = None, progress: bool = False
+        cls,
+        data: bytes,
+        specials: dict[str, int],
+        *,
+        num_threads: int | None = None,
+        progress: bool = False,
+        max_memory: int | str | None = None,
+        tmp_dir: str | os.PathLike[str] | None = None,
     ) -> "Mixedgram":
         slots = NGRAM_SLOTS - len(specials)
+        spill = _spill_bounds(len(data), max_memory, tmp_dir)
         with progress_bar(total=None, desc="mixedgram: counting 2..8-grams", unit="B", enabled=progress) as bar:
-            top, stats = _core.mixedgram_train(data, slots, num_threads)
+            top, stats = _core.mixedgram_train(data, slots, num_threads, spill)
             bar.update(len(data))
         return cls._from_selection(top, stats, specials)
 
@@ -538,13 +569,16 @@ class Mixedgram(RustBacked, Tokenizer):
         errors: str | None = None,
         num_threads: int | None = None,
         progress: bool = False,
+        max_memory: int | str | None = None,
+        tmp_dir: str | os.PathLike[str] | None = None,
     ) -> CompressStats:
         """Write ``dst`` as a ``.mxgram`` file of the text ``src`` (str, bytes or a
         path, as in :meth:`train`; or ``text=`` / ``path=``).
 
         The vocabulary is trained on the text when called on the class, on an
         instance without n-grams, or with ``train=True``; otherwise the
-        instance's vocabulary is used. The write is atomic.
+        instance's vocabulary is used. The write is atomic. ``max_memory`` and
+        ``tmp_dir`` bound the training's counting, as in :meth:`train`.
         """
         if dst is None:
             raise TypeError("compress needs a destination path (dst)")
@@ -556,7 +590,9 @@ class Mixedgram(RustBacked, Tokenizer):
         data, removed = _core.mixedgram_strip_nul(data)
         must_train = train if train is not None else (self is None or self.ngram_count == 0)
         if must_train:
-            tok = cls._train_bytes(data, {}, num_threads=num_threads, progress=progress)
+            tok = cls._train_bytes(
+                data, {}, num_threads=num_threads, progress=progress, max_memory=max_memory, tmp_dir=tmp_dir
+            )
         elif self is None:
             raise TypeError("compress(train=False) on the class has no vocabulary: call it on a trained Mixedgram")
         else:
@@ -681,6 +717,29 @@ class Mixedgram(RustBacked, Tokenizer):
 # ---------------------------------------------------------------------------
 # inspection
 # ---------------------------------------------------------------------------
+def _spill_bounds(
+    text_bytes: int, max_memory: int | str | None, tmp_dir: str | os.PathLike[str] | None
+) -> tuple[str, int, int, float, int] | None:
+    """The core's bounds of counting under a memory budget (``_core.mixedgram_train``'s
+    ``spill``: tmp_dir, table limit, kept-table limit, budget per kept byte, bytes held
+    besides), or None without a budget. The text and its two bit vectors (a bit per
+    position each) are held whole: a budget they pass is an error naming one that
+    would do."""
+    from .counting import KEEP_SHARE, MIN_BUDGET, SPILL_SHARE, memory_budget, spill_parent
+
+    budget = memory_budget(max_memory)
+    if budget is None:
+        return None
+    fixed = text_bytes + 2 * (text_bytes // 8 + 16)
+    rest = budget - fixed
+    if rest < MIN_BUDGET:
+        raise TokenforgeError(
+            f"Mixedgram.train: max_memory={budget} bytes: the memory budget is too small: the text and its position "
+            f"bits take {fixed} bytes, held whole; a budget of at least {fixed + MIN_BUDGET} bytes"
+        )
+    return spill_parent(tmp_dir), int(rest * SPILL_SHARE), int(rest * KEEP_SHARE), 1 / KEEP_SHARE, fixed
+
+
 def _overlaps(grams: list[bytes]) -> dict:
     """How many vocabulary n-grams sit inside a longer one ("actual" in "actually")."""
     vocab = set(g for g in grams if g)

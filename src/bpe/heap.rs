@@ -5,6 +5,7 @@
 //! which live outside the element; passing the comparison in keeps entries at
 //! 16 bytes.
 
+#[derive(Clone)]
 pub struct Heap<T> {
     v: Vec<T>,
 }
@@ -49,8 +50,14 @@ impl<T: Copy> Heap<T> {
         }
         self.v.swap(0, n - 1);
         let top = self.v.pop();
+        self.sift_down(0, better);
+        top
+    }
+
+    /// Entry `i` moves down until no child of it comes out before it.
+    #[inline(always)]
+    fn sift_down(&mut self, mut i: usize, better: &impl Fn(&T, &T) -> bool) {
         let n = self.v.len();
-        let mut i = 0;
         loop {
             let l = 2 * i + 1;
             if l >= n {
@@ -65,31 +72,28 @@ impl<T: Copy> Heap<T> {
                 break;
             }
         }
-        top
     }
 
     /// Build from a vector in O(n).
     pub fn from_vec(v: Vec<T>, better: &impl Fn(&T, &T) -> bool) -> Self {
         let mut h = Heap { v };
-        let n = h.v.len();
-        for start in (0..n / 2).rev() {
-            let mut i = start;
-            loop {
-                let l = 2 * i + 1;
-                if l >= n {
-                    break;
-                }
-                let r = l + 1;
-                let c = if r < n && better(&h.v[r], &h.v[l]) { r } else { l };
-                if better(&h.v[c], &h.v[i]) {
-                    h.v.swap(c, i);
-                    i = c;
-                } else {
-                    break;
-                }
-            }
+        for start in (0..h.v.len() / 2).rev() {
+            h.sift_down(start, better);
         }
         h
+    }
+
+    /// The entries in heap order (entry `i`'s children at `2i + 1` and `2i + 2`).
+    pub fn as_slice(&self) -> &[T] {
+        &self.v
+    }
+
+    /// Entry `i` becomes `x`, which must not come out before it (a lowered
+    /// entry: it moves down).
+    pub fn lower_at(&mut self, i: usize, x: T, better: &impl Fn(&T, &T) -> bool) {
+        debug_assert!(!better(&x, &self.v[i]));
+        self.v[i] = x;
+        self.sift_down(i, better);
     }
 }
 

@@ -221,6 +221,50 @@ pub struct Parity {
     pub(super) rule: Rule,
     /// The keep rule's floors (set when the parity phase starts; empty before).
     floors: Vec<f64>,
+    /// The language of the last position [`Parity::lang_at`] looked up.
+    cursor: usize,
+    /// The pair the merge under way merges (None between merges).
+    merging: Option<u64>,
+}
+
+/// The top entry of a lazy heap of (count, key) whose current counts are
+/// `current` (None: the key is gone), left in the heap; stale entries on
+/// top are dropped or moved down to their current count first. `better` is
+/// a total order on (count, key) and equal entries are interchangeable, so
+/// what comes out of a heap depends on its contents alone: reading the top
+/// in place leaves every later pop as popping and pushing it back would.
+pub(super) fn peek_current(
+    heap: &mut Heap<(u64, u64)>,
+    current: impl Fn(u64) -> Option<u64>,
+    better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool,
+) -> Option<(u64, u64)> {
+    loop {
+        let top = *heap.peek()?;
+        match current(top.1) {
+            Some(cur) if cur == top.0 => return Some(top),
+            Some(cur) => {
+                heap.pop(better);
+                heap.push((cur, top.1), better);
+            }
+            None => {
+                heap.pop(better);
+            }
+        }
+    }
+}
+
+/// The key of the candidate (count, key) with the largest `score`, the first on a tie.
+fn best_scored(cands: &[(u64, u64)], score: impl Fn(u64) -> f64) -> u64 {
+    let mut best = 0;
+    let mut best_s = score(cands[0].1);
+    for (i, c) in cands.iter().enumerate().skip(1) {
+        let s = score(c.1);
+        if s > best_s {
+            best = i;
+            best_s = s;
+        }
+    }
+    cands[best].1
 }
 
 /// Buckets of a language count: one per count below 64, then 32 per octave
@@ -315,6 +359,8 @@ impl Parity {
             bands: Vec::new(),
             rule: Rule::Foroutan,
             floors: Vec::new(),
+            cursor: 0,
+            merging: None,
         }
     }
 
@@ -436,9 +482,44 @@ impl Parity {
         self.seg_start.partition_point(|&s| s as usize <= p) - 1
     }
 
-    /// Add `delta` to language `l`'s count of `key` (an entry at zero leaves).
+    /// The language of arena position `p` during a merge's walk: the walk
+    /// visits a pair's positions in ascending order, so the language of the
+    /// position before is kept and checked first (two comparisons instead of
+    /// a binary search's unpredictable branches, once per occurrence); any
+    /// other position falls back to the search.
     #[inline(always)]
-    pub(super) fn add(&mut self, l: u32, key: u64, delta: i64) {
+    pub(super) fn lang_at(&mut self, p: usize) -> usize {
+        let l = self.cursor;
+        if self.seg_start[l] as usize <= p && p < self.seg_start[l + 1] as usize {
+            return l;
+        }
+        let l = self.lang_of(p);
+        self.cursor = l;
+        l
+    }
+
+    /// A merge of `pair` starts: until [`Parity::after_merge`], changes to
+    /// its own language counts are not applied (see [`Parity::add`]).
+    pub(super) fn begin_merge(&mut self, pair: u64) {
+        self.merging = Some(pair);
+    }
+
+    /// Add `delta` to language `l`'s count of `key` (an entry at zero leaves).
+    /// `fresh`: a pair the merge under way created; its first occurrence in
+    /// `l` (the entry is new) is noted for [`Parity::after_merge`], which
+    /// gives it a heap entry. (A created pair never existed before, so a new
+    /// entry is its first occurrence; noting only that one, not every
+    /// occurrence, keeps the list to the distinct pairs, less to sort.)
+    ///
+    /// The pair being merged is skipped: every occurrence of it is merged or
+    /// broken by the merge (no merge makes an `a` or a `b`), so each of its
+    /// language counts ends at zero, and [`Parity::after_merge`] removes its
+    /// entries at once, L removals instead of a probe per occurrence.
+    #[inline(always)]
+    pub(super) fn add(&mut self, l: u32, key: u64, delta: i64, fresh: bool) {
+        if self.merging == Some(key) {
+            return;
+        }
         // one probe, a removal included
         match self.counts[l as usize].entry(key) {
             Entry::Occupied(mut o) => {
@@ -452,15 +533,12 @@ impl Parity {
                 debug_assert!(delta >= 0);
                 if delta != 0 {
                     v.insert(delta);
+                    if fresh {
+                        self.touched.push((l, key));
+                    }
                 }
             }
         }
-    }
-
-    /// A pair the merge under way created has an occurrence in language `l`.
-    #[inline(always)]
-    pub(super) fn touch(&mut self, l: u32, key: u64) {
-        self.touched.push((l, key));
     }
 
     /// After the setup's first count: every language's heap from its counts.
@@ -483,6 +561,12 @@ impl Parity {
         slack: usize,
         global: &impl Fn(u64) -> u64,
     ) {
+        if let Some(pair) = self.merging.take() {
+            debug_assert_eq!(global(pair), 0, "a merge leaves no occurrence of its pair");
+            for counts in &mut self.counts {
+                counts.remove(&pair);
+            }
+        }
         let mut touched = std::mem::take(&mut self.touched);
         touched.sort_unstable();
         touched.dedup();
@@ -588,14 +672,49 @@ impl Parity {
                         .collect();
                     let all = &self.counts;
                     let score = |key: u64| {
-                        let mut s = 0.0;
+                        // The languages' counts of a pair add up to its global
+                        // count: once they do, every language after counts 0
+                        // and its lookup is skipped (the sum, in language
+                        // order, is the same f64). A pair in a few languages
+                        // costs a few lookups, not L, for each of up to 64
+                        // candidates a merge.
+                        let total = global_count(key);
+                        let (mut s, mut seen) = (0.0, 0u64);
                         for (m, &w) in weights.iter().enumerate() {
-                            s += w * all[m].get(&key).map_or(0, |&c| c as u64) as f64;
+                            if seen == total {
+                                break;
+                            }
+                            let c = all[m].get(&key).map_or(0, |&c| c as u64);
+                            seen += c;
+                            s += w * c as f64;
+                        }
+                        #[cfg(test)]
+                        {
+                            let mut full = 0.0;
+                            for (m, &w) in weights.iter().enumerate() {
+                                full += w * all[m].get(&key).map_or(0, |&c| c as u64) as f64;
+                            }
+                            assert_eq!(s, full, "the group score's early stop changed it");
                         }
                         s
                     };
                     let heap = &mut self.heaps[l];
-                    Some(Self::candidates_pick(
+                    // tests: the walk picks as taking the candidates out did
+                    #[cfg(test)]
+                    let taken = {
+                        let mut h = heap.clone();
+                        Self::candidates_pick(
+                            &mut h,
+                            &all[l],
+                            top,
+                            self.shared,
+                            min_frequency,
+                            better,
+                            GROUP_CANDIDATES,
+                            score,
+                        )
+                    };
+                    let key = Self::candidates_walk(
                         heap,
                         &all[l],
                         top,
@@ -604,7 +723,10 @@ impl Parity {
                         better,
                         GROUP_CANDIDATES,
                         score,
-                    ))
+                    );
+                    #[cfg(test)]
+                    assert_eq!(key, taken, "the group rule's walk differs from taking the candidates out");
+                    Some(key)
                 }
                 (Some(top), _) if self.shared > 0.0 => {
                     // tests: the banded pick equals the scan of every candidate
@@ -722,7 +844,9 @@ impl Parity {
     /// count` and reaches `min_frequency`, at most `limit` in all, are the
     /// candidates; the one with the largest `score` wins, the first in the
     /// language's order on a tie. Cost: O(candidates · log heap) per merge;
-    /// they all go back.
+    /// they all go back. (In tests only: the check of the shared-pair
+    /// variant's banded pick and of [`Parity::candidates_walk`].)
+    #[cfg(test)]
     #[allow(clippy::too_many_arguments)]
     fn candidates_pick(
         heap: &mut Heap<(u64, u64)>,
@@ -749,37 +873,85 @@ impl Parity {
             }
             cands.push(e);
         }
-        let mut best = 0;
-        let mut best_s = score(cands[0].1);
-        for (i, c) in cands.iter().enumerate().skip(1) {
-            let s = score(c.1);
-            if s > best_s {
-                best = i;
-                best_s = s;
-            }
-        }
-        let key = cands[best].1;
+        let key = best_scored(&cands, score);
         for c in cands {
             heap.push(c, better);
         }
         key
     }
 
-    /// Language `l`'s current top pair (count, key), left in its heap; None
-    /// when it has no pair left.
-    fn peek(&mut self, l: usize, better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool) -> Option<(u64, u64)> {
-        let heap = &mut self.heaps[l];
-        let counts = &self.counts[l];
-        loop {
-            let top = heap.pop(better)?;
-            let Some(&cur) = counts.get(&top.1) else { continue };
-            if cur as u64 != top.0 {
-                heap.push((cur as u64, top.1), better);
-                continue;
-            }
-            heap.push(top, better);
-            return Some(top);
+    /// [`Parity::candidates_pick`]'s pick, the candidates read where they
+    /// lie in the heap instead of taken out and put back (the group rule's
+    /// 64 pops and 64 pushes a merge were most of its training time): a
+    /// best-first walk from the heap's root over a small frontier heap of
+    /// (entry, index) yields the entries in the order pops would; a stale
+    /// entry met has its children walked and its current count, if any,
+    /// joins the frontier as an entry without children (its children count
+    /// at most its old count, so nothing comes out of order). The stale
+    /// entries met are then lowered in place to their current count (0 for a
+    /// pair gone, dropped when it surfaces), deepest first so each lowering
+    /// moves only entries below it: the heap holds what the pops would have
+    /// left. `top` (popped by the caller, current) goes back. Cost: O(limit ·
+    /// log limit) a merge plus O(log n) per stale entry met, against
+    /// O(limit · log n) for taking the candidates out.
+    #[allow(clippy::too_many_arguments)]
+    fn candidates_walk(
+        heap: &mut Heap<(u64, u64)>,
+        counts: &FxHashMap<u64, i64>,
+        top: (u64, u64),
+        shared: f64,
+        min_frequency: u64,
+        better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool,
+        limit: usize,
+        score: impl Fn(u64) -> f64,
+    ) -> u64 {
+        const NO_INDEX: usize = usize::MAX;
+        let floor = top.0 as f64;
+        let mut cands = vec![top];
+        let mut stale: Vec<(usize, u64)> = Vec::new();
+        let v = heap.as_slice();
+        let order = |a: &((u64, u64), usize), b: &((u64, u64), usize)| better(&a.0, &b.0);
+        let mut front: Heap<((u64, u64), usize)> = Heap::with_capacity(2 * limit.min(v.len()) + 2);
+        if let Some(&root) = v.first() {
+            front.push((root, 0), &order);
         }
+        while cands.len() < limit {
+            let Some((e, i)) = front.pop(&order) else { break };
+            if i != NO_INDEX {
+                for c in [2 * i + 1, 2 * i + 2] {
+                    if let Some(&x) = v.get(c) {
+                        front.push((x, c), &order);
+                    }
+                }
+                let cur = counts.get(&e.1).map(|&c| c as u64);
+                if cur != Some(e.0) {
+                    stale.push((i, cur.unwrap_or(0)));
+                    if let Some(c) = cur {
+                        front.push(((c, e.1), NO_INDEX), &order);
+                    }
+                    continue;
+                }
+            }
+            if (e.0 as f64) * shared < floor || e.0 < min_frequency {
+                break;
+            }
+            cands.push(e);
+        }
+        stale.sort_unstable_by_key(|e| std::cmp::Reverse(e.0));
+        for (i, c) in stale {
+            let key = heap.as_slice()[i].1;
+            heap.lower_at(i, (c, key), better);
+        }
+        heap.push(top, better);
+        best_scored(&cands, score)
+    }
+
+    /// Language `l`'s current top pair (count, key), left in its heap; None
+    /// when it has no pair left. A current top is read in place (the excess
+    /// rule peeks every dear language a merge: a pop and a push each was most
+    /// of its pick); stale tops are refreshed as a pop would.
+    fn peek(&mut self, l: usize, better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool) -> Option<(u64, u64)> {
+        peek_current(&mut self.heaps[l], |k| self.counts[l].get(&k).map(|&c| c as u64), better)
     }
 
     /// The excess rule's pick (module notes): `global_top` is plain BPE's

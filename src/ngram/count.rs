@@ -73,14 +73,53 @@ pub struct CountStats {
     pub min_count: [u64; MAX_N + 1],
 }
 
+/// Counting levels 3..8 in bounded memory: where the tables spill, and how
+/// much they may hold (see [`top_ngrams_bounded`]).
+#[derive(Debug, Clone)]
+pub struct Spill {
+    /// The directory under which each level's runs get a directory of their own.
+    pub parent: std::path::PathBuf,
+    /// Estimated bytes of the counting tables (all threads) before they spill.
+    pub limit: u64,
+    /// Estimated bytes the merged table of a level that spilled may keep (its
+    /// n-grams counted at least `c` times); more is a "budget too small" error.
+    pub keep: u64,
+    /// The whole budget a caller gives per byte of `keep`, and the bytes it
+    /// holds besides (the text, its bits): for the error's suggested budget.
+    pub budget_per_keep: f64,
+    pub fixed: u64,
+}
+
+/// Estimated bytes of one entry of a level's counting table: key and count
+/// (16), the control byte, and the spare capacity of a table up to 7/8 full.
+pub const LEVEL_ENTRY: u64 = 32;
+
 /// The top `k` n-grams of `text` (2..8 bytes, no NUL in `text`) in vocabulary
 /// order. Runs on the current rayon pool.
 pub fn top_ngrams(text: &[u8], k: usize) -> (Vec<Scored>, CountStats) {
+    let (top, stats, _) = top_ngrams_bounded(text, k, None).expect("counting in memory does not fail");
+    (top, stats)
+}
+
+/// [`top_ngrams`], with the tables of levels 3..8 spilled to sorted runs on
+/// disk (`crate::spill`, keys as their 8 big-endian bytes) whenever they pass
+/// `spill.limit`: a level that spilled merges its runs, keeping only the
+/// n-grams counted at least `c` times (every one the next level's filter and
+/// this level's candidates need), so the result -- statistics included -- is
+/// exactly [`top_ngrams`]'s. Also returns the runs written. An error when the
+/// kept n-grams of a level would pass `spill.keep` (it names a budget that
+/// would do), or when a run cannot be written.
+pub fn top_ngrams_bounded(
+    text: &[u8],
+    k: usize,
+    spill: Option<&Spill>,
+) -> crate::error::Result<(Vec<Scored>, CountStats, usize)> {
     debug_assert!(!text.contains(&0), "strip NUL bytes before counting");
     let mut stats = CountStats::default();
+    let mut runs = 0usize;
     let len = text.len();
     if k == 0 || len < MIN_N {
-        return (Vec::new(), stats);
+        return Ok((Vec::new(), stats, runs));
     }
     let threads = rayon::current_num_threads().max(1);
     let mut best: Vec<Scored> = Vec::new();
@@ -125,23 +164,21 @@ pub fn top_ngrams(text: &[u8], k: usize) -> (Vec<Scored>, CountStats) {
 
     // ---- levels 3..8 ---------------------------------------------------------
     for n in MIN_N + 1..=MAX_N {
-        let counted = pool_merge(ranges(words - 1, threads), |r| {
-            let mut m: FxHashMap<u64, u64> = FxHashMap::default();
-            let mut seen = 0u64;
-            for w in r {
-                let mut bits = candidates(&alive, w);
-                while bits != 0 {
-                    let p = w * 64 + bits.trailing_zeros() as usize;
-                    bits &= bits - 1;
-                    *m.entry(key_at(text, p, n)).or_insert(0) += 1;
-                    seen += 1;
-                }
+        let (map, seen, distinct, level_runs) = match spill {
+            None => {
+                let (map, seen) = pool_merge(ranges(words - 1, threads), |r| {
+                    let mut m: FxHashMap<u64, u64> = FxHashMap::default();
+                    let seen = count_range(text, &alive, r, n, &mut m, |_| Ok(())).expect("no spilling");
+                    (m, seen)
+                });
+                let distinct = map.len() as u64;
+                (map, seen, distinct, 0)
             }
-            (m, seen)
-        });
-        let (map, seen) = counted;
+            Some(sp) => count_level_spilled(text, &alive, words, threads, n, c, sp)?,
+        };
+        runs += level_runs;
         stats.positions[n] = seen;
-        stats.distinct[n] = map.len() as u64;
+        stats.distinct[n] = distinct;
         if map.is_empty() {
             break;
         }
@@ -188,7 +225,128 @@ pub fn top_ngrams(text: &[u8], k: usize) -> (Vec<Scored>, CountStats) {
         }
     }
     best.truncate(k);
-    (best, stats)
+    Ok((best, stats, runs))
+}
+
+/// Count the n-grams of the positions of words `r` into `m`, calling `full`
+/// with `m` after each word (where a bounded count spills it). Returns the
+/// positions counted.
+#[inline]
+fn count_range(
+    text: &[u8],
+    alive: &[u64],
+    r: std::ops::Range<usize>,
+    n: usize,
+    m: &mut FxHashMap<u64, u64>,
+    mut full: impl FnMut(&mut FxHashMap<u64, u64>) -> crate::error::Result<()>,
+) -> crate::error::Result<u64> {
+    let mut seen = 0u64;
+    for w in r {
+        let mut bits = candidates(alive, w);
+        while bits != 0 {
+            let p = w * 64 + bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            *m.entry(key_at(text, p, n)).or_insert(0) += 1;
+            seen += 1;
+        }
+        full(m)?;
+    }
+    Ok(seen)
+}
+
+/// One level counted under a [`Spill`]: each thread's table is written as a
+/// sorted run whenever it passes its share of `sp.limit` (and once more at the
+/// end if anything spilled); the runs are merged, counting every distinct
+/// n-gram and keeping those counted at least `c` times -- a superset of what
+/// the caller reads: the candidates scoring at least the threshold (count >=
+/// threshold / n >= c) and the next filter (count >= the new c >= c).
+/// Returns (the table, positions counted, distinct n-grams, runs written).
+fn count_level_spilled(
+    text: &[u8],
+    alive: &[u64],
+    words: usize,
+    threads: usize,
+    n: usize,
+    c: u64,
+    sp: &Spill,
+) -> crate::error::Result<(FxHashMap<u64, u64>, u64, u64, usize)> {
+    use crate::spill::SpillDir;
+    let dir: std::sync::Mutex<Option<SpillDir>> = std::sync::Mutex::new(None);
+    let rs = ranges(words - 1, threads);
+    let per_thread = (sp.limit / LEVEL_ENTRY / rs.len() as u64).max(1) as usize;
+    let write = |m: &mut FxHashMap<u64, u64>| -> crate::error::Result<()> {
+        let mut items: Vec<([u8; 8], u64)> = m.drain().map(|(k, v)| (k.to_be_bytes(), v)).collect();
+        items.sort_unstable_by_key(|a| a.0);
+        let mut guard = dir.lock().unwrap_or_else(|e| e.into_inner());
+        if guard.is_none() {
+            *guard = Some(SpillDir::new(&sp.parent)?);
+        }
+        guard.as_mut().unwrap().write_run(items.iter().map(|(k, v)| (&k[..], *v)))
+    };
+    let parts: Vec<crate::error::Result<(FxHashMap<u64, u64>, u64)>> = rs
+        .into_par_iter()
+        .map(|r| {
+            let mut m: FxHashMap<u64, u64> = FxHashMap::default();
+            let seen =
+                count_range(text, alive, r, n, &mut m, |m| if m.len() > per_thread { write(m) } else { Ok(()) })?;
+            Ok((m, seen))
+        })
+        .collect();
+    let mut parts = parts.into_iter().collect::<crate::error::Result<Vec<_>>>()?;
+    let seen: u64 = parts.iter().map(|p| p.1).sum();
+    let spilled = dir.lock().unwrap_or_else(|e| e.into_inner()).is_some();
+    if !spilled {
+        // nothing passed the limit: the tables merged as without a budget
+        let (map, _) = parts
+            .into_iter()
+            .reduce(|(a, sa), (b, sb)| {
+                let (mut big, small) = if a.len() >= b.len() { (a, b) } else { (b, a) };
+                for (k, v) in small {
+                    *big.entry(k).or_insert(0) += v;
+                }
+                (big, sa + sb)
+            })
+            .unwrap_or_default();
+        let distinct = map.len() as u64;
+        return Ok((map, seen, distinct, 0));
+    }
+    for p in parts.iter_mut() {
+        if !p.0.is_empty() {
+            write(&mut p.0)?;
+        }
+    }
+    drop(parts);
+    let mut dir = dir.into_inner().unwrap_or_else(|e| e.into_inner()).expect("runs were written");
+    let runs = dir.runs.len();
+    dir.reduce()?;
+    let mut merged = dir.merge()?;
+    let (mut map, mut distinct, mut needed) = (FxHashMap::default(), 0u64, 0u64);
+    let fits = (sp.keep / LEVEL_ENTRY) as usize;
+    while let Some((key, count)) = merged.next()? {
+        distinct += 1;
+        if count >= c {
+            needed += 1;
+            if map.len() < fits {
+                map.insert(u64::from_be_bytes(key[..].try_into().expect("8-byte keys")), count);
+            }
+        }
+    }
+    if needed > fits as u64 {
+        return Err(too_small(sp, n, c, needed));
+    }
+    Ok((map, seen, distinct, runs))
+}
+
+/// The error for a budget whose kept table of level `n` (`needed` n-grams) does not fit.
+fn too_small(sp: &Spill, n: usize, c: u64, needed: u64) -> crate::error::Error {
+    let need = needed * LEVEL_ENTRY;
+    crate::error::Error::invalid(format!(
+        "the memory budget is too small: the {needed} distinct {n}-grams counted at least {c} times (the \
+         ones the selection needs) take about {need} bytes, more than its {} bytes for them; a budget of at \
+         least {} bytes",
+        sp.keep,
+        sp.fixed + (need as f64 * sp.budget_per_keep).ceil() as u64,
+    ))
 }
 
 /// The positions of word `w` whose n-gram is counted: bits p and p + 1 set.
@@ -322,6 +480,34 @@ mod tests {
         let three = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap().install(|| top_ngrams(&text, 300));
         assert_eq!(one.0, three.0);
         assert_eq!(one.0, brute(&text, 300));
+    }
+
+    fn tiny_spill(dir: &std::path::Path, limit: u64, keep: u64) -> Spill {
+        Spill { parent: dir.to_path_buf(), limit, keep, budget_per_keep: 2.0, fixed: 100 }
+    }
+
+    #[test]
+    fn spilled_levels_give_the_same_selection_and_statistics() {
+        let dir = std::env::temp_dir().join(format!("tf-ngram-spill-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let text: Vec<u8> = (0..60_000u32).map(|i| b"abcdefgh ijk"[((i * 7919) % 97 % 12) as usize]).collect();
+        for threads in [1, 3] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let want = pool.install(|| top_ngrams(&text, 200));
+            let (top, stats, runs) =
+                pool.install(|| top_ngrams_bounded(&text, 200, Some(&tiny_spill(&dir, 64, 1 << 30)))).unwrap();
+            assert!(runs > 2 * crate::spill::FAN_IN, "{runs} runs: merged in rounds");
+            assert_eq!((top, stats), want);
+            // a limit nothing passes: no runs, the same result
+            let (top, stats, runs) =
+                pool.install(|| top_ngrams_bounded(&text, 200, Some(&tiny_spill(&dir, 1 << 40, 1 << 30)))).unwrap();
+            assert_eq!(((top, stats), runs), (want, 0));
+        }
+        // too small a table for what the selection needs: a typed error, no runs left behind
+        let err = top_ngrams_bounded(&text, 200, Some(&tiny_spill(&dir, 64, 64))).unwrap_err().to_string();
+        assert!(err.contains("memory budget is too small") && err.contains("a budget of at least"), "{err}");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+        std::fs::remove_dir(&dir).unwrap();
     }
 
     proptest! {

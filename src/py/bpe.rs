@@ -188,6 +188,13 @@ impl PyWordCounter {
         Ok(py.detach(|| wc.settle(keep, min_coverage, budget_per_keep))?)
     }
 
+    /// The training cost of every distinct piece counted, runs on disk
+    /// included (`WordCounter::train_cost_total`). GIL released.
+    fn train_cost_total(&mut self, py: Python<'_>) -> PyResult<u64> {
+        let wc = self.get()?;
+        Ok(py.detach(|| wc.train_cost_total())?)
+    }
+
     /// (unique pieces dropped, their occurrences, threshold) by `settle`.
     #[getter]
     fn budget_dropped(&mut self) -> PyResult<(u64, u64, u64)> {

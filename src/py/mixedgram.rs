@@ -202,26 +202,40 @@ impl PyMixedgramModel {
 }
 
 /// Train: the top `slots` n-grams of latin1 `data` (NULs removed first), in
-/// vocabulary order, as [(bytes, count)], plus counting statistics.
+/// vocabulary order, as [(bytes, count)], plus counting statistics (`runs`:
+/// spilled runs). `spill`: (tmp_dir, limit, keep, budget_per_keep, fixed), a
+/// memory budget's bounds for the level tables (`ngram::count::Spill`).
 #[pyfunction]
-#[pyo3(signature = (data, slots=ngram::NGRAM_SLOTS, num_threads=None))]
+#[pyo3(signature = (data, slots=ngram::NGRAM_SLOTS, num_threads=None, spill=None))]
 fn mixedgram_train<'py>(
     py: Python<'py>,
     data: &[u8],
     slots: usize,
     num_threads: Option<usize>,
+    spill: Option<(std::path::PathBuf, u64, u64, f64, u64)>,
 ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyDict>)> {
     if slots > ngram::NGRAM_SLOTS {
         return Err(Error::Invalid(format!("slots must be at most {}", ngram::NGRAM_SLOTS)).into());
     }
+    let spill = match spill {
+        Some((parent, limit, keep, budget_per_keep, fixed)) => {
+            if !parent.is_dir() {
+                let msg = format!("the temporary directory {} does not exist", parent.display());
+                return Err(Error::invalid(msg).into());
+            }
+            Some(ngram::count::Spill { parent, limit, keep, budget_per_keep, fixed })
+        }
+        None => None,
+    };
     let pool = pool(num_threads)?;
-    let (top, stats, removed, len) = py.detach(|| {
+    let (top, stats, runs, removed, len) = py.detach(|| {
         let (text, removed) = ngram::strip_nul(data);
-        let (top, stats) = pool.install(|| ngram::top_ngrams(&text, slots));
-        (top, stats, removed, text.len())
-    });
+        let (top, stats, runs) = pool.install(|| ngram::count::top_ngrams_bounded(&text, slots, spill.as_ref()))?;
+        Ok::<_, Error>((top, stats, runs, removed, text.len()))
+    })?;
     let (l, d) = top_to_py(py, &top, &stats, len as u64)?;
     d.set_item("nul_removed", removed)?;
+    d.set_item("runs", runs)?;
     Ok((l, d))
 }
 

@@ -232,3 +232,23 @@ def test_every_family_trains_as_train_corpus_vocab_size():
     assert tokenforge.Mixedgram.train_from_iterator(DOCS, 4096).vocab_size == 4096
     with pytest.raises(VocabSizeError, match="4,096 ids"):
         tokenforge.Mixedgram.train_from_iterator(DOCS, 1024)
+
+
+def test_every_command_that_counts_a_corpus_takes_the_memory_budget():
+    """--max-memory/--tmp-dir (lz78: the seed's --max_memory/--tmp_dir spelling) on every
+    family's counting command, with one help text (the budget's default rule) but the
+    name of what it bounds, passed through as the API's max_memory/tmp_dir."""
+    counting = [("train",), ("lz78", "train"), ("grow", "learn"), ("mixedgram", "compress")]
+    helps = {}
+    for words in counting:
+        opts = {s: a for a in _options(COMMANDS[words]) for s in a.option_strings}
+        budget = opts.get("--max-memory") or opts["--max_memory"]
+        tmp = opts.get("--tmp-dir") or opts["--tmp_dir"]
+        assert (budget.dest, tmp.dest, budget.default, tmp.default) == ("max_memory", "tmp_dir", None, None)
+        helps[words] = (budget.help.split(" (e.g.")[1].replace("tmp_dir", "tmp-dir"), tmp.help)
+    assert len(set(helps.values())) == 1, helps
+    assert "default: 3/4 of the available memory" in helps[("train",)][0]
+    with_budget = {
+        words for words, p in COMMANDS.items() if any("memory" in s for a in _options(p) for s in a.option_strings)
+    }
+    assert with_budget == set(counting)

@@ -88,6 +88,8 @@ def cmd_learn(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         client=args.scheduler,
         text_field=args.text_field,
+        max_memory=args.max_memory,
+        tmp_dir=args.tmp_dir,
     )
     dt = time.perf_counter() - t0
     tok.save(path)
@@ -250,9 +252,10 @@ def _add_commands(p: argparse.ArgumentParser) -> None:
     learn.add_argument("--vocab-size", type=int, default=None, help="set the declared maximum number of ids")
     learn.add_argument("--threads", type=int, default=None, help="threads for counting (default: all cores)")
     learn.add_argument("--text-field", default="text", help="JSON/parquet field holding the text (default: text)")
-    from .kit import scheduler_arg
+    from .kit import memory_args, scheduler_arg
 
     scheduler_arg(learn, "count the corpus")
+    memory_args(learn, "counting and learning the merges")
     learn.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     learn.set_defaults(func=cmd_learn)
 

@@ -206,6 +206,23 @@ def scheduler_arg(p: argparse.ArgumentParser, what: str) -> None:
     )
 
 
+def memory_args(p: argparse.ArgumentParser, what: str, spell: str = "-") -> None:
+    """``--max-memory SIZE`` and ``--tmp-dir DIR`` (``spell="_"``: the seed scripts'
+    ``--max_memory``/``--tmp_dir``; either spelling is accepted): every family's
+    memory budget for ``what``, with one help text and one default rule
+    (:func:`tokenforge.counting.memory_budget`)."""
+    tmp = f"--tmp{spell}dir"
+    p.add_argument(
+        f"--max{spell}memory",
+        default=None,
+        metavar="SIZE",
+        help=f"memory budget for {what} (e.g. 4GB; default: 3/4 of the available memory): counts spill to {tmp} "
+        "and stay exact; what is dropped to fit (the rarest first) is recorded, and a budget too small is an error "
+        "that names one that would do",
+    )
+    p.add_argument(tmp, default=None, metavar="DIR", help="where counts spill (default: the system's)")
+
+
 def read_utf8(path: str | os.PathLike[str]) -> str:
     """A UTF-8 file's text; invalid bytes are a TokenforgeError naming the file and the byte offset."""
     data = Path(path).read_bytes()

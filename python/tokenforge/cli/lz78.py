@@ -69,6 +69,7 @@ def _train_args(p: argparse.ArgumentParser) -> None:
     # the record's copies of lz78.STRATEGIES and DEFAULT_STRATEGY (a test keeps them
     # equal): building the parser (--help) imports neither the family nor numpy
     from ..registry import LZ78_DEFAULT_STRATEGY, LZ78_STRATEGIES
+    from .kit import memory_args
 
     _corpus_args(p)
     p.add_argument(
@@ -110,14 +111,7 @@ def _train_args(p: argparse.ArgumentParser) -> None:
         choices=["lz78", "compressed"],
         help="file format (default: the dictionary's own: compressed for the compressed strategy, else lz78)",
     )
-    p.add_argument(
-        "--max_memory",
-        default=None,
-        metavar="SIZE",
-        help="memory budget for the chunk counts (e.g. 4GB; default: 3/4 of the available memory): counts spill "
-        "to --tmp_dir and stay exact; the rarest chunks are dropped (and recorded) only if the rest must fit",
-    )
-    p.add_argument("--tmp_dir", default=None, metavar="DIR", help="where counts spill (default: the system's)")
+    memory_args(p, "the chunk counts", spell="_")
     _style_args(p)
     p.add_argument(
         "--compact_output_vocab",

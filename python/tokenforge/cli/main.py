@@ -50,6 +50,7 @@ from .kit import (  # noqa: F401  (the kit's names stay importable from tokenfor
     ArgumentParser,
     check_inputs,
     exit_codes_epilog,
+    memory_args,
     read_utf8,
     run_command,
     scheduler_arg,
@@ -433,14 +434,7 @@ def build_parser() -> argparse.ArgumentParser:
         "within a factor F of its top count (0: off)",
     )
     scheduler_arg(t, "count the corpus")
-    t.add_argument(
-        "--max-memory",
-        default=None,
-        metavar="SIZE",
-        help="memory budget for counting and training (e.g. 4GB; default: 3/4 of the available memory): counts "
-        "spill to --tmp-dir and stay exact; the rarest pieces are dropped (and recorded) only if the rest must fit",
-    )
-    t.add_argument("--tmp-dir", default=None, metavar="DIR", help="where counts spill (default: the system's)")
+    memory_args(t, "counting and training")
     t.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     t.set_defaults(func=cmd_train)
 

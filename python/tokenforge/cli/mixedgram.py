@@ -66,6 +66,8 @@ def _compress(args: argparse.Namespace) -> int:
             num_threads=args.threads,
             progress=not args.quiet,
             client=args.scheduler,
+            max_memory=args.max_memory,
+            tmp_dir=args.tmp_dir,
         )
         trained_on_cluster = True
     if args.vocab or trained_on_cluster:
@@ -88,6 +90,8 @@ def _compress(args: argparse.Namespace) -> int:
             errors=args.errors,
             num_threads=args.threads,
             progress=not args.quiet,
+            max_memory=args.max_memory,
+            tmp_dir=args.tmp_dir,
         )
     if not args.quiet:
         nul = f", {stats.nul_removed:,} NUL removed" if stats.nul_removed else ""
@@ -199,6 +203,9 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="count the n-grams on this Dask cluster (e.g. tcp://host:8786; the workers read IN at the same path)",
     )
+    from .kit import memory_args
+
+    memory_args(c, "counting the n-grams")
     c.add_argument("-q", "--quiet", action="store_true", help="no progress or summary")
     c.set_defaults(func=_compress)
 
