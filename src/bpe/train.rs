@@ -1276,6 +1276,11 @@ impl Trainer {
                         "the excess rule takes no tolerance, shared factor or window (its knob is the gain)".into(),
                     ));
                 }
+                if matches!(rule, Rule::Discount { .. }) && shared < 1.0 {
+                    return Err(Error::Invalid(format!(
+                        "the discount rule needs a shared factor >= 1 (the band it picks from), not {shared}"
+                    )));
+                }
                 if matches!(rule, Rule::Group { .. }) && shared < 1.0 {
                     return Err(Error::Invalid(format!(
                         "the group rule needs a shared factor >= 1 (its candidates' band), not {shared}"
