@@ -144,6 +144,27 @@ CONFIGS: list[tuple[str, str, dict]] = [
     ("excess 64", "excess", {"parity_rule": "excess", "parity_gain": 64.0}),
     ("excess 256", "excess", {"parity_rule": "excess", "parity_gain": 256.0}),
     *[_discount(g, f, sh) for g in (0.25, 0.5, 1.0) for f, sh in ((1.45, 0.15), (1.4, 0.1), (2.0, 0.1))],
+    # Japanese as the reference (session 19): it and English, the two cheapest under plain BPE,
+    # are not levelled down (keep: each keeps its premium against Japanese)
+    *[
+        (
+            f"{rule} ja {tol:g} shared {f:g} global {sh:g}",
+            f"{rule} ja shared + global",
+            {
+                "parity_rule": rule,
+                "parity_reference": "ja",
+                "parity_tolerance": tol,
+                "parity_shared": f,
+                "parity_global_merges": sh,
+            },
+        )
+        for rule, tol, f, sh in (
+            ("levelup", 0.0, 1.45, 0.15),
+            ("levelup", 0.0, 1.25, 0.1),
+            ("levelup", 0.05, 1.45, 0.15),
+            ("keep", 0.0, 1.45, 0.15),
+        )
+    ],
 ]
 
 #: per set: (the held-out file, the dev file or None for the training pages, loss budget, Gini-cut target)
