@@ -286,7 +286,9 @@ def phases(st: dict) -> dict:
     def timed(name, fn):
         t, c = time.perf_counter(), _cpu()
         r = fn()
-        out[name] = [round(time.perf_counter() - t, 2), round(_cpu() - c, 2)]
+        # the peak so far: the phase where it rises is the one that sets it
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        out[name] = [round(time.perf_counter() - t, 2), round(_cpu() - c, 2), round(peak)]
         return r
 
     wc = timed("count", lambda: count_pieces(st["path"], regex, num_threads=st["threads"], progress=False))
@@ -304,7 +306,12 @@ def phases(st: dict) -> dict:
     # ones touch few, and their cost is the pair index's and the heap's
     timed("merges 1-1000", lambda: loop(1000))
     timed("merges 1001-", lambda: loop(n))
-    return _done(st, phases=out, unique_pieces=unique)
+    # the same digest as the training rows' (their ranks: the byte tokens, then the merges)
+    tokens = [bytes([b]) for b in range(256)]
+    for a, b, _z in tr.merges():
+        tokens.append(tokens[a] + tokens[b])
+    sha = hashlib.sha256(b"".join(t + b"\0" for t in tokens)).hexdigest()[:12]
+    return _done(st, phases=out, unique_pieces=unique, merges_sha=sha)
 
 
 def setup_pretok(path: str, vocab: int, threads: int, extra=None) -> dict:
@@ -330,6 +337,7 @@ def setup_pretok(path: str, vocab: int, threads: int, extra=None) -> dict:
 
 def pretokenize_files(st: dict) -> dict:
     """tokenforge.data.shards.pretokenize of the corpus into shards (then removed)."""
+    import hashlib
     import shutil
 
     from tokenforge.data.shards import pretokenize
@@ -337,9 +345,12 @@ def pretokenize_files(st: dict) -> dict:
     try:
         shards = pretokenize(st["path"], st["tok"], st["out"], num_threads=st["threads"], progress=False)
         tokens = int(shards.num_tokens)
+        # the token stream's hash (of the shards' SHA-256s, in order): equal
+        # across builds and thread counts when the ids are
+        stream = hashlib.sha256("".join(e["sha256"] for e in shards.index["shards"]).encode()).hexdigest()[:16]
     finally:
         shutil.rmtree(st["out"], ignore_errors=True)
-    return _done(st, tokens=tokens)
+    return _done(st, tokens=tokens, token_stream_sha256=stream)
 
 
 def count_files(st: dict) -> dict:
@@ -420,7 +431,8 @@ def _pretokenize_rows(b: Bench, args: tuple, mb: float) -> None:
         print(
             f"pretokenize / counting: {p.best / c.best:.2f}x the wall time, "
             f"{p.extra['cpu_s'] / max(c.extra['cpu_s'], 1e-9):.2f}x the CPU time "
-            f"(target: <= 1x); {p.extra['tokens']:,} tokens, {c.extra['unique_pieces']:,} distinct pieces"
+            f"(target: <= 1x); {p.extra['tokens']:,} tokens (stream {p.extra['token_stream_sha256']}), "
+            f"{c.extra['unique_pieces']:,} distinct pieces"
         )
         t = Target("pretokenize", "pretokenize wall vs counting's <= 1x", p.best / c.best, 1.0, False)
         b.targets.append(t)
@@ -519,13 +531,16 @@ def main(argv=None) -> int:
     if "phases" in only or "profile" in only:
         r = run_function(phases, *args, None, setup=setup_tf, group="phases", tool="tokenforge files", mb=mb)
         if r.ok:
-            print(f"\nphases of tokenforge's training (wall s, CPU s; {r.peak_rss_mb:.0f} MB peak; {_uptime()}):")
-            for k, (w, c) in r.extra["phases"].items():
-                print(f"  {k:14} {w:7.2f} {c:7.2f}")
-            wall = sum(w for w, _ in r.extra["phases"].values())
-            cpu = sum(c for _, c in r.extra["phases"].values())
+            print(
+                f"\nphases of tokenforge's training (wall s, CPU s, peak MB so far; {r.peak_rss_mb:.0f} MB peak; "
+                f"{_uptime()}):"
+            )
+            for k, (w, c, m) in r.extra["phases"].items():
+                print(f"  {k:14} {w:7.2f} {c:7.2f} {m:7.0f}")
+            wall = sum(w for w, _, _ in r.extra["phases"].values())
+            cpu = sum(c for _, c, _ in r.extra["phases"].values())
             print(f"  {'total':14} {wall:7.2f} {cpu:7.2f}   (target at 2 GB: <= 15 s wall)")
-            print(f"  unique pieces: {r.extra['unique_pieces']:,}")
+            print(f"  unique pieces: {r.extra['unique_pieces']:,}; merges sha {r.extra['merges_sha']}")
         else:
             print(f"phases: {r.status()}: {r.error}")
     if "profile" in only:

@@ -25,6 +25,13 @@
 //! rebuilt when it holds more than twice the live pairs, so memory follows the
 //! live structure, not the number of merges run.
 //!
+//! The pair index (`PairIndex`) is a hash table of (pair, entry number)
+//! over a vector of entries, so that its growth moves 16-byte buckets, not
+//! whole entries. A merge of (a, b) into z changes only (x, a), (b, y) and
+//! makes only (x, z), (z, y): the walk keeps them in arrays indexed by x or
+//! y, and plain training applies the losses to the index once per distinct
+//! neighbour.
+//!
 //! A merge over many positions (the first merges touch most pieces) runs on
 //! every thread of the current rayon pool: its positions are cut at piece
 //! boundaries, each thread rewrites its own pieces and keeps what the existing
@@ -127,13 +134,82 @@ struct PairInfo {
     live: u32,
 }
 
+/// The pair index: every live pair's [`PairInfo`], found by its key.
+///
+/// A hash table of (key, entry number) -- 16 bytes a bucket -- and the
+/// entries in a vector (24 bytes each; a removed one's place is reused).
+/// A hash table of whole entries (33 bytes a bucket) set training's peak
+/// memory at 0.25 GB: near the end it doubles (from 2^21 to 2^22 buckets near
+/// merge 29,000, 69 MB to 138 MB) and holds both tables while it moves the
+/// entries over. Here only the 16-byte buckets move; the vector of entries
+/// grows in place (a large block is grown by remapping its pages, not by
+/// copying them). The price: a second cache line per lookup.
+#[derive(Default)]
+struct PairIndex {
+    at: FxHashMap<u64, u32>,
+    entries: Vec<PairInfo>,
+    /// Entries of removed pairs, to reuse.
+    free: Vec<u32>,
+}
+
+impl PairIndex {
+    fn with_capacity(n: usize) -> Self {
+        let mut at = FxHashMap::default();
+        at.reserve(n);
+        PairIndex { at, entries: Vec::with_capacity(n), free: Vec::new() }
+    }
+
+    fn len(&self) -> usize {
+        self.at.len()
+    }
+
+    #[inline]
+    fn get(&self, key: u64) -> Option<&PairInfo> {
+        self.at.get(&key).map(|&i| &self.entries[i as usize])
+    }
+
+    #[inline]
+    fn get_mut(&mut self, key: u64) -> Option<&mut PairInfo> {
+        self.at.get(&key).map(|&i| &mut self.entries[i as usize])
+    }
+
+    /// Add `key` (not in the index).
+    #[inline]
+    fn insert(&mut self, key: u64, info: PairInfo) {
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.entries[i as usize] = info;
+                i
+            }
+            None => {
+                self.entries.push(info);
+                (self.entries.len() - 1) as u32
+            }
+        };
+        let old = self.at.insert(key, i);
+        debug_assert!(old.is_none(), "a pair is added once");
+    }
+
+    #[inline]
+    fn remove(&mut self, key: u64) {
+        if let Some(i) = self.at.remove(&key) {
+            self.free.push(i);
+        }
+    }
+
+    /// Every pair, in no particular order.
+    fn iter(&self) -> impl Iterator<Item = (u64, &PairInfo)> + '_ {
+        self.at.iter().map(|(&k, &i)| (k, &self.entries[i as usize]))
+    }
+}
+
 pub struct Trainer {
     /// The arena (see the module notes).
     slots: Vec<u32>,
     /// (first slot, count) of the pieces longer than `LONG` slots, ascending.
     long: Vec<(u32, u64)>,
-    /// Every pair with a count above zero (one hash probe reaches its count).
-    pairs: FxHashMap<u64, PairInfo>,
+    /// Every pair with a count above zero.
+    pairs: PairIndex,
     pool: Vec<u32>,
     /// Pool entries that are stale or belong to no pair (what compaction frees).
     stale: usize,
@@ -146,8 +222,10 @@ pub struct Trainer {
     min_frequency: u64,
     remaining: usize,
     done: bool,
-    // scratch of `merge`, kept between merges
+    // scratch of `merge`, kept between merges: parity training's one walk,
+    // and plain training's walks (one per thread of a parallel merge)
     fresher: Fresher,
+    scratch: (Vec<Fresher>, Vec<Lost>),
     /// Parity-aware training (`super::parity`): None for plain BPE.
     parity: Option<Box<Parity>>,
 }
@@ -267,7 +345,8 @@ impl Trainer {
             cuts.push(len.max(1));
             cuts.windows(2).map(|c| (c[0], c[1])).collect()
         };
-        let mut tables: Vec<FxHashMap<u64, PairInfo>> = match parity.as_deref_mut() {
+        let ids = next_id; // every id of the arena is below it (`Layout::push`)
+        let mut tables: Vec<PairTable> = match parity.as_deref_mut() {
             Some(par) => {
                 let each = |p: usize, key: u64, c: u64| {
                     // parity: the training count weighs, the dev count does not
@@ -277,53 +356,52 @@ impl Trainer {
                     }
                     t as i64
                 };
-                vec![count_pairs(&slots, ranges[0], each)]
+                vec![count_pairs(&slots, ranges[0], ids, each)]
             }
-            None => ranges.par_iter().map(|&r| count_pairs(&slots, r, |_, _, c| c as i64)).collect(),
+            None => ranges.par_iter().map(|&r| count_pairs(&slots, r, ids, |_, _, c| c as i64)).collect(),
         };
         // Pass 2: the positions, pair after pair in the pool, ascending (a
         // range's positions of a pair after those of the ranges before it).
-        let mut pairs = if tables.len() == 1 {
+        let mut all = if tables.len() == 1 {
             tables.pop().expect("one table")
         } else {
-            let mut all: FxHashMap<u64, PairInfo> = FxHashMap::default();
-            for t in &tables {
-                for (&k, i) in t {
-                    let g = all.entry(k).or_default();
+            let mut all = PairTable::new(ids);
+            for t in &mut tables {
+                t.each(|k, i| {
+                    let g = all.entry(k);
                     g.count += i.count;
                     g.len += i.len;
-                }
+                });
             }
             all
         };
         let mut off = 0usize;
-        for info in pairs.values_mut() {
+        all.each(|_, info| {
             info.off = off;
             off += info.len as usize;
             info.live = info.len;
-        }
+        });
         let mut pool = vec![0u32; off];
         let to = Arena::of(&mut pool);
         if tables.is_empty() {
-            place_pairs(&slots, ranges[0], &mut pairs, to);
+            place_pairs(&slots, ranges[0], &mut all, to);
         } else {
             // each range's cursor of a pair starts where the ranges before it end
             for t in tables.iter_mut() {
-                for (k, i) in t.iter_mut() {
-                    let g = pairs.get_mut(k).expect("merged above");
+                t.each(|k, i| {
+                    let g = all.entry(k);
                     i.off = g.off;
                     g.off += i.len as usize;
-                }
+                });
             }
             ranges.par_iter().zip(tables.par_iter_mut()).for_each(|(&r, t)| place_pairs(&slots, r, t, to));
         }
-        for info in pairs.values_mut() {
-            info.off -= info.len as usize; // past its positions, by the cursors above
-        }
+        all.each(|_, info| info.off -= info.len as usize); // past its positions, by the cursors above
         drop(tables);
+        let pairs = all.into_index();
         // every pair has a position; a pair only in dev text (count 0) is never picked
         let entries: Vec<(u64, u64)> =
-            pairs.iter().filter(|(_, i)| i.count > 0).map(|(&k, i)| (i.count as u64, k)).collect();
+            pairs.iter().filter(|(_, i)| i.count > 0).map(|(k, i)| (i.count as u64, k)).collect();
         let heap = Heap::from_vec(entries, &better(tie, &tokens));
         if let Some(par) = parity.as_deref_mut() {
             par.build_heaps(&better(tie, &tokens));
@@ -343,6 +421,7 @@ impl Trainer {
             remaining: num_merges,
             done: num_merges == 0,
             fresher: Fresher::default(),
+            scratch: Default::default(),
             parity,
         }
     }
@@ -409,18 +488,18 @@ impl Trainer {
                 let cmp = better(self.tie, &self.tokens);
                 let pairs = &self.pairs;
                 // peeked: it stays a candidate for later merges
-                let current = |k: u64| pairs.get(&k).map(|i| i.count).filter(|&c| c > 0).map(|c| c as u64);
+                let current = |k: u64| pairs.get(k).map(|i| i.count).filter(|&c| c > 0).map(|c| c as u64);
                 let (count, key) = peek_current(&mut self.heap, current, &cmp)?;
                 if count < self.min_frequency {
                     return None;
                 }
-                let global = |k: u64| pairs.get(&k).map_or(0, |i| i.count.max(0) as u64);
+                let global = |k: u64| pairs.get(k).map_or(0, |i| i.count.max(0) as u64);
                 return Some((par.pick_excess(&cmp, self.min_frequency, key, &global), 0));
             }
             if parity_phase && !par.global_now() {
                 let cmp = better(self.tie, &self.tokens);
                 let pairs = &self.pairs;
-                let global = |k: u64| pairs.get(&k).map_or(0, |i| i.count.max(0) as u64);
+                let global = |k: u64| pairs.get(k).map_or(0, |i| i.count.max(0) as u64);
                 return par.pick(&cmp, self.min_frequency, &global).map(|k| (k, 0));
             }
             let got = Self::pick_global(&mut self.heap, &self.pairs, self.tie, &self.tokens, self.min_frequency);
@@ -435,7 +514,7 @@ impl Trainer {
     /// Plain BPE's pick: the pair with the largest count over the whole corpus.
     fn pick_global(
         heap: &mut Heap<(u64, u64)>,
-        pairs: &FxHashMap<u64, PairInfo>,
+        pairs: &PairIndex,
         tie: TieBreak,
         tokens: &[Vec<u8>],
         min_frequency: u64,
@@ -443,7 +522,7 @@ impl Trainer {
         let cmp = better(tie, tokens);
         loop {
             let top = heap.pop(&cmp)?;
-            let Some(info) = pairs.get(&top.1) else { continue };
+            let Some(info) = pairs.get(top.1) else { continue };
             let cur = info.count;
             if cur <= 0 {
                 continue;
@@ -471,43 +550,11 @@ impl Trainer {
         }
         self.tokens[z as usize] = tok;
 
-        let info = self.pairs[&pair];
+        let info = *self.pairs.get(pair).expect("the picked pair is in the index");
         let positions = &self.pool[info.off..info.off + info.len as usize];
-        let threads = rayon::current_num_threads();
-        if self.parity.is_none() && threads > 1 && positions.len() >= PAR_MIN {
-            // A merge over many positions (the first merges touch most pieces)
-            // runs on every thread: the positions cut at piece boundaries, each
-            // share walked by one thread into counts of its own, then reduced.
-            // The new pairs' positions come out in the order one thread would
-            // write them, so the pool, the index and the heap are the same.
-            let arena = Arena::of(&mut self.slots);
-            let long = &self.long[..];
-            let parts: Vec<(Fresher, Lost)> = arena
-                .cut(long, positions, threads)
-                .into_par_iter()
-                .map(|share| {
-                    let (mut fr, mut lost) = (Fresher::default(), Lost::default());
-                    walk(arena, long, share, (a, b, z), pair, &mut lost, &mut fr);
-                    (fr, lost)
-                })
-                .collect();
-            let mut frs = Vec::with_capacity(parts.len());
-            for (fr, lost) in parts {
-                for (key, (w, dead)) in lost.0 {
-                    let info = self.pairs.get_mut(&key).expect("a live occurrence's pair is counted");
-                    info.count -= w;
-                    info.live -= dead;
-                    self.stale += dead as usize;
-                    if info.live == 0 {
-                        debug_assert_eq!(info.count, 0);
-                        self.pairs.remove(&key);
-                    }
-                }
-                frs.push(fr);
-            }
-            self.place_fresh(&frs);
-        } else {
+        if self.parity.is_some() {
             let mut fr = std::mem::take(&mut self.fresher);
+            fr.begin(z);
             if let Some(par) = self.parity.as_deref_mut() {
                 par.begin_merge(pair);
             }
@@ -517,17 +564,83 @@ impl Trainer {
             self.place_fresh(std::slice::from_ref(&fr));
             fr.clear();
             self.fresher = fr;
+        } else {
+            // A merge over many positions (the first merges touch most pieces)
+            // runs on every thread: the positions cut at piece boundaries, each
+            // share walked by one thread into counts of its own, then reduced.
+            // The new pairs' positions come out in the order one thread would
+            // write them, so the pool, the index and the heap are the same.
+            let threads = rayon::current_num_threads();
+            let n = if threads > 1 && positions.len() >= PAR_MIN { threads } else { 1 };
+            let (mut frs, mut losts) = std::mem::take(&mut self.scratch);
+            frs.resize_with(n.max(frs.len()), Fresher::default);
+            losts.resize_with(n.max(losts.len()), Lost::default);
+            for (fr, lost) in frs[..n].iter_mut().zip(&mut losts[..n]) {
+                fr.begin(z);
+                lost.begin(z);
+            }
+            let arena = Arena::of(&mut self.slots);
+            let long = &self.long[..];
+            if n == 1 {
+                walk(arena, long, positions, (a, b, z), pair, &mut losts[0], &mut frs[0]);
+            } else {
+                let shares = arena.cut(long, positions, n);
+                shares
+                    .into_par_iter()
+                    .zip(frs[..n].par_iter_mut())
+                    .zip(losts[..n].par_iter_mut())
+                    .for_each(|((share, fr), lost)| walk(arena, long, share, (a, b, z), pair, lost, fr));
+            }
+            let (first, rest) = losts.split_at_mut(1);
+            for lost in &mut rest[..n - 1] {
+                first[0].absorb(lost);
+            }
+            self.apply_lost(&mut first[0], (a, b));
+            self.place_fresh(&frs[..n]);
+            for fr in &mut frs[..n] {
+                fr.clear();
+            }
+            self.scratch = (frs, losts);
         }
 
         if self.heap.len() > 2 * self.pairs.len() + HEAP_SLACK {
             let entries: Vec<(u64, u64)> =
-                self.pairs.iter().filter(|(_, i)| i.count > 0).map(|(&k, i)| (i.count as u64, k)).collect();
+                self.pairs.iter().filter(|(_, i)| i.count > 0).map(|(k, i)| (i.count as u64, k)).collect();
             self.heap = Heap::from_vec(entries, &better(self.tie, &self.tokens));
         }
         if let Some(par) = self.parity.as_deref_mut() {
             let pairs = &self.pairs;
-            let global = |k: u64| pairs.get(&k).map_or(0, |i| i.count.max(0) as u64);
+            let global = |k: u64| pairs.get(k).map_or(0, |i| i.count.max(0) as u64);
             par.after_merge(&better(self.tie, &self.tokens), HEAP_SLACK, &global);
+        }
+    }
+
+    /// What the walks of the merge of (a, b) took from the existing pairs,
+    /// pair by pair (a pair with no occurrence left leaves the index); `lost`
+    /// is cleared.
+    fn apply_lost(&mut self, lost: &mut Lost, (a, b): (u32, u32)) {
+        let mut take = |key: u64, (w, dead): (i64, u32)| {
+            let info = self.pairs.get_mut(key).expect("a live occurrence's pair is counted");
+            info.count -= w;
+            info.live -= dead;
+            self.stale += dead as usize;
+            if info.live == 0 {
+                // every position of it is stale now, and counted so
+                debug_assert_eq!(info.count, 0);
+                self.pairs.remove(key);
+            }
+        };
+        // Each (x, a) and (b, y) at most once (they may be one pair, or the
+        // merged pair itself: a pair's losses then come in parts, each of at
+        // least one occurrence, so none of them leaves it without any).
+        for x in lost.left_ids.drain(..) {
+            take(pack(x, a), std::mem::take(&mut lost.left[x as usize]));
+        }
+        for y in lost.right_ids.drain(..) {
+            take(pack(b, y), std::mem::take(&mut lost.right[y as usize]));
+        }
+        if lost.pair.1 > 0 {
+            take(pack(a, b), std::mem::take(&mut lost.pair));
         }
     }
 
@@ -633,24 +746,30 @@ impl Trainer {
     }
 
     /// Drop the stale positions and the ranges of dead pairs from the pool, in
-    /// place (live ranges move down in pool order; only the ranges that hold
-    /// stale positions are checked, slot by slot).
+    /// place (live ranges move down in pool order). Checking a position reads
+    /// its slot, a cache miss: only the ranges of which at least an eighth is
+    /// stale are checked, slot by slot; the others move whole, stale entries
+    /// and all (so what stays stale is at most an eighth of the pool, below the
+    /// quarter that starts a compaction).
     fn compact_pool(&mut self) {
-        let mut live: Vec<(usize, u64)> = self.pairs.iter().map(|(&k, i)| (i.off, k)).collect();
+        let mut live: Vec<(usize, u64)> = self.pairs.iter().map(|(k, i)| (i.off, k)).collect();
         live.sort_unstable();
         let mut w = 0usize;
+        let mut stale = 0usize;
         for (off, key) in live {
-            let info = self.pairs.get_mut(&key).expect("listed above");
+            let info = self.pairs.get_mut(key).expect("listed above");
             let len = info.len as usize;
+            let dead = len - info.live as usize;
             let new_off = w;
-            if info.live as usize == len {
+            if 8 * dead < len {
                 self.pool.copy_within(off..off + len, w);
                 w += len;
+                stale += dead;
             } else {
                 let (a, b) = unpack(key);
                 for j in off..off + len {
-                    if j + PREFETCH < off + len {
-                        prefetch(&self.slots, self.pool[j + PREFETCH] as usize);
+                    if j + COMPACT_PREFETCH < off + len {
+                        prefetch(&self.slots, self.pool[j + COMPACT_PREFETCH] as usize);
                     }
                     let p = self.pool[j] as usize;
                     let s = &self.slots;
@@ -671,15 +790,19 @@ impl Trainer {
                     }
                 }
             }
-            let info = self.pairs.get_mut(&key).expect("listed above");
+            let info = self.pairs.get_mut(key).expect("listed above");
             info.off = new_off;
             info.len = (w - new_off) as u32;
-            debug_assert_eq!(info.len, info.live);
+            debug_assert!(info.len == info.live || 8 * dead < len);
         }
         self.pool.truncate(w);
-        self.stale = 0;
+        self.stale = stale;
     }
 }
+
+/// How many positions ahead compaction prefetches (a stream of independent
+/// misses: the further, the more of them in flight).
+const COMPACT_PREFETCH: usize = 24;
 
 /// How many positions ahead `merge` prefetches.
 const PREFETCH: usize = 8;
@@ -836,22 +959,69 @@ struct Fresh {
 }
 
 /// The pairs one walk creates, and their positions in the order it met them.
+///
+/// A merge of (a, b) into z makes only pairs (x, z) and (z, y), so they are
+/// found by the other id in two arrays indexed by token id (one load each,
+/// where a hash map probe hashes the key and compares it; ~2 of every 3
+/// lookups of a merge's walk went to such maps). The arrays are sized to the
+/// ids (4 bytes each, 2 x 131 kB at 32,768 ids), kept between merges and
+/// cleared entry by entry through `fresh`, so a merge pays for what it touches.
 #[derive(Default)]
 struct Fresher {
-    index: FxHashMap<u64, u32>,
+    /// The new id of the merge under way.
+    z: u32,
+    /// `left[x]`: 1 + the index in `fresh` of (x, z); 0: not made yet.
+    left: Vec<u32>,
+    /// `right[y]`: 1 + the index in `fresh` of (z, y); 0: not made yet.
+    right: Vec<u32>,
     fresh: Vec<Fresh>,
     /// (index in `fresh`, position)
     pos: Vec<(u32, u32)>,
 }
 
 impl Fresher {
+    /// Ready for the merge that makes `z` (every id is at most `z`).
+    fn begin(&mut self, z: u32) {
+        debug_assert!(self.fresh.is_empty() && self.pos.is_empty());
+        self.z = z;
+        let n = z as usize + 1;
+        if self.left.len() < n {
+            self.left.resize(n, 0);
+            self.right.resize(n, 0);
+        }
+    }
+
+    /// (x, z) gains an occurrence of weight `w` at `pos`.
     #[inline(always)]
-    fn add(&mut self, key: u64, w: i64, pos: u32) {
-        let fresh = &mut self.fresh;
-        let i = *self.index.entry(key).or_insert_with(|| {
-            fresh.push(Fresh { key, count: 0, last: NO_POS, n: 0, live: 0 });
-            (fresh.len() - 1) as u32
-        });
+    fn add_left(&mut self, x: u32, w: i64, pos: u32) {
+        let mut i = self.left[x as usize];
+        if i == 0 {
+            i = self.make(pack(x, self.z));
+            self.left[x as usize] = i;
+        }
+        self.gain(i - 1, w, pos);
+    }
+
+    /// (z, y) gains an occurrence of weight `w` at `pos`.
+    #[inline(always)]
+    fn add_right(&mut self, y: u32, w: i64, pos: u32) {
+        let mut i = self.right[y as usize];
+        if i == 0 {
+            i = self.make(pack(self.z, y));
+            self.right[y as usize] = i;
+        }
+        self.gain(i - 1, w, pos);
+    }
+
+    /// A new entry of `fresh` for `key`: 1 + its index.
+    #[inline(always)]
+    fn make(&mut self, key: u64) -> u32 {
+        self.fresh.push(Fresh { key, count: 0, last: NO_POS, n: 0, live: 0 });
+        self.fresh.len() as u32
+    }
+
+    #[inline(always)]
+    fn gain(&mut self, i: u32, w: i64, pos: u32) {
         let f = &mut self.fresh[i as usize];
         f.count += w;
         if f.last != pos {
@@ -862,28 +1032,70 @@ impl Fresher {
         }
     }
 
+    /// The entry of (z, y), made earlier in this walk.
+    #[inline(always)]
+    fn right_of(&mut self, y: u32) -> &mut Fresh {
+        let i = self.right[y as usize];
+        debug_assert!(i > 0, "(z, y) was made by the previous occurrence");
+        &mut self.fresh[i as usize - 1]
+    }
+
     fn clear(&mut self) {
-        self.index.clear();
+        let z = self.z;
+        for f in &self.fresh {
+            let (x, y) = unpack(f.key);
+            if y == z {
+                self.left[x as usize] = 0;
+            }
+            if x == z {
+                self.right[y as usize] = 0;
+            }
+        }
         self.fresh.clear();
         self.pos.clear();
     }
 }
 
-/// What a walk does to the pairs that existed before the merge.
+/// What a walk does to the pairs that existed before the merge of (a, b):
+/// the pair itself, (x, a) on the left and (b, y) on the right lose
+/// occurrences.
 trait Sink {
     /// The weight of an occurrence at `p` in a piece counted `c`, and its language.
     fn weigh(&mut self, p: usize, c: u64) -> (i64, u32);
-    /// One occurrence of the existing pair `key`, of weight `w`, is gone.
-    fn lose(&mut self, key: u64, w: i64, lang: u32);
+    /// One occurrence of the merged pair `key`, of weight `w`, is gone.
+    fn lose_pair(&mut self, key: u64, w: i64, lang: u32);
+    /// One occurrence of `key` = (x, a) is gone.
+    fn lose_left(&mut self, x: u32, key: u64, w: i64, lang: u32);
+    /// One occurrence of `key` = (b, y) is gone.
+    fn lose_right(&mut self, y: u32, key: u64, w: i64, lang: u32);
     /// Parity: `lang`'s count of `key` changes by `w` (`fresh`: a pair the merge made).
     fn lang(&mut self, lang: u32, key: u64, w: i64, fresh: bool);
 }
 
-/// The sequential merge: counts change in the index itself.
+/// Parity training's merge: counts change in the index itself, occurrence
+/// by occurrence (each also changes its language's counts).
 struct Direct<'a> {
-    pairs: &'a mut FxHashMap<u64, PairInfo>,
+    pairs: &'a mut PairIndex,
     stale: &'a mut usize,
     parity: Option<&'a mut Parity>,
+}
+
+impl Direct<'_> {
+    /// A pair with no occurrence left leaves the index. (A dev occurrence
+    /// weighs 0, so a pair may live on dev text alone.)
+    #[inline(always)]
+    fn lose(&mut self, key: u64, w: i64, lang: u32) {
+        let info = self.pairs.get_mut(key).expect("a live occurrence's pair is counted");
+        info.count -= w;
+        info.live -= 1;
+        *self.stale += 1;
+        if info.live == 0 {
+            // every position of it is stale now, and counted so
+            debug_assert_eq!(info.count, 0);
+            self.pairs.remove(key);
+        }
+        self.lang(lang, key, -w, false);
+    }
 }
 
 impl Sink for Direct<'_> {
@@ -903,21 +1115,19 @@ impl Sink for Direct<'_> {
         }
     }
 
-    /// A pair with no occurrence left leaves the index. (Plain training: no
-    /// occurrence left is a count of zero. With parity a dev occurrence weighs
-    /// 0, so a pair may live on dev text alone.)
     #[inline(always)]
-    fn lose(&mut self, key: u64, w: i64, lang: u32) {
-        let info = self.pairs.get_mut(&key).expect("a live occurrence's pair is counted");
-        info.count -= w;
-        info.live -= 1;
-        *self.stale += 1;
-        if info.live == 0 {
-            // every position of it is stale now, and counted so
-            debug_assert_eq!(info.count, 0);
-            self.pairs.remove(&key);
-        }
-        self.lang(lang, key, -w, false);
+    fn lose_pair(&mut self, key: u64, w: i64, lang: u32) {
+        self.lose(key, w, lang)
+    }
+
+    #[inline(always)]
+    fn lose_left(&mut self, _x: u32, key: u64, w: i64, lang: u32) {
+        self.lose(key, w, lang)
+    }
+
+    #[inline(always)]
+    fn lose_right(&mut self, _y: u32, key: u64, w: i64, lang: u32) {
+        self.lose(key, w, lang)
     }
 
     #[inline(always)]
@@ -930,10 +1140,62 @@ impl Sink for Direct<'_> {
     }
 }
 
-/// A thread of a parallel merge (plain training only): what the existing
-/// pairs lose, per pair (weight, occurrences), applied once the threads are done.
+/// Plain training's merge (one walk per thread): what the existing pairs
+/// lose, summed per pair -- (weight, occurrences) -- and applied to the index
+/// once the walks are done ([`Trainer::apply_lost`]). The pair index is a
+/// hash table of millions of pairs, a cache miss a probe; summing first in
+/// arrays indexed by the other id probes it once per distinct neighbour
+/// instead of once per occurrence (a late merge's few thousand occurrences
+/// have a few hundred distinct neighbours).
 #[derive(Default)]
-struct Lost(FxHashMap<u64, (i64, u32)>);
+struct Lost {
+    /// The merged pair itself.
+    pair: (i64, u32),
+    /// `left[x]`: what (x, a) lost; `right[y]`: what (b, y) lost.
+    left: Vec<(i64, u32)>,
+    right: Vec<(i64, u32)>,
+    /// The ids whose entry is not (0, 0), each once.
+    left_ids: Vec<u32>,
+    right_ids: Vec<u32>,
+}
+
+impl Lost {
+    /// Ready for the merge that makes `z` (every id is below it).
+    fn begin(&mut self, z: u32) {
+        let n = z as usize + 1;
+        if self.left.len() < n {
+            self.left.resize(n, (0, 0));
+            self.right.resize(n, (0, 0));
+        }
+    }
+
+    /// Add `other`'s losses to these (and clear `other`).
+    fn absorb(&mut self, other: &mut Lost) {
+        self.pair.0 += other.pair.0;
+        self.pair.1 += other.pair.1;
+        other.pair = (0, 0);
+        for x in other.left_ids.drain(..) {
+            let (w, n) = std::mem::take(&mut other.left[x as usize]);
+            tally(&mut self.left, &mut self.left_ids, x, w, n);
+        }
+        for y in other.right_ids.drain(..) {
+            let (w, n) = std::mem::take(&mut other.right[y as usize]);
+            tally(&mut self.right, &mut self.right_ids, y, w, n);
+        }
+    }
+}
+
+/// `n` occurrences of weight `w` in all more at `v[i]` (`ids` lists the
+/// entries in use).
+#[inline(always)]
+fn tally(v: &mut [(i64, u32)], ids: &mut Vec<u32>, i: u32, w: i64, n: u32) {
+    let e = &mut v[i as usize];
+    if e.1 == 0 {
+        ids.push(i);
+    }
+    e.0 += w;
+    e.1 += n;
+}
 
 impl Sink for Lost {
     #[inline(always)]
@@ -942,10 +1204,19 @@ impl Sink for Lost {
     }
 
     #[inline(always)]
-    fn lose(&mut self, key: u64, w: i64, _lang: u32) {
-        let e = self.0.entry(key).or_default();
-        e.0 += w;
-        e.1 += 1;
+    fn lose_pair(&mut self, _key: u64, w: i64, _lang: u32) {
+        self.pair.0 += w;
+        self.pair.1 += 1;
+    }
+
+    #[inline(always)]
+    fn lose_left(&mut self, x: u32, _key: u64, w: i64, _lang: u32) {
+        tally(&mut self.left, &mut self.left_ids, x, w, 1);
+    }
+
+    #[inline(always)]
+    fn lose_right(&mut self, y: u32, _key: u64, w: i64, _lang: u32) {
+        tally(&mut self.right, &mut self.right_ids, y, w, 1);
     }
 
     #[inline(always)]
@@ -983,27 +1254,27 @@ fn walk<S: Sink>(
         let r = arena.next_start(q);
         let s = (q - p + arena.span(q)) as u32;
         // the occurrence itself
-        sink.lose(pair, w, lang);
+        sink.lose_pair(pair, w, lang);
         if let Some(x) = x {
             let xi = arena.get(x);
             let old = pack(xi, a);
             if xi == z {
                 // (z, a) was made by the previous occurrence
-                let f = &mut fr.fresh[fr.index[&old] as usize];
+                let f = fr.right_of(a);
                 f.count -= w;
                 f.live -= 1;
                 sink.lang(lang, old, -w, false);
             } else {
-                sink.lose(old, w, lang);
+                sink.lose_left(xi, old, w, lang);
             }
             sink.lang(lang, pack(xi, z), w, true);
-            fr.add(pack(xi, z), w, x as u32);
+            fr.add_left(xi, w, x as u32);
         }
         if let Some(r) = r {
             let yi = arena.get(r);
-            sink.lose(pack(b, yi), w, lang);
+            sink.lose_right(yi, pack(b, yi), w, lang);
             sink.lang(lang, pack(z, yi), w, true);
-            fr.add(pack(z, yi), w, p as u32);
+            fr.add_right(yi, w, p as u32);
         }
         arena.set(q, SPAN | s);
         arena.set(p, z);
@@ -1012,15 +1283,91 @@ fn walk<S: Sink>(
     }
 }
 
-/// Setup's pass 1 over the whole pieces of `slots[from..to]`: every adjacent
-/// pair's weighted count and number of positions; `weigh(p, key, count)` is the
-/// weight of the occurrence at `p` of `key` in a piece counted `count`.
+/// Setup's table of pairs (their counts, then their cursors into the pool).
+/// While the ids are few (training from bytes: 256) it is an array indexed
+/// by the pair -- one load per slot of the arena, where a hash table hashes,
+/// probes and compares (setup's two passes were ~2/3 hash-table work);
+/// otherwise a hash table.
+enum PairTable {
+    /// `v[a * ids + b]`: the pair (a, b) (`len` 0: absent).
+    Dense {
+        ids: usize,
+        v: Vec<PairInfo>,
+    },
+    Hash(FxHashMap<u64, PairInfo>),
+}
+
+/// The dense table's largest number of ids (512: 262,144 pairs, 6 MB).
+const DENSE_IDS: u32 = 512;
+
+impl PairTable {
+    fn new(ids: u32) -> Self {
+        if ids <= DENSE_IDS {
+            let ids = ids as usize;
+            PairTable::Dense { ids, v: vec![PairInfo::default(); ids * ids] }
+        } else {
+            PairTable::Hash(FxHashMap::default())
+        }
+    }
+
+    #[inline(always)]
+    fn entry(&mut self, key: u64) -> &mut PairInfo {
+        match self {
+            PairTable::Dense { ids, v } => {
+                let (a, b) = unpack(key);
+                &mut v[a as usize * *ids + b as usize]
+            }
+            PairTable::Hash(m) => m.entry(key).or_default(),
+        }
+    }
+
+    /// Every pair in it.
+    fn each(&mut self, mut f: impl FnMut(u64, &mut PairInfo)) {
+        match self {
+            PairTable::Dense { ids, v } => {
+                for (i, info) in v.iter_mut().enumerate() {
+                    if info.len > 0 {
+                        f(pack((i / *ids) as u32, (i % *ids) as u32), info);
+                    }
+                }
+            }
+            PairTable::Hash(m) => m.iter_mut().for_each(|(&k, i)| f(k, i)),
+        }
+    }
+
+    fn into_index(self) -> PairIndex {
+        match self {
+            PairTable::Dense { ids, v } => {
+                let mut m = PairIndex::with_capacity(v.iter().filter(|i| i.len > 0).count());
+                for (i, info) in v.into_iter().enumerate() {
+                    if info.len > 0 {
+                        m.insert(pack((i / ids) as u32, (i % ids) as u32), info);
+                    }
+                }
+                m
+            }
+            PairTable::Hash(t) => {
+                let mut m = PairIndex::with_capacity(t.len());
+                for (k, info) in t {
+                    m.insert(k, info);
+                }
+                m
+            }
+        }
+    }
+}
+
+/// Setup's pass 1 over the whole pieces of `slots[from..to]` (ids below
+/// `ids`): every adjacent pair's weighted count and number of positions;
+/// `weigh(p, key, count)` is the weight of the occurrence at `p` of `key` in
+/// a piece counted `count`.
 fn count_pairs(
     slots: &[u32],
     (from, to): (usize, usize),
+    ids: u32,
     mut weigh: impl FnMut(usize, u64, u64) -> i64,
-) -> FxHashMap<u64, PairInfo> {
-    let mut pairs: FxHashMap<u64, PairInfo> = FxHashMap::default();
+) -> PairTable {
+    let mut pairs = PairTable::new(ids);
     let mut p = from;
     let mut c = 0u64;
     while p < to {
@@ -1039,7 +1386,7 @@ fn count_pairs(
         }
         let key = pack(slots[p], x);
         let w = weigh(p, key, c);
-        let info = pairs.entry(key).or_default();
+        let info = pairs.entry(key);
         info.count += w;
         info.len += 1;
         p += 1;
@@ -1049,7 +1396,7 @@ fn count_pairs(
 
 /// Setup's pass 2 over the same range: each pair's positions into `pool` from
 /// its cursor (`off`, advanced past them).
-fn place_pairs(slots: &[u32], (from, to): (usize, usize), cursors: &mut FxHashMap<u64, PairInfo>, pool: Arena) {
+fn place_pairs(slots: &[u32], (from, to): (usize, usize), cursors: &mut PairTable, pool: Arena) {
     let mut p = from;
     while p < to {
         let x = slots[p + 1];
@@ -1057,7 +1404,8 @@ fn place_pairs(slots: &[u32], (from, to): (usize, usize), cursors: &mut FxHashMa
             p += 3;
             continue;
         }
-        let info = cursors.get_mut(&pack(slots[p], x)).expect("counted in pass 1");
+        let info = cursors.entry(pack(slots[p], x));
+        debug_assert!(info.len > 0, "counted in pass 1");
         pool.set(info.off, p as u32);
         info.off += 1;
         p += 1;
@@ -1385,6 +1733,31 @@ mod tests {
         check(&[text], Some(GPT4_PATTERN), 20, TieBreak::Lexicographic);
     }
 
+    /// Setup's pair table is a hash table when the ids are many (here 700:
+    /// above `DENSE_IDS`, as after earlier merges), on 1 to 3 threads.
+    #[test]
+    fn many_ids_setup() {
+        let texts = ["hello hello world, aaaa abab", "the cat sat on the mat"];
+        let mut wc = WordCounter::new(Pretokenizer::new(Some(GPT4_PATTERN)).unwrap());
+        wc.add_texts(&texts).unwrap();
+        let words: Vec<(Vec<u32>, u64)> =
+            wc.into_sorted().into_iter().map(|(w, c)| (w.iter().map(|&b| b as u32).collect(), c)).collect();
+        let mut tokens: Vec<Vec<u8>> = (0..256).map(|b| vec![b as u8]).collect();
+        tokens.resize(700, Vec::new());
+        let want = naive(&words, &tokens, 700, 25, TieBreak::PairIds);
+        assert_eq!(want.len(), 25);
+        for threads in 1..=3 {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let got = pool.install(|| {
+                let mut t = Trainer::new(words.clone(), tokens.clone(), 700, 25, TieBreak::PairIds, 1).unwrap();
+                assert!(matches!(PairTable::new(700), PairTable::Hash(_)));
+                t.run(usize::MAX, None);
+                t.merges().to_vec()
+            });
+            assert_eq!(got, want);
+        }
+    }
+
     #[test]
     fn overlapping_runs() {
         for t in ["aaaaaaa", "abababab a", "aaaa aaa aa a", "zzzz\nzzzz"] {
@@ -1593,8 +1966,8 @@ mod tests {
                 *sum.entry(k).or_default() += c;
             }
         }
-        for (k, info) in &t.pairs {
-            assert_eq!(info.count, sum.get(k).copied().unwrap_or(0));
+        for (k, info) in t.pairs.iter() {
+            assert_eq!(info.count, sum.get(&k).copied().unwrap_or(0));
         }
         slow
     }

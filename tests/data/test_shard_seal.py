@@ -61,6 +61,32 @@ def test_a_damaged_document_table_is_refused_at_open(shards, edit, problem):
     assert e.value.path == str(p)
 
 
+@pytest.mark.parametrize("block", [1, 2, 7, 1 << 22])
+def test_the_bos_check_reads_the_tokens_in_blocks(shards, monkeypatch, block):
+    """Opening reads each document's first token from the file a block at a time
+    (not through the memory map): every BOS is checked whatever the block size,
+    a damaged one anywhere is found, and no shard is mapped by the check."""
+    monkeypatch.setattr("tokenforge.data.shard_reader._READ_TOKENS", block)
+    s = ShardSet(shards)
+    assert not s._tokens  # nothing mapped at open
+    for i in range(s.num_shards):
+        assert (s.tokens(i)[s.documents(i)[:, 0]] == s.bos_id).all()
+    last = s.num_shards - 1
+    docs, ntok, size = s.documents(last), len(s.tokens(last)), s.dtype.itemsize
+    p = shards / s.index["shards"][last]["tokens"]
+    for k in (0, len(docs) // 2, len(docs) - 1):
+        at = p.stat().st_size - ntok * size + int(docs[k, 0]) * size
+        with open(p, "r+b") as f:  # (in place: the file stays the size the index says)
+            f.seek(at)
+            f.write((s.bos_id + 1).to_bytes(size, "little"))
+        with pytest.raises(FormatError, match=f"document table of shard {last}: .*BOS"):
+            ShardSet(shards)
+        with open(p, "r+b") as f:
+            f.seek(at)
+            f.write(s.bos_id.to_bytes(size, "little"))
+    ShardSet(shards).verify()
+
+
 def test_verify_catches_what_the_cheap_checks_cannot(shards):
     def swap_bytes(a):
         a[1, 1], a[2, 1] = a[2, 1], a[1, 1]  # same sum, same offsets
