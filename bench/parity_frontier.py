@@ -49,6 +49,14 @@ import time
 from pathlib import Path
 
 
+def _discount(gain: float, shared: float, share: float) -> tuple[str, str, dict]:
+    """The discount rule (issue 36, session 19): the shared-pair band, each pair's global
+    count less ``gain`` times English's, after a global phase of ``share`` of the merges."""
+    label = f"discount {gain:g} shared {shared:g} global {share:g}"
+    kw = {"parity_rule": "discount", "parity_gain": gain, "parity_shared": shared, "parity_global_merges": share}
+    return (label, "discount shared + global", kw)
+
+
 def _shared_global(shared: float, share: float) -> tuple[str, str, dict]:
     """The shared-pair variant after a global phase of ``share`` of the merges."""
     label = f"foroutan2025 shared {shared:g} global {share:g}"
@@ -135,6 +143,28 @@ CONFIGS: list[tuple[str, str, dict]] = [
     ("excess 16", "excess", {"parity_rule": "excess", "parity_gain": 16.0}),
     ("excess 64", "excess", {"parity_rule": "excess", "parity_gain": 64.0}),
     ("excess 256", "excess", {"parity_rule": "excess", "parity_gain": 256.0}),
+    *[_discount(g, f, sh) for g in (0.25, 0.5, 1.0) for f, sh in ((1.45, 0.15), (1.4, 0.1), (2.0, 0.1))],
+    # Japanese as the reference (session 19): it and English, the two cheapest under plain BPE,
+    # are not levelled down (keep: each keeps its premium against Japanese)
+    *[
+        (
+            f"{rule} ja {tol:g} shared {f:g} global {sh:g}",
+            f"{rule} ja shared + global",
+            {
+                "parity_rule": rule,
+                "parity_reference": "ja",
+                "parity_tolerance": tol,
+                "parity_shared": f,
+                "parity_global_merges": sh,
+            },
+        )
+        for rule, tol, f, sh in (
+            ("levelup", 0.0, 1.45, 0.15),
+            ("levelup", 0.0, 1.25, 0.1),
+            ("levelup", 0.05, 1.45, 0.15),
+            ("keep", 0.0, 1.45, 0.15),
+        )
+    ],
 ]
 
 #: per set: (the held-out file, the dev file or None for the training pages, loss budget, Gini-cut target)

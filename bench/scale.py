@@ -367,7 +367,7 @@ def count_files(st: dict) -> dict:
 def profile_counting(st: dict) -> dict:
     """Seconds (wall, and CPU of all threads) of each stage of counting ``path``, each alone."""
     from tokenforge import _core
-    from tokenforge.counting import DocRule, _count_docs, count_pieces
+    from tokenforge.counting import COUNT_BLOCK_BYTES, DocRule, _count_docs, count_pieces
     from tokenforge.data.corpus import corpus_documents, jsonl_blocks
     from tokenforge.formats.patterns import resolve_pattern
 
@@ -381,7 +381,10 @@ def profile_counting(st: dict) -> dict:
         out[name] = f"{time.perf_counter() - t:.2f} wall, {_cpu() - c:.2f} CPU"
         return r
 
-    timed("read 4 MB blocks", lambda: sum(len(b.body) for b in jsonl_blocks([Path(path)], 4 << 20)))
+    timed(
+        f"read {COUNT_BLOCK_BYTES >> 20} MB blocks",
+        lambda: sum(len(b.body) for b in jsonl_blocks([Path(path)], COUNT_BLOCK_BYTES)),
+    )
     timed("read + json.loads per line (Python)", lambda: sum(len(s) for s in texts_of(path)))
     wc = timed(
         "count: Rust JSON reader + split + count",

@@ -15,11 +15,15 @@ batch of its own); sizes in bytes rather than characters.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Iterator, Protocol
+import queue
+import threading
+from typing import Any, Callable, Generator, Iterable, Iterator, Protocol, TypeVar
 
 from .surrogates import feed_around_surrogates
 
-__all__ = ["batched", "feed_in_batches"]
+__all__ = ["batched", "feed_in_batches", "read_ahead"]
+
+T = TypeVar("T")
 
 
 class _Bar(Protocol):
@@ -63,3 +67,51 @@ def feed_in_batches(
             bar.update(sum(map(len, batch)))
         if wants_more is not None and not wants_more():
             return
+
+
+def read_ahead(items: Iterator[T], depth: int = 1) -> Generator[T, None, None]:
+    """``items``, pulled by a thread of their own up to ``depth`` ahead of the
+    caller: reading a file's next block (``read`` releases the GIL) overlaps
+    counting this one in the core, where it was a serial stretch between blocks.
+    An exception of ``items`` is raised here, in order; closing this iterator
+    (or an exception of the caller, Ctrl-C) stops the thread and closes
+    ``items`` on it. Memory: ``depth + 1`` items held at most."""
+    q: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    end = object()
+
+    def put(item: tuple[bool, Any]) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def run() -> None:
+        try:
+            for x in items:
+                if not put((True, x)):
+                    return
+            put((True, end))
+        except BaseException as e:  # handed to the caller, raised there
+            put((False, e))
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()
+
+    thread = threading.Thread(target=run, name="tokenforge-read-ahead", daemon=True)
+    thread.start()
+    try:
+        while True:
+            ok, x = q.get()
+            if not ok:
+                raise x
+            if x is end:
+                return
+            yield x
+    finally:
+        stop.set()
+        thread.join()

@@ -225,7 +225,10 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         count the one most frequent over all languages, the languages dearer
         than the reference weighted ``1 + parity_gain``) or "keep" ("levelup",
         and a language cheaper than the reference is served once its premium
-        rises above where it was when the parity phase started).
+        rises above where it was when the parity phase started) or
+        "discount" ("levelup"'s language, the shared-pair band, each pair's
+        global count less ``parity_gain`` (0 to 1) times its count in
+        ``parity_reference``).
         ``parity_reference``:
         a dev language, or "median" (before each merge, the median language by
         dev cost). The settings

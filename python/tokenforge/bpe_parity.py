@@ -71,7 +71,13 @@ is stated in docs/algorithms.md).
   ``1 + parity_tolerance`` of its floor, else the language furthest above
   its floor (premium / floor) is served. A language cheaper than the
   reference is served once its premium rises above where it started, instead
-  of never (under "levelup" it is never the worst).
+  of never (under "levelup" it is never the worst). "discount" (issue 36):
+  "levelup"'s language and the shared-pair variant's band (``parity_shared``
+  >= 1 required), the pair scored by its global count minus ``parity_gain``
+  (in [0, 1], rounded to 1/1024) times its count in the reference language
+  (a fixed one, not "median"): a pair that also shortens the reference
+  raises every premium, so it weighs less (gain 0: the shared-pair pick;
+  1: the count over the other languages).
 
 The ``parity_*`` settings travel from ``train`` as one checked value,
 :class:`ParitySettings` (its :meth:`~ParitySettings.check` is their one check),
@@ -116,7 +122,7 @@ __all__ = [
 #: the named ways to compare dev compression across languages
 MEASURES = ("tokens", "bytes", "chars")
 #: the rules that pick the merges after the global ones (see the module docstring)
-RULES = ("foroutan2025", "levelup", "excess", "group", "keep")
+RULES = ("foroutan2025", "levelup", "excess", "group", "keep", "discount")
 #: ``parity_reference`` naming the median language (see the module docstring)
 MEDIAN = "median"
 #: the core's index for the median language (``src/bpe/parity.rs``: ``MEDIAN``, ``usize::MAX``)
@@ -196,6 +202,13 @@ class ParitySettings:
                     f"parity_rule={rule!r} needs parity_reference, one of the dev languages ({', '.join(langs)}) "
                     f"or {MEDIAN!r}, not {reference!r}"
                 )
+            if rule == "discount" and (not shared or reference == MEDIAN):
+                raise TokenforgeError(
+                    "parity_rule='discount' needs parity_shared >= 1 (the band it picks from) and a fixed "
+                    f"parity_reference language, not {reference!r}"
+                    if shared
+                    else "parity_rule='discount' needs parity_shared >= 1 (the band it picks from)"
+                )
             if rule == "group" and not shared:
                 raise TokenforgeError(
                     "parity_rule='group' needs parity_shared >= 1 (the band of the worst language's pairs it "
@@ -208,6 +221,8 @@ class ParitySettings:
                 )
         if isinstance(gain, bool) or not isinstance(gain, (int, float)) or not 0 <= gain < math.inf:
             raise TokenforgeError(f"parity_gain must be a number >= 0 (0: plain BPE), not {gain!r}")
+        if rule == "discount" and not gain <= 1:
+            raise TokenforgeError(f"parity_gain must be in [0, 1] with parity_rule='discount', not {gain!r}")
         return langs
 
     def normalized(self) -> ParitySettings:
@@ -283,7 +298,7 @@ class ParityCounts:
         return {
             "rule": s.rule,
             **({"reference": s.reference} if s.rule != "foroutan2025" else {}),
-            **({"gain": s.gain} if s.rule in ("excess", "group") else {}),
+            **({"gain": s.gain} if s.rule in ("excess", "group", "discount") else {}),
             "languages": list(self.languages),
             "measure": s.measure if isinstance(s.measure, str) else dict(sorted(s.measure.items())),
             "global_merges": self.resolve_global(num_merges),

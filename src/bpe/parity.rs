@@ -109,7 +109,18 @@ pub enum Rule {
     /// cheaper than the reference is served once its premium rises above where
     /// it started, instead of only when it is the dearest (never, for it).
     Keep { reference: usize },
+    /// Discount: the language as level up picks it; the pair by the
+    /// shared-pair variant (`shared >= 1`), its global count discounted by the
+    /// reference language's: among the worst language's band, the largest
+    /// `DISCOUNT_ONE · global − d · count_reference` with `d = round(gain ·
+    /// DISCOUNT_ONE)`, `gain` in [0, 1] (0: the shared-pair variant's pick; 1:
+    /// the count over every language but the reference). A merge that also
+    /// shortens the reference raises every premium; this weighs that down.
+    Discount { reference: usize, gain: f64 },
 }
+
+/// The discount rule's fixed-point unit: its weight `gain` is `d / DISCOUNT_ONE`.
+pub const DISCOUNT_ONE: u64 = 1024;
 
 /// The group rule looks at most at this many of the worst language's pairs a
 /// merge (its top pair included): the cost of a pick is bounded by it, not by
@@ -124,7 +135,7 @@ pub const MEDIAN: usize = usize::MAX;
 
 impl Rule {
     /// The rule named `name` ("foroutan2025", "levelup", "excess", "group",
-    /// "keep"); all but the first need `reference` (a language index below
+    /// "keep", "discount"); all but the first need `reference` (a language index below
     /// `langs`, or [`MEDIAN`]).
     pub fn parse(name: &str, reference: Option<usize>, gain: f64, langs: usize) -> Result<Self> {
         let need_ref = || match reference {
@@ -138,11 +149,17 @@ impl Rule {
             "keep" => Ok(Rule::Keep { reference: need_ref()? }),
             "excess" if gain.is_finite() && gain >= 0.0 => Ok(Rule::Excess { reference: need_ref()?, gain }),
             "group" if gain.is_finite() && gain >= 0.0 => Ok(Rule::Group { reference: need_ref()?, gain }),
+            "discount" if (0.0..=1.0).contains(&gain) => match need_ref()? {
+                // a moving reference would let a band key rise: its entries are lazy (keys only fall)
+                MEDIAN => Err(Error::Invalid("the discount rule needs a fixed reference language, not the median".into())),
+                r => Ok(Rule::Discount { reference: r, gain }),
+            },
+            "discount" => Err(Error::Invalid(format!("the discount rule's gain must be in [0, 1], not {gain}"))),
             "excess" | "group" => {
                 Err(Error::Invalid(format!("the {name} rule's gain must be a number >= 0, not {gain}")))
             }
             other => Err(Error::Invalid(format!(
-                "unknown parity rule {other:?}; expected \"foroutan2025\", \"levelup\", \"excess\", \"group\" or \"keep\""
+                "unknown parity rule {other:?}; expected \"foroutan2025\", \"levelup\", \"excess\", \"group\", \"keep\" or \"discount\""
             ))),
         }
     }
@@ -291,6 +308,26 @@ fn band_order<'a>(
     move |a, b| a.0 > b.0 || (a.0 == b.0 && better(&(a.1, a.2), &(b.1, b.2)))
 }
 
+/// The shared-pair variant's key of a pair: its global count, or under the
+/// discount rule (`discount`: the reference language's counts and `d`)
+/// `DISCOUNT_ONE · global − d · count_reference` (in 128 bits, at most
+/// u64::MAX). Both counts only fall and the reference's is part of the
+/// global one, so the key only falls too (`d <= DISCOUNT_ONE`): the lazy
+/// band entries stay upper bounds.
+fn band_key<'a>(
+    global: &'a impl Fn(u64) -> u64,
+    discount: Option<(&'a FxHashMap<u64, i64>, u64)>,
+) -> impl Fn(u64) -> u64 + 'a {
+    move |k| match discount {
+        None => global(k),
+        Some((rc, d)) => {
+            let r = rc.get(&k).map_or(0, |&c| c as u128);
+            let v = global(k) as u128 * DISCOUNT_ONE as u128 - d as u128 * r;
+            v.min(u64::MAX as u128) as u64
+        }
+    }
+}
+
 /// One language's pairs for the shared-pair pick: an entry (global count,
 /// language count, pair) per pair of the language, in the bucket of its
 /// language count, each bucket a heap in [`band_order`]. Entries are lazy:
@@ -372,6 +409,14 @@ impl Parity {
         self.rule = rule;
     }
 
+    /// The discount rule's (reference language, `d`); None under any other rule.
+    fn discount(&self) -> Option<(usize, u64)> {
+        match self.rule {
+            Rule::Discount { reference, gain } => Some((reference, (gain * DISCOUNT_ONE as f64).round() as u64)),
+            _ => None,
+        }
+    }
+
     /// `a`'s dev cost is above `b`'s (`t_a / n_a > t_b / n_b`, exact in 128 bits).
     fn dearer(&self, a: usize, b: usize) -> bool {
         self.dev_tokens[a] as u128 * self.norms[b] as u128 > self.dev_tokens[b] as u128 * self.norms[a] as u128
@@ -423,7 +468,7 @@ impl Parity {
                 }
                 (0..self.langs).filter(|&l| !self.exhausted[l]).all(|l| self.excess(l, r) <= 1.0 + self.tolerance)
             }
-            Rule::LevelUp { reference: r } | Rule::Group { reference: r, .. } => {
+            Rule::LevelUp { reference: r } | Rule::Group { reference: r, .. } | Rule::Discount { reference: r, .. } => {
                 let r = self.resolve(r);
                 let Some(hi) =
                     (0..self.langs)
@@ -571,11 +616,13 @@ impl Parity {
         touched.sort_unstable();
         touched.dedup();
         let order = band_order(better);
+        let disc = self.discount();
+        let key_of = band_key(global, disc.map(|(r, d)| (&self.counts[r], d)));
         for &(l, key) in &touched {
             if let Some(&c) = self.counts[l as usize].get(&key) {
                 self.heaps[l as usize].push((c as u64, key), better);
                 if let Some(b) = self.bands.get_mut(l as usize) {
-                    b.push((global(key), c as u64, key), &order);
+                    b.push((key_of(key), c as u64, key), &order);
                 }
             }
         }
@@ -587,7 +634,7 @@ impl Parity {
                 self.heaps[l] = Heap::from_vec(entries, better);
             }
             if self.bands.get(l).is_some_and(|b| b.held > 2 * self.counts[l].len() + slack) {
-                self.bands[l] = Bands::build(&self.counts[l], global, &order);
+                self.bands[l] = Bands::build(&self.counts[l], &key_of, &order);
             }
         }
     }
@@ -640,6 +687,8 @@ impl Parity {
         min_frequency: u64,
         global_count: &impl Fn(u64) -> u64,
     ) -> Option<u64> {
+        #[cfg(test)]
+        let disc = self.discount();
         loop {
             let l = self.worst()?;
             let heap = &mut self.heaps[l];
@@ -732,7 +781,9 @@ impl Parity {
                     // tests: the banded pick equals the scan of every candidate
                     #[cfg(test)]
                     let scan = {
-                        let g = |k: u64| global_count(k) as f64;
+                        let disc = disc.map(|(r, d)| (&self.counts[r], d));
+                        let key_of = band_key(global_count, disc);
+                        let g = |k: u64| key_of(k) as f64;
                         Self::candidates_pick(heap, counts, top, self.shared, min_frequency, better, usize::MAX, g)
                     };
                     #[cfg(not(test))]
@@ -785,6 +836,8 @@ impl Parity {
         global: &impl Fn(u64) -> u64,
     ) -> u64 {
         let order = band_order(better);
+        let disc = self.discount();
+        let global = &band_key(global, disc.map(|(r, d)| (&self.counts[r], d)));
         if self.bands.is_empty() {
             self.bands = (0..self.langs).map(|m| Bands::build(&self.counts[m], global, &order)).collect();
         }

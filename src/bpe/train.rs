@@ -1747,6 +1747,11 @@ impl Trainer {
                         "the excess rule takes no tolerance, shared factor or window (its knob is the gain)".into(),
                     ));
                 }
+                if matches!(rule, Rule::Discount { .. }) && shared < 1.0 {
+                    return Err(Error::Invalid(format!(
+                        "the discount rule needs a shared factor >= 1 (the band it picks from), not {shared}"
+                    )));
+                }
                 if matches!(rule, Rule::Group { .. }) && shared < 1.0 {
                     return Err(Error::Invalid(format!(
                         "the group rule needs a shared factor >= 1 (its candidates' band), not {shared}"
@@ -2220,13 +2225,13 @@ mod tests {
         /// The shared-pair variant's banded pick (in tests it asserts equality
         /// with the scan of every candidate at each merge) on counts large
         /// enough for the 1/32-wide buckets and their boundaries; the group
-        /// rule's walk likewise.
+        /// rule's walk and the discount rule's keys likewise.
         #[test]
         fn shared_pick_matches_the_scan(
             words in prop::collection::vec(prop::collection::vec(("(ab|a|b|c|é|xy){1,8}", 1u64..3000), 1..14), 1..4),
             dev in prop::collection::vec("(ab|a|b|c|é|xy){1,8}", 4),
             n in 1usize..90, lex in any::<bool>(), shared in prop::sample::select(vec![1.0, 1.3, 2.0, 3.5]),
-            minf in 1u64..60, global in 0usize..3, rule in 0usize..3,
+            minf in 1u64..60, global in 0usize..3, rule in 0usize..5,
         ) {
             let counter = |ws: &[(String, u64)]| {
                 let mut wc = WordCounter::new(Pretokenizer::Whole);
@@ -2243,7 +2248,14 @@ mod tests {
                 train, dv, &ident(), 256, n, tie, minf, global, Measure::Bytes, None, (0, 0.0),
             ).unwrap();
             // the group rule: in tests its walk asserts equality with taking the candidates out
-            let rule = [Rule::Foroutan, Rule::LevelUp { reference: 0 }, Rule::Group { reference: 0, gain: 1.0 }][rule];
+            // the discount rule: its band keys (global less a share of language 0's count) likewise
+            let rule = [
+                Rule::Foroutan,
+                Rule::LevelUp { reference: 0 },
+                Rule::Group { reference: 0, gain: 1.0 },
+                Rule::Discount { reference: 0, gain: 1.0 },
+                Rule::Discount { reference: 0, gain: 0.37 },
+            ][rule];
             t.set_parity_rule(0.0, shared, rule).unwrap();
             t.run(usize::MAX, None);
         }

@@ -51,7 +51,11 @@ rule the Rust trainer runs incrementally; docs/algorithms.md):
    premium (so computed) divided by its floor; a merge is global while every
    live language's excess is at most ``1 + tolerance``; else step 2 with the
    language of the largest excess (the lower index on a tie) in place of the
-   worst.
+   worst;
+12. ``rule="discount"``: the language as step 7 picks it; the pair as step 6
+   picks it (``shared`` >= 1), but by the largest ``1024 * count over all
+   languages - d * count in the reference language``, ``d = gain * 1024``
+   rounded half away from zero (``gain`` in [0, 1]; ``reference`` a fixed index).
 
 Not handled: pre-tokenization (give word counts, :func:`tokenforge.reference.bpe.count_words`),
 special tokens, speed.
@@ -64,10 +68,12 @@ from fractions import Fraction
 
 from .bpe import _count_pairs, _merge_word
 
-__all__ = ["train_parity_reference", "norms_of", "GROUP_CANDIDATES"]
+__all__ = ["train_parity_reference", "norms_of", "GROUP_CANDIDATES", "DISCOUNT_ONE"]
 
 #: the group rule's cap on its candidates (``src/bpe/parity.rs``: ``GROUP_CANDIDATES``)
 GROUP_CANDIDATES = 64
+#: the discount rule's fixed-point unit (``src/bpe/parity.rs``: ``DISCOUNT_ONE``)
+DISCOUNT_ONE = 1024
 
 
 def norms_of(dev_counts: list[dict[bytes, int]], measure: str) -> list[int]:
@@ -177,7 +183,7 @@ def train_parity_reference(
         ]
         live_now = [i for i in range(len(train)) if not exhausted[i]]
         ref = _median(cost_parts) if reference == "median" else reference
-        if rule in ("levelup", "group"):
+        if rule in ("levelup", "group", "discount"):
             assert isinstance(ref, int)
             global_now = _level(cost_parts, live_now, ref, tolerance)
         elif rule == "keep":
@@ -263,7 +269,14 @@ def train_parity_reference(
                             for p in _ordered(mine, tie_break, id_bytes)
                             if mine[p] * shared >= count and mine[p] >= threshold
                         ]
-                        pair = max(cands, key=lambda p: everyone[p])  # max keeps the first of equals
+                        if rule == "discount":
+                            assert isinstance(ref, int)
+                            scaled = gain * DISCOUNT_ONE
+                            d = int(scaled) + (scaled - int(scaled) >= 0.5)  # half away from zero, as Rust rounds
+                            at_ref = _count_pairs(*train[ref])
+                            pair = max(cands, key=lambda p: DISCOUNT_ONE * everyone[p] - d * at_ref[p])
+                        else:
+                            pair = max(cands, key=lambda p: everyone[p])  # max keeps the first of equals
                     break
                 exhausted[lang] = True
                 pair = None
