@@ -201,8 +201,6 @@ impl Clone for FastCell {
 struct Lane {
     n: usize,
     at: usize,
-    /// its ids came from a cache ([`BpeModel::flush`]), not from a merge
-    cached: bool,
     parts: [u32; MERGE_ROOM],
     ranks: [u32; MERGE_ROOM],
 }
@@ -250,22 +248,13 @@ fn close_gap(parts: &mut [u32; MERGE_ROOM], ranks: &mut [u32; MERGE_ROOM], at: u
 }
 
 impl Lane {
-    const EMPTY: Lane = Lane { n: 0, at: 0, cached: false, parts: [0; MERGE_ROOM], ranks: [NO_RANK; MERGE_ROOM] };
-
-    /// Done already: `ids` (at most `MERGE_ROOM`), found in a cache.
-    #[inline(always)]
-    fn found(&mut self, ids: &[u32]) {
-        self.n = ids.len();
-        self.parts[..ids.len()].copy_from_slice(ids);
-        self.cached = true;
-    }
+    const EMPTY: Lane = Lane { n: 0, at: 0, parts: [0; MERGE_ROOM], ranks: [NO_RANK; MERGE_ROOM] };
 
     /// Start on `piece` (2..`LONG_PIECE` bytes): its bytes' ids and the
     /// ranks of the first round, each through `keep` (NO_RANK if refused).
     #[inline(always)]
     fn start(&mut self, piece: &[u8], byte_to_id: &[u32; 256], byte_pairs: &[u32], keep: impl Fn(u32) -> u32) {
         self.n = piece.len();
-        self.cached = false;
         for (i, &b) in piece.iter().enumerate() {
             self.parts[i] = byte_to_id[b as usize];
         }
@@ -324,8 +313,7 @@ const LANES: usize = 32;
 /// A piece of [`BpeModel::encode_scanned`] whose merge is put off: its bytes
 /// `s..e` of the text, where its ids go in the output (`pos`, before the
 /// ids of the pieces put off ahead of it), its lane (shared by equal
-/// pieces) and, for the first piece of a lane, its spill-cache hash and its
-/// hash in `Seen`.
+/// pieces) and, for the first piece of a lane, its spill-cache hash.
 struct Deferred {
     s: usize,
     e: usize,
@@ -333,7 +321,6 @@ struct Deferred {
     lane: usize,
     first: bool,
     spill: Option<u64>,
-    seen: u64,
 }
 
 /// The pieces put off so far in one call, and their lanes (made as pieces
@@ -346,8 +333,6 @@ struct Pending {
     /// lanes in use, and the bytes `s..e` of each one's piece
     used: usize,
     heads: [(usize, usize); LANES],
-    /// a cache's answer, on its way to a lane
-    found: Vec<u32>,
 }
 
 impl BpeModel {
@@ -784,8 +769,7 @@ impl BpeModel {
         let Some((cache, _)) = &fast.cache else {
             return self.encode_piece_slow(fast, piece, out);
         };
-        // (`Seen` first: see `encode_or_defer`)
-        if fast.seen.has(key.hash) && cache.get(key, out) {
+        if cache.get(key, out) {
             return;
         }
         // Pieces of more bytes than an entry holds ids (they may have too
@@ -855,16 +839,9 @@ impl BpeModel {
         out: &mut Vec<u32>,
     ) {
         let Some((cache, _)) = &fast.cache else { return };
-        // The caches are asked in `flush`, for all the pieces put off at
-        // once, their lines asked for here: only a piece merged before (its
-        // `Seen` bit set) can be in a cache (`remember`), so `Seen` (512 KiB)
-        // is read first, then the cache (8 MiB) if the bit is set. Asked
-        // here, one piece at a time, each was a miss waited for: the cache's
-        // probe 10% of pretokenizing web-like text, then `Seen`'s 5% when it
-        // was asked first (perf, 64 MB, 2026-11-28). A piece cached before a
-        // clearing of `Seen` is merged once more, then found again.
-        fast.seen.prefetch(key.hash);
-        cache.prefetch(key);
+        if cache.get(key, out) {
+            return;
+        }
         let n = e - s;
         let spill = (n > cache.most().min(PIECE_MAX)).then(|| spill_hash(&bytes[s..e]));
         self.defer(fast, pairs, bytes, (s, e), spill, key.hash, pend, out)
@@ -885,12 +862,10 @@ impl BpeModel {
     ) {
         let Some((_, long)) = &fast.cache else { return };
         let piece = &bytes[s..e];
-        let h = spill_hash(piece);
-        // (the caches are asked in `flush`, as for `encode_or_defer`)
-        fast.seen.prefetch(h);
-        if piece.len() <= LONG_CACHE_MAX {
-            long.prefetch(&LongKey::new(piece));
+        if piece.len() <= LONG_CACHE_MAX && long.get(&LongKey::new(piece), out) {
+            return;
         }
+        let h = spill_hash(piece);
         self.defer(fast, pairs, bytes, (s, e), Some(h), h, pend, out)
     }
 
@@ -912,6 +887,11 @@ impl BpeModel {
     ) {
         let piece = &bytes[s..e];
         let n = piece.len();
+        if let Some(h) = spill {
+            if fast.seen.has(seen) && fast.spill.get(piece, h, out) {
+                return;
+            }
+        }
         if n > PIECE_MAX && self.rule == MergeRule::Bytes {
             // (shorter tokens are all in the short-piece table)
             if let Some(id) = self.tokens.find(piece) {
@@ -934,7 +914,7 @@ impl BpeModel {
                 (pend.used - 1, true)
             }
         };
-        pend.items.push(Deferred { s, e, pos: out.len(), lane, first, spill, seen });
+        pend.items.push(Deferred { s, e, pos: out.len(), lane, first, spill });
         if pend.used == LANES {
             self.flush(fast, pairs, bytes, pend, out);
         }
@@ -958,16 +938,10 @@ impl BpeModel {
         if pend.items.is_empty() {
             return;
         }
-        let Pending { items, lanes, live, used, found, .. } = pend;
+        let Pending { items, lanes, live, used, .. } = pend;
         live.clear();
         for d in items.iter().filter(|d| d.first) {
-            let piece = &bytes[d.s..d.e];
-            found.clear();
-            if fast.seen.has(d.seen) && self.cached(fast, piece, d.spill, found) {
-                lanes[d.lane].found(found);
-                continue;
-            }
-            lanes[d.lane].start(piece, &self.byte_to_id, &fast.byte_pairs, |r| r);
+            lanes[d.lane].start(&bytes[d.s..d.e], &self.byte_to_id, &fast.byte_pairs, |r| r);
             live.push(d.lane);
         }
         while !live.is_empty() {
@@ -989,26 +963,11 @@ impl BpeModel {
             out[d.pos + shift..d.pos + shift + ids.len()].copy_from_slice(ids);
             end = d.pos;
         }
-        for d in items.iter().filter(|d| d.first && !lanes[d.lane].cached) {
+        for d in items.iter().filter(|d| d.first) {
             self.remember_any(fast, &bytes[d.s..d.e], d.spill, lanes[d.lane].ids());
         }
         items.clear();
         *used = 0;
-    }
-
-    /// The ids of a piece put off (2..`LONG_PIECE` bytes, `spill` its
-    /// spill-cache hash if it is kept there) from the cache that keeps it,
-    /// appended to `out`; false if no cache has it.
-    #[inline(always)]
-    fn cached(&self, fast: &Fast, piece: &[u8], spill: Option<u64>, out: &mut Vec<u32>) -> bool {
-        let Some((cache, long)) = &fast.cache else { return false };
-        let n = piece.len();
-        let hit = if n <= CACHE_MAX {
-            cache.get(&ShortKey::new(piece), out)
-        } else {
-            n <= LONG_CACHE_MAX && long.get(&LongKey::new(piece), out)
-        };
-        hit || spill.is_some_and(|h| fast.spill.get(piece, h, out))
     }
 
     /// A piece of 1 or more than `CACHE_MAX` bytes: the long-piece cache
@@ -1019,12 +978,12 @@ impl BpeModel {
         let n = piece.len();
         match &fast.cache {
             Some((_, long)) if n > CACHE_MAX && n <= SPILL_MAX => {
-                // backed by the spill cache, as in `encode_keyed`; `Seen`
-                // first, as in `encode_or_defer`
+                if n <= LONG_CACHE_MAX && long.get(&LongKey::new(piece), out) {
+                    return;
+                }
+                // backed by the spill cache, as in `encode_keyed`
                 let h = spill_hash(piece);
-                if fast.seen.has(h)
-                    && ((n <= LONG_CACHE_MAX && long.get(&LongKey::new(piece), out)) || fast.spill.get(piece, h, out))
-                {
+                if fast.seen.has(h) && fast.spill.get(piece, h, out) {
                     return;
                 }
                 let start = out.len();
@@ -1278,15 +1237,10 @@ impl BpeModel {
                 }
                 j += 1;
             }
-        }) && {
-            // The put-off pieces are merged when LANES different ones wait
-            // or the text ends, not at the end of each chunk of pieces: on
-            // web-like text about one piece in twenty is put off, so a chunk
-            // filled a third of the lanes, and the lanes' pair-table lookups
-            // overlapped that much less.
-            self.flush(fast, pairs, bytes, &mut pend, out);
-            true
-        }
+            if !pend.items.is_empty() {
+                self.flush(fast, pairs, bytes, &mut pend, out);
+            }
+        })
     }
 
     /// [`Self::encode_scanned`] for a model without a piece table (an id of
@@ -1710,11 +1664,8 @@ mod tests {
             for p in m.pretok.split_vec(&text).unwrap() {
                 want.extend(old_path(&m, p.as_bytes()));
             }
-            // the second time each piece is merged again and kept; the third
-            // time the put-off pieces are found in the caches, in `flush`
-            for _ in 0..3 {
-                prop_assert_eq!(&m.encode_ordinary(&text).unwrap(), &want);
-            }
+            prop_assert_eq!(&m.encode_ordinary(&text).unwrap(), &want);
+            prop_assert_eq!(&m.encode_ordinary(&text).unwrap(), &want);
         }
     }
 
