@@ -432,13 +432,14 @@ def _count_shipped_texts(run: Runner, corpus: Texts, t: _Tasks) -> _core.WordCou
     args = (t.pattern, t.rule, t.threads, t.prune_below)
 
     def flush() -> None:
-        if pending and t.into is not None:
+        if not pending:
+            return
+        if t.into is not None:
             run.map_each(count_texts, list(pending), *args, consume=t.into.merge, desc=t.desc)
-            pending.clear()
-        elif pending:
+        else:
             handles = run.map(count_texts, list(pending), *args, desc=t.desc)
             results.append(run.reduce(merge_counts, handles, t.split_every))
-            pending.clear()
+        pending.clear()
 
     for batch in batched(
         iterator_documents(corpus.texts, who=t.who.replace("train", "train_from_iterator", 1)), BATCH_CHARS
