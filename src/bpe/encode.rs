@@ -14,9 +14,13 @@
 //! a longer one of up to 63 bytes in a bounded cache shared by threads (10
 //! MiB per model, fixed), and only what they miss is merged. With a scanner
 //! pattern the text is split a chunk of pieces at a time, and each piece's
-//! line is prefetched some pieces before it is looked up; the pieces of a
-//! chunk that miss (up to 95 bytes) wait, up to 32 different ones, and are
-//! merged side by side so that their pair-table misses overlap (`Lane`).
+//! line is prefetched some pieces before it is looked up; the pieces that
+//! miss (up to 95 bytes) wait, up to 32 different ones, and are merged side
+//! by side so that their pair-table misses overlap (`Lane`). In a text of 1
+//! KB or more they wait until 32 do or the text ends, and the caches are
+//! asked for all of them together (their lines asked for when each was
+//! met); in a shorter text the caches are asked at once and what they miss
+//! waits until the chunk of pieces ends (`Pending::ask_later`).
 //! The fast path gives exactly the ids of the rule (tests: `old_path` below,
 //! tests/bpe/test_encode_fast.py against tiktoken and the reference).
 //!
@@ -201,6 +205,8 @@ impl Clone for FastCell {
 struct Lane {
     n: usize,
     at: usize,
+    /// its ids came from a cache ([`BpeModel::flush`]), not from a merge
+    cached: bool,
     parts: [u32; MERGE_ROOM],
     ranks: [u32; MERGE_ROOM],
 }
@@ -248,13 +254,22 @@ fn close_gap(parts: &mut [u32; MERGE_ROOM], ranks: &mut [u32; MERGE_ROOM], at: u
 }
 
 impl Lane {
-    const EMPTY: Lane = Lane { n: 0, at: 0, parts: [0; MERGE_ROOM], ranks: [NO_RANK; MERGE_ROOM] };
+    const EMPTY: Lane = Lane { n: 0, at: 0, cached: false, parts: [0; MERGE_ROOM], ranks: [NO_RANK; MERGE_ROOM] };
+
+    /// Done already: `ids` (at most `MERGE_ROOM`), found in a cache.
+    #[inline(always)]
+    fn found(&mut self, ids: &[u32]) {
+        self.n = ids.len();
+        self.parts[..ids.len()].copy_from_slice(ids);
+        self.cached = true;
+    }
 
     /// Start on `piece` (2..`LONG_PIECE` bytes): its bytes' ids and the
     /// ranks of the first round, each through `keep` (NO_RANK if refused).
     #[inline(always)]
     fn start(&mut self, piece: &[u8], byte_to_id: &[u32; 256], byte_pairs: &[u32], keep: impl Fn(u32) -> u32) {
         self.n = piece.len();
+        self.cached = false;
         for (i, &b) in piece.iter().enumerate() {
             self.parts[i] = byte_to_id[b as usize];
         }
@@ -313,7 +328,8 @@ const LANES: usize = 32;
 /// A piece of [`BpeModel::encode_scanned`] whose merge is put off: its bytes
 /// `s..e` of the text, where its ids go in the output (`pos`, before the
 /// ids of the pieces put off ahead of it), its lane (shared by equal
-/// pieces) and, for the first piece of a lane, its spill-cache hash.
+/// pieces) and, for the first piece of a lane, its spill-cache hash and its
+/// hash in `Seen`.
 struct Deferred {
     s: usize,
     e: usize,
@@ -321,7 +337,22 @@ struct Deferred {
     lane: usize,
     first: bool,
     spill: Option<u64>,
+    seen: u64,
 }
+
+/// Texts of at least this many bytes put off the pieces the short-piece
+/// table misses before asking the caches (see [`Pending::ask_later`]).
+///
+/// Performance: asking later costs a pass over the put-off pieces and a move
+/// of the ids written after them at every [`BpeModel::flush`], and a flush
+/// comes at the latest when the text ends. On short texts (a line of English,
+/// 39 bytes on average: `encode_batch` of `train_50mb.txt`'s lines) most of
+/// those pieces are in the caches and one flush per text made the batch
+/// 10-20% slower; on documents of a few KB of web-like text (pretokenizing,
+/// 2.2 KB on average) the caches' misses waited for one by one cost more
+/// (pretokenizing 15-20% more CPU time). 1 KB is about 200 pieces, a flush's
+/// fixed cost spread over them.
+const ASK_LATER_TEXT: usize = 1024;
 
 /// The pieces put off so far in one call, and their lanes (made as pieces
 /// miss: text met before never needs them).
@@ -333,6 +364,15 @@ struct Pending {
     /// lanes in use, and the bytes `s..e` of each one's piece
     used: usize,
     heads: [(usize, usize); LANES],
+    /// a cache's answer, on its way to a lane
+    found: Vec<u32>,
+    /// The caches are asked in [`BpeModel::flush`] (a text of at least
+    /// [`ASK_LATER_TEXT`] bytes): a piece the short-piece table misses is put
+    /// off at once with the lines of `Seen` and its cache asked for, and the
+    /// put-off pieces wait for `LANES` lanes or the text's end. Otherwise
+    /// the caches are asked when the piece is met and the put-off pieces
+    /// (those no cache has) are merged at the end of each chunk of pieces.
+    ask_later: bool,
 }
 
 impl BpeModel {
@@ -839,7 +879,17 @@ impl BpeModel {
         out: &mut Vec<u32>,
     ) {
         let Some((cache, _)) = &fast.cache else { return };
-        if cache.get(key, out) {
+        if pend.ask_later {
+            // The caches are asked in `flush`, for all the pieces put off at
+            // once, their lines asked for here: only a piece merged before
+            // (its `Seen` bit set) can be in a cache (`remember`), so `Seen`
+            // (512 KiB) is read first, then the cache (8 MiB) if the bit is
+            // set. Asked here, one piece at a time, each was a miss waited
+            // for: the cache's probe 10% of pretokenizing web-like text, then
+            // `Seen`'s 5% when it was asked first (perf, 64 MB, 2026-11-28).
+            fast.seen.prefetch(key.hash);
+            cache.prefetch(key);
+        } else if cache.get(key, out) {
             return;
         }
         let n = e - s;
@@ -862,10 +912,16 @@ impl BpeModel {
     ) {
         let Some((_, long)) = &fast.cache else { return };
         let piece = &bytes[s..e];
-        if piece.len() <= LONG_CACHE_MAX && long.get(&LongKey::new(piece), out) {
+        let h = spill_hash(piece);
+        if pend.ask_later {
+            // (the caches are asked in `flush`, as for `encode_or_defer`)
+            fast.seen.prefetch(h);
+            if piece.len() <= LONG_CACHE_MAX {
+                long.prefetch(&LongKey::new(piece));
+            }
+        } else if piece.len() <= LONG_CACHE_MAX && long.get(&LongKey::new(piece), out) {
             return;
         }
-        let h = spill_hash(piece);
         self.defer(fast, pairs, bytes, (s, e), Some(h), h, pend, out)
     }
 
@@ -887,7 +943,7 @@ impl BpeModel {
     ) {
         let piece = &bytes[s..e];
         let n = piece.len();
-        if let Some(h) = spill {
+        if let (false, Some(h)) = (pend.ask_later, spill) {
             if fast.seen.has(seen) && fast.spill.get(piece, h, out) {
                 return;
             }
@@ -914,7 +970,7 @@ impl BpeModel {
                 (pend.used - 1, true)
             }
         };
-        pend.items.push(Deferred { s, e, pos: out.len(), lane, first, spill });
+        pend.items.push(Deferred { s, e, pos: out.len(), lane, first, spill, seen });
         if pend.used == LANES {
             self.flush(fast, pairs, bytes, pend, out);
         }
@@ -930,18 +986,27 @@ impl BpeModel {
         }
     }
 
-    /// Merge the pieces put off (side by side, [`Lane`]), write their ids in
-    /// their places in `out` (moving the ids written after each one along)
-    /// and remember them as [`Self::encode_cached`] does.
+    /// Merge the pieces put off (side by side, [`Lane`]; asking later, those
+    /// no cache has), write their ids in their places in `out` (moving the
+    /// ids written after each one along) and remember the merged ones as
+    /// [`Self::encode_cached`] does.
     #[inline(never)]
     fn flush(&self, fast: &Fast, pairs: &PairTable, bytes: &[u8], pend: &mut Pending, out: &mut Vec<u32>) {
         if pend.items.is_empty() {
             return;
         }
-        let Pending { items, lanes, live, used, .. } = pend;
+        let Pending { items, lanes, live, used, found, ask_later, .. } = pend;
         live.clear();
         for d in items.iter().filter(|d| d.first) {
-            lanes[d.lane].start(&bytes[d.s..d.e], &self.byte_to_id, &fast.byte_pairs, |r| r);
+            let piece = &bytes[d.s..d.e];
+            if *ask_later {
+                found.clear();
+                if fast.seen.has(d.seen) && self.cached(fast, piece, d.spill, found) {
+                    lanes[d.lane].found(found);
+                    continue;
+                }
+            }
+            lanes[d.lane].start(piece, &self.byte_to_id, &fast.byte_pairs, |r| r);
             live.push(d.lane);
         }
         while !live.is_empty() {
@@ -963,11 +1028,26 @@ impl BpeModel {
             out[d.pos + shift..d.pos + shift + ids.len()].copy_from_slice(ids);
             end = d.pos;
         }
-        for d in items.iter().filter(|d| d.first) {
+        for d in items.iter().filter(|d| d.first && !lanes[d.lane].cached) {
             self.remember_any(fast, &bytes[d.s..d.e], d.spill, lanes[d.lane].ids());
         }
         items.clear();
         *used = 0;
+    }
+
+    /// The ids of a piece put off (2..`LONG_PIECE` bytes, `spill` its
+    /// spill-cache hash if it is kept there) from the cache that keeps it,
+    /// appended to `out`; false if no cache has it.
+    #[inline(always)]
+    fn cached(&self, fast: &Fast, piece: &[u8], spill: Option<u64>, out: &mut Vec<u32>) -> bool {
+        let Some((cache, long)) = &fast.cache else { return false };
+        let n = piece.len();
+        let hit = if n <= CACHE_MAX {
+            cache.get(&ShortKey::new(piece), out)
+        } else {
+            n <= LONG_CACHE_MAX && long.get(&LongKey::new(piece), out)
+        };
+        hit || spill.is_some_and(|h| fast.spill.get(piece, h, out))
     }
 
     /// A piece of 1 or more than `CACHE_MAX` bytes: the long-piece cache
@@ -1167,7 +1247,10 @@ impl BpeModel {
     /// stack: 127 instructions a piece on warm English against 84 now, by
     /// callgrind, and 15-22% slower.) A piece of up to `LONG_PIECE - 1`
     /// bytes that no table or cache has is put off ([`Self::defer`]) and
-    /// written, in its place, when `LANES` wait or the chunk ends.
+    /// written, in its place, when `LANES` wait or the chunk ends; in a text
+    /// of [`ASK_LATER_TEXT`] bytes or more, every piece the short-piece table
+    /// misses is put off, the caches asked in [`Self::flush`], and the chunk's
+    /// end does not flush ([`Pending::ask_later`]).
     #[inline(never)]
     fn encode_scanned(&self, fast: &Fast, text: &str, out: &mut Vec<u32>) -> bool {
         let Some((cache, _)) = &fast.cache else { return false };
@@ -1178,7 +1261,7 @@ impl BpeModel {
         // per piece of 1..=PIECE_MAX bytes: the table's key words and line;
         // (0, 0, 0) for a longer piece (no key of the table has `hi` 0)
         let mut keys = [(0u64, 0u64, 0usize); SCAN_CHUNK];
-        let mut pend = Pending::default();
+        let mut pend = Pending { ask_later: bytes.len() >= ASK_LATER_TEXT, ..Pending::default() };
         self.pretok.scan_chunks(text, |bounds| {
             let k = bounds.len() - 1;
             let keys = &mut keys[..k];
@@ -1237,10 +1320,18 @@ impl BpeModel {
                 }
                 j += 1;
             }
-            if !pend.items.is_empty() {
+            if !pend.ask_later {
                 self.flush(fast, pairs, bytes, &mut pend, out);
             }
-        })
+        }) && {
+            // Asking later, the put-off pieces are merged when LANES
+            // different ones wait or the text ends, not at the end of each
+            // chunk of pieces: on web-like text about one piece in twenty is
+            // put off, so a chunk filled a third of the lanes, and the lanes'
+            // pair-table lookups overlapped that much less.
+            self.flush(fast, pairs, bytes, &mut pend, out);
+            true
+        }
     }
 
     /// [`Self::encode_scanned`] for a model without a piece table (an id of
@@ -1659,13 +1750,26 @@ mod tests {
             // them, lengths around every limit; a new model: nothing cached
             let rule = if pairs { MergeRule::Pairs } else { MergeRule::Bytes };
             let m = trained("the quick brown fox, déjà vu 東京 Привет abe xab éé".as_bytes(), 150, rule);
-            let text = words.iter().map(|&(len, seed)| word(len, seed)).collect::<Vec<_>>().join(" the ");
-            let mut want = vec![];
-            for p in m.pretok.split_vec(&text).unwrap() {
-                want.extend(old_path(&m, p.as_bytes()));
+            let words: Vec<String> = words.iter().map(|&(len, seed)| word(len, seed)).collect();
+            let want_of = |text: &str| -> Vec<u32> {
+                m.pretok.split_vec(text).unwrap().iter().flat_map(|p| old_path(&m, p.as_bytes())).collect()
+            };
+            // short texts (below ASK_LATER_TEXT: the caches asked at once)
+            // and the whole text (mostly above it: asked in `flush`), each
+            // kind first on a model of its own (a clone starts with no
+            // tables); the second time a piece is merged again and kept, the
+            // third time it is found in the caches
+            let short: Vec<String> = words.chunks(3).map(|c| c.join(" the ")).collect();
+            let text = words.join(" the ");
+            let m2 = m.clone();
+            for _ in 0..3 {
+                prop_assert_eq!(&m.encode_ordinary(&text).unwrap(), &want_of(&text));
+                for t in &short {
+                    prop_assert_eq!(&m.encode_ordinary(t).unwrap(), &want_of(t));
+                    prop_assert_eq!(&m2.encode_ordinary(t).unwrap(), &want_of(t));
+                }
+                prop_assert_eq!(&m2.encode_ordinary(&text).unwrap(), &want_of(&text));
             }
-            prop_assert_eq!(&m.encode_ordinary(&text).unwrap(), &want);
-            prop_assert_eq!(&m.encode_ordinary(&text).unwrap(), &want);
         }
     }
 

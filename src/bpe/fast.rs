@@ -1085,6 +1085,12 @@ impl Seen {
         self.words[w].load(Ordering::Relaxed) & m != 0
     }
 
+    /// Start loading the word [`Self::has`] reads for this hash (a hint).
+    #[inline(always)]
+    pub fn prefetch(&self, hash: u64) {
+        prefetch(self.words.as_ptr().wrapping_add(Self::bit(hash).0));
+    }
+
     /// Mark a piece of this hash; whether it was marked already.
     #[inline]
     pub fn mark(&self, hash: u64) -> bool {
