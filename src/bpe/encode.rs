@@ -33,8 +33,8 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use super::fast::{
-    spill_hash, Cached, LongCache, LongKey, PairTable, PieceCache, PieceTable, Seen, ShortKey, SpillCache, CACHE_ID_LIMIT,
-    CACHE_MAX, CACHE_SLOTS, LONG_CACHE_MAX, LONG_CACHE_SLOTS, PIECE_MAX, SPILL_MAX, TABLE_IDS,
+    spill_hash, Cached, LongCache, LongKey, PairTable, PieceCache, PieceTable, Seen, ShortKey, SpillCache,
+    CACHE_ID_LIMIT, CACHE_MAX, CACHE_SLOTS, LONG_CACHE_MAX, LONG_CACHE_SLOTS, PIECE_MAX, SPILL_MAX, TABLE_IDS,
 };
 use super::pair::{pack, unpack};
 use super::ranks::{id_limit, id_too_large, token_bytes_error, token_bytes_total, SplitIndex, MAX_TOKEN_BYTES};
@@ -1872,8 +1872,7 @@ mod tests {
             // line alone (asked at once), three times each (merged, kept, found)
             let pt = Pretokenizer::new(Some(GPT4_PATTERN)).unwrap();
             let m = BpeModel::new(&ident(), &merges, vec![], pt, rule).unwrap();
-            let lines: Vec<String> =
-                (1..=100).flat_map(|k| ["a".repeat(k) + "\n", "a".repeat(k) + "b\n"]).collect();
+            let lines: Vec<String> = (1..=100).flat_map(|k| ["a".repeat(k) + "\n", "a".repeat(k) + "b\n"]).collect();
             let text = lines.concat();
             assert!(text.len() >= ASK_LATER_TEXT && lines.iter().all(|l| l.len() < ASK_LATER_TEXT));
             let want_of = |t: &str| -> Vec<u32> {
