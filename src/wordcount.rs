@@ -2,9 +2,10 @@
 //! and of the LZ78 strategies that rank whole chunks.
 //!
 //! Texts are split by the pre-tokenizer in parallel (contiguous groups of
-//! texts of about equal bytes, one cache-sized local table each), and the
-//! local counts are added to the counter's table shard by shard, shards in
-//! parallel ([`SHARDS`]); only unique pieces with u64 counts are kept: memory
+//! texts of about equal bytes), counted in each thread's cache-sized table
+//! ([`Held`]: kept from block to block of a pass, cut back to its most counted
+//! pieces), and the pieces it lets go are added to the counter's table shard
+//! by shard, shards in parallel ([`SHARDS`]); only unique pieces with u64 counts are kept: memory
 //! is bounded by the unique pieces, never by the corpus. Sums do not depend
 //! on the grouping, so the counts do not depend on the thread count.
 //!
