@@ -781,8 +781,9 @@ impl WordCounter {
             .par_iter()
             .map(|g| count_docs(pretok, None, g.iter().map(|t| t.as_ref()), bytes / groups.len(), &mut held_of(held)))
             .collect();
+        self.absorb(locals, false)?;
         self.total_bytes += bytes as u64;
-        self.absorb(locals, false)
+        Ok(())
     }
 
     /// Count the documents of a block of whole JSON lines (`head` followed by
@@ -839,8 +840,8 @@ impl WordCounter {
                 count_docs(pretok, Some(buf), docs, buf.len(), &mut held_of(held))
             })
             .collect();
-        self.total_bytes += texts.iter().map(|t| t.0.len() as u64).sum::<u64>();
         self.absorb(locals, hold)?;
+        self.total_bytes += texts.iter().map(|t| t.0.len() as u64).sum::<u64>();
         Ok(Some(nlines))
     }
 
@@ -885,9 +886,10 @@ impl WordCounter {
         assert!(self.held.is_empty(), "WordCounter read before flush() after counting with hold");
     }
 
-    /// Add the per-group counts of `add_texts` / `add_jsonl_block` (the
-    /// first error wins: the held counts are then flushed, the texts of
-    /// the call half counted, as before), and flush the held ones unless `hold`.
+    /// Add the per-group counts of `add_texts` / `add_jsonl_block`, and flush
+    /// the held ones unless `hold`. The first error wins; the held counts are
+    /// then flushed, and hold part of the failed call's pieces (before the
+    /// held tables, the call added none): a failed count is not resumed.
     fn absorb(&mut self, locals: Vec<Result<Scattered<'_>>>, hold: bool) -> Result<()> {
         let locals: Vec<Scattered<'_>> = match locals.into_iter().collect::<Result<_>>() {
             Ok(l) => l,
