@@ -79,6 +79,7 @@
 use std::collections::VecDeque;
 
 use super::heap::Heap;
+use super::train::prefetch;
 use crate::error::{Error, Result};
 
 /// A merge picked by the global (plain) rule, in [`Parity::chosen`].
@@ -213,14 +214,17 @@ pub struct Parity {
     /// First arena slot of each language's segment (training and dev pieces,
     /// module notes); `L + 1` entries, the last the end.
     pub(super) seg_start: Vec<u32>,
-    /// Per live pair, by its slot ([`Slots`]): its count in each language's
-    /// training text (`rows[slot * langs + l]`; a removed pair's row is stale
-    /// until its slot is reused, and then written whole).
+    /// Per live pair, by its slot ([`Slots`]), a row of `langs + 1`: the
+    /// pair's key, then its count in each language's training text. A
+    /// removed pair's row keeps its key and counts 0 everywhere until its slot
+    /// is reused, when the row is written whole: a heap entry that names the
+    /// slot (and the key) finds its pair's counts with one read of the row,
+    /// not a probe of the index (`count_at`).
     rows: Vec<i64>,
     /// Per language: its pairs with a count above zero.
     live: Vec<usize>,
-    /// Per language: (count, pair) entries, refreshed lazily against `rows`.
-    heaps: Vec<Heap<(u64, u64)>>,
+    /// Per language: (count, pair, slot) entries, refreshed lazily against `rows`.
+    heaps: Vec<Heap<Entry>>,
     /// Per language: tokens of its dev text under the merges so far.
     pub(super) dev_tokens: Vec<u64>,
     dev_tokens_start: Vec<u64>,
@@ -282,10 +286,29 @@ pub(super) enum Lose {
     Pair,
 }
 
-/// Language `l`'s count of `key` (None: zero, or not a live pair).
+/// A language heap's entry: (count, pair, the pair's slot).
+type Entry = (u64, u64, u32);
+
+/// The order of language heap entries: `better` on (count, pair).
+fn entry_order<'a>(better: &'a impl Fn(&(u64, u64), &(u64, u64)) -> bool) -> impl Fn(&Entry, &Entry) -> bool + 'a {
+    move |a, b| better(&(a.0, a.1), &(b.0, b.1))
+}
+
+/// Where the row of `slot` starts in `rows` (`langs + 1` a row: the key, then the counts).
 #[inline(always)]
-fn lang_count(rows: &[i64], langs: usize, pairs: &impl Slots, l: usize, key: u64) -> Option<u64> {
-    let c = rows[pairs.slot(key)? as usize * langs + l];
+fn row_at(langs: usize, slot: u32) -> usize {
+    slot as usize * (langs + 1)
+}
+
+/// Language `l`'s count of `key`, whose slot was `slot` (None: zero, or the
+/// pair is gone: its row counts 0 everywhere, or names another pair).
+#[inline(always)]
+fn count_at(rows: &[i64], langs: usize, l: usize, key: u64, slot: u32) -> Option<u64> {
+    let r = row_at(langs, slot);
+    if rows[r] as u64 != key {
+        return None;
+    }
+    let c = rows[r + 1 + l];
     (c > 0).then_some(c as u64)
 }
 
@@ -295,18 +318,18 @@ fn lang_count(rows: &[i64], langs: usize, pairs: &impl Slots, l: usize, key: u64
 /// a total order on (count, key) and equal entries are interchangeable, so
 /// what comes out of a heap depends on its contents alone: reading the top
 /// in place leaves every later pop as popping and pushing it back would.
-pub(super) fn peek_current(
-    heap: &mut Heap<(u64, u64)>,
-    current: impl Fn(u64) -> Option<u64>,
-    better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool,
-) -> Option<(u64, u64)> {
+pub(super) fn peek_current<T: Copy + PartialEq>(
+    heap: &mut Heap<T>,
+    current: impl Fn(&T) -> Option<T>,
+    better: &impl Fn(&T, &T) -> bool,
+) -> Option<T> {
     loop {
         let top = *heap.peek()?;
-        match current(top.1) {
-            Some(cur) if cur == top.0 => return Some(top),
+        match current(&top) {
+            Some(cur) if cur == top => return Some(top),
             Some(cur) => {
                 heap.pop(better);
-                heap.push((cur, top.1), better);
+                heap.push(cur, better);
             }
             None => {
                 heap.pop(better);
@@ -315,12 +338,13 @@ pub(super) fn peek_current(
     }
 }
 
-/// The key of the candidate (count, key) with the largest `score`, the first on a tie.
-fn best_scored(cands: &[(u64, u64)], score: impl Fn(u64) -> f64) -> u64 {
+/// The key of the candidate (count, key, slot) with the largest `score` (of
+/// its key and slot), the first on a tie.
+fn best_scored(cands: &[Entry], score: impl Fn(u64, u32) -> f64) -> u64 {
     let mut best = 0;
-    let mut best_s = score(cands[0].1);
+    let mut best_s = score(cands[0].1, cands[0].2);
     for (i, c) in cands.iter().enumerate().skip(1) {
-        let s = score(c.1);
+        let s = score(c.1, c.2);
         if s > best_s {
             best = i;
             best_s = s;
@@ -345,11 +369,14 @@ fn bucket_of(c: u64) -> usize {
 /// Buckets for every u64 count.
 const BUCKETS: usize = 64 + (64 - 6) * 32;
 
-/// The shared-pair variant's order of (global count, language count, pair):
+/// A band entry: (band key, language count, pair, the pair's slot).
+type BandEntry = (u64, u64, u64, u32);
+
+/// The shared-pair variant's order of (global count, language count, pair, slot):
 /// the larger global count first, then the language's own order.
 fn band_order<'a>(
     better: &'a impl Fn(&(u64, u64), &(u64, u64)) -> bool,
-) -> impl Fn(&(u64, u64, u64), &(u64, u64, u64)) -> bool + 'a {
+) -> impl Fn(&BandEntry, &BandEntry) -> bool + 'a {
     move |a, b| a.0 > b.0 || (a.0 == b.0 && better(&(a.1, a.2), &(b.1, b.2)))
 }
 
@@ -377,7 +404,7 @@ fn band_key_at(pairs: &impl Slots, rows: &[i64], langs: usize, discount: Option<
     match discount {
         None => g,
         Some((r, d)) => {
-            let rc = rows[s as usize * langs + r].max(0) as u128;
+            let rc = rows[row_at(langs, s) + 1 + r].max(0) as u128;
             let v = g as u128 * DISCOUNT_ONE as u128 - d as u128 * rc;
             v.min(u64::MAX as u128) as u64
         }
@@ -394,7 +421,7 @@ fn band_key_at(pairs: &impl Slots, rows: &[i64], langs: usize, discount: Option<
 /// the top of its bucket. One entry per live pair, plus dead ones until they
 /// surface (rebuilt when over twice the live pairs, as the heaps are).
 struct Bands {
-    buckets: Vec<Heap<(u64, u64, u64)>>,
+    buckets: Vec<Heap<BandEntry>>,
     /// Entries held, live or stale.
     held: usize,
     /// No bucket above this one holds an entry.
@@ -409,15 +436,15 @@ impl Bands {
         rows: &[i64],
         langs: usize,
         discount: Option<(usize, u64)>,
-        order: &impl Fn(&(u64, u64, u64), &(u64, u64, u64)) -> bool,
+        order: &impl Fn(&BandEntry, &BandEntry) -> bool,
     ) -> Self {
-        let mut by: Vec<Vec<(u64, u64, u64)>> = vec![Vec::new(); BUCKETS];
+        let mut by: Vec<Vec<BandEntry>> = vec![Vec::new(); BUCKETS];
         let (mut high, mut held) = (0, 0);
         pairs.each_slot(|s, k| {
-            let c = rows[s as usize * langs + l];
+            let c = rows[row_at(langs, s) + 1 + l];
             if c > 0 {
                 let b = bucket_of(c as u64);
-                by[b].push((band_key_at(pairs, rows, langs, discount, s), c as u64, k));
+                by[b].push((band_key_at(pairs, rows, langs, discount, s), c as u64, k, s));
                 high = high.max(b);
                 held += 1;
             }
@@ -426,7 +453,7 @@ impl Bands {
         Bands { buckets, held, high }
     }
 
-    fn push(&mut self, e: (u64, u64, u64), order: &impl Fn(&(u64, u64, u64), &(u64, u64, u64)) -> bool) {
+    fn push(&mut self, e: BandEntry, order: &impl Fn(&BandEntry, &BandEntry) -> bool) {
         let b = bucket_of(e.1);
         self.buckets[b].push(e, order);
         self.held += 1;
@@ -610,14 +637,17 @@ impl Parity {
         l
     }
 
-    /// The setup's counts: `slots` rows, all zero ([`Parity::set_count`] fills them).
-    pub(super) fn start_counts(&mut self, slots: usize) {
-        self.rows = vec![0; slots * self.langs];
+    /// The setup's counts: a row for every pair of `pairs`, its counts zero
+    /// ([`Parity::set_count`] fills them).
+    pub(super) fn start_counts(&mut self, pairs: &impl Slots) {
+        let langs = self.langs;
+        self.rows = vec![0; pairs.slots() * (langs + 1)];
+        pairs.each_slot(|s, k| self.rows[row_at(langs, s)] = k as i64);
     }
 
     /// The setup's count of the pair in `slot` in language `l`'s training text.
     pub(super) fn set_count(&mut self, l: usize, slot: u32, c: i64) {
-        let r = &mut self.rows[slot as usize * self.langs + l];
+        let r = &mut self.rows[row_at(self.langs, slot) + 1 + l];
         debug_assert_eq!(*r, 0, "a pair's count in a language is set once");
         *r = c;
         if c > 0 {
@@ -674,7 +704,8 @@ impl Parity {
             Lose::Right(y) => &mut self.lost_right[y as usize * langs..(y as usize + 1) * langs],
             Lose::Pair => &mut self.lost_pair[..],
         };
-        let row = &mut self.rows[slot as usize * langs..(slot as usize + 1) * langs];
+        let r = row_at(langs, slot) + 1;
+        let row = &mut self.rows[r..r + langs];
         for (l, (c, d)) in row.iter_mut().zip(lost.iter_mut()).enumerate() {
             if *d != 0 {
                 *c -= *d;
@@ -689,26 +720,27 @@ impl Parity {
 
     /// Every language's heap from the rows (after the setup's counts).
     pub(super) fn build_heaps(&mut self, pairs: &impl Slots, better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool) {
-        let mut entries: Vec<Vec<(u64, u64)>> = self.live.iter().map(|&n| Vec::with_capacity(n)).collect();
+        let mut entries: Vec<Vec<Entry>> = self.live.iter().map(|&n| Vec::with_capacity(n)).collect();
         let langs = self.langs;
         pairs.each_slot(|s, k| {
-            let row = &self.rows[s as usize * langs..(s as usize + 1) * langs];
-            for (e, &c) in entries.iter_mut().zip(row) {
+            let r = row_at(langs, s) + 1;
+            for (e, &c) in entries.iter_mut().zip(&self.rows[r..r + langs]) {
                 if c > 0 {
-                    e.push((c as u64, k));
+                    e.push((c as u64, k, s));
                 }
             }
         });
-        self.heaps = entries.into_iter().map(|e| Heap::from_vec(e, better)).collect();
+        let order = entry_order(better);
+        self.heaps = entries.into_iter().map(|e| Heap::from_vec(e, &order)).collect();
     }
 
     /// Language `l`'s pairs and their counts, from the rows.
-    fn entries_of(&self, pairs: &impl Slots, l: usize) -> Vec<(u64, u64)> {
+    fn entries_of(&self, pairs: &impl Slots, l: usize) -> Vec<Entry> {
         let mut entries = Vec::with_capacity(self.live[l]);
         pairs.each_slot(|s, k| {
-            let c = self.rows[s as usize * self.langs + l];
+            let c = self.rows[row_at(self.langs, s) + 1 + l];
             if c > 0 {
-                entries.push((c as u64, k));
+                entries.push((c as u64, k, s));
             }
         });
         entries
@@ -730,10 +762,12 @@ impl Parity {
         slack: usize,
     ) {
         let langs = self.langs;
-        if self.rows.len() < pairs.slots() * langs {
-            self.rows.resize((pairs.slots() * langs).max(self.rows.len() + self.rows.len() / 2), 0);
+        let need = pairs.slots() * (langs + 1);
+        if self.rows.len() < need {
+            self.rows.resize(need.max(self.rows.len() + self.rows.len() / 2), 0);
         }
         let order = band_order(better);
+        let lorder = entry_order(better);
         let disc = self.discount();
         let mut n = 0;
         for (i, (key, live)) in fresh.enumerate() {
@@ -747,8 +781,10 @@ impl Parity {
                 }
                 continue;
             }
-            let s = pairs.slot(key).expect("a new pair with an occurrence is in the index") as usize;
-            let row = &mut self.rows[s * langs..(s + 1) * langs];
+            let s = pairs.slot(key).expect("a new pair with an occurrence is in the index");
+            let r = row_at(langs, s);
+            self.rows[r] = key as i64;
+            let row = &mut self.rows[r + 1..r + 1 + langs];
             match gained {
                 Some(g) => {
                     row.copy_from_slice(g);
@@ -757,12 +793,12 @@ impl Parity {
                 None => row.fill(0),
             }
             for l in 0..langs {
-                let c = self.rows[s * langs + l];
+                let c = self.rows[r + 1 + l];
                 if c > 0 {
                     self.live[l] += 1;
-                    self.heaps[l].push((c as u64, key), better);
+                    self.heaps[l].push((c as u64, key, s), &lorder);
                     if !self.bands.is_empty() {
-                        let e = (band_key_at(pairs, &self.rows, langs, disc, s as u32), c as u64, key);
+                        let e = (band_key_at(pairs, &self.rows, langs, disc, s), c as u64, key, s);
                         self.bands[l].push(e, &order);
                     }
                 }
@@ -772,7 +808,7 @@ impl Parity {
         for l in 0..langs {
             if self.heaps[l].len() > 2 * self.live[l] + slack {
                 self.heaps[l] = Heap::with_capacity(0);
-                self.heaps[l] = Heap::from_vec(self.entries_of(pairs, l), better);
+                self.heaps[l] = Heap::from_vec(self.entries_of(pairs, l), &lorder);
             }
             if self.bands.get(l).is_some_and(|b| b.held > 2 * self.live[l] + slack) {
                 self.bands[l] = Bands::build(l, pairs, &self.rows, langs, disc, &order);
@@ -831,16 +867,17 @@ impl Parity {
         #[cfg(test)]
         let disc = self.discount();
         let langs = self.langs;
+        let lorder = entry_order(better);
         loop {
             let l = self.worst()?;
             let heap = &mut self.heaps[l];
             let rows = &self.rows;
-            let count = |k: u64| lang_count(rows, langs, pairs, l, k);
+            let count = |k: u64, s: u32| count_at(rows, langs, l, k, s);
             let found = loop {
-                let Some(top) = heap.pop(better) else { break None };
-                let Some(cur) = count(top.1) else { continue };
+                let Some(top) = heap.pop(&lorder) else { break None };
+                let Some(cur) = count(top.1, top.2) else { continue };
                 if cur != top.0 {
-                    heap.push((cur as u64, top.1), better);
+                    heap.push((cur, top.1, top.2), &lorder);
                     continue;
                 }
                 if (cur as u64) < min_frequency {
@@ -862,10 +899,10 @@ impl Parity {
                             }
                         })
                         .collect();
-                    // the candidate's row: one lookup for every language
-                    let score = |key: u64| {
-                        let s = pairs.slot(key).expect("a candidate is a live pair") as usize;
-                        let row = &rows[s * langs..(s + 1) * langs];
+                    // the candidate's row: one read for every language
+                    let score = |_key: u64, s: u32| {
+                        let r = row_at(langs, s) + 1;
+                        let row = &rows[r..r + langs];
                         let mut sum = 0.0;
                         for (&w, &c) in weights.iter().zip(row) {
                             sum += w * c.max(0) as f64;
@@ -883,18 +920,20 @@ impl Parity {
                             top,
                             self.shared,
                             min_frequency,
-                            better,
+                            &lorder,
                             GROUP_CANDIDATES,
                             score,
                         )
                     };
+                    let ahead = |s: u32| prefetch(rows, row_at(langs, s));
                     let key = Self::candidates_walk(
                         heap,
                         &count,
+                        &ahead,
                         top,
                         self.shared,
                         min_frequency,
-                        better,
+                        &lorder,
                         GROUP_CANDIDATES,
                         score,
                     );
@@ -907,11 +946,11 @@ impl Parity {
                     #[cfg(test)]
                     let scan = {
                         let key_of = band_key(pairs, rows, langs, disc);
-                        let g = |k: u64| key_of(k) as f64;
-                        Self::candidates_pick(heap, &count, top, self.shared, min_frequency, better, usize::MAX, g)
+                        let g = |k: u64, _: u32| key_of(k) as f64;
+                        Self::candidates_pick(heap, &count, top, self.shared, min_frequency, &lorder, usize::MAX, g)
                     };
                     #[cfg(not(test))]
-                    heap.push(top, better);
+                    heap.push(top, &lorder);
                     let key = self.shared_pick(l, top.0, min_frequency, better, pairs);
                     #[cfg(test)]
                     assert_eq!(key, scan, "the banded shared-pair pick differs from the scan");
@@ -966,11 +1005,10 @@ impl Parity {
             self.bands = (0..langs).map(|m| Bands::build(m, pairs, &self.rows, langs, disc, &order)).collect();
         }
         let rows = &self.rows;
-        // a pair's band key and its count in `l`, with one lookup
-        let current = |k: u64| {
-            let s = pairs.slot(k)?;
-            let c = rows[s as usize * langs + l];
-            (c > 0).then(|| (band_key_at(pairs, rows, langs, disc, s), c as u64, k))
+        // an entry's pair's band key and count in `l` now (one read of its row)
+        let current = |e: &BandEntry| {
+            let c = count_at(rows, langs, l, e.2, e.3)?;
+            Some((band_key_at(pairs, rows, langs, disc, e.3), c, e.2, e.3))
         };
         let shared = self.shared;
         let fits = |c: u64| c as f64 * shared >= top as f64;
@@ -988,13 +1026,13 @@ impl Parity {
         for b in (hi + 1..=bands.high).rev() {
             while let Some(e) = bands.buckets[b].pop(&order) {
                 bands.held -= 1;
-                if let Some(cur) = current(e.2) {
+                if let Some(cur) = current(&e) {
                     bands.push(cur, &order);
                 }
             }
         }
         bands.high = hi;
-        let mut best: Option<(u64, u64, u64)> = None;
+        let mut best: Option<BandEntry> = None;
         let mut aside = Vec::new();
         for b in (lo..=hi).rev() {
             while let Some(&e) = bands.buckets[b].peek() {
@@ -1003,7 +1041,7 @@ impl Parity {
                 }
                 bands.buckets[b].pop(&order);
                 bands.held -= 1;
-                let Some(cur) = current(e.2) else { continue };
+                let Some(cur) = current(&e) else { continue };
                 if cur != e {
                     bands.push(cur, &order);
                 } else if cur.1 < t {
@@ -1031,22 +1069,22 @@ impl Parity {
     #[cfg(test)]
     #[allow(clippy::too_many_arguments)]
     fn candidates_pick(
-        heap: &mut Heap<(u64, u64)>,
-        count: &impl Fn(u64) -> Option<u64>,
-        top: (u64, u64),
+        heap: &mut Heap<Entry>,
+        count: &impl Fn(u64, u32) -> Option<u64>,
+        top: Entry,
         shared: f64,
         min_frequency: u64,
-        better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool,
+        better: &impl Fn(&Entry, &Entry) -> bool,
         limit: usize,
-        score: impl Fn(u64) -> f64,
+        score: impl Fn(u64, u32) -> f64,
     ) -> u64 {
         let floor = top.0 as f64;
         let mut cands = vec![top];
         while cands.len() < limit {
             let Some(e) = heap.pop(better) else { break };
-            let Some(cur) = count(e.1) else { continue };
+            let Some(cur) = count(e.1, e.2) else { continue };
             if cur != e.0 {
-                heap.push((cur, e.1), better);
+                heap.push((cur, e.1, e.2), better);
                 continue;
             }
             if (e.0 as f64) * shared < floor || e.0 < min_frequency {
@@ -1075,25 +1113,27 @@ impl Parity {
     /// moves only entries below it: the heap holds what the pops would have
     /// left. `top` (popped by the caller, current) goes back. Cost: O(limit ·
     /// log limit) a merge plus O(log n) per stale entry met, against
-    /// O(limit · log n) for taking the candidates out.
+    /// O(limit · log n) for taking the candidates out. `ahead(slot)` is called
+    /// for each entry that joins the frontier (a cache hint for its row).
     #[allow(clippy::too_many_arguments)]
     fn candidates_walk(
-        heap: &mut Heap<(u64, u64)>,
-        count: &impl Fn(u64) -> Option<u64>,
-        top: (u64, u64),
+        heap: &mut Heap<Entry>,
+        count: &impl Fn(u64, u32) -> Option<u64>,
+        ahead: &impl Fn(u32),
+        top: Entry,
         shared: f64,
         min_frequency: u64,
-        better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool,
+        better: &impl Fn(&Entry, &Entry) -> bool,
         limit: usize,
-        score: impl Fn(u64) -> f64,
+        score: impl Fn(u64, u32) -> f64,
     ) -> u64 {
         const NO_INDEX: usize = usize::MAX;
         let floor = top.0 as f64;
         let mut cands = vec![top];
         let mut stale: Vec<(usize, u64)> = Vec::new();
         let v = heap.as_slice();
-        let order = |a: &((u64, u64), usize), b: &((u64, u64), usize)| better(&a.0, &b.0);
-        let mut front: Heap<((u64, u64), usize)> = Heap::with_capacity(2 * limit.min(v.len()) + 2);
+        let order = |a: &(Entry, usize), b: &(Entry, usize)| better(&a.0, &b.0);
+        let mut front: Heap<(Entry, usize)> = Heap::with_capacity(2 * limit.min(v.len()) + 2);
         if let Some(&root) = v.first() {
             front.push((root, 0), &order);
         }
@@ -1102,14 +1142,19 @@ impl Parity {
             if i != NO_INDEX {
                 for c in [2 * i + 1, 2 * i + 2] {
                     if let Some(&x) = v.get(c) {
+                        // a child is read a few pops later, if at all: ask
+                        // for its row and its own children now (each a
+                        // cache miss on a large heap, else the walk's cost)
+                        ahead(x.2);
+                        prefetch(v, 2 * c + 1);
                         front.push((x, c), &order);
                     }
                 }
-                let cur = count(e.1);
+                let cur = count(e.1, e.2);
                 if cur != Some(e.0) {
                     stale.push((i, cur.unwrap_or(0)));
                     if let Some(c) = cur {
-                        front.push(((c, e.1), NO_INDEX), &order);
+                        front.push(((c, e.1, e.2), NO_INDEX), &order);
                     }
                     continue;
                 }
@@ -1121,8 +1166,8 @@ impl Parity {
         }
         stale.sort_unstable_by_key(|e| std::cmp::Reverse(e.0));
         for (i, c) in stale {
-            let key = heap.as_slice()[i].1;
-            heap.lower_at(i, (c, key), better);
+            let (_, key, slot) = heap.as_slice()[i];
+            heap.lower_at(i, (c, key, slot), better);
         }
         heap.push(top, better);
         best_scored(&cands, score)
@@ -1132,14 +1177,10 @@ impl Parity {
     /// when it has no pair left. A current top is read in place (the excess
     /// rule peeks every dear language a merge: a pop and a push each was most
     /// of its pick); stale tops are refreshed as a pop would.
-    fn peek(
-        &mut self,
-        l: usize,
-        better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool,
-        pairs: &impl Slots,
-    ) -> Option<(u64, u64)> {
+    fn peek(&mut self, l: usize, better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool) -> Option<Entry> {
         let (rows, langs) = (&self.rows, self.langs);
-        peek_current(&mut self.heaps[l], |k| lang_count(rows, langs, pairs, l, k), better)
+        let current = |e: &Entry| count_at(rows, langs, l, e.1, e.2).map(|c| (c, e.1, e.2));
+        peek_current(&mut self.heaps[l], current, &entry_order(better))
     }
 
     /// The excess rule's pick (module notes): `global_top` is plain BPE's
@@ -1163,15 +1204,16 @@ impl Parity {
         let mut cands: Vec<(u32, u64)> = vec![(GLOBAL, global_top)];
         for (l, &e) in excess.iter().enumerate() {
             if e > 0.0 && !self.exhausted[l] {
-                match self.peek(l, better, pairs) {
-                    Some((c, key)) if c >= min_frequency => cands.push((l as u32, key)),
+                match self.peek(l, better) {
+                    Some((c, key, _)) if c >= min_frequency => cands.push((l as u32, key)),
                     _ => self.exhausted[l] = true,
                 }
             }
         }
         let score = |key: u64| {
             let slot = pairs.slot(key).expect("a candidate is a live pair");
-            let row = &self.rows[slot as usize * self.langs..(slot as usize + 1) * self.langs];
+            let r = row_at(self.langs, slot) + 1;
+            let row = &self.rows[r..r + self.langs];
             let mut s = pairs.global_at(slot) as f64;
             for (&e, &c) in excess.iter().zip(row) {
                 if e > 0.0 {
@@ -1209,6 +1251,6 @@ impl Parity {
     /// Language `l`'s pairs with a count above zero, as (count, pair).
     #[cfg(test)]
     pub(super) fn counts(&self, pairs: &impl Slots, l: usize) -> Vec<(u64, u64)> {
-        self.entries_of(pairs, l)
+        self.entries_of(pairs, l).into_iter().map(|(c, k, _)| (c, k)).collect()
     }
 }

@@ -540,7 +540,7 @@ impl Trainer {
         };
         let pairs = all.into_index();
         if let Some(par) = parity.as_deref_mut() {
-            par.start_counts(pairs.slots());
+            par.start_counts(&pairs);
             if lang_tables.is_empty() {
                 // one language: its counts are the global ones
                 pairs.each_slot(|s, _| par.set_count(0, s, pairs.global_at(s) as i64));
@@ -643,7 +643,8 @@ impl Trainer {
                 let cmp = better(self.tie, &self.tokens);
                 let pairs = &self.pairs;
                 // peeked: it stays a candidate for later merges
-                let current = |k: u64| pairs.get(k).map(|i| i.count).filter(|&c| c > 0).map(|c| c as u64);
+                let current =
+                    |e: &(u64, u64)| pairs.get(e.1).map(|i| i.count).filter(|&c| c > 0).map(|c| (c as u64, e.1));
                 let (count, key) = peek_current(&mut self.heap, current, &cmp)?;
                 if count < self.min_frequency {
                     return None;
@@ -955,7 +956,7 @@ const PREFETCH: usize = 8;
 
 /// A hint to load the cache line of `v[i]`; no effect on the result.
 #[inline(always)]
-fn prefetch<T>(v: &[T], i: usize) {
+pub(super) fn prefetch<T>(v: &[T], i: usize) {
     #[cfg(target_arch = "x86_64")]
     if i < v.len() {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
