@@ -873,17 +873,15 @@ impl Parity {
             let heap = &mut self.heaps[l];
             let rows = &self.rows;
             let count = |k: u64, s: u32| count_at(rows, langs, l, k, s);
-            let found = loop {
-                let Some(top) = heap.pop(&lorder) else { break None };
-                let Some(cur) = count(top.1, top.2) else { continue };
-                if cur != top.0 {
-                    heap.push((cur, top.1, top.2), &lorder);
-                    continue;
-                }
-                if (cur as u64) < min_frequency {
-                    break None; // counts only fall: this language stays below
-                }
-                break Some(top);
+            // The top is read in place (the group rule and the shared-pair
+            // variant leave it there: most picks are not it; a pop and a push
+            // back each were a walk down and up the heap); the other rules
+            // take it out below.
+            let current = |e: &Entry| count(e.1, e.2).map(|c| (c, e.1, e.2));
+            let found = match peek_current(heap, current, &lorder) {
+                // counts only fall: a language below stays below
+                Some(top) if top.0 < min_frequency => None,
+                other => other,
             };
             let found = match (found, self.rule) {
                 (Some(top), Rule::Group { reference, gain }) => {
@@ -914,6 +912,7 @@ impl Parity {
                     #[cfg(test)]
                     let taken = {
                         let mut h = heap.clone();
+                        assert_eq!(h.pop(&lorder), Some(top));
                         Self::candidates_pick(
                             &mut h,
                             &count,
@@ -947,16 +946,19 @@ impl Parity {
                     let scan = {
                         let key_of = band_key(pairs, rows, langs, disc);
                         let g = |k: u64, _: u32| key_of(k) as f64;
+                        assert_eq!(heap.pop(&lorder), Some(top));
                         Self::candidates_pick(heap, &count, top, self.shared, min_frequency, &lorder, usize::MAX, g)
                     };
-                    #[cfg(not(test))]
-                    heap.push(top, &lorder);
                     let key = self.shared_pick(l, top.0, min_frequency, better, pairs);
                     #[cfg(test)]
                     assert_eq!(key, scan, "the banded shared-pair pick differs from the scan");
                     Some(key)
                 }
-                (other, _) => other.map(|t| t.1),
+                (Some(top), _) => {
+                    heap.pop(&lorder);
+                    Some(top.1)
+                }
+                (None, _) => None,
             };
             match found {
                 Some(key) => {
@@ -1111,7 +1113,8 @@ impl Parity {
     /// entries met are then lowered in place to their current count (0 for a
     /// pair gone, dropped when it surfaces), deepest first so each lowering
     /// moves only entries below it: the heap holds what the pops would have
-    /// left. `top` (popped by the caller, current) goes back. Cost: O(limit ·
+    /// left. `top`, current, is the heap's root (the walk's first candidate,
+    /// left in place). Cost: O(limit ·
     /// log limit) a merge plus O(log n) per stale entry met, against
     /// O(limit · log n) for taking the candidates out. `ahead(slot)` is called
     /// for each entry that joins the frontier (a cache hint for its row).
@@ -1129,7 +1132,7 @@ impl Parity {
     ) -> u64 {
         const NO_INDEX: usize = usize::MAX;
         let floor = top.0 as f64;
-        let mut cands = vec![top];
+        let mut cands = Vec::with_capacity(limit.min(64));
         let mut stale: Vec<(usize, u64)> = Vec::new();
         let v = heap.as_slice();
         let order = |a: &(Entry, usize), b: &(Entry, usize)| better(&a.0, &b.0);
@@ -1169,7 +1172,6 @@ impl Parity {
             let (_, key, slot) = heap.as_slice()[i];
             heap.lower_at(i, (c, key, slot), better);
         }
-        heap.push(top, better);
         best_scored(&cands, score)
     }
 
