@@ -747,8 +747,8 @@ impl Parity {
     }
 
     /// After a merge (its losses applied, its new pairs in the index): the
-    /// new pairs, `(key, live)` in the order of the walk's list (`live`: the
-    /// pair has an occurrence left, so it is in the index), take their rows
+    /// new pairs, `(key, slot)` in the order of the walk's list (the slot
+    /// None for a pair with no occurrence left, not in the index), take their rows
     /// and enter the heaps of their languages (each once; a new pair never
     /// existed before, so pushing its final count is enough), and the
     /// shared-pair index once built; a heap or index holding more than twice
@@ -756,7 +756,7 @@ impl Parity {
     /// merges run).
     pub(super) fn after_merge(
         &mut self,
-        fresh: impl Iterator<Item = (u64, bool)>,
+        fresh: impl Iterator<Item = (u64, Option<u32>)>,
         pairs: &impl Slots,
         better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool,
         slack: usize,
@@ -770,18 +770,18 @@ impl Parity {
         let lorder = entry_order(better);
         let disc = self.discount();
         let mut n = 0;
-        for (i, (key, live)) in fresh.enumerate() {
+        for (i, (key, slot)) in fresh.enumerate() {
             n = i + 1;
             // (none: the walk's list grew past `gained`, every language's gain 0)
             let gained = self.gained.get_mut(i * langs..(i + 1) * langs);
-            if !live {
+            let Some(s) = slot else {
                 if let Some(g) = gained {
                     debug_assert!(g.iter().all(|&c| c == 0), "a pair with no occurrence counts in no language");
                     g.fill(0);
                 }
                 continue;
-            }
-            let s = pairs.slot(key).expect("a new pair with an occurrence is in the index");
+            };
+            debug_assert_eq!(pairs.slot(key), Some(s));
             let r = row_at(langs, s);
             self.rows[r] = key as i64;
             let row = &mut self.rows[r + 1..r + 1 + langs];

@@ -244,9 +244,9 @@ impl PairIndex {
         self.table[b] = i;
     }
 
-    /// Add `key` (not in the index).
+    /// Add `key` (not in the index); its entry number.
     #[inline]
-    fn insert(&mut self, key: u64, info: PairInfo) {
+    fn insert(&mut self, key: u64, info: PairInfo) -> u32 {
         debug_assert!(key != FREE && self.find(key).is_none(), "a pair is added once");
         if 2 * (self.live + 1) > self.table.len() {
             self.grow();
@@ -264,6 +264,7 @@ impl PairIndex {
         };
         self.live += 1;
         self.place(key, i);
+        i
     }
 
     /// Twice the buckets, refilled from the entries in order (a sequential
@@ -719,10 +720,9 @@ impl Trainer {
             let mut sink = LangLost { lost, par: &mut par };
             walk(Arena::of(&mut self.slots), &self.long, positions, (a, b, z), pair, &mut sink, &mut fr);
             apply_lost(&mut self.pairs, &mut self.stale, lost, (a, b), Some(&mut par));
-            self.place_fresh(std::slice::from_ref(&fr));
-            let pairs = &self.pairs;
-            let fresh = fr.fresh.iter().map(|f| (f.key, f.live > 0));
-            par.after_merge(fresh, pairs, &better(self.tie, &self.tokens), HEAP_SLACK);
+            let slots = self.place_fresh(std::slice::from_ref(&fr));
+            let fresh = fr.fresh.iter().zip(&slots).map(|(f, &s)| (f.key, (f.live > 0).then_some(s as u32)));
+            par.after_merge(fresh, &self.pairs, &better(self.tie, &self.tokens), HEAP_SLACK);
             fr.clear();
             self.fresher = fr;
             self.scratch = (frs, losts);
@@ -780,8 +780,9 @@ impl Trainer {
     /// The pairs the merge under way created (`frs`: one list per walk, the
     /// walks in arena order): their positions into the pool (each pair's
     /// ascending, pairs in key order for a deterministic layout), then into
-    /// the index and the heap.
-    fn place_fresh(&mut self, frs: &[Fresher]) {
+    /// the index and the heap. Returns each one's slot in the index (by its
+    /// index in the list; `usize::MAX` for a pair with no occurrence left).
+    fn place_fresh(&mut self, frs: &[Fresher]) -> Vec<usize> {
         // one list over every walk; `to[t][i]`: walk t's pair i in it
         let mut merged: Vec<Fresh> = Vec::new();
         let mut to: Vec<Vec<u32>> = Vec::new();
@@ -884,12 +885,14 @@ impl Trainer {
             let f = &fresh[i as usize];
             off += f.n as usize;
             self.stale += (f.n - f.live) as usize;
-            self.pairs.insert(f.key, PairInfo { count: f.count, off: off - f.n as usize, len: f.n, live: f.live });
+            let info = PairInfo { count: f.count, off: off - f.n as usize, len: f.n, live: f.live };
+            start[i as usize] = self.pairs.insert(f.key, info) as usize;
             if f.count > 0 {
                 let cmp = better(self.tie, &self.tokens);
                 self.heap.push((f.count as u64, f.key), &cmp);
             }
         }
+        start
     }
 
     /// Drop the stale positions and the ranges of dead pairs from the pool, in
