@@ -924,7 +924,11 @@ impl Parity {
                             score,
                         )
                     };
-                    let ahead = |s: u32| prefetch(rows, row_at(langs, s));
+                    // the row's first and last number: every cache line of it
+                    let ahead = |s: u32| {
+                        prefetch(rows, row_at(langs, s));
+                        prefetch(rows, row_at(langs, s) + langs);
+                    };
                     let key = Self::candidates_walk(
                         heap,
                         &count,

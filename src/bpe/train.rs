@@ -488,9 +488,28 @@ impl Trainer {
             cuts.windows(2).map(|c| (c[0], c[1])).collect()
         };
         let ids = next_id; // every id of the arena is below it (`Layout::push`)
+                           // parity: each language's (pair, count, positions), its table freed
+                           // at once (a table of byte pairs is 6 MB: one per language held at
+                           // once set the run's peak), then one table of them all
+        let mut lang_pairs: Vec<Vec<(u64, i64, u32)>> = Vec::new();
         let mut tables: Vec<PairTable> = if parity.is_some() {
-            // parity: the training count weighs, the dev count does not
-            ranges.par_iter().map(|&r| count_pairs(&slots, r, ids, |_, _, c| split_counts(c).0 as i64)).collect()
+            lang_pairs = ranges
+                .par_iter()
+                .map(|&r| {
+                    // the training count weighs, the dev count does not
+                    let mut t = count_pairs(&slots, r, ids, |_, _, c| split_counts(c).0 as i64);
+                    let mut v = Vec::new();
+                    t.each(|k, i| v.push((k, i.count, i.len)));
+                    v
+                })
+                .collect();
+            let mut all = PairTable::new(ids);
+            for &(k, c, n) in lang_pairs.iter().flatten() {
+                let g = all.entry(k);
+                g.count += c;
+                g.len += n;
+            }
+            vec![all]
         } else {
             ranges.par_iter().map(|&r| count_pairs(&slots, r, ids, |_, _, c| c as i64)).collect()
         };
@@ -518,7 +537,9 @@ impl Trainer {
         let mut pool = vec![0u32; off];
         let to = Arena::of(&mut pool);
         if tables.is_empty() {
-            place_pairs(&slots, ranges[0], &mut all, to);
+            // one range, or parity's languages: the whole arena
+            let whole = (ranges[0].0, ranges[ranges.len() - 1].1);
+            place_pairs(&slots, whole, &mut all, to);
         } else {
             // each range's cursor of a pair starts where the ranges before it end
             for t in tables.iter_mut() {
@@ -531,30 +552,19 @@ impl Trainer {
             ranges.par_iter().zip(tables.par_iter_mut()).for_each(|(&r, t)| place_pairs(&slots, r, t, to));
         }
         all.each(|_, info| info.off -= info.len as usize); // past its positions, by the cursors above
-                                                           // parity: the languages' tables, read once the index numbers the pairs
-        let mut lang_tables = match parity {
-            Some(_) => tables,
-            None => {
-                drop(tables);
-                Vec::new()
-            }
-        };
+        drop(tables);
         let pairs = all.into_index();
         if let Some(par) = parity.as_deref_mut() {
             par.start_counts(&pairs);
-            if lang_tables.is_empty() {
-                // one language: its counts are the global ones
-                pairs.each_slot(|s, _| par.set_count(0, s, pairs.global_at(s) as i64));
-            }
-            for (l, t) in lang_tables.iter_mut().enumerate() {
-                t.each(|k, i| {
-                    if i.count > 0 {
-                        par.set_count(l, pairs.slot(k).expect("a counted pair is in the index"), i.count);
+            for (l, v) in lang_pairs.iter().enumerate() {
+                for &(k, c, _) in v {
+                    if c > 0 {
+                        par.set_count(l, pairs.slot(k).expect("a counted pair is in the index"), c);
                     }
-                });
+                }
             }
-            drop(lang_tables);
         }
+        drop(lang_pairs);
         // every pair has a position; a pair only in dev text (count 0) is never picked
         let entries: Vec<(u64, u64)> =
             pairs.iter().filter(|(_, i)| i.count > 0).map(|(k, i)| (i.count as u64, k)).collect();
