@@ -61,10 +61,10 @@ use std::time::Instant;
 use super::encode::{BpeModel, MergeRule};
 use super::heap::Heap;
 use super::pair::{pack, unpack};
-use super::parity::{peek_current, Measure, Parity, Rule, GLOBAL};
+use super::parity::{peek_current, Lose, Measure, Parity, Rule, Slots, GLOBAL};
 use crate::error::{Error, Result};
 use crate::pretok::Pretokenizer;
-use crate::wordcount::WordCounter;
+use crate::wordcount::{SortedPart, WordCounter};
 
 /// Slot tags: below `SPAN` a token id; `SPAN | s` the span marker of a token
 /// covering `s` slots; `SEP | hi`, `SEP | lo` the two separators after a piece
@@ -170,6 +170,8 @@ const EMPTY: u32 = u32::MAX;
 /// The key of a free entry (a pair's key packs two ids below 2^31).
 const FREE: u64 = u64::MAX;
 const MIN_BUCKETS: usize = 16;
+/// How many lookups ahead [`PairIndex::prefetch_ahead`] asks for an entry.
+const INDEX_AHEAD: usize = 4;
 
 impl Default for PairIndex {
     fn default() -> Self {
@@ -220,10 +222,16 @@ impl PairIndex {
         self.find(key).map(|b| &self.entries[self.table[b] as usize].info)
     }
 
-    #[inline]
+    #[cfg(test)]
     fn get_mut(&mut self, key: u64) -> Option<&mut PairInfo> {
-        let b = self.find(key)?;
-        Some(&mut self.entries[self.table[b] as usize].info)
+        self.slot_mut(key).map(|(_, info)| info)
+    }
+
+    /// `key`'s entry number (its slot: [`Slots`]) and info.
+    #[inline]
+    fn slot_mut(&mut self, key: u64) -> Option<(u32, &mut PairInfo)> {
+        let i = self.table[self.find(key)?];
+        Some((i, &mut self.entries[i as usize].info))
     }
 
     /// Put entry number `i` (whose key is `key`) in the first empty bucket
@@ -238,9 +246,9 @@ impl PairIndex {
         self.table[b] = i;
     }
 
-    /// Add `key` (not in the index).
+    /// Add `key` (not in the index); its entry number.
     #[inline]
-    fn insert(&mut self, key: u64, info: PairInfo) {
+    fn insert(&mut self, key: u64, info: PairInfo) -> u32 {
         debug_assert!(key != FREE && self.find(key).is_none(), "a pair is added once");
         if 2 * (self.live + 1) > self.table.len() {
             self.grow();
@@ -258,6 +266,7 @@ impl PairIndex {
         };
         self.live += 1;
         self.place(key, i);
+        i
     }
 
     /// Twice the buckets, refilled from the entries in order (a sequential
@@ -302,9 +311,65 @@ impl PairIndex {
         self.table[hole] = EMPTY;
     }
 
+    /// Hints for a loop over `ids` that looks up `key(ids[j])` at step `j`:
+    /// the home bucket of the key `2 * INDEX_AHEAD` steps ahead, and the entry
+    /// that bucket names `INDEX_AHEAD` steps ahead (its bucket asked for
+    /// earlier). A late merge looks up a few hundred pairs scattered over an
+    /// index of hundreds of MB, two dependent misses each. No effect on the
+    /// result.
+    #[inline(always)]
+    fn prefetch_ahead(&self, ids: &[u32], j: usize, key: impl Fn(u32) -> u64) {
+        if let Some(&far) = ids.get(j + 2 * INDEX_AHEAD) {
+            prefetch(&self.table, self.home(key(far)));
+        }
+        if let Some(&near) = ids.get(j + INDEX_AHEAD) {
+            let i = self.table[self.home(key(near))];
+            if i != EMPTY {
+                prefetch(&self.entries, i as usize);
+            }
+        }
+    }
+
+    /// A hint for an insert of `key` `2 * INDEX_AHEAD` inserts ahead: its
+    /// home bucket, and the free entry it will likely take. No effect on the
+    /// result.
+    #[inline(always)]
+    fn prefetch_insert(&self, key: u64) {
+        prefetch(&self.table, self.home(key));
+        if let Some(&i) = self.free.len().checked_sub(1 + 2 * INDEX_AHEAD).and_then(|k| self.free.get(k)) {
+            prefetch(&self.entries, i as usize);
+        }
+    }
+
     /// Every pair, in entry order.
     fn iter(&self) -> impl Iterator<Item = (u64, &PairInfo)> + '_ {
         self.entries.iter().filter(|e| e.key != FREE).map(|e| (e.key, &e.info))
+    }
+}
+
+/// A pair's entry number is its slot: it keeps it while it lives (growth
+/// moves the table's buckets, not the entries).
+impl Slots for PairIndex {
+    #[inline(always)]
+    fn slot(&self, key: u64) -> Option<u32> {
+        self.find(key).map(|b| self.table[b])
+    }
+
+    #[inline(always)]
+    fn global_at(&self, slot: u32) -> u64 {
+        self.entries[slot as usize].info.count.max(0) as u64
+    }
+
+    fn slots(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn each_slot(&self, mut f: impl FnMut(u32, u64)) {
+        for (i, e) in self.entries.iter().enumerate() {
+            if e.key != FREE {
+                f(i as u32, e.key);
+            }
+        }
     }
 }
 
@@ -371,30 +436,106 @@ impl Layout {
         if w.len() < 2 || c == 0 {
             return Ok(());
         }
-        if w.len() > MASK as usize || self.slots.len() + w.len() + 2 >= NO_POS as usize {
-            return Err(Error::Invalid(format!(
-                "the unique pieces are too long for training (at most {} tokens a piece, {} slots in all, \
-                 two more a piece; use a split pattern)",
-                MASK,
-                NO_POS - 1
-            )));
-        }
-        if c >> 60 != 0 {
-            return Err(Error::Invalid(format!("a piece is counted {c} times; training supports fewer than 2^60")));
-        }
-        if let Some(&t) = w.iter().find(|&&t| t >= id_limit) {
-            return Err(Error::Invalid(format!("token id {t} is not below the first new id {id_limit}")));
-        }
+        check_piece(w, c, self.slots.len() + w.len() + 2, id_limit)?;
         let start = self.slots.len();
         if w.len() > LONG {
             self.long.push((start as u32, c));
         }
         self.slots.extend_from_slice(w);
-        self.slots.push(SEP | (c >> 30) as u32);
-        self.slots.push(SEP | (c as u32 & MASK));
+        self.slots.extend_from_slice(&count_slots(c));
         self.pieces += 1;
         Ok(())
     }
+
+    /// The pieces of `parts` (read one after the other, bytes mapped through
+    /// `byte_ids`) laid out on every thread, as [`Self::push`] would lay them
+    /// out one by one: each part's slots are summed, then each part is written
+    /// into its own range of the arena. (One thread pushing 10.8 M pieces, 184 M
+    /// slots, took ~2 s of the 2 GB setup: a stream of page faults and stores.)
+    /// An arena of more slots than fit is left to `push`, which names the piece.
+    fn of_parts(parts: &[SortedPart], byte_ids: &[u32; 256], id_limit: u32) -> Result<Self> {
+        let kept = |(w, c): &(&[u8], u64)| w.len() >= 2 && *c != 0;
+        let sizes: Vec<(usize, usize)> = parts
+            .par_iter()
+            .map(|p| p.iter().filter(kept).fold((0, 0), |(s, n), (w, _)| (s + w.len() + 2, n + 1)))
+            .collect();
+        let total = 1 + sizes.iter().map(|s| s.0).sum::<usize>();
+        if total >= NO_POS as usize {
+            let mut lay = Layout::new(0);
+            let mut ids: Vec<u32> = Vec::new();
+            for (w, c) in parts.iter().flat_map(|p| p.iter()) {
+                ids.clear();
+                ids.extend(w.iter().map(|&x| byte_ids[x as usize]));
+                lay.push(&ids, c, id_limit)?;
+            }
+            unreachable!("{total} slots do not fit, so a push refused");
+        }
+        // zeroed pages are mapped, not written: each thread faults in its own
+        let mut slots = vec![0u32; total];
+        slots[0] = SEP | MASK;
+        let mut outs: Vec<(usize, &mut [u32])> = Vec::with_capacity(parts.len());
+        let mut rest = &mut slots[1..];
+        let mut base = 1;
+        for &(n, _) in &sizes {
+            let (out, tail) = rest.split_at_mut(n);
+            outs.push((base, out));
+            rest = tail;
+            base += n;
+        }
+        let longs: Vec<Result<Vec<(u32, u64)>>> = parts
+            .par_iter()
+            .zip(outs)
+            .map(|(part, (base, out))| {
+                let mut long = Vec::new();
+                let mut at = 0;
+                for (w, c) in part.iter().filter(kept) {
+                    let n = w.len();
+                    let dst = &mut out[at..at + n + 2];
+                    for (d, &x) in dst.iter_mut().zip(w) {
+                        *d = byte_ids[x as usize];
+                    }
+                    check_piece(&dst[..n], c, base + at + n + 2, id_limit)?;
+                    dst[n..].copy_from_slice(&count_slots(c));
+                    if n > LONG {
+                        long.push(((base + at) as u32, c));
+                    }
+                    at += n + 2;
+                }
+                Ok(long)
+            })
+            .collect();
+        let mut long = Vec::new();
+        for l in longs {
+            long.extend(l?);
+        }
+        Ok(Layout { slots, long, pieces: sizes.iter().map(|s| s.1).sum() })
+    }
+}
+
+/// Why piece `w` (token ids) counted `c` cannot end just before slot `end`
+/// of the arena, if it cannot.
+fn check_piece(w: &[u32], c: u64, end: usize, id_limit: u32) -> Result<()> {
+    if w.len() > MASK as usize || end >= NO_POS as usize {
+        return Err(Error::Invalid(format!(
+            "the unique pieces are too long for training (at most {} tokens a piece, {} slots in all, \
+             two more a piece; use a split pattern)",
+            MASK,
+            NO_POS - 1
+        )));
+    }
+    if c >> 60 != 0 {
+        return Err(Error::Invalid(format!("a piece is counted {c} times; training supports fewer than 2^60")));
+    }
+    if let Some(&t) = w.iter().find(|&&t| t >= id_limit) {
+        return Err(Error::Invalid(format!("token id {t} is not below the first new id {id_limit}")));
+    }
+    Ok(())
+}
+
+/// The two separator slots after a piece counted `c` (below 2^60).
+#[inline(always)]
+fn count_slots(c: u64) -> [u32; 2] {
+    [SEP | (c >> 30) as u32, SEP | (c as u32 & MASK)]
 }
 
 impl Trainer {
@@ -431,11 +572,15 @@ impl Trainer {
         let Layout { mut slots, long, .. } = lay;
         slots.shrink_to_fit();
         // Pass 1: every adjacent pair's count and number of positions (with
-        // parity: a dev occurrence weighs 0, a training one also counts for its
-        // language). Plain training counts on every thread, each over a range of
-        // whole pieces into a table of its own (pairs of bytes at first: small).
-        let threads = if parity.is_some() { 1 } else { rayon::current_num_threads() };
-        let ranges: Vec<(usize, usize)> = {
+        // parity: a dev occurrence weighs 0). Counted on every thread, each
+        // over a range of whole pieces into a table of its own (pairs of bytes
+        // at first: small); with parity a range is a language's segment, so
+        // its table holds the language's counts (one pass, no probe per
+        // position into a per-language map).
+        let threads = rayon::current_num_threads();
+        let ranges: Vec<(usize, usize)> = if let Some(par) = parity.as_deref() {
+            par.seg_start.windows(2).map(|w| (w[0] as usize, w[1] as usize)).collect()
+        } else {
             let arena = Arena::of(&mut slots);
             let len = arena.0.len();
             let mut cuts = vec![1];
@@ -451,19 +596,30 @@ impl Trainer {
             cuts.windows(2).map(|c| (c[0], c[1])).collect()
         };
         let ids = next_id; // every id of the arena is below it (`Layout::push`)
-        let mut tables: Vec<PairTable> = match parity.as_deref_mut() {
-            Some(par) => {
-                let each = |p: usize, key: u64, c: u64| {
-                    // parity: the training count weighs, the dev count does not
-                    let (t, _dev) = split_counts(c);
-                    if t > 0 {
-                        par.add(par.lang_of(p) as u32, key, t as i64, false);
-                    }
-                    t as i64
-                };
-                vec![count_pairs(&slots, ranges[0], ids, each)]
+                           // parity: each language's (pair, count, positions), its table freed
+                           // at once (a table of byte pairs is 6 MB: one per language held at
+                           // once set the run's peak), then one table of them all
+        let mut lang_pairs: Vec<Vec<(u64, i64, u32)>> = Vec::new();
+        let mut tables: Vec<PairTable> = if parity.is_some() {
+            lang_pairs = ranges
+                .par_iter()
+                .map(|&r| {
+                    // the training count weighs, the dev count does not
+                    let mut t = count_pairs(&slots, r, ids, |_, _, c| split_counts(c).0 as i64);
+                    let mut v = Vec::new();
+                    t.each(|k, i| v.push((k, i.count, i.len)));
+                    v
+                })
+                .collect();
+            let mut all = PairTable::new(ids);
+            for &(k, c, n) in lang_pairs.iter().flatten() {
+                let g = all.entry(k);
+                g.count += c;
+                g.len += n;
             }
-            None => ranges.par_iter().map(|&r| count_pairs(&slots, r, ids, |_, _, c| c as i64)).collect(),
+            vec![all]
+        } else {
+            ranges.par_iter().map(|&r| count_pairs(&slots, r, ids, |_, _, c| c as i64)).collect()
         };
         // Pass 2: the positions, pair after pair in the pool, ascending (a
         // range's positions of a pair after those of the ranges before it).
@@ -489,7 +645,9 @@ impl Trainer {
         let mut pool = vec![0u32; off];
         let to = Arena::of(&mut pool);
         if tables.is_empty() {
-            place_pairs(&slots, ranges[0], &mut all, to);
+            // one range, or parity's languages: the whole arena
+            let whole = (ranges[0].0, ranges[ranges.len() - 1].1);
+            place_pairs(&slots, whole, &mut all, to);
         } else {
             // each range's cursor of a pair starts where the ranges before it end
             for t in tables.iter_mut() {
@@ -504,12 +662,23 @@ impl Trainer {
         all.each(|_, info| info.off -= info.len as usize); // past its positions, by the cursors above
         drop(tables);
         let pairs = all.into_index();
+        if let Some(par) = parity.as_deref_mut() {
+            par.start_counts(&pairs);
+            for (l, v) in lang_pairs.iter().enumerate() {
+                for &(k, c, _) in v {
+                    if c > 0 {
+                        par.set_count(l, pairs.slot(k).expect("a counted pair is in the index"), c);
+                    }
+                }
+            }
+        }
+        drop(lang_pairs);
         // every pair has a position; a pair only in dev text (count 0) is never picked
         let entries: Vec<(u64, u64)> =
             pairs.iter().filter(|(_, i)| i.count > 0).map(|(k, i)| (i.count as u64, k)).collect();
         let heap = Heap::from_vec(entries, &better(tie, &tokens));
         if let Some(par) = parity.as_deref_mut() {
-            par.build_heaps(&better(tie, &tokens));
+            par.build_heaps(&pairs, &better(tie, &tokens));
         }
         Trainer {
             slots,
@@ -593,19 +762,17 @@ impl Trainer {
                 let cmp = better(self.tie, &self.tokens);
                 let pairs = &self.pairs;
                 // peeked: it stays a candidate for later merges
-                let current = |k: u64| pairs.get(k).map(|i| i.count).filter(|&c| c > 0).map(|c| c as u64);
+                let current =
+                    |e: &(u64, u64)| pairs.get(e.1).map(|i| i.count).filter(|&c| c > 0).map(|c| (c as u64, e.1));
                 let (count, key) = peek_current(&mut self.heap, current, &cmp)?;
                 if count < self.min_frequency {
                     return None;
                 }
-                let global = |k: u64| pairs.get(k).map_or(0, |i| i.count.max(0) as u64);
-                return Some((par.pick_excess(&cmp, self.min_frequency, key, &global), 0));
+                return Some((par.pick_excess(&cmp, self.min_frequency, key, pairs), 0));
             }
             if parity_phase && !par.global_now() {
                 let cmp = better(self.tie, &self.tokens);
-                let pairs = &self.pairs;
-                let global = |k: u64| pairs.get(k).map_or(0, |i| i.count.max(0) as u64);
-                return par.pick(&cmp, self.min_frequency, &global).map(|k| (k, 0));
+                return par.pick(&cmp, self.min_frequency, &self.pairs).map(|k| (k, 0));
             }
             let got = Self::pick_global(&mut self.heap, &self.pairs, self.tie, &self.tokens, self.min_frequency);
             if got.is_some() {
@@ -657,18 +824,27 @@ impl Trainer {
 
         let info = *self.pairs.get(pair).expect("the picked pair is in the index");
         let positions = &self.pool[info.off..info.off + info.len as usize];
-        if self.parity.is_some() {
+        if let Some(mut par) = self.parity.take() {
+            // Parity: one walk, which sums the losses per neighbour as plain
+            // training's does, and beside them per language (`LangLost`); the
+            // new pairs' per-language counts follow them into the index.
             let mut fr = std::mem::take(&mut self.fresher);
+            let (frs, mut losts) = std::mem::take(&mut self.scratch);
+            losts.resize_with(losts.len().max(1), Lost::default);
+            let lost = &mut losts[0];
             fr.begin(z);
-            if let Some(par) = self.parity.as_deref_mut() {
-                par.begin_merge(pair);
-            }
-            let mut sink =
-                Direct { pairs: &mut self.pairs, stale: &mut self.stale, parity: self.parity.as_deref_mut() };
+            lost.begin(z);
+            par.begin_merge(z);
+            let mut sink = LangLost { lost, par: &mut par };
             walk(Arena::of(&mut self.slots), &self.long, positions, (a, b, z), pair, &mut sink, &mut fr);
-            self.place_fresh(std::slice::from_ref(&fr));
+            apply_lost(&mut self.pairs, &mut self.stale, lost, (a, b), Some(&mut par));
+            let slots = self.place_fresh(std::slice::from_ref(&fr));
+            let fresh = fr.fresh.iter().zip(&slots).map(|(f, &s)| (f.key, (f.live > 0).then_some(s as u32)));
+            par.after_merge(fresh, &self.pairs, &better(self.tie, &self.tokens), HEAP_SLACK);
             fr.clear();
             self.fresher = fr;
+            self.scratch = (frs, losts);
+            self.parity = Some(par);
         } else {
             // A merge over many positions (the first merges touch most pieces)
             // runs on every thread: the positions cut at piece boundaries, each
@@ -700,7 +876,7 @@ impl Trainer {
             for lost in &mut rest[..n - 1] {
                 first[0].absorb(lost);
             }
-            self.apply_lost(&mut first[0], (a, b));
+            apply_lost(&mut self.pairs, &mut self.stale, &mut first[0], (a, b), None);
             self.place_fresh(&frs[..n]);
             for fr in &mut frs[..n] {
                 fr.clear();
@@ -717,47 +893,14 @@ impl Trainer {
                 self.pairs.iter().filter(|(_, i)| i.count > 0).map(|(k, i)| (i.count as u64, k)).collect();
             self.heap = Heap::from_vec(entries, &better(self.tie, &self.tokens));
         }
-        if let Some(par) = self.parity.as_deref_mut() {
-            let pairs = &self.pairs;
-            let global = |k: u64| pairs.get(k).map_or(0, |i| i.count.max(0) as u64);
-            par.after_merge(&better(self.tie, &self.tokens), HEAP_SLACK, &global);
-        }
-    }
-
-    /// What the walks of the merge of (a, b) took from the existing pairs,
-    /// pair by pair (a pair with no occurrence left leaves the index); `lost`
-    /// is cleared.
-    fn apply_lost(&mut self, lost: &mut Lost, (a, b): (u32, u32)) {
-        let mut take = |key: u64, (w, dead): (i64, u32)| {
-            let info = self.pairs.get_mut(key).expect("a live occurrence's pair is counted");
-            info.count -= w;
-            info.live -= dead;
-            self.stale += dead as usize;
-            if info.live == 0 {
-                // every position of it is stale now, and counted so
-                debug_assert_eq!(info.count, 0);
-                self.pairs.remove(key);
-            }
-        };
-        // Each (x, a) and (b, y) at most once (they may be one pair, or the
-        // merged pair itself: a pair's losses then come in parts, each of at
-        // least one occurrence, so none of them leaves it without any).
-        for x in lost.left_ids.drain(..) {
-            take(pack(x, a), std::mem::take(&mut lost.left[x as usize]));
-        }
-        for y in lost.right_ids.drain(..) {
-            take(pack(b, y), std::mem::take(&mut lost.right[y as usize]));
-        }
-        if lost.pair.1 > 0 {
-            take(pack(a, b), std::mem::take(&mut lost.pair));
-        }
     }
 
     /// The pairs the merge under way created (`frs`: one list per walk, the
     /// walks in arena order): their positions into the pool (each pair's
     /// ascending, pairs in key order for a deterministic layout), then into
-    /// the index and the heap.
-    fn place_fresh(&mut self, frs: &[Fresher]) {
+    /// the index and the heap. Returns each one's slot in the index (by its
+    /// index in the list; `usize::MAX` for a pair with no occurrence left).
+    fn place_fresh(&mut self, frs: &[Fresher]) -> Vec<usize> {
         // one list over every walk; `to[t][i]`: walk t's pair i in it
         let mut merged: Vec<Fresh> = Vec::new();
         let mut to: Vec<Vec<u32>> = Vec::new();
@@ -856,16 +999,21 @@ impl Trainer {
             }
         }
         let mut off = base;
-        for &i in &order {
+        for (j, &i) in order.iter().enumerate() {
+            if let Some(&far) = order.get(j + 2 * INDEX_AHEAD) {
+                self.pairs.prefetch_insert(fresh[far as usize].key);
+            }
             let f = &fresh[i as usize];
             off += f.n as usize;
             self.stale += (f.n - f.live) as usize;
-            self.pairs.insert(f.key, PairInfo { count: f.count, off: off - f.n as usize, len: f.n, live: f.live });
+            let info = PairInfo { count: f.count, off: off - f.n as usize, len: f.n, live: f.live };
+            start[i as usize] = self.pairs.insert(f.key, info) as usize;
             if f.count > 0 {
                 let cmp = better(self.tie, &self.tokens);
                 self.heap.push((f.count as u64, f.key), &cmp);
             }
         }
+        start
     }
 
     /// Drop the stale positions and the ranges of dead pairs from the pool, in
@@ -874,13 +1022,72 @@ impl Trainer {
     /// stale are checked, slot by slot; the others move whole, stale entries
     /// and all (so what stays stale is at most an eighth of the pool, below the
     /// quarter that starts a compaction).
+    ///
+    /// The checked ranges, cut into chunks, are first compacted each within
+    /// itself on every thread (a chunk's positions move down inside the
+    /// chunk), then every range moves down in pool order on one thread (a
+    /// `memmove`, no miss). The live pairs are listed by entry number, so
+    /// their infos are read and written without a probe of the index (at 2 GB
+    /// a late compaction lists 5.4 M pairs; four probes a pair, and the checks
+    /// on one thread, made the compactions ~a quarter of the late merges' time
+    /// and ~2 s of the first thousand's).
     fn compact_pool(&mut self) {
-        let mut live: Vec<(usize, u64)> = self.pairs.iter().map(|(k, i)| (i.off, k)).collect();
+        let entries = &mut self.pairs.entries;
+        let mut live: Vec<(usize, u32)> =
+            entries.iter().enumerate().filter(|(_, e)| e.key != FREE).map(|(i, e)| (e.info.off, i as u32)).collect();
         live.sort_unstable();
+        // the checked ranges' chunks: (first entry, length, pair), in pool order
+        let mut chunks: Vec<(usize, u32, u64)> = Vec::new();
+        for &(off, i) in &live {
+            let e = &entries[i as usize];
+            let len = e.info.len as usize;
+            if 8 * (len - e.info.live as usize) >= len {
+                for from in (off..off + len).step_by(COMPACT_CHUNK) {
+                    chunks.push((from, (off + len - from).min(COMPACT_CHUNK) as u32, e.key));
+                }
+            }
+        }
+        let slots = &self.slots[..];
+        let pool = Arena::of(&mut self.pool);
+        // each chunk's positions that are still occurrences, to its front
+        let keep = |&(from, n, key): &(usize, u32, u64)| -> u32 {
+            let (a, b) = unpack(key);
+            let end = from + n as usize;
+            let mut w = from;
+            for j in from..end {
+                if j + COMPACT_PREFETCH < end {
+                    prefetch(slots, pool.get(j + COMPACT_PREFETCH) as usize);
+                }
+                let p = pool.get(j) as usize;
+                let valid = slots[p] == a && {
+                    let x = slots[p + 1];
+                    let q = if x >= SEP {
+                        None
+                    } else if x >= SPAN {
+                        Some(p + (x & MASK) as usize).filter(|&q| slots[q] < SEP)
+                    } else {
+                        Some(p + 1)
+                    };
+                    q.is_some_and(|q| slots[q] == b)
+                };
+                if valid {
+                    pool.set(w, p as u32);
+                    w += 1;
+                }
+            }
+            (w - from) as u32
+        };
+        let checked: usize = chunks.iter().map(|c| c.1 as usize).sum();
+        let kept: Vec<u32> = if rayon::current_num_threads() > 1 && checked >= PAR_MIN {
+            chunks.par_iter().map(keep).collect()
+        } else {
+            chunks.iter().map(keep).collect()
+        };
         let mut w = 0usize;
         let mut stale = 0usize;
-        for (off, key) in live {
-            let info = self.pairs.get_mut(key).expect("listed above");
+        let mut next = chunks.iter().zip(kept);
+        for (off, i) in live {
+            let info = &mut entries[i as usize].info;
             let len = info.len as usize;
             let dead = len - info.live as usize;
             let new_off = w;
@@ -889,31 +1096,14 @@ impl Trainer {
                 w += len;
                 stale += dead;
             } else {
-                let (a, b) = unpack(key);
-                for j in off..off + len {
-                    if j + COMPACT_PREFETCH < off + len {
-                        prefetch(&self.slots, self.pool[j + COMPACT_PREFETCH] as usize);
-                    }
-                    let p = self.pool[j] as usize;
-                    let s = &self.slots;
-                    let valid = s[p] == a && {
-                        let x = s[p + 1];
-                        let q = if x >= SEP {
-                            None
-                        } else if x >= SPAN {
-                            Some(p + (x & MASK) as usize).filter(|&q| s[q] < SEP)
-                        } else {
-                            Some(p + 1)
-                        };
-                        q.is_some_and(|q| s[q] == b)
-                    };
-                    if valid {
-                        self.pool[w] = p as u32;
-                        w += 1;
-                    }
+                let mut left = len;
+                while left > 0 {
+                    let (&(from, n, _), k) = next.next().expect("a chunk of each checked range");
+                    self.pool.copy_within(from..from + k as usize, w);
+                    w += k as usize;
+                    left -= n as usize;
                 }
             }
-            let info = self.pairs.get_mut(key).expect("listed above");
             info.off = new_off;
             info.len = (w - new_off) as u32;
             debug_assert!(info.len == info.live || 8 * dead < len);
@@ -922,6 +1112,13 @@ impl Trainer {
         self.stale = stale;
     }
 }
+
+/// Compaction checks the positions of a range in chunks of at most this many
+/// (the chunks of every range are spread over the threads).
+#[cfg(not(test))]
+const COMPACT_CHUNK: usize = 1 << 16;
+#[cfg(test)]
+const COMPACT_CHUNK: usize = 3;
 
 /// How many positions ahead compaction prefetches (a stream of independent
 /// misses: the further, the more of them in flight).
@@ -932,7 +1129,7 @@ const PREFETCH: usize = 8;
 
 /// A hint to load the cache line of `v[i]`; no effect on the result.
 #[inline(always)]
-fn prefetch<T>(v: &[T], i: usize) {
+pub(super) fn prefetch<T>(v: &[T], i: usize) {
     #[cfg(target_arch = "x86_64")]
     if i < v.len() {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
@@ -1114,26 +1311,28 @@ impl Fresher {
         }
     }
 
-    /// (x, z) gains an occurrence of weight `w` at `pos`.
+    /// (x, z) gains an occurrence of weight `w` at `pos`; its index in `fresh`.
     #[inline(always)]
-    fn add_left(&mut self, x: u32, w: i64, pos: u32) {
+    fn add_left(&mut self, x: u32, w: i64, pos: u32) -> u32 {
         let mut i = self.left[x as usize];
         if i == 0 {
             i = self.make(pack(x, self.z));
             self.left[x as usize] = i;
         }
         self.gain(i - 1, w, pos);
+        i - 1
     }
 
-    /// (z, y) gains an occurrence of weight `w` at `pos`.
+    /// (z, y) gains an occurrence of weight `w` at `pos`; its index in `fresh`.
     #[inline(always)]
-    fn add_right(&mut self, y: u32, w: i64, pos: u32) {
+    fn add_right(&mut self, y: u32, w: i64, pos: u32) -> u32 {
         let mut i = self.right[y as usize];
         if i == 0 {
             i = self.make(pack(self.z, y));
             self.right[y as usize] = i;
         }
         self.gain(i - 1, w, pos);
+        i - 1
     }
 
     /// A new entry of `fresh` for `key`: 1 + its index.
@@ -1155,12 +1354,12 @@ impl Fresher {
         }
     }
 
-    /// The entry of (z, y), made earlier in this walk.
+    /// The index in `fresh` of (z, y), made earlier in this walk.
     #[inline(always)]
-    fn right_of(&mut self, y: u32) -> &mut Fresh {
+    fn right_of(&self, y: u32) -> u32 {
         let i = self.right[y as usize];
         debug_assert!(i > 0, "(z, y) was made by the previous occurrence");
-        &mut self.fresh[i as usize - 1]
+        i - 1
     }
 
     fn clear(&mut self) {
@@ -1191,74 +1390,60 @@ trait Sink {
     fn lose_left(&mut self, x: u32, key: u64, w: i64, lang: u32);
     /// One occurrence of `key` = (b, y) is gone.
     fn lose_right(&mut self, y: u32, key: u64, w: i64, lang: u32);
-    /// Parity: `lang`'s count of `key` changes by `w` (`fresh`: a pair the merge made).
-    fn lang(&mut self, lang: u32, key: u64, w: i64, fresh: bool);
+    /// Parity: the new pair at index `i` of the walk's list changes by `w`
+    /// in `lang` (NO_LANG: no language's training count).
+    fn fresh(&mut self, lang: u32, i: u32, w: i64);
 }
 
-/// Parity training's merge: counts change in the index itself, occurrence
-/// by occurrence (each also changes its language's counts).
-struct Direct<'a> {
-    pairs: &'a mut PairIndex,
-    stale: &'a mut usize,
-    parity: Option<&'a mut Parity>,
+/// Parity training's walk: plain training's sums of what the existing pairs
+/// lose ([`Lost`]), the same sums per language and the new pairs' gains per
+/// language in the parity state ([`Parity::lose_left`] and the next ones),
+/// and each occurrence's dev tokens off its language's count.
+struct LangLost<'a> {
+    lost: &'a mut Lost,
+    par: &'a mut Parity,
 }
 
-impl Direct<'_> {
-    /// A pair with no occurrence left leaves the index. (A dev occurrence
-    /// weighs 0, so a pair may live on dev text alone.)
-    #[inline(always)]
-    fn lose(&mut self, key: u64, w: i64, lang: u32) {
-        let info = self.pairs.get_mut(key).expect("a live occurrence's pair is counted");
-        info.count -= w;
-        info.live -= 1;
-        *self.stale += 1;
-        if info.live == 0 {
-            // every position of it is stale now, and counted so
-            debug_assert_eq!(info.count, 0);
-            self.pairs.remove(key);
-        }
-        self.lang(lang, key, -w, false);
-    }
-}
-
-impl Sink for Direct<'_> {
+impl Sink for LangLost<'_> {
     #[inline(always)]
     fn weigh(&mut self, p: usize, c: u64) -> (i64, u32) {
         // the occurrence's weight in the training counts, and its language
-        // (parity: its training count weighs, its dev count shortens its
-        // language's dev text; a piece only in dev text weighs 0)
-        match self.parity.as_deref_mut() {
-            None => (c as i64, NO_LANG),
-            Some(par) => {
-                let l = par.lang_at(p);
-                let (t, dev) = split_counts(c);
-                par.dev_tokens[l] -= dev;
-                (t as i64, if t > 0 { l as u32 } else { NO_LANG })
-            }
-        }
+        // (its training count weighs, its dev count shortens its language's
+        // dev text; a piece only in dev text weighs 0)
+        let l = self.par.lang_at(p);
+        let (t, dev) = split_counts(c);
+        self.par.dev_tokens[l] -= dev;
+        (t as i64, if t > 0 { l as u32 } else { NO_LANG })
     }
 
     #[inline(always)]
     fn lose_pair(&mut self, key: u64, w: i64, lang: u32) {
-        self.lose(key, w, lang)
-    }
-
-    #[inline(always)]
-    fn lose_left(&mut self, _x: u32, key: u64, w: i64, lang: u32) {
-        self.lose(key, w, lang)
-    }
-
-    #[inline(always)]
-    fn lose_right(&mut self, _y: u32, key: u64, w: i64, lang: u32) {
-        self.lose(key, w, lang)
-    }
-
-    #[inline(always)]
-    fn lang(&mut self, lang: u32, key: u64, w: i64, fresh: bool) {
+        self.lost.lose_pair(key, w, lang);
         if lang != NO_LANG {
-            if let Some(par) = self.parity.as_deref_mut() {
-                par.add(lang, key, w, fresh);
-            }
+            self.par.lose_pair(lang, w);
+        }
+    }
+
+    #[inline(always)]
+    fn lose_left(&mut self, x: u32, key: u64, w: i64, lang: u32) {
+        self.lost.lose_left(x, key, w, lang);
+        if lang != NO_LANG {
+            self.par.lose_left(x, lang, w);
+        }
+    }
+
+    #[inline(always)]
+    fn lose_right(&mut self, y: u32, key: u64, w: i64, lang: u32) {
+        self.lost.lose_right(y, key, w, lang);
+        if lang != NO_LANG {
+            self.par.lose_right(y, lang, w);
+        }
+    }
+
+    #[inline(always)]
+    fn fresh(&mut self, lang: u32, i: u32, w: i64) {
+        if lang != NO_LANG {
+            self.par.gain(i, lang, w);
         }
     }
 }
@@ -1343,7 +1528,7 @@ impl Sink for Lost {
     }
 
     #[inline(always)]
-    fn lang(&mut self, _lang: u32, _key: u64, _w: i64, _fresh: bool) {}
+    fn fresh(&mut self, _lang: u32, _i: u32, _w: i64) {}
 }
 
 /// Merge `pair` = (a, b) into z at each of `positions` that is still an
@@ -1380,29 +1565,77 @@ fn walk<S: Sink>(
         sink.lose_pair(pair, w, lang);
         if let Some(x) = x {
             let xi = arena.get(x);
-            let old = pack(xi, a);
             if xi == z {
                 // (z, a) was made by the previous occurrence
-                let f = fr.right_of(a);
+                let i = fr.right_of(a);
+                let f = &mut fr.fresh[i as usize];
                 f.count -= w;
                 f.live -= 1;
-                sink.lang(lang, old, -w, false);
+                sink.fresh(lang, i, -w);
             } else {
-                sink.lose_left(xi, old, w, lang);
+                sink.lose_left(xi, pack(xi, a), w, lang);
             }
-            sink.lang(lang, pack(xi, z), w, true);
-            fr.add_left(xi, w, x as u32);
+            let i = fr.add_left(xi, w, x as u32);
+            sink.fresh(lang, i, w);
         }
         if let Some(r) = r {
             let yi = arena.get(r);
             sink.lose_right(yi, pack(b, yi), w, lang);
-            sink.lang(lang, pack(z, yi), w, true);
-            fr.add_right(yi, w, p as u32);
+            let i = fr.add_right(yi, w, p as u32);
+            sink.fresh(lang, i, w);
         }
         arena.set(q, SPAN | s);
         arena.set(p, z);
         arena.set(p + 1, SPAN | s);
         arena.set(p + s as usize - 1, SPAN | s);
+    }
+}
+
+/// What the walks of the merge of (a, b) took from the existing pairs, pair
+/// by pair (a pair with no occurrence left leaves the index; with parity, its
+/// row of language counts loses what the walk summed per language first);
+/// `lost` is cleared.
+fn apply_lost(
+    pairs: &mut PairIndex,
+    stale: &mut usize,
+    lost: &mut Lost,
+    (a, b): (u32, u32),
+    mut parity: Option<&mut Parity>,
+) {
+    let mut take = |pairs: &mut PairIndex, key: u64, (w, dead): (i64, u32), at: Lose| {
+        let (slot, info) = pairs.slot_mut(key).expect("a live occurrence's pair is counted");
+        info.count -= w;
+        info.live -= dead;
+        *stale += dead as usize;
+        let gone = info.live == 0;
+        if let Some(par) = parity.as_deref_mut() {
+            par.apply_loss(slot, at);
+        }
+        if gone {
+            // every position of it is stale now, and counted so
+            debug_assert_eq!(pairs.get(key).map(|i| i.count), Some(0));
+            pairs.remove(key);
+        }
+    };
+    // Each (x, a) and (b, y) at most once (they may be one pair, or the
+    // merged pair itself: a pair's losses then come in parts, each of at
+    // least one occurrence, so none of them leaves it without any).
+    let left = std::mem::take(&mut lost.left_ids);
+    for (j, &x) in left.iter().enumerate() {
+        pairs.prefetch_ahead(&left, j, |x| pack(x, a));
+        take(pairs, pack(x, a), std::mem::take(&mut lost.left[x as usize]), Lose::Left(x));
+    }
+    lost.left_ids = left;
+    lost.left_ids.clear();
+    let right = std::mem::take(&mut lost.right_ids);
+    for (j, &y) in right.iter().enumerate() {
+        pairs.prefetch_ahead(&right, j, |y| pack(b, y));
+        take(pairs, pack(b, y), std::mem::take(&mut lost.right[y as usize]), Lose::Right(y));
+    }
+    lost.right_ids = right;
+    lost.right_ids.clear();
+    if lost.pair.1 > 0 {
+        take(pairs, pack(a, b), std::mem::take(&mut lost.pair), Lose::Pair);
     }
 }
 
@@ -1567,17 +1800,15 @@ impl Trainer {
         let model = BpeModel::new(byte_ids, merges, vec![], Pretokenizer::Whole, MergeRule::Pairs)?;
         let tokens: Vec<Vec<u8>> =
             (0..next_id).map(|i| model.id_bytes(i).map(|x| x.to_vec()).unwrap_or_default()).collect();
-        let slots_hint: usize = counter.pieces().filter(|(w, _)| w.len() >= 2).map(|(w, _)| w.len() + 2).sum();
-        let sorted = counter.into_sorted_pieces();
-        let mut lay = Layout::new(slots_hint.min(NO_POS as usize));
-        let mut ids: Vec<u32> = Vec::new();
-        if merges.is_empty() {
-            for (w, c) in sorted.iter() {
-                ids.clear();
-                ids.extend(w.iter().map(|&x| byte_ids[x as usize]));
-                lay.push(&ids, c, next_id)?;
-            }
+        let lay = if merges.is_empty() {
+            let sorted = counter.into_sorted_pieces();
+            let lay = Layout::of_parts(&sorted.parts(rayon::current_num_threads()), byte_ids, next_id)?;
+            drop(sorted);
+            lay
         } else {
+            let slots_hint: usize = counter.pieces().filter(|(w, _)| w.len() >= 2).map(|(w, _)| w.len() + 2).sum();
+            let sorted = counter.into_sorted_pieces();
+            let mut lay = Layout::new(slots_hint.min(NO_POS as usize));
             // earlier merges applied in parallel, a batch of pieces at a time
             const BATCH: usize = 1 << 14;
             let mut it = sorted.iter();
@@ -1599,8 +1830,8 @@ impl Trainer {
                     lay.push(w, *c, next_id)?;
                 }
             }
-        }
-        drop(sorted);
+            lay
+        };
         crate::wordcount::release_free_memory();
         Ok(Trainer::from_layout(lay, tokens, next_id, num_merges, tie, min_frequency, None))
     }
@@ -2085,8 +2316,8 @@ mod tests {
         let par = t.parity.as_deref().unwrap();
         let mut sum: FxHashMap<u64, i64> = FxHashMap::default();
         for l in 0..par.langs {
-            for (&k, &c) in par.counts(l) {
-                *sum.entry(k).or_default() += c;
+            for (c, k) in par.counts(&t.pairs, l) {
+                *sum.entry(k).or_default() += c as i64;
             }
         }
         for (k, info) in t.pairs.iter() {
