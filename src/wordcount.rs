@@ -824,13 +824,14 @@ impl WordCounter {
         }
         let bytes: usize = texts.iter().map(|t| t.as_ref().len()).sum();
         let groups = even_groups(texts, |t| t.as_ref().len(), bytes);
+        let fresh = !self.holds();
         self.make_held();
         let (pretok, held) = (&self.pretok, &self.held);
         let locals: Vec<Result<Scattered<'_>>> = groups
             .par_iter()
             .map(|g| count_docs(pretok, None, g.iter().map(|t| t.as_ref()), bytes / groups.len(), &mut held_of(held)))
             .collect();
-        self.absorb(locals, false)?;
+        self.absorb(locals, false, fresh)?;
         self.total_bytes += bytes as u64;
         Ok(())
     }
@@ -879,6 +880,7 @@ impl WordCounter {
             .collect();
         let Some(texts) = texts else { return Ok(None) };
         // 2. split and count
+        let fresh = !self.holds();
         self.make_held();
         let (pretok, held) = (&self.pretok, &self.held);
         let locals: Vec<Result<Scattered<'_>>> = texts
@@ -889,7 +891,7 @@ impl WordCounter {
                 count_docs(pretok, Some(buf), docs, buf.len(), &mut held_of(held))
             })
             .collect();
-        self.absorb(locals, hold)?;
+        self.absorb(locals, hold, fresh)?;
         self.total_bytes += texts.iter().map(|t| t.0.len() as u64).sum::<u64>();
         Ok(Some(nlines))
     }
@@ -936,14 +938,22 @@ impl WordCounter {
     }
 
     /// Add the per-group counts of `add_texts` / `add_jsonl_block`, and flush
-    /// the held ones unless `hold`. The first error wins; the held counts are
-    /// then flushed, and hold part of the failed call's pieces (before the
-    /// held tables, the call added none): a failed count is not resumed.
-    fn absorb(&mut self, locals: Vec<Result<Scattered<'_>>>, hold: bool) -> Result<()> {
+    /// the held ones unless `hold`. The first error wins. A failed call adds
+    /// nothing when it started with nothing held (`fresh`: its held tables,
+    /// made for it, are dropped with its groups' counts -- so `add_texts`
+    /// never leaves part of a failed call counted); after earlier calls with
+    /// `hold` the held tables mix their counts with the failed call's and are
+    /// flushed, keeping the earlier counts and part of the failed call's
+    /// (the file reader that holds stops at the first error).
+    fn absorb(&mut self, locals: Vec<Result<Scattered<'_>>>, hold: bool, fresh: bool) -> Result<()> {
         let locals: Vec<Scattered<'_>> = match locals.into_iter().collect::<Result<_>>() {
             Ok(l) => l,
             Err(e) => {
-                self.flush();
+                if fresh {
+                    self.held.clear();
+                } else {
+                    self.flush();
+                }
                 return Err(e);
             }
         };
