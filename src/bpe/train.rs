@@ -841,23 +841,21 @@ impl Trainer {
         // Each (x, a) and (b, y) at most once (they may be one pair, or the
         // merged pair itself: a pair's losses then come in parts, each of at
         // least one occurrence, so none of them leaves it without any).
-        let left = std::mem::take(&mut lost.left_ids);
-        for (j, &x) in left.iter().enumerate() {
-            self.pairs.prefetch_ahead(&left, j, |x| pack(x, a));
-            self.take_lost(pack(x, a), std::mem::take(&mut lost.left[x as usize]));
-        }
-        lost.left_ids = left;
-        lost.left_ids.clear();
-        let right = std::mem::take(&mut lost.right_ids);
-        for (j, &y) in right.iter().enumerate() {
-            self.pairs.prefetch_ahead(&right, j, |y| pack(b, y));
-            self.take_lost(pack(b, y), std::mem::take(&mut lost.right[y as usize]));
-        }
-        lost.right_ids = right;
-        lost.right_ids.clear();
+        self.take_side(&mut lost.left_ids, &mut lost.left, |x| pack(x, a));
+        self.take_side(&mut lost.right_ids, &mut lost.right, |y| pack(b, y));
         if lost.pair.1 > 0 {
             self.take_lost(pack(a, b), std::mem::take(&mut lost.pair));
         }
+    }
+
+    /// The losses of one side, `lost[i]` for each `i` of `ids`, taken by the
+    /// pair `key(i)`, in the order of `ids` (both are cleared).
+    fn take_side(&mut self, ids: &mut Vec<u32>, lost: &mut [(i64, u32)], key: impl Fn(u32) -> u64) {
+        for (j, &i) in ids.iter().enumerate() {
+            self.pairs.prefetch_ahead(ids, j, &key);
+            self.take_lost(key(i), std::mem::take(&mut lost[i as usize]));
+        }
+        ids.clear();
     }
 
     /// `key` loses `dead` occurrences of weight `w` in all; with none left it
