@@ -20,7 +20,7 @@ peak memory.
 Usage::
 
     python bench/parity.py --data bench/data/multilingual --vocab 8192 32768 --repeat 3
-    python bench/parity.py --vocab 32768 --tools plain parity levelup excess group shared
+    python bench/parity.py --vocab 32768 --tools plain parity levelup excess group shared shared_global discount
 
 Not handled: Dask (``client=``) timings; the per-language counting is
 sequential over languages (each count is parallel inside).
@@ -90,6 +90,18 @@ def shared_global(state) -> dict:
     return parity(state, parity_shared=1.5, parity_global_merges=0.25)
 
 
+def discount(state) -> dict:
+    # the frontier's marked discount point (docs/results/parity-frontier/frontier.md)
+    return parity(
+        state,
+        parity_rule="discount",
+        parity_reference="en",
+        parity_gain=0.5,
+        parity_shared=2.0,
+        parity_global_merges=0.1,
+    )
+
+
 #: the timed trainers: plain BPE, the paper's rule, and tokenforge's rules (issue 36)
 TOOLS = {
     "plain": plain,
@@ -99,6 +111,7 @@ TOOLS = {
     "group": group,
     "shared": shared,
     "shared_global": shared_global,
+    "discount": discount,
 }
 
 

@@ -384,7 +384,8 @@ impl Table {
         // integer, their whole bytes compared only on a tie: comparing the
         // boxes themselves read both pieces through their pointers and called
         // memcmp each time (a fifth of the 2 GB setup's CPU time).
-        let mut long: Vec<(u128, LongPiece)> = Vec::with_capacity(self.long.iter().map(|m| m.len()).sum());
+        type Keyed = (u128, (Box<[u8]>, u64));
+        let mut long: Vec<Keyed> = Vec::with_capacity(self.long.iter().map(|m| m.len()).sum());
         for m in self.long {
             long.extend(m.into_iter().map(|e| (head(&e.0), e)));
         }
@@ -393,9 +394,6 @@ impl Table {
         SortedPieces { short, long: long.into_iter().map(|e| e.1).collect() }
     }
 }
-
-/// A piece of more than 15 bytes and its count.
-type LongPiece = (Box<[u8]>, u64);
 
 /// The unique pieces of a counter in byte order ([`WordCounter::into_sorted_pieces`]):
 /// the short ones packed, the longer ones boxed, two sorted lists read as one.

@@ -14,9 +14,13 @@
 //! a longer one of up to 63 bytes in a bounded cache shared by threads (10
 //! MiB per model, fixed), and only what they miss is merged. With a scanner
 //! pattern the text is split a chunk of pieces at a time, and each piece's
-//! line is prefetched some pieces before it is looked up; the pieces of a
-//! chunk that miss (up to 95 bytes) wait, up to 32 different ones, and are
-//! merged side by side so that their pair-table misses overlap (`Lane`).
+//! line is prefetched some pieces before it is looked up; the pieces that
+//! miss (up to 95 bytes) wait, up to 32 different ones, and are merged side
+//! by side so that their pair-table misses overlap (`Lane`). In a text of 1
+//! KB or more they wait until 32 do or the text ends, and the caches are
+//! asked for all of them together (their lines asked for when each was
+//! met); in a shorter text the caches are asked at once and what they miss
+//! waits until the chunk of pieces ends (`Pending::ask_later`).
 //! The fast path gives exactly the ids of the rule (tests: `old_path` below,
 //! tests/bpe/test_encode_fast.py against tiktoken and the reference).
 //!
@@ -29,8 +33,8 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use super::fast::{
-    spill_hash, LongCache, LongKey, PairTable, PieceCache, PieceTable, Seen, ShortKey, SpillCache, CACHE_ID_LIMIT,
-    CACHE_MAX, CACHE_SLOTS, LONG_CACHE_MAX, LONG_CACHE_SLOTS, PIECE_MAX, SPILL_MAX, TABLE_IDS,
+    spill_hash, Cached, LongCache, LongKey, PairTable, PieceCache, PieceTable, Seen, ShortKey, SpillCache,
+    CACHE_ID_LIMIT, CACHE_MAX, CACHE_SLOTS, LONG_CACHE_MAX, LONG_CACHE_SLOTS, PIECE_MAX, SPILL_MAX, TABLE_IDS,
 };
 use super::pair::{pack, unpack};
 use super::ranks::{id_limit, id_too_large, token_bytes_error, token_bytes_total, SplitIndex, MAX_TOKEN_BYTES};
@@ -201,6 +205,8 @@ impl Clone for FastCell {
 struct Lane {
     n: usize,
     at: usize,
+    /// its ids came from a cache ([`BpeModel::flush`]), not from a merge
+    cached: bool,
     parts: [u32; MERGE_ROOM],
     ranks: [u32; MERGE_ROOM],
 }
@@ -248,13 +254,23 @@ fn close_gap(parts: &mut [u32; MERGE_ROOM], ranks: &mut [u32; MERGE_ROOM], at: u
 }
 
 impl Lane {
-    const EMPTY: Lane = Lane { n: 0, at: 0, parts: [0; MERGE_ROOM], ranks: [NO_RANK; MERGE_ROOM] };
+    const EMPTY: Lane = Lane { n: 0, at: 0, cached: false, parts: [0; MERGE_ROOM], ranks: [NO_RANK; MERGE_ROOM] };
+
+    /// Done already: `ids` (at most `MERGE_ROOM`), found in a cache if
+    /// `cached` (else a whole token, to be remembered as a merge's ids are).
+    #[inline(always)]
+    fn found(&mut self, ids: &[u32], cached: bool) {
+        self.n = ids.len();
+        self.parts[..ids.len()].copy_from_slice(ids);
+        self.cached = cached;
+    }
 
     /// Start on `piece` (2..`LONG_PIECE` bytes): its bytes' ids and the
     /// ranks of the first round, each through `keep` (NO_RANK if refused).
     #[inline(always)]
     fn start(&mut self, piece: &[u8], byte_to_id: &[u32; 256], byte_pairs: &[u32], keep: impl Fn(u32) -> u32) {
         self.n = piece.len();
+        self.cached = false;
         for (i, &b) in piece.iter().enumerate() {
             self.parts[i] = byte_to_id[b as usize];
         }
@@ -313,15 +329,30 @@ const LANES: usize = 32;
 /// A piece of [`BpeModel::encode_scanned`] whose merge is put off: its bytes
 /// `s..e` of the text, where its ids go in the output (`pos`, before the
 /// ids of the pieces put off ahead of it), its lane (shared by equal
-/// pieces) and, for the first piece of a lane, its spill-cache hash.
+/// pieces) and its hash in `Seen` (its [`ShortKey`]'s up to `CACHE_MAX`
+/// bytes, else its spill hash).
 struct Deferred {
     s: usize,
     e: usize,
     pos: usize,
     lane: usize,
     first: bool,
-    spill: Option<u64>,
+    seen: u64,
 }
+
+/// Texts of at least this many bytes put off the pieces the short-piece
+/// table misses before asking the caches (see [`Pending::ask_later`]).
+///
+/// Performance: asking later costs a pass over the put-off pieces and a move
+/// of the ids written after them at every [`BpeModel::flush`], and a flush
+/// comes at the latest when the text ends. On short texts (a line of English,
+/// 39 bytes on average: `encode_batch` of `train_50mb.txt`'s lines) most of
+/// those pieces are in the caches and one flush per text made the batch
+/// 10-20% slower; on documents of a few KB of web-like text (pretokenizing,
+/// 2.2 KB on average) the caches' misses waited for one by one cost more
+/// (pretokenizing 15-20% more CPU time). 1 KB is about 200 pieces, a flush's
+/// fixed cost spread over them.
+const ASK_LATER_TEXT: usize = 1024;
 
 /// The pieces put off so far in one call, and their lanes (made as pieces
 /// miss: text met before never needs them).
@@ -330,9 +361,21 @@ struct Pending {
     items: Vec<Deferred>,
     lanes: Vec<Lane>,
     live: Vec<usize>,
-    /// lanes in use, and the bytes `s..e` of each one's piece
+    /// lanes in use, and the bytes `s..e` of each one's piece and its hash
+    /// in `Seen` (compared first: with the caches asked later, most pieces
+    /// put off are different)
     used: usize,
     heads: [(usize, usize); LANES],
+    hashes: [u64; LANES],
+    /// a cache's answer, on its way to a lane
+    found: Vec<u32>,
+    /// The caches are asked in [`BpeModel::flush`] (a text of at least
+    /// [`ASK_LATER_TEXT`] bytes): a piece the short-piece table misses is put
+    /// off at once with the lines of `Seen` and its cache asked for, and the
+    /// put-off pieces wait for `LANES` lanes or the text's end. Otherwise
+    /// the caches are asked when the piece is met and the put-off pieces
+    /// (those no cache has) are merged at the end of each chunk of pieces.
+    ask_later: bool,
 }
 
 impl BpeModel {
@@ -769,20 +812,8 @@ impl BpeModel {
         let Some((cache, _)) = &fast.cache else {
             return self.encode_piece_slow(fast, piece, out);
         };
-        if cache.get(key, out) {
+        if self.probe_short(fast, cache, piece, key, out) {
             return;
-        }
-        // Pieces of more bytes than an entry holds ids (they may have too
-        // many ids for it) or than a token of the short table are kept in the
-        // spill cache too: it has no conflicts between entries (the fixed
-        // cache is 2-way), and a merge of 16 bytes or more costs a
-        // microsecond, against the spill cache's one lock.
-        let spill = (n > cache.most().min(PIECE_MAX)).then(|| spill_hash(piece));
-        if let Some(h) = spill {
-            // (a piece never merged before is in no cache: no lock taken)
-            if fast.seen.has(key.hash) && fast.spill.get(piece, h, out) {
-                return;
-            }
         }
         let start = out.len();
         if let (true, Some(_)) = (n <= PIECE_MAX, &fast.pieces) {
@@ -792,16 +823,55 @@ impl BpeModel {
         } else {
             self.encode_piece_slow(fast, piece, out);
         }
-        self.remember(fast, piece, key, spill, &out[start..]);
+        self.remember(fast, piece, key, &out[start..]);
+    }
+
+    /// The ids of a piece of 2..=`CACHE_MAX` bytes (`key` its key) from the
+    /// cache, or from the spill cache if the cache marks it as kept there
+    /// ([`Self::remember`]); false if neither has it.
+    #[inline(always)]
+    fn probe_short(&self, fast: &Fast, cache: &PieceCache, piece: &[u8], key: &ShortKey, out: &mut Vec<u32>) -> bool {
+        match cache.lookup(key, out) {
+            Cached::Ids => true,
+            Cached::Elsewhere => fast.spill.get(piece, spill_hash(piece), out),
+            Cached::Missing => false,
+        }
+    }
+
+    /// The ids of a piece of `CACHE_MAX + 1..=SPILL_MAX` bytes (`h` its
+    /// spill hash) from the long-piece cache (up to `LONG_CACHE_MAX` bytes;
+    /// or the spill cache if it marks the piece as kept there), or from the
+    /// spill cache if longer and merged before; false if none has it.
+    #[inline(always)]
+    fn probe_long(&self, fast: &Fast, long: &LongCache, piece: &[u8], h: u64, out: &mut Vec<u32>) -> bool {
+        if piece.len() > LONG_CACHE_MAX {
+            // (a piece never merged before is in no cache: no lock taken)
+            return fast.seen.has(h) && fast.spill.get(piece, h, out);
+        }
+        match long.lookup(&LongKey::new(piece), out) {
+            Cached::Ids => true,
+            Cached::Elsewhere => fast.spill.get(piece, h, out),
+            Cached::Missing => false,
+        }
     }
 
     /// Keep the ids of a piece of 2..=`CACHE_MAX` bytes that
     /// [`Self::encode_cached`] merged, if it was merged before (`Seen`;
     /// the first time it is only marked): in the short-piece table while it
     /// has room (pieces of up to `PIECE_MAX` bytes), else in the cache if
-    /// they fit an entry; and in the spill cache if `spill` is its hash.
+    /// they fit an entry, else in the spill cache, with the cache's entry
+    /// marking it as kept there.
+    ///
+    /// Performance: only the pieces with more ids than an entry holds go to
+    /// the spill cache (a lock, a hash map). When every piece longer than
+    /// an entry holds ids (13 bytes for 32,768 ids) went there as well, the
+    /// spill cache's look-ups and insertions were 10% of pretokenizing
+    /// web-like text (its identifiers are 13 bytes with their space), most
+    /// of them for pieces the 2-way cache had or that were merged once; a
+    /// piece pushed out of the 2-way cache is now merged again instead
+    /// (perf, 64 MB, 2026-11-28).
     #[inline]
-    fn remember(&self, fast: &Fast, piece: &[u8], key: &ShortKey, spill: Option<u64>, ids: &[u32]) {
+    fn remember(&self, fast: &Fast, piece: &[u8], key: &ShortKey, ids: &[u32]) {
         let Some((cache, _)) = &fast.cache else { return };
         if !fast.seen.mark(key.hash) {
             return;
@@ -812,11 +882,12 @@ impl BpeModel {
                 return;
             }
         }
+        let pick = piece.as_ptr() as usize >> 4;
         if ids.len() <= cache.most() {
-            cache.put(key, ids, piece.as_ptr() as usize >> 4);
-        }
-        if let Some(h) = spill {
-            fast.spill.put(piece, h, ids);
+            cache.put(key, ids, pick);
+        } else {
+            fast.spill.put(piece, spill_hash(piece), ids);
+            cache.put_elsewhere(key, pick);
         }
     }
 
@@ -839,12 +910,20 @@ impl BpeModel {
         out: &mut Vec<u32>,
     ) {
         let Some((cache, _)) = &fast.cache else { return };
-        if cache.get(key, out) {
+        if pend.ask_later {
+            // The caches are asked in `flush`, for all the pieces put off at
+            // once, their lines asked for here: only a piece merged before
+            // (its `Seen` bit set) can be in a cache (`remember`), so `Seen`
+            // (512 KiB) is read first, then the cache (8 MiB) if the bit is
+            // set. Asked here, one piece at a time, each was a miss waited
+            // for: the cache's probe 10% of pretokenizing web-like text, then
+            // `Seen`'s 5% when it was asked first (perf, 64 MB, 2026-11-28).
+            fast.seen.prefetch(key.hash);
+            cache.prefetch(key);
+        } else if self.probe_short(fast, cache, &bytes[s..e], key, out) {
             return;
         }
-        let n = e - s;
-        let spill = (n > cache.most().min(PIECE_MAX)).then(|| spill_hash(&bytes[s..e]));
-        self.defer(fast, pairs, bytes, (s, e), spill, key.hash, pend, out)
+        self.defer(fast, pairs, bytes, (s, e), key.hash, pend, out)
     }
 
     /// [`Self::encode_or_defer`] for a piece of `CACHE_MAX + 1..LONG_PIECE`
@@ -862,16 +941,22 @@ impl BpeModel {
     ) {
         let Some((_, long)) = &fast.cache else { return };
         let piece = &bytes[s..e];
-        if piece.len() <= LONG_CACHE_MAX && long.get(&LongKey::new(piece), out) {
+        let h = spill_hash(piece);
+        if pend.ask_later {
+            // (the caches are asked in `flush`, as for `encode_or_defer`)
+            fast.seen.prefetch(h);
+            if piece.len() <= LONG_CACHE_MAX {
+                long.prefetch(&LongKey::new(piece));
+            }
+        } else if self.probe_long(fast, long, piece, h, out) {
             return;
         }
-        let h = spill_hash(piece);
-        self.defer(fast, pairs, bytes, (s, e), Some(h), h, pend, out)
+        self.defer(fast, pairs, bytes, (s, e), h, pend, out)
     }
 
-    /// The miss path of [`Self::encode_or_defer`], out of line: `spill` is
-    /// the piece's spill-cache hash if it is kept there, `seen` its hash in
-    /// `Seen` (its [`ShortKey`]'s up to `CACHE_MAX` bytes, else its spill hash).
+    /// The miss path of [`Self::encode_or_defer`], out of line: `seen` is
+    /// the piece's hash in `Seen` (its [`ShortKey`]'s up to `CACHE_MAX`
+    /// bytes, else its spill hash).
     #[inline(never)]
     #[allow(clippy::too_many_arguments)]
     fn defer(
@@ -880,28 +965,24 @@ impl BpeModel {
         pairs: &PairTable,
         bytes: &[u8],
         (s, e): (usize, usize),
-        spill: Option<u64>,
         seen: u64,
         pend: &mut Pending,
         out: &mut Vec<u32>,
     ) {
         let piece = &bytes[s..e];
         let n = piece.len();
-        if let Some(h) = spill {
-            if fast.seen.has(seen) && fast.spill.get(piece, h, out) {
-                return;
-            }
-        }
-        if n > PIECE_MAX && self.rule == MergeRule::Bytes {
-            // (shorter tokens are all in the short-piece table)
+        if n > PIECE_MAX && self.rule == MergeRule::Bytes && !pend.ask_later {
+            // (shorter tokens are all in the short-piece table; asking
+            // later, `flush` looks, after the caches)
             if let Some(id) = self.tokens.find(piece) {
                 out.push(id);
-                self.remember_any(fast, piece, spill, &[id]);
+                self.remember_any(fast, piece, seen, &[id]);
                 return;
             }
         }
         // an equal piece already waiting shares its lane
-        let same = pend.heads[..pend.used].iter().position(|&(hs, he)| bytes[hs..he] == *piece);
+        let used = pend.used;
+        let same = (0..used).find(|&l| pend.hashes[l] == seen && bytes[pend.heads[l].0..pend.heads[l].1] == *piece);
         let (lane, first) = match same {
             Some(l) => (l, false),
             None => {
@@ -910,38 +991,57 @@ impl BpeModel {
                     pend.lanes.push(Lane::EMPTY);
                 }
                 pend.heads[pend.used] = (s, e);
+                pend.hashes[pend.used] = seen;
                 pend.used += 1;
                 (pend.used - 1, true)
             }
         };
-        pend.items.push(Deferred { s, e, pos: out.len(), lane, first, spill });
+        pend.items.push(Deferred { s, e, pos: out.len(), lane, first, seen });
         if pend.used == LANES {
             self.flush(fast, pairs, bytes, pend, out);
         }
     }
 
-    /// [`Self::remember`] or [`Self::remember_long`] by the piece's length.
+    /// [`Self::remember`] or [`Self::remember_long`] by the piece's length
+    /// (`seen` as in [`Deferred`]: for a piece of more than `CACHE_MAX`
+    /// bytes, its spill hash.)
     #[inline]
-    fn remember_any(&self, fast: &Fast, piece: &[u8], spill: Option<u64>, ids: &[u32]) {
+    fn remember_any(&self, fast: &Fast, piece: &[u8], seen: u64, ids: &[u32]) {
         if piece.len() <= CACHE_MAX {
-            self.remember(fast, piece, &ShortKey::new(piece), spill, ids);
-        } else if let Some(h) = spill {
-            self.remember_long(fast, piece, h, ids);
+            self.remember(fast, piece, &ShortKey::new(piece), ids);
+        } else {
+            self.remember_long(fast, piece, seen, ids);
         }
     }
 
-    /// Merge the pieces put off (side by side, [`Lane`]), write their ids in
-    /// their places in `out` (moving the ids written after each one along)
-    /// and remember them as [`Self::encode_cached`] does.
+    /// Merge the pieces put off (side by side, [`Lane`]; asking later, those
+    /// no cache has), write their ids in their places in `out` (moving the
+    /// ids written after each one along) and remember the merged ones as
+    /// [`Self::encode_cached`] does.
     #[inline(never)]
     fn flush(&self, fast: &Fast, pairs: &PairTable, bytes: &[u8], pend: &mut Pending, out: &mut Vec<u32>) {
         if pend.items.is_empty() {
             return;
         }
-        let Pending { items, lanes, live, used, .. } = pend;
+        let Pending { items, lanes, live, used, found, ask_later, .. } = pend;
         live.clear();
         for d in items.iter().filter(|d| d.first) {
-            lanes[d.lane].start(&bytes[d.s..d.e], &self.byte_to_id, &fast.byte_pairs, |r| r);
+            let piece = &bytes[d.s..d.e];
+            if *ask_later {
+                found.clear();
+                if fast.seen.has(d.seen) && self.cached(fast, piece, d.seen, found) {
+                    lanes[d.lane].found(found, true);
+                    continue;
+                }
+                if piece.len() > PIECE_MAX && self.rule == MergeRule::Bytes {
+                    // a whole token (as in `defer`)
+                    if let Some(id) = self.tokens.find(piece) {
+                        lanes[d.lane].found(&[id], false);
+                        continue;
+                    }
+                }
+            }
+            lanes[d.lane].start(piece, &self.byte_to_id, &fast.byte_pairs, |r| r);
             live.push(d.lane);
         }
         while !live.is_empty() {
@@ -963,11 +1063,24 @@ impl BpeModel {
             out[d.pos + shift..d.pos + shift + ids.len()].copy_from_slice(ids);
             end = d.pos;
         }
-        for d in items.iter().filter(|d| d.first) {
-            self.remember_any(fast, &bytes[d.s..d.e], d.spill, lanes[d.lane].ids());
+        for d in items.iter().filter(|d| d.first && !lanes[d.lane].cached) {
+            self.remember_any(fast, &bytes[d.s..d.e], d.seen, lanes[d.lane].ids());
         }
         items.clear();
         *used = 0;
+    }
+
+    /// The ids of a piece put off (2..`LONG_PIECE` bytes, `seen` as in
+    /// [`Deferred`]) from the cache that keeps it, appended to `out`; false
+    /// if no cache has it.
+    #[inline(always)]
+    fn cached(&self, fast: &Fast, piece: &[u8], seen: u64, out: &mut Vec<u32>) -> bool {
+        let Some((cache, long)) = &fast.cache else { return false };
+        if piece.len() <= CACHE_MAX {
+            self.probe_short(fast, cache, piece, &ShortKey::new(piece), out)
+        } else {
+            self.probe_long(fast, long, piece, seen, out)
+        }
     }
 
     /// A piece of 1 or more than `CACHE_MAX` bytes: the long-piece cache
@@ -978,12 +1091,8 @@ impl BpeModel {
         let n = piece.len();
         match &fast.cache {
             Some((_, long)) if n > CACHE_MAX && n <= SPILL_MAX => {
-                if n <= LONG_CACHE_MAX && long.get(&LongKey::new(piece), out) {
-                    return;
-                }
-                // backed by the spill cache, as in `encode_keyed`
                 let h = spill_hash(piece);
-                if fast.seen.has(h) && fast.spill.get(piece, h, out) {
+                if self.probe_long(fast, long, piece, h, out) {
                     return;
                 }
                 let start = out.len();
@@ -995,16 +1104,22 @@ impl BpeModel {
     }
 
     /// Keep the ids of a piece of `CACHE_MAX + 1..=SPILL_MAX` bytes (`h` its
-    /// spill hash): in the long-piece cache if it has at most
-    /// `LONG_CACHE_MAX` bytes and they fit an entry, and in the spill cache;
-    /// only if it was merged before, as in [`Self::remember`].
+    /// spill hash), only if it was merged before, as in [`Self::remember`]:
+    /// a piece of at most `LONG_CACHE_MAX` bytes in the long-piece cache if
+    /// they fit an entry, else in the spill cache with the long-piece
+    /// cache's entry marking it as kept there; a longer one in the spill
+    /// cache.
     fn remember_long(&self, fast: &Fast, piece: &[u8], h: u64, ids: &[u32]) {
         let Some((_, long)) = &fast.cache else { return };
         if !fast.seen.mark(h) {
             return;
         }
-        if piece.len() <= LONG_CACHE_MAX && ids.len() <= long.most() {
-            long.put(&LongKey::new(piece), ids, piece.as_ptr() as usize >> 4);
+        if piece.len() <= LONG_CACHE_MAX {
+            let (key, pick) = (LongKey::new(piece), piece.as_ptr() as usize >> 4);
+            if ids.len() <= long.most() {
+                return long.put(&key, ids, pick);
+            }
+            long.put_elsewhere(&key, pick);
         }
         fast.spill.put(piece, h, ids);
     }
@@ -1167,7 +1282,10 @@ impl BpeModel {
     /// stack: 127 instructions a piece on warm English against 84 now, by
     /// callgrind, and 15-22% slower.) A piece of up to `LONG_PIECE - 1`
     /// bytes that no table or cache has is put off ([`Self::defer`]) and
-    /// written, in its place, when `LANES` wait or the chunk ends.
+    /// written, in its place, when `LANES` wait or the chunk ends; in a text
+    /// of [`ASK_LATER_TEXT`] bytes or more, every piece the short-piece table
+    /// misses is put off, the caches asked in [`Self::flush`], and the chunk's
+    /// end does not flush ([`Pending::ask_later`]).
     #[inline(never)]
     fn encode_scanned(&self, fast: &Fast, text: &str, out: &mut Vec<u32>) -> bool {
         let Some((cache, _)) = &fast.cache else { return false };
@@ -1178,7 +1296,7 @@ impl BpeModel {
         // per piece of 1..=PIECE_MAX bytes: the table's key words and line;
         // (0, 0, 0) for a longer piece (no key of the table has `hi` 0)
         let mut keys = [(0u64, 0u64, 0usize); SCAN_CHUNK];
-        let mut pend = Pending::default();
+        let mut pend = Pending { ask_later: bytes.len() >= ASK_LATER_TEXT, ..Pending::default() };
         self.pretok.scan_chunks(text, |bounds| {
             let k = bounds.len() - 1;
             let keys = &mut keys[..k];
@@ -1237,10 +1355,18 @@ impl BpeModel {
                 }
                 j += 1;
             }
-            if !pend.items.is_empty() {
+            if !pend.ask_later {
                 self.flush(fast, pairs, bytes, &mut pend, out);
             }
-        })
+        }) && {
+            // Asking later, the put-off pieces are merged when LANES
+            // different ones wait or the text ends, not at the end of each
+            // chunk of pieces: on web-like text about one piece in twenty is
+            // put off, so a chunk filled a third of the lanes, and the lanes'
+            // pair-table lookups overlapped that much less.
+            self.flush(fast, pairs, bytes, &mut pend, out);
+            true
+        }
     }
 
     /// [`Self::encode_scanned`] for a model without a piece table (an id of
@@ -1659,13 +1785,58 @@ mod tests {
             // them, lengths around every limit; a new model: nothing cached
             let rule = if pairs { MergeRule::Pairs } else { MergeRule::Bytes };
             let m = trained("the quick brown fox, déjà vu 東京 Привет abe xab éé".as_bytes(), 150, rule);
-            let text = words.iter().map(|&(len, seed)| word(len, seed)).collect::<Vec<_>>().join(" the ");
-            let mut want = vec![];
-            for p in m.pretok.split_vec(&text).unwrap() {
-                want.extend(old_path(&m, p.as_bytes()));
+            let words: Vec<String> = words.iter().map(|&(len, seed)| word(len, seed)).collect();
+            let want_of = |text: &str| -> Vec<u32> {
+                m.pretok.split_vec(text).unwrap().iter().flat_map(|p| old_path(&m, p.as_bytes())).collect()
+            };
+            // short texts (below ASK_LATER_TEXT: the caches asked at once)
+            // and the whole text (mostly above it: asked in `flush`), each
+            // kind first on a model of its own (a clone starts with no
+            // tables); the second time a piece is merged again and kept, the
+            // third time it is found in the caches
+            let short: Vec<String> = words.chunks(3).map(|c| c.join(" the ")).collect();
+            let text = words.join(" the ");
+            let m2 = m.clone();
+            for _ in 0..3 {
+                prop_assert_eq!(&m.encode_ordinary(&text).unwrap(), &want_of(&text));
+                for t in &short {
+                    prop_assert_eq!(&m.encode_ordinary(t).unwrap(), &want_of(t));
+                    prop_assert_eq!(&m2.encode_ordinary(t).unwrap(), &want_of(t));
+                }
+                prop_assert_eq!(&m2.encode_ordinary(&text).unwrap(), &want_of(&text));
             }
-            prop_assert_eq!(&m.encode_ordinary(&text).unwrap(), &want);
-            prop_assert_eq!(&m.encode_ordinary(&text).unwrap(), &want);
+        }
+    }
+
+    /// Pieces with more ids than an entry of their cache holds: kept in the
+    /// spill cache from their second merge, their cache entry marking them
+    /// so, and found there; in short texts (caches asked at once) and long
+    /// ones (asked in `flush`), each on a model of its own.
+    #[test]
+    fn pieces_with_more_ids_than_an_entry_are_found_in_the_spill_cache() {
+        // letters no merge uses: one id a byte; 266 ids are 9 bits, so an
+        // entry holds 21 ids (short pieces) or 49 (long ones)
+        let p31 = "zqxjkvbpg".repeat(4)[..31].to_string();
+        let p63 = "zqxjkvbpg".repeat(7)[..63].to_string();
+        // (a newline is a piece of its own: "." or " " would lead the next piece)
+        let one = format!("{p31}\n{p63}\n");
+        for text in [one.clone(), one.repeat(1024 / one.len() + 1)] {
+            let m = model(&["hello hello world"], 10);
+            let want: Vec<u32> = text.bytes().map(u32::from).collect();
+            for _ in 0..3 {
+                assert_eq!(m.encode_ordinary(&text).unwrap(), want);
+            }
+            let f = m.fast();
+            let (cache, long) = f.cache.as_ref().unwrap();
+            assert_eq!((cache.most(), long.most()), (21, 49));
+            let mut out = vec![];
+            assert_eq!(cache.lookup(&ShortKey::new(p31.as_bytes()), &mut out), Cached::Elsewhere);
+            assert_eq!(long.lookup(&LongKey::new(p63.as_bytes()), &mut out), Cached::Elsewhere);
+            for p in [&p31, &p63] {
+                out.clear();
+                assert!(f.spill.get(p.as_bytes(), spill_hash(p.as_bytes()), &mut out));
+                assert_eq!(out, p.bytes().map(u32::from).collect::<Vec<_>>());
+            }
         }
     }
 
@@ -1696,6 +1867,23 @@ mod tests {
                 }
             }
             assert!(m.fast_memory() > 0);
+            // the same pieces through the scanner, one a line: in one text of
+            // 1 KB or more (the caches and tokens asked in `flush`) and each
+            // line alone (asked at once), three times each (merged, kept, found)
+            let pt = Pretokenizer::new(Some(GPT4_PATTERN)).unwrap();
+            let m = BpeModel::new(&ident(), &merges, vec![], pt, rule).unwrap();
+            let lines: Vec<String> = (1..=100).flat_map(|k| ["a".repeat(k) + "\n", "a".repeat(k) + "b\n"]).collect();
+            let text = lines.concat();
+            assert!(text.len() >= ASK_LATER_TEXT && lines.iter().all(|l| l.len() < ASK_LATER_TEXT));
+            let want_of = |t: &str| -> Vec<u32> {
+                m.pretok.split_vec(t).unwrap().iter().flat_map(|p| old_path(&m, p.as_bytes())).collect()
+            };
+            for _ in 0..3 {
+                assert_eq!(m.encode_ordinary(&text).unwrap(), want_of(&text), "{rule:?}");
+                for l in &lines {
+                    assert_eq!(m.encode_ordinary(l).unwrap(), want_of(l), "{rule:?} {l:?}");
+                }
+            }
         }
     }
 

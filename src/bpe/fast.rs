@@ -739,6 +739,17 @@ pub struct Cache<const KW: usize, const IW: usize> {
     most: usize,
 }
 
+/// What [`Cache::lookup`] found for a key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cached {
+    /// its ids, appended
+    Ids,
+    /// the mark of [`Cache::put_elsewhere`]: its ids are in the spill cache (if still there)
+    Elsewhere,
+    /// nothing: not cached (or pushed out, or being written)
+    Missing,
+}
+
 /// Pieces of up to [`CACHE_MAX`] bytes, 64-byte slots.
 pub type PieceCache = Cache<4, 3>;
 /// Pieces of up to [`LONG_CACHE_MAX`] bytes, 128-byte slots.
@@ -774,9 +785,16 @@ impl<const KW: usize, const IW: usize> Cache<KW, IW> {
         prefetch(&self.slots[set + 1]);
     }
 
-    /// Append the cached ids of `key` to `out`; false on a miss.
+    /// Append the cached ids of `key` to `out`; false on a miss (or a
+    /// [`Self::put_elsewhere`] mark).
     #[inline(always)]
     pub fn get(&self, key: &Key<KW>, out: &mut Vec<u32>) -> bool {
+        self.lookup(key, out) == Cached::Ids
+    }
+
+    /// [`Self::get`], telling a miss from a [`Self::put_elsewhere`] mark.
+    #[inline(always)]
+    pub fn lookup(&self, key: &Key<KW>, out: &mut Vec<u32>) -> Cached {
         let set = self.set(key);
         for s in &self.slots[set..set + 2] {
             if s.key[0].load(Ordering::Relaxed) != key.w[0] || s.key[KW - 1].load(Ordering::Relaxed) != key.w[KW - 1] {
@@ -784,20 +802,23 @@ impl<const KW: usize, const IW: usize> Cache<KW, IW> {
             }
             let seq = s.seq.load(Ordering::Acquire);
             if seq & 0x100 != 0 {
-                return false;
+                return Cached::Missing;
             }
             let k: [u64; KW] = std::array::from_fn(|i| s.key[i].load(Ordering::Relaxed));
             let ids: [u64; IW] = std::array::from_fn(|i| s.ids[i].load(Ordering::Relaxed));
             fence(Ordering::Acquire);
             if s.seq.load(Ordering::Relaxed) != seq {
-                return false;
+                return Cached::Missing;
             }
             if k != key.w {
                 continue;
             }
             let n = (seq & 0xFF) as usize;
-            if n == 0 || n > self.most {
-                return false;
+            if n == 0 {
+                return Cached::Elsewhere;
+            }
+            if n > self.most {
+                return Cached::Missing;
             }
             // id j is bits `bits * j ..` of the little-endian number in `ids`
             let (bits, mask) = (self.bits as usize, (1u64 << self.bits) - 1);
@@ -810,9 +831,9 @@ impl<const KW: usize, const IW: usize> Cache<KW, IW> {
                 }
                 out.push((v & mask) as u32);
             }
-            return true;
+            return Cached::Ids;
         }
-        false
+        Cached::Missing
     }
 
     /// Remember `ids` for `key` (skipped if there are too many, an id is
@@ -833,6 +854,21 @@ impl<const KW: usize, const IW: usize> Cache<KW, IW> {
                 packed[w + 1] |= (id as u64) >> (64 - o);
             }
         }
+        self.store(key, &packed, ids.len(), pick)
+    }
+
+    /// Mark `key` as kept elsewhere (its ids do not fit an entry): a
+    /// [`Self::lookup`] then answers [`Cached::Elsewhere`], and the caller
+    /// asks the spill cache, which a plain miss does not.
+    #[inline]
+    pub fn put_elsewhere(&self, key: &Key<KW>, pick: usize) {
+        self.store(key, &[0; IW], 0, pick)
+    }
+
+    /// Write one slot of `key`'s set: `count` ids packed in `packed` (0: the
+    /// mark of [`Self::put_elsewhere`]).
+    #[inline]
+    fn store(&self, key: &Key<KW>, packed: &[u64; IW], count: usize, pick: usize) {
         let set = self.set(key);
         let empty = |s: &CacheSlot<KW, IW>| s.key[KW - 1].load(Ordering::Relaxed) == 0;
         let way = if empty(&self.slots[set]) {
@@ -855,11 +891,11 @@ impl<const KW: usize, const IW: usize> Cache<KW, IW> {
         for (slot, &w) in s.key.iter().zip(&key.w) {
             slot.store(w, Ordering::Relaxed);
         }
-        for (slot, &w) in s.ids.iter().zip(&packed) {
+        for (slot, &w) in s.ids.iter().zip(packed) {
             slot.store(w, Ordering::Relaxed);
         }
         // the next even sequence number, and the count
-        s.seq.store(((busy >> 8) + 1) << 8 | ids.len() as u64, Ordering::Release);
+        s.seq.store(((busy >> 8) + 1) << 8 | count as u64, Ordering::Release);
     }
 
     /// Most ids of one entry.
@@ -894,7 +930,10 @@ const SPILL_NONE: u32 = u32::MAX;
 /// Cyrillic word of 30 bytes is 12 or more cl100k tokens; a line of Chinese
 /// with no space is one piece of hundreds of bytes). Without it such a piece
 /// is merged again every time it is seen, which on warm multilingual text
-/// was a fifth of the encoder's time.
+/// was a fifth of the encoder's time. A piece of up to [`LONG_CACHE_MAX`]
+/// bytes is looked up here only when its fixed cache's entry marks it as
+/// kept here ([`Cache::put_elsewhere`]): a piece whose ids fit an entry is
+/// never kept here, so a miss there needs no lock.
 ///
 /// Shared by threads: [`SPILL_SHARDS`] shards, each a mutex around an index
 /// and two arenas, chosen by the piece's hash, so two threads rarely wait on
@@ -1083,6 +1122,12 @@ impl Seen {
     pub fn has(&self, hash: u64) -> bool {
         let (w, m) = Self::bit(hash);
         self.words[w].load(Ordering::Relaxed) & m != 0
+    }
+
+    /// Start loading the word [`Self::has`] reads for this hash (a hint).
+    #[inline(always)]
+    pub fn prefetch(&self, hash: u64) {
+        prefetch(self.words.as_ptr().wrapping_add(Self::bit(hash).0));
     }
 
     /// Mark a piece of this hash; whether it was marked already.
@@ -1330,6 +1375,22 @@ mod tests {
         }
         assert!(hits > 0 && hits <= CACHE_SLOTS);
         assert_eq!(c.memory(), CACHE_SLOTS * 64);
+    }
+
+    #[test]
+    fn a_mark_says_elsewhere() {
+        let c = PieceCache::new(1 << 8, 50_000);
+        let l = LongCache::new(1 << 8, 50_000);
+        let (k, lk) = (ShortKey::new(b"a long piece"), LongKey::new(&[9u8; 40]));
+        let mut out = vec![];
+        assert_eq!(c.lookup(&k, &mut out), Cached::Missing);
+        c.put_elsewhere(&k, 0);
+        l.put_elsewhere(&lk, 0);
+        assert_eq!(c.lookup(&k, &mut out), Cached::Elsewhere);
+        assert_eq!(l.lookup(&lk, &mut out), Cached::Elsewhere);
+        assert!(!c.get(&k, &mut out) && !l.get(&lk, &mut out) && out.is_empty());
+        // another key of the same set is not marked
+        assert_eq!(c.lookup(&ShortKey::new(b"a long piecf"), &mut out), Cached::Missing);
     }
 
     #[test]

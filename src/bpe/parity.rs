@@ -54,23 +54,32 @@
 //! text's occurrences, plus those of pieces only in dev text. (Dev text that
 //! is part of the training text, as `tokenforge compare`'s near-parallel dev
 //! sets are, adds no occurrence at all; laid out apart, it doubled the merge
-//! work.) Per language, a sparse map holds the pair counts of that
-//! language's training text and a lazy-refresh heap orders them (the same
-//! heap as plain training); a merge's deltas go to the map of the language
-//! of each occurrence. Memory: the plain trainer's, plus the pieces only in
-//! dev text, plus one map entry and up to two heap entries per (pair,
-//! language) with a count above zero (and with the shared-pair variant one
-//! more entry per (pair, language): [`Bands`]).
+//! work.) Every live pair has a row of per-language counts (its count in
+//! each language's training text), numbered by the pair's slot in the
+//! trainer's pair index ([`Slots`]), and per language a lazy-refresh heap
+//! orders that language's pairs (the same heap as plain training). A merge's
+//! walk sums what each existing pair loses per language beside the global
+//! losses, by the other id (as plain training sums the global ones), and each
+//! new pair's gains per language by its place in the walk's list, so a merge
+//! reads and writes a pair's row once (a row is found with the pair's entry in
+//! the index, which the global count needs anyway), not a hash map per
+//! occurrence. (The per-language hash maps this replaces cost a probe per
+//! occurrence and per language a pick looked at: the 32,768-id shared-pair
+//! training spent a third of its merge time in them.) Memory: the plain
+//! trainer's, plus the pieces only in dev text, plus `8 L` bytes per pair
+//! (its row: at 10 languages about what the maps took, a pair being in three
+//! or four of them) and up to two heap entries per (pair, language) with a
+//! count above zero (and with the shared-pair variant one more entry per
+//! (pair, language): [`Bands`]).
 //!
 //! Not handled: the paper's target-ratio variant (compression measured on
 //! training text against given ratios);
 //! weighting languages; a language with no training or no dev text (refused).
 
-use rustc_hash::FxHashMap;
-use std::collections::hash_map::Entry;
 use std::collections::VecDeque;
 
 use super::heap::Heap;
+use super::train::prefetch;
 use crate::error::{Error, Result};
 
 /// A merge picked by the global (plain) rule, in [`Parity::chosen`].
@@ -205,10 +214,17 @@ pub struct Parity {
     /// First arena slot of each language's segment (training and dev pieces,
     /// module notes); `L + 1` entries, the last the end.
     pub(super) seg_start: Vec<u32>,
-    /// Per language: its training text's count of every pair above zero.
-    counts: Vec<FxHashMap<u64, i64>>,
-    /// Per language: (count, pair) entries, refreshed lazily against `counts`.
-    heaps: Vec<Heap<(u64, u64)>>,
+    /// Per live pair, by its slot ([`Slots`]), a row of `langs + 1`: the
+    /// pair's key, then its count in each language's training text. A
+    /// removed pair's row keeps its key and counts 0 everywhere until its slot
+    /// is reused, when the row is written whole: a heap entry that names the
+    /// slot (and the key) finds its pair's counts with one read of the row,
+    /// not a probe of the index (`count_at`).
+    rows: Vec<i64>,
+    /// Per language: its pairs with a count above zero.
+    live: Vec<usize>,
+    /// Per language: (count, pair, slot) entries, refreshed lazily against `rows`.
+    heaps: Vec<Heap<Entry>>,
     /// Per language: tokens of its dev text under the merges so far.
     pub(super) dev_tokens: Vec<u64>,
     dev_tokens_start: Vec<u64>,
@@ -217,8 +233,14 @@ pub struct Parity {
     exhausted: Vec<bool>,
     /// Per merge: the language it was picked for, or [`GLOBAL`].
     pub(super) chosen: Vec<u32>,
-    /// (language, pair) of the pairs the merge under way created.
-    touched: Vec<(u32, u64)>,
+    /// The walk of the merge under way, per language (each `[x * langs + l]`,
+    /// zero between merges): what (x, a) lost, what (b, y) lost, what the
+    /// merged pair lost, and what the new pair at index `i` of the walk's list
+    /// gained ([`Parity::lose_left`] and the next ones).
+    lost_left: Vec<i64>,
+    lost_right: Vec<i64>,
+    lost_pair: Vec<i64>,
+    gained: Vec<i64>,
     /// The moving window: its length (0: off), `alpha`, the languages of
     /// the last `window` parity merges and how often each is among them.
     pub(super) window: usize,
@@ -240,8 +262,54 @@ pub struct Parity {
     floors: Vec<f64>,
     /// The language of the last position [`Parity::lang_at`] looked up.
     cursor: usize,
-    /// The pair the merge under way merges (None between merges).
-    merging: Option<u64>,
+}
+
+/// The trainer's pair index as parity training reads it (`super::train`):
+/// a live pair keeps one slot, a number below [`Slots::slots`], from its
+/// first occurrence to its last; the slot numbers its row of language counts.
+pub(super) trait Slots {
+    /// `key`'s slot; None when it is not a live pair.
+    fn slot(&self, key: u64) -> Option<u32>;
+    /// The count over all languages of the pair in `slot`.
+    fn global_at(&self, slot: u32) -> u64;
+    /// One more than the largest slot.
+    fn slots(&self) -> usize;
+    /// `f(slot, key)` for every live pair.
+    fn each_slot(&self, f: impl FnMut(u32, u64));
+}
+
+/// Where a merge's walk saw a loss: (x, a) by `x`, (b, y) by `y`, or the merged pair.
+#[derive(Clone, Copy)]
+pub(super) enum Lose {
+    Left(u32),
+    Right(u32),
+    Pair,
+}
+
+/// A language heap's entry: (count, pair, the pair's slot).
+type Entry = (u64, u64, u32);
+
+/// The order of language heap entries: `better` on (count, pair).
+fn entry_order<'a>(better: &'a impl Fn(&(u64, u64), &(u64, u64)) -> bool) -> impl Fn(&Entry, &Entry) -> bool + 'a {
+    move |a, b| better(&(a.0, a.1), &(b.0, b.1))
+}
+
+/// Where the row of `slot` starts in `rows` (`langs + 1` a row: the key, then the counts).
+#[inline(always)]
+fn row_at(langs: usize, slot: u32) -> usize {
+    slot as usize * (langs + 1)
+}
+
+/// Language `l`'s count of `key`, whose slot was `slot` (None: zero, or the
+/// pair is gone: its row counts 0 everywhere, or names another pair).
+#[inline(always)]
+fn count_at(rows: &[i64], langs: usize, l: usize, key: u64, slot: u32) -> Option<u64> {
+    let r = row_at(langs, slot);
+    if rows[r] as u64 != key {
+        return None;
+    }
+    let c = rows[r + 1 + l];
+    (c > 0).then_some(c as u64)
 }
 
 /// The top entry of a lazy heap of (count, key) whose current counts are
@@ -250,18 +318,18 @@ pub struct Parity {
 /// a total order on (count, key) and equal entries are interchangeable, so
 /// what comes out of a heap depends on its contents alone: reading the top
 /// in place leaves every later pop as popping and pushing it back would.
-pub(super) fn peek_current(
-    heap: &mut Heap<(u64, u64)>,
-    current: impl Fn(u64) -> Option<u64>,
-    better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool,
-) -> Option<(u64, u64)> {
+pub(super) fn peek_current<T: Copy + PartialEq>(
+    heap: &mut Heap<T>,
+    current: impl Fn(&T) -> Option<T>,
+    better: &impl Fn(&T, &T) -> bool,
+) -> Option<T> {
     loop {
         let top = *heap.peek()?;
-        match current(top.1) {
-            Some(cur) if cur == top.0 => return Some(top),
+        match current(&top) {
+            Some(cur) if cur == top => return Some(top),
             Some(cur) => {
                 heap.pop(better);
-                heap.push((cur, top.1), better);
+                heap.push(cur, better);
             }
             None => {
                 heap.pop(better);
@@ -270,12 +338,13 @@ pub(super) fn peek_current(
     }
 }
 
-/// The key of the candidate (count, key) with the largest `score`, the first on a tie.
-fn best_scored(cands: &[(u64, u64)], score: impl Fn(u64) -> f64) -> u64 {
+/// The key of the candidate (count, key, slot) with the largest `score` (of
+/// its key and slot), the first on a tie.
+fn best_scored(cands: &[Entry], score: impl Fn(u64, u32) -> f64) -> u64 {
     let mut best = 0;
-    let mut best_s = score(cands[0].1);
+    let mut best_s = score(cands[0].1, cands[0].2);
     for (i, c) in cands.iter().enumerate().skip(1) {
-        let s = score(c.1);
+        let s = score(c.1, c.2);
         if s > best_s {
             best = i;
             best_s = s;
@@ -300,11 +369,14 @@ fn bucket_of(c: u64) -> usize {
 /// Buckets for every u64 count.
 const BUCKETS: usize = 64 + (64 - 6) * 32;
 
-/// The shared-pair variant's order of (global count, language count, pair):
+/// A band entry: (band key, language count, pair, the pair's slot).
+type BandEntry = (u64, u64, u64, u32);
+
+/// The shared-pair variant's order of (global count, language count, pair, slot):
 /// the larger global count first, then the language's own order.
 fn band_order<'a>(
     better: &'a impl Fn(&(u64, u64), &(u64, u64)) -> bool,
-) -> impl Fn(&(u64, u64, u64), &(u64, u64, u64)) -> bool + 'a {
+) -> impl Fn(&BandEntry, &BandEntry) -> bool + 'a {
     move |a, b| a.0 > b.0 || (a.0 == b.0 && better(&(a.1, a.2), &(b.1, b.2)))
 }
 
@@ -313,16 +385,27 @@ fn band_order<'a>(
 /// `DISCOUNT_ONE · global − d · count_reference` (in 128 bits, at most
 /// u64::MAX). Both counts only fall and the reference's is part of the
 /// global one, so the key only falls too (`d <= DISCOUNT_ONE`): the lazy
-/// band entries stay upper bounds.
+/// band entries stay upper bounds. (Tests: the scan the banded pick is
+/// checked against.)
+#[cfg(test)]
 fn band_key<'a>(
-    global: &'a impl Fn(u64) -> u64,
-    discount: Option<(&'a FxHashMap<u64, i64>, u64)>,
+    pairs: &'a impl Slots,
+    rows: &'a [i64],
+    langs: usize,
+    discount: Option<(usize, u64)>,
 ) -> impl Fn(u64) -> u64 + 'a {
-    move |k| match discount {
-        None => global(k),
-        Some((rc, d)) => {
-            let r = rc.get(&k).map_or(0, |&c| c as u128);
-            let v = global(k) as u128 * DISCOUNT_ONE as u128 - d as u128 * r;
+    move |k| pairs.slot(k).map_or(0, |s| band_key_at(pairs, rows, langs, discount, s))
+}
+
+/// [`band_key`] of the pair in slot `s`.
+#[inline(always)]
+fn band_key_at(pairs: &impl Slots, rows: &[i64], langs: usize, discount: Option<(usize, u64)>, s: u32) -> u64 {
+    let g = pairs.global_at(s);
+    match discount {
+        None => g,
+        Some((r, d)) => {
+            let rc = rows[row_at(langs, s) + 1 + r].max(0) as u128;
+            let v = g as u128 * DISCOUNT_ONE as u128 - d as u128 * rc;
             v.min(u64::MAX as u128) as u64
         }
     }
@@ -338,7 +421,7 @@ fn band_key<'a>(
 /// the top of its bucket. One entry per live pair, plus dead ones until they
 /// surface (rebuilt when over twice the live pairs, as the heaps are).
 struct Bands {
-    buckets: Vec<Heap<(u64, u64, u64)>>,
+    buckets: Vec<Heap<BandEntry>>,
     /// Entries held, live or stale.
     held: usize,
     /// No bucket above this one holds an entry.
@@ -346,23 +429,31 @@ struct Bands {
 }
 
 impl Bands {
+    /// Language `l`'s bands, from the rows (`discount`: [`band_key`]'s).
     fn build(
-        counts: &FxHashMap<u64, i64>,
-        global: &impl Fn(u64) -> u64,
-        order: &impl Fn(&(u64, u64, u64), &(u64, u64, u64)) -> bool,
+        l: usize,
+        pairs: &impl Slots,
+        rows: &[i64],
+        langs: usize,
+        discount: Option<(usize, u64)>,
+        order: &impl Fn(&BandEntry, &BandEntry) -> bool,
     ) -> Self {
-        let mut by: Vec<Vec<(u64, u64, u64)>> = vec![Vec::new(); BUCKETS];
-        let mut high = 0;
-        for (&k, &c) in counts {
-            let b = bucket_of(c as u64);
-            by[b].push((global(k), c as u64, k));
-            high = high.max(b);
-        }
+        let mut by: Vec<Vec<BandEntry>> = vec![Vec::new(); BUCKETS];
+        let (mut high, mut held) = (0, 0);
+        pairs.each_slot(|s, k| {
+            let c = rows[row_at(langs, s) + 1 + l];
+            if c > 0 {
+                let b = bucket_of(c as u64);
+                by[b].push((band_key_at(pairs, rows, langs, discount, s), c as u64, k, s));
+                high = high.max(b);
+                held += 1;
+            }
+        });
         let buckets = by.into_iter().map(|v| Heap::from_vec(v, order)).collect();
-        Bands { buckets, held: counts.len(), high }
+        Bands { buckets, held, high }
     }
 
-    fn push(&mut self, e: (u64, u64, u64), order: &impl Fn(&(u64, u64, u64), &(u64, u64, u64)) -> bool) {
+    fn push(&mut self, e: BandEntry, order: &impl Fn(&BandEntry, &BandEntry) -> bool) {
         let b = bucket_of(e.1);
         self.buckets[b].push(e, order);
         self.held += 1;
@@ -378,7 +469,8 @@ impl Parity {
         Parity {
             langs,
             seg_start,
-            counts: (0..langs).map(|_| FxHashMap::default()).collect(),
+            rows: Vec::new(),
+            live: vec![0; langs],
             heaps: (0..langs).map(|_| Heap::with_capacity(0)).collect(),
             dev_tokens_start: dev_tokens.clone(),
             dev_tokens,
@@ -386,7 +478,10 @@ impl Parity {
             global_merges,
             exhausted: vec![false; langs],
             chosen: Vec::new(),
-            touched: Vec::new(),
+            lost_left: Vec::new(),
+            lost_right: Vec::new(),
+            lost_pair: vec![0; langs],
+            gained: Vec::new(),
             window: 0,
             alpha: 0.0,
             recent: VecDeque::new(),
@@ -397,7 +492,6 @@ impl Parity {
             rule: Rule::Foroutan,
             floors: Vec::new(),
             cursor: 0,
-            merging: None,
         }
     }
 
@@ -543,98 +637,181 @@ impl Parity {
         l
     }
 
-    /// A merge of `pair` starts: until [`Parity::after_merge`], changes to
-    /// its own language counts are not applied (see [`Parity::add`]).
-    pub(super) fn begin_merge(&mut self, pair: u64) {
-        self.merging = Some(pair);
+    /// The setup's counts: a row for every pair of `pairs`, its counts zero
+    /// ([`Parity::set_count`] fills them).
+    pub(super) fn start_counts(&mut self, pairs: &impl Slots) {
+        let langs = self.langs;
+        self.rows = vec![0; pairs.slots() * (langs + 1)];
+        pairs.each_slot(|s, k| self.rows[row_at(langs, s)] = k as i64);
     }
 
-    /// Add `delta` to language `l`'s count of `key` (an entry at zero leaves).
-    /// `fresh`: a pair the merge under way created; its first occurrence in
-    /// `l` (the entry is new) is noted for [`Parity::after_merge`], which
-    /// gives it a heap entry. (A created pair never existed before, so a new
-    /// entry is its first occurrence; noting only that one, not every
-    /// occurrence, keeps the list to the distinct pairs, less to sort.)
-    ///
-    /// The pair being merged is skipped: every occurrence of it is merged or
-    /// broken by the merge (no merge makes an `a` or a `b`), so each of its
-    /// language counts ends at zero, and [`Parity::after_merge`] removes its
-    /// entries at once, L removals instead of a probe per occurrence.
-    #[inline(always)]
-    pub(super) fn add(&mut self, l: u32, key: u64, delta: i64, fresh: bool) {
-        if self.merging == Some(key) {
-            return;
+    /// The setup's count of the pair in `slot` in language `l`'s training text.
+    pub(super) fn set_count(&mut self, l: usize, slot: u32, c: i64) {
+        let r = &mut self.rows[row_at(self.langs, slot) + 1 + l];
+        debug_assert_eq!(*r, 0, "a pair's count in a language is set once");
+        *r = c;
+        if c > 0 {
+            self.live[l] += 1;
         }
-        // one probe, a removal included
-        match self.counts[l as usize].entry(key) {
-            Entry::Occupied(mut o) => {
-                *o.get_mut() += delta;
-                debug_assert!(*o.get() >= 0);
-                if *o.get() == 0 {
-                    o.remove();
+    }
+
+    /// A merge that makes id `z` starts (every id of it is at most `z`).
+    pub(super) fn begin_merge(&mut self, z: u32) {
+        let n = (z as usize + 1) * self.langs;
+        if self.lost_left.len() < n {
+            self.lost_left.resize(n, 0);
+            self.lost_right.resize(n, 0);
+        }
+    }
+
+    /// The walk: an occurrence of (x, a) in language `l`, of weight `w`, is gone.
+    #[inline(always)]
+    pub(super) fn lose_left(&mut self, x: u32, l: u32, w: i64) {
+        self.lost_left[x as usize * self.langs + l as usize] += w;
+    }
+
+    /// The walk: an occurrence of (b, y) in language `l`, of weight `w`, is gone.
+    #[inline(always)]
+    pub(super) fn lose_right(&mut self, y: u32, l: u32, w: i64) {
+        self.lost_right[y as usize * self.langs + l as usize] += w;
+    }
+
+    /// The walk: an occurrence of the merged pair in language `l`, of weight `w`, is gone.
+    #[inline(always)]
+    pub(super) fn lose_pair(&mut self, l: u32, w: i64) {
+        self.lost_pair[l as usize] += w;
+    }
+
+    /// The walk: the new pair at index `i` of its list changes by `w` in language `l`.
+    #[inline(always)]
+    pub(super) fn gain(&mut self, i: u32, l: u32, w: i64) {
+        let at = i as usize * self.langs + l as usize;
+        if at >= self.gained.len() {
+            // whole rows: `after_merge` reads a row whole or not at all
+            self.gained.resize(((i as usize + 1) * self.langs).max(2 * self.gained.len()), 0);
+        }
+        self.gained[at] += w;
+    }
+
+    /// After the walk, before the pair in `slot` (where the walk saw the loss
+    /// `at`) may leave the index: its row loses what the walk summed, and the
+    /// sums go back to zero. (A pair's counts only fall here: its heap and
+    /// band entries stay upper bounds.)
+    pub(super) fn apply_loss(&mut self, slot: u32, at: Lose) {
+        let langs = self.langs;
+        let lost = match at {
+            Lose::Left(x) => &mut self.lost_left[x as usize * langs..(x as usize + 1) * langs],
+            Lose::Right(y) => &mut self.lost_right[y as usize * langs..(y as usize + 1) * langs],
+            Lose::Pair => &mut self.lost_pair[..],
+        };
+        let r = row_at(langs, slot) + 1;
+        let row = &mut self.rows[r..r + langs];
+        for (l, (c, d)) in row.iter_mut().zip(lost.iter_mut()).enumerate() {
+            if *d != 0 {
+                *c -= *d;
+                *d = 0;
+                debug_assert!(*c >= 0, "a language count fell below zero");
+                if *c == 0 {
+                    self.live[l] -= 1;
                 }
             }
-            Entry::Vacant(v) => {
-                debug_assert!(delta >= 0);
-                if delta != 0 {
-                    v.insert(delta);
-                    if fresh {
-                        self.touched.push((l, key));
+        }
+    }
+
+    /// Every language's heap from the rows (after the setup's counts).
+    pub(super) fn build_heaps(&mut self, pairs: &impl Slots, better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool) {
+        let mut entries: Vec<Vec<Entry>> = self.live.iter().map(|&n| Vec::with_capacity(n)).collect();
+        let langs = self.langs;
+        pairs.each_slot(|s, k| {
+            let r = row_at(langs, s) + 1;
+            for (e, &c) in entries.iter_mut().zip(&self.rows[r..r + langs]) {
+                if c > 0 {
+                    e.push((c as u64, k, s));
+                }
+            }
+        });
+        let order = entry_order(better);
+        self.heaps = entries.into_iter().map(|e| Heap::from_vec(e, &order)).collect();
+    }
+
+    /// Language `l`'s pairs and their counts, from the rows.
+    fn entries_of(&self, pairs: &impl Slots, l: usize) -> Vec<Entry> {
+        let mut entries = Vec::with_capacity(self.live[l]);
+        pairs.each_slot(|s, k| {
+            let c = self.rows[row_at(self.langs, s) + 1 + l];
+            if c > 0 {
+                entries.push((c as u64, k, s));
+            }
+        });
+        entries
+    }
+
+    /// After a merge (its losses applied, its new pairs in the index): the
+    /// new pairs, `(key, slot)` in the order of the walk's list (the slot
+    /// None for a pair with no occurrence left, not in the index), take their rows
+    /// and enter the heaps of their languages (each once; a new pair never
+    /// existed before, so pushing its final count is enough), and the
+    /// shared-pair index once built; a heap or index holding more than twice
+    /// its live pairs is rebuilt (the lazy heap otherwise grows with the
+    /// merges run).
+    pub(super) fn after_merge(
+        &mut self,
+        fresh: impl Iterator<Item = (u64, Option<u32>)>,
+        pairs: &impl Slots,
+        better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool,
+        slack: usize,
+    ) {
+        let langs = self.langs;
+        let need = pairs.slots() * (langs + 1);
+        if self.rows.len() < need {
+            self.rows.resize(need.max(self.rows.len() + self.rows.len() / 2), 0);
+        }
+        let order = band_order(better);
+        let lorder = entry_order(better);
+        let disc = self.discount();
+        let mut n = 0;
+        for (i, (key, slot)) in fresh.enumerate() {
+            n = i + 1;
+            // (none: the walk's list grew past `gained`, every language's gain 0)
+            let gained = self.gained.get_mut(i * langs..(i + 1) * langs);
+            let Some(s) = slot else {
+                if let Some(g) = gained {
+                    debug_assert!(g.iter().all(|&c| c == 0), "a pair with no occurrence counts in no language");
+                    g.fill(0);
+                }
+                continue;
+            };
+            debug_assert_eq!(pairs.slot(key), Some(s));
+            let r = row_at(langs, s);
+            self.rows[r] = key as i64;
+            let row = &mut self.rows[r + 1..r + 1 + langs];
+            match gained {
+                Some(g) => {
+                    row.copy_from_slice(g);
+                    g.fill(0);
+                }
+                None => row.fill(0),
+            }
+            for l in 0..langs {
+                let c = self.rows[r + 1 + l];
+                if c > 0 {
+                    self.live[l] += 1;
+                    self.heaps[l].push((c as u64, key, s), &lorder);
+                    if !self.bands.is_empty() {
+                        let e = (band_key_at(pairs, &self.rows, langs, disc, s), c as u64, key, s);
+                        self.bands[l].push(e, &order);
                     }
                 }
             }
         }
-    }
-
-    /// After the setup's first count: every language's heap from its counts.
-    pub(super) fn build_heaps(&mut self, better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool) {
-        for l in 0..self.langs {
-            let entries: Vec<(u64, u64)> = self.counts[l].iter().map(|(&k, &c)| (c as u64, k)).collect();
-            self.heaps[l] = Heap::from_vec(entries, better);
-        }
-    }
-
-    /// After a merge: the pairs it created enter the heaps of their languages
-    /// (each once; a created pair never existed before, so pushing its final
-    /// count is enough), and the shared-pair index once built (`global`: a
-    /// pair's count over all languages, final now); a heap or index holding
-    /// more than twice its live pairs is rebuilt (the lazy heap otherwise
-    /// grows with the merges run).
-    pub(super) fn after_merge(
-        &mut self,
-        better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool,
-        slack: usize,
-        global: &impl Fn(u64) -> u64,
-    ) {
-        if let Some(pair) = self.merging.take() {
-            debug_assert_eq!(global(pair), 0, "a merge leaves no occurrence of its pair");
-            for counts in &mut self.counts {
-                counts.remove(&pair);
+        debug_assert!(self.gained[(n * langs).min(self.gained.len())..].iter().all(|&c| c == 0));
+        for l in 0..langs {
+            if self.heaps[l].len() > 2 * self.live[l] + slack {
+                self.heaps[l] = Heap::with_capacity(0);
+                self.heaps[l] = Heap::from_vec(self.entries_of(pairs, l), &lorder);
             }
-        }
-        let mut touched = std::mem::take(&mut self.touched);
-        touched.sort_unstable();
-        touched.dedup();
-        let order = band_order(better);
-        let disc = self.discount();
-        let key_of = band_key(global, disc.map(|(r, d)| (&self.counts[r], d)));
-        for &(l, key) in &touched {
-            if let Some(&c) = self.counts[l as usize].get(&key) {
-                self.heaps[l as usize].push((c as u64, key), better);
-                if let Some(b) = self.bands.get_mut(l as usize) {
-                    b.push((key_of(key), c as u64, key), &order);
-                }
-            }
-        }
-        touched.clear();
-        self.touched = touched;
-        for l in 0..self.langs {
-            if self.heaps[l].len() > 2 * self.counts[l].len() + slack {
-                let entries: Vec<(u64, u64)> = self.counts[l].iter().map(|(&k, &c)| (c as u64, k)).collect();
-                self.heaps[l] = Heap::from_vec(entries, better);
-            }
-            if self.bands.get(l).is_some_and(|b| b.held > 2 * self.counts[l].len() + slack) {
-                self.bands[l] = Bands::build(&self.counts[l], &key_of, &order);
+            if self.bands.get(l).is_some_and(|b| b.held > 2 * self.live[l] + slack) {
+                self.bands[l] = Bands::build(l, pairs, &self.rows, langs, disc, &order);
             }
         }
     }
@@ -685,25 +862,26 @@ impl Parity {
         &mut self,
         better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool,
         min_frequency: u64,
-        global_count: &impl Fn(u64) -> u64,
+        pairs: &impl Slots,
     ) -> Option<u64> {
         #[cfg(test)]
         let disc = self.discount();
+        let langs = self.langs;
+        let lorder = entry_order(better);
         loop {
             let l = self.worst()?;
             let heap = &mut self.heaps[l];
-            let counts = &self.counts[l];
-            let found = loop {
-                let Some(top) = heap.pop(better) else { break None };
-                let Some(&cur) = counts.get(&top.1) else { continue };
-                if cur as u64 != top.0 {
-                    heap.push((cur as u64, top.1), better);
-                    continue;
-                }
-                if (cur as u64) < min_frequency {
-                    break None; // counts only fall: this language stays below
-                }
-                break Some(top);
+            let rows = &self.rows;
+            let count = |k: u64, s: u32| count_at(rows, langs, l, k, s);
+            // The top is read in place (the group rule and the shared-pair
+            // variant leave it there: most picks are not it; a pop and a push
+            // back each were a walk down and up the heap); the other rules
+            // take it out below.
+            let current = |e: &Entry| count(e.1, e.2).map(|c| (c, e.1, e.2));
+            let found = match peek_current(heap, current, &lorder) {
+                // counts only fall: a language below stays below
+                Some(top) if top.0 < min_frequency => None,
+                other => other,
             };
             let found = match (found, self.rule) {
                 (Some(top), Rule::Group { reference, gain }) => {
@@ -719,57 +897,42 @@ impl Parity {
                             }
                         })
                         .collect();
-                    let all = &self.counts;
-                    let score = |key: u64| {
-                        // The languages' counts of a pair add up to its global
-                        // count: once they do, every language after counts 0
-                        // and its lookup is skipped (the sum, in language
-                        // order, is the same f64). A pair in a few languages
-                        // costs a few lookups, not L, for each of up to 64
-                        // candidates a merge.
-                        let total = global_count(key);
-                        let (mut s, mut seen) = (0.0, 0u64);
-                        for (m, &w) in weights.iter().enumerate() {
-                            if seen == total {
-                                break;
-                            }
-                            let c = all[m].get(&key).map_or(0, |&c| c as u64);
-                            seen += c;
-                            s += w * c as f64;
+                    // the candidate's row: one read for every language
+                    let score = |_key: u64, s: u32| {
+                        let r = row_at(langs, s) + 1;
+                        let row = &rows[r..r + langs];
+                        let mut sum = 0.0;
+                        for (&w, &c) in weights.iter().zip(row) {
+                            sum += w * c.max(0) as f64;
                         }
-                        #[cfg(test)]
-                        {
-                            let mut full = 0.0;
-                            for (m, &w) in weights.iter().enumerate() {
-                                full += w * all[m].get(&key).map_or(0, |&c| c as u64) as f64;
-                            }
-                            assert_eq!(s, full, "the group score's early stop changed it");
-                        }
-                        s
+                        sum
                     };
                     let heap = &mut self.heaps[l];
                     // tests: the walk picks as taking the candidates out did
                     #[cfg(test)]
                     let taken = {
                         let mut h = heap.clone();
+                        assert_eq!(h.pop(&lorder), Some(top));
                         Self::candidates_pick(
                             &mut h,
-                            &all[l],
+                            &count,
                             top,
                             self.shared,
                             min_frequency,
-                            better,
+                            &lorder,
                             GROUP_CANDIDATES,
                             score,
                         )
                     };
+                    let ahead = |s: u32| prefetch(rows, row_at(langs, s));
                     let key = Self::candidates_walk(
                         heap,
-                        &all[l],
+                        &count,
+                        &ahead,
                         top,
                         self.shared,
                         min_frequency,
-                        better,
+                        &lorder,
                         GROUP_CANDIDATES,
                         score,
                     );
@@ -781,19 +944,21 @@ impl Parity {
                     // tests: the banded pick equals the scan of every candidate
                     #[cfg(test)]
                     let scan = {
-                        let disc = disc.map(|(r, d)| (&self.counts[r], d));
-                        let key_of = band_key(global_count, disc);
-                        let g = |k: u64| key_of(k) as f64;
-                        Self::candidates_pick(heap, counts, top, self.shared, min_frequency, better, usize::MAX, g)
+                        let key_of = band_key(pairs, rows, langs, disc);
+                        let g = |k: u64, _: u32| key_of(k) as f64;
+                        assert_eq!(heap.pop(&lorder), Some(top));
+                        Self::candidates_pick(heap, &count, top, self.shared, min_frequency, &lorder, usize::MAX, g)
                     };
-                    #[cfg(not(test))]
-                    heap.push(top, better);
-                    let key = self.shared_pick(l, top.0, min_frequency, better, global_count);
+                    let key = self.shared_pick(l, top.0, min_frequency, better, pairs);
                     #[cfg(test)]
                     assert_eq!(key, scan, "the banded shared-pair pick differs from the scan");
                     Some(key)
                 }
-                (other, _) => other.map(|t| t.1),
+                (Some(top), _) => {
+                    heap.pop(&lorder);
+                    Some(top.1)
+                }
+                (None, _) => None,
             };
             match found {
                 Some(key) => {
@@ -833,14 +998,20 @@ impl Parity {
         top: u64,
         min_frequency: u64,
         better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool,
-        global: &impl Fn(u64) -> u64,
+        pairs: &impl Slots,
     ) -> u64 {
         let order = band_order(better);
         let disc = self.discount();
-        let global = &band_key(global, disc.map(|(r, d)| (&self.counts[r], d)));
+        let langs = self.langs;
         if self.bands.is_empty() {
-            self.bands = (0..self.langs).map(|m| Bands::build(&self.counts[m], global, &order)).collect();
+            self.bands = (0..langs).map(|m| Bands::build(m, pairs, &self.rows, langs, disc, &order)).collect();
         }
+        let rows = &self.rows;
+        // an entry's pair's band key and count in `l` now (one read of its row)
+        let current = |e: &BandEntry| {
+            let c = count_at(rows, langs, l, e.2, e.3)?;
+            Some((band_key_at(pairs, rows, langs, disc, e.3), c, e.2, e.3))
+        };
         let shared = self.shared;
         let fits = |c: u64| c as f64 * shared >= top as f64;
         let mut t = ((top as f64 / shared) as u64).clamp(1, top);
@@ -851,20 +1022,19 @@ impl Parity {
             t += 1;
         }
         let t = t.max(min_frequency);
-        let counts = &self.counts[l];
         let bands = &mut self.bands[l];
         let (lo, hi) = (bucket_of(t), bucket_of(top));
         // no pair of `l` counts above `top`: every entry above its bucket is stale
         for b in (hi + 1..=bands.high).rev() {
             while let Some(e) = bands.buckets[b].pop(&order) {
                 bands.held -= 1;
-                if let Some(&c) = counts.get(&e.2) {
-                    bands.push((global(e.2), c as u64, e.2), &order);
+                if let Some(cur) = current(&e) {
+                    bands.push(cur, &order);
                 }
             }
         }
         bands.high = hi;
-        let mut best: Option<(u64, u64, u64)> = None;
+        let mut best: Option<BandEntry> = None;
         let mut aside = Vec::new();
         for b in (lo..=hi).rev() {
             while let Some(&e) = bands.buckets[b].peek() {
@@ -873,8 +1043,7 @@ impl Parity {
                 }
                 bands.buckets[b].pop(&order);
                 bands.held -= 1;
-                let Some(&c) = counts.get(&e.2) else { continue };
-                let cur = (global(e.2), c as u64, e.2);
+                let Some(cur) = current(&e) else { continue };
                 if cur != e {
                     bands.push(cur, &order);
                 } else if cur.1 < t {
@@ -902,22 +1071,22 @@ impl Parity {
     #[cfg(test)]
     #[allow(clippy::too_many_arguments)]
     fn candidates_pick(
-        heap: &mut Heap<(u64, u64)>,
-        counts: &FxHashMap<u64, i64>,
-        top: (u64, u64),
+        heap: &mut Heap<Entry>,
+        count: &impl Fn(u64, u32) -> Option<u64>,
+        top: Entry,
         shared: f64,
         min_frequency: u64,
-        better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool,
+        better: &impl Fn(&Entry, &Entry) -> bool,
         limit: usize,
-        score: impl Fn(u64) -> f64,
+        score: impl Fn(u64, u32) -> f64,
     ) -> u64 {
         let floor = top.0 as f64;
         let mut cands = vec![top];
         while cands.len() < limit {
             let Some(e) = heap.pop(better) else { break };
-            let Some(&cur) = counts.get(&e.1) else { continue };
-            if cur as u64 != e.0 {
-                heap.push((cur as u64, e.1), better);
+            let Some(cur) = count(e.1, e.2) else { continue };
+            if cur != e.0 {
+                heap.push((cur, e.1, e.2), better);
                 continue;
             }
             if (e.0 as f64) * shared < floor || e.0 < min_frequency {
@@ -944,27 +1113,30 @@ impl Parity {
     /// entries met are then lowered in place to their current count (0 for a
     /// pair gone, dropped when it surfaces), deepest first so each lowering
     /// moves only entries below it: the heap holds what the pops would have
-    /// left. `top` (popped by the caller, current) goes back. Cost: O(limit ·
+    /// left. `top`, current, is the heap's root (the walk's first candidate,
+    /// left in place). Cost: O(limit ·
     /// log limit) a merge plus O(log n) per stale entry met, against
-    /// O(limit · log n) for taking the candidates out.
+    /// O(limit · log n) for taking the candidates out. `ahead(slot)` is called
+    /// for each entry that joins the frontier (a cache hint for its row).
     #[allow(clippy::too_many_arguments)]
     fn candidates_walk(
-        heap: &mut Heap<(u64, u64)>,
-        counts: &FxHashMap<u64, i64>,
-        top: (u64, u64),
+        heap: &mut Heap<Entry>,
+        count: &impl Fn(u64, u32) -> Option<u64>,
+        ahead: &impl Fn(u32),
+        top: Entry,
         shared: f64,
         min_frequency: u64,
-        better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool,
+        better: &impl Fn(&Entry, &Entry) -> bool,
         limit: usize,
-        score: impl Fn(u64) -> f64,
+        score: impl Fn(u64, u32) -> f64,
     ) -> u64 {
         const NO_INDEX: usize = usize::MAX;
         let floor = top.0 as f64;
-        let mut cands = vec![top];
+        let mut cands = Vec::with_capacity(limit.min(64));
         let mut stale: Vec<(usize, u64)> = Vec::new();
         let v = heap.as_slice();
-        let order = |a: &((u64, u64), usize), b: &((u64, u64), usize)| better(&a.0, &b.0);
-        let mut front: Heap<((u64, u64), usize)> = Heap::with_capacity(2 * limit.min(v.len()) + 2);
+        let order = |a: &(Entry, usize), b: &(Entry, usize)| better(&a.0, &b.0);
+        let mut front: Heap<(Entry, usize)> = Heap::with_capacity(2 * limit.min(v.len()) + 2);
         if let Some(&root) = v.first() {
             front.push((root, 0), &order);
         }
@@ -973,14 +1145,19 @@ impl Parity {
             if i != NO_INDEX {
                 for c in [2 * i + 1, 2 * i + 2] {
                     if let Some(&x) = v.get(c) {
+                        // a child is read a few pops later, if at all: ask
+                        // for its row and its own children now (each a
+                        // cache miss on a large heap, else the walk's cost)
+                        ahead(x.2);
+                        prefetch(v, 2 * c + 1);
                         front.push((x, c), &order);
                     }
                 }
-                let cur = counts.get(&e.1).map(|&c| c as u64);
+                let cur = count(e.1, e.2);
                 if cur != Some(e.0) {
                     stale.push((i, cur.unwrap_or(0)));
                     if let Some(c) = cur {
-                        front.push(((c, e.1), NO_INDEX), &order);
+                        front.push(((c, e.1, e.2), NO_INDEX), &order);
                     }
                     continue;
                 }
@@ -992,10 +1169,9 @@ impl Parity {
         }
         stale.sort_unstable_by_key(|e| std::cmp::Reverse(e.0));
         for (i, c) in stale {
-            let key = heap.as_slice()[i].1;
-            heap.lower_at(i, (c, key), better);
+            let (_, key, slot) = heap.as_slice()[i];
+            heap.lower_at(i, (c, key, slot), better);
         }
-        heap.push(top, better);
         best_scored(&cands, score)
     }
 
@@ -1003,24 +1179,25 @@ impl Parity {
     /// when it has no pair left. A current top is read in place (the excess
     /// rule peeks every dear language a merge: a pop and a push each was most
     /// of its pick); stale tops are refreshed as a pop would.
-    fn peek(&mut self, l: usize, better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool) -> Option<(u64, u64)> {
-        peek_current(&mut self.heaps[l], |k| self.counts[l].get(&k).map(|&c| c as u64), better)
+    fn peek(&mut self, l: usize, better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool) -> Option<Entry> {
+        let (rows, langs) = (&self.rows, self.langs);
+        let current = |e: &Entry| count_at(rows, langs, l, e.1, e.2).map(|c| (c, e.1, e.2));
+        peek_current(&mut self.heaps[l], current, &entry_order(better))
     }
 
     /// The excess rule's pick (module notes): `global_top` is plain BPE's
-    /// pick (its count at least `min_frequency`), `global_count` any pair's
-    /// count over all languages. Candidates, in order: `global_top`, then the
+    /// pick (its count at least `min_frequency`), `pairs` the trainer's index. Candidates, in order: `global_top`, then the
     /// top pair of each language dearer than the reference, by index (a
     /// language whose top pair is below `min_frequency` is exhausted); the
     /// first with the largest score wins. The score is summed in f64 in
     /// language order, as the slow reference sums it. Cost: O(L) heap peeks
-    /// and O(L²) map lookups a merge, nothing sized by the text.
+    /// and O(L) row lookups of L counts a merge, nothing sized by the text.
     pub(super) fn pick_excess(
         &mut self,
         better: &impl Fn(&(u64, u64), &(u64, u64)) -> bool,
         min_frequency: u64,
         global_top: u64,
-        global_count: &impl Fn(u64) -> u64,
+        pairs: &impl Slots,
     ) -> u64 {
         let Rule::Excess { reference: r, gain } = self.rule else { unreachable!("pick_excess needs the excess rule") };
         let r = self.resolve(r);
@@ -1030,16 +1207,19 @@ impl Parity {
         for (l, &e) in excess.iter().enumerate() {
             if e > 0.0 && !self.exhausted[l] {
                 match self.peek(l, better) {
-                    Some((c, key)) if c >= min_frequency => cands.push((l as u32, key)),
+                    Some((c, key, _)) if c >= min_frequency => cands.push((l as u32, key)),
                     _ => self.exhausted[l] = true,
                 }
             }
         }
         let score = |key: u64| {
-            let mut s = global_count(key) as f64;
-            for (m, &e) in excess.iter().enumerate() {
+            let slot = pairs.slot(key).expect("a candidate is a live pair");
+            let r = row_at(self.langs, slot) + 1;
+            let row = &self.rows[r..r + self.langs];
+            let mut s = pairs.global_at(slot) as f64;
+            for (&e, &c) in excess.iter().zip(row) {
                 if e > 0.0 {
-                    s += gain * e * self.counts[m].get(&key).map_or(0, |&c| c as u64) as f64;
+                    s += gain * e * c.max(0) as f64;
                 }
             }
             s
@@ -1070,8 +1250,9 @@ impl Parity {
         &self.chosen
     }
 
+    /// Language `l`'s pairs with a count above zero, as (count, pair).
     #[cfg(test)]
-    pub(super) fn counts(&self, l: usize) -> &FxHashMap<u64, i64> {
-        &self.counts[l]
+    pub(super) fn counts(&self, pairs: &impl Slots, l: usize) -> Vec<(u64, u64)> {
+        self.entries_of(pairs, l).into_iter().map(|(c, k, _)| (c, k)).collect()
     }
 }

@@ -63,7 +63,7 @@ use std::time::Instant;
 use super::encode::{BpeModel, MergeRule};
 use super::heap::Heap;
 use super::pair::{pack, unpack};
-use super::parity::{peek_current, Measure, Parity, Rule, GLOBAL};
+use super::parity::{peek_current, Lose, Measure, Parity, Rule, Slots, GLOBAL};
 use crate::error::{Error, Result};
 use crate::pretok::Pretokenizer;
 use crate::wordcount::{SortedPart, WordCounter};
@@ -224,10 +224,16 @@ impl PairIndex {
         self.find(key).map(|b| &self.entries[self.table[b] as usize].info)
     }
 
-    #[inline]
+    #[cfg(test)]
     fn get_mut(&mut self, key: u64) -> Option<&mut PairInfo> {
-        let b = self.find(key)?;
-        Some(&mut self.entries[self.table[b] as usize].info)
+        self.slot_mut(key).map(|(_, info)| info)
+    }
+
+    /// `key`'s entry number (its slot: [`Slots`]) and info.
+    #[inline]
+    fn slot_mut(&mut self, key: u64) -> Option<(u32, &mut PairInfo)> {
+        let i = self.table[self.find(key)?];
+        Some((i, &mut self.entries[i as usize].info))
     }
 
     /// Put entry number `i` (whose key is `key`) in the first empty bucket
@@ -242,9 +248,9 @@ impl PairIndex {
         self.table[b] = i;
     }
 
-    /// Add `key` (not in the index).
+    /// Add `key` (not in the index); its entry number.
     #[inline]
-    fn insert(&mut self, key: u64, info: PairInfo) {
+    fn insert(&mut self, key: u64, info: PairInfo) -> u32 {
         debug_assert!(key != FREE && self.find(key).is_none(), "a pair is added once");
         if 2 * (self.live + 1) > self.table.len() {
             self.grow();
@@ -262,6 +268,7 @@ impl PairIndex {
         };
         self.live += 1;
         self.place(key, i);
+        i
     }
 
     /// Twice the buckets, refilled from the entries in order (a sequential
@@ -339,6 +346,32 @@ impl PairIndex {
     /// Every pair, in entry order.
     fn iter(&self) -> impl Iterator<Item = (u64, &PairInfo)> + '_ {
         self.entries.iter().filter(|e| e.key != FREE).map(|e| (e.key, &e.info))
+    }
+}
+
+/// A pair's entry number is its slot: it keeps it while it lives (growth
+/// moves the table's buckets, not the entries).
+impl Slots for PairIndex {
+    #[inline(always)]
+    fn slot(&self, key: u64) -> Option<u32> {
+        self.find(key).map(|b| self.table[b])
+    }
+
+    #[inline(always)]
+    fn global_at(&self, slot: u32) -> u64 {
+        self.entries[slot as usize].info.count.max(0) as u64
+    }
+
+    fn slots(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn each_slot(&self, mut f: impl FnMut(u32, u64)) {
+        for (i, e) in self.entries.iter().enumerate() {
+            if e.key != FREE {
+                f(i as u32, e.key);
+            }
+        }
     }
 }
 
@@ -541,11 +574,15 @@ impl Trainer {
         let Layout { mut slots, long, .. } = lay;
         slots.shrink_to_fit();
         // Pass 1: every adjacent pair's count and number of positions (with
-        // parity: a dev occurrence weighs 0, a training one also counts for its
-        // language). Plain training counts on every thread, each over a range of
-        // whole pieces into a table of its own (pairs of bytes at first: small).
-        let threads = if parity.is_some() { 1 } else { rayon::current_num_threads() };
-        let ranges: Vec<(usize, usize)> = {
+        // parity: a dev occurrence weighs 0). Counted on every thread, each
+        // over a range of whole pieces into a table of its own (pairs of bytes
+        // at first: small); with parity a range is a language's segment, so
+        // its table holds the language's counts (one pass, no probe per
+        // position into a per-language map).
+        let threads = rayon::current_num_threads();
+        let ranges: Vec<(usize, usize)> = if let Some(par) = parity.as_deref() {
+            par.seg_start.windows(2).map(|w| (w[0] as usize, w[1] as usize)).collect()
+        } else {
             let arena = Arena::of(&mut slots);
             let len = arena.0.len();
             let mut cuts = vec![1];
@@ -561,19 +598,11 @@ impl Trainer {
             cuts.windows(2).map(|c| (c[0], c[1])).collect()
         };
         let ids = next_id; // every id of the arena is below it (`Layout::push`)
-        let mut tables: Vec<PairTable> = match parity.as_deref_mut() {
-            Some(par) => {
-                let each = |p: usize, key: u64, c: u64| {
-                    // parity: the training count weighs, the dev count does not
-                    let (t, _dev) = split_counts(c);
-                    if t > 0 {
-                        par.add(par.lang_of(p) as u32, key, t as i64, false);
-                    }
-                    t as i64
-                };
-                vec![count_pairs(&slots, ranges[0], ids, each)]
-            }
-            None => ranges.par_iter().map(|&r| count_pairs(&slots, r, ids, |_, _, c| c as i64)).collect(),
+        let mut tables: Vec<PairTable> = if parity.is_some() {
+            // parity: the training count weighs, the dev count does not
+            ranges.par_iter().map(|&r| count_pairs(&slots, r, ids, |_, _, c| split_counts(c).0 as i64)).collect()
+        } else {
+            ranges.par_iter().map(|&r| count_pairs(&slots, r, ids, |_, _, c| c as i64)).collect()
         };
         // Pass 2: the positions, pair after pair in the pool, ascending (a
         // range's positions of a pair after those of the ranges before it).
@@ -612,14 +641,36 @@ impl Trainer {
             ranges.par_iter().zip(tables.par_iter_mut()).for_each(|(&r, t)| place_pairs(&slots, r, t, to));
         }
         all.each(|_, info| info.off -= info.len as usize); // past its positions, by the cursors above
-        drop(tables);
+                                                           // parity: the languages' tables, read once the index numbers the pairs
+        let mut lang_tables = match parity {
+            Some(_) => tables,
+            None => {
+                drop(tables);
+                Vec::new()
+            }
+        };
         let pairs = all.into_index();
+        if let Some(par) = parity.as_deref_mut() {
+            par.start_counts(&pairs);
+            if lang_tables.is_empty() {
+                // one language: its counts are the global ones
+                pairs.each_slot(|s, _| par.set_count(0, s, pairs.global_at(s) as i64));
+            }
+            for (l, t) in lang_tables.iter_mut().enumerate() {
+                t.each(|k, i| {
+                    if i.count > 0 {
+                        par.set_count(l, pairs.slot(k).expect("a counted pair is in the index"), i.count);
+                    }
+                });
+            }
+            drop(lang_tables);
+        }
         // every pair has a position; a pair only in dev text (count 0) is never picked
         let entries: Vec<(u64, u64)> =
             pairs.iter().filter(|(_, i)| i.count > 0).map(|(k, i)| (i.count as u64, k)).collect();
         let heap = Heap::from_vec(entries, &better(tie, &tokens));
         if let Some(par) = parity.as_deref_mut() {
-            par.build_heaps(&better(tie, &tokens));
+            par.build_heaps(&pairs, &better(tie, &tokens));
         }
         Trainer {
             slots,
@@ -703,19 +754,17 @@ impl Trainer {
                 let cmp = better(self.tie, &self.tokens);
                 let pairs = &self.pairs;
                 // peeked: it stays a candidate for later merges
-                let current = |k: u64| pairs.get(k).map(|i| i.count).filter(|&c| c > 0).map(|c| c as u64);
+                let current =
+                    |e: &(u64, u64)| pairs.get(e.1).map(|i| i.count).filter(|&c| c > 0).map(|c| (c as u64, e.1));
                 let (count, key) = peek_current(&mut self.heap, current, &cmp)?;
                 if count < self.min_frequency {
                     return None;
                 }
-                let global = |k: u64| pairs.get(k).map_or(0, |i| i.count.max(0) as u64);
-                return Some((par.pick_excess(&cmp, self.min_frequency, key, &global), 0));
+                return Some((par.pick_excess(&cmp, self.min_frequency, key, pairs), 0));
             }
             if parity_phase && !par.global_now() {
                 let cmp = better(self.tie, &self.tokens);
-                let pairs = &self.pairs;
-                let global = |k: u64| pairs.get(k).map_or(0, |i| i.count.max(0) as u64);
-                return par.pick(&cmp, self.min_frequency, &global).map(|k| (k, 0));
+                return par.pick(&cmp, self.min_frequency, &self.pairs).map(|k| (k, 0));
             }
             let got = Self::pick_global(&mut self.heap, &self.pairs, self.tie, &self.tokens, self.min_frequency);
             if got.is_some() {
@@ -767,18 +816,27 @@ impl Trainer {
 
         let info = *self.pairs.get(pair).expect("the picked pair is in the index");
         let positions = &self.pool[info.off..info.off + info.len as usize];
-        if self.parity.is_some() {
+        if let Some(mut par) = self.parity.take() {
+            // Parity: one walk, which sums the losses per neighbour as plain
+            // training's does, and beside them per language (`LangLost`); the
+            // new pairs' per-language counts follow them into the index.
             let mut fr = std::mem::take(&mut self.fresher);
+            let (frs, mut losts) = std::mem::take(&mut self.scratch);
+            losts.resize_with(losts.len().max(1), Lost::default);
+            let lost = &mut losts[0];
             fr.begin(z);
-            if let Some(par) = self.parity.as_deref_mut() {
-                par.begin_merge(pair);
-            }
-            let mut sink =
-                Direct { pairs: &mut self.pairs, stale: &mut self.stale, parity: self.parity.as_deref_mut() };
+            lost.begin(z);
+            par.begin_merge(z);
+            let mut sink = LangLost { lost, par: &mut par };
             walk(Arena::of(&mut self.slots), &self.long, positions, (a, b, z), pair, &mut sink, &mut fr);
-            self.place_fresh(std::slice::from_ref(&fr));
+            apply_lost(&mut self.pairs, &mut self.stale, lost, (a, b), Some(&mut par));
+            let slots = self.place_fresh(std::slice::from_ref(&fr));
+            let fresh = fr.fresh.iter().zip(&slots).map(|(f, &s)| (f.key, (f.live > 0).then_some(s as u32)));
+            par.after_merge(fresh, &self.pairs, &better(self.tie, &self.tokens), HEAP_SLACK);
             fr.clear();
             self.fresher = fr;
+            self.scratch = (frs, losts);
+            self.parity = Some(par);
         } else {
             // A merge over many positions (the first merges touch most pieces)
             // runs on every thread: the positions cut at piece boundaries, each
@@ -810,7 +868,7 @@ impl Trainer {
             for lost in &mut rest[..n - 1] {
                 first[0].absorb(lost);
             }
-            self.apply_lost(&mut first[0], (a, b));
+            apply_lost(&mut self.pairs, &mut self.stale, &mut first[0], (a, b), None);
             self.place_fresh(&frs[..n]);
             for fr in &mut frs[..n] {
                 fr.clear();
@@ -827,57 +885,14 @@ impl Trainer {
                 self.pairs.iter().filter(|(_, i)| i.count > 0).map(|(k, i)| (i.count as u64, k)).collect();
             self.heap = Heap::from_vec(entries, &better(self.tie, &self.tokens));
         }
-        if let Some(par) = self.parity.as_deref_mut() {
-            let pairs = &self.pairs;
-            let global = |k: u64| pairs.get(k).map_or(0, |i| i.count.max(0) as u64);
-            par.after_merge(&better(self.tie, &self.tokens), HEAP_SLACK, &global);
-        }
-    }
-
-    /// What the walks of the merge of (a, b) took from the existing pairs,
-    /// pair by pair (a pair with no occurrence left leaves the index); `lost`
-    /// is cleared.
-    fn apply_lost(&mut self, lost: &mut Lost, (a, b): (u32, u32)) {
-        // Each (x, a) and (b, y) at most once (they may be one pair, or the
-        // merged pair itself: a pair's losses then come in parts, each of at
-        // least one occurrence, so none of them leaves it without any).
-        self.take_side(&mut lost.left_ids, &mut lost.left, |x| pack(x, a));
-        self.take_side(&mut lost.right_ids, &mut lost.right, |y| pack(b, y));
-        if lost.pair.1 > 0 {
-            self.take_lost(pack(a, b), std::mem::take(&mut lost.pair));
-        }
-    }
-
-    /// The losses of one side, `lost[i]` for each `i` of `ids`, taken by the
-    /// pair `key(i)`, in the order of `ids` (both are cleared).
-    fn take_side(&mut self, ids: &mut Vec<u32>, lost: &mut [(i64, u32)], key: impl Fn(u32) -> u64) {
-        for (j, &i) in ids.iter().enumerate() {
-            self.pairs.prefetch_ahead(ids, j, &key);
-            self.take_lost(key(i), std::mem::take(&mut lost[i as usize]));
-        }
-        ids.clear();
-    }
-
-    /// `key` loses `dead` occurrences of weight `w` in all; with none left it
-    /// leaves the index.
-    #[inline(always)]
-    fn take_lost(&mut self, key: u64, (w, dead): (i64, u32)) {
-        let info = self.pairs.get_mut(key).expect("a live occurrence's pair is counted");
-        info.count -= w;
-        info.live -= dead;
-        self.stale += dead as usize;
-        if info.live == 0 {
-            // every position of it is stale now, and counted so
-            debug_assert_eq!(info.count, 0);
-            self.pairs.remove(key);
-        }
     }
 
     /// The pairs the merge under way created (`frs`: one list per walk, the
     /// walks in arena order): their positions into the pool (each pair's
     /// ascending, pairs in key order for a deterministic layout), then into
-    /// the index and the heap.
-    fn place_fresh(&mut self, frs: &[Fresher]) {
+    /// the index and the heap. Returns each one's slot in the index (by its
+    /// index in the list; `usize::MAX` for a pair with no occurrence left).
+    fn place_fresh(&mut self, frs: &[Fresher]) -> Vec<usize> {
         // one list over every walk; `to[t][i]`: walk t's pair i in it
         let mut merged: Vec<Fresh> = Vec::new();
         let mut to: Vec<Vec<u32>> = Vec::new();
@@ -983,12 +998,14 @@ impl Trainer {
             let f = &fresh[i as usize];
             off += f.n as usize;
             self.stale += (f.n - f.live) as usize;
-            self.pairs.insert(f.key, PairInfo { count: f.count, off: off - f.n as usize, len: f.n, live: f.live });
+            let info = PairInfo { count: f.count, off: off - f.n as usize, len: f.n, live: f.live };
+            start[i as usize] = self.pairs.insert(f.key, info) as usize;
             if f.count > 0 {
                 let cmp = better(self.tie, &self.tokens);
                 self.heap.push((f.count as u64, f.key), &cmp);
             }
         }
+        start
     }
 
     /// Drop the stale positions and the ranges of dead pairs from the pool, in
@@ -1104,7 +1121,7 @@ const PREFETCH: usize = 8;
 
 /// A hint to load the cache line of `v[i]`; no effect on the result.
 #[inline(always)]
-fn prefetch<T>(v: &[T], i: usize) {
+pub(super) fn prefetch<T>(v: &[T], i: usize) {
     #[cfg(target_arch = "x86_64")]
     if i < v.len() {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
@@ -1286,26 +1303,28 @@ impl Fresher {
         }
     }
 
-    /// (x, z) gains an occurrence of weight `w` at `pos`.
+    /// (x, z) gains an occurrence of weight `w` at `pos`; its index in `fresh`.
     #[inline(always)]
-    fn add_left(&mut self, x: u32, w: i64, pos: u32) {
+    fn add_left(&mut self, x: u32, w: i64, pos: u32) -> u32 {
         let mut i = self.left[x as usize];
         if i == 0 {
             i = self.make(pack(x, self.z));
             self.left[x as usize] = i;
         }
         self.gain(i - 1, w, pos);
+        i - 1
     }
 
-    /// (z, y) gains an occurrence of weight `w` at `pos`.
+    /// (z, y) gains an occurrence of weight `w` at `pos`; its index in `fresh`.
     #[inline(always)]
-    fn add_right(&mut self, y: u32, w: i64, pos: u32) {
+    fn add_right(&mut self, y: u32, w: i64, pos: u32) -> u32 {
         let mut i = self.right[y as usize];
         if i == 0 {
             i = self.make(pack(self.z, y));
             self.right[y as usize] = i;
         }
         self.gain(i - 1, w, pos);
+        i - 1
     }
 
     /// A new entry of `fresh` for `key`: 1 + its index.
@@ -1327,12 +1346,12 @@ impl Fresher {
         }
     }
 
-    /// The entry of (z, y), made earlier in this walk.
+    /// The index in `fresh` of (z, y), made earlier in this walk.
     #[inline(always)]
-    fn right_of(&mut self, y: u32) -> &mut Fresh {
+    fn right_of(&self, y: u32) -> u32 {
         let i = self.right[y as usize];
         debug_assert!(i > 0, "(z, y) was made by the previous occurrence");
-        &mut self.fresh[i as usize - 1]
+        i - 1
     }
 
     fn clear(&mut self) {
@@ -1363,74 +1382,60 @@ trait Sink {
     fn lose_left(&mut self, x: u32, key: u64, w: i64, lang: u32);
     /// One occurrence of `key` = (b, y) is gone.
     fn lose_right(&mut self, y: u32, key: u64, w: i64, lang: u32);
-    /// Parity: `lang`'s count of `key` changes by `w` (`fresh`: a pair the merge made).
-    fn lang(&mut self, lang: u32, key: u64, w: i64, fresh: bool);
+    /// Parity: the new pair at index `i` of the walk's list changes by `w`
+    /// in `lang` (NO_LANG: no language's training count).
+    fn fresh(&mut self, lang: u32, i: u32, w: i64);
 }
 
-/// Parity training's merge: counts change in the index itself, occurrence
-/// by occurrence (each also changes its language's counts).
-struct Direct<'a> {
-    pairs: &'a mut PairIndex,
-    stale: &'a mut usize,
-    parity: Option<&'a mut Parity>,
+/// Parity training's walk: plain training's sums of what the existing pairs
+/// lose ([`Lost`]), the same sums per language and the new pairs' gains per
+/// language in the parity state ([`Parity::lose_left`] and the next ones),
+/// and each occurrence's dev tokens off its language's count.
+struct LangLost<'a> {
+    lost: &'a mut Lost,
+    par: &'a mut Parity,
 }
 
-impl Direct<'_> {
-    /// A pair with no occurrence left leaves the index. (A dev occurrence
-    /// weighs 0, so a pair may live on dev text alone.)
-    #[inline(always)]
-    fn lose(&mut self, key: u64, w: i64, lang: u32) {
-        let info = self.pairs.get_mut(key).expect("a live occurrence's pair is counted");
-        info.count -= w;
-        info.live -= 1;
-        *self.stale += 1;
-        if info.live == 0 {
-            // every position of it is stale now, and counted so
-            debug_assert_eq!(info.count, 0);
-            self.pairs.remove(key);
-        }
-        self.lang(lang, key, -w, false);
-    }
-}
-
-impl Sink for Direct<'_> {
+impl Sink for LangLost<'_> {
     #[inline(always)]
     fn weigh(&mut self, p: usize, c: u64) -> (i64, u32) {
         // the occurrence's weight in the training counts, and its language
-        // (parity: its training count weighs, its dev count shortens its
-        // language's dev text; a piece only in dev text weighs 0)
-        match self.parity.as_deref_mut() {
-            None => (c as i64, NO_LANG),
-            Some(par) => {
-                let l = par.lang_at(p);
-                let (t, dev) = split_counts(c);
-                par.dev_tokens[l] -= dev;
-                (t as i64, if t > 0 { l as u32 } else { NO_LANG })
-            }
-        }
+        // (its training count weighs, its dev count shortens its language's
+        // dev text; a piece only in dev text weighs 0)
+        let l = self.par.lang_at(p);
+        let (t, dev) = split_counts(c);
+        self.par.dev_tokens[l] -= dev;
+        (t as i64, if t > 0 { l as u32 } else { NO_LANG })
     }
 
     #[inline(always)]
     fn lose_pair(&mut self, key: u64, w: i64, lang: u32) {
-        self.lose(key, w, lang)
-    }
-
-    #[inline(always)]
-    fn lose_left(&mut self, _x: u32, key: u64, w: i64, lang: u32) {
-        self.lose(key, w, lang)
-    }
-
-    #[inline(always)]
-    fn lose_right(&mut self, _y: u32, key: u64, w: i64, lang: u32) {
-        self.lose(key, w, lang)
-    }
-
-    #[inline(always)]
-    fn lang(&mut self, lang: u32, key: u64, w: i64, fresh: bool) {
+        self.lost.lose_pair(key, w, lang);
         if lang != NO_LANG {
-            if let Some(par) = self.parity.as_deref_mut() {
-                par.add(lang, key, w, fresh);
-            }
+            self.par.lose_pair(lang, w);
+        }
+    }
+
+    #[inline(always)]
+    fn lose_left(&mut self, x: u32, key: u64, w: i64, lang: u32) {
+        self.lost.lose_left(x, key, w, lang);
+        if lang != NO_LANG {
+            self.par.lose_left(x, lang, w);
+        }
+    }
+
+    #[inline(always)]
+    fn lose_right(&mut self, y: u32, key: u64, w: i64, lang: u32) {
+        self.lost.lose_right(y, key, w, lang);
+        if lang != NO_LANG {
+            self.par.lose_right(y, lang, w);
+        }
+    }
+
+    #[inline(always)]
+    fn fresh(&mut self, lang: u32, i: u32, w: i64) {
+        if lang != NO_LANG {
+            self.par.gain(i, lang, w);
         }
     }
 }
@@ -1515,7 +1520,7 @@ impl Sink for Lost {
     }
 
     #[inline(always)]
-    fn lang(&mut self, _lang: u32, _key: u64, _w: i64, _fresh: bool) {}
+    fn fresh(&mut self, _lang: u32, _i: u32, _w: i64) {}
 }
 
 /// Merge `pair` = (a, b) into z at each of `positions` that is still an
@@ -1552,29 +1557,77 @@ fn walk<S: Sink>(
         sink.lose_pair(pair, w, lang);
         if let Some(x) = x {
             let xi = arena.get(x);
-            let old = pack(xi, a);
             if xi == z {
                 // (z, a) was made by the previous occurrence
-                let f = fr.right_of(a);
+                let i = fr.right_of(a);
+                let f = &mut fr.fresh[i as usize];
                 f.count -= w;
                 f.live -= 1;
-                sink.lang(lang, old, -w, false);
+                sink.fresh(lang, i, -w);
             } else {
-                sink.lose_left(xi, old, w, lang);
+                sink.lose_left(xi, pack(xi, a), w, lang);
             }
-            sink.lang(lang, pack(xi, z), w, true);
-            fr.add_left(xi, w, x as u32);
+            let i = fr.add_left(xi, w, x as u32);
+            sink.fresh(lang, i, w);
         }
         if let Some(r) = r {
             let yi = arena.get(r);
             sink.lose_right(yi, pack(b, yi), w, lang);
-            sink.lang(lang, pack(z, yi), w, true);
-            fr.add_right(yi, w, p as u32);
+            let i = fr.add_right(yi, w, p as u32);
+            sink.fresh(lang, i, w);
         }
         arena.set(q, SPAN | s);
         arena.set(p, z);
         arena.set(p + 1, SPAN | s);
         arena.set(p + s as usize - 1, SPAN | s);
+    }
+}
+
+/// What the walks of the merge of (a, b) took from the existing pairs, pair
+/// by pair (a pair with no occurrence left leaves the index; with parity, its
+/// row of language counts loses what the walk summed per language first);
+/// `lost` is cleared.
+fn apply_lost(
+    pairs: &mut PairIndex,
+    stale: &mut usize,
+    lost: &mut Lost,
+    (a, b): (u32, u32),
+    mut parity: Option<&mut Parity>,
+) {
+    let mut take = |pairs: &mut PairIndex, key: u64, (w, dead): (i64, u32), at: Lose| {
+        let (slot, info) = pairs.slot_mut(key).expect("a live occurrence's pair is counted");
+        info.count -= w;
+        info.live -= dead;
+        *stale += dead as usize;
+        let gone = info.live == 0;
+        if let Some(par) = parity.as_deref_mut() {
+            par.apply_loss(slot, at);
+        }
+        if gone {
+            // every position of it is stale now, and counted so
+            debug_assert_eq!(pairs.get(key).map(|i| i.count), Some(0));
+            pairs.remove(key);
+        }
+    };
+    // Each (x, a) and (b, y) at most once (they may be one pair, or the
+    // merged pair itself: a pair's losses then come in parts, each of at
+    // least one occurrence, so none of them leaves it without any).
+    let left = std::mem::take(&mut lost.left_ids);
+    for (j, &x) in left.iter().enumerate() {
+        pairs.prefetch_ahead(&left, j, |x| pack(x, a));
+        take(pairs, pack(x, a), std::mem::take(&mut lost.left[x as usize]), Lose::Left(x));
+    }
+    lost.left_ids = left;
+    lost.left_ids.clear();
+    let right = std::mem::take(&mut lost.right_ids);
+    for (j, &y) in right.iter().enumerate() {
+        pairs.prefetch_ahead(&right, j, |y| pack(b, y));
+        take(pairs, pack(b, y), std::mem::take(&mut lost.right[y as usize]), Lose::Right(y));
+    }
+    lost.right_ids = right;
+    lost.right_ids.clear();
+    if lost.pair.1 > 0 {
+        take(pairs, pack(a, b), std::mem::take(&mut lost.pair), Lose::Pair);
     }
 }
 
@@ -2255,8 +2308,8 @@ mod tests {
         let par = t.parity.as_deref().unwrap();
         let mut sum: FxHashMap<u64, i64> = FxHashMap::default();
         for l in 0..par.langs {
-            for (&k, &c) in par.counts(l) {
-                *sum.entry(k).or_default() += c;
+            for (c, k) in par.counts(&t.pairs, l) {
+                *sum.entry(k).or_default() += c as i64;
             }
         }
         for (k, info) in t.pairs.iter() {
