@@ -1622,20 +1622,17 @@ fn apply_lost(
     // Each (x, a) and (b, y) at most once (they may be one pair, or the
     // merged pair itself: a pair's losses then come in parts, each of at
     // least one occurrence, so none of them leaves it without any).
-    let left = std::mem::take(&mut lost.left_ids);
-    for (j, &x) in left.iter().enumerate() {
-        pairs.prefetch_ahead(&left, j, |x| pack(x, a));
-        take(pairs, pack(x, a), std::mem::take(&mut lost.left[x as usize]), Lose::Left(x));
+    for left in [true, false] {
+        let (ids, by) =
+            if left { (&mut lost.left_ids, &mut lost.left) } else { (&mut lost.right_ids, &mut lost.right) };
+        let key = |o: u32| if left { pack(o, a) } else { pack(b, o) };
+        for (j, &o) in ids.iter().enumerate() {
+            pairs.prefetch_ahead(ids, j, key);
+            let at = if left { Lose::Left(o) } else { Lose::Right(o) };
+            take(pairs, key(o), std::mem::take(&mut by[o as usize]), at);
+        }
+        ids.clear();
     }
-    lost.left_ids = left;
-    lost.left_ids.clear();
-    let right = std::mem::take(&mut lost.right_ids);
-    for (j, &y) in right.iter().enumerate() {
-        pairs.prefetch_ahead(&right, j, |y| pack(b, y));
-        take(pairs, pack(b, y), std::mem::take(&mut lost.right[y as usize]), Lose::Right(y));
-    }
-    lost.right_ids = right;
-    lost.right_ids.clear();
     if lost.pair.1 > 0 {
         take(pairs, pack(a, b), std::mem::take(&mut lost.pair), Lose::Pair);
     }
