@@ -117,7 +117,21 @@ pub enum Rule {
     /// the count over every language but the reference). A merge that also
     /// shortens the reference raises every premium; this weighs that down.
     Discount { reference: usize, gain: f64 },
+    /// Lift: the language as level up picks it; the pair by the shared-pair
+    /// variant (`shared >= 1`), its global count lifted by the served
+    /// language's own: among the worst language's band, the largest
+    /// `DISCOUNT_ONE · global + e · count_served` with `e = round(gain ·
+    /// DISCOUNT_ONE)`, `gain` in [0, [`LIFT_MAX`]] (0: the shared-pair
+    /// variant's pick). A hard band alone weighs a pair the served language
+    /// barely uses like its best one; this trades the two counts linearly,
+    /// so a wide band can be given without picking pairs that do little for
+    /// the language served (more merges spent on it).
+    Lift { reference: usize, gain: f64 },
 }
+
+/// The lift rule's largest gain (its served-language count weighs at most this
+/// many global counts).
+pub const LIFT_MAX: f64 = 1_048_576.0;
 
 /// The discount rule's fixed-point unit: its weight `gain` is `d / DISCOUNT_ONE`.
 pub const DISCOUNT_ONE: u64 = 1024;
@@ -135,7 +149,7 @@ pub const MEDIAN: usize = usize::MAX;
 
 impl Rule {
     /// The rule named `name` ("foroutan2025", "levelup", "excess", "group",
-    /// "keep", "discount"); all but the first need `reference` (a language index below
+    /// "keep", "discount", "lift"); all but the first need `reference` (a language index below
     /// `langs`, or [`MEDIAN`]).
     pub fn parse(name: &str, reference: Option<usize>, gain: f64, langs: usize) -> Result<Self> {
         let need_ref = || match reference {
@@ -155,11 +169,13 @@ impl Rule {
                 r => Ok(Rule::Discount { reference: r, gain }),
             },
             "discount" => Err(Error::Invalid(format!("the discount rule's gain must be in [0, 1], not {gain}"))),
+            "lift" if (0.0..=LIFT_MAX).contains(&gain) => Ok(Rule::Lift { reference: need_ref()?, gain }),
+            "lift" => Err(Error::Invalid(format!("the lift rule's gain must be in [0, {LIFT_MAX}], not {gain}"))),
             "excess" | "group" => {
                 Err(Error::Invalid(format!("the {name} rule's gain must be a number >= 0, not {gain}")))
             }
             other => Err(Error::Invalid(format!(
-                "unknown parity rule {other:?}; expected \"foroutan2025\", \"levelup\", \"excess\", \"group\", \"keep\" or \"discount\""
+                "unknown parity rule {other:?}; expected \"foroutan2025\", \"levelup\", \"excess\", \"group\", \"keep\", \"discount\" or \"lift\""
             ))),
         }
     }
@@ -308,22 +324,30 @@ fn band_order<'a>(
     move |a, b| a.0 > b.0 || (a.0 == b.0 && better(&(a.1, a.2), &(b.1, b.2)))
 }
 
-/// The shared-pair variant's key of a pair: its global count, or under the
-/// discount rule (`discount`: the reference language's counts and `d`)
-/// `DISCOUNT_ONE · global − d · count_reference` (in 128 bits, at most
-/// u64::MAX). Both counts only fall and the reference's is part of the
-/// global one, so the key only falls too (`d <= DISCOUNT_ONE`): the lazy
-/// band entries stay upper bounds.
+/// The shared-pair variant's key of a pair in one language's band: its
+/// global count, or under the discount rule (`discount`: the reference
+/// language's counts and `d`) `DISCOUNT_ONE · global − d · count_reference`,
+/// under the lift rule (`lift`: the band language's own counts and `e`)
+/// `DISCOUNT_ONE · global + e · count_language` (in 128 bits, clamped to
+/// [0, u64::MAX]). Every count only falls and the reference's is part of the
+/// global one, so the key only falls too (`d <= DISCOUNT_ONE`, `e >= 0`):
+/// the lazy band entries stay upper bounds.
 fn band_key<'a>(
     global: &'a impl Fn(u64) -> u64,
-    discount: Option<(&'a FxHashMap<u64, i64>, u64)>,
+    discount: Option<(&'a FxHashMap<u64, i64>, i64)>,
+    lift: Option<(&'a FxHashMap<u64, i64>, i64)>,
 ) -> impl Fn(u64) -> u64 + 'a {
-    move |k| match discount {
-        None => global(k),
-        Some((rc, d)) => {
-            let r = rc.get(&k).map_or(0, |&c| c as u128);
-            let v = global(k) as u128 * DISCOUNT_ONE as u128 - d as u128 * r;
-            v.min(u64::MAX as u128) as u64
+    move |k| match (discount, lift) {
+        (None, None) => global(k),
+        _ => {
+            let mut v = global(k) as i128 * DISCOUNT_ONE as i128;
+            if let Some((rc, d)) = discount {
+                v -= d as i128 * rc.get(&k).map_or(0, |&c| c as i128);
+            }
+            if let Some((lc, e)) = lift {
+                v += e as i128 * lc.get(&k).map_or(0, |&c| c as i128);
+            }
+            v.clamp(0, u64::MAX as i128) as u64
         }
     }
 }
@@ -410,9 +434,18 @@ impl Parity {
     }
 
     /// The discount rule's (reference language, `d`); None under any other rule.
-    fn discount(&self) -> Option<(usize, u64)> {
+    fn discount(&self) -> Option<(usize, i64)> {
         match self.rule {
-            Rule::Discount { reference, gain } => Some((reference, (gain * DISCOUNT_ONE as f64).round() as u64)),
+            Rule::Discount { reference, gain } => Some((reference, (gain * DISCOUNT_ONE as f64).round() as i64)),
+            _ => None,
+        }
+    }
+
+    /// The lift rule's `e` (the served language's weight in [`DISCOUNT_ONE`]
+    /// units); None under any other rule.
+    fn lift(&self) -> Option<i64> {
+        match self.rule {
+            Rule::Lift { gain, .. } => Some((gain * DISCOUNT_ONE as f64).round() as i64),
             _ => None,
         }
     }
@@ -468,7 +501,10 @@ impl Parity {
                 }
                 (0..self.langs).filter(|&l| !self.exhausted[l]).all(|l| self.excess(l, r) <= 1.0 + self.tolerance)
             }
-            Rule::LevelUp { reference: r } | Rule::Group { reference: r, .. } | Rule::Discount { reference: r, .. } => {
+            Rule::LevelUp { reference: r }
+            | Rule::Group { reference: r, .. }
+            | Rule::Discount { reference: r, .. }
+            | Rule::Lift { reference: r, .. } => {
                 let r = self.resolve(r);
                 let Some(hi) =
                     (0..self.langs)
@@ -617,12 +653,14 @@ impl Parity {
         touched.dedup();
         let order = band_order(better);
         let disc = self.discount();
-        let key_of = band_key(global, disc.map(|(r, d)| (&self.counts[r], d)));
+        let lift = self.lift();
+        let counts = &self.counts;
+        let key_in = |l: usize| band_key(global, disc.map(|(r, d)| (&counts[r], d)), lift.map(|e| (&counts[l], e)));
         for &(l, key) in &touched {
             if let Some(&c) = self.counts[l as usize].get(&key) {
                 self.heaps[l as usize].push((c as u64, key), better);
                 if let Some(b) = self.bands.get_mut(l as usize) {
-                    b.push((key_of(key), c as u64, key), &order);
+                    b.push((key_in(l as usize)(key), c as u64, key), &order);
                 }
             }
         }
@@ -634,7 +672,7 @@ impl Parity {
                 self.heaps[l] = Heap::from_vec(entries, better);
             }
             if self.bands.get(l).is_some_and(|b| b.held > 2 * self.counts[l].len() + slack) {
-                self.bands[l] = Bands::build(&self.counts[l], &key_of, &order);
+                self.bands[l] = Bands::build(&self.counts[l], &key_in(l), &order);
             }
         }
     }
@@ -688,7 +726,7 @@ impl Parity {
         global_count: &impl Fn(u64) -> u64,
     ) -> Option<u64> {
         #[cfg(test)]
-        let disc = self.discount();
+        let (disc, lift) = (self.discount(), self.lift());
         loop {
             let l = self.worst()?;
             let heap = &mut self.heaps[l];
@@ -782,7 +820,7 @@ impl Parity {
                     #[cfg(test)]
                     let scan = {
                         let disc = disc.map(|(r, d)| (&self.counts[r], d));
-                        let key_of = band_key(global_count, disc);
+                        let key_of = band_key(global_count, disc, lift.map(|e| (&self.counts[l], e)));
                         let g = |k: u64| key_of(k) as f64;
                         Self::candidates_pick(heap, counts, top, self.shared, min_frequency, better, usize::MAX, g)
                     };
@@ -837,10 +875,13 @@ impl Parity {
     ) -> u64 {
         let order = band_order(better);
         let disc = self.discount();
-        let global = &band_key(global, disc.map(|(r, d)| (&self.counts[r], d)));
+        let lift = self.lift();
+        let key_in =
+            |m: usize| band_key(global, disc.map(|(r, d)| (&self.counts[r], d)), lift.map(|e| (&self.counts[m], e)));
         if self.bands.is_empty() {
-            self.bands = (0..self.langs).map(|m| Bands::build(&self.counts[m], global, &order)).collect();
+            self.bands = (0..self.langs).map(|m| Bands::build(&self.counts[m], &key_in(m), &order)).collect();
         }
+        let global = &key_in(l);
         let shared = self.shared;
         let fits = |c: u64| c as f64 * shared >= top as f64;
         let mut t = ((top as f64 / shared) as u64).clamp(1, top);

@@ -1752,6 +1752,11 @@ impl Trainer {
                         "the discount rule needs a shared factor >= 1 (the band it picks from), not {shared}"
                     )));
                 }
+                if matches!(rule, Rule::Lift { .. }) && shared < 1.0 {
+                    return Err(Error::Invalid(format!(
+                        "the lift rule needs a shared factor >= 1 (the band it picks from), not {shared}"
+                    )));
+                }
                 if matches!(rule, Rule::Group { .. }) && shared < 1.0 {
                     return Err(Error::Invalid(format!(
                         "the group rule needs a shared factor >= 1 (its candidates' band), not {shared}"
@@ -2231,7 +2236,7 @@ mod tests {
             words in prop::collection::vec(prop::collection::vec(("(ab|a|b|c|é|xy){1,8}", 1u64..3000), 1..14), 1..4),
             dev in prop::collection::vec("(ab|a|b|c|é|xy){1,8}", 4),
             n in 1usize..90, lex in any::<bool>(), shared in prop::sample::select(vec![1.0, 1.3, 2.0, 3.5]),
-            minf in 1u64..60, global in 0usize..3, rule in 0usize..5,
+            minf in 1u64..60, global in 0usize..3, rule in 0usize..7,
         ) {
             let counter = |ws: &[(String, u64)]| {
                 let mut wc = WordCounter::new(Pretokenizer::Whole);
@@ -2249,12 +2254,15 @@ mod tests {
             ).unwrap();
             // the group rule: in tests its walk asserts equality with taking the candidates out
             // the discount rule: its band keys (global less a share of language 0's count) likewise
+            // the lift rule: its band keys (global plus a multiple of the band language's count) likewise
             let rule = [
                 Rule::Foroutan,
                 Rule::LevelUp { reference: 0 },
                 Rule::Group { reference: 0, gain: 1.0 },
                 Rule::Discount { reference: 0, gain: 1.0 },
                 Rule::Discount { reference: 0, gain: 0.37 },
+                Rule::Lift { reference: 0, gain: 1.0 },
+                Rule::Lift { reference: 0, gain: 3.7 },
             ][rule];
             t.set_parity_rule(0.0, shared, rule).unwrap();
             t.run(usize::MAX, None);

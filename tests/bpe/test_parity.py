@@ -249,6 +249,48 @@ def test_levelup_and_excess_serve_only_the_languages_dearer_than_the_reference()
     assert _train(vocab=256 + 80, parity_rule="excess", parity_reference="en", parity_gain=0.0).merges == plain
 
 
+@pytest.mark.parametrize("tie_break", ["pair_ids", "lexicographic"])
+@pytest.mark.parametrize(
+    "corpus,kw",
+    [
+        ("TRAIN", dict(shared=2, gain=1.0)),
+        ("TRAIN", dict(shared=3, gain=0.3, tolerance=0.05, global_merges=2)),
+        ("BIG", dict(shared=1.5, gain=4.0)),
+        ("BIG", dict(shared=4, gain=0.7, min_frequency=40)),
+        ("BIG", dict(shared=8, gain=37.5, global_merges=5)),
+    ],
+)
+@pytest.mark.parametrize("reference", ["en", "median"])
+def test_lift_rule_equal_to_the_slow_reference(corpus, kw, reference, tie_break):
+    names = {"tolerance": "parity_tolerance", "shared": "parity_shared", "global_merges": "parity_global_merges"}
+    names.update(gain="parity_gain", min_frequency="min_frequency")
+    text = {"TRAIN": TRAIN, "BIG": BIG}[corpus]
+    tok = _train(
+        text,
+        vocab=256 + 60,
+        tie_break=tie_break,
+        parity_measure="bytes",
+        parity_rule="lift",
+        parity_reference=reference,
+        **{names[k]: v for k, v in kw.items()},
+    )
+    ref = "median" if reference == "median" else sorted(DEV).index(reference)
+    want, chosen = _reference(text, DEV, 60, measure="bytes", tie_break=tie_break, rule="lift", reference=ref, **kw)
+    assert tok.merges == want
+    rec = tok.data.training["parity"]
+    assert (rec["rule"], rec["reference"], rec["gain"], rec["shared"]) == ("lift", reference, kw["gain"], kw["shared"])
+    for i, lang in enumerate(rec["languages"]):
+        assert rec["per_language"][lang]["merges"] == sum(1 for c in chosen if c == i)
+
+
+def test_lift_gain_0_is_the_shared_pick():
+    kw = dict(vocab=256 + 60, parity_measure="bytes", parity_reference="en")
+    shared = _train(BIG, parity_rule="levelup", parity_shared=2.0, **kw).merges
+    assert _train(BIG, parity_rule="lift", parity_gain=0.0, parity_shared=2.0, **kw).merges == shared
+    lifted = _train(BIG, parity_rule="lift", parity_gain=1.0, parity_shared=2.0, **kw).merges
+    assert lifted != shared
+
+
 @pytest.mark.parametrize(
     "kw",
     [
@@ -257,6 +299,7 @@ def test_levelup_and_excess_serve_only_the_languages_dearer_than_the_reference()
         dict(parity_rule="group", parity_gain=3.0, parity_shared=2.0),
         dict(parity_rule="keep", parity_global_merges=0.2, parity_shared=2.0),
         dict(parity_rule="discount", parity_gain=0.5, parity_shared=2.0),
+        dict(parity_rule="lift", parity_gain=2.0, parity_shared=1.5),
     ],
 )
 def test_new_rules_deterministic_whatever_the_threads_and_recorded(tmp_path, kw):
@@ -293,6 +336,11 @@ def test_new_rules_typed_errors():
     for bad in (1.5, -0.1):
         with pytest.raises(TokenforgeError, match="parity_gain must be"):
             _train(parity_rule="discount", parity_reference="en", parity_shared=2.0, parity_gain=bad)
+    with pytest.raises(TokenforgeError, match="'lift' needs parity_shared"):
+        _train(parity_rule="lift", parity_reference="en", parity_gain=0.5)
+    for bad in (-0.5, 2.0**21, float("inf"), float("nan")):
+        with pytest.raises(TokenforgeError, match="parity_gain must be"):
+            _train(parity_rule="lift", parity_reference="en", parity_shared=2.0, parity_gain=bad)
 
 
 def test_keep_serves_a_cheaper_language_once_it_rises_above_its_start():
