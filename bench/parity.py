@@ -90,6 +90,12 @@ def shared_global(state) -> dict:
     return parity(state, parity_shared=1.5, parity_global_merges=0.25)
 
 
+def lift(state) -> dict:
+    return parity(
+        state, parity_rule="lift", parity_reference="en", parity_gain=1.0, parity_shared=1.45, parity_global_merges=0.15
+    )
+
+
 #: the timed trainers: plain BPE, the paper's rule, and tokenforge's rules (issue 36)
 TOOLS = {
     "plain": plain,
@@ -99,6 +105,7 @@ TOOLS = {
     "group": group,
     "shared": shared,
     "shared_global": shared_global,
+    "lift": lift,
 }
 
 
