@@ -163,17 +163,24 @@ def test_levelup_and_excess_rules_equal_to_the_slow_reference(rule, kw, referenc
 
 @pytest.mark.parametrize("tie_break", ["pair_ids", "lexicographic"])
 @pytest.mark.parametrize(
-    "corpus,kw",
+    "rule,corpus,kw",
     [
-        ("TRAIN", dict(shared=2, gain=1.0)),
-        ("TRAIN", dict(shared=3, gain=0.3, tolerance=0.05, global_merges=2)),
-        ("BIG", dict(shared=1.5, gain=1.0)),
-        ("BIG", dict(shared=2, gain=0.5, min_frequency=40)),
-        ("BIG", dict(shared=3.5, gain=0.25, global_merges=5)),
+        ("discount", "TRAIN", dict(shared=2, gain=1.0)),
+        ("discount", "TRAIN", dict(shared=3, gain=0.3, tolerance=0.05, global_merges=2)),
+        ("discount", "BIG", dict(shared=1.5, gain=1.0)),
+        ("discount", "BIG", dict(shared=2, gain=0.5, min_frequency=40)),
+        ("discount", "BIG", dict(shared=3.5, gain=0.25, global_merges=5)),
+        ("lift", "TRAIN", dict(shared=2, gain=1.0)),
+        ("lift", "TRAIN", dict(shared=3, gain=0.3, tolerance=0.05, global_merges=2)),
+        ("lift", "BIG", dict(shared=1.5, gain=4.0)),
+        ("lift", "BIG", dict(shared=4, gain=0.7, min_frequency=40)),
+        ("lift", "BIG", dict(shared=8, gain=37.5, global_merges=5)),
     ],
 )
-@pytest.mark.parametrize("reference", ["en", "de"])
-def test_discount_rule_equal_to_the_slow_reference(corpus, kw, reference, tie_break):
+@pytest.mark.parametrize("other", [False, True])
+def test_band_score_rules_equal_to_the_slow_reference(rule, corpus, kw, other, tie_break):
+    # the second reference: another fixed language for discount (it needs one), the median for lift
+    reference = ("median" if rule == "lift" else "de") if other else "en"
     names = {"tolerance": "parity_tolerance", "shared": "parity_shared", "global_merges": "parity_global_merges"}
     names.update(gain="parity_gain", min_frequency="min_frequency")
     text = {"TRAIN": TRAIN, "BIG": BIG}[corpus]
@@ -182,20 +189,15 @@ def test_discount_rule_equal_to_the_slow_reference(corpus, kw, reference, tie_br
         vocab=256 + 60,
         tie_break=tie_break,
         parity_measure="bytes",
-        parity_rule="discount",
+        parity_rule=rule,
         parity_reference=reference,
         **{names[k]: v for k, v in kw.items()},
     )
-    ref = sorted(DEV).index(reference)
-    want, chosen = _reference(text, DEV, 60, measure="bytes", tie_break=tie_break, rule="discount", reference=ref, **kw)
+    ref = "median" if reference == "median" else sorted(DEV).index(reference)
+    want, chosen = _reference(text, DEV, 60, measure="bytes", tie_break=tie_break, rule=rule, reference=ref, **kw)
     assert tok.merges == want
     rec = tok.data.training["parity"]
-    assert (rec["rule"], rec["reference"], rec["gain"], rec["shared"]) == (
-        "discount",
-        reference,
-        kw["gain"],
-        kw["shared"],
-    )
+    assert (rec["rule"], rec["reference"], rec["gain"], rec["shared"]) == (rule, reference, kw["gain"], kw["shared"])
     for i, lang in enumerate(rec["languages"]):
         assert rec["per_language"][lang]["merges"] == sum(1 for c in chosen if c == i)
 
@@ -247,40 +249,6 @@ def test_levelup_and_excess_serve_only_the_languages_dearer_than_the_reference()
     plain = train_reference(count_words([t for v in TRAIN.values() for t in v], GPT4_PATTERN), 80)
     assert _reference(TRAIN, DEV, 80, rule="excess", reference=1, gain=0.0)[0] == plain
     assert _train(vocab=256 + 80, parity_rule="excess", parity_reference="en", parity_gain=0.0).merges == plain
-
-
-@pytest.mark.parametrize("tie_break", ["pair_ids", "lexicographic"])
-@pytest.mark.parametrize(
-    "corpus,kw",
-    [
-        ("TRAIN", dict(shared=2, gain=1.0)),
-        ("TRAIN", dict(shared=3, gain=0.3, tolerance=0.05, global_merges=2)),
-        ("BIG", dict(shared=1.5, gain=4.0)),
-        ("BIG", dict(shared=4, gain=0.7, min_frequency=40)),
-        ("BIG", dict(shared=8, gain=37.5, global_merges=5)),
-    ],
-)
-@pytest.mark.parametrize("reference", ["en", "median"])
-def test_lift_rule_equal_to_the_slow_reference(corpus, kw, reference, tie_break):
-    names = {"tolerance": "parity_tolerance", "shared": "parity_shared", "global_merges": "parity_global_merges"}
-    names.update(gain="parity_gain", min_frequency="min_frequency")
-    text = {"TRAIN": TRAIN, "BIG": BIG}[corpus]
-    tok = _train(
-        text,
-        vocab=256 + 60,
-        tie_break=tie_break,
-        parity_measure="bytes",
-        parity_rule="lift",
-        parity_reference=reference,
-        **{names[k]: v for k, v in kw.items()},
-    )
-    ref = "median" if reference == "median" else sorted(DEV).index(reference)
-    want, chosen = _reference(text, DEV, 60, measure="bytes", tie_break=tie_break, rule="lift", reference=ref, **kw)
-    assert tok.merges == want
-    rec = tok.data.training["parity"]
-    assert (rec["rule"], rec["reference"], rec["gain"], rec["shared"]) == ("lift", reference, kw["gain"], kw["shared"])
-    for i, lang in enumerate(rec["languages"]):
-        assert rec["per_language"][lang]["merges"] == sum(1 for c in chosen if c == i)
 
 
 def test_lift_gain_0_is_the_shared_pick():
