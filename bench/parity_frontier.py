@@ -72,7 +72,14 @@ def _shared_global(shared: float, share: float) -> tuple[str, str, dict]:
 
 
 #: the lift rule's points on the frontier: (gain, shared, global share)
-LIFT_POINTS = [(1.0, 1.45, 0.15), (1.0, 1.4, 0.1), (1.0, 1.6, 0.1), (4.0, 2.0, 0.15), (4.0, 4.0, 0.15), (16.0, 3.0, 0.1)]
+LIFT_POINTS = [
+    (1.0, 1.45, 0.15),
+    (1.0, 1.4, 0.1),
+    (1.0, 1.6, 0.1),
+    (4.0, 2.0, 0.15),
+    (4.0, 4.0, 0.15),
+    (16.0, 3.0, 0.1),
+]
 
 #: (label, rule family, BPETokenizer.train parity keyword arguments)
 CONFIGS: list[tuple[str, str, dict]] = [
