@@ -230,7 +230,8 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         global count less ``parity_gain`` (0 to 1) times its count in
         ``parity_reference``) or "lift" ("levelup"'s language, the shared-pair
         band, each pair's global count plus ``parity_gain`` times its count in
-        the language served).
+        the language served) or "devlift" ("lift" with each pair's count in
+        the dev text of every language as its global count).
         ``parity_reference``:
         a dev language, or "median" (before each merge, the median language by
         dev cost). The settings

@@ -83,6 +83,9 @@ is stated in docs/algorithms.md).
   [0, 2**20], rounded to 1/1024) times its count in the language served: a
   linear trade between helping every language and helping the one served, in
   place of the band's hard edge alone (gain 0: the shared-pair pick).
+  "devlift": "lift" with the pair's count in every language's *dev* text in
+  place of its count over all training text: the global loss as the dev text
+  measures it (training text of other kinds, in no dev text, does not weigh).
 
 The ``parity_*`` settings travel from ``train`` as one checked value,
 :class:`ParitySettings` (its :meth:`~ParitySettings.check` is their one check),
@@ -127,7 +130,7 @@ __all__ = [
 #: the named ways to compare dev compression across languages
 MEASURES = ("tokens", "bytes", "chars")
 #: the rules that pick the merges after the global ones (see the module docstring)
-RULES = ("foroutan2025", "levelup", "excess", "group", "keep", "discount", "lift")
+RULES = ("foroutan2025", "levelup", "excess", "group", "keep", "discount", "lift", "devlift")
 #: the lift rule's largest gain (``src/bpe/parity.rs``: ``LIFT_MAX``)
 LIFT_MAX = 2.0**20
 #: ``parity_reference`` naming the median language (see the module docstring)
@@ -216,8 +219,8 @@ class ParitySettings:
                     if shared
                     else "parity_rule='discount' needs parity_shared >= 1 (the band it picks from)"
                 )
-            if rule == "lift" and not shared:
-                raise TokenforgeError("parity_rule='lift' needs parity_shared >= 1 (the band it picks from)")
+            if rule in ("lift", "devlift") and not shared:
+                raise TokenforgeError(f"parity_rule={rule!r} needs parity_shared >= 1 (the band it picks from)")
             if rule == "group" and not shared:
                 raise TokenforgeError(
                     "parity_rule='group' needs parity_shared >= 1 (the band of the worst language's pairs it "
@@ -232,8 +235,8 @@ class ParitySettings:
             raise TokenforgeError(f"parity_gain must be a number >= 0 (0: plain BPE), not {gain!r}")
         if rule == "discount" and not gain <= 1:
             raise TokenforgeError(f"parity_gain must be in [0, 1] with parity_rule='discount', not {gain!r}")
-        if rule == "lift" and not gain <= LIFT_MAX:
-            raise TokenforgeError(f"parity_gain must be in [0, {LIFT_MAX:g}] with parity_rule='lift', not {gain!r}")
+        if rule in ("lift", "devlift") and not gain <= LIFT_MAX:
+            raise TokenforgeError(f"parity_gain must be in [0, {LIFT_MAX:g}] with parity_rule={rule!r}, not {gain!r}")
         return langs
 
     def normalized(self) -> ParitySettings:
@@ -309,7 +312,7 @@ class ParityCounts:
         return {
             "rule": s.rule,
             **({"reference": s.reference} if s.rule != "foroutan2025" else {}),
-            **({"gain": s.gain} if s.rule in ("excess", "group", "discount", "lift") else {}),
+            **({"gain": s.gain} if s.rule in ("excess", "group", "discount", "lift", "devlift") else {}),
             "languages": list(self.languages),
             "measure": s.measure if isinstance(s.measure, str) else dict(sorted(s.measure.items())),
             "global_merges": self.resolve_global(num_merges),

@@ -125,8 +125,12 @@ pub enum Rule {
     /// variant's pick). A hard band alone weighs a pair the served language
     /// barely uses like its best one; this trades the two counts linearly,
     /// so a wide band can be given without picking pairs that do little for
-    /// the language served (more merges spent on it).
-    Lift { reference: usize, gain: f64 },
+    /// the language served (more merges spent on it). With `dev` (the rule
+    /// "devlift"), the global count is the pair's count in the *dev* text of
+    /// every language instead of the training text: the global loss as the
+    /// dev text measures it (the training text may hold text of other kinds,
+    /// e.g. the Debian set's fortunes, in no dev or held-out text).
+    Lift { reference: usize, gain: f64, dev: bool },
 }
 
 /// The lift rule's largest gain (its served-language count weighs at most this
@@ -149,7 +153,7 @@ pub const MEDIAN: usize = usize::MAX;
 
 impl Rule {
     /// The rule named `name` ("foroutan2025", "levelup", "excess", "group",
-    /// "keep", "discount", "lift"); all but the first need `reference` (a language index below
+    /// "keep", "discount", "lift", "devlift"); all but the first need `reference` (a language index below
     /// `langs`, or [`MEDIAN`]).
     pub fn parse(name: &str, reference: Option<usize>, gain: f64, langs: usize) -> Result<Self> {
         let need_ref = || match reference {
@@ -169,13 +173,17 @@ impl Rule {
                 r => Ok(Rule::Discount { reference: r, gain }),
             },
             "discount" => Err(Error::Invalid(format!("the discount rule's gain must be in [0, 1], not {gain}"))),
-            "lift" if (0.0..=LIFT_MAX).contains(&gain) => Ok(Rule::Lift { reference: need_ref()?, gain }),
-            "lift" => Err(Error::Invalid(format!("the lift rule's gain must be in [0, {LIFT_MAX}], not {gain}"))),
+            "lift" | "devlift" if (0.0..=LIFT_MAX).contains(&gain) => {
+                Ok(Rule::Lift { reference: need_ref()?, gain, dev: name == "devlift" })
+            }
+            "lift" | "devlift" => {
+                Err(Error::Invalid(format!("the {name} rule's gain must be in [0, {LIFT_MAX}], not {gain}")))
+            }
             "excess" | "group" => {
                 Err(Error::Invalid(format!("the {name} rule's gain must be a number >= 0, not {gain}")))
             }
             other => Err(Error::Invalid(format!(
-                "unknown parity rule {other:?}; expected \"foroutan2025\", \"levelup\", \"excess\", \"group\", \"keep\", \"discount\" or \"lift\""
+                "unknown parity rule {other:?}; expected \"foroutan2025\", \"levelup\", \"excess\", \"group\", \"keep\", \"discount\", \"lift\" or \"devlift\""
             ))),
         }
     }
@@ -258,6 +266,11 @@ pub struct Parity {
     cursor: usize,
     /// The pair the merge under way merges (None between merges).
     merging: Option<u64>,
+    /// The devlift rule (empty otherwise): every pair's count in the dev text
+    /// of all languages, kept up to date by the merge walk ([`Parity::add_dev`]).
+    pub(super) dev_pairs: FxHashMap<u64, i64>,
+    /// The dev count of the occurrence the walk is at (set by its weighing).
+    pub(super) dev_here: u64,
 }
 
 /// The top entry of a lazy heap of (count, key) whose current counts are
@@ -422,6 +435,8 @@ impl Parity {
             floors: Vec::new(),
             cursor: 0,
             merging: None,
+            dev_pairs: FxHashMap::default(),
+            dev_here: 0,
         }
     }
 
@@ -438,6 +453,48 @@ impl Parity {
         match self.rule {
             Rule::Discount { reference, gain } => Some((reference, (gain * DISCOUNT_ONE as f64).round() as i64)),
             _ => None,
+        }
+    }
+
+    /// The devlift rule is on: [`Parity::dev_pairs`] is kept.
+    pub(super) fn tracks_dev(&self) -> bool {
+        matches!(self.rule, Rule::Lift { dev: true, .. })
+    }
+
+    /// The devlift rule: the occurrence the walk is at changes `key`'s dev
+    /// count, by its dev count up (`fresh`: a pair the merge creates) or down.
+    /// The merged pair is skipped as in [`Parity::add`] (its entry leaves in
+    /// [`Parity::after_merge`]).
+    #[inline(always)]
+    pub(super) fn add_dev(&mut self, key: u64, fresh: bool) {
+        if self.dev_here == 0 || self.merging == Some(key) {
+            return;
+        }
+        let d = self.dev_here as i64;
+        match self.dev_pairs.entry(key) {
+            Entry::Occupied(mut o) => {
+                *o.get_mut() += if fresh { d } else { -d };
+                debug_assert!(*o.get() >= 0);
+                if *o.get() == 0 {
+                    o.remove();
+                }
+            }
+            Entry::Vacant(v) => {
+                debug_assert!(fresh);
+                v.insert(d);
+            }
+        }
+    }
+
+    /// The band's global count: the pair's count over every language's
+    /// training text (`global`), or under the devlift rule its dev count.
+    fn band_global<'a>(
+        dev: Option<&'a FxHashMap<u64, i64>>,
+        global: &'a impl Fn(u64) -> u64,
+    ) -> impl Fn(u64) -> u64 + 'a {
+        move |k| match dev {
+            Some(m) => m.get(&k).map_or(0, |&c| c as u64),
+            None => global(k),
         }
     }
 
@@ -647,6 +704,7 @@ impl Parity {
             for counts in &mut self.counts {
                 counts.remove(&pair);
             }
+            self.dev_pairs.remove(&pair);
         }
         let mut touched = std::mem::take(&mut self.touched);
         touched.sort_unstable();
@@ -654,6 +712,8 @@ impl Parity {
         let order = band_order(better);
         let disc = self.discount();
         let lift = self.lift();
+        let dev = self.tracks_dev().then_some(&self.dev_pairs);
+        let global = &Self::band_global(dev, global);
         let counts = &self.counts;
         let key_in = |l: usize| band_key(global, disc.map(|(r, d)| (&counts[r], d)), lift.map(|e| (&counts[l], e)));
         for &(l, key) in &touched {
@@ -726,7 +786,7 @@ impl Parity {
         global_count: &impl Fn(u64) -> u64,
     ) -> Option<u64> {
         #[cfg(test)]
-        let (disc, lift) = (self.discount(), self.lift());
+        let (disc, lift, track) = (self.discount(), self.lift(), self.tracks_dev());
         loop {
             let l = self.worst()?;
             let heap = &mut self.heaps[l];
@@ -820,7 +880,8 @@ impl Parity {
                     #[cfg(test)]
                     let scan = {
                         let disc = disc.map(|(r, d)| (&self.counts[r], d));
-                        let key_of = band_key(global_count, disc, lift.map(|e| (&self.counts[l], e)));
+                        let gl = Self::band_global(track.then_some(&self.dev_pairs), global_count);
+                        let key_of = band_key(&gl, disc, lift.map(|e| (&self.counts[l], e)));
                         let g = |k: u64| key_of(k) as f64;
                         Self::candidates_pick(heap, counts, top, self.shared, min_frequency, better, usize::MAX, g)
                     };
@@ -876,6 +937,8 @@ impl Parity {
         let order = band_order(better);
         let disc = self.discount();
         let lift = self.lift();
+        let dev = self.tracks_dev().then_some(&self.dev_pairs);
+        let global = &Self::band_global(dev, global);
         let key_in =
             |m: usize| band_key(global, disc.map(|(r, d)| (&self.counts[r], d)), lift.map(|e| (&self.counts[m], e)));
         if self.bands.is_empty() {

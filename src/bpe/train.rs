@@ -1233,6 +1233,7 @@ impl Sink for Direct<'_> {
                 let l = par.lang_at(p);
                 let (t, dev) = split_counts(c);
                 par.dev_tokens[l] -= dev;
+                par.dev_here = dev;
                 (t as i64, if t > 0 { l as u32 } else { NO_LANG })
             }
         }
@@ -1255,8 +1256,14 @@ impl Sink for Direct<'_> {
 
     #[inline(always)]
     fn lang(&mut self, lang: u32, key: u64, w: i64, fresh: bool) {
-        if lang != NO_LANG {
-            if let Some(par) = self.parity.as_deref_mut() {
+        if let Some(par) = self.parity.as_deref_mut() {
+            // the devlift rule's dev counts: every change of a pair's count
+            // comes here, a created pair's up (fresh), a lost one's down,
+            // whether or not the occurrence weighs in the training counts
+            if par.tracks_dev() {
+                par.add_dev(key, fresh);
+            }
+            if lang != NO_LANG {
                 par.add(lang, key, w, fresh);
             }
         }
@@ -1757,6 +1764,20 @@ impl Trainer {
                         "the lift rule needs a shared factor >= 1 (the band it picks from), not {shared}"
                     )));
                 }
+                if matches!(rule, Rule::Lift { dev: true, .. }) {
+                    // devlift: every pair's dev count, from the arena as laid out
+                    // (no merge yet), as the setup counted the training counts
+                    let mut dev_pairs = FxHashMap::default();
+                    let ids = self.next_id;
+                    count_pairs(&self.slots, (1, self.slots.len().max(1)), ids, |_, key, c| {
+                        let (_, dev) = split_counts(c);
+                        if dev > 0 {
+                            *dev_pairs.entry(key).or_insert(0) += dev as i64;
+                        }
+                        0
+                    });
+                    par.dev_pairs = dev_pairs;
+                }
                 if matches!(rule, Rule::Group { .. }) && shared < 1.0 {
                     return Err(Error::Invalid(format!(
                         "the group rule needs a shared factor >= 1 (its candidates' band), not {shared}"
@@ -2236,7 +2257,7 @@ mod tests {
             words in prop::collection::vec(prop::collection::vec(("(ab|a|b|c|é|xy){1,8}", 1u64..3000), 1..14), 1..4),
             dev in prop::collection::vec("(ab|a|b|c|é|xy){1,8}", 4),
             n in 1usize..90, lex in any::<bool>(), shared in prop::sample::select(vec![1.0, 1.3, 2.0, 3.5]),
-            minf in 1u64..60, global in 0usize..3, rule in 0usize..7,
+            minf in 1u64..60, global in 0usize..3, rule in 0usize..9,
         ) {
             let counter = |ws: &[(String, u64)]| {
                 let mut wc = WordCounter::new(Pretokenizer::Whole);
@@ -2261,8 +2282,10 @@ mod tests {
                 Rule::Group { reference: 0, gain: 1.0 },
                 Rule::Discount { reference: 0, gain: 1.0 },
                 Rule::Discount { reference: 0, gain: 0.37 },
-                Rule::Lift { reference: 0, gain: 1.0 },
-                Rule::Lift { reference: 0, gain: 3.7 },
+                Rule::Lift { reference: 0, gain: 1.0, dev: false },
+                Rule::Lift { reference: 0, gain: 3.7, dev: false },
+                Rule::Lift { reference: 0, gain: 0.0, dev: true },
+                Rule::Lift { reference: 0, gain: 2.5, dev: true },
             ][rule];
             t.set_parity_rule(0.0, shared, rule).unwrap();
             t.run(usize::MAX, None);

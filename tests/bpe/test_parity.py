@@ -175,12 +175,16 @@ def test_levelup_and_excess_rules_equal_to_the_slow_reference(rule, kw, referenc
         ("lift", "BIG", dict(shared=1.5, gain=4.0)),
         ("lift", "BIG", dict(shared=4, gain=0.7, min_frequency=40)),
         ("lift", "BIG", dict(shared=8, gain=37.5, global_merges=5)),
+        ("devlift", "TRAIN", dict(shared=2, gain=0.0)),
+        ("devlift", "TRAIN", dict(shared=3, gain=1.0, tolerance=0.05, global_merges=2)),
+        ("devlift", "BIG", dict(shared=1.5, gain=1.0)),
+        ("devlift", "BIG", dict(shared=4, gain=0.7, min_frequency=40)),
     ],
 )
 @pytest.mark.parametrize("other", [False, True])
 def test_band_score_rules_equal_to_the_slow_reference(rule, corpus, kw, other, tie_break):
-    # the second reference: another fixed language for discount (it needs one), the median for lift
-    reference = ("median" if rule == "lift" else "de") if other else "en"
+    # the second reference: another fixed language for discount (it needs one), the median for the lifts
+    reference = ("de" if rule == "discount" else "median") if other else "en"
     names = {"tolerance": "parity_tolerance", "shared": "parity_shared", "global_merges": "parity_global_merges"}
     names.update(gain="parity_gain", min_frequency="min_frequency")
     text = {"TRAIN": TRAIN, "BIG": BIG}[corpus]
@@ -268,6 +272,7 @@ def test_lift_gain_0_is_the_shared_pick():
         dict(parity_rule="keep", parity_global_merges=0.2, parity_shared=2.0),
         dict(parity_rule="discount", parity_gain=0.5, parity_shared=2.0),
         dict(parity_rule="lift", parity_gain=2.0, parity_shared=1.5),
+        dict(parity_rule="devlift", parity_gain=1.0, parity_shared=1.5),
     ],
 )
 def test_new_rules_deterministic_whatever_the_threads_and_recorded(tmp_path, kw):
@@ -304,11 +309,12 @@ def test_new_rules_typed_errors():
     for bad in (1.5, -0.1):
         with pytest.raises(TokenforgeError, match="parity_gain must be"):
             _train(parity_rule="discount", parity_reference="en", parity_shared=2.0, parity_gain=bad)
-    with pytest.raises(TokenforgeError, match="'lift' needs parity_shared"):
-        _train(parity_rule="lift", parity_reference="en", parity_gain=0.5)
-    for bad in (-0.5, 2.0**21, float("inf"), float("nan")):
-        with pytest.raises(TokenforgeError, match="parity_gain must be"):
-            _train(parity_rule="lift", parity_reference="en", parity_shared=2.0, parity_gain=bad)
+    for rule in ("lift", "devlift"):
+        with pytest.raises(TokenforgeError, match=f"'{rule}' needs parity_shared"):
+            _train(parity_rule=rule, parity_reference="en", parity_gain=0.5)
+        for bad in (-0.5, 2.0**21, float("inf"), float("nan")):
+            with pytest.raises(TokenforgeError, match="parity_gain must be"):
+                _train(parity_rule=rule, parity_reference="en", parity_shared=2.0, parity_gain=bad)
 
 
 def test_keep_serves_a_cheaper_language_once_it_rises_above_its_start():
@@ -734,3 +740,25 @@ def _frontier_configs():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod.CONFIGS
+
+
+@pytest.mark.parametrize("tie_break", ["pair_ids", "lexicographic"])
+def test_devlift_with_dev_text_inside_the_training_text_equal_to_the_slow_reference(tie_break):
+    # compare's near-parallel case: each language's dev text is part of its training text
+    dev = {lang: texts[: max(1, len(texts) // 2)] for lang, texts in BIG.items()}
+    kw = dict(shared=2.0, gain=1.0, global_merges=4)
+    tok = _train(
+        BIG,
+        dev,
+        vocab=256 + 60,
+        tie_break=tie_break,
+        parity_measure="bytes",
+        parity_rule="devlift",
+        parity_reference="en",
+        parity_shared=kw["shared"],
+        parity_gain=kw["gain"],
+        parity_global_merges=kw["global_merges"],
+    )
+    en = sorted(dev).index("en")
+    want, _ = _reference(BIG, dev, 60, measure="bytes", tie_break=tie_break, rule="devlift", reference=en, **kw)
+    assert tok.merges == want

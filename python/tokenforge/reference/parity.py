@@ -42,7 +42,7 @@ rule the Rust trainer runs incrementally; docs/algorithms.md):
    largest ``sum_l w_l * float(count_l)`` (summed by language index; ``w_l``
    = ``1 + gain`` for a language strictly dearer than the reference, else 1),
    the first on a tie;
-10. ``reference="median"`` (rules 7-9, 11, 13): before each merge, the reference is
+10. ``reference="median"`` (rules 7-9, 11, 13, 14): before each merge, the reference is
    the lower median language: the languages ordered by dev cost (exactly, as
    fractions), then by index, the ``(L - 1) // 2``-th;
 11. ``rule="keep"``: at the first merge after the global ones, each
@@ -59,7 +59,9 @@ rule the Rust trainer runs incrementally; docs/algorithms.md):
 13. ``rule="lift"``: the language as step 7 picks it; the pair as step 6 picks
    it (``shared`` >= 1), but by the largest ``1024 * count over all languages
    + e * count in the language served``, ``e = gain * 1024`` rounded half away
-   from zero (``gain`` >= 0).
+   from zero (``gain`` >= 0);
+14. ``rule="devlift"``: step 13 with the count over all languages' *dev* words
+   in place of their training words'.
 
 Not handled: pre-tokenization (give word counts, :func:`tokenforge.reference.bpe.count_words`),
 special tokens, speed.
@@ -193,7 +195,7 @@ def train_parity_reference(
         ]
         live_now = [i for i in range(len(train)) if not exhausted[i]]
         ref = _median(cost_parts) if reference == "median" else reference
-        if rule in ("levelup", "group", "discount", "lift"):
+        if rule in ("levelup", "group", "discount", "lift", "devlift"):
             assert isinstance(ref, int)
             global_now = _level(cost_parts, live_now, ref, tolerance)
         elif rule == "keep":
@@ -284,9 +286,10 @@ def train_parity_reference(
                             d = _fixed(gain)
                             at_ref = _count_pairs(*train[ref])
                             pair = max(cands, key=lambda p: DISCOUNT_ONE * everyone[p] - d * at_ref[p])
-                        elif rule == "lift":
+                        elif rule in ("lift", "devlift"):
                             e = _fixed(gain)
-                            pair = max(cands, key=lambda p: DISCOUNT_ONE * everyone[p] + e * mine[p])
+                            on = _all_pairs(dev) if rule == "devlift" else everyone
+                            pair = max(cands, key=lambda p: DISCOUNT_ONE * on[p] + e * mine[p])
                         else:
                             pair = max(cands, key=lambda p: everyone[p])  # max keeps the first of equals
                     break
