@@ -65,6 +65,14 @@ def _lift(gain: float, shared: float, share: float) -> tuple[str, str, dict]:
     return (label, "lift shared + global", kw)
 
 
+def _devlift(gain: float, shared: float, share: float) -> tuple[str, str, dict]:
+    """The devlift rule (issue 36, session 20): the lift rule with each pair's count in the dev
+    text of every language in place of its count in the training text."""
+    label = f"devlift {gain:g} shared {shared:g} global {share:g}"
+    kw = {"parity_rule": "devlift", "parity_gain": gain, "parity_shared": shared, "parity_global_merges": share}
+    return (label, "devlift shared + global", kw)
+
+
 def _shared_global(shared: float, share: float) -> tuple[str, str, dict]:
     """The shared-pair variant after a global phase of ``share`` of the merges."""
     label = f"foroutan2025 shared {shared:g} global {share:g}"
@@ -79,6 +87,16 @@ LIFT_POINTS = [
     (4.0, 2.0, 0.15),
     (4.0, 4.0, 0.15),
     (16.0, 3.0, 0.1),
+]
+
+#: the devlift rule's points: (gain, shared, global share)
+DEVLIFT_POINTS = [
+    (0.0, 1.45, 0.15),
+    (0.0, 1.6, 0.1),
+    (1.0, 1.45, 0.15),
+    (1.0, 1.6, 0.1),
+    (1.0, 2.0, 0.1),
+    (4.0, 2.0, 0.15),
 ]
 
 #: (label, rule family, BPETokenizer.train parity keyword arguments)
@@ -164,6 +182,7 @@ CONFIGS: list[tuple[str, str, dict]] = [
     *[_discount(g, f, sh) for g in (0.25, 0.5, 1.0) for f, sh in ((1.45, 0.15), (1.4, 0.1), (2.0, 0.1))],
     # session 20: the lift rule, a linear trade between the global count and the served language's
     *[_lift(g, f, sh) for g, f, sh in LIFT_POINTS],
+    *[_devlift(g, f, sh) for g, f, sh in DEVLIFT_POINTS],
     # Japanese as the reference (session 19): it and English, the two cheapest under plain BPE,
     # are not levelled down (keep: each keeps its premium against Japanese)
     *[
