@@ -96,6 +96,17 @@ def lift(state) -> dict:
     )
 
 
+def devlift(state) -> dict:
+    return parity(
+        state,
+        parity_rule="devlift",
+        parity_reference="en",
+        parity_gain=1.0,
+        parity_shared=1.6,
+        parity_global_merges=0.1,
+    )
+
+
 #: the timed trainers: plain BPE, the paper's rule, and tokenforge's rules (issue 36)
 TOOLS = {
     "plain": plain,
@@ -106,6 +117,7 @@ TOOLS = {
     "shared": shared,
     "shared_global": shared_global,
     "lift": lift,
+    "devlift": devlift,
 }
 
 
