@@ -2,9 +2,10 @@
 //! and of the LZ78 strategies that rank whole chunks.
 //!
 //! Texts are split by the pre-tokenizer in parallel (contiguous groups of
-//! texts of about equal bytes, one cache-sized local table each), and the
-//! local counts are added to the counter's table shard by shard, shards in
-//! parallel ([`SHARDS`]); only unique pieces with u64 counts are kept: memory
+//! texts of about equal bytes), counted in each thread's cache-sized table
+//! ([`Held`]: kept from block to block of a pass, cut back to its most counted
+//! pieces), and the pieces it lets go are added to the counter's table shard
+//! by shard, shards in parallel ([`SHARDS`]); only unique pieces with u64 counts are kept: memory
 //! is bounded by the unique pieces, never by the corpus. Sums do not depend
 //! on the grouping, so the counts do not depend on the thread count.
 //!
@@ -99,15 +100,31 @@ fn fold(a: u64, b: u64) -> u64 {
     (m as u64) ^ ((m >> 64) as u64)
 }
 
-/// The hash of a piece longer than 15 bytes: 16 bytes at a time, folded.
+/// The hash of a piece longer than 15 bytes: 16 bytes at a time, folded, the
+/// last 16 read where they end (overlapping the chunk before; the length is
+/// in the seed). Read in place: a zero-padded copy of each chunk cost a
+/// `memset` and a `memcpy` call a chunk, 7% of counting's CPU time at 2 GB
+/// (every long piece is hashed when counted, scattered and added).
+#[inline]
 fn hash_long(p: &[u8]) -> u64 {
     let mut h = K1 ^ p.len() as u64;
-    for c in p.chunks(16) {
+    let word = |i: usize| u64::from_le_bytes(p[i..i + 8].try_into().unwrap());
+    if p.len() < 16 {
+        // (only a lookup of a short piece's bytes comes here)
         let mut b = [0u8; 16];
-        b[..c.len()].copy_from_slice(c);
+        b[..p.len()].copy_from_slice(p);
         let x = u64::from_le_bytes(b[..8].try_into().unwrap());
         let y = u64::from_le_bytes(b[8..].try_into().unwrap());
-        h = fold(x ^ K0 ^ h, y ^ K1);
+        return fold(x ^ K0 ^ h, y ^ K1);
+    }
+    let mut i = 0;
+    while i + 16 <= p.len() {
+        h = fold(word(i) ^ K0 ^ h, word(i + 8) ^ K1);
+        i += 16;
+    }
+    if i < p.len() {
+        let j = p.len() - 16;
+        h = fold(word(j) ^ K0 ^ h, word(j + 8) ^ K1);
     }
     h
 }
@@ -250,6 +267,41 @@ impl ShortTable {
         self.slots.iter().filter(|e| e.1 > 0)
     }
 
+    /// Keep at most `keep` entries, the most counted ones (those counted more
+    /// than the `keep + 1`-th largest count), moving the others to `out`.
+    /// The table is rebuilt in `spare` (a buffer of its capacity, or empty),
+    /// and its old slots become the next spare: no allocation.
+    fn evict(&mut self, keep: usize, spare: &mut Vec<(Short, u64)>, out: &mut Vec<(Short, u64)>) {
+        if self.len <= keep {
+            return;
+        }
+        // the counts in 256 buckets, four per power of two: the lowest bucket
+        // whose counts and those above hold at most `keep` pieces is kept
+        let mut hist = [0usize; 256];
+        for e in self.iter() {
+            hist[count_bucket(e.1)] += 1;
+        }
+        let (mut from, mut kept) = (256, 0);
+        while from > 1 && kept + hist[from - 1] <= keep {
+            from -= 1;
+            kept += hist[from];
+        }
+        out.reserve(self.len);
+        let cap = self.slots.len();
+        spare.clear();
+        spare.resize(cap, EMPTY);
+        let old = std::mem::replace(&mut self.slots, std::mem::take(spare));
+        self.len = 0;
+        for &e in old.iter().filter(|e| e.1 > 0) {
+            if count_bucket(e.1) >= from {
+                self.add(e.0, e.0.hash(), e.1);
+            } else {
+                out.push(e);
+            }
+        }
+        *spare = old;
+    }
+
     fn retain(&mut self, mut keep: impl FnMut(u64) -> bool) {
         let kept: Vec<(Short, u64)> = self.iter().filter(|e| keep(e.1)).copied().collect();
         *self = ShortTable::with_capacity(kept.len());
@@ -257,6 +309,17 @@ impl ShortTable {
             self.add(k, k.hash(), v);
         }
     }
+}
+
+/// A count's bucket, 0-255, in the order of the counts: the count itself
+/// below 4, else four buckets per power of two.
+#[inline]
+fn count_bucket(c: u64) -> usize {
+    if c < 4 {
+        return c as usize;
+    }
+    let lz = 63 - c.leading_zeros() as usize;
+    lz * 4 + ((c >> (lz - 2)) & 3) as usize
 }
 
 fn piece_map<K>(capacity: usize) -> PieceMap<K> {
@@ -473,10 +536,11 @@ fn head(p: &[u8]) -> u128 {
     u128::from_be_bytes(p[..16].try_into().expect("a long piece has 16 bytes"))
 }
 
-/// One group's counts: short pieces packed, longer ones borrowed from its
+/// One group's counts to add to the counter's table: short pieces packed
+/// (those its thread's [`Held`] table let go), longer ones borrowed from its
 /// texts, and how many pieces it had.
 struct Local<'a> {
-    short: ShortTable,
+    short: Vec<(Short, u64)>,
     long: PieceMap<&'a str>,
     pieces: u64,
 }
@@ -519,7 +583,7 @@ fn scatter<K: Copy>(
 impl<'a> Local<'a> {
     fn scatter(self) -> Scattered<'a> {
         let (short, short_at) =
-            scatter(self.short.iter().map(|(k, v)| (*k, *v)), self.short.len(), Short([0; 16]), |k| shard_of(k.hash()));
+            scatter(self.short.iter().copied(), self.short.len(), Short([0; 16]), |k| shard_of(k.hash()));
         drop(self.short);
         let (long, long_at) = scatter(self.long.iter().map(|(k, v)| (*k, *v)), self.long.len(), "", |k| {
             shard_of(hash_long(k.as_bytes()))
@@ -536,7 +600,44 @@ pub(crate) fn even_groups<T>(items: &[T], size: impl Fn(&T) -> usize, total: usi
     crate::chunks::byte_groups(items, size, total / parts + 1)
 }
 
-/// The pieces of `docs` counted in one map (one thread's share of a batch).
+/// A counting thread's own table of short pieces, held across the groups
+/// and blocks it counts ([`WordCounter::add_jsonl_block`] with `hold`) and
+/// cut back to the [`HELD_KEEP`] most counted pieces whenever it passes
+/// [`HELD_MAX`]: only the pieces it lets go are added to the counter's table.
+///
+/// Why: adding a group's distinct pieces to the counter's table (hundreds of
+/// MB at 2 GB) is a cache miss each, and with a fresh table per group a
+/// frequent piece was added once per group -- most of the additions (2 GB:
+/// 35.4 M additions for 10.8 M distinct pieces). Held, a frequent piece is
+/// added once per thread, when the table is flushed.
+struct Held {
+    table: ShortTable,
+    /// The buffer the table is rebuilt in when cut back (no allocation).
+    spare: Vec<(Short, u64)>,
+    /// Cut back to `keep` pieces past `max` ([`HELD_KEEP`], [`HELD_MAX`]).
+    keep: usize,
+    max: usize,
+}
+
+/// A held table is cut back to this many pieces ([`Held`])...
+const HELD_KEEP: usize = 1 << 14;
+/// ... once it holds more than this many (in 64 K slots of 24 bytes, 1.5 MB:
+/// the core's L2 cache and a bit). 2 GB, 2 threads, load 8: additions to the
+/// counter's table 41.8 M (a table per group) -> 29.4 M, counting 12.47-13.04
+/// -> 11.86-12.48 CPU s. Keeping 32 K of 48 K cut the additions to 25.3 M but
+/// cut back twice as often (12.23-13.43 CPU s); 64 K of 96 K (3 MB): 20.6 M,
+/// no faster, the held table's own lookups missing the cache.
+const HELD_MAX: usize = 48_000;
+
+impl Held {
+    fn new((keep, max): (usize, usize)) -> Self {
+        Held { table: ShortTable::with_capacity(max), spare: Vec::new(), keep, max }
+    }
+}
+
+/// The pieces of `docs` counted in `held` (one thread's share of a batch)
+/// and the group's long pieces; what `held` let go and the long pieces are
+/// returned for the counter's table.
 /// `within`: a buffer that holds every text of `docs` (the short pieces are
 /// read from it, past a text's end where it goes on), or None (each text alone).
 fn count_docs<'a>(
@@ -544,10 +645,10 @@ fn count_docs<'a>(
     within: Option<&'a str>,
     docs: impl Iterator<Item = &'a str>,
     bytes: usize,
+    held: &mut Held,
 ) -> Result<Scattered<'a>> {
-    // sized for about one new piece per 32 bytes of text (web text: ~one per 80):
-    // growing the table from empty, rehash after rehash, took 8% of counting
-    let mut short = ShortTable::with_capacity(bytes / 32);
+    let Held { table: short, spare, keep, max } = held;
+    let mut out = Vec::new();
     let mut long: PieceMap<&str> = piece_map(bytes / 512);
     let mut n = 0u64;
     let mut keys = [(Short([0; 16]), 0u64); SCAN_CHUNK];
@@ -586,8 +687,18 @@ fn count_docs<'a>(
                 n += 1;
             })?;
         }
+        if short.len() > *max {
+            short.evict(*keep, &mut *spare, &mut out);
+        }
     }
-    Ok(Local { short, long, pieces: n }.scatter())
+    Ok(Local { short: out, long, pieces: n }.scatter())
+}
+
+/// The current rayon thread's [`Held`] table, locked (only that thread takes
+/// it: never contended).
+fn held_of(held: &[std::sync::Mutex<Held>]) -> std::sync::MutexGuard<'_, Held> {
+    let i = rayon::current_thread_index().unwrap_or(0) % held.len();
+    held[i].lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Give the memory the C allocator holds free back to the system (glibc's
@@ -631,6 +742,12 @@ pub struct WordCounter {
     /// A memory budget's drop: (unique pieces, occurrences, threshold: pieces
     /// counted fewer times were dropped; 0: nothing was).
     budget_drop: (u64, u64, u64),
+    /// The counting threads' [`Held`] tables (by rayon thread index): counts
+    /// not yet in `map`, between the blocks of a pass ([`Self::flush`]);
+    /// empty otherwise.
+    held: Vec<std::sync::Mutex<Held>>,
+    /// (keep, max) of new [`Held`] tables.
+    held_limits: (usize, usize),
 }
 
 /// Estimated bytes of one entry of the counting table besides the piece's
@@ -661,6 +778,8 @@ impl WordCounter {
             mem: 0,
             spill: None,
             budget_drop: (0, 0, 0),
+            held: Vec::new(),
+            held_limits: (HELD_KEEP, HELD_MAX),
         }
     }
 
@@ -675,15 +794,18 @@ impl WordCounter {
 
     /// The count of one piece (0 if absent).
     pub fn get(&self, w: &[u8]) -> u64 {
+        self.check_flushed();
         self.map.get(w)
     }
 
     /// The counted pieces, in no particular order.
     pub fn pieces(&self) -> impl Iterator<Item = (&[u8], u64)> + '_ {
+        self.check_flushed();
         self.map.iter()
     }
 
     pub fn unique(&self) -> usize {
+        self.check_flushed();
         self.map.len()
     }
 
@@ -702,12 +824,14 @@ impl WordCounter {
         }
         let bytes: usize = texts.iter().map(|t| t.as_ref().len()).sum();
         let groups = even_groups(texts, |t| t.as_ref().len(), bytes);
-        let pretok = &self.pretok;
+        let fresh = !self.holds();
+        self.make_held();
+        let (pretok, held) = (&self.pretok, &self.held);
         let locals: Vec<Result<Scattered<'_>>> = groups
             .par_iter()
-            .map(|g| count_docs(pretok, None, g.iter().map(|t| t.as_ref()), bytes / groups.len()))
+            .map(|g| count_docs(pretok, None, g.iter().map(|t| t.as_ref()), bytes / groups.len(), &mut held_of(held)))
             .collect();
-        self.absorb(locals)?;
+        self.absorb(locals, false, fresh)?;
         self.total_bytes += bytes as u64;
         Ok(())
     }
@@ -719,13 +843,17 @@ impl WordCounter {
     /// lines, or None -- with nothing counted -- when some line needs the
     /// Python reader (`crate::jsonl`: bad JSON or UTF-8, a missing field, lone
     /// surrogates...), which then reads the whole block. `file_start`: the
-    /// block starts the file (its byte-order marks are dropped).
+    /// block starts the file (its byte-order marks are dropped). `hold`: the
+    /// counting threads keep their most counted pieces to themselves for the
+    /// next block ([`Held`]); [`Self::flush`] adds them to the table (every
+    /// other method that reads or changes the counts flushes first).
     pub fn add_jsonl_block(
         &mut self,
         head: &[u8],
         body: &[u8],
         field: &str,
         file_start: bool,
+        hold: bool,
     ) -> Result<Option<usize>> {
         let mut joined = Vec::new();
         let lines = crate::jsonl::block_lines(head, body, &mut joined);
@@ -752,24 +880,93 @@ impl WordCounter {
             .collect();
         let Some(texts) = texts else { return Ok(None) };
         // 2. split and count
-        let pretok = &self.pretok;
+        let fresh = !self.holds();
+        self.make_held();
+        let (pretok, held) = (&self.pretok, &self.held);
         let locals: Vec<Result<Scattered<'_>>> = texts
             .par_iter()
             .map(|(buf, ends)| {
                 let starts = std::iter::once(0).chain(ends.iter().copied());
-                count_docs(pretok, Some(buf), starts.zip(ends.iter().copied()).map(|(a, b)| &buf[a..b]), buf.len())
+                let docs = starts.zip(ends.iter().copied()).map(|(a, b)| &buf[a..b]);
+                count_docs(pretok, Some(buf), docs, buf.len(), &mut held_of(held))
             })
             .collect();
-        self.absorb(locals)?;
+        self.absorb(locals, hold, fresh)?;
         self.total_bytes += texts.iter().map(|t| t.0.len() as u64).sum::<u64>();
         Ok(Some(nlines))
     }
 
-    /// Add the per-group counts of `add_texts` / `add_jsonl_block` (the
-    /// first error wins): every shard of the table takes its entries from all
-    /// groups, shards in parallel on the current rayon pool.
-    fn absorb(&mut self, locals: Vec<Result<Scattered<'_>>>) -> Result<()> {
-        let locals: Vec<Scattered<'_>> = locals.into_iter().collect::<Result<_>>()?;
+    /// A [`Held`] table for every thread of the current rayon pool.
+    fn make_held(&mut self) {
+        while self.held.len() < rayon::current_num_threads() {
+            self.held.push(std::sync::Mutex::new(Held::new(self.held_limits)));
+        }
+    }
+
+    /// Add the counting threads' held counts ([`Held`]) to the table, and
+    /// free their tables. Every count is then in the table.
+    pub fn flush(&mut self) {
+        if self.held.is_empty() {
+            return;
+        }
+        let locals: Vec<Scattered<'static>> = std::mem::take(&mut self.held)
+            .into_par_iter()
+            .map(|h| {
+                let h = h.into_inner().unwrap_or_else(|e| e.into_inner());
+                let short: Vec<(Short, u64)> = h.table.iter().copied().collect();
+                drop(h);
+                Local { short, long: piece_map(0), pieces: 0 }.scatter()
+            })
+            .collect();
+        self.add_scattered(locals);
+    }
+
+    /// True while counts are held by the counting threads ([`Self::flush`]).
+    pub fn holds(&self) -> bool {
+        !self.held.is_empty()
+    }
+
+    /// Pieces held by the counting threads ([`Held`]), not yet in the table.
+    fn held_len(&self) -> usize {
+        self.held.iter().map(|h| h.lock().unwrap_or_else(|e| e.into_inner()).table.len()).sum()
+    }
+
+    /// Panics if counts are held back ([`Self::flush`] not called after a
+    /// pass with `hold`): a reader that cannot flush would miss them.
+    fn check_flushed(&self) {
+        assert!(self.held.is_empty(), "WordCounter read before flush() after counting with hold");
+    }
+
+    /// Add the per-group counts of `add_texts` / `add_jsonl_block`, and flush
+    /// the held ones unless `hold`. The first error wins. A failed call adds
+    /// nothing when it started with nothing held (`fresh`: its held tables,
+    /// made for it, are dropped with its groups' counts -- so `add_texts`
+    /// never leaves part of a failed call counted); after earlier calls with
+    /// `hold` the held tables mix their counts with the failed call's and are
+    /// flushed, keeping the earlier counts and part of the failed call's
+    /// (the file reader that holds stops at the first error).
+    fn absorb(&mut self, locals: Vec<Result<Scattered<'_>>>, hold: bool, fresh: bool) -> Result<()> {
+        let locals: Vec<Scattered<'_>> = match locals.into_iter().collect::<Result<_>>() {
+            Ok(l) => l,
+            Err(e) => {
+                if fresh {
+                    self.held.clear();
+                } else {
+                    self.flush();
+                }
+                return Err(e);
+            }
+        };
+        self.add_scattered(locals);
+        if !hold {
+            self.flush();
+        }
+        self.maybe_spill()
+    }
+
+    /// Every shard of the table takes its entries from all groups, shards in
+    /// parallel on the current rayon pool.
+    fn add_scattered(&mut self, locals: Vec<Scattered<'_>>) {
         self.total_pieces += locals.iter().map(|l| l.pieces).sum::<u64>();
         let Table { short, long } = &mut self.map;
         let added: u64 = short
@@ -803,7 +1000,6 @@ impl WordCounter {
             })
             .sum();
         self.mem += added;
-        self.maybe_spill()
     }
 
     /// Spill sorted runs of the table to a new directory under `parent`
@@ -828,6 +1024,9 @@ impl WordCounter {
 
     /// Counts partly on disk: `settle` first, then read them.
     fn check_settled(&self) -> Result<()> {
+        if !self.held.is_empty() {
+            return Err(Error::invalid("some counts are held by the counting threads: call flush() first"));
+        }
         if self.runs() > 0 {
             return Err(Error::invalid("the counts are partly spilled to disk: call settle() first"));
         }
@@ -835,6 +1034,12 @@ impl WordCounter {
     }
 
     fn maybe_spill(&mut self) -> Result<()> {
+        let Some(sp) = &self.spill else { return Ok(()) };
+        // the held tables count against the limit (at most 15 bytes a piece)
+        if self.mem + self.held_len() as u64 * (TABLE_ENTRY + 15) <= sp.2 {
+            return Ok(());
+        }
+        self.flush();
         let Some(sp) = &mut self.spill else { return Ok(()) };
         let (parent, dir, limit) = &mut **sp;
         if self.mem <= *limit || self.map.is_empty() {
@@ -864,6 +1069,7 @@ impl WordCounter {
     /// `budget_per_keep`: the whole budget a caller gives per byte of `keep`
     /// (for the message).
     pub fn settle(&mut self, keep: u64, min_coverage: f64, budget_per_keep: f64) -> Result<(u64, u64, u64)> {
+        self.flush();
         let spilled = self.runs() > 0;
         // pass 1: per count, how many pieces and their cost
         let hist = self.cost_histogram()?;
@@ -912,10 +1118,11 @@ impl WordCounter {
                 }
             }
             self.map = map;
+            self.mem = self.map.mem();
         } else if threshold > 0 {
             self.map.retain(|c| c >= threshold);
+            self.mem = self.map.mem();
         }
-        self.mem = self.map.mem();
         self.spill = None;
         self.budget_drop = (unique - kept, occurrences - kept_occ, threshold);
         Ok(self.budget_drop)
@@ -924,13 +1131,20 @@ impl WordCounter {
     /// Per count, (distinct pieces, their training cost): the runs merged
     /// when counting spilled (the table is then written as one more run).
     fn cost_histogram(&mut self) -> Result<std::collections::BTreeMap<u64, (u64, u64)>> {
+        self.flush();
         let spilled = self.runs() > 0;
         if spilled {
             self.maybe_spill_all()?;
         }
+        // the counts below 4096 (nearly all pieces) in an array: a tree lookup
+        // per piece took ~0.2 s at 2 GB
+        let mut low = vec![(0u64, 0u64); 4096];
         let mut hist: std::collections::BTreeMap<u64, (u64, u64)> = Default::default();
         let mut add = |k: &[u8], c: u64| {
-            let e = hist.entry(c).or_insert((0, 0));
+            let e = match low.get_mut(c as usize) {
+                Some(e) => e,
+                None => hist.entry(c).or_insert((0, 0)),
+            };
             e.0 += 1;
             e.1 += train_cost(k.len());
         };
@@ -944,6 +1158,7 @@ impl WordCounter {
                 add(k, c);
             }
         }
+        hist.extend(low.into_iter().enumerate().filter(|e| e.1 .0 > 0).map(|(c, e)| (c as u64, e)));
         Ok(hist)
     }
 
@@ -1018,6 +1233,7 @@ impl WordCounter {
         if min_count <= 1 {
             return 0;
         }
+        self.flush();
         let before = self.map.len();
         let mut mass = 0u64;
         self.map.retain(|c| {
@@ -1040,6 +1256,7 @@ impl WordCounter {
     /// a pattern follows), the pattern, the totals and bounded-mode figures,
     /// then every piece (length-prefixed bytes, count) in byte order.
     pub fn to_bytes(&self) -> Vec<u8> {
+        self.check_flushed();
         let mut items: Vec<(&[u8], u64)> = self.map.iter().collect();
         items.par_sort_unstable_by(|a, b| a.0.cmp(b.0));
         let mut w = Writer::new(Kind::Pieces);
@@ -1112,7 +1329,8 @@ impl WordCounter {
     }
 
     /// The unique pieces sorted by bytes (a deterministic order).
-    pub fn into_sorted(self) -> Vec<(Box<[u8]>, u64)> {
+    pub fn into_sorted(mut self) -> Vec<(Box<[u8]>, u64)> {
+        self.flush();
         let mut v = self.map.into_vec();
         v.par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
         v
@@ -1120,7 +1338,8 @@ impl WordCounter {
 
     /// The unique pieces sorted by bytes, without a boxed copy of each
     /// (training's layout reads them once, in this order).
-    pub fn into_sorted_pieces(self) -> SortedPieces {
+    pub fn into_sorted_pieces(mut self) -> SortedPieces {
+        self.flush();
         self.map.into_sorted()
     }
 }
@@ -1191,7 +1410,7 @@ mod tests {
             for threads in [1, 3] {
                 let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
                 let mut wc = WordCounter::new(Pretokenizer::new(Some(GPT4_PATTERN)).unwrap());
-                let lines = pool.install(|| wc.add_jsonl_block(head, &b[cut..], "text", true)).unwrap();
+                let lines = pool.install(|| wc.add_jsonl_block(head, &b[cut..], "text", true, false)).unwrap();
                 assert_eq!(lines, Some(texts.len() + 2));
                 assert_eq!(wc.to_bytes(), whole.to_bytes(), "cut {cut}, {threads} threads");
             }
@@ -1200,7 +1419,7 @@ mod tests {
         let mut wc = counted(&["a"]);
         let before = wc.to_bytes();
         let bad = b"{\"text\": \"ok\"}\n{\"text\": 5}\n";
-        assert_eq!(wc.add_jsonl_block(b"", bad, "text", true).unwrap(), None);
+        assert_eq!(wc.add_jsonl_block(b"", bad, "text", true, false).unwrap(), None);
         assert_eq!(wc.to_bytes(), before);
     }
 
@@ -1252,6 +1471,77 @@ mod tests {
         assert!(err.contains("too small") && err.contains("a budget of at least"), "{err}");
         assert_eq!(wc.unique(), all.len());
         let _ = occurrences;
+    }
+
+    #[test]
+    fn held_counts_across_blocks_equal_the_whole() {
+        // a random corpus as JSON lines, counted block by block, each thread
+        // holding its most counted pieces from block to block; tiny held
+        // tables are cut back after nearly every document
+        let mut rnd = lcg(11);
+        let words = ["the", "cat", "été", "x1", "日本語の", "zz", "ab", "q", "12345", "!!", "Ελληνικάκάκά"];
+        let texts: Vec<String> = (0..400)
+            .map(|_| {
+                (0..rnd(40)).map(|_| words[rnd(11) as usize].repeat(1 + rnd(4) as usize)).collect::<Vec<_>>().join(" ")
+            })
+            .collect();
+        let whole = counted(&texts.iter().map(|s| s.as_str()).collect::<Vec<_>>());
+        let lines: Vec<String> =
+            texts.iter().map(|t| format!("{{\"text\": {}}}\n", serde_json::to_string(t).unwrap())).collect();
+        let count = |wc: &mut WordCounter, pool: &rayon::ThreadPool| {
+            for (i, chunk) in lines.chunks(37).enumerate() {
+                let body = chunk.concat();
+                let got = pool.install(|| wc.add_jsonl_block(b"", body.as_bytes(), "text", i == 0, true)).unwrap();
+                assert_eq!(got, Some(chunk.len()));
+            }
+        };
+        for threads in [1, 3] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            for limits in [(0, 0), (2, 5), (30, 60), (HELD_KEEP, HELD_MAX)] {
+                let mut wc = WordCounter::new(Pretokenizer::new(Some(GPT4_PATTERN)).unwrap());
+                wc.held_limits = limits;
+                count(&mut wc, &pool);
+                assert!(wc.holds());
+                assert!(wc.to_bytes_checked().is_err()); // held counts are not in the table yet
+                wc.flush();
+                assert!(!wc.holds());
+                assert_eq!(wc.to_bytes(), whole.to_bytes(), "{threads} threads, held {limits:?}");
+            }
+            // under a spill limit the held pieces count against it, and the runs merge to the same counts
+            let mut wc = WordCounter::new(Pretokenizer::new(Some(GPT4_PATTERN)).unwrap());
+            wc.held_limits = (2, 5);
+            wc.spill_to(&std::env::temp_dir(), 300).unwrap();
+            count(&mut wc, &pool);
+            assert!(wc.runs() > 3, "{} runs", wc.runs());
+            assert_eq!(wc.settle(u64::MAX, 0.5, 1.0).unwrap(), (0, 0, 0));
+            assert!(!wc.holds());
+            assert_eq!(wc.to_bytes(), whole.to_bytes(), "{threads} threads, spilled");
+        }
+    }
+
+    #[test]
+    fn cutting_back_keeps_the_most_counted() {
+        let mut t = ShortTable::with_capacity(64);
+        let key = |i: u64| Short::new(format!("p{i}").as_bytes()).unwrap();
+        // piece i counted i times (1..=200), and 100 more pieces counted 7 times
+        for i in 1..=300u64 {
+            let c = if i <= 200 { i } else { 7 };
+            t.add(key(i), key(i).hash(), c);
+        }
+        let (mut spare, mut out) = (Vec::new(), Vec::new());
+        t.evict(50, &mut spare, &mut out);
+        assert!(t.len() <= 50 && t.len() >= 40, "{} kept", t.len());
+        assert_eq!(t.len() + out.len(), 300);
+        let least_kept = t.iter().map(|e| e.1).min().unwrap();
+        assert!(out.iter().all(|e| e.1 < least_kept));
+        for &(k, c) in &out {
+            assert_eq!(t.get(&k), None);
+            let i: u64 = std::str::from_utf8(&k.bytes()[1..]).unwrap().parse().unwrap();
+            assert_eq!(c, if i <= 200 { i } else { 7 });
+        }
+        t.evict(0, &mut spare, &mut out);
+        assert_eq!((t.len(), out.len()), (0, 300));
+        assert_eq!(out.iter().map(|e| e.1).sum::<u64>(), (1..=200).sum::<u64>() + 700);
     }
 
     #[test]

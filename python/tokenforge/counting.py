@@ -256,16 +256,21 @@ def _count_files(
             continue
         lines = 0  # lines of the file before the block
         # the next block is read while the core counts this one; closed (its thread
-        # stopped, the file closed) as soon as counting stops, an error too
-        with closing(read_ahead(jsonl_blocks([path], block_bytes, progress=bar))) as blocks:
-            for block in blocks:
-                args = (block.head, block.body, block.end, text_field, block.offset == 0, num_threads)
-                got = counter.add_jsonl_block(*args)
-                if got is None:
-                    docs = jsonl_block_documents(block, lines + 1, text_field, errors)
-                    feed_in_batches(counter.add_texts, docs, num_threads, COUNT_BATCH_CHARS)
-                    got = block.count_lines()
-                lines += got
+        # stopped, the file closed) as soon as counting stops, an error too. `hold`:
+        # each counting thread keeps its most counted pieces from block to block,
+        # added to the counter's table once, by flush() (the Rust WordCounter's notes)
+        try:
+            with closing(read_ahead(jsonl_blocks([path], block_bytes, progress=bar))) as blocks:
+                for block in blocks:
+                    args = (block.head, block.body, block.end, text_field, block.offset == 0, num_threads)
+                    got = counter.add_jsonl_block(*args, hold=True)
+                    if got is None:
+                        docs = jsonl_block_documents(block, lines + 1, text_field, errors)
+                        feed_in_batches(counter.add_texts, docs, num_threads, COUNT_BATCH_CHARS)
+                        got = block.count_lines()
+                    lines += got
+        finally:
+            counter.flush()
 
 
 def count_partition(

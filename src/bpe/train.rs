@@ -37,8 +37,10 @@
 //! boundaries, each thread rewrites its own pieces and keeps what the existing
 //! pairs lose and the new pairs it makes, and the results are reduced so that
 //! the pool, the index and the heap are exactly those of one thread (the new
-//! positions of a pair in arena order). The setup's pair index is built the
-//! same way, over ranges of whole pieces.
+//! positions of a pair in arena order). The setup's layout (the sorted pieces
+//! cut into one run per thread, each written into its own range of the arena)
+//! and its pair index (over ranges of whole pieces) are built the same way, as
+//! are the checks of a pool compaction (chunks of positions).
 //!
 //! Pair counts change by deltas; a max-heap with lazy refresh picks the next
 //! pair (a popped entry whose count is stale is pushed back with its current

@@ -90,18 +90,34 @@ pub struct PyWordCounter {
 }
 
 impl PyWordCounter {
+    /// The counter, every count in its table (`WordCounter::flush`: what the
+    /// counting threads held back after `add_jsonl_block(hold=True)`).
     fn get(&mut self) -> PyResult<&mut WordCounter> {
+        let wc = self.counting()?;
+        wc.flush();
+        Ok(wc)
+    }
+
+    /// The counter as it is (held counts may stay held).
+    fn counting(&mut self) -> PyResult<&mut WordCounter> {
         Ok(self.inner.as_mut().ok_or_else(|| Error::invalid("this WordCounter was already used to start training"))?)
     }
 
     /// The counter, borrowed (LZ78's usage counting reads it round after round).
     pub(crate) fn peek(&self) -> PyResult<&WordCounter> {
-        Ok(self.inner.as_ref().ok_or_else(|| Error::invalid("this WordCounter was already consumed"))?)
+        let wc = self.inner.as_ref().ok_or_else(|| Error::invalid("this WordCounter was already consumed"))?;
+        if wc.holds() {
+            return Err(Error::invalid("this WordCounter's counting threads hold counts: call flush() first").into());
+        }
+        Ok(wc)
     }
 
-    /// The counter itself, leaving this object used up (LZ78's `lz78_finish` consumes it).
+    /// The counter itself, flushed, leaving this object used up (training and
+    /// LZ78's `lz78_finish` consume it).
     pub(crate) fn take(&mut self) -> PyResult<WordCounter> {
-        Ok(self.inner.take().ok_or_else(|| Error::invalid("this WordCounter was already used"))?)
+        let mut wc = self.inner.take().ok_or_else(|| Error::invalid("this WordCounter was already used"))?;
+        wc.flush();
+        Ok(wc)
     }
 }
 
@@ -135,7 +151,9 @@ impl PyWordCounter {
     /// (`tokenforge.data.corpus.JsonlBlock`'s parts, not copied), read and
     /// split in Rust with the GIL released. Returns the block's number of
     /// lines, or None -- nothing counted -- when a line needs the Python reader.
-    #[pyo3(signature = (head, body, end, field, file_start, num_threads=None))]
+    /// `hold`: the counting threads keep their most counted pieces for the
+    /// next block (`flush()`, or any other method, adds them to the table).
+    #[pyo3(signature = (head, body, end, field, file_start, num_threads=None, hold=false))]
     #[allow(clippy::too_many_arguments)]
     fn add_jsonl_block(
         &mut self,
@@ -146,14 +164,23 @@ impl PyWordCounter {
         field: &str,
         file_start: bool,
         num_threads: Option<usize>,
+        hold: bool,
     ) -> PyResult<Option<usize>> {
         let pool = pool(num_threads)?;
         if end > body.len() || head.contains(&b'\n') {
             return Err(Error::invalid("a block is a head without newlines and body[:end]").into());
         }
-        let wc = self.get()?;
+        let wc = self.counting()?;
         let body = &body[..end];
-        Ok(py.detach(|| pool.install(|| wc.add_jsonl_block(head, body, field, file_start)))?)
+        Ok(py.detach(|| pool.install(|| wc.add_jsonl_block(head, body, field, file_start, hold)))?)
+    }
+
+    /// Add the counts the counting threads hold (`add_jsonl_block(hold=True)`)
+    /// to the table. GIL released.
+    fn flush(&mut self, py: Python<'_>) -> PyResult<()> {
+        let wc = self.counting()?;
+        py.detach(|| wc.flush());
+        Ok(())
     }
 
     /// Spill sorted runs of the counts to a new directory under `tmp_dir`
@@ -238,8 +265,10 @@ impl PyWordCounter {
     /// Add `other`'s counts and totals to this counter (`other` is unchanged).
     fn merge(&mut self, py: Python<'_>, other: &Bound<'_, PyWordCounter>) -> PyResult<()> {
         // (borrowing fails only when `other` is this counter, borrowed mutably for this call)
-        let o = other.try_borrow().map_err(|_| Error::invalid("cannot merge a WordCounter into itself"))?;
-        let theirs = o.inner.as_ref().ok_or_else(|| Error::invalid("the other WordCounter was already consumed"))?;
+        let mut o = other.try_borrow_mut().map_err(|_| Error::invalid("cannot merge a WordCounter into itself"))?;
+        let theirs = o.inner.as_mut().ok_or_else(|| Error::invalid("the other WordCounter was already consumed"))?;
+        theirs.flush();
+        let theirs = &*theirs;
         let mine = self.inner.as_mut().ok_or_else(|| Error::invalid("this WordCounter was already consumed"))?;
         Ok(py.detach(|| mine.merge(theirs))?)
     }
@@ -247,6 +276,12 @@ impl PyWordCounter {
     /// A new counter holding the sum of `counters` (none of them changed).
     #[staticmethod]
     fn merged(py: Python<'_>, counters: Vec<Bound<'_, PyWordCounter>>) -> PyResult<Self> {
+        for c in &counters {
+            // (a counter listed twice is flushed the first time)
+            if let Some(wc) = c.try_borrow_mut().ok().as_mut().and_then(|b| b.inner.as_mut()) {
+                wc.flush();
+            }
+        }
         let borrows: Vec<PyRef<'_, PyWordCounter>> =
             counters.iter().map(|c| c.try_borrow()).collect::<Result<_, _>>()?;
         let mut parts: Vec<&WordCounter> = Vec::with_capacity(borrows.len());
@@ -339,7 +374,7 @@ impl PyBpeTrainer {
     ) -> PyResult<Self> {
         let tie = TieBreak::parse(tie_break)?;
         let b = byte_ids_from(byte_ids)?;
-        let wc = counter.inner.take().ok_or_else(|| Error::invalid("this WordCounter was already used"))?;
+        let wc = counter.take()?;
         let pool = pool(num_threads)?;
         let t = py.detach(|| {
             pool.install(|| Trainer::from_counter(wc, &b, &merges, next_id, num_merges, tie, min_frequency))
@@ -387,9 +422,7 @@ impl PyBpeTrainer {
         let rule = Rule::parse(rule, reference, gain, train.len())?;
         let b = byte_ids_from(byte_ids)?;
         let take = |v: Vec<PyRefMut<'_, PyWordCounter>>| -> PyResult<Vec<WordCounter>> {
-            v.into_iter()
-                .map(|mut c| c.inner.take().ok_or_else(|| Error::invalid("this WordCounter was already used").into()))
-                .collect()
+            v.into_iter().map(|mut c| c.take()).collect()
         };
         let (train, dev) = (take(train)?, take(dev)?);
         let pool = pool(num_threads)?;

@@ -64,6 +64,34 @@ def test_jsonl_counting_equals_the_python_reader(tmp_path, monkeypatch, block):
         assert got.to_bytes() == python_counts(path)
 
 
+def test_counts_held_across_blocks_are_flushed_before_any_read(tmp_path):
+    # add_jsonl_block(hold=True) leaves each counting thread's most counted pieces
+    # out of the table until flush(); every other method flushes first, and what
+    # cannot (to_bytes, pickling) refuses rather than miss them
+    texts = random_texts(random.Random(5), 200)
+    body = write_jsonl(tmp_path / "c.jsonl", texts).read_bytes()
+    want = python_counts(tmp_path / "c.jsonl")
+    reads = {
+        "count": lambda wc: wc.count(b" the"),
+        "unique": lambda wc: wc.unique,
+        "merged": lambda wc: _core.WordCounter.merged([wc]).to_bytes(),
+        "items": lambda wc: wc.items(),
+        "flush": lambda wc: wc.flush(),
+    }
+    for name, read in reads.items():
+        wc = _core.WordCounter(PAT)
+        assert wc.add_jsonl_block(b"", body, len(body), "text", True, 2, hold=True) == len(texts)
+        if name == "count":
+            with pytest.raises(TokenforgeError, match="flush"):
+                wc.to_bytes()
+        read(wc)
+        if name != "items":  # (items consumes the counter)
+            assert wc.to_bytes() == want, name
+    wc = _core.WordCounter(PAT)
+    wc.add_jsonl_block(b"", body, len(body), "text", True, 2, hold=True)
+    assert dict(wc.items()) == dict(_core.WordCounter.from_bytes(want).items())
+
+
 def test_jsonl_counting_reports_the_line_of_a_bad_document(tmp_path, monkeypatch):
     monkeypatch.setattr(counting, "COUNT_BLOCK_BYTES", 200)
     texts = random_texts(random.Random(1), 60)
