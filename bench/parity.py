@@ -20,7 +20,7 @@ peak memory.
 Usage::
 
     python bench/parity.py --data bench/data/multilingual --vocab 8192 32768 --repeat 3
-    python bench/parity.py --vocab 32768 --tools plain parity levelup excess group shared shared_global discount
+    python bench/parity.py --vocab 32768 --tools plain parity levelup excess group shared shared_global discount lift devlift
 
 Not handled: Dask (``client=``) timings; the per-language counting is
 sequential over languages (each count is parallel inside).
@@ -90,16 +90,29 @@ def shared_global(state) -> dict:
     return parity(state, parity_shared=1.5, parity_global_merges=0.25)
 
 
-def discount(state) -> dict:
-    # the frontier's marked discount point (docs/results/parity-frontier/frontier.md)
+def banded(state, rule: str, gain: float, shared: float, global_merges: float) -> dict:
+    # a rule that picks from the shared-pair band, English the reference
     return parity(
         state,
-        parity_rule="discount",
+        parity_rule=rule,
         parity_reference="en",
-        parity_gain=0.5,
-        parity_shared=2.0,
-        parity_global_merges=0.1,
+        parity_gain=gain,
+        parity_shared=shared,
+        parity_global_merges=global_merges,
     )
+
+
+def discount(state) -> dict:
+    # the frontier's marked discount point (docs/results/parity-frontier/frontier.md)
+    return banded(state, "discount", 0.5, 2.0, 0.1)
+
+
+def lift(state) -> dict:
+    return banded(state, "lift", 1.0, 1.45, 0.15)
+
+
+def devlift(state) -> dict:
+    return banded(state, "devlift", 1.0, 1.6, 0.1)
 
 
 #: the timed trainers: plain BPE, the paper's rule, and tokenforge's rules (issue 36)
@@ -112,6 +125,8 @@ TOOLS = {
     "shared": shared,
     "shared_global": shared_global,
     "discount": discount,
+    "lift": lift,
+    "devlift": devlift,
 }
 
 

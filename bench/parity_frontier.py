@@ -57,11 +57,33 @@ def _discount(gain: float, shared: float, share: float) -> tuple[str, str, dict]
     return (label, "discount shared + global", kw)
 
 
+def _lift(rule: str, gain: float, shared: float, share: float) -> tuple[str, str, dict]:
+    """The lift rules (issue 36, session 20): the shared-pair band, each pair's global count
+    ("lift": over the training text, "devlift": over the dev text) plus ``gain`` times its count
+    in the language served, after a global phase of ``share`` of the merges."""
+    label = f"{rule} {gain:g} shared {shared:g} global {share:g}"
+    kw = {"parity_rule": rule, "parity_gain": gain, "parity_shared": shared, "parity_global_merges": share}
+    return (label, f"{rule} shared + global", kw)
+
+
 def _shared_global(shared: float, share: float) -> tuple[str, str, dict]:
     """The shared-pair variant after a global phase of ``share`` of the merges."""
     label = f"foroutan2025 shared {shared:g} global {share:g}"
     return (label, "foroutan2025 shared + global", {"parity_shared": shared, "parity_global_merges": share})
 
+
+#: the lift rules' points on the frontier: rule -> (gain, shared, global share) each
+LIFT_POINTS = {
+    "lift": [(1.0, 1.45, 0.15), (1.0, 1.4, 0.1), (1.0, 1.6, 0.1), (4.0, 2.0, 0.15), (4.0, 4.0, 0.15), (16.0, 3.0, 0.1)],
+    "devlift": [
+        (0.0, 1.45, 0.15),
+        (0.0, 1.6, 0.1),
+        (1.0, 1.45, 0.15),
+        (1.0, 1.6, 0.1),
+        (1.0, 2.0, 0.1),
+        (4.0, 2.0, 0.15),
+    ],
+}
 
 #: (label, rule family, BPETokenizer.train parity keyword arguments)
 CONFIGS: list[tuple[str, str, dict]] = [
@@ -144,6 +166,8 @@ CONFIGS: list[tuple[str, str, dict]] = [
     ("excess 64", "excess", {"parity_rule": "excess", "parity_gain": 64.0}),
     ("excess 256", "excess", {"parity_rule": "excess", "parity_gain": 256.0}),
     *[_discount(g, f, sh) for g in (0.25, 0.5, 1.0) for f, sh in ((1.45, 0.15), (1.4, 0.1), (2.0, 0.1))],
+    # session 20: the lift rule, a linear trade between the global count and the served language's
+    *[_lift(rule, g, f, sh) for rule, points in LIFT_POINTS.items() for g, f, sh in points],
     # Japanese as the reference (session 19): it and English, the two cheapest under plain BPE,
     # are not levelled down (keep: each keeps its premium against Japanese)
     *[

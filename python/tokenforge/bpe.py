@@ -228,7 +228,10 @@ class BPETokenizer(CoreEncoded, Tokenizer):
         rises above where it was when the parity phase started) or
         "discount" ("levelup"'s language, the shared-pair band, each pair's
         global count less ``parity_gain`` (0 to 1) times its count in
-        ``parity_reference``).
+        ``parity_reference``) or "lift" ("levelup"'s language, the shared-pair
+        band, each pair's global count plus ``parity_gain`` times its count in
+        the language served) or "devlift" ("lift" with each pair's count in
+        the dev text of every language as its global count).
         ``parity_reference``:
         a dev language, or "median" (before each merge, the median language by
         dev cost). The settings

@@ -77,7 +77,15 @@ is stated in docs/algorithms.md).
   (in [0, 1], rounded to 1/1024) times its count in the reference language
   (a fixed one, not "median"): a pair that also shortens the reference
   raises every premium, so it weighs less (gain 0: the shared-pair pick;
-  1: the count over the other languages).
+  1: the count over the other languages). "lift" (issue 36, session 20):
+  "levelup"'s language and the shared-pair band (``parity_shared`` >= 1
+  required), the pair scored by its global count plus ``parity_gain`` (in
+  [0, 2**20], rounded to 1/1024) times its count in the language served: a
+  linear trade between helping every language and helping the one served, in
+  place of the band's hard edge alone (gain 0: the shared-pair pick).
+  "devlift": "lift" with the pair's count in every language's *dev* text in
+  place of its count over all training text: the global loss as the dev text
+  measures it (training text of other kinds, in no dev text, does not weigh).
 
 The ``parity_*`` settings travel from ``train`` as one checked value,
 :class:`ParitySettings` (its :meth:`~ParitySettings.check` is their one check),
@@ -122,7 +130,9 @@ __all__ = [
 #: the named ways to compare dev compression across languages
 MEASURES = ("tokens", "bytes", "chars")
 #: the rules that pick the merges after the global ones (see the module docstring)
-RULES = ("foroutan2025", "levelup", "excess", "group", "keep", "discount")
+RULES = ("foroutan2025", "levelup", "excess", "group", "keep", "discount", "lift", "devlift")
+#: the lift rule's largest gain (``src/bpe/parity.rs``: ``LIFT_MAX``)
+LIFT_MAX = 2.0**20
 #: ``parity_reference`` naming the median language (see the module docstring)
 MEDIAN = "median"
 #: the core's index for the median language (``src/bpe/parity.rs``: ``MEDIAN``, ``usize::MAX``)
@@ -209,6 +219,8 @@ class ParitySettings:
                     if shared
                     else "parity_rule='discount' needs parity_shared >= 1 (the band it picks from)"
                 )
+            if rule in ("lift", "devlift") and not shared:
+                raise TokenforgeError(f"parity_rule={rule!r} needs parity_shared >= 1 (the band it picks from)")
             if rule == "group" and not shared:
                 raise TokenforgeError(
                     "parity_rule='group' needs parity_shared >= 1 (the band of the worst language's pairs it "
@@ -223,6 +235,8 @@ class ParitySettings:
             raise TokenforgeError(f"parity_gain must be a number >= 0 (0: plain BPE), not {gain!r}")
         if rule == "discount" and not gain <= 1:
             raise TokenforgeError(f"parity_gain must be in [0, 1] with parity_rule='discount', not {gain!r}")
+        if rule in ("lift", "devlift") and not gain <= LIFT_MAX:
+            raise TokenforgeError(f"parity_gain must be in [0, {LIFT_MAX:g}] with parity_rule={rule!r}, not {gain!r}")
         return langs
 
     def normalized(self) -> ParitySettings:
@@ -298,7 +312,7 @@ class ParityCounts:
         return {
             "rule": s.rule,
             **({"reference": s.reference} if s.rule != "foroutan2025" else {}),
-            **({"gain": s.gain} if s.rule in ("excess", "group", "discount") else {}),
+            **({"gain": s.gain} if s.rule in ("excess", "group", "discount", "lift", "devlift") else {}),
             "languages": list(self.languages),
             "measure": s.measure if isinstance(s.measure, str) else dict(sorted(s.measure.items())),
             "global_merges": self.resolve_global(num_merges),

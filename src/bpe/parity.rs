@@ -126,7 +126,25 @@ pub enum Rule {
     /// the count over every language but the reference). A merge that also
     /// shortens the reference raises every premium; this weighs that down.
     Discount { reference: usize, gain: f64 },
+    /// Lift: the language as level up picks it; the pair by the shared-pair
+    /// variant (`shared >= 1`), its global count lifted by the served
+    /// language's own: among the worst language's band, the largest
+    /// `DISCOUNT_ONE · global + e · count_served` with `e = round(gain ·
+    /// DISCOUNT_ONE)`, `gain` in [0, [`LIFT_MAX`]] (0: the shared-pair
+    /// variant's pick). A hard band alone weighs a pair the served language
+    /// barely uses like its best one; this trades the two counts linearly,
+    /// so a wide band can be given without picking pairs that do little for
+    /// the language served (more merges spent on it). With `dev` (the rule
+    /// "devlift"), the global count is the pair's count in the *dev* text of
+    /// every language instead of the training text: the global loss as the
+    /// dev text measures it (the training text may hold text of other kinds,
+    /// e.g. the Debian set's fortunes, in no dev or held-out text).
+    Lift { reference: usize, gain: f64, dev: bool },
 }
+
+/// The lift rule's largest gain (its served-language count weighs at most this
+/// many global counts).
+pub const LIFT_MAX: f64 = 1_048_576.0;
 
 /// The discount rule's fixed-point unit: its weight `gain` is `d / DISCOUNT_ONE`.
 pub const DISCOUNT_ONE: u64 = 1024;
@@ -144,7 +162,7 @@ pub const MEDIAN: usize = usize::MAX;
 
 impl Rule {
     /// The rule named `name` ("foroutan2025", "levelup", "excess", "group",
-    /// "keep", "discount"); all but the first need `reference` (a language index below
+    /// "keep", "discount", "lift", "devlift"); all but the first need `reference` (a language index below
     /// `langs`, or [`MEDIAN`]).
     pub fn parse(name: &str, reference: Option<usize>, gain: f64, langs: usize) -> Result<Self> {
         let need_ref = || match reference {
@@ -164,11 +182,17 @@ impl Rule {
                 r => Ok(Rule::Discount { reference: r, gain }),
             },
             "discount" => Err(Error::Invalid(format!("the discount rule's gain must be in [0, 1], not {gain}"))),
+            "lift" | "devlift" if (0.0..=LIFT_MAX).contains(&gain) => {
+                Ok(Rule::Lift { reference: need_ref()?, gain, dev: name == "devlift" })
+            }
+            "lift" | "devlift" => {
+                Err(Error::Invalid(format!("the {name} rule's gain must be in [0, {LIFT_MAX}], not {gain}")))
+            }
             "excess" | "group" => {
                 Err(Error::Invalid(format!("the {name} rule's gain must be a number >= 0, not {gain}")))
             }
             other => Err(Error::Invalid(format!(
-                "unknown parity rule {other:?}; expected \"foroutan2025\", \"levelup\", \"excess\", \"group\", \"keep\" or \"discount\""
+                "unknown parity rule {other:?}; expected \"foroutan2025\", \"levelup\", \"excess\", \"group\", \"keep\", \"discount\", \"lift\" or \"devlift\""
             ))),
         }
     }
@@ -262,6 +286,18 @@ pub struct Parity {
     floors: Vec<f64>,
     /// The language of the last position [`Parity::lang_at`] looked up.
     cursor: usize,
+    /// The devlift rule is on: the per-slot dev counts below are kept.
+    pub(super) track_dev: bool,
+    /// The devlift rule (empty otherwise): per live pair, by its slot, its
+    /// count in the dev text of every language (dev-only occurrences too),
+    /// kept by the merge walk as the rows are; a new pair's entry is written
+    /// with its row.
+    dev_rows: Vec<i64>,
+    /// The walk's dev sums, as `lost_left`, `lost_right` and `gained` but
+    /// over all languages (the merged pair's entry is cleared whole).
+    dev_lost_left: Vec<i64>,
+    dev_lost_right: Vec<i64>,
+    dev_gained: Vec<i64>,
 }
 
 /// The trainer's pair index as parity training reads it (`super::train`):
@@ -380,35 +416,52 @@ fn band_order<'a>(
     move |a, b| a.0 > b.0 || (a.0 == b.0 && better(&(a.1, a.2), &(b.1, b.2)))
 }
 
-/// The shared-pair variant's key of a pair: its global count, or under the
-/// discount rule (`discount`: the reference language's counts and `d`)
-/// `DISCOUNT_ONE · global − d · count_reference` (in 128 bits, at most
-/// u64::MAX). Both counts only fall and the reference's is part of the
-/// global one, so the key only falls too (`d <= DISCOUNT_ONE`): the lazy
-/// band entries stay upper bounds. (Tests: the scan the banded pick is
-/// checked against.)
+/// What a band key is made of: the discount rule's (reference language,
+/// `d`), the lift rule's `e`, and whether the global count is the dev text's
+/// (the devlift rule).
+#[derive(Clone, Copy)]
+struct KeyRule {
+    discount: Option<(usize, i64)>,
+    lift: Option<i64>,
+    dev: bool,
+}
+
+/// The shared-pair variant's key of a pair in language `l`'s band: its
+/// global count `g` (over every language's training text, or under the
+/// devlift rule its dev text), or `DISCOUNT_ONE · g − d · count_reference`
+/// under the discount rule, `DISCOUNT_ONE · g + e · count_l` under the
+/// lift rules (in 128 bits, clamped to [0, u64::MAX]). Every count only
+/// falls and the reference's is part of the global one, so the key only
+/// falls too (`d <= DISCOUNT_ONE`, `e >= 0`): the lazy band entries stay
+/// upper bounds. (Tests: the scan the banded pick is checked against.)
 #[cfg(test)]
 fn band_key<'a>(
     pairs: &'a impl Slots,
     rows: &'a [i64],
+    dev_rows: &'a [i64],
     langs: usize,
-    discount: Option<(usize, u64)>,
+    kr: KeyRule,
+    l: usize,
 ) -> impl Fn(u64) -> u64 + 'a {
-    move |k| pairs.slot(k).map_or(0, |s| band_key_at(pairs, rows, langs, discount, s))
+    move |k| pairs.slot(k).map_or(0, |s| band_key_at(pairs, rows, dev_rows, langs, kr, l, s))
 }
 
 /// [`band_key`] of the pair in slot `s`.
 #[inline(always)]
-fn band_key_at(pairs: &impl Slots, rows: &[i64], langs: usize, discount: Option<(usize, u64)>, s: u32) -> u64 {
-    let g = pairs.global_at(s);
-    match discount {
-        None => g,
-        Some((r, d)) => {
-            let rc = rows[row_at(langs, s) + 1 + r].max(0) as u128;
-            let v = g as u128 * DISCOUNT_ONE as u128 - d as u128 * rc;
-            v.min(u64::MAX as u128) as u64
-        }
+fn band_key_at(pairs: &impl Slots, rows: &[i64], dev_rows: &[i64], langs: usize, kr: KeyRule, l: usize, s: u32) -> u64 {
+    let g = if kr.dev { dev_rows[s as usize].max(0) as u64 } else { pairs.global_at(s) };
+    if kr.discount.is_none() && kr.lift.is_none() {
+        return g;
     }
+    let row = row_at(langs, s) + 1;
+    let mut v = g as i128 * DISCOUNT_ONE as i128;
+    if let Some((r, d)) = kr.discount {
+        v -= d as i128 * rows[row + r].max(0) as i128;
+    }
+    if let Some(e) = kr.lift {
+        v += e as i128 * rows[row + l].max(0) as i128;
+    }
+    v.clamp(0, u64::MAX as i128) as u64
 }
 
 /// One language's pairs for the shared-pair pick: an entry (global count,
@@ -429,13 +482,13 @@ struct Bands {
 }
 
 impl Bands {
-    /// Language `l`'s bands, from the rows (`discount`: [`band_key`]'s).
+    /// Language `l`'s bands, from the rows and dev counts (`kr`: [`band_key`]'s).
     fn build(
         l: usize,
         pairs: &impl Slots,
-        rows: &[i64],
+        (rows, dev_rows): (&[i64], &[i64]),
         langs: usize,
-        discount: Option<(usize, u64)>,
+        kr: KeyRule,
         order: &impl Fn(&BandEntry, &BandEntry) -> bool,
     ) -> Self {
         let mut by: Vec<Vec<BandEntry>> = vec![Vec::new(); BUCKETS];
@@ -444,7 +497,7 @@ impl Bands {
             let c = rows[row_at(langs, s) + 1 + l];
             if c > 0 {
                 let b = bucket_of(c as u64);
-                by[b].push((band_key_at(pairs, rows, langs, discount, s), c as u64, k, s));
+                by[b].push((band_key_at(pairs, rows, dev_rows, langs, kr, l, s), c as u64, k, s));
                 high = high.max(b);
                 held += 1;
             }
@@ -492,6 +545,11 @@ impl Parity {
             rule: Rule::Foroutan,
             floors: Vec::new(),
             cursor: 0,
+            track_dev: false,
+            dev_rows: Vec::new(),
+            dev_lost_left: Vec::new(),
+            dev_lost_right: Vec::new(),
+            dev_gained: Vec::new(),
         }
     }
 
@@ -501,12 +559,65 @@ impl Parity {
         self.tolerance = tolerance;
         self.shared = shared;
         self.rule = rule;
+        self.track_dev = matches!(rule, Rule::Lift { dev: true, .. });
+        if !self.track_dev {
+            self.dev_rows = Vec::new();
+        }
     }
 
     /// The discount rule's (reference language, `d`); None under any other rule.
-    fn discount(&self) -> Option<(usize, u64)> {
+    fn discount(&self) -> Option<(usize, i64)> {
         match self.rule {
-            Rule::Discount { reference, gain } => Some((reference, (gain * DISCOUNT_ONE as f64).round() as u64)),
+            Rule::Discount { reference, gain } => Some((reference, (gain * DISCOUNT_ONE as f64).round() as i64)),
+            _ => None,
+        }
+    }
+
+    /// The band keys' knobs under the rule set.
+    fn key_rule(&self) -> KeyRule {
+        KeyRule { discount: self.discount(), lift: self.lift(), dev: self.track_dev }
+    }
+
+    /// The devlift rule: every pair's dev count (`dev`: key, count over every
+    /// language's dev text, from the arena as laid out) into its slot's entry
+    /// of [`Parity::dev_rows`], kept from here on by the merge walk (once
+    /// [`Parity::set_rule`] sets the devlift rule).
+    pub(super) fn set_dev_counts(&mut self, pairs: &impl Slots, dev: impl Iterator<Item = (u64, i64)>) {
+        self.dev_rows = vec![0; pairs.slots()];
+        for (key, c) in dev {
+            if let Some(s) = pairs.slot(key) {
+                self.dev_rows[s as usize] = c;
+            }
+        }
+    }
+
+    /// The devlift rule, the walk: an occurrence of (x, a) with `dev` dev tokens is gone.
+    #[inline(always)]
+    pub(super) fn dev_left(&mut self, x: u32, dev: i64) {
+        self.dev_lost_left[x as usize] += dev;
+    }
+
+    /// The devlift rule, the walk: an occurrence of (b, y) with `dev` dev tokens is gone.
+    #[inline(always)]
+    pub(super) fn dev_right(&mut self, y: u32, dev: i64) {
+        self.dev_lost_right[y as usize] += dev;
+    }
+
+    /// The devlift rule, the walk: the new pair at index `i` of its list changes by `dev`.
+    #[inline(always)]
+    pub(super) fn dev_gain(&mut self, i: u32, dev: i64) {
+        let i = i as usize;
+        if i >= self.dev_gained.len() {
+            self.dev_gained.resize((i + 1).max(2 * self.dev_gained.len()), 0);
+        }
+        self.dev_gained[i] += dev;
+    }
+
+    /// The lift rule's `e` (the served language's weight in [`DISCOUNT_ONE`]
+    /// units); None under any other rule.
+    fn lift(&self) -> Option<i64> {
+        match self.rule {
+            Rule::Lift { gain, .. } => Some((gain * DISCOUNT_ONE as f64).round() as i64),
             _ => None,
         }
     }
@@ -562,7 +673,10 @@ impl Parity {
                 }
                 (0..self.langs).filter(|&l| !self.exhausted[l]).all(|l| self.excess(l, r) <= 1.0 + self.tolerance)
             }
-            Rule::LevelUp { reference: r } | Rule::Group { reference: r, .. } | Rule::Discount { reference: r, .. } => {
+            Rule::LevelUp { reference: r }
+            | Rule::Group { reference: r, .. }
+            | Rule::Discount { reference: r, .. }
+            | Rule::Lift { reference: r, .. } => {
                 let r = self.resolve(r);
                 let Some(hi) =
                     (0..self.langs)
@@ -662,6 +776,10 @@ impl Parity {
             self.lost_left.resize(n, 0);
             self.lost_right.resize(n, 0);
         }
+        if self.track_dev && self.dev_lost_left.len() <= z as usize {
+            self.dev_lost_left.resize(z as usize + 1, 0);
+            self.dev_lost_right.resize(z as usize + 1, 0);
+        }
     }
 
     /// The walk: an occurrence of (x, a) in language `l`, of weight `w`, is gone.
@@ -699,6 +817,16 @@ impl Parity {
     /// band entries stay upper bounds.)
     pub(super) fn apply_loss(&mut self, slot: u32, at: Lose) {
         let langs = self.langs;
+        if self.track_dev {
+            // the devlift rule's dev count likewise; the merged pair's is gone
+            let d = &mut self.dev_rows[slot as usize];
+            match at {
+                Lose::Left(x) => *d -= std::mem::take(&mut self.dev_lost_left[x as usize]),
+                Lose::Right(y) => *d -= std::mem::take(&mut self.dev_lost_right[y as usize]),
+                Lose::Pair => *d = 0,
+            }
+            debug_assert!(*d >= 0, "a dev count fell below zero");
+        }
         let lost = match at {
             Lose::Left(x) => &mut self.lost_left[x as usize * langs..(x as usize + 1) * langs],
             Lose::Right(y) => &mut self.lost_right[y as usize * langs..(y as usize + 1) * langs],
@@ -766,12 +894,21 @@ impl Parity {
         if self.rows.len() < need {
             self.rows.resize(need.max(self.rows.len() + self.rows.len() / 2), 0);
         }
+        if self.track_dev && self.dev_rows.len() < pairs.slots() {
+            self.dev_rows.resize(pairs.slots().max(self.dev_rows.len() + self.dev_rows.len() / 2), 0);
+        }
         let order = band_order(better);
         let lorder = entry_order(better);
-        let disc = self.discount();
+        let kr = self.key_rule();
         let mut n = 0;
         for (i, (key, slot)) in fresh.enumerate() {
             n = i + 1;
+            // the devlift rule: the new pair's dev count, written with its row
+            let dev = self.dev_gained.get_mut(i).map_or(0, std::mem::take);
+            if let Some(s) = slot.filter(|_| self.track_dev) {
+                self.dev_rows[s as usize] = dev;
+            }
+            debug_assert!(slot.is_some() || dev == 0, "a pair with no occurrence has no dev count");
             // (none: the walk's list grew past `gained`, every language's gain 0)
             let gained = self.gained.get_mut(i * langs..(i + 1) * langs);
             let Some(s) = slot else {
@@ -798,20 +935,21 @@ impl Parity {
                     self.live[l] += 1;
                     self.heaps[l].push((c as u64, key, s), &lorder);
                     if !self.bands.is_empty() {
-                        let e = (band_key_at(pairs, &self.rows, langs, disc, s), c as u64, key, s);
+                        let e = (band_key_at(pairs, &self.rows, &self.dev_rows, langs, kr, l, s), c as u64, key, s);
                         self.bands[l].push(e, &order);
                     }
                 }
             }
         }
         debug_assert!(self.gained[(n * langs).min(self.gained.len())..].iter().all(|&c| c == 0));
+        debug_assert!(self.dev_gained[n.min(self.dev_gained.len())..].iter().all(|&c| c == 0));
         for l in 0..langs {
             if self.heaps[l].len() > 2 * self.live[l] + slack {
                 self.heaps[l] = Heap::with_capacity(0);
                 self.heaps[l] = Heap::from_vec(self.entries_of(pairs, l), &lorder);
             }
             if self.bands.get(l).is_some_and(|b| b.held > 2 * self.live[l] + slack) {
-                self.bands[l] = Bands::build(l, pairs, &self.rows, langs, disc, &order);
+                self.bands[l] = Bands::build(l, pairs, (&self.rows, &self.dev_rows), langs, kr, &order);
             }
         }
     }
@@ -865,7 +1003,7 @@ impl Parity {
         pairs: &impl Slots,
     ) -> Option<u64> {
         #[cfg(test)]
-        let disc = self.discount();
+        let kr = self.key_rule();
         let langs = self.langs;
         let lorder = entry_order(better);
         loop {
@@ -948,7 +1086,7 @@ impl Parity {
                     // tests: the banded pick equals the scan of every candidate
                     #[cfg(test)]
                     let scan = {
-                        let key_of = band_key(pairs, rows, langs, disc);
+                        let key_of = band_key(pairs, rows, &self.dev_rows, langs, kr, l);
                         let g = |k: u64, _: u32| key_of(k) as f64;
                         assert_eq!(heap.pop(&lorder), Some(top));
                         Self::candidates_pick(heap, &count, top, self.shared, min_frequency, &lorder, usize::MAX, g)
@@ -1005,16 +1143,16 @@ impl Parity {
         pairs: &impl Slots,
     ) -> u64 {
         let order = band_order(better);
-        let disc = self.discount();
+        let kr = self.key_rule();
         let langs = self.langs;
+        let (rows, dev_rows) = (&self.rows, &self.dev_rows);
         if self.bands.is_empty() {
-            self.bands = (0..langs).map(|m| Bands::build(m, pairs, &self.rows, langs, disc, &order)).collect();
+            self.bands = (0..langs).map(|m| Bands::build(m, pairs, (rows, dev_rows), langs, kr, &order)).collect();
         }
-        let rows = &self.rows;
         // an entry's pair's band key and count in `l` now (one read of its row)
         let current = |e: &BandEntry| {
             let c = count_at(rows, langs, l, e.2, e.3)?;
-            Some((band_key_at(pairs, rows, langs, disc, e.3), c, e.2, e.3))
+            Some((band_key_at(pairs, rows, dev_rows, langs, kr, l, e.3), c, e.2, e.3))
         };
         let shared = self.shared;
         let fits = |c: u64| c as f64 * shared >= top as f64;

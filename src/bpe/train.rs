@@ -837,7 +837,7 @@ impl Trainer {
             fr.begin(z);
             lost.begin(z);
             par.begin_merge(z);
-            let mut sink = LangLost { lost, par: &mut par };
+            let mut sink = LangLost { lost, par: &mut par, dev: 0 };
             walk(Arena::of(&mut self.slots), &self.long, positions, (a, b, z), pair, &mut sink, &mut fr);
             apply_lost(&mut self.pairs, &mut self.stale, lost, (a, b), Some(&mut par));
             let slots = self.place_fresh(std::slice::from_ref(&fr));
@@ -1393,8 +1393,9 @@ trait Sink {
     /// One occurrence of `key` = (b, y) is gone.
     fn lose_right(&mut self, y: u32, key: u64, w: i64, lang: u32);
     /// Parity: the new pair at index `i` of the walk's list changes by `w`
-    /// in `lang` (NO_LANG: no language's training count).
-    fn fresh(&mut self, lang: u32, i: u32, w: i64);
+    /// in `lang` (NO_LANG: no language's training count), gains the
+    /// occurrence (`up`) or loses it (its dev count, which `w` may not show).
+    fn fresh(&mut self, lang: u32, i: u32, w: i64, up: bool);
 }
 
 /// Parity training's walk: plain training's sums of what the existing pairs
@@ -1404,6 +1405,10 @@ trait Sink {
 struct LangLost<'a> {
     lost: &'a mut Lost,
     par: &'a mut Parity,
+    /// The devlift rule: the dev count of the occurrence the walk is at
+    /// (set by its weighing; every pair it touches changes by it, whether or
+    /// not the occurrence weighs in the training counts).
+    dev: i64,
 }
 
 impl Sink for LangLost<'_> {
@@ -1415,11 +1420,13 @@ impl Sink for LangLost<'_> {
         let l = self.par.lang_at(p);
         let (t, dev) = split_counts(c);
         self.par.dev_tokens[l] -= dev;
+        self.dev = dev as i64;
         (t as i64, if t > 0 { l as u32 } else { NO_LANG })
     }
 
     #[inline(always)]
     fn lose_pair(&mut self, key: u64, w: i64, lang: u32) {
+        // (the devlift rule: the merged pair's dev count is dropped whole)
         self.lost.lose_pair(key, w, lang);
         if lang != NO_LANG {
             self.par.lose_pair(lang, w);
@@ -1432,6 +1439,9 @@ impl Sink for LangLost<'_> {
         if lang != NO_LANG {
             self.par.lose_left(x, lang, w);
         }
+        if self.par.track_dev {
+            self.par.dev_left(x, self.dev);
+        }
     }
 
     #[inline(always)]
@@ -1440,12 +1450,18 @@ impl Sink for LangLost<'_> {
         if lang != NO_LANG {
             self.par.lose_right(y, lang, w);
         }
+        if self.par.track_dev {
+            self.par.dev_right(y, self.dev);
+        }
     }
 
     #[inline(always)]
-    fn fresh(&mut self, lang: u32, i: u32, w: i64) {
+    fn fresh(&mut self, lang: u32, i: u32, w: i64, up: bool) {
         if lang != NO_LANG {
             self.par.gain(i, lang, w);
+        }
+        if self.par.track_dev {
+            self.par.dev_gain(i, if up { self.dev } else { -self.dev });
         }
     }
 }
@@ -1530,7 +1546,7 @@ impl Sink for Lost {
     }
 
     #[inline(always)]
-    fn fresh(&mut self, _lang: u32, _i: u32, _w: i64) {}
+    fn fresh(&mut self, _lang: u32, _i: u32, _w: i64, _up: bool) {}
 }
 
 /// Merge `pair` = (a, b) into z at each of `positions` that is still an
@@ -1573,18 +1589,18 @@ fn walk<S: Sink>(
                 let f = &mut fr.fresh[i as usize];
                 f.count -= w;
                 f.live -= 1;
-                sink.fresh(lang, i, -w);
+                sink.fresh(lang, i, -w, false);
             } else {
                 sink.lose_left(xi, pack(xi, a), w, lang);
             }
             let i = fr.add_left(xi, w, x as u32);
-            sink.fresh(lang, i, w);
+            sink.fresh(lang, i, w, true);
         }
         if let Some(r) = r {
             let yi = arena.get(r);
             sink.lose_right(yi, pack(b, yi), w, lang);
             let i = fr.add_right(yi, w, p as u32);
-            sink.fresh(lang, i, w);
+            sink.fresh(lang, i, w, true);
         }
         arena.set(q, SPAN | s);
         arena.set(p, z);
@@ -1981,6 +1997,25 @@ impl Trainer {
                     return Err(Error::Invalid(format!(
                         "the discount rule needs a shared factor >= 1 (the band it picks from), not {shared}"
                     )));
+                }
+                if matches!(rule, Rule::Lift { .. }) && shared < 1.0 {
+                    return Err(Error::Invalid(format!(
+                        "the lift rule needs a shared factor >= 1 (the band it picks from), not {shared}"
+                    )));
+                }
+                if matches!(rule, Rule::Lift { dev: true, .. }) {
+                    // devlift: every pair's dev count, from the arena as laid out
+                    // (no merge yet), as the setup counted the training counts
+                    let mut dev_pairs: FxHashMap<u64, i64> = FxHashMap::default();
+                    let ids = self.next_id;
+                    count_pairs(&self.slots, (1, self.slots.len().max(1)), ids, |_, key, c| {
+                        let (_, dev) = split_counts(c);
+                        if dev > 0 {
+                            *dev_pairs.entry(key).or_insert(0) += dev as i64;
+                        }
+                        0
+                    });
+                    par.set_dev_counts(&self.pairs, dev_pairs.into_iter());
                 }
                 if matches!(rule, Rule::Group { .. }) && shared < 1.0 {
                     return Err(Error::Invalid(format!(
@@ -2461,7 +2496,7 @@ mod tests {
             words in prop::collection::vec(prop::collection::vec(("(ab|a|b|c|é|xy){1,8}", 1u64..3000), 1..14), 1..4),
             dev in prop::collection::vec("(ab|a|b|c|é|xy){1,8}", 4),
             n in 1usize..90, lex in any::<bool>(), shared in prop::sample::select(vec![1.0, 1.3, 2.0, 3.5]),
-            minf in 1u64..60, global in 0usize..3, rule in 0usize..5,
+            minf in 1u64..60, global in 0usize..3, rule in 0usize..9,
         ) {
             let counter = |ws: &[(String, u64)]| {
                 let mut wc = WordCounter::new(Pretokenizer::Whole);
@@ -2479,12 +2514,17 @@ mod tests {
             ).unwrap();
             // the group rule: in tests its walk asserts equality with taking the candidates out
             // the discount rule: its band keys (global less a share of language 0's count) likewise
+            // the lift rule: its band keys (global plus a multiple of the band language's count) likewise
             let rule = [
                 Rule::Foroutan,
                 Rule::LevelUp { reference: 0 },
                 Rule::Group { reference: 0, gain: 1.0 },
                 Rule::Discount { reference: 0, gain: 1.0 },
                 Rule::Discount { reference: 0, gain: 0.37 },
+                Rule::Lift { reference: 0, gain: 1.0, dev: false },
+                Rule::Lift { reference: 0, gain: 3.7, dev: false },
+                Rule::Lift { reference: 0, gain: 0.0, dev: true },
+                Rule::Lift { reference: 0, gain: 2.5, dev: true },
             ][rule];
             t.set_parity_rule(0.0, shared, rule).unwrap();
             t.run(usize::MAX, None);

@@ -389,9 +389,10 @@ impl PyBpeTrainer {
     /// `norms` (one per language, above zero) overrides it; `window` > 0 turns
     /// on the moving-window variant with `alpha`; `tolerance` > 0 the
     /// tolerance variant, `shared` >= 1 the shared-pair variant (0: off);
-    /// `rule`: "foroutan2025", "levelup", "excess", "group", "keep" or
-    /// "discount" (`reference`: the index of the reference language, needed
-    /// by all but the first; `gain`: excess's, group's and discount's knob).
+    /// `rule`: "foroutan2025", "levelup", "excess", "group", "keep",
+    /// "discount", "lift" or "devlift" (`reference`: the index of the reference language,
+    /// needed by all but the first; `gain`: excess's, group's, discount's and
+    /// the lifts' knob).
     #[staticmethod]
     #[pyo3(signature = (train, dev, byte_ids, next_id, num_merges, tie_break="pair_ids", min_frequency=1, num_threads=None, global_merges=0, measure="tokens", norms=None, window=0, alpha=2.0, tolerance=0.0, shared=0.0, rule="foroutan2025", reference=None, gain=0.0))]
     #[allow(clippy::too_many_arguments)]

@@ -163,17 +163,28 @@ def test_levelup_and_excess_rules_equal_to_the_slow_reference(rule, kw, referenc
 
 @pytest.mark.parametrize("tie_break", ["pair_ids", "lexicographic"])
 @pytest.mark.parametrize(
-    "corpus,kw",
+    "rule,corpus,kw",
     [
-        ("TRAIN", dict(shared=2, gain=1.0)),
-        ("TRAIN", dict(shared=3, gain=0.3, tolerance=0.05, global_merges=2)),
-        ("BIG", dict(shared=1.5, gain=1.0)),
-        ("BIG", dict(shared=2, gain=0.5, min_frequency=40)),
-        ("BIG", dict(shared=3.5, gain=0.25, global_merges=5)),
+        ("discount", "TRAIN", dict(shared=2, gain=1.0)),
+        ("discount", "TRAIN", dict(shared=3, gain=0.3, tolerance=0.05, global_merges=2)),
+        ("discount", "BIG", dict(shared=1.5, gain=1.0)),
+        ("discount", "BIG", dict(shared=2, gain=0.5, min_frequency=40)),
+        ("discount", "BIG", dict(shared=3.5, gain=0.25, global_merges=5)),
+        ("lift", "TRAIN", dict(shared=2, gain=1.0)),
+        ("lift", "TRAIN", dict(shared=3, gain=0.3, tolerance=0.05, global_merges=2)),
+        ("lift", "BIG", dict(shared=1.5, gain=4.0)),
+        ("lift", "BIG", dict(shared=4, gain=0.7, min_frequency=40)),
+        ("lift", "BIG", dict(shared=8, gain=37.5, global_merges=5)),
+        ("devlift", "TRAIN", dict(shared=2, gain=0.0)),
+        ("devlift", "TRAIN", dict(shared=3, gain=1.0, tolerance=0.05, global_merges=2)),
+        ("devlift", "BIG", dict(shared=1.5, gain=1.0)),
+        ("devlift", "BIG", dict(shared=4, gain=0.7, min_frequency=40)),
     ],
 )
-@pytest.mark.parametrize("reference", ["en", "de"])
-def test_discount_rule_equal_to_the_slow_reference(corpus, kw, reference, tie_break):
+@pytest.mark.parametrize("other", [False, True])
+def test_band_score_rules_equal_to_the_slow_reference(rule, corpus, kw, other, tie_break):
+    # the second reference: another fixed language for discount (it needs one), the median for the lifts
+    reference = ("de" if rule == "discount" else "median") if other else "en"
     names = {"tolerance": "parity_tolerance", "shared": "parity_shared", "global_merges": "parity_global_merges"}
     names.update(gain="parity_gain", min_frequency="min_frequency")
     text = {"TRAIN": TRAIN, "BIG": BIG}[corpus]
@@ -182,20 +193,15 @@ def test_discount_rule_equal_to_the_slow_reference(corpus, kw, reference, tie_br
         vocab=256 + 60,
         tie_break=tie_break,
         parity_measure="bytes",
-        parity_rule="discount",
+        parity_rule=rule,
         parity_reference=reference,
         **{names[k]: v for k, v in kw.items()},
     )
-    ref = sorted(DEV).index(reference)
-    want, chosen = _reference(text, DEV, 60, measure="bytes", tie_break=tie_break, rule="discount", reference=ref, **kw)
+    ref = "median" if reference == "median" else sorted(DEV).index(reference)
+    want, chosen = _reference(text, DEV, 60, measure="bytes", tie_break=tie_break, rule=rule, reference=ref, **kw)
     assert tok.merges == want
     rec = tok.data.training["parity"]
-    assert (rec["rule"], rec["reference"], rec["gain"], rec["shared"]) == (
-        "discount",
-        reference,
-        kw["gain"],
-        kw["shared"],
-    )
+    assert (rec["rule"], rec["reference"], rec["gain"], rec["shared"]) == (rule, reference, kw["gain"], kw["shared"])
     for i, lang in enumerate(rec["languages"]):
         assert rec["per_language"][lang]["merges"] == sum(1 for c in chosen if c == i)
 
@@ -249,6 +255,14 @@ def test_levelup_and_excess_serve_only_the_languages_dearer_than_the_reference()
     assert _train(vocab=256 + 80, parity_rule="excess", parity_reference="en", parity_gain=0.0).merges == plain
 
 
+def test_lift_gain_0_is_the_shared_pick():
+    kw = dict(vocab=256 + 60, parity_measure="bytes", parity_reference="en")
+    shared = _train(BIG, parity_rule="levelup", parity_shared=2.0, **kw).merges
+    assert _train(BIG, parity_rule="lift", parity_gain=0.0, parity_shared=2.0, **kw).merges == shared
+    lifted = _train(BIG, parity_rule="lift", parity_gain=1.0, parity_shared=2.0, **kw).merges
+    assert lifted != shared
+
+
 @pytest.mark.parametrize(
     "kw",
     [
@@ -257,6 +271,8 @@ def test_levelup_and_excess_serve_only_the_languages_dearer_than_the_reference()
         dict(parity_rule="group", parity_gain=3.0, parity_shared=2.0),
         dict(parity_rule="keep", parity_global_merges=0.2, parity_shared=2.0),
         dict(parity_rule="discount", parity_gain=0.5, parity_shared=2.0),
+        dict(parity_rule="lift", parity_gain=2.0, parity_shared=1.5),
+        dict(parity_rule="devlift", parity_gain=1.0, parity_shared=1.5),
     ],
 )
 def test_new_rules_deterministic_whatever_the_threads_and_recorded(tmp_path, kw):
@@ -293,6 +309,12 @@ def test_new_rules_typed_errors():
     for bad in (1.5, -0.1):
         with pytest.raises(TokenforgeError, match="parity_gain must be"):
             _train(parity_rule="discount", parity_reference="en", parity_shared=2.0, parity_gain=bad)
+    for rule in ("lift", "devlift"):
+        with pytest.raises(TokenforgeError, match=f"'{rule}' needs parity_shared"):
+            _train(parity_rule=rule, parity_reference="en", parity_gain=0.5)
+        for bad in (-0.5, 2.0**21, float("inf"), float("nan")):
+            with pytest.raises(TokenforgeError, match="parity_gain must be"):
+                _train(parity_rule=rule, parity_reference="en", parity_shared=2.0, parity_gain=bad)
 
 
 def test_keep_serves_a_cheaper_language_once_it_rises_above_its_start():
@@ -718,3 +740,25 @@ def _frontier_configs():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod.CONFIGS
+
+
+@pytest.mark.parametrize("tie_break", ["pair_ids", "lexicographic"])
+def test_devlift_with_dev_text_inside_the_training_text_equal_to_the_slow_reference(tie_break):
+    # compare's near-parallel case: each language's dev text is part of its training text
+    dev = {lang: texts[: max(1, len(texts) // 2)] for lang, texts in BIG.items()}
+    kw = dict(shared=2.0, gain=1.0, global_merges=4)
+    tok = _train(
+        BIG,
+        dev,
+        vocab=256 + 60,
+        tie_break=tie_break,
+        parity_measure="bytes",
+        parity_rule="devlift",
+        parity_reference="en",
+        parity_shared=kw["shared"],
+        parity_gain=kw["gain"],
+        parity_global_merges=kw["global_merges"],
+    )
+    en = sorted(dev).index("en")
+    want, _ = _reference(BIG, dev, 60, measure="bytes", tie_break=tie_break, rule="devlift", reference=en, **kw)
+    assert tok.merges == want

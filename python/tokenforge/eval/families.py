@@ -25,7 +25,8 @@ none are converted).
                                  ``parity_shared=F`` (the worst language's
                                  pair most shared among those within F of
                                  its top count); ``parity_rule=levelup``,
-                                 ``excess``, ``group`` or ``keep`` (tokenforge's rules,
+                                 ``excess``, ``group``, ``keep``, ``discount``,
+                                 ``lift`` or ``devlift`` (tokenforge's rules,
                                  against ``--reference-lang``; knob
                                  ``parity_gain=G``)
 ``lz78:<strategy>[:nochunk][:compact]``

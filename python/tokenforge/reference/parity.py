@@ -42,7 +42,7 @@ rule the Rust trainer runs incrementally; docs/algorithms.md):
    largest ``sum_l w_l * float(count_l)`` (summed by language index; ``w_l``
    = ``1 + gain`` for a language strictly dearer than the reference, else 1),
    the first on a tie;
-10. ``reference="median"`` (rules 7-9, 11): before each merge, the reference is
+10. ``reference="median"`` (rules 7-9, 11, 13, 14): before each merge, the reference is
    the lower median language: the languages ordered by dev cost (exactly, as
    fractions), then by index, the ``(L - 1) // 2``-th;
 11. ``rule="keep"``: at the first merge after the global ones, each
@@ -55,7 +55,13 @@ rule the Rust trainer runs incrementally; docs/algorithms.md):
 12. ``rule="discount"``: the language as step 7 picks it; the pair as step 6
    picks it (``shared`` >= 1), but by the largest ``1024 * count over all
    languages - d * count in the reference language``, ``d = gain * 1024``
-   rounded half away from zero (``gain`` in [0, 1]; ``reference`` a fixed index).
+   rounded half away from zero (``gain`` in [0, 1]; ``reference`` a fixed index);
+13. ``rule="lift"``: the language as step 7 picks it; the pair as step 6 picks
+   it (``shared`` >= 1), but by the largest ``1024 * count over all languages
+   + e * count in the language served``, ``e = gain * 1024`` rounded half away
+   from zero (``gain`` >= 0);
+14. ``rule="devlift"``: step 13 with the count over all languages' *dev* words
+   in place of their training words'.
 
 Not handled: pre-tokenization (give word counts, :func:`tokenforge.reference.bpe.count_words`),
 special tokens, speed.
@@ -148,6 +154,12 @@ def _premium(cost_parts: list[tuple[int, int]], i: int, reference: int) -> float
     return float(t * nr) / float(tr * n)
 
 
+def _fixed(gain: float) -> int:
+    """``gain`` in units of 1/:data:`DISCOUNT_ONE`, rounded half away from zero as Rust's ``f64::round``."""
+    scaled = gain * DISCOUNT_ONE
+    return int(scaled) + (scaled - int(scaled) >= 0.5)
+
+
 def train_parity_reference(
     train_counts: list[dict[bytes, int]],
     dev_counts: list[dict[bytes, int]],
@@ -183,7 +195,7 @@ def train_parity_reference(
         ]
         live_now = [i for i in range(len(train)) if not exhausted[i]]
         ref = _median(cost_parts) if reference == "median" else reference
-        if rule in ("levelup", "group", "discount"):
+        if rule in ("levelup", "group", "discount", "lift", "devlift"):
             assert isinstance(ref, int)
             global_now = _level(cost_parts, live_now, ref, tolerance)
         elif rule == "keep":
@@ -271,10 +283,13 @@ def train_parity_reference(
                         ]
                         if rule == "discount":
                             assert isinstance(ref, int)
-                            scaled = gain * DISCOUNT_ONE
-                            d = int(scaled) + (scaled - int(scaled) >= 0.5)  # half away from zero, as Rust rounds
+                            d = _fixed(gain)
                             at_ref = _count_pairs(*train[ref])
                             pair = max(cands, key=lambda p: DISCOUNT_ONE * everyone[p] - d * at_ref[p])
+                        elif rule in ("lift", "devlift"):
+                            e = _fixed(gain)
+                            on = _all_pairs(dev) if rule == "devlift" else everyone
+                            pair = max(cands, key=lambda p: DISCOUNT_ONE * on[p] + e * mine[p])
                         else:
                             pair = max(cands, key=lambda p: everyone[p])  # max keeps the first of equals
                     break
