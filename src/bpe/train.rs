@@ -1468,7 +1468,7 @@ impl Sink for LangLost<'_> {
 
 /// Plain training's merge (one walk per thread): what the existing pairs
 /// lose, summed per pair -- (weight, occurrences) -- and applied to the index
-/// once the walks are done ([`Trainer::apply_lost`]). The pair index is a
+/// once the walks are done ([`apply_lost`]). The pair index is a
 /// hash table of millions of pairs, a cache miss a probe; summing first in
 /// arrays indexed by the other id probes it once per distinct neighbour
 /// instead of once per occurrence (a late merge's few thousand occurrences
@@ -1993,28 +1993,29 @@ impl Trainer {
                         "the excess rule takes no tolerance, shared factor or window (its knob is the gain)".into(),
                     ));
                 }
-                if matches!(rule, Rule::Discount { .. }) && shared < 1.0 {
+                let banded = match rule {
+                    Rule::Discount { .. } => Some("discount"),
+                    Rule::Lift { dev: false, .. } => Some("lift"),
+                    Rule::Lift { dev: true, .. } => Some("devlift"),
+                    _ => None,
+                };
+                if let Some(name) = banded.filter(|_| shared < 1.0) {
                     return Err(Error::Invalid(format!(
-                        "the discount rule needs a shared factor >= 1 (the band it picks from), not {shared}"
-                    )));
-                }
-                if matches!(rule, Rule::Lift { .. }) && shared < 1.0 {
-                    return Err(Error::Invalid(format!(
-                        "the lift rule needs a shared factor >= 1 (the band it picks from), not {shared}"
+                        "the {name} rule needs a shared factor >= 1 (the band it picks from), not {shared}"
                     )));
                 }
                 if matches!(rule, Rule::Lift { dev: true, .. }) {
                     // devlift: every pair's dev count, from the arena as laid out
                     // (no merge yet), as the setup counted the training counts
-                    let mut dev_pairs: FxHashMap<u64, i64> = FxHashMap::default();
-                    let ids = self.next_id;
-                    count_pairs(&self.slots, (1, self.slots.len().max(1)), ids, |_, key, c| {
-                        let (_, dev) = split_counts(c);
-                        if dev > 0 {
-                            *dev_pairs.entry(key).or_insert(0) += dev as i64;
+                    let whole = (1, self.slots.len().max(1));
+                    let mut dev = count_pairs(&self.slots, whole, self.next_id, |_, _, c| split_counts(c).1 as i64);
+                    let mut dev_pairs: Vec<(u64, i64)> = Vec::new();
+                    dev.each(|key, i| {
+                        if i.count > 0 {
+                            dev_pairs.push((key, i.count));
                         }
-                        0
                     });
+                    drop(dev);
                     par.set_dev_counts(&self.pairs, dev_pairs.into_iter());
                 }
                 if matches!(rule, Rule::Group { .. }) && shared < 1.0 {
