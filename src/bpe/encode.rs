@@ -970,11 +970,9 @@ impl BpeModel {
         out: &mut Vec<u32>,
     ) {
         let piece = &bytes[s..e];
-        let n = piece.len();
-        if n > PIECE_MAX && self.rule == MergeRule::Bytes && !pend.ask_later {
-            // (shorter tokens are all in the short-piece table; asking
-            // later, `flush` looks, after the caches)
-            if let Some(id) = self.tokens.find(piece) {
+        // (asking later, `flush` looks, after the caches)
+        if !pend.ask_later {
+            if let Some(id) = self.whole_token(piece) {
                 out.push(id);
                 self.remember_any(fast, piece, seen, &[id]);
                 return;
@@ -999,6 +997,18 @@ impl BpeModel {
         pend.items.push(Deferred { s, e, pos: out.len(), lane, first, seen });
         if pend.used == LANES {
             self.flush(fast, pairs, bytes, pend, out);
+        }
+    }
+
+    /// A put-off piece that is itself a token, under tiktoken's rule (the
+    /// tokens of up to `PIECE_MAX` bytes are all in the short-piece table,
+    /// which the piece missed).
+    #[inline]
+    fn whole_token(&self, piece: &[u8]) -> Option<u32> {
+        if piece.len() > PIECE_MAX && self.rule == MergeRule::Bytes {
+            self.tokens.find(piece)
+        } else {
+            None
         }
     }
 
@@ -1033,12 +1043,9 @@ impl BpeModel {
                     lanes[d.lane].found(found, true);
                     continue;
                 }
-                if piece.len() > PIECE_MAX && self.rule == MergeRule::Bytes {
-                    // a whole token (as in `defer`)
-                    if let Some(id) = self.tokens.find(piece) {
-                        lanes[d.lane].found(&[id], false);
-                        continue;
-                    }
+                if let Some(id) = self.whole_token(piece) {
+                    lanes[d.lane].found(&[id], false);
+                    continue;
                 }
             }
             lanes[d.lane].start(piece, &self.byte_to_id, &fast.byte_pairs, |r| r);

@@ -777,7 +777,7 @@ impl<const KW: usize, const IW: usize> Cache<KW, IW> {
         ((key.hash >> self.shift) as usize) * 2
     }
 
-    /// Start loading the set [`Self::get`] will look at.
+    /// Start loading the set [`Self::lookup`] will look at.
     #[inline(always)]
     pub fn prefetch(&self, key: &Key<KW>) {
         let set = self.set(key);
@@ -786,13 +786,15 @@ impl<const KW: usize, const IW: usize> Cache<KW, IW> {
     }
 
     /// Append the cached ids of `key` to `out`; false on a miss (or a
-    /// [`Self::put_elsewhere`] mark).
-    #[inline(always)]
+    /// [`Self::put_elsewhere`] mark). (Tests: the encoder asks
+    /// [`Self::lookup`], which tells the mark from a miss.)
+    #[cfg(test)]
     pub fn get(&self, key: &Key<KW>, out: &mut Vec<u32>) -> bool {
         self.lookup(key, out) == Cached::Ids
     }
 
-    /// [`Self::get`], telling a miss from a [`Self::put_elsewhere`] mark.
+    /// Append the cached ids of `key` to `out` ([`Cached::Ids`]), or tell a
+    /// miss from a [`Self::put_elsewhere`] mark.
     #[inline(always)]
     pub fn lookup(&self, key: &Key<KW>, out: &mut Vec<u32>) -> Cached {
         let set = self.set(key);
