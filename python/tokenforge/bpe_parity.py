@@ -212,15 +212,13 @@ class ParitySettings:
                     f"parity_rule={rule!r} needs parity_reference, one of the dev languages ({', '.join(langs)}) "
                     f"or {MEDIAN!r}, not {reference!r}"
                 )
-            if rule == "discount" and (not shared or reference == MEDIAN):
+            if rule in ("discount", "lift", "devlift") and not shared:
+                raise TokenforgeError(f"parity_rule={rule!r} needs parity_shared >= 1 (the band it picks from)")
+            if rule == "discount" and reference == MEDIAN:
                 raise TokenforgeError(
                     "parity_rule='discount' needs parity_shared >= 1 (the band it picks from) and a fixed "
                     f"parity_reference language, not {reference!r}"
-                    if shared
-                    else "parity_rule='discount' needs parity_shared >= 1 (the band it picks from)"
                 )
-            if rule in ("lift", "devlift") and not shared:
-                raise TokenforgeError(f"parity_rule={rule!r} needs parity_shared >= 1 (the band it picks from)")
             if rule == "group" and not shared:
                 raise TokenforgeError(
                     "parity_rule='group' needs parity_shared >= 1 (the band of the worst language's pairs it "
