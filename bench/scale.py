@@ -26,7 +26,10 @@ tokenforge's training into counting, the merge loop's setup, the first 1,000
 merges (which touch most pieces, on every thread) and the rest (wall and CPU
 seconds each, their total against the 15 s target, one child); ``--only pretokenize`` times
 ``pretokenize`` of the corpus into shards (a tokenizer trained untimed on its
-first 16 MB) beside training's counting pass alone, in the same run; ``--only profile`` prints where
+first 16 MB) beside training's counting pass alone, in the same run, and the
+floor of that comparison: counting plus every distinct piece of the corpus
+encoded once by a fresh copy of the tokenizer (the merging pretokenizing must
+do and counting does not); ``--only profile`` prints where
 counting's time goes (reading, JSON, splitting and counting), measured by
 timing each stage alone in one child. The machine's load average is printed
 with every table: timings on a shared machine are noisy, ratios from one run
@@ -418,8 +421,8 @@ def encode_distinct(st: dict) -> dict:
     import shutil
 
     shutil.rmtree(st["out"], ignore_errors=True)
-    ids = st["tok"].encode_batch(st["docs"], num_threads=st["threads"])
-    return _done(st, tokens=sum(map(len, ids)), distinct=st["distinct"])
+    ids, _ = st["tok"].encode_batch_flat(st["docs"], num_threads=st["threads"])
+    return _done(st, tokens=len(ids), distinct=st["distinct"])
 
 
 def count_files(st: dict) -> dict:
