@@ -365,6 +365,8 @@ def _distinct_pieces(path: str, threads: int) -> list[str]:
 
     regex, _ = resolve_pattern("cl100k")
     b = count_pieces(path, regex, num_threads=threads, progress=False).to_bytes()
+    if b[:6] != b"TFCT\x01\x01":  # the transport framing, version 1, kind 1 (piece counts)
+        raise SystemExit(f"WordCounter.to_bytes starts {b[:6]!r}: not the layout this bench reads")
     pos = 6
 
     def varint() -> int:
@@ -415,7 +417,7 @@ def setup_distinct(*a):
 
 
 def encode_distinct(st: dict) -> dict:
-    """``encode_batch`` of every distinct piece of the corpus once (see
+    """``encode_batch_flat`` of every distinct piece of the corpus once (see
     ``setup_distinct``): about one merge per distinct piece, the work that
     pretokenizing has and counting has not."""
     import shutil
