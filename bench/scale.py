@@ -362,37 +362,25 @@ def _distinct_pieces(path: str, threads: int) -> list[str]:
     the pattern, five varints, the piece count, then each piece and its count)."""
     from tokenforge.counting import count_pieces
     from tokenforge.formats.patterns import resolve_pattern
+    from tokenforge.formats.sentencepiece_model import _Reader  # the same LEB128 varints
 
     regex, _ = resolve_pattern("cl100k")
     b = count_pieces(path, regex, num_threads=threads, progress=False).to_bytes()
     if b[:6] != b"TFCT\x01\x01":  # the transport framing, version 1, kind 1 (piece counts)
         raise SystemExit(f"WordCounter.to_bytes starts {b[:6]!r}: not the layout this bench reads")
-    pos = 6
-
-    def varint() -> int:
-        nonlocal pos
-        v = shift = 0
-        while True:
-            x = b[pos]
-            pos += 1
-            v |= (x & 0x7F) << shift
-            shift += 7
-            if x < 0x80:
-                return v
-
-    flags = b[pos]
-    pos += 1
-    if flags & 1:
-        n = varint()  # the pattern's length (read before pos moves on), then its bytes
+    varint = _Reader(b, path).varint
+    pos = 7
+    if b[6] & 1:  # the flags: a pattern follows (its length, then its bytes)
+        n, pos = varint(pos)
         pos += n
     for _ in range(5):
-        varint()
+        _, pos = varint(pos)
+    count, pos = varint(pos)
     pieces = []
-    for _ in range(varint()):
-        n = varint()
+    for _ in range(count):
+        n, pos = varint(pos)
         pieces.append(b[pos : pos + n].decode("utf-8"))
-        pos += n
-        varint()
+        _, pos = varint(pos + n)
     return pieces
 
 
